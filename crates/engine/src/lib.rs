@@ -1,0 +1,44 @@
+//! The durable task engine of mcp-tasks. It knows tasks, not protocol eras: the wire
+//! dialects (2025-11-25 core tasks, 2026-07-28 tasks extension) are codecs in
+//! `mcp-tasks-server` over this one engine.
+//!
+//! # Layout
+//! - [`task`]: ids, statuses, [`TaskState`] and the one transition function [`TaskState::on`].
+//! - [`store`]: the [`TaskStore`] seam (compare-and-set writes) and its errors.
+//! - [`engine`]: [`Engine`]: create, get, list, cancel, await, recover, sweep.
+//! - [`work`]: the [`Handler`] trait tools implement and the [`Context`] they receive.
+//! - [`clock`]: injected time.
+//!
+//! # States
+//!
+//! ```text
+//!              NeedInput                  Complete / Fail / Cancel / Expire
+//!   working ─────────────▶ input_required ────────────────────────────────┐
+//!      │    ◀───────────────                                              ▼
+//!      │      InputAnswered                         completed | failed | cancelled
+//!      └──────────────────────────────────────────────────────────▶  (never change)
+//!             Complete / Fail / Cancel / Expire
+//! ```
+//!
+//! # Guarantees
+//! - A task is in the store before [`Engine::create`] returns.
+//! - Every write is a compare-and-set on the task's version; a runner's write also carries
+//!   its attempt, so a stale attempt cannot complete a task, and nothing completes twice.
+//! - Waiting ([`Engine::wait_terminal`]) wakes on the change feed, never on a timer.
+
+pub mod clock;
+pub mod engine;
+pub mod error;
+pub mod store;
+pub mod task;
+pub mod work;
+
+pub use clock::{Clock, FakeClock, SystemClock};
+pub use engine::{Change, Engine, NewTask, Policy, Recovery, Sweep};
+pub use error::EngineError;
+pub use store::{Cursor, ListQuery, StoreError, TaskStore, Update};
+pub use task::{
+    ErrorObject, Event, EventKind, InputRequest, InputRequests, Outcome, Principal, Refused,
+    RestartPolicy, Status, TaskId, TaskRecord, TaskState, Timestamp, Version,
+};
+pub use work::{Context, Handler, Progress, ToolRuntime};

@@ -1,0 +1,122 @@
+//! The store seam: durable storage of [`TaskRecord`]s behind an object-safe async trait.
+//!
+//! This trait is an internal seam of mcp-tasks, not a stable API: it changes with the
+//! engine. Every implementation must pass the shared store suite (`mcp-tasks-sqlite`'s
+//! `tests/it/store_suite.rs`).
+
+use std::error::Error as StdError;
+
+use async_trait::async_trait;
+
+use crate::task::{TaskId, TaskRecord, TaskState, Timestamp, Version, Principal};
+
+/// Durable storage for tasks.
+///
+/// Every method is atomic on its own; none holds a lock across calls.
+#[async_trait]
+pub trait TaskStore: Send + Sync + 'static {
+    /// Inserts a new task and makes it durable before returning (invariant 1: a task is
+    /// committed before its CreateTaskResult leaves).
+    ///
+    /// # Errors
+    /// [`StoreError::Duplicate`] if the id exists; [`StoreError::Backend`] otherwise.
+    async fn insert(&self, task: &TaskRecord) -> Result<(), StoreError>;
+
+    /// Reads a task. `None` if it never existed or has been purged.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError>;
+
+    /// Replaces state, message, update time and attempt if the stored version still equals
+    /// `expected`, bumps the version, and returns the new record. Atomic and durable.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] if the task moved on (or vanished) in the meantime.
+    async fn replace(
+        &self,
+        id: &TaskId,
+        expected: Version,
+        update: &Update,
+    ) -> Result<TaskRecord, StoreError>;
+
+    /// The owner's tasks after the cursor, oldest first (by creation time, then id).
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn list(&self, query: &ListQuery) -> Result<Vec<TaskRecord>, StoreError>;
+
+    /// Tasks not yet terminal, oldest first, at most `limit` (restart recovery).
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn unfinished(&self, limit: u32) -> Result<Vec<TaskRecord>, StoreError>;
+
+    /// Tasks not yet terminal whose TTL has run out at `now`, at most `limit`.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn expired(&self, now: Timestamp, limit: u32) -> Result<Vec<TaskRecord>, StoreError>;
+
+    /// Deletes terminal tasks whose TTL has run out at `now`, at most `limit`; returns how
+    /// many went.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn purge(&self, now: Timestamp, limit: u32) -> Result<u64, StoreError>;
+}
+
+/// The new values written by [`TaskStore::replace`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Update {
+    /// The state after the transition.
+    pub state: TaskState,
+    /// The status message after the write.
+    pub status_message: Option<String>,
+    /// The time of the write (becomes `updated_at`).
+    pub updated_at: Timestamp,
+    /// The runner's claim after the write.
+    pub attempt: u32,
+}
+
+/// Where a listing resumes: after the task with this creation time and id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cursor {
+    /// Creation time of the last task already seen.
+    pub created_at: Timestamp,
+    /// Id of the last task already seen.
+    pub id: TaskId,
+}
+
+/// A page request for [`TaskStore::list`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct ListQuery {
+    /// Only this principal's tasks.
+    pub owner: Principal,
+    /// Resume after this task.
+    pub after: Option<Cursor>,
+    /// At most this many.
+    pub limit: u32,
+}
+
+/// What can go wrong in a store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// A task with this id already exists.
+    #[error("task {0} already exists")]
+    Duplicate(TaskId),
+    /// The task's version changed (or the task vanished) since it was read.
+    #[error("task {0} changed since it was read")]
+    Conflict(TaskId),
+    /// The database failed.
+    #[error("task store failed: {0}")]
+    Backend(#[source] Box<dyn StdError + Send + Sync>),
+}
+
+impl StoreError {
+    /// Wraps a driver error.
+    pub fn backend(err: impl StdError + Send + Sync + 'static) -> StoreError {
+        StoreError::Backend(Box::new(err))
+    }
+}

@@ -1,0 +1,511 @@
+//! The task model: ids, statuses, the state a task is in, and the one transition function.
+//!
+//! Everything here is synchronous and pure; stores persist [`TaskState`] as JSON and the
+//! engine decides every status change with [`TaskState::on`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A task id: 128 bits from the operating system's CSPRNG, as 32 lowercase hex digits.
+///
+/// 2025-11-25 tasks: without an authorization context the receiver MUST use
+/// cryptographically secure, high-entropy ids; with one, ids are still unguessable.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TaskId(String);
+
+impl TaskId {
+    /// Draws a fresh id from the operating system's random source.
+    ///
+    /// # Panics
+    /// Only if the operating system has no random source at all, in which case no id
+    /// could be safe and the process must not go on.
+    pub fn random() -> TaskId {
+        let mut bytes = [0u8; 16];
+        #[allow(clippy::expect_used)] // see # Panics: without OS randomness nothing is safe
+        getrandom::fill(&mut bytes).expect("the OS random source is unavailable");
+        let mut hex = String::with_capacity(32);
+        for byte in bytes {
+            hex.push_str(&format!("{byte:02x}"));
+        }
+        TaskId(hex)
+    }
+
+    /// The id as it goes on the wire.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for TaskId {
+    /// Wraps an id received from a peer; lookups of ids that never existed find nothing.
+    fn from(id: String) -> TaskId {
+        TaskId(id)
+    }
+}
+
+impl From<&str> for TaskId {
+    fn from(id: &str) -> TaskId {
+        TaskId(id.to_owned())
+    }
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Who a task belongs to. Every read and write of a task is scoped to its principal.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Principal(String);
+
+impl Principal {
+    /// Wraps a principal name (a token's subject, or `local` for the stdio user).
+    pub fn new(name: impl Into<String>) -> Principal {
+        Principal(name.into())
+    }
+
+    /// The principal's name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Principal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The five statuses of the spec. Derived from [`TaskState`], never stored beside it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Status {
+    /// The work is running (every task starts here).
+    Working,
+    /// The work waits for an answer from the requestor.
+    InputRequired,
+    /// Finished with a result.
+    Completed,
+    /// Finished without success: an error, or a result the era counts as failure.
+    Failed,
+    /// Stopped by request.
+    Cancelled,
+}
+
+impl Status {
+    /// The spec's name: `working`, `input_required`, `completed`, `failed`, `cancelled`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Working => "working",
+            Status::InputRequired => "input_required",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+        }
+    }
+
+    /// Parses the spec's name.
+    pub fn parse(name: &str) -> Option<Status> {
+        Some(match name {
+            "working" => Status::Working,
+            "input_required" => Status::InputRequired,
+            "completed" => Status::Completed,
+            "failed" => Status::Failed,
+            "cancelled" => Status::Cancelled,
+            _ => return None,
+        })
+    }
+
+    /// `completed`, `failed` and `cancelled` never change again.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An error outcome of the work behind a task, shaped like a JSON-RPC error object because
+/// that is what the underlying request would have answered (both eras replay it as is).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ErrorObject {
+    /// The JSON-RPC error code.
+    pub code: i64,
+    /// A message that says what went wrong.
+    pub message: String,
+    /// Optional structured detail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl ErrorObject {
+    /// JSON-RPC internal error (`-32603`).
+    pub const INTERNAL: i64 = -32603;
+
+    /// An internal error with `message`.
+    pub fn internal(message: impl Into<String>) -> ErrorObject {
+        ErrorObject { code: Self::INTERNAL, message: message.into(), data: None }
+    }
+
+    /// The outcome of a task whose process died with the server (restart policy `fail`).
+    pub fn interrupted_by_restart() -> ErrorObject {
+        ErrorObject::internal(
+            "Task execution was interrupted by a server restart; the work did not finish. \
+             Call the tool again to re-run it.",
+        )
+    }
+
+    /// The outcome of a task whose TTL ran out before it finished.
+    pub fn expired() -> ErrorObject {
+        ErrorObject::internal("Task expired: its TTL elapsed before the work finished")
+    }
+}
+
+/// How the work behind a task ended: with a result, or with an error.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The request's result object (for `tools/call`, a `CallToolResult`).
+    Result(Value),
+    /// The request's JSON-RPC error.
+    Error(ErrorObject),
+}
+
+/// One outstanding question from the work to the requestor (elicitation, sampling, …),
+/// era-neutral: the method name and its params. Answered through the engine by key.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InputRequest {
+    /// The request method, e.g. `elicitation/create`.
+    pub method: String,
+    /// The request params.
+    pub params: Value,
+}
+
+/// Outstanding input requests keyed by an id the engine chose.
+pub type InputRequests = BTreeMap<String, InputRequest>;
+
+/// The state of a task, with exactly the data that state needs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum TaskState {
+    /// Running.
+    Working,
+    /// Waiting for answers to `requests`.
+    InputRequired {
+        /// What the work asked.
+        requests: InputRequests,
+    },
+    /// Finished with `result`.
+    Completed {
+        /// The result of the underlying request.
+        result: Value,
+    },
+    /// Finished without success.
+    Failed {
+        /// An error, or a result the era counts as failure (2025-11-25: `isError: true`).
+        outcome: Outcome,
+    },
+    /// Cancelled by request; stays so even if the work later finishes.
+    Cancelled,
+}
+
+/// Something that happened to a task.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    /// The work asks the requestor for input.
+    NeedInput(InputRequests),
+    /// Every outstanding input request has been answered.
+    InputAnswered,
+    /// The work finished with a result that counts as success.
+    Complete(Value),
+    /// The work finished without success.
+    Fail(Outcome),
+    /// The requestor cancelled the task.
+    Cancel,
+    /// The task's TTL ran out before it finished.
+    Expire,
+}
+
+/// The kind of an [`Event`], for messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    /// [`Event::Cancel`]
+    Cancel,
+    /// [`Event::Complete`]
+    Complete,
+    /// [`Event::Expire`]
+    Expire,
+    /// [`Event::Fail`]
+    Fail,
+    /// [`Event::InputAnswered`]
+    InputAnswered,
+    /// [`Event::NeedInput`]
+    NeedInput,
+}
+
+impl fmt::Display for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            EventKind::Cancel => "be cancelled",
+            EventKind::Complete => "complete",
+            EventKind::Expire => "expire",
+            EventKind::Fail => "fail",
+            EventKind::InputAnswered => "take an answer",
+            EventKind::NeedInput => "ask for input",
+        })
+    }
+}
+
+impl Event {
+    /// The kind of this event.
+    pub fn kind(&self) -> EventKind {
+        match self {
+            Event::NeedInput(_) => EventKind::NeedInput,
+            Event::InputAnswered => EventKind::InputAnswered,
+            Event::Complete(_) => EventKind::Complete,
+            Event::Fail(_) => EventKind::Fail,
+            Event::Cancel => EventKind::Cancel,
+            Event::Expire => EventKind::Expire,
+        }
+    }
+}
+
+/// A transition the rules do not allow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("a {from} task cannot {event}")]
+pub struct Refused {
+    /// The status the task was in.
+    pub from: Status,
+    /// What was tried.
+    pub event: EventKind,
+}
+
+impl TaskState {
+    /// The status this state has.
+    pub fn status(&self) -> Status {
+        match self {
+            TaskState::Working => Status::Working,
+            TaskState::InputRequired { .. } => Status::InputRequired,
+            TaskState::Completed { .. } => Status::Completed,
+            TaskState::Failed { .. } => Status::Failed,
+            TaskState::Cancelled => Status::Cancelled,
+        }
+    }
+
+    /// Applies `event`: the only place a task's status is decided.
+    ///
+    /// 2025-11-25 tasks: `working` may go to `input_required`, `completed`, `failed` or
+    /// `cancelled`; `input_required` may go back to `working` or to any terminal status;
+    /// terminal statuses MUST NOT change.
+    ///
+    /// # Errors
+    /// [`Refused`] for every event on a terminal task, and for `InputAnswered` on a task
+    /// that was not waiting.
+    pub fn on(self, event: Event) -> Result<TaskState, Refused> {
+        use TaskState::{Cancelled, Completed, Failed, InputRequired, Working};
+        Ok(match (self, event) {
+            (Working | InputRequired { .. }, Event::NeedInput(requests)) => {
+                InputRequired { requests }
+            }
+            (InputRequired { .. }, Event::InputAnswered) => Working,
+            (Working | InputRequired { .. }, Event::Complete(result)) => Completed { result },
+            (Working | InputRequired { .. }, Event::Fail(outcome)) => Failed { outcome },
+            (Working | InputRequired { .. }, Event::Cancel) => Cancelled,
+            (Working | InputRequired { .. }, Event::Expire) => {
+                Failed { outcome: Outcome::Error(ErrorObject::expired()) }
+            }
+            (state, event) => {
+                return Err(Refused { from: state.status(), event: event.kind() });
+            }
+        })
+    }
+
+    /// The outcome a finished task replays: its result, its error, or nothing yet.
+    pub fn outcome(&self) -> Option<Outcome> {
+        match self {
+            TaskState::Completed { result } => Some(Outcome::Result(result.clone())),
+            TaskState::Failed { outcome } => Some(outcome.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch, UTC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Timestamp(pub i64);
+
+impl Timestamp {
+    /// `self` plus `ms` milliseconds, saturating.
+    pub fn plus_ms(self, ms: u64) -> Timestamp {
+        Timestamp(self.0.saturating_add(i64::try_from(ms).unwrap_or(i64::MAX)))
+    }
+}
+
+/// The version of a stored task; every write bumps it, and writes compare-and-set on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Version(pub u64);
+
+/// What to do with a task that was running when its server died.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RestartPolicy {
+    /// Fail it with an error that says execution was interrupted by a restart.
+    #[default]
+    Fail,
+    /// Run it again (for idempotent tools).
+    Retry,
+}
+
+/// A task as stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskRecord {
+    /// Unguessable id.
+    pub id: TaskId,
+    /// Who created it; nobody else can see it.
+    pub owner: Principal,
+    /// The tool (handler) that runs it.
+    pub tool: String,
+    /// The arguments it was called with, kept so that a retry can run it again.
+    pub arguments: Value,
+    /// Current state.
+    pub state: TaskState,
+    /// Human-readable detail about the current state.
+    pub status_message: Option<String>,
+    /// Creation time.
+    pub created_at: Timestamp,
+    /// Time of the last change of state or message.
+    pub updated_at: Timestamp,
+    /// Granted retention from creation in ms; `None` is unlimited.
+    pub ttl_ms: Option<u64>,
+    /// Suggested poll interval in ms.
+    pub poll_interval_ms: Option<u64>,
+    /// The runner's claim: bumped each time the work is (re)started. Runner writes carry
+    /// it, and a write from an older attempt is rejected.
+    pub attempt: u32,
+    /// Bumped by every write; writes compare-and-set on it.
+    pub version: Version,
+    /// Whether a result that reports `isError: true` ends the task `failed` rather than
+    /// `completed` (set per task by the dialect that created it).
+    pub error_result_fails: bool,
+}
+
+impl TaskRecord {
+    /// The task's status.
+    pub fn status(&self) -> Status {
+        self.state.status()
+    }
+
+    /// When the task may be purged, if ever.
+    pub fn expires_at(&self) -> Option<Timestamp> {
+        self.ttl_ms.map(|ttl| self.created_at.plus_ms(ttl))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn states() -> Vec<TaskState> {
+        vec![
+            TaskState::Working,
+            TaskState::InputRequired { requests: InputRequests::new() },
+            TaskState::Completed { result: json!({"content": []}) },
+            TaskState::Failed { outcome: Outcome::Error(ErrorObject::internal("x")) },
+            TaskState::Cancelled,
+        ]
+    }
+
+    fn events() -> Vec<Event> {
+        vec![
+            Event::NeedInput(InputRequests::new()),
+            Event::InputAnswered,
+            Event::Complete(json!({"content": []})),
+            Event::Fail(Outcome::Error(ErrorObject::internal("boom"))),
+            Event::Cancel,
+            Event::Expire,
+        ]
+    }
+
+    /// legacy_23_24: the whole table, state by event, against the spec's allowed moves.
+    #[test]
+    fn legacy_23_24_transition_table_is_exactly_the_spec() {
+        use Status::*;
+        let expected: [[Option<Status>; 6]; 5] = [
+            // NeedInput, InputAnswered, Complete, Fail, Cancel, Expire
+            [Some(InputRequired), None, Some(Completed), Some(Failed), Some(Cancelled), Some(Failed)],
+            [Some(InputRequired), Some(Working), Some(Completed), Some(Failed), Some(Cancelled), Some(Failed)],
+            [None; 6],
+            [None; 6],
+            [None; 6],
+        ];
+        for (s, state) in states().into_iter().enumerate() {
+            for (e, event) in events().into_iter().enumerate() {
+                let got = state.clone().on(event).ok().map(|next| next.status());
+                assert_eq!(got, expected[s][e], "state {:?} event #{e}", state.status());
+            }
+        }
+    }
+
+    #[test]
+    fn legacy_18_task_ids_are_128_bit_hex_and_distinct() {
+        let a = TaskId::random();
+        let b = TaskId::random();
+        assert_eq!(a.as_str().len(), 32);
+        assert!(a.as_str().bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
+
+    fn any_event() -> impl Strategy<Value = Event> {
+        prop_oneof![
+            Just(Event::NeedInput(InputRequests::new())),
+            Just(Event::InputAnswered),
+            Just(Event::Complete(json!({"content": []}))),
+            Just(Event::Fail(Outcome::Error(ErrorObject::internal("e")))),
+            Just(Event::Cancel),
+            Just(Event::Expire),
+        ]
+    }
+
+    proptest! {
+        /// legacy_22_25: from `working`, no sequence of events leaves a terminal state, and
+        /// every accepted move is one the spec allows.
+        #[test]
+        fn legacy_22_25_no_sequence_leaves_a_terminal_state(seq in proptest::collection::vec(any_event(), 0..40)) {
+            let mut state = TaskState::Working;
+            let mut terminal: Option<TaskState> = None;
+            for event in seq {
+                let before = state.status();
+                match state.clone().on(event.clone()) {
+                    Ok(next) => {
+                        prop_assert!(terminal.is_none(), "a terminal state accepted {:?}", event);
+                        let allowed = match (before, next.status()) {
+                            (Status::Working, Status::Working) => false,
+                            (Status::Working | Status::InputRequired, _) => true,
+                            _ => false,
+                        };
+                        prop_assert!(allowed, "{before} -> {} is not allowed", next.status());
+                        if next.status().is_terminal() { terminal = Some(next.clone()); }
+                        state = next;
+                    }
+                    Err(refused) => {
+                        prop_assert_eq!(refused.from, before);
+                        prop_assert!(before.is_terminal() || event.kind() == EventKind::InputAnswered);
+                    }
+                }
+            }
+            if let Some(t) = terminal { prop_assert_eq!(t, state); }
+        }
+    }
+}

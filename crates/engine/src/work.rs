@@ -1,0 +1,123 @@
+//! The work behind a task: the [`Handler`] trait tools implement, and the [`Context`] a
+//! handler receives (progress, status message, cancellation).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::Engine;
+use crate::task::{Outcome, RestartPolicy, TaskId};
+
+/// The code that runs a tool call, as a task or plainly.
+///
+/// A handler returns the request's result (for `tools/call`, a `CallToolResult` object)
+/// or its JSON-RPC error. It should watch [`Context::cancelled`] and stop promptly.
+#[async_trait]
+pub trait Handler: Send + Sync + 'static {
+    /// Runs the call with `arguments`.
+    async fn call(&self, arguments: Value, ctx: Context) -> Outcome;
+}
+
+/// A handler registered with the engine, with what to do after a crash.
+#[derive(Clone)]
+pub struct ToolRuntime {
+    /// Runs the work.
+    pub handler: Arc<dyn Handler>,
+    /// What to do with a task this tool was running when the server died.
+    pub on_restart: RestartPolicy,
+}
+
+/// A progress report from the work.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Progress {
+    /// How far along; increases with each report.
+    pub progress: f64,
+    /// The total, if known.
+    pub total: Option<f64>,
+    /// A human-readable message.
+    pub message: Option<String>,
+}
+
+/// What a handler can do besides its work: report progress and status, see cancellation.
+#[derive(Clone)]
+pub struct Context {
+    cancel: CancellationToken,
+    reporter: Reporter,
+}
+
+#[derive(Clone)]
+enum Reporter {
+    /// Reports become task changes in the engine, fenced by the attempt.
+    Task { engine: Engine, id: TaskId, attempt: u32 },
+    /// A plain call: progress goes straight to the caller, status messages nowhere.
+    Direct(Option<mpsc::UnboundedSender<Progress>>),
+}
+
+impl Context {
+    /// A context for a plain (non-task) call: progress goes to `progress`, if any.
+    pub fn plain(cancel: CancellationToken, progress: Option<mpsc::UnboundedSender<Progress>>) -> Context {
+        Context { cancel, reporter: Reporter::Direct(progress) }
+    }
+
+    pub(crate) fn for_task(engine: Engine, id: TaskId, attempt: u32, cancel: CancellationToken) -> Context {
+        Context { cancel, reporter: Reporter::Task { engine, id, attempt } }
+    }
+
+    /// The task this work runs for; `None` for a plain call.
+    pub fn task_id(&self) -> Option<&TaskId> {
+        match &self.reporter {
+            Reporter::Task { id, .. } => Some(id),
+            Reporter::Direct(_) => None,
+        }
+    }
+
+    /// Which attempt this is (1 for the first run; bumped by each retry after a restart).
+    pub fn attempt(&self) -> u32 {
+        match &self.reporter {
+            Reporter::Task { attempt, .. } => *attempt,
+            Reporter::Direct(_) => 1,
+        }
+    }
+
+    /// Resolves when the call or task is cancelled (or expires, or the server stops it).
+    pub async fn cancelled(&self) {
+        self.cancel.cancelled().await;
+    }
+
+    /// Whether the call or task has been cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// The token behind [`Context::cancelled`], for handlers that hand it on.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Reports progress. Dropped once the work is cancelled or finished: progress stops at
+    /// a terminal status (2025-11-25 progress rule).
+    pub fn progress(&self, progress: Progress) {
+        if self.cancel.is_cancelled() {
+            return;
+        }
+        match &self.reporter {
+            Reporter::Task { engine, id, attempt } => engine.report_progress(id, *attempt, progress),
+            Reporter::Direct(Some(tx)) => {
+                let _ = tx.send(progress);
+            }
+            Reporter::Direct(None) => {}
+        }
+    }
+
+    /// Sets the task's status message (shown by `tasks/get`). No-op for plain calls.
+    pub async fn status(&self, message: impl Into<String>) {
+        if let Reporter::Task { engine, id, attempt } = &self.reporter {
+            if let Err(err) = engine.set_status_message(id, *attempt, message.into()).await {
+                tracing::warn!(task = %id, error = %err, "could not store status message");
+            }
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! The shared store suite (to be written).
