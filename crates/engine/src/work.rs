@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::Value;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::Engine;
@@ -41,6 +40,9 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
+/// Where a plain call's progress goes.
+pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
+
 /// What a handler can do besides its work: report progress and status, see cancellation.
 #[derive(Clone)]
 pub struct Context {
@@ -53,12 +55,13 @@ enum Reporter {
     /// Reports become task changes in the engine, fenced by the attempt.
     Task { engine: Engine, id: TaskId, attempt: u32 },
     /// A plain call: progress goes straight to the caller, status messages nowhere.
-    Direct(Option<mpsc::UnboundedSender<Progress>>),
+    Direct(Option<ProgressSink>),
 }
 
 impl Context {
-    /// A context for a plain (non-task) call: progress goes to `progress`, if any.
-    pub fn plain(cancel: CancellationToken, progress: Option<mpsc::UnboundedSender<Progress>>) -> Context {
+    /// A context for a plain (non-task) call: progress goes to `progress`, if any, called
+    /// synchronously so that it is ordered before the call's response.
+    pub fn plain(cancel: CancellationToken, progress: Option<ProgressSink>) -> Context {
         Context { cancel, reporter: Reporter::Direct(progress) }
     }
 
@@ -105,9 +108,7 @@ impl Context {
         }
         match &self.reporter {
             Reporter::Task { engine, id, attempt } => engine.report_progress(id, *attempt, progress),
-            Reporter::Direct(Some(tx)) => {
-                let _ = tx.send(progress);
-            }
+            Reporter::Direct(Some(sink)) => sink(progress),
             Reporter::Direct(None) => {}
         }
     }
