@@ -1,0 +1,794 @@
+//! The TOML configuration file: `[server]` settings and the `[[tools]]` it serves.
+//!
+//! Parsing goes through private `Raw*` structs that keep the spans of the values we check
+//! ourselves, so that every error can name the line it is about. The public types hold
+//! only checked values: durations are [`Duration`]s, schemas are JSON, and every
+//! placeholder of every command names a property of its tool's schema.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use mcp_tasks_engine::RestartPolicy;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use toml::Spanned;
+
+use crate::template::{self, Piece};
+
+/// The whole configuration of `mcp-tasks serve`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Config {
+    /// The `[server]` table.
+    pub server: ServerConfig,
+    /// The `[[tools]]` array, in file order.
+    pub tools: Vec<ToolConfig>,
+}
+
+/// The `[server]` table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerConfig {
+    /// The server name announced to clients (`name`, default `mcp-tasks`).
+    pub name: String,
+    /// The TTL granted to a task whose requestor asks for none (`default_ttl`, default 1h).
+    pub default_ttl: Duration,
+    /// The longest TTL granted, whatever the requestor asks (`max_ttl`, default 24h).
+    pub max_ttl: Duration,
+    /// The poll interval suggested to requestors (`poll_interval`, default 1s).
+    pub poll_interval: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> ServerConfig {
+        ServerConfig {
+            name: "mcp-tasks".to_owned(),
+            default_ttl: Duration::from_secs(60 * 60),
+            max_ttl: Duration::from_secs(24 * 60 * 60),
+            poll_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// One `[[tools]]` entry: a tool backed by a command.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolConfig {
+    /// The tool name; unique in the file.
+    pub name: String,
+    /// What the tool does, for the model (default empty).
+    pub description: String,
+    /// The JSON Schema of the arguments; always an object schema (`"type": "object"`).
+    pub input_schema: Value,
+    /// The argv template: the program, then its arguments. `{name}` stands for the
+    /// argument `name` (see [`CommandTool`](crate::CommandTool)); `{{` and `}}` are literal
+    /// braces. The program itself holds no placeholder.
+    pub command: Vec<String>,
+    /// Whether the tool may, must or must not be called as a task (default optional).
+    pub task_support: TaskSupport,
+    /// How long a call may run before its processes are killed; `None` is unlimited.
+    pub timeout: Option<Duration>,
+    /// What to do with a task this tool was running when the server died (default fail).
+    pub on_restart: RestartPolicy,
+}
+
+/// Whether a tool may be called as a task: `"forbidden"`, `"optional"` or `"required"`.
+///
+/// Mirrors the protocol's `execution.taskSupport`; the config crate keeps its own copy so
+/// that it does not depend on the wire types.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskSupport {
+    /// The tool must not be called as a task.
+    Forbidden,
+    /// The tool may be called either way (the default in a config file).
+    #[default]
+    Optional,
+    /// The tool must be called as a task.
+    Required,
+}
+
+/// A configuration that could not be read or is not valid.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("could not read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The text is not a valid configuration.
+    #[error("{}{problem}", Location { file: file.as_deref(), line: *line })]
+    Invalid {
+        /// The file, when the text came from one.
+        file: Option<PathBuf>,
+        /// The 1-based line the problem is on, when known.
+        line: Option<usize>,
+        /// What is wrong.
+        problem: Problem,
+    },
+}
+
+/// What is wrong with a configuration ([`ConfigError::Invalid`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Problem {
+    /// A command element has an unmatched or empty brace.
+    #[error("tool `{tool}`: command element `{element}`: {reason}")]
+    BadTemplate {
+        /// The tool.
+        tool: String,
+        /// The element.
+        element: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A duration that does not parse, or is zero where zero makes no sense.
+    #[error("{field}: invalid duration `{value}`: {reason}")]
+    Duration {
+        /// Which setting, e.g. `server.default_ttl`.
+        field: String,
+        /// The text given.
+        value: String,
+        /// Why it is not valid.
+        reason: String,
+    },
+    /// Two tools with one name.
+    #[error("duplicate tool name `{name}` (first defined on line {first_line})")]
+    DuplicateTool {
+        /// The name.
+        name: String,
+        /// The line of the first tool with this name.
+        first_line: usize,
+    },
+    /// A `command` with no program.
+    #[error("tool `{tool}`: `command` must hold at least the program to run")]
+    EmptyCommand {
+        /// The tool.
+        tool: String,
+    },
+    /// The program is a placeholder: callers must not choose what runs.
+    #[error("tool `{tool}`: the program (first element of `command`) cannot hold a placeholder")]
+    PlaceholderProgram {
+        /// The tool.
+        tool: String,
+    },
+    /// An `input_schema` that is not an object schema.
+    #[error("tool `{tool}`: input_schema {reason}")]
+    Schema {
+        /// The tool.
+        tool: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// TOML that does not parse, or does not fit the configuration's shape (unknown key,
+    /// missing key, wrong type, unknown value).
+    #[error("{0}")]
+    Toml(String),
+    /// `default_ttl` longer than `max_ttl`.
+    #[error("server.default_ttl ({default_ttl}) is longer than server.max_ttl ({max_ttl})")]
+    TtlOrder {
+        /// `default_ttl` as written back by humantime.
+        default_ttl: String,
+        /// `max_ttl` as written back by humantime.
+        max_ttl: String,
+    },
+    /// A placeholder naming no property of the tool's input schema.
+    #[error(
+        "tool `{tool}`: placeholder `{{{placeholder}}}` names no property of input_schema.properties"
+    )]
+    UnknownPlaceholder {
+        /// The tool.
+        tool: String,
+        /// The name inside the braces.
+        placeholder: String,
+    },
+}
+
+impl Config {
+    /// Reads and checks the configuration file at `path`.
+    ///
+    /// # Errors
+    /// [`ConfigError::Read`] if the file cannot be read, [`ConfigError::Invalid`] (naming
+    /// the file and, where known, the line) if it is not a valid configuration.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Config::parse(&text).map_err(|err| match err {
+            ConfigError::Invalid { line, problem, .. } => ConfigError::Invalid {
+                file: Some(path.to_owned()),
+                line,
+                problem,
+            },
+            other => other,
+        })
+    }
+
+    /// Parses and checks a configuration given as TOML text.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`], naming the line where known.
+    pub fn parse(text: &str) -> Result<Config, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|err| ConfigError::Invalid {
+            file: None,
+            line: err.span().map(|span| line_of(text, &span)),
+            problem: Problem::Toml(err.message().trim_end().to_owned()),
+        })?;
+        let lines = Lines(text);
+        let server = raw.server.check(lines)?;
+        let mut tools: Vec<ToolConfig> = Vec::with_capacity(raw.tools.len());
+        let mut first_lines: HashMap<String, usize> = HashMap::new();
+        for raw_tool in raw.tools {
+            let line = lines.of(&raw_tool.name.span());
+            if let Some(&first_line) = first_lines.get(raw_tool.name.get_ref()) {
+                let name = raw_tool.name.into_inner();
+                return Err(lines.error(line, Problem::DuplicateTool { name, first_line }));
+            }
+            first_lines.insert(raw_tool.name.get_ref().clone(), line);
+            tools.push(raw_tool.check(lines)?);
+        }
+        Ok(Config { server, tools })
+    }
+}
+
+/// "`file` line `n`: " before a problem, with whatever parts are known.
+struct Location<'a> {
+    file: Option<&'a Path>,
+    line: Option<usize>,
+}
+
+impl fmt::Display for Location<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.file, self.line) {
+            (Some(file), Some(line)) => write!(f, "{} line {line}: ", file.display()),
+            (Some(file), None) => write!(f, "{}: ", file.display()),
+            (None, Some(line)) => write!(f, "line {line}: "),
+            (None, None) => Ok(()),
+        }
+    }
+}
+
+/// The 1-based line of the byte offset where `span` starts.
+fn line_of(text: &str, span: &Range<usize>) -> usize {
+    let start = span.start.min(text.len());
+    text.as_bytes()[..start]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// The text being parsed, to turn spans into line numbers.
+#[derive(Clone, Copy)]
+struct Lines<'a>(&'a str);
+
+impl Lines<'_> {
+    fn of(self, span: &Range<usize>) -> usize {
+        line_of(self.0, span)
+    }
+
+    fn error(self, line: usize, problem: Problem) -> ConfigError {
+        ConfigError::Invalid {
+            file: None,
+            line: Some(line),
+            problem,
+        }
+    }
+
+    /// Parses a humantime duration, refusing zero (no setting here means "never").
+    fn duration(self, field: &str, value: &Spanned<String>) -> Result<Duration, ConfigError> {
+        let bad = |reason: String| {
+            self.error(
+                self.of(&value.span()),
+                Problem::Duration {
+                    field: field.to_owned(),
+                    value: value.get_ref().clone(),
+                    reason,
+                },
+            )
+        };
+        match humantime::parse_duration(value.get_ref()) {
+            Ok(duration) if duration.is_zero() => Err(bad("must be longer than zero".to_owned())),
+            Ok(duration) => Ok(duration),
+            Err(err) => Err(bad(err.to_string())),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    server: RawServer,
+    #[serde(default)]
+    tools: Vec<RawTool>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    name: Option<String>,
+    default_ttl: Option<Spanned<String>>,
+    max_ttl: Option<Spanned<String>>,
+    poll_interval: Option<Spanned<String>>,
+}
+
+impl RawServer {
+    fn check(self, lines: Lines<'_>) -> Result<ServerConfig, ConfigError> {
+        let defaults = ServerConfig::default();
+        let duration = |field: &str, value: Option<Spanned<String>>, default: Duration| {
+            value.map_or(Ok(default), |value| lines.duration(field, &value))
+        };
+        let ttl_line = self
+            .default_ttl
+            .as_ref()
+            .or(self.max_ttl.as_ref())
+            .map(|v| lines.of(&v.span()));
+        let server = ServerConfig {
+            name: self.name.unwrap_or(defaults.name),
+            default_ttl: duration("server.default_ttl", self.default_ttl, defaults.default_ttl)?,
+            max_ttl: duration("server.max_ttl", self.max_ttl, defaults.max_ttl)?,
+            poll_interval: duration(
+                "server.poll_interval",
+                self.poll_interval,
+                defaults.poll_interval,
+            )?,
+        };
+        if server.default_ttl > server.max_ttl {
+            return Err(ConfigError::Invalid {
+                file: None,
+                line: ttl_line,
+                problem: Problem::TtlOrder {
+                    default_ttl: humantime::format_duration(server.default_ttl).to_string(),
+                    max_ttl: humantime::format_duration(server.max_ttl).to_string(),
+                },
+            });
+        }
+        Ok(server)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTool {
+    name: Spanned<String>,
+    #[serde(default)]
+    description: String,
+    input_schema: Option<Spanned<toml::Table>>,
+    command: Spanned<Vec<Spanned<String>>>,
+    #[serde(default)]
+    task_support: TaskSupport,
+    timeout: Option<Spanned<String>>,
+    #[serde(default)]
+    on_restart: RestartPolicy,
+}
+
+impl RawTool {
+    fn check(self, lines: Lines<'_>) -> Result<ToolConfig, ConfigError> {
+        let name = self.name.get_ref().clone();
+        let name_line = lines.of(&self.name.span());
+        let tool = || name.clone();
+
+        let (input_schema, schema_line) = match self.input_schema {
+            Some(table) => {
+                let line = lines.of(&table.span());
+                let schema = serde_json::to_value(table.get_ref()).map_err(|err| {
+                    lines.error(
+                        line,
+                        Problem::Schema {
+                            tool: tool(),
+                            reason: err.to_string(),
+                        },
+                    )
+                })?;
+                (schema, line)
+            }
+            None => (serde_json::json!({"type": "object"}), name_line),
+        };
+        let properties = schema_properties(&input_schema).map_err(|reason| {
+            lines.error(
+                schema_line,
+                Problem::Schema {
+                    tool: tool(),
+                    reason,
+                },
+            )
+        })?;
+
+        let command_line = lines.of(&self.command.span());
+        if self.command.get_ref().is_empty() {
+            return Err(lines.error(command_line, Problem::EmptyCommand { tool: tool() }));
+        }
+        let mut command = Vec::with_capacity(self.command.get_ref().len());
+        for (index, element) in self.command.into_inner().into_iter().enumerate() {
+            let line = lines.of(&element.span());
+            let element = element.into_inner();
+            let pieces = template::parse(&element).map_err(|err| {
+                let problem = Problem::BadTemplate {
+                    tool: tool(),
+                    element: element.clone(),
+                    reason: err.to_string(),
+                };
+                lines.error(line, problem)
+            })?;
+            for piece in &pieces {
+                let Piece::Arg(placeholder) = piece else {
+                    continue;
+                };
+                if index == 0 {
+                    return Err(lines.error(line, Problem::PlaceholderProgram { tool: tool() }));
+                }
+                if !properties.contains_key(placeholder) {
+                    let problem = Problem::UnknownPlaceholder {
+                        tool: tool(),
+                        placeholder: placeholder.clone(),
+                    };
+                    return Err(lines.error(line, problem));
+                }
+            }
+            command.push(element);
+        }
+
+        let timeout = match &self.timeout {
+            Some(value) => Some(lines.duration(&format!("timeout of tool `{name}`"), value)?),
+            None => None,
+        };
+        Ok(ToolConfig {
+            name: self.name.into_inner(),
+            description: self.description,
+            input_schema,
+            command,
+            task_support: self.task_support,
+            timeout,
+            on_restart: self.on_restart,
+        })
+    }
+}
+
+/// The `properties` of an object schema (empty if it has none).
+///
+/// # Errors
+/// A reason, if `schema` is not `"type": "object"` or its `properties` is not a table.
+fn schema_properties(schema: &Value) -> Result<serde_json::Map<String, Value>, String> {
+    match schema.get("type") {
+        Some(Value::String(kind)) if kind == "object" => {}
+        Some(other) => {
+            return Err(format!(
+                "must have \"type\" = \"object\" at the top, not {other}"
+            ));
+        }
+        None => return Err("must have \"type\" = \"object\" at the top".to_owned()),
+    }
+    match schema.get("properties") {
+        None => Ok(serde_json::Map::new()),
+        Some(Value::Object(properties)) => Ok(properties.clone()),
+        Some(_) => Err("properties must be a table".to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn invalid(text: &str) -> (Option<usize>, Problem, String) {
+        match Config::parse(text) {
+            Ok(config) => panic!("expected an error, parsed {config:?}"),
+            Err(err) => {
+                let message = err.to_string();
+                match err {
+                    ConfigError::Invalid { line, problem, .. } => (line, problem, message),
+                    other => panic!("expected Invalid, got {other:?}"),
+                }
+            }
+        }
+    }
+
+    const FULL: &str = r#"
+[server]
+name = "demo"
+default_ttl = "30m"
+max_ttl = "2days"
+poll_interval = "500ms"
+
+[[tools]]
+name = "render"
+description = "Renders a scene"
+command = ["blender", "--background", "{scene}", "--frames={frames}", "{{literal}}"]
+task_support = "required"
+timeout = "10m"
+on_restart = "retry"
+
+[tools.input_schema]
+type = "object"
+required = ["scene"]
+
+[tools.input_schema.properties.scene]
+type = "string"
+
+[tools.input_schema.properties.frames]
+type = "integer"
+
+[[tools]]
+name = "plain"
+command = ["true"]
+task_support = "forbidden"
+"#;
+
+    #[test]
+    fn a_full_example_parses_with_every_field() {
+        let config = Config::parse(FULL).unwrap();
+        assert_eq!(
+            config.server,
+            ServerConfig {
+                name: "demo".into(),
+                default_ttl: Duration::from_secs(30 * 60),
+                max_ttl: Duration::from_secs(2 * 24 * 60 * 60),
+                poll_interval: Duration::from_millis(500),
+            }
+        );
+        assert_eq!(config.tools.len(), 2);
+        let render = &config.tools[0];
+        assert_eq!(render.name, "render");
+        assert_eq!(render.description, "Renders a scene");
+        assert_eq!(
+            render.input_schema,
+            json!({
+                "type": "object",
+                "required": ["scene"],
+                "properties": {"scene": {"type": "string"}, "frames": {"type": "integer"}}
+            })
+        );
+        assert_eq!(
+            render.command,
+            [
+                "blender",
+                "--background",
+                "{scene}",
+                "--frames={frames}",
+                "{{literal}}"
+            ]
+        );
+        assert_eq!(render.task_support, TaskSupport::Required);
+        assert_eq!(render.timeout, Some(Duration::from_secs(600)));
+        assert_eq!(render.on_restart, RestartPolicy::Retry);
+        assert_eq!(config.tools[1].task_support, TaskSupport::Forbidden);
+    }
+
+    #[test]
+    fn defaults_apply_when_keys_are_left_out() {
+        let config = Config::parse("[[tools]]\nname = \"t\"\ncommand = [\"true\"]\n").unwrap();
+        assert_eq!(config.server, ServerConfig::default());
+        assert_eq!(config.server.name, "mcp-tasks");
+        assert_eq!(config.server.default_ttl, Duration::from_secs(3600));
+        assert_eq!(config.server.max_ttl, Duration::from_secs(86400));
+        assert_eq!(config.server.poll_interval, Duration::from_secs(1));
+        let tool = &config.tools[0];
+        assert_eq!(tool.description, "");
+        assert_eq!(tool.input_schema, json!({"type": "object"}));
+        assert_eq!(tool.task_support, TaskSupport::Optional);
+        assert_eq!(tool.timeout, None);
+        assert_eq!(tool.on_restart, RestartPolicy::Fail);
+        assert_eq!(Config::parse("").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn an_unknown_key_is_an_error_with_its_line() {
+        let text = "[server]\nname = \"x\"\n\n[[tools]]\nname = \"t\"\ncomand = [\"true\"]\n";
+        let (line, problem, message) = invalid(text);
+        assert_eq!(line, Some(6));
+        let Problem::Toml(detail) = problem else {
+            panic!("{problem:?}")
+        };
+        assert!(detail.contains("unknown field `comand`"), "{detail}");
+        assert!(
+            message.starts_with("line 6: unknown field `comand`, expected one of"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_server_key_is_an_error_with_its_line() {
+        let (line, _, message) = invalid("[server]\n\npoll = \"1s\"\n");
+        assert_eq!(line, Some(3));
+        assert!(message.contains("unknown field `poll`"), "{message}");
+    }
+
+    #[test]
+    fn a_bad_duration_is_an_error_naming_field_and_line() {
+        let (line, problem, message) =
+            invalid("[server]\nname = \"x\"\nmax_ttl = \"3 fortnights\"\n");
+        assert_eq!(line, Some(3));
+        assert!(matches!(&problem, Problem::Duration { field, value, .. }
+            if field == "server.max_ttl" && value == "3 fortnights"));
+        assert!(
+            message.starts_with("line 3: server.max_ttl: invalid duration `3 fortnights`"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_bad_tool_timeout_is_an_error_naming_the_tool_and_line() {
+        let (line, _, message) =
+            invalid("[[tools]]\nname = \"slow\"\ncommand = [\"true\"]\ntimeout = \"soon\"\n");
+        assert_eq!(line, Some(4));
+        assert!(
+            message.contains("timeout of tool `slow`: invalid duration `soon`"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_zero_poll_interval_is_an_error() {
+        let (line, problem, _) = invalid("[server]\npoll_interval = \"0s\"\n");
+        assert_eq!(line, Some(2));
+        assert!(matches!(problem, Problem::Duration { .. }));
+    }
+
+    #[test]
+    fn a_default_ttl_longer_than_max_ttl_is_an_error() {
+        let (line, problem, _) = invalid("[server]\ndefault_ttl = \"2d\"\nmax_ttl = \"1d\"\n");
+        assert_eq!(line, Some(2));
+        assert!(matches!(problem, Problem::TtlOrder { .. }));
+    }
+
+    #[test]
+    fn a_duplicate_tool_name_is_an_error_naming_both_lines() {
+        let text = "[[tools]]\nname = \"t\"\ncommand = [\"a\"]\n\n[[tools]]\nname = \"t\"\ncommand = [\"b\"]\n";
+        let (line, problem, message) = invalid(text);
+        assert_eq!(line, Some(6));
+        assert_eq!(
+            problem,
+            Problem::DuplicateTool {
+                name: "t".into(),
+                first_line: 2
+            }
+        );
+        assert_eq!(
+            message,
+            "line 6: duplicate tool name `t` (first defined on line 2)"
+        );
+    }
+
+    #[test]
+    fn a_placeholder_naming_no_schema_property_is_an_error() {
+        let text = r#"
+[[tools]]
+name = "greet"
+command = [
+  "echo",
+  "hello {who}",
+]
+input_schema = { type = "object", properties = { name = { type = "string" } } }
+"#;
+        let (line, problem, message) = invalid(text);
+        assert_eq!(line, Some(6));
+        assert_eq!(
+            problem,
+            Problem::UnknownPlaceholder {
+                tool: "greet".into(),
+                placeholder: "who".into()
+            }
+        );
+        assert!(
+            message.contains("tool `greet`: placeholder `{who}`"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_placeholder_without_any_schema_is_an_error() {
+        let (_, problem, _) = invalid("[[tools]]\nname = \"t\"\ncommand = [\"echo\", \"{x}\"]\n");
+        assert!(matches!(problem, Problem::UnknownPlaceholder { .. }));
+    }
+
+    #[test]
+    fn escaped_braces_are_not_placeholders() {
+        let config =
+            Config::parse("[[tools]]\nname = \"t\"\ncommand = [\"echo\", \"{{x}}\"]\n").unwrap();
+        assert_eq!(config.tools[0].command, ["echo", "{{x}}"]);
+    }
+
+    #[test]
+    fn an_unmatched_brace_is_an_error() {
+        let (line, problem, _) = invalid("[[tools]]\nname = \"t\"\ncommand = [\"echo\", \"{x\"]\n");
+        assert_eq!(line, Some(3));
+        assert!(matches!(problem, Problem::BadTemplate { .. }));
+    }
+
+    #[test]
+    fn a_placeholder_in_the_program_is_an_error() {
+        let text = r#"
+[[tools]]
+name = "t"
+command = ["{prog}"]
+input_schema = { type = "object", properties = { prog = { type = "string" } } }
+"#;
+        let (_, problem, _) = invalid(text);
+        assert_eq!(problem, Problem::PlaceholderProgram { tool: "t".into() });
+    }
+
+    #[test]
+    fn a_bad_task_support_value_is_an_error() {
+        let (line, problem, message) = invalid(
+            "[[tools]]\nname = \"t\"\ncommand = [\"true\"]\ntask_support = \"sometimes\"\n",
+        );
+        assert_eq!(line, Some(4));
+        assert!(matches!(problem, Problem::Toml(_)));
+        assert!(message.contains("unknown variant `sometimes`"), "{message}");
+    }
+
+    #[test]
+    fn a_bad_restart_policy_is_an_error() {
+        let (line, _, message) =
+            invalid("[[tools]]\nname = \"t\"\ncommand = [\"true\"]\non_restart = \"resume\"\n");
+        assert_eq!(line, Some(4));
+        assert!(message.contains("unknown variant `resume`"), "{message}");
+    }
+
+    #[test]
+    fn an_empty_command_is_an_error() {
+        let (line, problem, _) = invalid("[[tools]]\nname = \"t\"\ncommand = []\n");
+        assert_eq!(line, Some(3));
+        assert_eq!(problem, Problem::EmptyCommand { tool: "t".into() });
+    }
+
+    #[test]
+    fn a_missing_command_is_an_error() {
+        let (_, _, message) = invalid("[[tools]]\nname = \"t\"\n");
+        assert!(message.contains("missing field `command`"), "{message}");
+    }
+
+    #[test]
+    fn an_input_schema_that_is_not_an_object_schema_is_an_error() {
+        let (line, problem, _) = invalid(
+            "[[tools]]\nname = \"t\"\ncommand = [\"true\"]\ninput_schema = { type = \"array\" }\n",
+        );
+        assert_eq!(line, Some(4));
+        assert!(matches!(problem, Problem::Schema { .. }));
+        let (_, problem, _) = invalid(
+            "[[tools]]\nname = \"t\"\ncommand = [\"true\"]\ninput_schema = { properties = {} }\n",
+        );
+        assert!(matches!(problem, Problem::Schema { .. }));
+    }
+
+    #[test]
+    fn load_names_the_file_in_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("demo.toml");
+        std::fs::write(&path, "[[tools]]\nname = \"t\"\ncomand = [\"true\"]\n").unwrap();
+        let message = Config::load(&path).unwrap_err().to_string();
+        assert!(
+            message.starts_with(&format!(
+                "{} line 3: unknown field `comand`",
+                path.display()
+            )),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn load_reads_a_real_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("demo.toml");
+        std::fs::write(&path, FULL).unwrap();
+        assert_eq!(Config::load(&path).unwrap(), Config::parse(FULL).unwrap());
+    }
+
+    #[test]
+    fn load_of_a_missing_file_says_which() {
+        let err = Config::load(Path::new("/nonexistent/mcp-tasks.toml")).unwrap_err();
+        assert!(matches!(err, ConfigError::Read { .. }));
+        assert!(
+            err.to_string()
+                .starts_with("could not read /nonexistent/mcp-tasks.toml"),
+            "{err}"
+        );
+    }
+}
