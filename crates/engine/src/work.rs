@@ -113,12 +113,16 @@ impl Context {
         }
     }
 
-    /// Sets the task's status message (shown by `tasks/get`). No-op for plain calls.
+    /// Sets the task's status message (shown by `tasks/get`). No-op for plain calls and
+    /// once cancelled (the task's final message stays).
     pub async fn status(&self, message: impl Into<String>) {
-        if let Reporter::Task { engine, id, attempt } = &self.reporter {
-            if let Err(err) = engine.set_status_message(id, *attempt, message.into()).await {
-                tracing::warn!(task = %id, error = %err, "could not store status message");
-            }
+        if self.cancel.is_cancelled() {
+            return;
+        }
+        if let Reporter::Task { engine, id, attempt } = &self.reporter
+            && let Err(err) = engine.set_status_message(id, *attempt, message.into()).await
+        {
+            tracing::warn!(task = %id, error = %err, "could not store status message");
         }
     }
 }
