@@ -1,1 +1,22 @@
-//! placeholder
+//! The embedded default task store of mcp-tasks: [`SqliteStore`], a
+//! [`mcp_tasks_engine::TaskStore`] on one SQLite file (rusqlite, SQLite bundled).
+//!
+//! # Layout
+//! - `store`: [`SqliteStore`]: opening, connection settings, the trait's queries.
+//! - `migrate`: the numbered migrations embedded from `migrations/000n_….sql`, applied
+//!   on open and tracked with `PRAGMA user_version`.
+//!
+//! # Durability
+//! The file runs in WAL mode with `synchronous=FULL`: every commit fsyncs the WAL before
+//! it returns, so a task is on disk before its CreateTaskResult leaves (invariant 1), even
+//! across a power loss. `NORMAL` would survive a crash of the process only.
+//!
+//! # Concurrency
+//! One connection behind a mutex, used only on Tokio's blocking pool: this process's
+//! reads and writes are serialized, and the file is meant for one serving process at a
+//! time (other processes may read it; they wait up to a busy timeout for the write lock).
+
+mod migrate;
+mod store;
+
+pub use store::SqliteStore;

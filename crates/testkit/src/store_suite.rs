@@ -1,1 +1,707 @@
-//! The shared store suite (to be written).
+//! The shared store suite: what every [`TaskStore`] must do, whatever its backend.
+//!
+//! Each case is a public async function taking the store under test as
+//! `Arc<dyn TaskStore>`, fresh and empty. [`store_suite!`](crate::store_suite!) turns every
+//! case into a `#[tokio::test]` in the calling crate, given an async constructor:
+//!
+//! ```ignore
+//! // crates/sqlite/tests/it/main.rs
+//! mcp_tasks_testkit::store_suite!(async {
+//!     let dir = tempfile::tempdir().expect("a temporary directory");
+//!     let store = SqliteStore::open(&dir.path().join("tasks.db")).expect("the store opens");
+//!     (Arc::new(store) as Arc<dyn TaskStore>, dir) // the TempDir lives as long as the test
+//! });
+//! ```
+//!
+//! The constructor yields a [`StoreFixture`]: the store itself, or the store with a guard
+//! (a temporary directory, a database schema) that is dropped when the test ends. The
+//! calling crate needs `tokio` (with `macros` and `rt-multi-thread`) among its
+//! dependencies, since `#[tokio::test]` expands to paths under `tokio`.
+//!
+//! Cases that only make sense for one backend (reopening a file, pragmas) live in that
+//! backend's own tests.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use mcp_tasks_engine::{
+    Cursor, ErrorObject, InputRequest, InputRequests, ListQuery, Outcome, Principal, StoreError,
+    TaskId, TaskRecord, TaskState, TaskStore, Timestamp, Update, Version,
+};
+
+/// The creation time of [`sample_task`]: 2025-11-25T00:00:00.123Z, with milliseconds so
+/// that a store that drops them fails the round trip.
+pub const T0: Timestamp = Timestamp(1_764_028_800_123);
+
+/// The TTL of [`sample_task`]: one minute.
+pub const TTL_MS: u64 = 60_000;
+
+/// What a [`store_suite!`](crate::store_suite!) constructor yields: the store under test,
+/// possibly with things that must live as long as it does.
+pub trait StoreFixture: Send {
+    /// The store under test.
+    fn store(&self) -> Arc<dyn TaskStore>;
+}
+
+impl StoreFixture for Arc<dyn TaskStore> {
+    fn store(&self) -> Arc<dyn TaskStore> {
+        Arc::clone(self)
+    }
+}
+
+impl<G: Send> StoreFixture for (Arc<dyn TaskStore>, G) {
+    /// The store; the guard `G` stays alive beside it until the fixture is dropped.
+    fn store(&self) -> Arc<dyn TaskStore> {
+        Arc::clone(&self.0)
+    }
+}
+
+/// A fresh `working` task of `owner` with a random id, created at [`T0`] with a TTL of
+/// [`TTL_MS`], a poll interval, attempt 1 and version 1.
+pub fn sample_task(owner: &str) -> TaskRecord {
+    TaskRecord {
+        id: TaskId::random(),
+        owner: Principal::new(owner),
+        tool: "echo".to_owned(),
+        arguments: json!({"text": "hello", "times": 2, "nested": {"list": [1, "two", null, true]}}),
+        state: TaskState::Working,
+        status_message: None,
+        created_at: T0,
+        updated_at: T0,
+        ttl_ms: Some(TTL_MS),
+        poll_interval_ms: Some(1_000),
+        attempt: 1,
+        version: Version(1),
+        error_result_fails: false,
+    }
+}
+
+/// One task in each state the engine can store, with every optional field set on some.
+fn tasks_in_every_state() -> Vec<TaskRecord> {
+    let mut requests = InputRequests::new();
+    requests.insert(
+        "q1".to_owned(),
+        InputRequest {
+            method: "elicitation/create".to_owned(),
+            params: json!({"message": "Which file?", "requestedSchema": {"type": "object"}}),
+        },
+    );
+    let states = vec![
+        TaskState::Working,
+        TaskState::InputRequired { requests },
+        TaskState::Completed {
+            result: json!({"content": [{"type": "text", "text": "done"}], "isError": false}),
+        },
+        TaskState::Failed {
+            outcome: Outcome::Result(
+                json!({"content": [{"type": "text", "text": "no"}], "isError": true}),
+            ),
+        },
+        TaskState::Failed {
+            outcome: Outcome::Error(ErrorObject {
+                code: -32000,
+                message: "the tool broke".to_owned(),
+                data: Some(json!({"retry": false})),
+            }),
+        },
+        TaskState::Failed {
+            outcome: Outcome::Error(ErrorObject::internal("no data")),
+        },
+        TaskState::Cancelled,
+    ];
+    states
+        .into_iter()
+        .enumerate()
+        .map(|(i, state)| {
+            let mut task = sample_task("alice");
+            let i = i64::try_from(i).unwrap_or_default();
+            task.state = state;
+            task.created_at = Timestamp(T0.0 + i);
+            task.updated_at = Timestamp(T0.0 + 1_000 + i);
+            task.attempt = 3;
+            task.version = Version(7);
+            task.error_result_fails = i % 2 == 0;
+            if i % 2 == 0 {
+                task.status_message = Some(format!("message {i}: ünïcödé 'quotes' \"and\" more"));
+            } else {
+                task.ttl_ms = None;
+                task.poll_interval_ms = None;
+            }
+            task
+        })
+        .collect()
+}
+
+/// Inserts every task of `tasks`.
+async fn insert_all(store: &dyn TaskStore, tasks: &[TaskRecord]) {
+    for task in tasks {
+        store.insert(task).await.expect("insert succeeds");
+    }
+}
+
+/// A list query for `owner`'s first page.
+fn first_page(owner: &str, limit: u32) -> ListQuery {
+    ListQuery {
+        owner: Principal::new(owner),
+        after: None,
+        limit,
+    }
+}
+
+/// The ids of `tasks`, in order.
+fn ids(tasks: &[TaskRecord]) -> Vec<TaskId> {
+    tasks.iter().map(|task| task.id.clone()).collect()
+}
+
+/// A task of `owner` in `state`, created (and last updated) at `created_at`, with `ttl_ms`.
+fn task_at(owner: &str, created_at: i64, ttl_ms: Option<u64>, state: TaskState) -> TaskRecord {
+    let mut task = sample_task(owner);
+    task.created_at = Timestamp(created_at);
+    task.updated_at = Timestamp(created_at);
+    task.ttl_ms = ttl_ms;
+    task.state = state;
+    task
+}
+
+fn completed() -> TaskState {
+    TaskState::Completed {
+        result: json!({"content": []}),
+    }
+}
+
+fn failed() -> TaskState {
+    TaskState::Failed {
+        outcome: Outcome::Error(ErrorObject::internal("x")),
+    }
+}
+
+fn input_required() -> TaskState {
+    TaskState::InputRequired {
+        requests: InputRequests::new(),
+    }
+}
+
+/// Insert, then get, returns every field as written, for every state variant, including
+/// absent optional fields and timestamps to the millisecond.
+pub async fn insert_then_get_round_trips_every_field(store: Arc<dyn TaskStore>) {
+    let tasks = tasks_in_every_state();
+    insert_all(&*store, &tasks).await;
+    for task in &tasks {
+        let got = store.get(&task.id).await.expect("get succeeds");
+        assert_eq!(
+            got.as_ref(),
+            Some(task),
+            "round trip of a {} task",
+            task.status()
+        );
+    }
+}
+
+/// A second insert with a taken id fails with `Duplicate` and leaves the first task as it
+/// was.
+pub async fn a_duplicate_id_is_rejected(store: Arc<dyn TaskStore>) {
+    let first = sample_task("alice");
+    store
+        .insert(&first)
+        .await
+        .expect("the first insert succeeds");
+    let mut second = sample_task("mallory");
+    second.id = first.id.clone();
+    second.tool = "other".to_owned();
+    match store.insert(&second).await {
+        Err(StoreError::Duplicate(id)) => assert_eq!(id, first.id),
+        other => panic!("expected Duplicate, got {other:?}"),
+    }
+    assert_eq!(
+        store.get(&first.id).await.expect("get succeeds"),
+        Some(first)
+    );
+}
+
+/// Getting an id that was never inserted finds nothing, and is not an error.
+pub async fn get_of_an_unknown_id_is_none(store: Arc<dyn TaskStore>) {
+    store
+        .insert(&sample_task("alice"))
+        .await
+        .expect("insert succeeds");
+    assert_eq!(
+        store.get(&TaskId::random()).await.expect("get succeeds"),
+        None
+    );
+}
+
+/// A replace that expects an old version, or a task that does not exist, fails with
+/// `Conflict` and writes nothing.
+pub async fn replace_with_a_stale_version_is_a_conflict(store: Arc<dyn TaskStore>) {
+    let task = sample_task("alice");
+    store.insert(&task).await.expect("insert succeeds");
+    let update = Update {
+        state: TaskState::Cancelled,
+        status_message: Some("stale".to_owned()),
+        updated_at: Timestamp(T0.0 + 5),
+        attempt: 1,
+    };
+    let current = store
+        .replace(&task.id, task.version, &update)
+        .await
+        .expect("the first replace wins");
+    for stale in [task.version, Version(task.version.0 + 5)] {
+        match store.replace(&task.id, stale, &update).await {
+            Err(StoreError::Conflict(id)) => assert_eq!(id, task.id),
+            other => panic!("expected Conflict for {stale:?}, got {other:?}"),
+        }
+    }
+    assert_eq!(
+        store.get(&task.id).await.expect("get succeeds"),
+        Some(current)
+    );
+    let unknown = TaskId::random();
+    match store.replace(&unknown, Version(1), &update).await {
+        Err(StoreError::Conflict(id)) => assert_eq!(id, unknown),
+        other => panic!("expected Conflict for an unknown task, got {other:?}"),
+    }
+}
+
+/// A replace bumps the version by one and changes exactly the state, the status message,
+/// the update time and the attempt; the returned record is what a get then reads.
+pub async fn replace_bumps_the_version_and_changes_exactly_the_update(store: Arc<dyn TaskStore>) {
+    let mut task = sample_task("alice");
+    task.status_message = Some("starting".to_owned());
+    store.insert(&task).await.expect("insert succeeds");
+    let mut requests = InputRequests::new();
+    requests.insert(
+        "k".to_owned(),
+        InputRequest {
+            method: "sampling/createMessage".to_owned(),
+            params: json!({}),
+        },
+    );
+    let steps = [
+        Update {
+            state: TaskState::InputRequired { requests },
+            status_message: Some("waiting".to_owned()),
+            updated_at: Timestamp(T0.0 + 10),
+            attempt: 1,
+        },
+        Update {
+            state: TaskState::Working,
+            status_message: None,
+            updated_at: Timestamp(T0.0 + 20),
+            attempt: 2,
+        },
+        Update {
+            state: TaskState::Completed {
+                result: json!({"content": [], "structuredContent": {"n": 1}}),
+            },
+            status_message: Some("done".to_owned()),
+            updated_at: Timestamp(T0.0 + 30),
+            attempt: 2,
+        },
+    ];
+    let mut expected = task;
+    for update in steps {
+        let written = store
+            .replace(&expected.id, expected.version, &update)
+            .await
+            .expect("replace succeeds");
+        expected.state = update.state;
+        expected.status_message = update.status_message;
+        expected.updated_at = update.updated_at;
+        expected.attempt = update.attempt;
+        expected.version = Version(expected.version.0 + 1);
+        assert_eq!(written, expected);
+        assert_eq!(
+            store.get(&expected.id).await.expect("get succeeds"),
+            Some(expected.clone())
+        );
+    }
+}
+
+/// Of several replaces racing from one version, spawned concurrently, exactly one wins;
+/// every other fails with `Conflict`, and the store holds the winner's write.
+pub async fn of_racing_replaces_from_one_version_exactly_one_wins(store: Arc<dyn TaskStore>) {
+    const RACERS: u32 = 8;
+    let task = sample_task("alice");
+    store.insert(&task).await.expect("insert succeeds");
+    let start = Arc::new(tokio::sync::Barrier::new(RACERS as usize));
+    let racers: Vec<_> = (0..RACERS)
+        .map(|n| {
+            let store = Arc::clone(&store);
+            let start = Arc::clone(&start);
+            let (id, version) = (task.id.clone(), task.version);
+            tokio::spawn(async move {
+                let update = Update {
+                    state: TaskState::Completed {
+                        result: json!({"racer": n}),
+                    },
+                    status_message: Some(format!("racer {n}")),
+                    updated_at: Timestamp(T0.0 + i64::from(n)),
+                    attempt: n,
+                };
+                start.wait().await;
+                store.replace(&id, version, &update).await
+            })
+        })
+        .collect();
+    let mut winners = Vec::new();
+    for racer in racers {
+        match racer.await.expect("the racer does not panic") {
+            Ok(record) => winners.push(record),
+            Err(StoreError::Conflict(id)) => assert_eq!(id, task.id),
+            Err(other) => panic!("expected Ok or Conflict, got {other:?}"),
+        }
+    }
+    assert_eq!(winners.len(), 1, "exactly one replace wins: {winners:?}");
+    let winner = winners.remove(0);
+    assert_eq!(winner.version, Version(task.version.0 + 1));
+    assert_eq!(
+        store.get(&task.id).await.expect("get succeeds"),
+        Some(winner)
+    );
+}
+
+/// Listing pages through the owner's tasks by (creation time, id), resuming after a
+/// cursor, with no task missed or repeated and each page within its limit; ties in
+/// creation time are broken by id, and insertion order does not matter.
+pub async fn list_pages_in_a_stable_order_with_a_cursor(store: Arc<dyn TaskStore>) {
+    // Creation times with ties, inserted out of order.
+    let mut mine: Vec<TaskRecord> = [30, 10, 20, 10, 30, 10, 40]
+        .into_iter()
+        .map(|offset| task_at("alice", T0.0 + offset, Some(TTL_MS), TaskState::Working))
+        .collect();
+    insert_all(&*store, &mine).await;
+    mine.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+
+    for limit in [1, 2, 3, 7, 100] {
+        let mut seen = Vec::new();
+        let mut query = first_page("alice", limit);
+        loop {
+            let page = store.list(&query).await.expect("list succeeds");
+            assert!(
+                page.len() <= limit as usize,
+                "limit {limit} respected: got {}",
+                page.len()
+            );
+            let Some(last) = page.last() else { break };
+            query.after = Some(Cursor {
+                created_at: last.created_at,
+                id: last.id.clone(),
+            });
+            let short = page.len() < limit as usize;
+            seen.extend(page);
+            if short {
+                break;
+            }
+        }
+        assert_eq!(ids(&seen), ids(&mine), "pages of {limit}");
+        assert_eq!(seen, mine, "list returns whole records");
+    }
+    assert!(
+        store
+            .list(&first_page("alice", 0))
+            .await
+            .expect("list succeeds")
+            .is_empty()
+    );
+}
+
+/// Listing returns only the owner's tasks, however the owners' tasks interleave.
+pub async fn list_returns_only_the_owners_tasks(store: Arc<dyn TaskStore>) {
+    let mut alice = Vec::new();
+    for offset in 0..6 {
+        let owner = if offset % 2 == 0 { "alice" } else { "bob" };
+        let task = task_at(owner, T0.0 + offset, None, TaskState::Working);
+        store.insert(&task).await.expect("insert succeeds");
+        if owner == "alice" {
+            alice.push(task);
+        }
+    }
+    // A principal whose name extends another's must not match it.
+    store
+        .insert(&sample_task("alice2"))
+        .await
+        .expect("insert succeeds");
+    let listed = store
+        .list(&first_page("alice", 100))
+        .await
+        .expect("list succeeds");
+    assert_eq!(listed, alice);
+    // A cursor taken from another owner's task still yields only the owner's tasks.
+    let bob = store
+        .list(&first_page("bob", 1))
+        .await
+        .expect("list succeeds");
+    let after = bob.first().map(|task| Cursor {
+        created_at: task.created_at,
+        id: task.id.clone(),
+    });
+    let listed = store
+        .list(&ListQuery {
+            owner: Principal::new("alice"),
+            after,
+            limit: 100,
+        })
+        .await
+        .expect("list succeeds");
+    assert!(listed.iter().all(|task| task.owner.as_str() == "alice"));
+    assert_eq!(ids(&listed), ids(&alice[1..]));
+    assert!(
+        store
+            .list(&first_page("nobody", 100))
+            .await
+            .expect("list succeeds")
+            .is_empty()
+    );
+}
+
+/// `unfinished` returns the `working` and `input_required` tasks of every owner, oldest
+/// first, at most `limit`, and no terminal task.
+pub async fn unfinished_returns_only_working_and_input_required_tasks(store: Arc<dyn TaskStore>) {
+    let tasks = vec![
+        task_at("alice", T0.0 + 50, Some(TTL_MS), TaskState::Working),
+        task_at("bob", T0.0 + 10, None, input_required()),
+        task_at("alice", T0.0 + 5, Some(TTL_MS), completed()),
+        task_at("alice", T0.0 + 20, Some(TTL_MS), failed()),
+        task_at("carol", T0.0 + 30, Some(TTL_MS), TaskState::Cancelled),
+        task_at("carol", T0.0 + 40, Some(1), TaskState::Working),
+    ];
+    insert_all(&*store, &tasks).await;
+    let all = store.unfinished(100).await.expect("unfinished succeeds");
+    assert_eq!(
+        ids(&all),
+        ids(&[tasks[1].clone(), tasks[5].clone(), tasks[0].clone()])
+    );
+    assert_eq!(all[0], tasks[1], "whole records");
+    let two = store.unfinished(2).await.expect("unfinished succeeds");
+    assert_eq!(ids(&two), ids(&all[..2]));
+    assert!(
+        store
+            .unfinished(0)
+            .await
+            .expect("unfinished succeeds")
+            .is_empty()
+    );
+
+    // A task that finishes drops out.
+    let task = &tasks[1];
+    let update = Update {
+        state: completed(),
+        status_message: None,
+        updated_at: Timestamp(T0.0 + 99),
+        attempt: 1,
+    };
+    store
+        .replace(&task.id, task.version, &update)
+        .await
+        .expect("replace succeeds");
+    let left = store.unfinished(100).await.expect("unfinished succeeds");
+    assert_eq!(ids(&left), ids(&[tasks[5].clone(), tasks[0].clone()]));
+}
+
+/// `expired` returns unfinished tasks whose TTL has run out at `now` (expiry at exactly
+/// `now` included), at most `limit`; it skips terminal tasks, tasks still within their TTL
+/// and tasks with unlimited TTL.
+pub async fn expired_respects_now_and_skips_terminal_tasks(store: Arc<dyn TaskStore>) {
+    let now = T0.0 + 1_000;
+    let early = task_at("alice", T0.0, Some(500), TaskState::Working); // expired at T0+500
+    let exact = task_at("bob", T0.0, Some(1_000), input_required()); // expires at now
+    let later = task_at("alice", T0.0, Some(1_001), TaskState::Working); // 1 ms left
+    let unlimited = task_at("alice", T0.0 - 1_000_000, None, TaskState::Working);
+    let done = task_at("alice", T0.0, Some(10), completed());
+    let cancelled = task_at("alice", T0.0, Some(10), TaskState::Cancelled);
+    let tasks = [
+        early.clone(),
+        exact.clone(),
+        later.clone(),
+        unlimited,
+        done,
+        cancelled,
+    ];
+    insert_all(&*store, &tasks).await;
+
+    let mut got = ids(&store
+        .expired(Timestamp(now), 100)
+        .await
+        .expect("expired succeeds"));
+    got.sort();
+    let mut want = ids(&[early.clone(), exact.clone()]);
+    want.sort();
+    assert_eq!(got, want, "at now");
+
+    assert!(
+        store
+            .expired(Timestamp(T0.0 + 499), 100)
+            .await
+            .expect("expired succeeds")
+            .is_empty()
+    );
+    assert_eq!(
+        store
+            .expired(Timestamp(T0.0 + 500), 100)
+            .await
+            .expect("expired succeeds"),
+        vec![early]
+    );
+    assert_eq!(
+        store
+            .expired(Timestamp(now), 1)
+            .await
+            .expect("expired succeeds")
+            .len(),
+        1,
+        "limit"
+    );
+    assert_eq!(
+        store
+            .expired(Timestamp(now + 1), 100)
+            .await
+            .expect("expired succeeds")
+            .len(),
+        3
+    );
+    assert_eq!(
+        store
+            .expired(Timestamp(i64::MAX), 100)
+            .await
+            .expect("expired succeeds")
+            .len(),
+        3
+    );
+}
+
+/// `purge` deletes terminal tasks whose TTL has run out at `now` (expiry at exactly `now`
+/// included), and nothing else: not unfinished tasks, not tasks within their TTL, never
+/// tasks with unlimited TTL. It returns how many it deleted.
+pub async fn purge_deletes_only_terminal_tasks_past_expiry(store: Arc<dyn TaskStore>) {
+    let now = T0.0 + 1_000;
+    let gone = vec![
+        task_at("alice", T0.0, Some(500), completed()),
+        task_at("bob", T0.0, Some(1_000), failed()),
+        task_at("alice", T0.0, Some(1), TaskState::Cancelled),
+    ];
+    let kept = vec![
+        task_at("alice", T0.0, Some(1_001), completed()),
+        task_at("alice", T0.0 - 1_000_000, None, completed()),
+        task_at("alice", T0.0 - 1_000_000, None, TaskState::Cancelled),
+        task_at("alice", T0.0, Some(1), TaskState::Working),
+        task_at("alice", T0.0, Some(1), input_required()),
+    ];
+    insert_all(&*store, &gone).await;
+    insert_all(&*store, &kept).await;
+
+    assert_eq!(
+        store
+            .purge(Timestamp(T0.0), 100)
+            .await
+            .expect("purge succeeds"),
+        0,
+        "nothing due yet"
+    );
+    assert_eq!(
+        store
+            .purge(Timestamp(now), 100)
+            .await
+            .expect("purge succeeds"),
+        3
+    );
+    for task in &gone {
+        assert_eq!(
+            store.get(&task.id).await.expect("get succeeds"),
+            None,
+            "{} purged",
+            task.status()
+        );
+    }
+    for task in &kept {
+        assert_eq!(
+            store.get(&task.id).await.expect("get succeeds").as_ref(),
+            Some(task),
+            "{} kept",
+            task.status()
+        );
+    }
+    assert_eq!(
+        store
+            .purge(Timestamp(now), 100)
+            .await
+            .expect("purge succeeds"),
+        0,
+        "idempotent"
+    );
+    // Far in the future only the finished task with a TTL goes; unlimited ones stay.
+    assert_eq!(
+        store
+            .purge(Timestamp(i64::MAX), 100)
+            .await
+            .expect("purge succeeds"),
+        1
+    );
+    assert_eq!(
+        store.get(&kept[1].id).await.expect("get succeeds").as_ref(),
+        Some(&kept[1])
+    );
+    assert_eq!(
+        store.get(&kept[2].id).await.expect("get succeeds").as_ref(),
+        Some(&kept[2])
+    );
+}
+
+/// `purge` deletes at most `limit` tasks per call; repeated calls finish the job.
+pub async fn purge_respects_its_limit(store: Arc<dyn TaskStore>) {
+    let tasks: Vec<_> = (0..5)
+        .map(|i| task_at("alice", T0.0 + i, Some(10), completed()))
+        .collect();
+    insert_all(&*store, &tasks).await;
+    let now = Timestamp(T0.0 + 1_000);
+    assert_eq!(store.purge(now, 0).await.expect("purge succeeds"), 0);
+    assert_eq!(store.purge(now, 2).await.expect("purge succeeds"), 2);
+    assert_eq!(store.purge(now, 2).await.expect("purge succeeds"), 2);
+    assert_eq!(store.purge(now, 2).await.expect("purge succeeds"), 1);
+    assert_eq!(store.purge(now, 2).await.expect("purge succeeds"), 0);
+    for task in &tasks {
+        assert_eq!(store.get(&task.id).await.expect("get succeeds"), None);
+    }
+}
+
+/// Generates one `#[tokio::test]` per case of the store suite, each on a fresh store
+/// built by the async constructor `$make` (an expression whose output is a
+/// [`StoreFixture`](crate::store_suite::StoreFixture)).
+///
+/// The calling crate must depend on `tokio` with the `macros` and `rt-multi-thread`
+/// features. Tests run on a two-thread runtime so that racing cases really race.
+#[macro_export]
+macro_rules! store_suite {
+    ($make:expr) => {
+        $crate::store_suite!(@cases $make;
+            insert_then_get_round_trips_every_field,
+            a_duplicate_id_is_rejected,
+            get_of_an_unknown_id_is_none,
+            replace_with_a_stale_version_is_a_conflict,
+            replace_bumps_the_version_and_changes_exactly_the_update,
+            of_racing_replaces_from_one_version_exactly_one_wins,
+            list_pages_in_a_stable_order_with_a_cursor,
+            list_returns_only_the_owners_tasks,
+            unfinished_returns_only_working_and_input_required_tasks,
+            expired_respects_now_and_skips_terminal_tasks,
+            purge_deletes_only_terminal_tasks_past_expiry,
+            purge_respects_its_limit,
+        );
+    };
+    (@cases $make:expr; $($case:ident),+ $(,)?) => {
+        /// The shared store suite (`mcp_tasks_testkit::store_suite`), one test per case.
+        mod store_suite {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    let fixture = $make.await;
+                    let store = $crate::store_suite::StoreFixture::store(&fixture);
+                    $crate::store_suite::$case(store).await;
+                    drop(fixture);
+                }
+            )+
+        }
+    };
+}

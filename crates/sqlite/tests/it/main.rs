@@ -1,0 +1,156 @@
+//! Integration tests of `mcp-tasks-sqlite`: the shared store suite on a fresh file per
+//! test, and what only a file-backed SQLite store has (reopening, pragmas, migrations).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use mcp_tasks_engine::{TaskState, TaskStore, Timestamp, Update, Version};
+use mcp_tasks_sqlite::SqliteStore;
+use mcp_tasks_testkit::store_suite::sample_task;
+use tempfile::TempDir;
+
+/// A fresh store in its own temporary directory, which lives as long as the store.
+fn fresh() -> (Arc<dyn TaskStore>, TempDir) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let store = SqliteStore::open(&dir.path().join("tasks.db")).expect("the store opens");
+    (Arc::new(store), dir)
+}
+
+mcp_tasks_testkit::store_suite!(async { fresh() });
+
+#[tokio::test]
+async fn tasks_survive_closing_and_reopening_the_file() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("tasks.db");
+    let store = SqliteStore::open(&path).expect("the store opens");
+    let task = sample_task("alice");
+    store.insert(&task).await.expect("insert succeeds");
+    let update = Update {
+        state: TaskState::Cancelled,
+        status_message: Some("stopped".to_owned()),
+        updated_at: Timestamp(task.created_at.0 + 1),
+        attempt: 1,
+    };
+    let replaced = store
+        .replace(&task.id, task.version, &update)
+        .await
+        .expect("replace succeeds");
+    drop(store);
+
+    let reopened = SqliteStore::open(&path).expect("the store opens again");
+    assert_eq!(
+        reopened.get(&task.id).await.expect("get succeeds"),
+        Some(replaced.clone())
+    );
+    assert_eq!(replaced.version, Version(2));
+    // Reopening does not run the migration again (it would fail: the table exists).
+    assert_eq!(reopened.pragma("user_version").await.expect("pragma"), "1");
+}
+
+#[tokio::test]
+async fn an_opened_store_is_in_wal_mode_with_synchronous_full() {
+    let (_, dir) = fresh();
+    let store = SqliteStore::open(&dir.path().join("durable.db")).expect("the store opens");
+    assert_eq!(store.pragma("journal_mode").await.expect("pragma"), "wal");
+    assert_eq!(
+        store.pragma("synchronous").await.expect("pragma"),
+        "2",
+        "2 is FULL"
+    );
+    assert_eq!(store.pragma("foreign_keys").await.expect("pragma"), "1");
+    assert_eq!(store.pragma("busy_timeout").await.expect("pragma"), "5000");
+    // WAL sticks to the file: another connection sees it too.
+    let other = rusqlite_connection(store.path());
+    let mode: String = other
+        .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+        .expect("pragma");
+    assert_eq!(mode, "wal");
+}
+
+#[tokio::test]
+async fn open_creates_missing_parent_directories() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("a/b/c/tasks.db");
+    let store = SqliteStore::open(&path).expect("the store opens");
+    store
+        .insert(&sample_task("alice"))
+        .await
+        .expect("insert succeeds");
+    assert!(path.is_file());
+    assert_eq!(store.path(), path);
+}
+
+#[tokio::test]
+async fn open_refuses_a_schema_newer_than_this_build() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("tasks.db");
+    drop(SqliteStore::open(&path).expect("the store opens"));
+    rusqlite_connection(&path)
+        .pragma_update(None, "user_version", 99)
+        .expect("set user_version");
+    let err = SqliteStore::open(&path).expect_err("a newer schema is refused");
+    assert!(err.to_string().contains("version 99"), "{err}");
+}
+
+#[tokio::test]
+async fn the_schema_checks_the_status_column() {
+    let (store, dir) = fresh();
+    store
+        .insert(&sample_task("alice"))
+        .await
+        .expect("insert succeeds");
+    let conn = rusqlite_connection(&dir.path().join("tasks.db"));
+    let status: String = conn
+        .query_row("SELECT status FROM tasks", [], |row| row.get(0))
+        .expect("one row");
+    assert_eq!(status, "working");
+    let bad = conn.execute("UPDATE tasks SET status = 'done'", []);
+    assert!(
+        bad.is_err(),
+        "the CHECK constraint rejects unknown statuses"
+    );
+}
+
+#[tokio::test]
+async fn the_listing_and_sweeping_queries_use_the_indexes() {
+    let (_, dir) = fresh();
+    let conn = rusqlite_connection(&dir.path().join("tasks.db"));
+    let plan = |sql: &str| -> String {
+        let mut stmt = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .expect("explain");
+        let rows = stmt
+            .query_map([], |row| row.get::<_, String>(3))
+            .expect("plan");
+        rows.collect::<Result<Vec<_>, _>>()
+            .expect("plan rows")
+            .join("; ")
+    };
+    let list = plan(
+        "SELECT * FROM tasks WHERE owner = 'a' AND (created_at, id) > (1, 'x') ORDER BY created_at, id LIMIT 5",
+    );
+    assert!(
+        list.contains("tasks_by_owner") && !list.contains("TEMP B-TREE"),
+        "{list}"
+    );
+    let unfinished = plan(
+        "SELECT * FROM tasks WHERE status IN ('working', 'input_required') ORDER BY created_at, id LIMIT 5",
+    );
+    assert!(
+        unfinished.contains("tasks_unfinished") && !unfinished.contains("TEMP B-TREE"),
+        "{unfinished}"
+    );
+    let expired = plan(
+        "SELECT * FROM tasks WHERE status IN ('working', 'input_required') AND expires_at <= 5 ORDER BY expires_at, id LIMIT 5",
+    );
+    assert!(expired.contains("USING INDEX"), "{expired}");
+    let purge = plan(
+        "SELECT rowid FROM tasks WHERE status IN ('completed', 'failed', 'cancelled') AND expires_at <= 5 ORDER BY expires_at LIMIT 5",
+    );
+    assert!(purge.contains("tasks_by_expiry"), "{purge}");
+}
+
+/// A second, independent connection to the store's file.
+fn rusqlite_connection(path: &Path) -> rusqlite::Connection {
+    rusqlite::Connection::open(path).expect("a second connection opens")
+}
