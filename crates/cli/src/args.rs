@@ -1,0 +1,37 @@
+//! The command line as typed (clap types).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// A durable runtime for MCP Tasks: long tool calls become tasks that survive restarts.
+#[derive(Debug, Parser)]
+#[command(name = "mcp-tasks", version, about, long_about = None)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Serve the tools of a TOML config as an MCP server with durable tasks.
+    ///
+    /// Example: mcp-tasks serve --config examples/demo.toml --stdio
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The TOML file that defines the server and its tools ([server], [[tools]]).
+    #[arg(long, short, value_name = "FILE")]
+    pub(crate) config: PathBuf,
+
+    /// Speak newline-delimited JSON-RPC on stdin/stdout (logs go to stderr).
+    #[arg(long)]
+    pub(crate) stdio: bool,
+
+    /// Where tasks are kept: an SQLite file path (or sqlite://PATH). Default: tasks.sqlite3
+    /// in the platform's data directory (e.g. ~/.local/share/mcp-tasks/).
+    #[arg(long, value_name = "PATH", env = "MCP_TASKS_STORE")]
+    pub(crate) store: Option<String>,
+}

@@ -1,0 +1,123 @@
+//! Bad input: each gets a JSON-RPC error that says what was wrong, and the same process
+//! then serves a correct request.
+
+use serde_json::{Value, json};
+
+use crate::harness::{Server, Workdir};
+
+/// The server still answers a correct request after the bad one.
+fn still_serves(server: &mut Server) {
+    let result = server.call("ping", json!({}));
+    assert_eq!(result, json!({}));
+}
+
+fn expect_error(message: &Value, code: i64, says: &str) {
+    assert_eq!(message["jsonrpc"], "2.0");
+    assert_eq!(message["error"]["code"], code, "{message}");
+    let text = message["error"]["message"].as_str().unwrap();
+    assert!(text.to_lowercase().contains(&says.to_lowercase()), "message {text:?} should say {says:?}");
+}
+
+fn ready() -> (Workdir, Server) {
+    let work = Workdir::new();
+    let mut server = work.start();
+    server.initialize();
+    (work, server)
+}
+
+#[test]
+fn malformed_json_is_32700_with_null_id() {
+    let (_work, mut server) = ready();
+    server.send_raw(r#"{"jsonrpc": "2.0", "id": 1, "method": "#);
+    let reply = server.recv();
+    expect_error(&reply, -32700, "parse error");
+    assert_eq!(reply["id"], Value::Null);
+    still_serves(&mut server);
+    server.validate_received();
+}
+
+#[test]
+fn a_batch_is_32600() {
+    let (_work, mut server) = ready();
+    server.send_raw(r#"[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]"#);
+    expect_error(&server.recv(), -32600, "batch");
+    still_serves(&mut server);
+    server.validate_received();
+}
+
+#[test]
+fn a_non_object_message_is_32600() {
+    let (_work, mut server) = ready();
+    server.send_raw("42");
+    expect_error(&server.recv(), -32600, "");
+    still_serves(&mut server);
+    server.validate_received();
+}
+
+#[test]
+fn an_unknown_method_is_32601() {
+    let (_work, mut server) = ready();
+    let reply = server.request("tasks/explode", json!({}));
+    expect_error(&reply, -32601, "tasks/explode");
+    still_serves(&mut server);
+    server.validate_received();
+}
+
+#[test]
+fn wrong_params_are_32602_naming_the_problem() {
+    let (_work, mut server) = ready();
+    let reply = server.request("tools/call", json!({"name": 5}));
+    expect_error(&reply, -32602, "tools/call");
+    let reply = server.request("tasks/get", json!({}));
+    expect_error(&reply, -32602, "taskId");
+    let reply = server.request("tools/call", json!({"name": "no_such_tool"}));
+    expect_error(&reply, -32602, "unknown tool");
+    still_serves(&mut server);
+    server.validate_received();
+}
+
+#[test]
+fn legacy_76_an_unknown_task_id_is_32602() {
+    let (_work, mut server) = ready();
+    for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
+        let reply = server.request(method, json!({"taskId": "0123456789abcdef0123456789abcdef"}));
+        expect_error(&reply, -32602, "task not found");
+    }
+    still_serves(&mut server);
+    server.validate_received();
+}
+
+#[test]
+fn legacy_9_a_task_on_a_forbidden_tool_is_32601() {
+    let (_work, mut server) = ready();
+    let reply = server.request("tools/call", json!({"name": "plain_only", "task": {}}));
+    expect_error(&reply, -32601, "taskSupport: 'forbidden'");
+    assert!(server.call("tasks/list", json!({}))["tasks"].as_array().unwrap().is_empty(), "no task created");
+    still_serves(&mut server);
+    server.validate_received();
+}
+
+#[test]
+fn legacy_12_a_plain_call_to_a_required_tool_is_32601() {
+    let (_work, mut server) = ready();
+    let reply = server.request("tools/call", json!({"name": "task_only"}));
+    expect_error(&reply, -32601, "requires task augmentation");
+    still_serves(&mut server);
+    server.validate_received();
+}
+
+#[test]
+fn a_request_before_initialize_is_refused_then_initialize_works() {
+    let work = Workdir::new();
+    let mut server = work.start();
+    let reply = server.request("tools/list", json!({}));
+    expect_error(&reply, -32600, "initialize");
+    // ping is allowed before initialization.
+    still_serves(&mut server);
+    let init = server.initialize();
+    assert_eq!(init["protocolVersion"], "2025-11-25");
+    let reply = server.request("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}));
+    expect_error(&reply, -32600, "already initialized");
+    server.call("tools/list", json!({}));
+    server.validate_received();
+}

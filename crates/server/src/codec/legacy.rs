@@ -1,0 +1,167 @@
+//! The 2025-11-25 ("Legacy") wire rules over engine records: the `Task` shape, what
+//! `tasks/result` replays, related-task metadata, and opaque `tasks/list` cursors.
+
+use std::time::{Duration, UNIX_EPOCH};
+
+use mcp_tasks_engine::{Cursor, Outcome, TaskId, TaskRecord, TaskState, Timestamp};
+use mcp_tasks_protocol::jsonrpc::RpcError;
+use mcp_tasks_protocol::legacy::{self, Task, TaskStatus};
+use serde_json::{Map, Value};
+
+/// 2025-11-25: a result with `isError: true` makes a `tools/call` task `failed`.
+pub(crate) const ERROR_RESULT_FAILS: bool = true;
+
+/// The 2025-11-25 `Task` for a record: every field the schema requires, `ttl` always
+/// present (null for unlimited), timestamps in RFC 3339 UTC.
+pub(crate) fn task(record: &TaskRecord) -> Task {
+    Task {
+        task_id: record.id.as_str().to_owned(),
+        status: status(&record.state),
+        status_message: record.status_message.clone(),
+        created_at: rfc3339(record.created_at),
+        last_updated_at: rfc3339(record.updated_at),
+        ttl: record.ttl_ms,
+        poll_interval: record.poll_interval_ms,
+    }
+}
+
+fn status(state: &TaskState) -> TaskStatus {
+    match state {
+        TaskState::Working => TaskStatus::Working,
+        TaskState::InputRequired { .. } => TaskStatus::InputRequired,
+        TaskState::Completed { .. } => TaskStatus::Completed,
+        TaskState::Failed { .. } => TaskStatus::Failed,
+        TaskState::Cancelled => TaskStatus::Cancelled,
+    }
+}
+
+/// `2025-11-25T10:30:00.123Z`.
+fn rfc3339(at: Timestamp) -> String {
+    let ms = u64::try_from(at.0).unwrap_or(0);
+    humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+}
+
+/// What `tasks/result` answers for a terminal task: exactly what the underlying request
+/// would have answered, with `_meta["io.modelcontextprotocol/related-task"]` merged into a
+/// successful result (2025-11-25 `tasks/result` MUSTs).
+///
+/// A JSON-RPC error outcome is replayed with the same code, message and data (an error
+/// cannot carry `_meta`). A cancelled task has no outcome: it answers an error that says so.
+pub(crate) fn task_result(record: &TaskRecord) -> Result<Value, RpcError> {
+    match record.state.outcome() {
+        Some(Outcome::Result(result)) => Ok(with_related_task(result, &record.id)),
+        Some(Outcome::Error(error)) => {
+            let replay = RpcError { code: error.code, message: error.message, data: error.data };
+            Err(replay)
+        }
+        None => Err(RpcError::internal(format!(
+            "Task {} was cancelled before it produced a result",
+            record.id
+        ))
+        .with_data(serde_json::json!({ "taskId": record.id.as_str(), "status": "cancelled" }))),
+    }
+}
+
+fn with_related_task(result: Value, id: &TaskId) -> Value {
+    let mut object = match result {
+        Value::Object(object) => object,
+        other => {
+            let mut object = Map::new();
+            object.insert("result".to_owned(), other);
+            object
+        }
+    };
+    let meta = object.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(meta) = meta {
+        meta.extend(legacy::related_task_meta(id.as_str()));
+    }
+    Value::Object(object)
+}
+
+/// An opaque `tasks/list` cursor for "after this task". Clients must not parse it; we
+/// hex-encode so that it does not invite them to.
+pub(crate) fn encode_cursor(record: &TaskRecord) -> String {
+    let plain = format!("{}:{}", record.created_at.0, record.id);
+    plain.bytes().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Reads a cursor made by [`encode_cursor`].
+///
+/// # Errors
+/// `-32602` for anything else (2025-11-25 `tasks/list`: invalid cursor MUST be -32602).
+pub(crate) fn decode_cursor(cursor: &str) -> Result<Cursor, RpcError> {
+    let invalid = || RpcError::invalid_params(format!("Invalid cursor for tasks/list: {cursor:?}"));
+    if cursor.len() % 2 != 0 || cursor.len() > 512 {
+        return Err(invalid());
+    }
+    let bytes = (0..cursor.len())
+        .step_by(2)
+        .map(|at| u8::from_str_radix(&cursor[at..at + 2], 16))
+        .collect::<Result<Vec<u8>, _>>()
+        .map_err(|_| invalid())?;
+    let plain = String::from_utf8(bytes).map_err(|_| invalid())?;
+    let (created, id) = plain.split_once(':').ok_or_else(invalid)?;
+    let created_at = created.parse::<i64>().map_err(|_| invalid())?;
+    if id.is_empty() {
+        return Err(invalid());
+    }
+    Ok(Cursor { created_at: Timestamp(created_at), id: TaskId::from(id) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_tasks_engine::{ErrorObject, Principal, Version};
+    use serde_json::json;
+
+    fn record(state: TaskState) -> TaskRecord {
+        TaskRecord {
+            id: TaskId::from("abc"),
+            owner: Principal::new("p"),
+            tool: "t".to_owned(),
+            arguments: json!({}),
+            state,
+            status_message: None,
+            created_at: Timestamp(1_764_066_600_000),
+            updated_at: Timestamp(1_764_066_600_500),
+            ttl_ms: Some(60_000),
+            poll_interval_ms: Some(1000),
+            attempt: 1,
+            version: Version(1),
+            error_result_fails: true,
+        }
+    }
+
+    #[test]
+    fn legacy_37_38_timestamps_are_rfc3339_utc() {
+        let task = task(&record(TaskState::Working));
+        assert_eq!(task.created_at, "2025-11-25T10:30:00.000Z");
+        assert_eq!(task.last_updated_at, "2025-11-25T10:30:00.500Z");
+    }
+
+    #[test]
+    fn legacy_48_result_carries_related_task_and_keeps_existing_meta() {
+        let result = json!({"content": [], "_meta": {"x": 1}});
+        let out = task_result(&record(TaskState::Completed { result })).unwrap();
+        assert_eq!(out["_meta"]["x"], 1);
+        assert_eq!(out["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], "abc");
+    }
+
+    #[test]
+    fn legacy_46_error_outcome_is_replayed_verbatim() {
+        let error = ErrorObject { code: -32001, message: "boom".into(), data: Some(json!({"k": 2})) };
+        let state = TaskState::Failed { outcome: Outcome::Error(error) };
+        let err = task_result(&record(state)).unwrap_err();
+        assert_eq!((err.code, err.message.as_str(), err.data), (-32001, "boom", Some(json!({"k": 2}))));
+    }
+
+    #[test]
+    fn legacy_67_cursor_round_trips_and_garbage_is_32602() {
+        let rec = record(TaskState::Working);
+        let cursor = decode_cursor(&encode_cursor(&rec)).unwrap();
+        assert_eq!((cursor.created_at, cursor.id), (rec.created_at, rec.id));
+        for bad in ["zz", "abc", "", "3a", "6869"] {
+            assert_eq!(decode_cursor(bad).unwrap_err().code, -32602, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! The stdio transport: newline-delimited JSON-RPC over any reader and writer. Nothing but
+//! MCP messages goes to the writer; logs go to stderr through `tracing`.
+
+use std::io;
+
+use mcp_tasks_engine::Principal;
+use mcp_tasks_protocol::jsonrpc::{self, RpcError};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+use crate::dispatch;
+use crate::server::Server;
+use crate::session::Session;
+
+/// The largest message accepted, in bytes; a longer line is refused and skipped.
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// The principal of a stdio connection: the local user who started the server. Whoever can
+/// write to our stdin started us, so the process boundary identifies the requestor.
+pub const LOCAL_PRINCIPAL: &str = "local";
+
+/// Serves one client on `reader`/`writer` until the reader reaches end of input.
+///
+/// # Errors
+/// An I/O error reading input or writing output.
+pub async fn serve(
+    mut reader: impl AsyncBufRead + Unpin,
+    mut writer: impl AsyncWrite + Unpin + Send + 'static,
+    server: Server,
+) -> io::Result<()> {
+    let (out, mut outgoing) = mpsc::unbounded_channel::<serde_json::Value>();
+    let session = Session::start(server, Principal::new(LOCAL_PRINCIPAL), out);
+    let write = tokio::spawn(async move {
+        while let Some(message) = outgoing.recv().await {
+            let mut line = serde_json::to_vec(&message).map_err(io::Error::other)?;
+            line.push(b'\n');
+            writer.write_all(&line).await?;
+            writer.flush().await?;
+        }
+        Ok::<(), io::Error>(())
+    });
+    let mut line = Vec::new();
+    let result = loop {
+        line.clear();
+        let read = (&mut reader).take(MAX_MESSAGE_BYTES as u64 + 1).read_until(b'\n', &mut line).await;
+        match read {
+            Ok(0) => break Ok(()),
+            Ok(_) if line.len() > MAX_MESSAGE_BYTES && line.last() != Some(&b'\n') => {
+                session.send(jsonrpc::error_response(
+                    None,
+                    &RpcError::invalid_request(format!("Message too large: the limit is {MAX_MESSAGE_BYTES} bytes per line")),
+                ));
+                if let Err(err) = skip_line(&mut reader).await {
+                    break Err(err);
+                }
+            }
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&line);
+                let text = text.trim();
+                if !text.is_empty() {
+                    dispatch::handle_text(&session, text);
+                }
+            }
+            Err(err) => break Err(err),
+        }
+    };
+    session.close();
+    drop(session);
+    // The writer ends once every sender (the session and its handlers) is gone.
+    match write.await {
+        Ok(written) => result.and(written),
+        Err(join) => Err(io::Error::other(join)),
+    }
+}
+
+/// Discards input up to and including the next newline.
+async fn skip_line(reader: &mut (impl AsyncBufRead + Unpin)) -> io::Result<()> {
+    loop {
+        let buffer = reader.fill_buf().await?;
+        if buffer.is_empty() {
+            return Ok(());
+        }
+        if let Some(at) = buffer.iter().position(|&byte| byte == b'\n') {
+            reader.consume(at + 1);
+            return Ok(());
+        }
+        let len = buffer.len();
+        reader.consume(len);
+    }
+}
