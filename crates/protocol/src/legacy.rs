@@ -1,0 +1,879 @@
+//! `params` and `result` shapes of MCP revision 2025-11-25 ("Legacy"), the revision whose core
+//! protocol has tasks.
+//!
+//! Every type here maps to one definition of the official 2025-11-25 JSON schema (named in
+//! its doc comment) and uses the schema's camelCase member names. Optional members are left out
+//! of the JSON when they are `None`, except `Task.ttl`, whose key the schema requires (it is
+//! `null` for unlimited retention). Incoming members this crate does not model are accepted
+//! and dropped: `icons`, and the optional `_meta` of `InitializeResult`, `ListToolsResult`,
+//! `ListTasksResult`, `PaginatedRequestParams`, `CancelledNotificationParams` and of the
+//! `Task`-shaped results and notification params (`GetTaskResult`, `CancelTaskResult`,
+//! `TaskStatusNotificationParams`), which the spec says SHOULD NOT carry related-task anyway.
+//!
+//! The method names are in [`method`]. The envelope around these shapes is in
+//! [`crate::jsonrpc`].
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use crate::jsonrpc::RequestId;
+
+/// The protocol revision this module implements, as sent in `protocolVersion`.
+pub const PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// The `_meta` key that ties a message to a task: its value is a [`RelatedTaskMetadata`].
+///
+/// 2025-11-25 `tasks/result`: the successful response MUST carry it.
+pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+
+/// The `_meta` key of a [`CreateTaskResult`] for `tools/call` whose string value the host may
+/// hand to the model as a provisional tool result while the task runs (optional hint).
+pub const MODEL_IMMEDIATE_RESPONSE: &str = "io.modelcontextprotocol/model-immediate-response";
+
+/// The `_meta` object that most params and results may carry: any JSON object.
+pub type Meta = Map<String, Value>;
+
+/// `{"io.modelcontextprotocol/related-task": {"taskId": task_id}}`, the `_meta` that ties a
+/// message (such as the `tasks/result` response) to a task.
+pub fn related_task_meta(task_id: &str) -> Meta {
+    let mut related = Map::new();
+    related.insert("taskId".to_owned(), Value::String(task_id.to_owned()));
+    let mut meta = Map::new();
+    meta.insert(RELATED_TASK.to_owned(), Value::Object(related));
+    meta
+}
+
+/// Schema `RelatedTaskMetadata`: the value under the [`RELATED_TASK`] `_meta` key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RelatedTaskMetadata {
+    /// The id of the task the message belongs to.
+    pub task_id: String,
+}
+
+impl RelatedTaskMetadata {
+    /// Reads the related task from a `_meta` object, if it has a well-formed one.
+    pub fn from_meta(meta: &Meta) -> Option<Self> {
+        serde_json::from_value(meta.get(RELATED_TASK)?.clone()).ok()
+    }
+}
+
+/// An object that carries no data: `{}` on the wire; any object is accepted on input.
+///
+/// Capability flags in 2025-11-25 are such objects: presence means "supported". Never `true`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Empty {}
+
+impl Serialize for Empty {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        Map::new().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Empty {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Map::<String, Value>::deserialize(deserializer).map(|_| Empty {})
+    }
+}
+
+/// Schema `Implementation`: the name and version of a client or server.
+///
+/// `icons` is not modelled and is dropped on input.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Implementation {
+    /// Name for programmatic use.
+    pub name: String,
+    /// Name for display.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Version string.
+    pub version: String,
+    /// What the implementation does (new in 2025-11-25).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Website of the implementation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub website_url: Option<String>,
+}
+
+impl Implementation {
+    /// An implementation with just a name and a version.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            version: version.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// Schema `InitializeRequestParams`: the `params` of `initialize`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeParams {
+    /// The newest protocol version the client supports.
+    pub protocol_version: String,
+    /// The client's `ClientCapabilities`, kept as raw JSON: the server only looks at a few
+    /// keys, and the client side of tasks is not modelled here.
+    pub capabilities: Value,
+    /// The client's name and version.
+    pub client_info: Implementation,
+    /// Request `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}
+
+/// Schema `InitializeResult`: the server's answer to `initialize`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResult {
+    /// The version the server chose; [`PROTOCOL_VERSION`] when it speaks this module.
+    pub protocol_version: String,
+    /// What the server supports.
+    pub capabilities: ServerCapabilities,
+    /// The server's name and version.
+    pub server_info: Implementation,
+    /// Hints for the model about how to use the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+}
+
+/// Schema `ServerCapabilities`: what a server supports. An absent member means "not supported".
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerCapabilities {
+    /// Argument autocompletion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completions: Option<Empty>,
+    /// Non-standard capabilities: an object of objects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experimental: Option<Value>,
+    /// Log messages to the client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logging: Option<Empty>,
+    /// Prompt templates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<PromptsCapability>,
+    /// Resources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourcesCapability>,
+    /// Task-augmented requests and the `tasks/*` methods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<ServerTasksCapability>,
+    /// Tools (`tools/list`, `tools/call`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<ToolsCapability>,
+}
+
+/// `ServerCapabilities.tools`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolsCapability {
+    /// Whether the server sends `notifications/tools/list_changed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_changed: Option<bool>,
+}
+
+/// `ServerCapabilities.prompts`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptsCapability {
+    /// Whether the server sends `notifications/prompts/list_changed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_changed: Option<bool>,
+}
+
+/// `ServerCapabilities.resources`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourcesCapability {
+    /// Whether clients may subscribe to resource updates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscribe: Option<bool>,
+    /// Whether the server sends `notifications/resources/list_changed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_changed: Option<bool>,
+}
+
+/// `ServerCapabilities.tasks`: which task features the server offers.
+///
+/// 2025-11-25: `list` governs `tasks/list`, `cancel` governs `tasks/cancel`, and
+/// `requests` is the exhaustive list of request types that may carry `params.task`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerTasksCapability {
+    /// The server serves `tasks/list`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list: Option<Empty>,
+    /// The server serves `tasks/cancel`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel: Option<Empty>,
+    /// Request types that can be task-augmented.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<ServerTaskRequests>,
+}
+
+impl ServerTasksCapability {
+    /// Everything a server can offer:
+    /// `{"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}`.
+    pub fn full() -> Self {
+        Self {
+            list: Some(Empty {}),
+            cancel: Some(Empty {}),
+            requests: Some(ServerTaskRequests {
+                tools: Some(ToolTaskRequests {
+                    call: Some(Empty {}),
+                }),
+            }),
+        }
+    }
+}
+
+/// `ServerCapabilities.tasks.requests`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerTaskRequests {
+    /// Tool requests that can be task-augmented.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<ToolTaskRequests>,
+}
+
+/// `ServerCapabilities.tasks.requests.tools`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolTaskRequests {
+    /// `tools/call` accepts `params.task`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<Empty>,
+}
+
+/// Schema `ToolExecution.taskSupport`: whether a tool may, or must, be called as a task.
+///
+/// On the wire: `"forbidden"`, `"optional"` or `"required"`. Absent means
+/// [`TaskSupport::Forbidden`] (the [`Default`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskSupport {
+    /// The tool must not be called as a task (the default); the server SHOULD answer such a
+    /// call with `-32601`.
+    #[default]
+    Forbidden,
+    /// The tool may be called as a task or normally.
+    Optional,
+    /// The tool must be called as a task; the server MUST answer a plain call with `-32601`.
+    Required,
+}
+
+/// Schema `ToolExecution`: execution properties of a tool.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolExecution {
+    /// Whether the tool takes `params.task`; `None` means [`TaskSupport::Forbidden`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_support: Option<TaskSupport>,
+}
+
+/// Schema `Tool`: one entry of `tools/list`.
+///
+/// `icons` is not modelled and is dropped on input.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    /// Name used in `tools/call`.
+    pub name: String,
+    /// Name for display.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the tool does, for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of the arguments; the schema requires `"type": "object"` at its root.
+    pub input_schema: Value,
+    /// JSON Schema of `structuredContent`, if the tool returns any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// Execution properties, including `taskSupport`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<ToolExecution>,
+    /// `ToolAnnotations` (hints such as `readOnlyHint`), kept as raw JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+    /// Tool `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}
+
+impl Tool {
+    /// A tool with a name and an input schema, and nothing else.
+    pub fn new(name: impl Into<String>, input_schema: Value) -> Self {
+        Self {
+            name: name.into(),
+            title: None,
+            description: None,
+            input_schema,
+            output_schema: None,
+            execution: None,
+            annotations: None,
+            meta: None,
+        }
+    }
+
+    /// The tool's task support, with an absent value read as the default `forbidden`.
+    pub fn task_support(&self) -> TaskSupport {
+        self.execution
+            .as_ref()
+            .and_then(|execution| execution.task_support)
+            .unwrap_or_default()
+    }
+}
+
+/// Schema `ListToolsResult`: the result of `tools/list`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListToolsResult {
+    /// The tools on this page.
+    pub tools: Vec<Tool>,
+    /// Opaque cursor of the next page; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// Schema `PaginatedRequestParams`: the `params` of `tools/list` and `tasks/list`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PaginatedParams {
+    /// Opaque cursor from the previous page's `nextCursor`; absent for the first page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+/// Schema `ProgressToken`: a string or an integer chosen by the requestor.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ProgressToken {
+    /// An integer token.
+    Number(i64),
+    /// A string token.
+    String(String),
+}
+
+/// The `_meta` of a request's params: `progressToken` plus any other keys.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestMeta {
+    /// Asks for `notifications/progress` with this token. For a task-augmented request the
+    /// token stays valid until the task is terminal (2025-11-25 progress rules).
+    #[serde(
+        rename = "progressToken",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub progress_token: Option<ProgressToken>,
+    /// All other `_meta` keys, as they came.
+    #[serde(flatten)]
+    pub rest: Meta,
+}
+
+/// Schema `TaskMetadata`: the `params.task` object that asks for a task.
+///
+/// An empty `{}` still asks for a task.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskMetadata {
+    /// Requested retention in milliseconds from creation; the receiver may grant another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<u64>,
+}
+
+/// Schema `CallToolRequestParams`: the `params` of `tools/call`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolParams {
+    /// The tool to call.
+    pub name: String,
+    /// The tool's arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Map<String, Value>>,
+    /// Present when the caller asks for task-augmented execution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskMetadata>,
+    /// Request `_meta`, with the optional `progressToken`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<RequestMeta>,
+}
+
+/// Schema `ContentBlock`: one item of `CallToolResult.content`, tagged by `type`.
+///
+/// Exhaustive on purpose: these are the five block types of 2025-11-25.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Content {
+    /// `"type": "text"` (schema `TextContent`).
+    Text {
+        /// The text.
+        text: String,
+        /// Schema `Annotations` (audience, priority, lastModified), kept as raw JSON.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        annotations: Option<Value>,
+        /// Block `_meta`.
+        #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+        meta: Option<Meta>,
+    },
+    /// `"type": "image"` (schema `ImageContent`).
+    Image {
+        /// Base64-encoded image data.
+        data: String,
+        /// MIME type of the image, such as `image/png`.
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+        /// Schema `Annotations`, kept as raw JSON.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        annotations: Option<Value>,
+        /// Block `_meta`.
+        #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+        meta: Option<Meta>,
+    },
+    /// `"type": "audio"` (schema `AudioContent`).
+    Audio {
+        /// Base64-encoded audio data.
+        data: String,
+        /// MIME type of the audio, such as `audio/wav`.
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+        /// Schema `Annotations`, kept as raw JSON.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        annotations: Option<Value>,
+        /// Block `_meta`.
+        #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+        meta: Option<Meta>,
+    },
+    /// `"type": "resource_link"` (schema `ResourceLink`): a pointer to a resource.
+    ResourceLink {
+        /// URI of the resource.
+        uri: String,
+        /// Name for programmatic use.
+        name: String,
+        /// Name for display.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        /// What the resource is.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        /// MIME type, if known.
+        #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        /// Size in bytes of the raw content, if known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        size: Option<u64>,
+        /// Schema `Icon`s, kept as raw JSON.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        icons: Option<Vec<Value>>,
+        /// Schema `Annotations`, kept as raw JSON.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        annotations: Option<Value>,
+        /// Block `_meta`.
+        #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+        meta: Option<Meta>,
+    },
+    /// `"type": "resource"` (schema `EmbeddedResource`): a resource's contents inline.
+    Resource {
+        /// Schema `TextResourceContents` or `BlobResourceContents`, kept as raw JSON.
+        resource: Value,
+        /// Schema `Annotations`, kept as raw JSON.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        annotations: Option<Value>,
+        /// Block `_meta`.
+        #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+        meta: Option<Meta>,
+    },
+}
+
+impl Content {
+    /// A text block with no annotations: `{"type": "text", "text": text}`.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text {
+            text: text.into(),
+            annotations: None,
+            meta: None,
+        }
+    }
+}
+
+/// Schema `CallToolResult`: the result of a `tools/call` that ran without a task, and the
+/// result of `tasks/result` for a tool-call task.
+///
+/// A tool failure is reported here with `isError: true`, not as a JSON-RPC error; in
+/// 2025-11-25 such a result makes the task `failed`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    /// The unstructured result.
+    pub content: Vec<Content>,
+    /// The structured result, an object matching the tool's `outputSchema`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// `true` when the tool call failed; absent means `false`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// Result `_meta`; from `tasks/result` it carries [`RELATED_TASK`].
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}
+
+/// Schema `TaskStatus`: the state of a task.
+///
+/// On the wire: `"working"`, `"input_required"`, `"completed"`, `"failed"`, `"cancelled"`.
+/// Listed in lifecycle order (every task starts `working`); exhaustive on purpose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    /// The request is being processed.
+    Working,
+    /// The receiver needs input from the requestor, who should call `tasks/result`.
+    InputRequired,
+    /// Finished successfully (terminal).
+    Completed,
+    /// The underlying request failed, including a tool result with `isError: true`
+    /// (terminal).
+    Failed,
+    /// Cancelled before completion (terminal).
+    Cancelled,
+}
+
+impl TaskStatus {
+    /// Whether the status never changes again: `completed`, `failed` or `cancelled`.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
+    }
+
+    /// The wire spelling, such as `"input_required"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Working => "working",
+            Self::InputRequired => "input_required",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl std::fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Schema `Task`: the state of one task as the receiver reports it.
+///
+/// It is nested under `result.task` in [`CreateTaskResult`], and spread directly into the
+/// `result` of `tasks/get` ([`GetTaskResult`]) and `tasks/cancel` ([`CancelTaskResult`]) and
+/// into the `params` of `notifications/tasks/status` ([`TaskStatusNotificationParams`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Task {
+    /// The id the receiver generated; unguessable when tasks are not bound to an auth context.
+    pub task_id: String,
+    /// The current status.
+    pub status: TaskStatus,
+    /// Human-readable context for any status (diagnostics for `failed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_message: Option<String>,
+    /// Creation time, ISO 8601 / RFC 3339, such as `2025-11-25T10:30:00Z`.
+    pub created_at: String,
+    /// Time of the last change, same format.
+    pub last_updated_at: String,
+    /// Granted retention in milliseconds from `createdAt`; `None` is unlimited.
+    ///
+    /// Always serialized, as `null` when `None`: the schema requires the key. A missing key is
+    /// read as `None`.
+    pub ttl: Option<u64>,
+    /// Suggested milliseconds between `tasks/get` polls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poll_interval: Option<u64>,
+}
+
+/// Schema `CreateTaskResult`: the immediate answer to a task-augmented request.
+///
+/// It holds only the task; the real result comes from `tasks/result`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreateTaskResult {
+    /// The new task (status `working`).
+    pub task: Task,
+    /// Result `_meta`; may carry [`MODEL_IMMEDIATE_RESPONSE`].
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}
+
+/// The `params` of `tasks/get`, `tasks/result` and `tasks/cancel`: `{"taskId": "..."}`.
+///
+/// 2025-11-25: `taskId` is authoritative; a related-task `_meta` here MUST be ignored.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskIdParams {
+    /// The task the request is about.
+    pub task_id: String,
+    /// Request `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}
+
+/// Schema `ListTasksResult`: the result of `tasks/list`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTasksResult {
+    /// The tasks on this page.
+    pub tasks: Vec<Task>,
+    /// Opaque cursor of the next page; MUST be present while more tasks exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// Schema `GetTaskResult` (`Result & Task`): the result of `tasks/get` is the [`Task`] itself,
+/// its members spread directly into `result`.
+pub type GetTaskResult = Task;
+
+/// Schema `CancelTaskResult` (`Result & Task`): the result of `tasks/cancel` is the [`Task`]
+/// itself, now `cancelled`, its members spread directly into `result`.
+pub type CancelTaskResult = Task;
+
+/// Schema `TaskStatusNotificationParams` (`NotificationParams & Task`): the `params` of
+/// `notifications/tasks/status` are the whole [`Task`].
+pub type TaskStatusNotificationParams = Task;
+
+/// Schema `ProgressNotificationParams`: the `params` of `notifications/progress`.
+///
+/// `progress` and `total` are written as integers when they hold whole numbers, so `50` stays
+/// `50` on a round trip.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProgressNotificationParams {
+    /// The token from the original request's `_meta.progressToken`.
+    pub progress_token: ProgressToken,
+    /// Progress so far; increases with every notification.
+    #[serde(serialize_with = "number::serialize")]
+    pub progress: f64,
+    /// Total, if known.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "number::serialize_option"
+    )]
+    pub total: Option<f64>,
+    /// Human-readable progress message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Notification `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}
+
+/// Schema `CancelledNotificationParams`: the `params` of `notifications/cancelled`.
+///
+/// 2025-11-25: never used for tasks (`tasks/cancel` is); `requestId` MUST be given when
+/// cancelling an ordinary request. `_meta` is not modelled and is dropped on input.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelledNotificationParams {
+    /// The request to cancel, previously sent in the same direction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<RequestId>,
+    /// Why, for logs or the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Method names of the 2025-11-25 messages this crate models.
+pub mod method {
+    /// Request: client → server, first message of a session.
+    pub const INITIALIZE: &str = "initialize";
+    /// Notification: client → server, after the `initialize` response.
+    pub const INITIALIZED: &str = "notifications/initialized";
+    /// Request: either direction; answered with `{}`.
+    pub const PING: &str = "ping";
+    /// Request: client → server; result [`super::ListToolsResult`].
+    pub const TOOLS_LIST: &str = "tools/list";
+    /// Request: client → server; result [`super::CallToolResult`], or
+    /// [`super::CreateTaskResult`] when `params.task` is present.
+    pub const TOOLS_CALL: &str = "tools/call";
+    /// Request: requestor → receiver; result [`super::GetTaskResult`].
+    pub const TASKS_GET: &str = "tasks/get";
+    /// Request: requestor → receiver; blocks until the task is terminal, then answers with the
+    /// underlying request's result (or error).
+    pub const TASKS_RESULT: &str = "tasks/result";
+    /// Request: requestor → receiver; result [`super::ListTasksResult`].
+    pub const TASKS_LIST: &str = "tasks/list";
+    /// Request: requestor → receiver; result [`super::CancelTaskResult`].
+    pub const TASKS_CANCEL: &str = "tasks/cancel";
+    /// Notification: receiver → requestor, optional; params [`super::TaskStatusNotificationParams`].
+    pub const NOTIFY_TASK_STATUS: &str = "notifications/tasks/status";
+    /// Notification: params [`super::ProgressNotificationParams`].
+    pub const NOTIFY_PROGRESS: &str = "notifications/progress";
+    /// Notification: params [`super::CancelledNotificationParams`]; never for tasks.
+    pub const NOTIFY_CANCELLED: &str = "notifications/cancelled";
+}
+
+/// Serializers that write whole-number floats as integers.
+mod number {
+    use serde::Serializer;
+
+    /// Largest float below which every whole number converts to `i64` exactly.
+    const LIMIT: f64 = 9_007_199_254_740_992.0; // 2^53
+
+    /// Writes `value` as an integer when it is a whole number of safe size, else as a float.
+    pub(super) fn serialize<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+        let value = *value;
+        if value.fract() == 0.0 && value.abs() < LIMIT {
+            // Exact: a whole number below 2^53 in magnitude fits in i64 without rounding.
+            serializer.serialize_i64(value as i64)
+        } else {
+            serializer.serialize_f64(value)
+        }
+    }
+
+    /// [`serialize`] for an optional value (`None` is skipped by the caller).
+    pub(super) fn serialize_option<S: Serializer>(
+        value: &Option<f64>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(value) => serialize(value, serializer),
+            None => serializer.serialize_none(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn related_task_meta_has_spec_shape() {
+        let meta = related_task_meta("t-1");
+        assert_eq!(
+            Value::Object(meta.clone()),
+            json!({"io.modelcontextprotocol/related-task": {"taskId": "t-1"}})
+        );
+        let related = RelatedTaskMetadata::from_meta(&meta).unwrap();
+        assert_eq!(related.task_id, "t-1");
+        assert_eq!(RelatedTaskMetadata::from_meta(&Meta::new()), None);
+    }
+
+    #[test]
+    fn empty_serializes_as_empty_object_and_accepts_any_object() {
+        assert_eq!(serde_json::to_value(Empty {}).unwrap(), json!({}));
+        assert_eq!(
+            serde_json::from_value::<Empty>(json!({"x": [1]})).unwrap(),
+            Empty {}
+        );
+        assert!(serde_json::from_value::<Empty>(json!(true)).is_err());
+        assert!(serde_json::from_value::<Empty>(json!([])).is_err());
+    }
+
+    #[test]
+    fn full_tasks_capability_matches_spec() {
+        assert_eq!(
+            serde_json::to_value(ServerTasksCapability::full()).unwrap(),
+            json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
+        );
+    }
+
+    #[test]
+    fn task_support_is_lowercase_and_defaults_to_forbidden() {
+        assert_eq!(TaskSupport::default(), TaskSupport::Forbidden);
+        assert_eq!(
+            serde_json::to_value(TaskSupport::Optional).unwrap(),
+            json!("optional")
+        );
+        let tool = Tool::new("t", json!({"type": "object"}));
+        assert_eq!(tool.task_support(), TaskSupport::Forbidden);
+        let tool: Tool = serde_json::from_value(json!({
+            "name": "t", "inputSchema": {"type": "object"},
+            "execution": {"taskSupport": "required"}
+        }))
+        .unwrap();
+        assert_eq!(tool.task_support(), TaskSupport::Required);
+    }
+
+    #[test]
+    fn task_status_is_snake_case() {
+        assert_eq!(
+            serde_json::to_value(TaskStatus::InputRequired).unwrap(),
+            json!("input_required")
+        );
+        for status in [
+            TaskStatus::Working,
+            TaskStatus::InputRequired,
+            TaskStatus::Completed,
+            TaskStatus::Failed,
+            TaskStatus::Cancelled,
+        ] {
+            assert_eq!(
+                serde_json::to_value(status).unwrap(),
+                json!(status.as_str())
+            );
+        }
+        assert!(!TaskStatus::InputRequired.is_terminal());
+        assert!(TaskStatus::Cancelled.is_terminal());
+    }
+
+    #[test]
+    fn task_ttl_none_is_serialized_as_null() {
+        let task = Task {
+            task_id: "t".to_owned(),
+            status: TaskStatus::Working,
+            status_message: None,
+            created_at: "2025-11-25T10:30:00Z".to_owned(),
+            last_updated_at: "2025-11-25T10:30:00Z".to_owned(),
+            ttl: None,
+            poll_interval: None,
+        };
+        let json = serde_json::to_value(&task).unwrap();
+        assert_eq!(json.get("ttl"), Some(&Value::Null));
+        assert_eq!(json.get("pollInterval"), None);
+        assert_eq!(json.get("statusMessage"), None);
+    }
+
+    #[test]
+    fn progress_keeps_whole_numbers_as_integers() {
+        let params = ProgressNotificationParams {
+            progress_token: ProgressToken::String("p".to_owned()),
+            progress: 50.0,
+            total: Some(100.0),
+            message: None,
+            meta: None,
+        };
+        assert_eq!(
+            serde_json::to_value(&params).unwrap(),
+            json!({"progressToken": "p", "progress": 50, "total": 100})
+        );
+        let params = ProgressNotificationParams {
+            progress: 0.25,
+            total: None,
+            ..params
+        };
+        assert_eq!(
+            serde_json::to_value(&params).unwrap(),
+            json!({"progressToken": "p", "progress": 0.25})
+        );
+    }
+
+    #[test]
+    fn request_meta_keeps_unknown_keys_beside_progress_token() {
+        let json = json!({"progressToken": 7, "com.example/trace": "abc"});
+        let meta: RequestMeta = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(meta.progress_token, Some(ProgressToken::Number(7)));
+        assert_eq!(meta.rest.get("com.example/trace"), Some(&json!("abc")));
+        assert_eq!(serde_json::to_value(&meta).unwrap(), json);
+    }
+
+    #[test]
+    fn content_text_is_tagged() {
+        assert_eq!(
+            serde_json::to_value(Content::text("hi")).unwrap(),
+            json!({"type": "text", "text": "hi"})
+        );
+    }
+}
