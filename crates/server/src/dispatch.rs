@@ -22,6 +22,11 @@ use crate::session::Session;
 /// Handles one line (or body) received from the client.
 pub(crate) fn handle_text(session: &Arc<Session>, text: &str) {
     match jsonrpc::parse(text) {
+        // A broken *response* from the peer is logged, never answered: answering errors
+        // with errors could make two peers bounce them forever.
+        Err(failure) if looks_like_response(text) => {
+            tracing::warn!(error = %failure.error, "ignoring a malformed response from the client");
+        }
         Err(failure) => session.send(jsonrpc::error_response(failure.id.as_ref(), &failure.error)),
         Ok(Incoming::Request(request)) => handle_request(session, request),
         Ok(Incoming::Notification(notification)) => handle_notification(session, &notification),
@@ -29,6 +34,12 @@ pub(crate) fn handle_text(session: &Arc<Session>, text: &str) {
             tracing::debug!(id = %response.id, "ignoring a response to no request of ours");
         }
     }
+}
+
+fn looks_like_response(text: &str) -> bool {
+    serde_json::from_str::<Value>(text).is_ok_and(|value| {
+        value.get("method").is_none() && (value.get("result").is_some() || value.get("error").is_some())
+    })
 }
 
 /// `initialize` and `ping` are answered in order, at once; every other request runs in its

@@ -121,3 +121,13 @@ fn a_request_before_initialize_is_refused_then_initialize_works() {
     server.call("tools/list", json!({}));
     server.validate_received();
 }
+
+#[test]
+fn a_malformed_response_from_the_client_is_not_answered() {
+    let (_work, mut server) = ready();
+    server.send_raw(r#"{"jsonrpc": "2.0", "error": {"code": -32600, "message": "no id"}}"#);
+    let ping = server.send_request("ping", json!({}));
+    let first = server.recv();
+    assert_eq!(first["id"], ping, "no error bounced back for a response: {first}");
+    server.validate_received();
+}

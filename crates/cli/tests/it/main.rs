@@ -2,6 +2,8 @@
 //! by theme. Every message the server sends in these tests is checked against the official
 //! 2025-11-25 JSON schema when the harness is dropped.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+
 mod bad_input;
 mod harness;
 mod lifecycle;

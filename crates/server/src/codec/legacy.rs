@@ -91,7 +91,7 @@ pub(crate) fn encode_cursor(record: &TaskRecord) -> String {
 /// `-32602` for anything else (2025-11-25 `tasks/list`: invalid cursor MUST be -32602).
 pub(crate) fn decode_cursor(cursor: &str) -> Result<Cursor, RpcError> {
     let invalid = || RpcError::invalid_params(format!("Invalid cursor for tasks/list: {cursor:?}"));
-    if cursor.len() % 2 != 0 || cursor.len() > 512 {
+    if !cursor.len().is_multiple_of(2) || cursor.len() > 512 {
         return Err(invalid());
     }
     let bytes = (0..cursor.len())

@@ -1,6 +1,8 @@
 //! The server library over an in-memory stdio pipe, with tools defined in Rust: progress
 //! through a task's life, and the ordering of notifications around it.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+
 use std::sync::Arc;
 use std::time::Duration;
 

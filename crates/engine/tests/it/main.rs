@@ -1,0 +1,221 @@
+//! The engine over the real SQLite store: TTL sweeping with an injected clock, fencing of
+//! stale attempts, cancellation races, scoping by principal, event-driven waiting.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mcp_tasks_engine::{
+    Context, Engine, EngineError, ErrorObject, FakeClock, Handler, ListQuery, NewTask, Outcome,
+    Policy, Principal, RestartPolicy, Status, TaskState, Timestamp, ToolRuntime,
+};
+use mcp_tasks_sqlite::SqliteStore;
+use serde_json::{Value, json};
+use tokio::sync::{Notify, mpsc};
+use tokio::time::timeout;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// Finishes with `"attempt N"` when released; reports which attempt started.
+struct Gate {
+    release: Arc<Notify>,
+    started: mpsc::UnboundedSender<u32>,
+    ignore_cancel: bool,
+}
+
+#[async_trait]
+impl Handler for Gate {
+    async fn call(&self, _arguments: Value, ctx: Context) -> Outcome {
+        let _ = self.started.send(ctx.attempt());
+        if self.ignore_cancel {
+            self.release.notified().await;
+        } else {
+            tokio::select! {
+                _ = self.release.notified() => {}
+                _ = ctx.cancelled() => return Outcome::Error(ErrorObject::internal("stopped")),
+            }
+        }
+        Outcome::Result(json!({"content": [{"type": "text", "text": format!("attempt {}", ctx.attempt())}]}))
+    }
+}
+
+struct Fixture {
+    engine: Engine,
+    clock: FakeClock,
+    release: Arc<Notify>,
+    started: mpsc::UnboundedReceiver<u32>,
+    _dir: tempfile::TempDir,
+}
+
+fn fixture(on_restart: RestartPolicy, ignore_cancel: bool) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("tasks.sqlite3")).unwrap();
+    let clock = FakeClock::new(Timestamp(1_764_000_000_000));
+    let policy = Policy { default_ttl_ms: 60_000, max_ttl_ms: Some(120_000), poll_interval_ms: 500 };
+    let engine = Engine::new(Arc::new(store), Arc::new(clock.clone()), policy);
+    let release = Arc::new(Notify::new());
+    let (tx, started) = mpsc::unbounded_channel();
+    let gate = Gate { release: Arc::clone(&release), started: tx, ignore_cancel };
+    engine.register("gate", ToolRuntime { handler: Arc::new(gate), on_restart });
+    Fixture { engine, clock, release, started, _dir: dir }
+}
+
+fn new_task(owner: &str, ttl: Option<u64>) -> NewTask {
+    NewTask {
+        owner: Principal::new(owner),
+        tool: "gate".into(),
+        arguments: json!({}),
+        requested_ttl_ms: ttl,
+        error_result_fails: true,
+    }
+}
+
+fn text(state: &TaskState) -> String {
+    match state {
+        TaskState::Completed { result } => result["content"][0]["text"].as_str().unwrap().to_owned(),
+        other => panic!("not completed: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn legacy_39_requested_ttl_is_honoured_up_to_the_cap_and_defaulted() {
+    let f = fixture(RestartPolicy::Fail, false);
+    let asked = f.engine.create(new_task("a", Some(30_000))).await.unwrap();
+    let capped = f.engine.create(new_task("a", Some(999_999_999))).await.unwrap();
+    let default = f.engine.create(new_task("a", None)).await.unwrap();
+    assert_eq!((asked.ttl_ms, capped.ttl_ms, default.ttl_ms), (Some(30_000), Some(120_000), Some(60_000)));
+}
+
+#[tokio::test]
+async fn sweeper_fails_overdue_running_tasks_stops_their_work_and_purges_finished_ones() {
+    let mut f = fixture(RestartPolicy::Fail, false);
+    let owner = Principal::new("a");
+    let running = f.engine.create(new_task("a", Some(10_000))).await.unwrap();
+    f.engine.start(&running).unwrap();
+    f.started.recv().await.unwrap();
+    let keeper = f.engine.create(new_task("a", Some(100_000))).await.unwrap();
+
+    // Before the TTL: nothing happens.
+    f.clock.advance(Duration::from_secs(9));
+    let sweep = f.engine.sweep_once().await.unwrap();
+    assert_eq!((sweep.expired, sweep.purged), (0, 0));
+
+    // A waiter on the running task learns it failed with the expiry error.
+    let waiter = {
+        let engine = f.engine.clone();
+        let (owner, id) = (owner.clone(), running.id.clone());
+        tokio::spawn(async move { engine.wait_terminal(&owner, &id).await })
+    };
+    tokio::task::yield_now().await;
+    f.clock.advance(Duration::from_secs(2));
+    let sweep = f.engine.sweep_once().await.unwrap();
+    assert_eq!(sweep.expired, 1);
+    assert_eq!(sweep.purged, 1, "the expired task, now failed, is purged in the same pass");
+    let ended = timeout(WAIT, waiter).await.unwrap().unwrap().unwrap();
+    assert_eq!(ended.state, TaskState::Failed { outcome: Outcome::Error(ErrorObject::expired()) });
+    assert!(matches!(f.engine.get(&owner, &running.id).await, Err(EngineError::NotFound(_))));
+    assert_eq!(f.engine.get(&owner, &keeper.id).await.unwrap().status(), Status::Working);
+}
+
+#[tokio::test]
+async fn a_stale_attempt_cannot_complete_a_task_and_nothing_completes_twice() {
+    let mut f = fixture(RestartPolicy::Retry, true);
+    let owner = Principal::new("a");
+    let task = f.engine.create(new_task("a", None)).await.unwrap();
+    f.engine.start(&task).unwrap();
+    assert_eq!(f.started.recv().await, Some(1));
+    // As if the first runner's process had died: recovery gives the task attempt 2 and
+    // runs it again while attempt 1 is (here) still alive.
+    let recovery = f.engine.recover().await.unwrap();
+    assert_eq!(recovery.retried, 1);
+    assert_eq!(f.started.recv().await, Some(2));
+
+    let mut feed = f.engine.subscribe();
+    f.release.notify_one(); // one of the two attempts finishes
+    f.release.notify_one(); // then the other
+    let done = timeout(WAIT, f.engine.wait_terminal(&owner, &task.id)).await.unwrap().unwrap();
+    assert_eq!(text(&done.state), "attempt 2", "only the current claim may complete the task");
+    assert_eq!(done.attempt, 2);
+    // Exactly one terminal write reached the feed.
+    let mut terminal_writes = 0;
+    while let Ok(Ok(change)) = timeout(Duration::from_millis(300), feed.recv()).await {
+        if let mcp_tasks_engine::Change::Task(record) = change {
+            terminal_writes += usize::from(record.status().is_terminal());
+        }
+    }
+    assert_eq!(terminal_writes, 1);
+}
+
+#[tokio::test]
+async fn legacy_25_a_cancelled_task_stays_cancelled_when_its_work_completes_later() {
+    let mut f = fixture(RestartPolicy::Fail, true);
+    let owner = Principal::new("a");
+    let task = f.engine.create(new_task("a", None)).await.unwrap();
+    f.engine.start(&task).unwrap();
+    f.started.recv().await.unwrap();
+    let cancelled = f.engine.cancel(&owner, &task.id).await.unwrap();
+    assert_eq!(cancelled.status(), Status::Cancelled, "legacy_70: cancelled before cancel returns");
+    let mut feed = f.engine.subscribe();
+    f.release.notify_one();
+    // The late completion is refused: no further write.
+    assert!(timeout(Duration::from_millis(300), feed.recv()).await.is_err(), "no write after cancel");
+    assert_eq!(f.engine.get(&owner, &task.id).await.unwrap().status(), Status::Cancelled);
+    let again = f.engine.cancel(&owner, &task.id).await.unwrap_err();
+    assert!(matches!(again, EngineError::Refused { from: Status::Cancelled, .. }), "{again:?}");
+}
+
+#[tokio::test]
+async fn legacy_82_83_another_principals_task_is_not_found_and_not_listed() {
+    let f = fixture(RestartPolicy::Fail, false);
+    let alice = Principal::new("alice");
+    let mallory = Principal::new("mallory");
+    let task = f.engine.create(new_task("alice", None)).await.unwrap();
+    for result in [
+        f.engine.get(&mallory, &task.id).await,
+        f.engine.cancel(&mallory, &task.id).await,
+        f.engine.wait_terminal(&mallory, &task.id).await,
+    ] {
+        assert!(matches!(result, Err(EngineError::NotFound(_))), "{result:?}");
+    }
+    let listed = f.engine.list(&ListQuery { owner: mallory, after: None, limit: 10 }).await.unwrap();
+    assert!(listed.is_empty());
+    let listed = f.engine.list(&ListQuery { owner: alice.clone(), after: None, limit: 10 }).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(f.engine.get(&alice, &task.id).await.unwrap().status(), Status::Working);
+}
+
+#[tokio::test]
+async fn restart_policy_fail_marks_interrupted_tasks_failed_with_the_restart_error() {
+    let f = fixture(RestartPolicy::Fail, false);
+    let owner = Principal::new("a");
+    let task = f.engine.create(new_task("a", None)).await.unwrap(); // never started: as if the process died
+    let recovery = f.engine.recover().await.unwrap();
+    assert_eq!((recovery.failed, recovery.retried), (1, 0));
+    let failed = f.engine.get(&owner, &task.id).await.unwrap();
+    assert_eq!(failed.state, TaskState::Failed { outcome: Outcome::Error(ErrorObject::interrupted_by_restart()) });
+    assert!(failed.status_message.unwrap().contains("interrupted by a server restart"));
+}
+
+#[tokio::test]
+async fn a_tool_result_with_is_error_fails_the_task_only_when_the_dialect_says_so() {
+    struct Erring;
+    #[async_trait]
+    impl Handler for Erring {
+        async fn call(&self, _arguments: Value, _ctx: Context) -> Outcome {
+            Outcome::Result(json!({"content": [{"type": "text", "text": "bad input"}], "isError": true}))
+        }
+    }
+    let f = fixture(RestartPolicy::Fail, false);
+    f.engine.register("erring", ToolRuntime { handler: Arc::new(Erring), on_restart: RestartPolicy::Fail });
+    let owner = Principal::new("a");
+    for (fails, expected) in [(true, Status::Failed), (false, Status::Completed)] {
+        let new = NewTask { tool: "erring".into(), error_result_fails: fails, ..new_task("a", None) };
+        let task = f.engine.create(new).await.unwrap();
+        f.engine.start(&task).unwrap();
+        let done = timeout(WAIT, f.engine.wait_terminal(&owner, &task.id)).await.unwrap().unwrap();
+        assert_eq!(done.status(), expected);
+        assert_eq!(done.state.outcome().map(|o| matches!(o, Outcome::Result(_))), Some(true), "the result is kept either way");
+    }
+}
