@@ -41,4 +41,4 @@ pub use task::{
     ErrorObject, Event, EventKind, InputRequest, InputRequests, Outcome, Principal, Refused,
     RestartPolicy, Status, TaskId, TaskRecord, TaskState, Timestamp, Version,
 };
-pub use work::{Context, Handler, Progress, ProgressSink, ToolRuntime};
+pub use work::{ClientLink, Context, Handler, Progress, ToolRuntime};

@@ -8,7 +8,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::Engine;
-use crate::task::{Outcome, RestartPolicy, TaskId};
+use crate::task::{ErrorObject, Outcome, RestartPolicy, TaskId};
 
 /// The code that runs a tool call, as a task or plainly.
 ///
@@ -40,8 +40,19 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
-/// Where a plain call's progress goes.
-pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
+/// The requestor's side of a plain (non-task) call: where the messages the work sends
+/// while it runs go (progress, notifications such as log messages, and requests such as
+/// `sampling/createMessage` whose answers it awaits). The transport implements it; calls
+/// are made in order, before the call's own response.
+#[async_trait]
+pub trait ClientLink: Send + Sync + 'static {
+    /// Sends a progress report (only called if the request carried a progress token).
+    fn progress(&self, progress: Progress);
+    /// Sends a notification related to the call (e.g. `notifications/message`).
+    fn notify(&self, method: &str, params: Value);
+    /// Sends a request to the client and waits for its answer.
+    async fn request(&self, method: &str, params: Value) -> Result<Value, ErrorObject>;
+}
 
 /// What a handler can do besides its work: report progress and status, see cancellation.
 #[derive(Clone)]
@@ -55,14 +66,14 @@ enum Reporter {
     /// Reports become task changes in the engine, fenced by the attempt.
     Task { engine: Engine, id: TaskId, attempt: u32 },
     /// A plain call: progress goes straight to the caller, status messages nowhere.
-    Direct(Option<ProgressSink>),
+    Direct(Option<Arc<dyn ClientLink>>),
 }
 
 impl Context {
-    /// A context for a plain (non-task) call: progress goes to `progress`, if any, called
-    /// synchronously so that it is ordered before the call's response.
-    pub fn plain(cancel: CancellationToken, progress: Option<ProgressSink>) -> Context {
-        Context { cancel, reporter: Reporter::Direct(progress) }
+    /// A context for a plain (non-task) call: messages to the client go through `link`
+    /// (none: they are dropped), synchronously, so they are ordered before the response.
+    pub fn plain(cancel: CancellationToken, link: Option<Arc<dyn ClientLink>>) -> Context {
+        Context { cancel, reporter: Reporter::Direct(link) }
     }
 
     pub(crate) fn for_task(engine: Engine, id: TaskId, attempt: u32, cancel: CancellationToken) -> Context {
@@ -108,8 +119,39 @@ impl Context {
         }
         match &self.reporter {
             Reporter::Task { engine, id, attempt } => engine.report_progress(id, *attempt, progress),
-            Reporter::Direct(Some(sink)) => sink(progress),
+            Reporter::Direct(Some(link)) => link.progress(progress),
             Reporter::Direct(None) => {}
+        }
+    }
+
+    /// Sends a notification about this call to the client, e.g. a `notifications/message`
+    /// log line. Dropped once cancelled. For tasks, not delivered yet: task-scoped messages
+    /// to the client go through the engine's input requests.
+    pub fn notify(&self, method: &str, params: Value) {
+        if self.cancel.is_cancelled() {
+            return;
+        }
+        if let Reporter::Direct(Some(link)) = &self.reporter {
+            link.notify(method, params);
+        }
+    }
+
+    /// Sends a request (e.g. `sampling/createMessage`, `elicitation/create`) to the client
+    /// and waits for the answer.
+    ///
+    /// # Errors
+    /// The client's JSON-RPC error; `-32603` when there is no client to ask, and when the
+    /// call is a task (task input is not wired yet).
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
+        match &self.reporter {
+            Reporter::Direct(Some(link)) => tokio::select! {
+                answer = link.request(method, params) => answer,
+                _ = self.cancel.cancelled() => Err(ErrorObject::internal("the call was cancelled")),
+            },
+            Reporter::Direct(None) => Err(ErrorObject::internal(format!("no client to send {method} to"))),
+            Reporter::Task { .. } => Err(ErrorObject::internal(format!(
+                "{method} from inside a task is not supported yet"
+            ))),
         }
     }
 

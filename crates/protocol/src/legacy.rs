@@ -711,6 +711,32 @@ pub mod method {
     pub const NOTIFY_PROGRESS: &str = "notifications/progress";
     /// Notification: params [`super::CancelledNotificationParams`]; never for tasks.
     pub const NOTIFY_CANCELLED: &str = "notifications/cancelled";
+    /// Server → client log message.
+    pub const NOTIFY_MESSAGE: &str = "notifications/message";
+    /// Resource changed (after `resources/subscribe`).
+    pub const NOTIFY_RESOURCE_UPDATED: &str = "notifications/resources/updated";
+    /// Sets the lowest log level the client wants.
+    pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
+    /// Lists resources.
+    pub const RESOURCES_LIST: &str = "resources/list";
+    /// Lists resource templates.
+    pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
+    /// Reads a resource.
+    pub const RESOURCES_READ: &str = "resources/read";
+    /// Subscribes to a resource's updates.
+    pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
+    /// Ends a subscription.
+    pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
+    /// Lists prompts.
+    pub const PROMPTS_LIST: &str = "prompts/list";
+    /// Gets a prompt.
+    pub const PROMPTS_GET: &str = "prompts/get";
+    /// Argument completion.
+    pub const COMPLETION_COMPLETE: &str = "completion/complete";
+    /// Server → client: a model completion.
+    pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
+    /// Server → client: ask the user.
+    pub const ELICITATION_CREATE: &str = "elicitation/create";
 }
 
 /// Serializers that write whole-number floats as integers.

@@ -27,12 +27,10 @@ pub(crate) fn handle_text(session: &Arc<Session>, text: &str) {
         Err(failure) if looks_like_response(text) => {
             tracing::warn!(error = %failure.error, "ignoring a malformed response from the client");
         }
-        Err(failure) => session.send(jsonrpc::error_response(failure.id.as_ref(), &failure.error)),
+        Err(failure) => session.reject(failure.id.as_ref(), &failure.error),
         Ok(Incoming::Request(request)) => handle_request(session, request),
         Ok(Incoming::Notification(notification)) => handle_notification(session, &notification),
-        Ok(Incoming::Response(response)) => {
-            tracing::debug!(id = %response.id, "ignoring a response to no request of ours");
-        }
+        Ok(Incoming::Response(response)) => session.on_response(response),
     }
 }
 

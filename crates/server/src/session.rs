@@ -3,24 +3,48 @@
 //! forwards as `notifications/tasks/status` and `notifications/progress`.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use mcp_tasks_engine::{Change, Principal, Progress, TaskId, TaskRecord};
-use mcp_tasks_protocol::jsonrpc::{self, RequestId, RpcError};
+use async_trait::async_trait;
+use mcp_tasks_engine::{Change, ClientLink, ErrorObject, Principal, Progress, TaskId, TaskRecord};
+use mcp_tasks_protocol::jsonrpc::{self, RequestId, Response, RpcError};
 use mcp_tasks_protocol::legacy::{self, ProgressToken, method};
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::codec;
 use crate::server::Server;
 
+/// Where an outgoing message belongs. Over stdio every message goes to stdout; over
+/// Streamable HTTP a reply and the messages related to a request go on that request's
+/// stream, everything else on the standalone GET stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// The response to this request (ends its stream).
+    Reply(RequestId),
+    /// A request or notification sent while serving this request.
+    Related(RequestId),
+    /// Not tied to any request (e.g. task status notifications).
+    General,
+}
+
+/// An outgoing message and its route.
+#[derive(Clone, Debug)]
+pub(crate) struct Outbound {
+    pub(crate) message: Value,
+    pub(crate) route: Route,
+}
+
 /// A client connection's state. Shared by the transport and the request handlers.
 pub(crate) struct Session {
     pub(crate) server: Server,
     pub(crate) principal: Principal,
-    out: mpsc::UnboundedSender<Value>,
+    out: mpsc::UnboundedSender<Outbound>,
     closed: CancellationToken,
+    /// Ids of our requests to the client: `mcp-tasks-<n>`, never reused in a session.
+    next_request: AtomicU64,
     /// A std mutex: every critical section is a few map operations, never across an await.
     state: Mutex<State>,
 }
@@ -29,6 +53,10 @@ pub(crate) struct Session {
 struct State {
     initialized: bool,
     client_capabilities: Value,
+    /// Lowest `notifications/message` level the client wants (`logging/setLevel`).
+    log_level: Option<LogLevel>,
+    /// Our requests to the client awaiting an answer.
+    pending: HashMap<RequestId, oneshot::Sender<Result<Value, RpcError>>>,
     inflight: HashMap<RequestId, CancellationToken>,
     /// Progress tokens of tasks created here: they stay valid for the task's whole life
     /// (2025-11-25 progress rule) and are dropped once it is terminal.
@@ -40,13 +68,14 @@ struct State {
 impl Session {
     /// A session whose outgoing messages go to `out`, forwarding task changes until
     /// [`Session::close`].
-    pub(crate) fn start(server: Server, principal: Principal, out: mpsc::UnboundedSender<Value>) -> Arc<Session> {
+    pub(crate) fn start(server: Server, principal: Principal, out: mpsc::UnboundedSender<Outbound>) -> Arc<Session> {
         let feed = server.engine().subscribe();
         let session = Arc::new(Session {
             server,
             principal,
             out,
             closed: CancellationToken::new(),
+            next_request: AtomicU64::new(1),
             state: Mutex::new(State::default()),
         });
         tokio::spawn(forward_changes(Arc::clone(&session), feed));
@@ -60,15 +89,65 @@ impl Session {
     }
 
     /// Queues a message to the client. A closed transport drops it.
-    pub(crate) fn send(&self, message: Value) {
-        let _ = self.out.send(message);
+    pub(crate) fn send(&self, message: Value, route: Route) {
+        let _ = self.out.send(Outbound { message, route });
     }
 
     pub(crate) fn respond(&self, id: &RequestId, reply: Result<Value, RpcError>) {
-        self.send(match reply {
+        let message = match reply {
             Ok(result) => jsonrpc::response(id, result),
             Err(error) => jsonrpc::error_response(Some(id), &error),
-        });
+        };
+        self.send(message, Route::Reply(id.clone()));
+    }
+
+    /// Answers an error to a message whose id could not be read (or that had none).
+    pub(crate) fn reject(&self, id: Option<&RequestId>, error: &RpcError) {
+        let route = id.map_or(Route::General, |id| Route::Reply(id.clone()));
+        self.send(jsonrpc::error_response(id, error), route);
+    }
+
+    /// Whether the client declared capability `name` (e.g. `sampling`, `elicitation`).
+    pub(crate) fn client_declared(&self, name: &str) -> bool {
+        self.state().client_capabilities.get(name).is_some_and(Value::is_object)
+    }
+
+    /// `logging/setLevel`.
+    pub(crate) fn set_log_level(&self, level: LogLevel) {
+        self.state().log_level = Some(level);
+    }
+
+    /// Whether a log message at `level` goes to the client (all do until a level is set).
+    pub(crate) fn wants_log(&self, level: LogLevel) -> bool {
+        self.state().log_level.is_none_or(|min| level >= min)
+    }
+
+    /// Sends a request to the client on `route` and waits for its answer.
+    ///
+    /// # Errors
+    /// The client's JSON-RPC error, or `-32603` if the session closes first.
+    pub(crate) async fn request_client(&self, method: &str, params: Value, route: Route) -> Result<Value, RpcError> {
+        let id = RequestId::String(format!("mcp-tasks-{}", self.next_request.fetch_add(1, Ordering::Relaxed)));
+        let (tx, rx) = oneshot::channel();
+        self.state().pending.insert(id.clone(), tx);
+        self.send(jsonrpc::request(&id, method, params), route);
+        tokio::select! {
+            answer = rx => answer.unwrap_or_else(|_| Err(RpcError::internal("the session ended before the client answered"))),
+            _ = self.closed.cancelled() => {
+                self.state().pending.remove(&id);
+                Err(RpcError::internal("the session ended before the client answered"))
+            }
+        }
+    }
+
+    /// Routes the client's answer to one of our requests.
+    pub(crate) fn on_response(&self, response: Response) {
+        match self.state().pending.remove(&response.id) {
+            Some(waiter) => {
+                let _ = waiter.send(response.outcome);
+            }
+            None => tracing::debug!(id = %response.id, "ignoring a response to no pending request"),
+        }
     }
 
     pub(crate) fn is_initialized(&self) -> bool {
@@ -125,13 +204,13 @@ impl Session {
             }
         }
         let params = serde_json::to_value(codec::legacy::task(record)).unwrap_or(Value::Null);
-        self.send(jsonrpc::notification(method::NOTIFY_TASK_STATUS, params));
+        self.send(jsonrpc::notification(method::NOTIFY_TASK_STATUS, params), Route::General);
     }
 
     fn on_progress(&self, id: &TaskId, progress: &Progress) {
         let token = self.state().progress.get(id).cloned();
         if let Some(token) = token {
-            self.send(progress_notification(&token, progress, Some(id)));
+            self.send(progress_notification(&token, progress, Some(id)), Route::General);
         }
     }
 
@@ -153,6 +232,66 @@ pub(crate) fn progress_notification(token: &ProgressToken, progress: &Progress, 
         params["_meta"] = Value::Object(legacy::related_task_meta(id.as_str()));
     }
     jsonrpc::notification(method::NOTIFY_PROGRESS, params)
+}
+
+/// The level of a `notifications/message` (RFC 5424 severities, lowest first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum LogLevel {
+    Debug,
+    Info,
+    Notice,
+    Warning,
+    Error,
+    Critical,
+    Alert,
+    Emergency,
+}
+
+/// The client side of one plain call: its progress, notifications and requests go on the
+/// call's own stream.
+pub(crate) struct CallLink {
+    pub(crate) session: Arc<Session>,
+    pub(crate) request: RequestId,
+    pub(crate) progress_token: Option<ProgressToken>,
+}
+
+#[async_trait]
+impl ClientLink for CallLink {
+    fn progress(&self, progress: Progress) {
+        if let Some(token) = &self.progress_token {
+            let message = progress_notification(token, &progress, None);
+            self.session.send(message, Route::Related(self.request.clone()));
+        }
+    }
+
+    fn notify(&self, method: &str, params: Value) {
+        if method == method::NOTIFY_MESSAGE {
+            let level = params.get("level").cloned().and_then(|level| serde_json::from_value(level).ok());
+            if !level.is_some_and(|level| self.session.wants_log(level)) {
+                return;
+            }
+        }
+        self.session.send(jsonrpc::notification(method, params), Route::Related(self.request.clone()));
+    }
+
+    async fn request(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
+        let needs = match method {
+            method::SAMPLING_CREATE_MESSAGE => Some("sampling"),
+            method::ELICITATION_CREATE => Some("elicitation"),
+            "roots/list" => Some("roots"),
+            _ => None,
+        };
+        if let Some(capability) = needs.filter(|capability| !self.session.client_declared(capability)) {
+            return Err(ErrorObject::internal(format!(
+                "cannot send {method}: the client did not declare the '{capability}' capability"
+            )));
+        }
+        self.session
+            .request_client(method, params, Route::Related(self.request.clone()))
+            .await
+            .map_err(|error| ErrorObject { code: error.code, message: error.message, data: error.data })
+    }
 }
 
 async fn forward_changes(session: Arc<Session>, mut feed: broadcast::Receiver<Change>) {

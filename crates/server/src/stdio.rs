@@ -4,13 +4,13 @@
 use std::io;
 
 use mcp_tasks_engine::Principal;
-use mcp_tasks_protocol::jsonrpc::{self, RpcError};
+use mcp_tasks_protocol::jsonrpc::RpcError;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use crate::dispatch;
 use crate::server::Server;
-use crate::session::Session;
+use crate::session::{Outbound, Session};
 
 /// The largest message accepted, in bytes; a longer line is refused and skipped.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
@@ -28,10 +28,11 @@ pub async fn serve(
     mut writer: impl AsyncWrite + Unpin + Send + 'static,
     server: Server,
 ) -> io::Result<()> {
-    let (out, mut outgoing) = mpsc::unbounded_channel::<serde_json::Value>();
+    let (out, mut outgoing) = mpsc::unbounded_channel::<Outbound>();
     let session = Session::start(server, Principal::new(LOCAL_PRINCIPAL), out);
     let write = tokio::spawn(async move {
-        while let Some(message) = outgoing.recv().await {
+        // Over stdio every route leads to stdout.
+        while let Some(Outbound { message, .. }) = outgoing.recv().await {
             let mut line = serde_json::to_vec(&message).map_err(io::Error::other)?;
             line.push(b'\n');
             writer.write_all(&line).await?;
@@ -46,10 +47,10 @@ pub async fn serve(
         match read {
             Ok(0) => break Ok(()),
             Ok(_) if line.len() > MAX_MESSAGE_BYTES && line.last() != Some(&b'\n') => {
-                session.send(jsonrpc::error_response(
+                session.reject(
                     None,
                     &RpcError::invalid_request(format!("Message too large: the limit is {MAX_MESSAGE_BYTES} bytes per line")),
-                ));
+                );
                 if let Err(err) = skip_line(&mut reader).await {
                     break Err(err);
                 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use mcp_tasks_engine::{Context, NewTask, Outcome, Progress, ProgressSink};
+use mcp_tasks_engine::{ClientLink, Context, NewTask, Outcome};
 use mcp_tasks_protocol::jsonrpc::{RequestId, RpcError};
 use mcp_tasks_protocol::legacy::{CallToolParams, CreateTaskResult, ListToolsResult, TaskSupport};
 use serde_json::Value;
@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::codec;
 use crate::errors::rpc_error;
-use crate::session::{Session, progress_notification};
+use crate::session::{CallLink, Session};
 
 /// `tools/list`: every tool, each with its `execution.taskSupport`.
 pub(crate) fn list(session: &Session) -> Value {
@@ -67,12 +67,9 @@ pub(crate) async fn call(
             None
         }
         (None, _) => {
-            let sink = progress_token.map(|token| {
-                let session = Arc::clone(session);
-                Arc::new(move |progress: Progress| session.send(progress_notification(&token, &progress, None)))
-                    as ProgressSink
-            });
-            let outcome = tool.runtime.handler.call(arguments, Context::plain(cancel, sink)).await;
+            let link: Arc<dyn ClientLink> =
+                Arc::new(CallLink { session: Arc::clone(session), request: id.clone(), progress_token });
+            let outcome = tool.runtime.handler.call(arguments, Context::plain(cancel, Some(link))).await;
             Some(match outcome {
                 Outcome::Result(result) => Ok(result),
                 Outcome::Error(error) => Err(RpcError { code: error.code, message: error.message, data: error.data }),
