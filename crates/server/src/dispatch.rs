@@ -28,9 +28,16 @@ pub(crate) fn handle_text(session: &Arc<Session>, text: &str) {
             tracing::warn!(error = %failure.error, "ignoring a malformed response from the client");
         }
         Err(failure) => session.reject(failure.id.as_ref(), &failure.error),
-        Ok(Incoming::Request(request)) => handle_request(session, request),
-        Ok(Incoming::Notification(notification)) => handle_notification(session, &notification),
-        Ok(Incoming::Response(response)) => session.on_response(response),
+        Ok(incoming) => handle_incoming(session, incoming),
+    }
+}
+
+/// Handles one parsed message.
+pub(crate) fn handle_incoming(session: &Arc<Session>, incoming: Incoming) {
+    match incoming {
+        Incoming::Request(request) => handle_request(session, request),
+        Incoming::Notification(notification) => handle_notification(session, &notification),
+        Incoming::Response(response) => session.on_response(response),
     }
 }
 

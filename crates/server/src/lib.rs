@@ -19,6 +19,7 @@ mod errors;
 mod methods;
 mod server;
 mod session;
+pub mod http;
 pub mod stdio;
 
 pub use server::{Server, ServerBuilder, ToolDef};

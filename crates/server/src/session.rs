@@ -37,10 +37,21 @@ pub(crate) struct Outbound {
     pub(crate) route: Route,
 }
 
+/// Which tasks `tasks/list` shows a session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Listing {
+    /// Every task of the session's principal (an identified requestor).
+    Principal,
+    /// Only the tasks this session created: the requestor is not identified (HTTP without
+    /// tokens), so no client may enumerate another's tasks (2025-11-25 tasks security).
+    Session,
+}
+
 /// A client connection's state. Shared by the transport and the request handlers.
 pub(crate) struct Session {
     pub(crate) server: Server,
     pub(crate) principal: Principal,
+    pub(crate) listing: Listing,
     out: mpsc::UnboundedSender<Outbound>,
     closed: CancellationToken,
     /// Ids of our requests to the client: `mcp-tasks-<n>`, never reused in a session.
@@ -63,16 +74,24 @@ struct State {
     progress: HashMap<TaskId, ProgressToken>,
     /// Tasks this session created or asked about: their changes become notifications.
     watched: HashSet<TaskId>,
+    /// Tasks this session created, oldest first (for [`Listing::Session`]).
+    created: Vec<TaskId>,
 }
 
 impl Session {
     /// A session whose outgoing messages go to `out`, forwarding task changes until
     /// [`Session::close`].
-    pub(crate) fn start(server: Server, principal: Principal, out: mpsc::UnboundedSender<Outbound>) -> Arc<Session> {
+    pub(crate) fn start(
+        server: Server,
+        principal: Principal,
+        listing: Listing,
+        out: mpsc::UnboundedSender<Outbound>,
+    ) -> Arc<Session> {
         let feed = server.engine().subscribe();
         let session = Arc::new(Session {
             server,
             principal,
+            listing,
             out,
             closed: CancellationToken::new(),
             next_request: AtomicU64::new(1),
@@ -86,6 +105,25 @@ impl Session {
     /// client that closes its input after a request still gets the response.
     pub(crate) fn close(&self) {
         self.closed.cancel();
+    }
+
+    /// Ends the session now: stops forwarding and cancels its in-flight requests (their
+    /// tasks, if any, keep running; they belong to the principal, not the session).
+    pub(crate) fn abort(&self) {
+        self.closed.cancel();
+        for token in self.state().inflight.values() {
+            token.cancel();
+        }
+    }
+
+    /// Records that this session created `id`.
+    pub(crate) fn created(&self, id: &TaskId) {
+        self.state().created.push(id.clone());
+    }
+
+    /// The tasks this session created, oldest first.
+    pub(crate) fn created_tasks(&self) -> Vec<TaskId> {
+        self.state().created.clone()
     }
 
     /// Queues a message to the client. A closed transport drops it.

@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 
 use crate::dispatch;
 use crate::server::Server;
-use crate::session::{Outbound, Session};
+use crate::session::{Listing, Outbound, Session};
 
 /// The largest message accepted, in bytes; a longer line is refused and skipped.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
@@ -29,7 +29,7 @@ pub async fn serve(
     server: Server,
 ) -> io::Result<()> {
     let (out, mut outgoing) = mpsc::unbounded_channel::<Outbound>();
-    let session = Session::start(server, Principal::new(LOCAL_PRINCIPAL), out);
+    let session = Session::start(server, Principal::new(LOCAL_PRINCIPAL), Listing::Principal, out);
     let write = tokio::spawn(async move {
         // Over stdio every route leads to stdout.
         while let Some(Outbound { message, .. }) = outgoing.recv().await {

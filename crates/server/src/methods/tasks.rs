@@ -1,7 +1,7 @@
 //! `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` (2025-11-25), each scoped
 //! to the session's principal.
 
-use mcp_tasks_engine::{ListQuery, TaskId};
+use mcp_tasks_engine::{Cursor, EngineError, ListQuery, TaskId, TaskRecord};
 use mcp_tasks_protocol::jsonrpc::RpcError;
 use mcp_tasks_protocol::legacy::{ListTasksResult, PaginatedParams, TaskIdParams};
 use serde::Serialize;
@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::codec;
 use crate::errors::rpc_error;
-use crate::session::Session;
+use crate::session::{Listing, Session};
 
 /// Tasks per `tasks/list` page.
 const PAGE_SIZE: u32 = 100;
@@ -38,11 +38,17 @@ pub(crate) async fn result(session: &Session, params: TaskIdParams, cancel: Canc
     codec::legacy::task_result(&record)
 }
 
-/// `tasks/list`: the principal's tasks, oldest first, a page at a time.
+/// `tasks/list`: the principal's tasks (or, for an unidentified requestor, the session's
+/// own), oldest first, a page at a time.
 pub(crate) async fn list(session: &Session, params: PaginatedParams) -> Result<Value, RpcError> {
     let after = params.cursor.as_deref().map(codec::legacy::decode_cursor).transpose()?;
-    let query = ListQuery { owner: session.principal.clone(), after, limit: PAGE_SIZE + 1 };
-    let mut records = session.server.engine().list(&query).await.map_err(|err| rpc_error(&err))?;
+    let mut records = match session.listing {
+        Listing::Principal => {
+            let query = ListQuery { owner: session.principal.clone(), after, limit: PAGE_SIZE + 1 };
+            session.server.engine().list(&query).await.map_err(|err| rpc_error(&err))?
+        }
+        Listing::Session => session_tasks(session, after.as_ref()).await?,
+    };
     let next_cursor = if records.len() > PAGE_SIZE as usize {
         records.truncate(PAGE_SIZE as usize);
         records.last().map(codec::legacy::encode_cursor)
@@ -51,6 +57,22 @@ pub(crate) async fn list(session: &Session, params: PaginatedParams) -> Result<V
     };
     let tasks = records.iter().map(codec::legacy::task).collect();
     to_value(ListTasksResult { tasks, next_cursor })
+}
+
+/// The session's own tasks still in the store, after the cursor, at most a page and one.
+async fn session_tasks(session: &Session, after: Option<&Cursor>) -> Result<Vec<TaskRecord>, RpcError> {
+    let mut records = Vec::new();
+    for id in session.created_tasks() {
+        match session.server.engine().get(&session.principal, &id).await {
+            Ok(record) => records.push(record),
+            Err(EngineError::NotFound(_)) => {} // purged
+            Err(err) => return Err(rpc_error(&err)),
+        }
+    }
+    records.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+    records.retain(|record| after.is_none_or(|cursor| (record.created_at, &record.id) > (cursor.created_at, &cursor.id)));
+    records.truncate(PAGE_SIZE as usize + 1);
+    Ok(records)
 }
 
 /// `tasks/cancel`: the task is `cancelled` before this answers; a terminal task is -32602.

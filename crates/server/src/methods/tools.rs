@@ -61,6 +61,7 @@ pub(crate) async fn call(
             let result = CreateTaskResult { task: codec::legacy::task(&record), meta: None };
             session.respond(id, serde_json::to_value(result).map_err(|err| RpcError::internal(err.to_string())));
             session.watch(&record.id, progress_token);
+            session.created(&record.id);
             if let Err(err) = engine.start(&record) {
                 tracing::error!(task = %record.id, error = %err, "could not start a created task");
             }
