@@ -2,12 +2,14 @@
 //!
 //! Parsing goes through private `Raw*` structs that keep the spans of the values we check
 //! ourselves, so that every error can name the line it is about. The public types hold
-//! only checked values: durations are [`Duration`]s, schemas are JSON, and every
-//! placeholder of every command names a property of its tool's schema.
+//! only checked values: durations are [`Duration`]s, sizes are byte counts, the listen
+//! address is a [`SocketAddr`], tokens are SHA-256 digests inside an [`Auth`], schemas are
+//! JSON, and every placeholder of every command names a property of its tool's schema.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::io;
+use std::net::SocketAddr;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,6 +19,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toml::Spanned;
 
+use crate::auth::{self, Auth, EnvTokenError};
+use crate::hosts::{self, Authority, Origin};
+use crate::size;
 use crate::template::{self, Piece};
 
 /// The whole configuration of `mcp-tasks serve`.
@@ -39,6 +44,57 @@ pub struct ServerConfig {
     pub max_ttl: Duration,
     /// The poll interval suggested to requestors (`poll_interval`, default 1s).
     pub poll_interval: Duration,
+    /// The address the HTTP transport listens on (`listen`, default
+    /// [`DEFAULT_LISTEN`](ServerConfig::DEFAULT_LISTEN), `127.0.0.1:8765`). An IP address
+    /// and a port; host names are not resolved.
+    pub listen: SocketAddr,
+    /// `Host` header values accepted besides `localhost`, `127.0.0.1` and `[::1]` (which
+    /// are always accepted, with any port) (`allowed_hosts`, default none). An entry
+    /// without a port accepts any port. See [`allows_host`](ServerConfig::allows_host).
+    pub allowed_hosts: Vec<String>,
+    /// `Origin` header values accepted besides `http(s)://` `localhost`, `127.0.0.1` and
+    /// `[::1]` with any port (`allowed_origins`, default none), e.g.
+    /// `https://app.example.com`. See [`allows_origin`](ServerConfig::allows_origin).
+    pub allowed_origins: Vec<String>,
+    /// The largest request body accepted, in bytes (`max_body`, default
+    /// [`DEFAULT_MAX_BODY`](ServerConfig::DEFAULT_MAX_BODY), 4 MiB). Written as a whole
+    /// number of bytes or with a unit: `"512KiB"`, `"4MiB"`, `"1GB"`, `1000000`.
+    pub max_body: usize,
+    /// The bearer tokens accepted (`[[server.auth.tokens]]`, default none: authentication
+    /// off). Holds SHA-256 digests only.
+    pub auth: Auth,
+}
+
+impl ServerConfig {
+    /// The default of `listen`: loopback only, port 8765.
+    pub const DEFAULT_LISTEN: SocketAddr =
+        SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 8765);
+    /// The default of `max_body`: 4 MiB.
+    pub const DEFAULT_MAX_BODY: usize = 4 << 20;
+
+    /// The authenticator built from `[[server.auth.tokens]]` (the same as the `auth` field).
+    #[must_use]
+    pub fn auth(&self) -> &Auth {
+        &self.auth
+    }
+
+    /// Whether a request's `Host` header value is accepted: `localhost`, `127.0.0.1` or
+    /// `[::1]` with any port or none, or a match of one of
+    /// [`allowed_hosts`](ServerConfig::allowed_hosts) (host names compare without regard to
+    /// ASCII case; an entry without a port accepts any port, one with a port only that).
+    #[must_use]
+    pub fn allows_host(&self, host: &str) -> bool {
+        hosts::host_allowed(&self.allowed_hosts, host)
+    }
+
+    /// Whether a request's `Origin` header value is accepted: `http://` or `https://` on
+    /// `localhost`, `127.0.0.1` or `[::1]` with any port or none, or one of
+    /// [`allowed_origins`](ServerConfig::allowed_origins) (same scheme, host and port; a
+    /// left-out port is the scheme's default). `null` and non-HTTP origins are refused.
+    #[must_use]
+    pub fn allows_origin(&self, origin: &str) -> bool {
+        hosts::origin_allowed(&self.allowed_origins, origin)
+    }
 }
 
 impl Default for ServerConfig {
@@ -48,6 +104,11 @@ impl Default for ServerConfig {
             default_ttl: Duration::from_secs(60 * 60),
             max_ttl: Duration::from_secs(24 * 60 * 60),
             poll_interval: Duration::from_secs(1),
+            listen: ServerConfig::DEFAULT_LISTEN,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            max_body: ServerConfig::DEFAULT_MAX_BODY,
+            auth: Auth::default(),
         }
     }
 }
@@ -117,6 +178,22 @@ pub enum ConfigError {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Problem {
+    /// A `server.allowed_hosts` entry that is not `host` or `host:port`.
+    #[error("server.allowed_hosts: invalid host `{value}`: {reason}")]
+    AllowedHost {
+        /// The entry.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A `server.allowed_origins` entry that is not `http(s)://host[:port]`.
+    #[error("server.allowed_origins: invalid origin `{value}`: {reason}")]
+    AllowedOrigin {
+        /// The entry.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A command element has an unmatched or empty brace.
     #[error("tool `{tool}`: command element `{element}`: {reason}")]
     BadTemplate {
@@ -145,6 +222,22 @@ pub enum Problem {
         /// The line of the first tool with this name.
         first_line: usize,
     },
+    /// Two `[[server.auth.tokens]]` entries with the same token.
+    #[error(
+        "server.auth.tokens: the token of principal `{principal}` is also the token of \
+         principal `{first_principal}` (line {first_line})"
+    )]
+    DuplicateToken {
+        /// The principal of the later entry.
+        principal: String,
+        /// The principal of the first entry with this token.
+        first_principal: String,
+        /// The line of the first entry's `principal`.
+        first_line: usize,
+    },
+    /// A `[[server.auth.tokens]]` entry whose `principal` is empty.
+    #[error("server.auth.tokens: principal must not be empty")]
+    EmptyPrincipal,
     /// A `command` with no program.
     #[error("tool `{tool}`: `command` must hold at least the program to run")]
     EmptyCommand {
@@ -176,6 +269,60 @@ pub enum Problem {
         default_ttl: String,
         /// `max_ttl` as written back by humantime.
         max_ttl: String,
+    },
+    /// A `server.listen` that is not an IP address and port.
+    #[error(
+        "server.listen: invalid socket address `{value}`: {reason} (expected an IP address \
+         and a port, e.g. 127.0.0.1:8765 or [::1]:8765)"
+    )]
+    Listen {
+        /// The text given.
+        value: String,
+        /// Why it is not valid.
+        reason: String,
+    },
+    /// A byte size that does not parse, or is zero.
+    #[error("{field}: invalid size `{value}`: {reason}")]
+    Size {
+        /// Which setting, e.g. `server.max_body`.
+        field: String,
+        /// The value given, as written.
+        value: String,
+        /// Why it is not valid.
+        reason: String,
+    },
+    /// A `[[server.auth.tokens]]` entry with both or neither of `token_sha256` and
+    /// `token_env`.
+    #[error(
+        "server.auth.tokens: principal `{principal}`: give exactly one of token_sha256 and \
+         token_env, {reason}"
+    )]
+    TokenSource {
+        /// The principal.
+        principal: String,
+        /// `not both` or `not neither`.
+        reason: String,
+    },
+    /// A `token_sha256` that is not 64 hexadecimal digits (or is the digest of nothing).
+    #[error("server.auth.tokens: principal `{principal}`: token_sha256: {reason}")]
+    TokenSha256 {
+        /// The principal.
+        principal: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A `token_env` variable that is not set, empty, or not UTF-8 (or an invalid name).
+    #[error(
+        "server.auth.tokens: principal `{principal}`: environment variable `{variable}` \
+         (token_env) {reason}"
+    )]
+    TokenEnv {
+        /// The principal.
+        principal: String,
+        /// The variable named by `token_env`.
+        variable: String,
+        /// `is not set`, `is empty`, ...
+        reason: String,
     },
     /// A placeholder naming no property of the tool's input schema.
     #[error(
@@ -211,6 +358,9 @@ impl Config {
     }
 
     /// Parses and checks a configuration given as TOML text.
+    ///
+    /// Reads the environment variables that `[[server.auth.tokens]]` entries name in
+    /// `token_env`, keeping only the digests of their values.
     ///
     /// # Errors
     /// [`ConfigError::Invalid`], naming the line where known.
@@ -299,6 +449,30 @@ impl Lines<'_> {
             Err(err) => Err(bad(err.to_string())),
         }
     }
+
+    /// Parses a byte size (see [`size::parse`]), refusing zero.
+    fn size(self, field: &str, value: &Spanned<RawSize>) -> Result<usize, ConfigError> {
+        let bad = |reason: &str| {
+            self.error(
+                self.of(&value.span()),
+                Problem::Size {
+                    field: field.to_owned(),
+                    value: value.get_ref().to_string(),
+                    reason: reason.to_owned(),
+                },
+            )
+        };
+        let bytes = match value.get_ref() {
+            RawSize::Bytes(bytes) => {
+                u64::try_from(*bytes).map_err(|_| bad("must not be negative"))?
+            }
+            RawSize::Text(text) => size::parse(text).map_err(|reason| bad(&reason))?,
+        };
+        if bytes == 0 {
+            return Err(bad("must be larger than zero"));
+        }
+        usize::try_from(bytes).map_err(|_| bad("too large for this machine"))
+    }
 }
 
 #[derive(Deserialize)]
@@ -317,6 +491,132 @@ struct RawServer {
     default_ttl: Option<Spanned<String>>,
     max_ttl: Option<Spanned<String>>,
     poll_interval: Option<Spanned<String>>,
+    listen: Option<Spanned<String>>,
+    #[serde(default)]
+    allowed_hosts: Vec<Spanned<String>>,
+    #[serde(default)]
+    allowed_origins: Vec<Spanned<String>>,
+    max_body: Option<Spanned<RawSize>>,
+    #[serde(default)]
+    auth: RawAuth,
+}
+
+/// A byte size as written: a TOML integer (bytes) or a string such as `"4MiB"`.
+enum RawSize {
+    Bytes(i64),
+    Text(String),
+}
+
+impl fmt::Display for RawSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RawSize::Bytes(bytes) => write!(f, "{bytes}"),
+            RawSize::Text(text) => f.write_str(text),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RawSize {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<RawSize, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = RawSize;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a size such as \"4MiB\" or a whole number of bytes")
+            }
+            fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<RawSize, E> {
+                Ok(RawSize::Bytes(value))
+            }
+            fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<RawSize, E> {
+                i64::try_from(value)
+                    .map(RawSize::Bytes)
+                    .map_err(|_| E::custom("size too large"))
+            }
+            fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<RawSize, E> {
+                Ok(RawSize::Text(value.to_owned()))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAuth {
+    #[serde(default)]
+    tokens: Vec<RawToken>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawToken {
+    principal: Spanned<String>,
+    token_sha256: Option<Spanned<String>>,
+    token_env: Option<Spanned<String>>,
+}
+
+impl RawAuth {
+    fn check(self, lines: Lines<'_>) -> Result<Auth, ConfigError> {
+        let mut tokens: Vec<(String, auth::TokenDigest)> = Vec::with_capacity(self.tokens.len());
+        let mut first_lines: Vec<usize> = Vec::with_capacity(self.tokens.len());
+        for raw in self.tokens {
+            let line = lines.of(&raw.principal.span());
+            let principal = raw.principal.into_inner();
+            if principal.trim().is_empty() {
+                return Err(lines.error(line, Problem::EmptyPrincipal));
+            }
+            let source = |reason: &str| Problem::TokenSource {
+                principal: principal.clone(),
+                reason: reason.to_owned(),
+            };
+            let digest = match (raw.token_sha256, raw.token_env) {
+                (Some(_), Some(_)) => return Err(lines.error(line, source("not both"))),
+                (None, None) => return Err(lines.error(line, source("not neither"))),
+                (Some(hex), None) => {
+                    let bad = |reason: String| {
+                        let problem = Problem::TokenSha256 {
+                            principal: principal.clone(),
+                            reason,
+                        };
+                        lines.error(lines.of(&hex.span()), problem)
+                    };
+                    let digest = auth::parse_hex_digest(hex.get_ref()).map_err(bad)?;
+                    if digest == Auth::digest("") {
+                        return Err(bad("is the SHA-256 of the empty string".to_owned()));
+                    }
+                    digest
+                }
+                (None, Some(variable)) => {
+                    let bad = |reason: String| {
+                        let problem = Problem::TokenEnv {
+                            principal: principal.clone(),
+                            variable: variable.get_ref().clone(),
+                            reason,
+                        };
+                        lines.error(lines.of(&variable.span()), problem)
+                    };
+                    let name = variable.get_ref();
+                    if name.is_empty() || name.contains(['=', '\0']) {
+                        return Err(bad("is not a valid variable name".to_owned()));
+                    }
+                    auth::digest_of_env(name).map_err(|err: EnvTokenError| bad(err.to_string()))?
+                }
+            };
+            if let Some(first) = tokens.iter().position(|(_, other)| *other == digest) {
+                return Err(lines.error(
+                    line,
+                    Problem::DuplicateToken {
+                        principal,
+                        first_principal: tokens[first].0.clone(),
+                        first_line: first_lines[first],
+                    },
+                ));
+            }
+            tokens.push((principal, digest));
+            first_lines.push(line);
+        }
+        Ok(Auth::from_digests(tokens))
+    }
 }
 
 impl RawServer {
@@ -330,7 +630,45 @@ impl RawServer {
             .as_ref()
             .or(self.max_ttl.as_ref())
             .map(|v| lines.of(&v.span()));
+        let listen = match self.listen {
+            None => defaults.listen,
+            Some(value) => value.get_ref().parse::<SocketAddr>().map_err(|err| {
+                let problem = Problem::Listen {
+                    value: value.get_ref().clone(),
+                    reason: err.to_string(),
+                };
+                lines.error(lines.of(&value.span()), problem)
+            })?,
+        };
+        let mut allowed_hosts = Vec::with_capacity(self.allowed_hosts.len());
+        for entry in self.allowed_hosts {
+            if let Err(reason) = Authority::parse(entry.get_ref()) {
+                let line = lines.of(&entry.span());
+                let value = entry.into_inner();
+                return Err(lines.error(line, Problem::AllowedHost { value, reason }));
+            }
+            allowed_hosts.push(entry.into_inner());
+        }
+        let mut allowed_origins = Vec::with_capacity(self.allowed_origins.len());
+        for entry in self.allowed_origins {
+            if let Err(reason) = Origin::parse(entry.get_ref()) {
+                let line = lines.of(&entry.span());
+                let value = entry.into_inner();
+                return Err(lines.error(line, Problem::AllowedOrigin { value, reason }));
+            }
+            allowed_origins.push(entry.into_inner());
+        }
+        let max_body = match self.max_body {
+            None => defaults.max_body,
+            Some(value) => lines.size("server.max_body", &value)?,
+        };
+        let auth = self.auth.check(lines)?;
         let server = ServerConfig {
+            listen,
+            allowed_hosts,
+            allowed_origins,
+            max_body,
+            auth,
             name: self.name.unwrap_or(defaults.name),
             default_ttl: duration("server.default_ttl", self.default_ttl, defaults.default_ttl)?,
             max_ttl: duration("server.max_ttl", self.max_ttl, defaults.max_ttl)?,
@@ -496,6 +834,18 @@ name = "demo"
 default_ttl = "30m"
 max_ttl = "2days"
 poll_interval = "500ms"
+listen = "0.0.0.0:9000"
+allowed_hosts = ["tasks.example.com", "box.lan:9000"]
+allowed_origins = ["https://app.example.com"]
+max_body = "512KiB"
+
+[[server.auth.tokens]]
+principal = "alice"
+token_sha256 = "f52fbd32b2b3b86ff88ef6c490628285f482af15ddcb29541f94bcf526a3f6c7"
+
+[[server.auth.tokens]]
+principal = "bob"
+token_sha256 = "B7C1E4F1C4D0A4F04E1AC6F03DC8F31C1A4F4E1FE4AB3B7C5B0E9DBAE58FE4E5"
 
 [[tools]]
 name = "render"
@@ -531,8 +881,32 @@ task_support = "forbidden"
                 default_ttl: Duration::from_secs(30 * 60),
                 max_ttl: Duration::from_secs(2 * 24 * 60 * 60),
                 poll_interval: Duration::from_millis(500),
+                listen: "0.0.0.0:9000".parse().unwrap(),
+                allowed_hosts: vec!["tasks.example.com".into(), "box.lan:9000".into()],
+                allowed_origins: vec!["https://app.example.com".into()],
+                max_body: 512 * 1024,
+                auth: Auth::from_digests([
+                    ("alice", Auth::digest("hunter2")),
+                    (
+                        "bob",
+                        auth::parse_hex_digest(
+                            "b7c1e4f1c4d0a4f04e1ac6f03dc8f31c1a4f4e1fe4ab3b7c5b0e9dbae58fe4e5"
+                        )
+                        .unwrap()
+                    ),
+                ]),
             }
         );
+        let auth = config.server.auth();
+        assert!(auth.is_enabled());
+        assert_eq!(auth.principal_for("hunter2"), Some("alice"));
+        assert_eq!(auth.principal_for("hunter3"), None);
+        assert!(config.server.allows_host("box.lan:9000"));
+        assert!(config.server.allows_host("localhost:9000"));
+        assert!(!config.server.allows_host("box.lan:9001"));
+        assert!(config.server.allows_origin("https://app.example.com"));
+        assert!(config.server.allows_origin("http://127.0.0.1:5173"));
+        assert!(!config.server.allows_origin("https://evil.example.com"));
         assert_eq!(config.tools.len(), 2);
         let render = &config.tools[0];
         assert_eq!(render.name, "render");
@@ -569,6 +943,15 @@ task_support = "forbidden"
         assert_eq!(config.server.default_ttl, Duration::from_secs(3600));
         assert_eq!(config.server.max_ttl, Duration::from_secs(86400));
         assert_eq!(config.server.poll_interval, Duration::from_secs(1));
+        assert_eq!(
+            config.server.listen,
+            "127.0.0.1:8765".parse::<SocketAddr>().unwrap()
+        );
+        assert!(config.server.allowed_hosts.is_empty());
+        assert!(config.server.allowed_origins.is_empty());
+        assert_eq!(config.server.max_body, 4 * 1024 * 1024);
+        assert!(!config.server.auth().is_enabled());
+        assert_eq!(config.server.auth().principal_for(""), None);
         let tool = &config.tools[0];
         assert_eq!(tool.description, "");
         assert_eq!(tool.input_schema, json!({"type": "object"}));
@@ -790,5 +1173,360 @@ input_schema = { type = "object", properties = { prog = { type = "string" } } }
                 .starts_with("could not read /nonexistent/mcp-tasks.toml"),
             "{err}"
         );
+    }
+
+    // ---- listen, allowed_hosts, allowed_origins, max_body ----
+
+    fn server(text: &str) -> ServerConfig {
+        Config::parse(text).unwrap().server
+    }
+
+    #[test]
+    fn listen_takes_ipv4_and_ipv6_socket_addresses() {
+        let v4 = server("[server]\nlisten = \"0.0.0.0:80\"\n");
+        assert_eq!(v4.listen, "0.0.0.0:80".parse::<SocketAddr>().unwrap());
+        let v6 = server("[server]\nlisten = \"[::1]:8765\"\n");
+        assert_eq!(v6.listen, "[::1]:8765".parse::<SocketAddr>().unwrap());
+    }
+
+    #[test]
+    fn a_bad_listen_address_is_an_error_with_its_line() {
+        for bad in [
+            "localhost:8765",
+            "127.0.0.1",
+            "127.0.0.1:99999",
+            "",
+            "::1:80",
+        ] {
+            let (line, problem, message) =
+                invalid(&format!("[server]\nname = \"x\"\nlisten = \"{bad}\"\n"));
+            assert_eq!(line, Some(3), "{bad}");
+            assert!(
+                matches!(&problem, Problem::Listen { value, .. } if value == bad),
+                "{problem:?}"
+            );
+            assert!(
+                message.starts_with(&format!(
+                    "line 3: server.listen: invalid socket address `{bad}`"
+                )),
+                "{message}"
+            );
+        }
+        let (line, problem, _) = invalid("[server]\nlisten = 8765\n");
+        assert_eq!(line, Some(2));
+        assert!(matches!(problem, Problem::Toml(_)));
+    }
+
+    #[test]
+    fn allowed_hosts_and_origins_parse() {
+        let config = server(
+            "[server]\nallowed_hosts = [\"a.example\", \"b.example:8080\", \"[fd00::1]\"]\n\
+             allowed_origins = [\"https://a.example\", \"http://b.example:8080\"]\n",
+        );
+        assert_eq!(
+            config.allowed_hosts,
+            ["a.example", "b.example:8080", "[fd00::1]"]
+        );
+        assert_eq!(
+            config.allowed_origins,
+            ["https://a.example", "http://b.example:8080"]
+        );
+        assert!(config.allows_host("A.example:1234"));
+        assert!(config.allows_host("[fd00::1]:8765"));
+        assert!(config.allows_origin("https://a.example:443"));
+        assert!(!config.allows_origin("http://a.example"));
+    }
+
+    #[test]
+    fn a_bad_allowed_host_is_an_error_with_its_line() {
+        let text =
+            "[server]\nallowed_hosts = [\n  \"ok.example\",\n  \"https://bad.example\",\n]\n";
+        let (line, problem, message) = invalid(text);
+        assert_eq!(line, Some(4));
+        assert!(
+            matches!(&problem, Problem::AllowedHost { value, .. } if value == "https://bad.example"),
+            "{problem:?}"
+        );
+        assert!(
+            message.starts_with("line 4: server.allowed_hosts: invalid host `https://bad.example`"),
+            "{message}"
+        );
+        let (line, _, _) = invalid("[server]\n\nallowed_hosts = [\"a b\"]\n");
+        assert_eq!(line, Some(3));
+    }
+
+    #[test]
+    fn a_bad_allowed_origin_is_an_error_with_its_line() {
+        let text = "[server]\nallowed_origins = [\n  \"https://ok.example\",\n  \"https://bad.example/\",\n]\n";
+        let (line, problem, message) = invalid(text);
+        assert_eq!(line, Some(4));
+        assert!(
+            matches!(&problem, Problem::AllowedOrigin { value, .. } if value == "https://bad.example/"),
+            "{problem:?}"
+        );
+        assert!(
+            message.starts_with(
+                "line 4: server.allowed_origins: invalid origin `https://bad.example/`"
+            ),
+            "{message}"
+        );
+        let (line, _, _) = invalid("[server]\nallowed_origins = [\"app.example.com\"]\n");
+        assert_eq!(line, Some(2));
+    }
+
+    #[test]
+    fn max_body_takes_sizes_with_units_and_plain_numbers() {
+        for (written, bytes) in [
+            ("\"4MiB\"", 4 << 20),
+            ("\"512KiB\"", 512 << 10),
+            ("\"512 KiB\"", 512 << 10),
+            ("\"1000000\"", 1_000_000),
+            ("1000000", 1_000_000),
+            ("\"2MB\"", 2_000_000),
+            ("\"1GiB\"", 1 << 30),
+            ("\"100B\"", 100),
+        ] {
+            assert_eq!(
+                server(&format!("[server]\nmax_body = {written}\n")).max_body,
+                bytes,
+                "{written}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_bad_max_body_is_an_error_with_its_line() {
+        for bad in [
+            "\"4 megs\"",
+            "\"1.5MiB\"",
+            "\"0\"",
+            "0",
+            "-5",
+            "\"\"",
+            "\"MiB\"",
+        ] {
+            let (line, problem, message) =
+                invalid(&format!("[server]\nname = \"x\"\nmax_body = {bad}\n"));
+            assert_eq!(line, Some(3), "{bad}");
+            assert!(
+                matches!(&problem, Problem::Size { field, .. } if field == "server.max_body"),
+                "{problem:?}"
+            );
+            assert!(
+                message.starts_with("line 3: server.max_body: invalid size"),
+                "{message}"
+            );
+        }
+        let (line, problem, message) = invalid("[server]\nmax_body = true\n");
+        assert_eq!(line, Some(2));
+        assert!(matches!(problem, Problem::Toml(_)), "{problem:?}");
+        assert!(message.contains("a size such as"), "{message}");
+    }
+
+    // ---- [[server.auth.tokens]] ----
+
+    const HUNTER2: &str = "f52fbd32b2b3b86ff88ef6c490628285f482af15ddcb29541f94bcf526a3f6c7";
+
+    #[test]
+    fn token_sha256_entries_map_tokens_to_principals() {
+        let text = format!(
+            "[[server.auth.tokens]]\nprincipal = \"alice\"\ntoken_sha256 = \"{HUNTER2}\"\n\n\
+             [[server.auth.tokens]]\nprincipal = \"bob\"\ntoken_sha256 = \"{}\"\n\n\
+             [[server.auth.tokens]]\nprincipal = \"alice\"\ntoken_sha256 = \"{}\"\n",
+            hex(&Auth::digest("bobs-token")),
+            hex(&Auth::digest("alices-laptop")),
+        );
+        let config = Config::parse(&text).unwrap();
+        let auth = config.server.auth();
+        assert!(auth.is_enabled());
+        assert_eq!(auth.principal_for("hunter2"), Some("alice"));
+        assert_eq!(auth.principal_for("bobs-token"), Some("bob"));
+        assert_eq!(auth.principal_for("alices-laptop"), Some("alice"));
+        assert_eq!(auth.principal_for("wrong"), None);
+        assert_eq!(auth.principal_for(HUNTER2), None);
+        assert_eq!(
+            auth.principals().collect::<Vec<_>>(),
+            ["alice", "bob", "alice"]
+        );
+    }
+
+    #[test]
+    fn an_empty_tokens_list_leaves_auth_off() {
+        assert!(!server("[server.auth]\ntokens = []\n").auth.is_enabled());
+        assert!(!server("[server.auth]\n").auth.is_enabled());
+    }
+
+    fn hex(digest: &[u8; 32]) -> String {
+        digest.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[test]
+    fn both_token_sha256_and_token_env_is_an_error_with_its_line() {
+        let text = format!(
+            "[server]\n\n[[server.auth.tokens]]\nprincipal = \"alice\"\ntoken_sha256 = \"{HUNTER2}\"\ntoken_env = \"X\"\n"
+        );
+        let (line, problem, message) = invalid(&text);
+        assert_eq!(line, Some(4));
+        assert!(
+            matches!(problem, Problem::TokenSource { .. }),
+            "{problem:?}"
+        );
+        assert_eq!(
+            message,
+            "line 4: server.auth.tokens: principal `alice`: give exactly one of token_sha256 \
+             and token_env, not both"
+        );
+    }
+
+    #[test]
+    fn neither_token_sha256_nor_token_env_is_an_error_with_its_line() {
+        let text = format!(
+            "[[server.auth.tokens]]\nprincipal = \"alice\"\ntoken_sha256 = \"{HUNTER2}\"\n\n\
+             [[server.auth.tokens]]\nprincipal = \"bob\"\n"
+        );
+        let (line, problem, message) = invalid(&text);
+        assert_eq!(line, Some(6));
+        assert!(
+            matches!(problem, Problem::TokenSource { .. }),
+            "{problem:?}"
+        );
+        assert!(
+            message.ends_with(
+                "principal `bob`: give exactly one of token_sha256 and token_env, not neither"
+            ),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn bad_hex_is_an_error_with_its_line() {
+        for bad in [
+            &HUNTER2[..63],
+            "hunter2",
+            &format!("{}z", &HUNTER2[..63]),
+            "",
+        ] {
+            let text = format!(
+                "[[server.auth.tokens]]\nprincipal = \"alice\"\ntoken_sha256 = \"{bad}\"\n"
+            );
+            let (line, problem, message) = invalid(&text);
+            assert_eq!(line, Some(3), "{bad}");
+            assert!(
+                matches!(problem, Problem::TokenSha256 { .. }),
+                "{problem:?}"
+            );
+            assert!(
+                message
+                    .starts_with("line 3: server.auth.tokens: principal `alice`: token_sha256: "),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_digest_of_the_empty_token_is_refused() {
+        let empty = hex(&Auth::digest(""));
+        let text =
+            format!("[[server.auth.tokens]]\nprincipal = \"a\"\ntoken_sha256 = \"{empty}\"\n");
+        let (line, _, message) = invalid(&text);
+        assert_eq!(line, Some(3));
+        assert!(
+            message.ends_with("is the SHA-256 of the empty string"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn an_empty_principal_is_an_error_with_its_line() {
+        for principal in ["", "  "] {
+            let text = format!(
+                "[[server.auth.tokens]]\ntoken_sha256 = \"{HUNTER2}\"\nprincipal = \"{principal}\"\n"
+            );
+            let (line, problem, message) = invalid(&text);
+            assert_eq!(line, Some(3));
+            assert_eq!(problem, Problem::EmptyPrincipal);
+            assert_eq!(
+                message,
+                "line 3: server.auth.tokens: principal must not be empty"
+            );
+        }
+        let (_, _, message) = invalid(&format!(
+            "[[server.auth.tokens]]\ntoken_sha256 = \"{HUNTER2}\"\n"
+        ));
+        assert!(message.contains("missing field `principal`"), "{message}");
+    }
+
+    #[test]
+    fn a_missing_token_variable_is_an_error_naming_it_and_its_line() {
+        let text = "[[server.auth.tokens]]\nprincipal = \"alice\"\ntoken_env = \"MCP_TASKS_TEST_SURELY_UNSET\"\n";
+        let (line, problem, message) = invalid(text);
+        assert_eq!(line, Some(3));
+        assert_eq!(
+            problem,
+            Problem::TokenEnv {
+                principal: "alice".into(),
+                variable: "MCP_TASKS_TEST_SURELY_UNSET".into(),
+                reason: "is not set".into(),
+            }
+        );
+        assert_eq!(
+            message,
+            "line 3: server.auth.tokens: principal `alice`: environment variable \
+             `MCP_TASKS_TEST_SURELY_UNSET` (token_env) is not set"
+        );
+        for bad in ["", "A=B"] {
+            let text =
+                format!("[[server.auth.tokens]]\nprincipal = \"alice\"\ntoken_env = \"{bad}\"\n");
+            let (line, _, message) = invalid(&text);
+            assert_eq!(line, Some(3));
+            assert!(
+                message.ends_with("is not a valid variable name"),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_same_token_twice_is_an_error_naming_both_lines() {
+        let text = format!(
+            "[[server.auth.tokens]]\nprincipal = \"alice\"\ntoken_sha256 = \"{HUNTER2}\"\n\n\
+             [[server.auth.tokens]]\nprincipal = \"bob\"\ntoken_sha256 = \"{}\"\n",
+            HUNTER2.to_ascii_uppercase()
+        );
+        let (line, problem, message) = invalid(&text);
+        assert_eq!(line, Some(6));
+        assert_eq!(
+            problem,
+            Problem::DuplicateToken {
+                principal: "bob".into(),
+                first_principal: "alice".into(),
+                first_line: 2
+            }
+        );
+        assert!(message.starts_with("line 6: "), "{message}");
+    }
+
+    #[test]
+    fn an_unknown_key_in_a_token_entry_is_an_error_with_its_line() {
+        let text = format!(
+            "[[server.auth.tokens]]\nprincipal = \"alice\"\ntoken_sha256 = \"{HUNTER2}\"\ntoken = \"hunter2\"\n"
+        );
+        let (line, _, message) = invalid(&text);
+        assert_eq!(line, Some(4));
+        assert!(message.contains("unknown field `token`"), "{message}");
+        let (line, _, message) = invalid("[server.auth]\ntokenz = []\n");
+        assert_eq!(line, Some(2));
+        assert!(message.contains("unknown field `tokenz`"), "{message}");
+    }
+
+    #[test]
+    fn debug_output_holds_no_digest() {
+        let config = Config::parse(&format!(
+            "[[server.auth.tokens]]\nprincipal = \"alice\"\ntoken_sha256 = \"{HUNTER2}\"\n"
+        ))
+        .unwrap();
+        let shown = format!("{config:?}");
+        assert!(shown.contains("alice"), "{shown}");
+        assert!(!shown.contains("245, 47"), "{shown}");
     }
 }

@@ -6,6 +6,12 @@
 //! ```toml
 //! [server]
 //! default_ttl = "1h"
+//! listen = "127.0.0.1:8765"
+//! max_body = "4MiB"
+//!
+//! [[server.auth.tokens]]
+//! principal = "alice"
+//! token_env = "MCP_TASKS_TOKEN_ALICE"
 //!
 //! [[tools]]
 //! name = "render"
@@ -17,6 +23,10 @@
 //!
 //! # Layout
 //! - `config`: [`Config`] and its parts, parsed and checked with line numbers in errors.
+//! - `auth`: [`Auth`], the bearer tokens of `[[server.auth.tokens]]` as SHA-256 digests,
+//!   checked in constant time.
+//! - `hosts`: the `Host` and `Origin` values a server accepts.
+//! - `size`: byte sizes such as `"4MiB"`.
 //! - `command`: [`CommandTool`], the [`Handler`](mcp_tasks_engine::Handler) that runs a
 //!   tool's command in its own process group and ends the whole group with the call.
 //! - `template`: the `{name}` placeholders of command elements.
@@ -39,9 +49,13 @@
 //! # Ok::<(), mcp_tasks_config::ConfigError>(())
 //! ```
 
+mod auth;
 mod command;
 mod config;
+mod hosts;
+mod size;
 mod template;
 
+pub use auth::Auth;
 pub use command::CommandTool;
 pub use config::{Config, ConfigError, Problem, ServerConfig, TaskSupport, ToolConfig};
