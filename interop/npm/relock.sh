@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Regenerate interop/npm/{main,alpha}/package-lock.json after a change of package.json.
+# Maintainer tool only (install.sh never runs it). Needs the npm registry.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+for proj in main alpha; do
+  tmp=$(mktemp -d)
+  cp "$here/$proj/package.json" "$here/$proj/.npmrc" "$tmp/"
+  echo "relock: $proj" >&2
+  (cd "$tmp" && npm install --package-lock-only --ignore-scripts --no-audit --no-fund >&2)
+  python3 "$here/sanitize_lock.py" "$tmp/package-lock.json"
+  cp "$tmp/package-lock.json" "$here/$proj/package-lock.json"
+  rm -rf "$tmp"
+done
