@@ -16,7 +16,8 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// Serve the tools of a TOML config as an MCP server with durable tasks.
     ///
-    /// Example: mcp-tasks serve --config examples/demo.toml --stdio
+    /// Examples: mcp-tasks serve --config examples/demo.toml (HTTP on 127.0.0.1:8765)
+    ///           mcp-tasks serve --config examples/demo.toml --stdio
     Serve(ServeArgs),
 }
 
@@ -26,9 +27,15 @@ pub(crate) struct ServeArgs {
     #[arg(long, short, value_name = "FILE")]
     pub(crate) config: PathBuf,
 
-    /// Speak newline-delimited JSON-RPC on stdin/stdout (logs go to stderr).
-    #[arg(long)]
+    /// Speak newline-delimited JSON-RPC on stdin/stdout (logs go to stderr) instead of
+    /// Streamable HTTP.
+    #[arg(long, conflicts_with = "listen")]
     pub(crate) stdio: bool,
+
+    /// Serve Streamable HTTP at http://ADDR/mcp (default: [server] listen, else
+    /// 127.0.0.1:8765). Port 0 picks a free port; the address is printed to stderr.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) listen: Option<std::net::SocketAddr>,
 
     /// Where tasks are kept: an SQLite file path (or sqlite://PATH). Default: tasks.sqlite3
     /// in the platform's data directory (e.g. ~/.local/share/mcp-tasks/).

@@ -5,10 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use mcp_tasks_config::{CommandTool, Config, TaskSupport as ConfigTaskSupport, ToolConfig};
-use mcp_tasks_engine::{Engine, Policy, SystemClock, ToolRuntime};
+use std::net::SocketAddr;
+
+use mcp_tasks_config::{Auth, CommandTool, Config, TaskSupport as ConfigTaskSupport, ToolConfig};
+use mcp_tasks_engine::{Engine, Policy, Principal, SystemClock, ToolRuntime};
 use mcp_tasks_protocol::legacy::{TaskSupport, Tool, ToolExecution};
-use mcp_tasks_server::{Server, ToolDef, stdio};
+use mcp_tasks_server::{Server, ToolDef, http, stdio};
 use mcp_tasks_sqlite::SqliteStore;
 use tokio_util::sync::CancellationToken;
 
@@ -18,9 +20,6 @@ use crate::args::ServeArgs;
 const SWEEP_EVERY: Duration = Duration::from_secs(10);
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    if !args.stdio {
-        bail!("choose a transport: pass --stdio (the Streamable HTTP listener is not built yet)");
-    }
     let config = Config::load(&args.config)
         .with_context(|| format!("loading config {}", args.config.display()))?;
     let path = store_path(args.store.as_deref())?;
@@ -38,14 +37,74 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         tools = ?names,
         failed_after_restart = recovered.failed,
         retried_after_restart = recovered.retried,
-        "mcp-tasks serving on stdio"
+        "task store opened"
     );
     let shutdown = CancellationToken::new();
     let sweeper = engine.spawn_sweeper(SWEEP_EVERY, shutdown.clone());
-    let served = stdio::serve(tokio::io::BufReader::new(tokio::io::stdin()), tokio::io::stdout(), server).await;
+    let served = if args.stdio {
+        eprintln!("mcp-tasks: serving {} tools on stdio, tasks in {}", names.len(), path.display());
+        stdio::serve(tokio::io::BufReader::new(tokio::io::stdin()), tokio::io::stdout(), server)
+            .await
+            .context("serving on stdio")
+    } else {
+        serve_http(&config, args.listen, server).await
+    };
     shutdown.cancel();
     let _ = sweeper.await;
-    served.context("serving on stdio")
+    served
+}
+
+/// Streamable HTTP until SIGTERM or Ctrl-C; running tasks keep their durable state.
+async fn serve_http(config: &Config, listen: Option<SocketAddr>, server: mcp_tasks_server::Server) -> anyhow::Result<()> {
+    let addr = listen.unwrap_or(config.server.listen);
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding {addr} (is another server on that port? pass --listen ADDR)"))?;
+    let bound = listener.local_addr().context("reading the bound address")?;
+    let auth = config.server.auth();
+    let options = http::Options {
+        allowed_hosts: config.server.allowed_hosts.clone(),
+        allowed_origins: config.server.allowed_origins.clone(),
+        max_body: config.server.max_body,
+        auth: auth.is_enabled().then(|| Arc::new(TokenAuth(auth.clone())) as Arc<dyn http::Authenticate>),
+    };
+    if !bound.ip().is_loopback() {
+        tracing::warn!(%bound, "listening beyond loopback: set server.allowed_hosts and auth tokens");
+    }
+    eprintln!("mcp-tasks: listening on http://{bound}/mcp");
+    http::serve(listener, server, options, shutdown_signal()).await.context("serving HTTP")
+}
+
+/// Bearer tokens from `[[server.auth.tokens]]`.
+struct TokenAuth(Auth);
+
+impl http::Authenticate for TokenAuth {
+    fn principal(&self, token: &str) -> Option<Principal> {
+        self.0.principal_for(token).map(Principal::new)
+    }
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(term) => term,
+            Err(err) => {
+                tracing::warn!(error = %err, "cannot listen for SIGTERM; only Ctrl-C stops the server");
+                let _ = ctrl_c.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+    tracing::info!("shutting down: open streams end, running tasks keep their state");
 }
 
 fn policy(config: &Config) -> Policy {

@@ -6,5 +6,7 @@
 
 mod bad_input;
 mod harness;
+mod http;
+mod http_peer;
 mod lifecycle;
 mod restart;

@@ -1,0 +1,363 @@
+//! Streamable HTTP against the real binary: restart survival, stream resumption with
+//! Last-Event-ID, principals, and each transport-level rejection (the server keeps serving).
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::harness::{CONFIG, Workdir};
+use crate::http_peer::{self, Reply};
+
+const ALICE: &str = "alice-secret";
+const BOB: &str = "bob-secret-from-env";
+const TOKENS: &str = r#"
+[[server.auth.tokens]]
+principal = "alice"
+token_sha256 = "0c848abb03307b06cf70cd4e29c157dc81af5e94ab3eb1d0c59a120269572376"
+
+[[server.auth.tokens]]
+principal = "bob"
+token_env = "MCP_TASKS_TEST_BOB_TOKEN"
+"#;
+
+/// `mcp-tasks serve --listen 127.0.0.1:0` on the workdir's config and store.
+struct HttpServer {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl HttpServer {
+    fn start(work: &Workdir) -> HttpServer {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(work.config())
+            .arg("--store")
+            .arg(work.store())
+            .env("RUST_LOG", "warn")
+            .env("MCP_TASKS_TEST_BOB_TOKEN", BOB)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn mcp-tasks");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(url) = line.strip_prefix("mcp-tasks: listening on http://") {
+                    let _ = tx.send(url.trim_end_matches("/mcp").to_owned());
+                } else {
+                    eprintln!("[server] {line}");
+                }
+            }
+        });
+        let addr = rx.recv_timeout(Duration::from_secs(30)).expect("the server prints where it listens");
+        HttpServer { child, addr: addr.parse().expect("socket address") }
+    }
+
+    fn kill(&mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("reap");
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A client session: token and session id.
+struct Client {
+    addr: SocketAddr,
+    token: Option<String>,
+    session: Option<String>,
+    next_id: i64,
+}
+
+impl Client {
+    fn new(server: &HttpServer, token: Option<&str>) -> Client {
+        Client { addr: server.addr, token: token.map(str::to_owned), session: None, next_id: 1 }
+    }
+
+    fn headers(&self) -> Vec<(String, String)> {
+        let mut headers = vec![
+            ("Content-Type".to_owned(), "application/json".to_owned()),
+            ("Accept".to_owned(), "application/json, text/event-stream".to_owned()),
+        ];
+        if let Some(token) = &self.token {
+            headers.push(("Authorization".to_owned(), format!("Bearer {token}")));
+        }
+        if let Some(session) = &self.session {
+            headers.push(("Mcp-Session-Id".to_owned(), session.clone()));
+            headers.push(("MCP-Protocol-Version".to_owned(), "2025-11-25".to_owned()));
+        }
+        headers
+    }
+
+    fn post_with(&self, body: &str, extra: &[(&str, &str)]) -> Reply {
+        let owned = self.headers();
+        let mut headers: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        for (name, value) in extra {
+            headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+            headers.push((name, value));
+        }
+        http_peer::request(self.addr, "POST", &headers, Some(body))
+    }
+
+    fn message(&mut self, method: &str, params: Value) -> String {
+        let id = self.next_id;
+        self.next_id += 1;
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+    }
+
+    fn initialize(&mut self) {
+        let body = self.message("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "http-test", "version": "0"}}));
+        let reply = self.post_with(&body, &[]);
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        let session = reply.header("mcp-session-id").expect("Mcp-Session-Id").to_owned();
+        assert!(session.len() >= 32 && session.bytes().all(|b| (0x21..=0x7e).contains(&b)), "visible ASCII, unguessable: {session}");
+        self.session = Some(session);
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+        assert_eq!(self.post_with(&note, &[]).status, 202);
+    }
+
+    /// A request answered with one JSON-RPC response (from a JSON body or an SSE stream).
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let body = self.message(method, params);
+        let reply = self.post_with(&body, &[]);
+        assert_eq!(reply.status, 200, "{method}: {}", reply.body);
+        let content_type = reply.header("content-type").unwrap_or("");
+        if content_type.starts_with("text/event-stream") {
+            let mut last = None;
+            for block in reply.body.split("\n\n") {
+                for line in block.lines() {
+                    if let Some(data) = line.strip_prefix("data:") {
+                        let data = data.trim();
+                        if !data.is_empty() {
+                            let message: Value = serde_json::from_str(data).unwrap();
+                            if message.get("id").is_some() && message.get("method").is_none() {
+                                last = Some(message);
+                            }
+                        }
+                    }
+                }
+            }
+            last.expect("a response on the stream")
+        } else {
+            reply.json()
+        }
+    }
+
+    fn result(&mut self, method: &str, params: Value) -> Value {
+        let response = self.call(method, params);
+        assert!(response.get("error").is_none(), "{method} failed: {response}");
+        response["result"].clone()
+    }
+
+    fn error(&mut self, method: &str, params: Value) -> Value {
+        let response = self.call(method, params);
+        response.get("error").cloned().unwrap_or_else(|| panic!("{method} should fail: {response}"))
+    }
+}
+
+fn tokens_config(work: &Workdir) {
+    std::fs::write(work.config(), format!("{CONFIG}\n{TOKENS}")).unwrap();
+}
+
+#[test]
+fn http_task_survives_a_restart_and_its_result_is_fetched_over_a_new_session() {
+    let work = Workdir::new();
+    let mut server = HttpServer::start(&work);
+    let mut client = Client::new(&server, None);
+    client.initialize();
+    let created = client.result("tools/call", json!({"name": "echo", "arguments": {"text": "durable"}, "task": {}}));
+    let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+    let first = client.result("tasks/result", json!({"taskId": id}));
+    server.kill();
+
+    let server = HttpServer::start(&work);
+    let mut client = Client::new(&server, None);
+    client.initialize();
+    let again = client.result("tasks/result", json!({"taskId": id}));
+    assert_eq!(again, first);
+    assert_eq!(again["content"][0]["text"], "durable");
+    assert_eq!(client.result("tasks/get", json!({"taskId": id}))["status"], "completed");
+}
+
+#[test]
+fn http_a_dropped_tasks_result_stream_resumes_with_last_event_id_and_delivers_once() {
+    let work = Workdir::new();
+    let server = HttpServer::start(&work);
+    let mut client = Client::new(&server, None);
+    client.initialize();
+    let created = client.result("tools/call", json!({"name": "slow", "arguments": {"seconds": 1.5}, "task": {}}));
+    let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+
+    // Open the blocking tasks/result as SSE, read the priming event, then drop the connection.
+    let body = client.message("tasks/result", json!({"taskId": id}));
+    let owned = client.headers();
+    let headers: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    let mut stream = http_peer::open(server.addr, "POST", &headers, Some(&body));
+    assert_eq!(stream.status, 200);
+    let priming = stream.next_event().expect("priming event");
+    let last_id = priming.id.expect("the priming event carries an id");
+    assert!(priming.data.trim().is_empty());
+    drop(stream);
+
+    // Reconnect with GET + Last-Event-ID while the task still runs: the result arrives once.
+    let mut headers = headers.clone();
+    headers.retain(|(n, _)| !n.eq_ignore_ascii_case("content-type"));
+    headers.push(("Last-Event-ID", &last_id));
+    let mut resumed = http_peer::open(server.addr, "GET", &headers, None);
+    assert_eq!(resumed.status, 200);
+    let (event_id, message) = resumed.next_message().expect("the result on the resumed stream");
+    assert_eq!(message["result"]["content"][0]["text"], "done\n");
+    assert_eq!(message["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id.as_str());
+    assert!(resumed.next_message().is_none(), "the stream ends after the result, which came once");
+
+    // Resuming after the result's own id replays nothing.
+    let result_id = event_id.expect("event id");
+    headers.retain(|(n, _)| *n != "Last-Event-ID");
+    headers.push(("Last-Event-ID", &result_id));
+    let mut after = http_peer::open(server.addr, "GET", &headers, None);
+    assert_eq!(after.status, 200);
+    assert!(after.next_message().is_none(), "nothing after the last delivered event");
+}
+
+#[test]
+fn legacy_81_83_a_second_principal_cannot_see_fetch_cancel_or_list_the_first_ones_task() {
+    let work = Workdir::new();
+    tokens_config(&work);
+    let server = HttpServer::start(&work);
+    let mut alice = Client::new(&server, Some(ALICE));
+    alice.initialize();
+    let mut bob = Client::new(&server, Some(BOB));
+    bob.initialize();
+
+    let created = alice.result("tools/call", json!({"name": "slow", "arguments": {"seconds": 30}, "task": {}}));
+    let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+    let unknown = "0123456789abcdef0123456789abcdef";
+    for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
+        let foreign = bob.error(method, json!({"taskId": id}));
+        let missing = bob.error(method, json!({"taskId": unknown}));
+        assert_eq!(foreign["code"], -32602, "{method}");
+        assert_eq!(missing["code"], -32602);
+        assert_eq!(
+            foreign["message"].as_str().unwrap().replace(&id, "ID"),
+            missing["message"].as_str().unwrap().replace(unknown, "ID"),
+            "another principal's task looks exactly like an unknown one"
+        );
+    }
+    assert!(bob.result("tasks/list", json!({}))["tasks"].as_array().unwrap().is_empty());
+    let listed = alice.result("tasks/list", json!({}));
+    assert_eq!(listed["tasks"][0]["taskId"], id.as_str());
+    assert_eq!(alice.result("tasks/cancel", json!({"taskId": id}))["status"], "cancelled");
+
+    // Bob cannot use Alice's session either.
+    let mut thief = Client::new(&server, Some(BOB));
+    thief.session = alice.session.clone();
+    let body = thief.message("tasks/list", json!({}));
+    assert_eq!(thief.post_with(&body, &[]).status, 404);
+}
+
+#[test]
+fn a_request_without_a_valid_token_is_401_with_www_authenticate() {
+    let work = Workdir::new();
+    tokens_config(&work);
+    let server = HttpServer::start(&work);
+    for token in [None, Some("wrong-token")] {
+        let mut client = Client::new(&server, token);
+        let body = client.message("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}}));
+        let reply = client.post_with(&body, &[]);
+        assert_eq!(reply.status, 401);
+        assert!(reply.header("www-authenticate").unwrap().starts_with("Bearer"), "{:?}", reply.headers);
+    }
+    let mut alice = Client::new(&server, Some(ALICE));
+    alice.initialize();
+    alice.result("tools/list", json!({}));
+}
+
+#[test]
+fn a_foreign_origin_or_host_is_refused_with_403_and_local_ones_are_served() {
+    let work = Workdir::new();
+    let server = HttpServer::start(&work);
+    let mut client = Client::new(&server, None);
+    let body = client.message("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}}));
+    let evil_origin = client.post_with(&body, &[("Origin", "http://evil.example.com")]);
+    assert_eq!(evil_origin.status, 403);
+    assert!(evil_origin.json()["error"]["message"].as_str().unwrap().contains("Origin"));
+    let evil_host = client.post_with(&body, &[("Host", "evil.example.com")]);
+    assert_eq!(evil_host.status, 403);
+    let port = server.addr.port().to_string();
+    let local_origin = format!("http://localhost:{port}");
+    let ok = client.post_with(&body, &[("Origin", &local_origin), ("Host", &format!("localhost:{port}"))]);
+    assert_eq!(ok.status, 200, "{}", ok.body);
+}
+
+#[test]
+fn oversized_bodies_wrong_versions_and_unknown_sessions_get_their_status_and_the_server_goes_on() {
+    let work = Workdir::new();
+    let server = HttpServer::start(&work);
+    let mut client = Client::new(&server, None);
+    client.initialize();
+
+    let huge = json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x".repeat(5 * 1024 * 1024)}}}).to_string();
+    let reply = client.post_with(&huge, &[]);
+    assert_eq!(reply.status, 413);
+    assert_eq!(reply.json()["error"]["code"], -32600);
+
+    let body = client.message("tools/list", json!({}));
+    let reply = client.post_with(&body, &[("MCP-Protocol-Version", "1999-01-01")]);
+    assert_eq!(reply.status, 400);
+    assert!(reply.json()["error"]["message"].as_str().unwrap().contains("MCP-Protocol-Version"));
+
+    let reply = client.post_with(&body, &[("Mcp-Session-Id", "no-such-session")]);
+    assert_eq!(reply.status, 404);
+
+    let mut no_session = Client::new(&server, None);
+    let body = no_session.message("tools/list", json!({}));
+    assert_eq!(no_session.post_with(&body, &[]).status, 400);
+
+    let reply = client.post_with("{not json", &[]);
+    assert_eq!(reply.status, 400);
+    assert_eq!(reply.json()["error"]["code"], -32700);
+
+    // Still serving, same session.
+    let tools = client.result("tools/list", json!({}));
+    assert!(tools["tools"].as_array().unwrap().len() >= 3);
+}
+
+#[test]
+fn delete_ends_the_session_and_its_id_then_gets_404() {
+    let work = Workdir::new();
+    let server = HttpServer::start(&work);
+    let mut client = Client::new(&server, None);
+    client.initialize();
+    let owned = client.headers();
+    let headers: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    assert_eq!(http_peer::request(server.addr, "DELETE", &headers, None).status, 200);
+    let body = client.message("tools/list", json!({}));
+    assert_eq!(client.post_with(&body, &[]).status, 404);
+}
+
+#[test]
+fn anonymous_sessions_list_only_their_own_tasks_but_can_fetch_by_id() {
+    let work = Workdir::new();
+    let server = HttpServer::start(&work);
+    let mut one = Client::new(&server, None);
+    one.initialize();
+    let mut two = Client::new(&server, None);
+    two.initialize();
+    let created = one.result("tools/call", json!({"name": "echo", "arguments": {"text": "mine"}, "task": {}}));
+    let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+    assert_eq!(one.result("tasks/list", json!({}))["tasks"][0]["taskId"], id.as_str());
+    assert!(two.result("tasks/list", json!({}))["tasks"].as_array().unwrap().is_empty(), "no enumeration");
+    // The unguessable id is the capability: a new session (e.g. after a restart) can fetch it.
+    assert_eq!(two.result("tasks/result", json!({"taskId": id}))["content"][0]["text"], "mine");
+}
