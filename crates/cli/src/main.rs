@@ -24,9 +24,9 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve::run(args).await,
         }
     });
-    // Running task handlers are abandoned here; their durable state is resolved by the
-    // restart policy when the server starts again.
-    runtime.shutdown_background();
+    // Dropping the runtime's tasks kills the process groups of running commands; their
+    // tasks stay `working` in the store and the restart policy resolves them next start.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

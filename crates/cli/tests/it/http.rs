@@ -361,3 +361,37 @@ fn anonymous_sessions_list_only_their_own_tasks_but_can_fetch_by_id() {
     // The unguessable id is the capability: a new session (e.g. after a restart) can fetch it.
     assert_eq!(two.result("tasks/result", json!({"taskId": id}))["content"][0]["text"], "mine");
 }
+
+#[test]
+fn sigterm_stops_the_server_gracefully_and_running_tasks_keep_their_durable_state() {
+    let work = Workdir::new();
+    let mut server = HttpServer::start(&work);
+    let mut client = Client::new(&server, None);
+    client.initialize();
+    let created = client.result("tools/call", json!({"name": "slow", "arguments": {"seconds": 60}, "task": {}}));
+    let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+    // A standalone GET stream is open: shutdown must end it rather than wait for it.
+    let owned = client.headers();
+    let mut headers: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    headers.retain(|(n, _)| !n.eq_ignore_ascii_case("content-type"));
+    let mut standalone = http_peer::open(server.addr, "GET", &headers, None);
+    assert_eq!(standalone.status, 200);
+    standalone.next_event().expect("priming event");
+
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(server.child.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    // It exits (and does not wait for the open stream forever), with success.
+    let status = server.child.wait().expect("the server exits after SIGTERM");
+    assert!(status.success(), "graceful exit, got {status:?}");
+    while let Some((_, message)) = standalone.next_message() {
+        assert_eq!(message["method"], "notifications/tasks/status", "only status notifications were pending");
+    }
+
+    // The task was never resolved by the shutdown: the next start applies its policy.
+    let server = HttpServer::start(&work);
+    let mut client = Client::new(&server, None);
+    client.initialize();
+    let task = client.result("tasks/get", json!({"taskId": id}));
+    assert_eq!(task["status"], "failed");
+    assert!(task["statusMessage"].as_str().unwrap().contains("interrupted by a server restart"));
+}
