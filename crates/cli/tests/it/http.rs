@@ -377,6 +377,12 @@ fn sigterm_stops_the_server_gracefully_and_running_tasks_keep_their_durable_stat
     let mut standalone = http_peer::open(server.addr, "GET", &headers, None);
     assert_eq!(standalone.status, 200);
     standalone.next_event().expect("priming event");
+    let group = loop {
+        let (_, note) = standalone.next_message().expect("status notifications on the standalone stream");
+        if let Some(pid) = note["params"]["statusMessage"].as_str().and_then(|m| m.strip_prefix("started (pid ")) {
+            break nix::unistd::Pid::from_raw(pid.trim_end_matches(')').parse().unwrap());
+        }
+    };
 
     let pid = nix::unistd::Pid::from_raw(i32::try_from(server.child.id()).unwrap());
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
@@ -385,6 +391,12 @@ fn sigterm_stops_the_server_gracefully_and_running_tasks_keep_their_durable_stat
     assert!(status.success(), "graceful exit, got {status:?}");
     while let Some((_, message)) = standalone.next_message() {
         assert_eq!(message["method"], "notifications/tasks/status", "only status notifications were pending");
+    }
+    // The command's process group went down with the server.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while nix::sys::signal::killpg(group, None).is_ok() {
+        assert!(std::time::Instant::now() < deadline, "the command outlived the server");
+        std::thread::sleep(Duration::from_millis(20));
     }
 
     // The task was never resolved by the shutdown: the next start applies its policy.
