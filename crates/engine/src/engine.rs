@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -15,8 +15,8 @@ use crate::clock::Clock;
 use crate::error::EngineError;
 use crate::store::{ListQuery, StoreError, TaskStore, Update};
 use crate::task::{
-    ErrorObject, Event, Outcome, Principal, RestartPolicy, TaskId, TaskRecord, TaskState,
-    Version,
+    ErrorObject, Event, InputRequest, Outcome, Principal, RestartPolicy, TaskId, TaskRecord,
+    TaskState, Version,
 };
 use crate::work::{Context, Progress, ToolRuntime};
 
@@ -66,6 +66,8 @@ pub struct NewTask {
     pub requested_ttl_ms: Option<u64>,
     /// Whether a result with `isError: true` ends the task `failed` (the dialect decides).
     pub error_result_fails: bool,
+    /// The input request methods the requestor can answer.
+    pub input_methods: Vec<String>,
 }
 
 /// Something that changed, published to every subscriber of [`Engine::subscribe`].
@@ -125,6 +127,9 @@ struct Inner {
     /// Cancellation tokens of the work running in this process, by task. A std mutex: the
     /// critical sections are a map insert, remove or lookup.
     running: Mutex<HashMap<TaskId, Running>>,
+    /// Work in this process waiting for the answer to an input request, by task and key.
+    /// A std mutex: inserts and removes only.
+    inputs: Mutex<HashMap<(TaskId, String), oneshot::Sender<Result<Value, ErrorObject>>>>,
     changes: broadcast::Sender<Change>,
 }
 
@@ -139,6 +144,7 @@ impl Engine {
                 policy,
                 tools: RwLock::new(HashMap::new()),
                 running: Mutex::new(HashMap::new()),
+                inputs: Mutex::new(HashMap::new()),
                 changes,
             }),
         }
@@ -189,6 +195,7 @@ impl Engine {
             attempt: 1,
             version: Version(1),
             error_result_fails: new.error_result_fails,
+            input_methods: new.input_methods,
         };
         self.inner.store.insert(&record).await?;
         tracing::info!(task = %record.id, owner = %record.owner, tool = %record.tool, "task created");
@@ -399,6 +406,98 @@ impl Engine {
         }
     }
 
+    /// Asks the requestor of task `id` for input on behalf of attempt `attempt`: records the
+    /// request in the store under a fresh key (the task becomes `input_required`) and waits
+    /// for [`Engine::answer`]. The requestor must have declared it can answer `method`.
+    pub(crate) async fn ask(
+        &self,
+        id: &TaskId,
+        attempt: u32,
+        request: InputRequest,
+        cancel: &CancellationToken,
+    ) -> Result<Value, ErrorObject> {
+        let method = request.method.clone();
+        let task = self.inner.store.get(id).await.map_err(|err| ErrorObject::internal(err.to_string()))?;
+        if !task.is_some_and(|task| task.input_methods.contains(&method)) {
+            return Err(ErrorObject::internal(format!(
+                "cannot ask the client for input with {method}: the client did not declare that                  capability when it created this task"
+            )));
+        }
+        let key = TaskId::random().to_string();
+        let (tx, rx) = oneshot::channel();
+        self.inputs().insert((id.clone(), key.clone()), tx);
+        let asked = self
+            .apply(id, None, Some(attempt), |task| {
+                let mut requests = match &task.state {
+                    TaskState::InputRequired { requests } => requests.clone(),
+                    _ => Default::default(),
+                };
+                requests.insert(key.clone(), request.clone());
+                (Event::NeedInput(requests), Some(format!("Waiting for the client to answer {method}")))
+            })
+            .await;
+        if let Err(err) = asked {
+            self.inputs().remove(&(id.clone(), key));
+            return Err(ErrorObject::internal(format!("could not record the input request: {err}")));
+        }
+        tokio::select! {
+            answer = rx => answer.unwrap_or_else(|_| Err(ErrorObject::internal("the input request was dropped"))),
+            _ = cancel.cancelled() => {
+                self.inputs().remove(&(id.clone(), key));
+                Err(ErrorObject::internal("the task was cancelled while waiting for input"))
+            }
+        }
+    }
+
+    /// Answers input request `key` of `owner`'s task `id` with the client's response (or
+    /// its error). The request leaves the task; with none left the task is `working` again;
+    /// then the waiting work gets the answer. `Ok(false)`: the request was not outstanding
+    /// (already answered, so a repeated answer is applied once; or the task moved on).
+    ///
+    /// # Errors
+    /// [`EngineError::NotFound`], or a store failure.
+    pub async fn answer(
+        &self,
+        owner: &Principal,
+        id: &TaskId,
+        key: &str,
+        answer: Result<Value, ErrorObject>,
+    ) -> Result<bool, EngineError> {
+        for _ in 0..MAX_CAS_ATTEMPTS {
+            let task = self.get(owner, id).await?;
+            let TaskState::InputRequired { requests } = &task.state else { return Ok(false) };
+            if !requests.contains_key(key) {
+                return Ok(false);
+            }
+            let mut rest = requests.clone();
+            rest.remove(key);
+            let (event, message) = if rest.is_empty() {
+                (Event::InputAnswered, Some("Input received; working".to_owned()))
+            } else {
+                (Event::NeedInput(rest), task.status_message.clone())
+            };
+            let from = task.status();
+            let state = task.state.clone().on(event).map_err(|refused| EngineError::Refused {
+                id: id.clone(),
+                from,
+                event: refused.event,
+            })?;
+            let update = Update { state, status_message: message, updated_at: self.inner.clock.now(), attempt: task.attempt };
+            match self.inner.store.replace(id, task.version, &update).await {
+                Ok(record) => {
+                    self.publish_task(&record);
+                    if let Some(waiter) = self.inputs().remove(&(id.clone(), key.to_owned())) {
+                        let _ = waiter.send(answer);
+                    }
+                    return Ok(true);
+                }
+                Err(StoreError::Conflict(_)) => continue,
+                Err(err) => return Err(err.into()),
+            }
+        }
+        Err(EngineError::Contended(id.clone()))
+    }
+
     /// Sets the status message of a running task (attempt-fenced). A terminal task keeps
     /// its final message.
     pub(crate) async fn set_status_message(&self, id: &TaskId, attempt: u32, message: String) -> Result<(), EngineError> {
@@ -505,6 +604,10 @@ impl Engine {
         if let Some(running) = self.running().remove(id) {
             running.cancel.cancel();
         }
+    }
+
+    fn inputs(&self) -> std::sync::MutexGuard<'_, HashMap<(TaskId, String), oneshot::Sender<Result<Value, ErrorObject>>>> {
+        self.inner.inputs.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn running(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, Running>> {

@@ -397,6 +397,9 @@ pub struct TaskRecord {
     /// Whether a result that reports `isError: true` ends the task `failed` rather than
     /// `completed` (set per task by the dialect that created it).
     pub error_result_fails: bool,
+    /// The input request methods (e.g. `elicitation/create`) the requestor declared it can
+    /// answer; the work may ask for nothing else.
+    pub input_methods: Vec<String>,
 }
 
 impl TaskRecord {

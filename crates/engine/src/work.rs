@@ -8,7 +8,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::Engine;
-use crate::task::{ErrorObject, Outcome, RestartPolicy, TaskId};
+use crate::task::{ErrorObject, InputRequest, Outcome, RestartPolicy, TaskId};
 
 /// The code that runs a tool call, as a task or plainly.
 ///
@@ -136,12 +136,14 @@ impl Context {
         }
     }
 
-    /// Sends a request (e.g. `sampling/createMessage`, `elicitation/create`) to the client
-    /// and waits for the answer.
+    /// Asks the client (e.g. `elicitation/create`, `sampling/createMessage`) and waits for
+    /// the answer. In a plain call the request goes straight to the client; in a task it
+    /// becomes an input request of the task (`input_required` until answered), delivered
+    /// to the client by the dialect (2025-11-25: while it waits in `tasks/result`).
     ///
     /// # Errors
-    /// The client's JSON-RPC error; `-32603` when there is no client to ask, and when the
-    /// call is a task (task input is not wired yet).
+    /// The client's JSON-RPC error; `-32603` when there is no client to ask, when it did not
+    /// declare that it can answer `method`, or when the work is cancelled meanwhile.
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
         match &self.reporter {
             Reporter::Direct(Some(link)) => tokio::select! {
@@ -149,10 +151,28 @@ impl Context {
                 _ = self.cancel.cancelled() => Err(ErrorObject::internal("the call was cancelled")),
             },
             Reporter::Direct(None) => Err(ErrorObject::internal(format!("no client to send {method} to"))),
-            Reporter::Task { .. } => Err(ErrorObject::internal(format!(
-                "{method} from inside a task is not supported yet"
-            ))),
+            Reporter::Task { engine, id, attempt } => {
+                let request = InputRequest { method: method.to_owned(), params };
+                engine.ask(id, *attempt, request, &self.cancel).await
+            }
         }
+    }
+
+    /// Asks the user through the client: `elicitation/create` with `params` (`message`,
+    /// `requestedSchema`). The answer is the client's `ElicitResult` (`action`, `content`).
+    ///
+    /// # Errors
+    /// As [`Context::request`].
+    pub async fn elicit(&self, params: Value) -> Result<Value, ErrorObject> {
+        self.request("elicitation/create", params).await
+    }
+
+    /// Asks the client's model: `sampling/createMessage` with `params`.
+    ///
+    /// # Errors
+    /// As [`Context::request`].
+    pub async fn sample(&self, params: Value) -> Result<Value, ErrorObject> {
+        self.request("sampling/createMessage", params).await
     }
 
     /// Sets the task's status message (shown by `tasks/get`). No-op for plain calls and

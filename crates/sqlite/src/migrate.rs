@@ -11,7 +11,10 @@ use rusqlite::{Connection, TransactionBehavior};
 use mcp_tasks_engine::StoreError;
 
 /// Every migration, in order. Append only.
-const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_tasks.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/0001_tasks.sql"),
+    include_str!("../migrations/0002_input_methods.sql"),
+];
 
 /// The schema version this build writes: the number of migrations.
 pub(crate) const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

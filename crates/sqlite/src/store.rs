@@ -27,7 +27,8 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The columns every read selects, in the order [`read_record`] decodes them.
 const COLUMNS: &str = "id, owner, tool, arguments, state, status_message, created_at, \
-                       updated_at, ttl_ms, poll_interval_ms, attempt, version, error_result_fails";
+                       updated_at, ttl_ms, poll_interval_ms, attempt, version, error_result_fails, \
+                       input_methods";
 
 /// The statuses of tasks that may still change, as an SQL list. It must match the
 /// `WHERE` of the partial index `tasks_unfinished` word for word, or SQLite will not use it.
@@ -173,8 +174,8 @@ impl TaskStore for SqliteStore {
                 .prepare_cached(
                     "INSERT INTO tasks (id, owner, tool, arguments, status, state, status_message, \
                      created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, attempt, version, \
-                     error_result_fails) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                     error_result_fails, input_methods) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
                 )
                 .and_then(|mut stmt| {
                     stmt.execute(params![
@@ -193,6 +194,7 @@ impl TaskStore for SqliteStore {
                         row.attempt,
                         row.version,
                         row.error_result_fails,
+                        row.input_methods,
                     ])
                 });
             match inserted {
@@ -339,6 +341,7 @@ struct NewRow {
     attempt: u32,
     version: i64,
     error_result_fails: bool,
+    input_methods: String,
 }
 
 impl NewRow {
@@ -359,6 +362,7 @@ impl NewRow {
             attempt: task.attempt,
             version: to_i64(task.version.0)?,
             error_result_fails: task.error_result_fails,
+            input_methods: to_json(&task.input_methods)?,
         })
     }
 }
@@ -387,6 +391,7 @@ fn read_record(row: &Row<'_>) -> rusqlite::Result<TaskRecord> {
         attempt: row.get(10)?,
         version: Version(to_u64(11, row.get(11)?)?),
         error_result_fails: row.get(12)?,
+        input_methods: from_json(13, &row.get::<_, String>(13)?)?,
     })
 }
 

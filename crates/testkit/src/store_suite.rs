@@ -74,6 +74,7 @@ pub fn sample_task(owner: &str) -> TaskRecord {
         attempt: 1,
         version: Version(1),
         error_result_fails: false,
+        input_methods: vec!["elicitation/create".to_owned()],
     }
 }
 
@@ -122,6 +123,9 @@ fn tasks_in_every_state() -> Vec<TaskRecord> {
             task.attempt = 3;
             task.version = Version(7);
             task.error_result_fails = i % 2 == 0;
+            if i % 3 == 0 {
+                task.input_methods.clear();
+            }
             if i % 2 == 0 {
                 task.status_message = Some(format!("message {i}: ünïcödé 'quotes' \"and\" more"));
             } else {

@@ -69,6 +69,7 @@ fn new_task(owner: &str, ttl: Option<u64>) -> NewTask {
         arguments: json!({}),
         requested_ttl_ms: ttl,
         error_result_fails: true,
+        input_methods: vec!["elicitation/create".into()],
     }
 }
 
@@ -218,4 +219,98 @@ async fn a_tool_result_with_is_error_fails_the_task_only_when_the_dialect_says_s
         assert_eq!(done.status(), expected);
         assert_eq!(done.state.outcome().map(|o| matches!(o, Outcome::Result(_))), Some(true), "the result is kept either way");
     }
+}
+
+/// Asks once for input through the context and completes with the answer it got.
+struct Asker {
+    asked: mpsc::UnboundedSender<()>,
+}
+
+#[async_trait]
+impl Handler for Asker {
+    async fn call(&self, _arguments: Value, ctx: Context) -> Outcome {
+        let _ = self.asked.send(());
+        match ctx.elicit(json!({"message": "Proceed?", "requestedSchema": {"type": "object", "properties": {}}})).await {
+            Ok(answer) => Outcome::Result(json!({"content": [{"type": "text", "text": answer.to_string()}]})),
+            Err(error) => Outcome::Error(error),
+        }
+    }
+}
+
+fn asker(f: &Fixture) -> mpsc::UnboundedReceiver<()> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    f.engine.register("asker", ToolRuntime { handler: Arc::new(Asker { asked: tx }), on_restart: RestartPolicy::Fail });
+    rx
+}
+
+async fn wait_for_input(engine: &Engine, owner: &Principal, id: &mcp_tasks_engine::TaskId) -> String {
+    let mut feed = engine.subscribe();
+    loop {
+        let task = engine.get(owner, id).await.unwrap();
+        if let TaskState::InputRequired { requests } = &task.state {
+            return requests.keys().next().unwrap().clone();
+        }
+        timeout(WAIT, feed.recv()).await.unwrap().unwrap();
+    }
+}
+
+#[tokio::test]
+async fn legacy_33_36_input_goes_working_input_required_working_completed_and_applies_once() {
+    let f = fixture(RestartPolicy::Fail, false);
+    let mut asked = asker(&f);
+    let owner = Principal::new("a");
+    let task = f.engine.create(NewTask { tool: "asker".into(), ..new_task("a", None) }).await.unwrap();
+    let mut feed = f.engine.subscribe();
+    f.engine.start(&task).unwrap();
+    asked.recv().await.unwrap();
+    let key = wait_for_input(&f.engine, &owner, &task.id).await;
+    let waiting = f.engine.get(&owner, &task.id).await.unwrap();
+    let TaskState::InputRequired { requests } = &waiting.state else { panic!() };
+    assert_eq!(requests[&key].method, "elicitation/create");
+    assert_eq!(requests[&key].params["message"], "Proceed?");
+
+    let answer = json!({"action": "accept", "content": {}});
+    assert!(f.engine.answer(&owner, &task.id, &key, Ok(answer.clone())).await.unwrap());
+    assert!(!f.engine.answer(&owner, &task.id, &key, Ok(json!({"action": "decline"}))).await.unwrap(), "a repeated answer is applied once");
+    let done = timeout(WAIT, f.engine.wait_terminal(&owner, &task.id)).await.unwrap().unwrap();
+    assert_eq!(text(&done.state), answer.to_string());
+
+    let mut statuses = Vec::new();
+    while let Ok(Ok(change)) = timeout(Duration::from_millis(200), feed.recv()).await {
+        if let mcp_tasks_engine::Change::Task(record) = change {
+            if statuses.last() != Some(&record.status()) {
+                statuses.push(record.status());
+            }
+        }
+    }
+    assert_eq!(statuses, vec![Status::InputRequired, Status::Working, Status::Completed]);
+}
+
+#[tokio::test]
+async fn asking_for_input_the_requestor_cannot_give_fails_at_once_instead_of_hanging() {
+    let f = fixture(RestartPolicy::Fail, false);
+    let mut asked = asker(&f);
+    let owner = Principal::new("a");
+    let new = NewTask { tool: "asker".into(), input_methods: vec!["sampling/createMessage".into()], ..new_task("a", None) };
+    let task = f.engine.create(new).await.unwrap();
+    f.engine.start(&task).unwrap();
+    asked.recv().await.unwrap();
+    let done = timeout(WAIT, f.engine.wait_terminal(&owner, &task.id)).await.unwrap().unwrap();
+    let TaskState::Failed { outcome: Outcome::Error(error) } = &done.state else { panic!("{:?}", done.state) };
+    assert!(error.message.contains("did not declare"), "{}", error.message);
+}
+
+#[tokio::test]
+async fn cancelling_a_task_that_waits_for_input_ends_it_cancelled_and_stops_the_work() {
+    let f = fixture(RestartPolicy::Fail, false);
+    let mut asked = asker(&f);
+    let owner = Principal::new("a");
+    let task = f.engine.create(NewTask { tool: "asker".into(), ..new_task("a", None) }).await.unwrap();
+    f.engine.start(&task).unwrap();
+    asked.recv().await.unwrap();
+    let key = wait_for_input(&f.engine, &owner, &task.id).await;
+    let cancelled = f.engine.cancel(&owner, &task.id).await.unwrap();
+    assert_eq!(cancelled.status(), Status::Cancelled);
+    assert!(!f.engine.answer(&owner, &task.id, &key, Ok(json!({"action": "accept"}))).await.unwrap());
+    assert_eq!(f.engine.get(&owner, &task.id).await.unwrap().status(), Status::Cancelled);
 }

@@ -44,7 +44,7 @@ async fn tasks_survive_closing_and_reopening_the_file() {
     );
     assert_eq!(replaced.version, Version(2));
     // Reopening does not run the migration again (it would fail: the table exists).
-    assert_eq!(reopened.pragma("user_version").await.expect("pragma"), "1");
+    assert_eq!(reopened.pragma("user_version").await.expect("pragma"), "2");
 }
 
 #[tokio::test]
