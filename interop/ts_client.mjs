@@ -178,7 +178,8 @@ async function main() {
     const it = stream2[Symbol.asyncIterator]();
     const first = await withDeadline(it.next(), 30000, "second task creation");
     if (first.done || first.value.type !== "taskCreated") {
-      check("cancel-running", false, { firstMessage: first.value ?? null });
+      const m = first.value;
+      check("cancel-running", false, { firstMessage: m?.type === "error" ? { type: "error", ...errInfo(m.error) } : m ?? null });
     } else {
       const id2 = first.value.task.taskId;
       info.cancelledTaskId = id2;

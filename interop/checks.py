@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Evaluate the output of `conformance server ... -o DIR` runs (stdlib only).
+
+  python3 interop/checks.py DIR [DIR ...] [--strict] [--scenarios a,b,...]
+
+Each DIR is one run's output directory: it holds one folder per scenario,
+`server-<scenario>-<timestamp>/checks.json` (a JSON list of checks, each with `id`, `name`,
+`description`, `status` in SUCCESS|FAILURE|WARNING|INFO|SKIPPED, optional `errorMessage`,
+`details`, `specReferences`, `timestamp`). When a scenario ran more than once into the same
+DIR, the newest folder counts.
+
+Prints to stderr, per DIR, one line per scenario with its check counts, the failing checks with
+their messages, and every WARNING / INFO / SKIPPED check. Prints one JSON summary line on
+stdout. Exit status 0 only if, in every DIR, each of the 30 scored server scenarios of the
+2025-11-25 requirement set is present and none of its checks has status FAILURE (or an unknown
+status). WARNING, INFO and SKIPPED are reported but do not fail the run unless --strict is given
+(then every check of a scored scenario must be SUCCESS; INFO checks are still allowed, they are
+traffic logs, not verdicts). Scenarios outside that set (for example the unscored
+server-session-lifecycle, json-schema-2020-12 and server-sse-polling of the 0.2.0-alpha
+`--requirements 2025-11-25` run) are shown but never decide the exit status.
+"""
+import argparse
+import json
+import os
+import re
+import sys
+
+# The frozen 2025-11-25 requirement set, server side: 30 scored scenarios
+# (`conformance list --requirements 2025-11-25` of 0.2.0-alpha.12; the same 30 form the
+# "active" suite of 0.1.16).
+SCORED_2025_11_25 = [
+    "server-initialize", "logging-set-level", "ping", "completion-complete", "tools-list",
+    "tools-call-simple-text", "tools-call-image", "tools-call-audio", "tools-call-embedded-resource",
+    "tools-call-mixed-content", "tools-call-with-logging", "tools-call-error", "tools-call-with-progress",
+    "tools-call-sampling", "tools-call-elicitation", "elicitation-sep1034-defaults",
+    "server-sse-multiple-streams", "elicitation-sep1330-enums", "resources-list", "resources-read-text",
+    "resources-read-binary", "resources-templates-read", "resources-subscribe", "resources-unsubscribe",
+    "prompts-list", "prompts-get-simple", "prompts-get-with-args", "prompts-get-embedded-resource",
+    "prompts-get-with-image", "dns-rebinding-protection",
+]
+KNOWN = {"SUCCESS", "FAILURE", "WARNING", "INFO", "SKIPPED"}
+DIR_RE = re.compile(r"^(?:server-)?(?P<scenario>.+)-(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z)$")
+
+
+def err(*a):
+    print(*a, file=sys.stderr)
+
+
+def load_run(path):
+    """-> {scenario: (folder, checks list | None, load error | None)} (newest folder per scenario)."""
+    found = {}
+    for entry in sorted(os.listdir(path)):
+        full = os.path.join(path, entry)
+        m = DIR_RE.match(entry)
+        if not m or not os.path.isdir(full):
+            continue
+        scenario, ts = m.group("scenario"), m.group("ts")
+        if scenario in found and found[scenario][0] > ts:
+            continue
+        cj = os.path.join(full, "checks.json")
+        try:
+            with open(cj, encoding="utf-8") as f:
+                checks = json.load(f)
+            if not isinstance(checks, list):
+                raise ValueError("checks.json is not a list")
+            found[scenario] = (ts, entry, checks, None)
+        except (OSError, ValueError) as e:
+            found[scenario] = (ts, entry, None, str(e))
+    return {k: v[1:] for k, v in found.items()}
+
+
+def short(text, n=160):
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def evaluate(path, scored, strict):
+    run = load_run(path)
+    label = os.path.basename(os.path.normpath(path))
+    err(f"== {label} ({path}): {len(run)} scenario folders")
+    scenarios = {}
+    notes = []
+    for name in sorted(run, key=lambda s: (s not in scored, scored.index(s) if s in scored else 0, s)):
+        folder, checks, load_error = run[name]
+        is_scored = name in scored
+        counts = {s: 0 for s in sorted(KNOWN)}
+        failing, noted = [], []
+        if checks is None:
+            failing.append({"id": "(checks.json)", "status": "ERROR", "message": load_error})
+        elif not checks:
+            failing.append({"id": "(checks.json)", "status": "ERROR", "message": "no checks recorded"})
+        else:
+            for c in checks:
+                st = c.get("status")
+                counts[st] = counts.get(st, 0) + 1
+                rec = {"id": c.get("id"), "status": st}
+                if c.get("errorMessage"):
+                    rec["message"] = short(c["errorMessage"])
+                if st == "FAILURE" or st not in KNOWN or (strict and st in ("WARNING", "SKIPPED")):
+                    failing.append(rec)
+                elif st in ("WARNING", "INFO", "SKIPPED"):
+                    noted.append(rec)
+        ok = not failing
+        scenarios[name] = {"scored": is_scored, "ok": ok, "counts": {k: v for k, v in counts.items() if v},
+                           "folder": folder, "failing": failing, "noted": noted}
+        mark = "PASS" if ok else "FAIL"
+        cnt = ", ".join(f"{v} {k.lower()}" for k, v in counts.items() if v) or "no checks"
+        err(f"  {mark} {name}{'' if is_scored else ' (not scored)'}: {cnt}")
+        for f in failing:
+            err(f"       {f['status']} {f['id']}: {f.get('message', '')}")
+        for n in noted:
+            notes.append({"scenario": name, **n})
+    missing = [s for s in scored if s not in run]
+    for s in missing:
+        err(f"  FAIL {s}: MISSING (no result folder)")
+    failed_scored = [s for s in scored if s in scenarios and not scenarios[s]["ok"]] + missing
+    if notes:
+        err("  WARNING/INFO/SKIPPED checks:")
+        for n in notes:
+            err(f"    {n['status']:<8} {n['scenario']} / {n['id']}{': ' + n['message'] if n.get('message') else ''}")
+    passed_scored = len(scored) - len(failed_scored)
+    err(f"  => {label}: {passed_scored}/{len(scored)} scored scenarios pass"
+        + (f"; failing: {', '.join(failed_scored)}" if failed_scored else ""))
+    return {
+        "dir": path, "label": label, "ok": not failed_scored,
+        "scoredPassed": passed_scored, "scoredTotal": len(scored),
+        "failingScored": failed_scored, "missing": missing,
+        "unscored": {s: v["ok"] for s, v in scenarios.items() if not v["scored"]},
+        "checks": {k: sum(v["counts"].get(k, 0) for v in scenarios.values()) for k in sorted(KNOWN)},
+        "notes": notes,
+    }
+
+
+def main():
+    p = argparse.ArgumentParser(description="Evaluate conformance checks.json output")
+    p.add_argument("dirs", nargs="+", help="output directories of `conformance server -o DIR`")
+    p.add_argument("--strict", action="store_true", help="WARNING and SKIPPED checks fail a scored scenario too")
+    p.add_argument("--scenarios", help="comma-separated scored scenario list (default: the 30 of 2025-11-25)")
+    a = p.parse_args()
+    scored = a.scenarios.split(",") if a.scenarios else SCORED_2025_11_25
+    runs = []
+    for d in a.dirs:
+        if not os.path.isdir(d):
+            err(f"== {d}: not a directory")
+            runs.append({"dir": d, "ok": False, "error": "not a directory"})
+            continue
+        runs.append(evaluate(d, scored, a.strict))
+    ok = all(r["ok"] for r in runs)
+    print(json.dumps({"driver": "conformance-checks", "ok": ok, "strict": a.strict, "runs": runs}))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
