@@ -8,10 +8,7 @@
 use std::sync::Arc;
 
 use mcp_tasks_protocol::jsonrpc::{self, Incoming, Notification, Request, RpcError};
-use mcp_tasks_protocol::legacy::{
-    self, CancelledNotificationParams, InitializeParams, InitializeResult, ServerCapabilities,
-    ServerTasksCapability, ToolsCapability, method,
-};
+use mcp_tasks_protocol::legacy::{self, CancelledNotificationParams, InitializeParams, InitializeResult, method};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -102,7 +99,9 @@ async fn route(
         method::TASKS_CANCEL => {
             async { methods::tasks::cancel(session, parse_value(method::TASKS_CANCEL, params)?).await }.await
         }
-        other => Err(RpcError::method_not_found(format!("Method not found: {other}"))),
+        other => crate::catalog::route(session, other, params)
+            .await
+            .unwrap_or_else(|| Err(RpcError::method_not_found(format!("Method not found: {other}")))),
     };
     Some(reply)
 }
@@ -133,11 +132,7 @@ fn initialize(session: &Session, params: Option<Value>) -> Result<Value, RpcErro
     let inner = &session.server.inner;
     let result = InitializeResult {
         protocol_version: legacy::PROTOCOL_VERSION.to_owned(),
-        capabilities: ServerCapabilities {
-            tools: Some(ToolsCapability { list_changed: Some(false) }),
-            tasks: Some(ServerTasksCapability::full()),
-            ..ServerCapabilities::default()
-        },
+        capabilities: session.server.capabilities(),
         server_info: inner.info.clone(),
         instructions: inner.instructions.clone(),
     };
@@ -149,7 +144,7 @@ fn initialize(session: &Session, params: Option<Value>) -> Result<Value, RpcErro
 ///
 /// # Errors
 /// `-32602` naming the method and what serde found wrong.
-fn parse_value<T: DeserializeOwned>(method: &str, params: Option<Value>) -> Result<T, RpcError> {
+pub(crate) fn parse_value<T: DeserializeOwned>(method: &str, params: Option<Value>) -> Result<T, RpcError> {
     let params = params.ok_or_else(|| RpcError::invalid_params(format!("Invalid params for {method}: params are required")))?;
     serde_json::from_value(params).map_err(|err| RpcError::invalid_params(format!("Invalid params for {method}: {err}")))
 }

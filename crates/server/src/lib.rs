@@ -1,8 +1,13 @@
 //! The MCP server of mcp-tasks: it speaks JSON-RPC to a client over a transport and serves
-//! tools and tasks from one [`mcp_tasks_engine::Engine`].
+//! tools and tasks from one [`mcp_tasks_engine::Engine`], and resources, prompts and
+//! completions defined in code.
 //!
 //! # Layout
-//! - [`Server`]: the tools it serves and the engine behind them ([`ServerBuilder`]).
+//! - [`Server`]: what it serves and the engine behind its tools ([`ServerBuilder`]; tools
+//!   are [`ToolDef`]s, with [`handler_fn`] for closures).
+//! - `catalog`: resources and templates ([`ResourceDef`], [`ResourceTemplateDef`],
+//!   [`UriTemplate`]), prompts ([`PromptDef`]), completion ([`CompletionDef`]), logging
+//!   ([`log_message`]), and their methods.
 //! - `session`: one client connection's state (initialization, in-flight calls, which
 //!   tasks it watches) and the forwarding of task changes as notifications.
 //! - `dispatch`: message → method handler; the one place that picks an era's codec.
@@ -13,6 +18,7 @@
 //!
 //! Protocol revision: 2025-11-25 (core Tasks, "Legacy").
 
+mod catalog;
 mod codec;
 mod dispatch;
 mod errors;
@@ -22,4 +28,10 @@ mod session;
 pub mod http;
 pub mod stdio;
 
+pub use catalog::{
+    CompletionDef, CompletionRef, CompletionRequest, FnHandler, GetPromptResult, Prompt, PromptArgument, PromptDef,
+    PromptMessage, PromptRequest, RESOURCE_NOT_FOUND, ReadRequest, Resource, ResourceContents, ResourceDef,
+    ResourceTemplate, ResourceTemplateDef, Role, UriTemplate, UriTemplateError, handler_fn, log_message,
+    resource_not_found,
+};
 pub use server::{Server, ServerBuilder, ToolDef};

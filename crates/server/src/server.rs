@@ -1,10 +1,19 @@
-//! [`Server`]: what a server serves (its identity and tools) over the engine that runs them.
+//! [`Server`]: what a server serves (its identity, tools, resources, prompts and completions)
+//! over the engine that runs its tools.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use mcp_tasks_engine::{Engine, ToolRuntime};
-use mcp_tasks_protocol::legacy::{Implementation, TaskSupport, Tool, ToolExecution};
+use mcp_tasks_engine::{Engine, Handler, RestartPolicy, ToolRuntime};
+use mcp_tasks_protocol::jsonrpc;
+use mcp_tasks_protocol::legacy::{
+    Empty, Implementation, PromptsCapability, ResourcesCapability, ServerCapabilities, ServerTasksCapability,
+    TaskSupport, Tool, ToolExecution, ToolsCapability, method,
+};
+use serde_json::{Value, json};
+
+use crate::catalog::{Catalog, CompletionDef, PromptDef, ResourceDef, ResourceTemplateDef, Subscriptions};
+use crate::session::Route;
 
 /// A tool as served: its MCP descriptor and the runtime that does its work.
 #[derive(Clone)]
@@ -16,6 +25,54 @@ pub struct ToolDef {
 }
 
 impl ToolDef {
+    /// A tool named `name` with a description, the JSON Schema of its arguments (an
+    /// object schema), and its handler (see [`crate::handler_fn`] for a closure). It is a
+    /// plain tool (`taskSupport: "forbidden"`) that fails when a restart interrupts it, until
+    /// [`ToolDef::with_task_support`] and [`ToolDef::on_restart`] say otherwise.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+        handler: impl Handler,
+    ) -> ToolDef {
+        let mut descriptor = Tool::new(name, input_schema);
+        descriptor.description = Some(description.into());
+        descriptor.execution = Some(ToolExecution { task_support: Some(TaskSupport::Forbidden) });
+        ToolDef {
+            descriptor,
+            runtime: ToolRuntime { handler: Arc::new(handler), on_restart: RestartPolicy::default() },
+        }
+    }
+
+    /// Sets whether the tool may (`optional`), must (`required`) or must not (`forbidden`)
+    /// be called as a task.
+    #[must_use]
+    pub fn with_task_support(mut self, support: TaskSupport) -> ToolDef {
+        self.descriptor.execution = Some(ToolExecution { task_support: Some(support) });
+        self
+    }
+
+    /// Sets the display name.
+    #[must_use]
+    pub fn title(mut self, title: impl Into<String>) -> ToolDef {
+        self.descriptor.title = Some(title.into());
+        self
+    }
+
+    /// Sets the JSON Schema of the result's `structuredContent`.
+    #[must_use]
+    pub fn output_schema(mut self, schema: Value) -> ToolDef {
+        self.descriptor.output_schema = Some(schema);
+        self
+    }
+
+    /// Sets what happens to a task of this tool that a server restart interrupted.
+    #[must_use]
+    pub fn on_restart(mut self, policy: RestartPolicy) -> ToolDef {
+        self.runtime.on_restart = policy;
+        self
+    }
+
     /// The tool's task support; absent means `forbidden` (2025-11-25 `ToolExecution`).
     pub fn task_support(&self) -> TaskSupport {
         self.descriptor
@@ -26,7 +83,8 @@ impl ToolDef {
     }
 }
 
-/// An MCP server: identity, tools, and the engine. A cheap, cloneable handle.
+/// An MCP server: identity, tools, resources, prompts, completions, and the engine. A cheap,
+/// cloneable handle.
 #[derive(Clone)]
 pub struct Server {
     pub(crate) inner: Arc<Inner>,
@@ -38,6 +96,8 @@ pub(crate) struct Inner {
     pub(crate) instructions: Option<String>,
     /// Sorted by name so that `tools/list` is stable.
     pub(crate) tools: BTreeMap<String, ToolDef>,
+    pub(crate) catalog: Catalog,
+    pub(crate) subscriptions: Subscriptions,
 }
 
 impl Server {
@@ -54,6 +114,7 @@ impl Server {
             },
             instructions: None,
             tools: BTreeMap::new(),
+            catalog: Catalog::default(),
         }
     }
 
@@ -62,8 +123,35 @@ impl Server {
         &self.inner.engine
     }
 
+    /// Sends `notifications/resources/updated` for `uri` to every session that subscribed to
+    /// it (`resources/subscribe`), on the stream for messages not tied to a request.
+    pub fn notify_resource_updated(&self, uri: &str) {
+        let message = jsonrpc::notification(method::NOTIFY_RESOURCE_UPDATED, json!({ "uri": uri }));
+        for session in self.inner.subscriptions.subscribers(uri) {
+            session.send(message.clone(), Route::General);
+        }
+    }
+
     pub(crate) fn tool(&self, name: &str) -> Option<&ToolDef> {
         self.inner.tools.get(name)
+    }
+
+    /// What `initialize` declares: tools, tasks, logging and completions always; resources
+    /// (with subscriptions) when there is a resource or template; prompts when there is a
+    /// prompt. No list ever changes while the server runs.
+    pub(crate) fn capabilities(&self) -> ServerCapabilities {
+        let catalog = &self.inner.catalog;
+        ServerCapabilities {
+            completions: Some(Empty {}),
+            experimental: None,
+            logging: Some(Empty {}),
+            prompts: catalog.has_prompts().then_some(PromptsCapability { list_changed: Some(false) }),
+            resources: catalog
+                .has_resources()
+                .then_some(ResourcesCapability { subscribe: Some(true), list_changed: Some(false) }),
+            tasks: Some(ServerTasksCapability::full()),
+            tools: Some(ToolsCapability { list_changed: Some(false) }),
+        }
     }
 }
 
@@ -73,12 +161,19 @@ pub struct ServerBuilder {
     info: Implementation,
     instructions: Option<String>,
     tools: BTreeMap<String, ToolDef>,
+    catalog: Catalog,
 }
 
 impl ServerBuilder {
     /// Sets the name in `serverInfo`.
     pub fn name(mut self, name: impl Into<String>) -> ServerBuilder {
         self.info.name = name.into();
+        self
+    }
+
+    /// Sets the version in `serverInfo` (default: this crate's version).
+    pub fn version(mut self, version: impl Into<String>) -> ServerBuilder {
+        self.info.version = version.into();
         self
     }
 
@@ -99,6 +194,32 @@ impl ServerBuilder {
         self
     }
 
+    /// Adds a static resource (replacing one with the same URI).
+    pub fn resource(mut self, resource: ResourceDef) -> ServerBuilder {
+        self.catalog.resources.insert(resource.descriptor().uri.clone(), resource);
+        self
+    }
+
+    /// Adds a resource template. A URI that several templates match is read by the one
+    /// added first; a static resource with exactly that URI goes before any template.
+    pub fn resource_template(mut self, template: ResourceTemplateDef) -> ServerBuilder {
+        self.catalog.templates.push(template);
+        self
+    }
+
+    /// Adds a prompt (replacing one with the same name).
+    pub fn prompt(mut self, prompt: PromptDef) -> ServerBuilder {
+        self.catalog.prompts.insert(prompt.descriptor().name.clone(), prompt);
+        self
+    }
+
+    /// Adds a completion handler for one argument of a prompt or template (replacing one for
+    /// the same argument). Arguments without a handler get no suggestions.
+    pub fn completion(mut self, completion: CompletionDef) -> ServerBuilder {
+        self.catalog.completions.insert(completion.key(), completion);
+        self
+    }
+
     /// The server.
     pub fn build(self) -> Server {
         Server {
@@ -107,6 +228,8 @@ impl ServerBuilder {
                 info: self.info,
                 instructions: self.instructions,
                 tools: self.tools,
+                catalog: self.catalog,
+                subscriptions: Subscriptions::default(),
             }),
         }
     }

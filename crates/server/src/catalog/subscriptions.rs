@@ -1,0 +1,61 @@
+//! Who subscribed to which resource (`resources/subscribe`), per session, so that
+//! [`crate::Server::notify_resource_updated`] can reach them.
+//!
+//! The registry lives in the server, not in the session, because an update is announced by
+//! server code that knows the URI but not the sessions. It holds sessions weakly: a session
+//! that ended is forgotten at the next change to the registry.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+
+use crate::session::Session;
+
+/// Resource subscriptions of every live session.
+#[derive(Default)]
+pub(crate) struct Subscriptions {
+    /// A std mutex: each critical section is a scan of a short list, never across an await.
+    entries: Mutex<Vec<Entry>>,
+}
+
+struct Entry {
+    session: Weak<Session>,
+    uris: BTreeSet<String>,
+}
+
+impl Subscriptions {
+    /// `session` wants `notifications/resources/updated` for `uri`.
+    pub(crate) fn subscribe(&self, session: &Arc<Session>, uri: &str) {
+        let mut entries = self.entries();
+        entries.retain(|entry| entry.session.strong_count() > 0);
+        let weak = Arc::downgrade(session);
+        match entries.iter_mut().find(|entry| Weak::ptr_eq(&entry.session, &weak)) {
+            Some(entry) => {
+                entry.uris.insert(uri.to_owned());
+            }
+            None => entries.push(Entry { session: weak, uris: BTreeSet::from([uri.to_owned()]) }),
+        }
+    }
+
+    /// `session` no longer wants updates of `uri` (a no-op if it never subscribed).
+    pub(crate) fn unsubscribe(&self, session: &Arc<Session>, uri: &str) {
+        let mut entries = self.entries();
+        let weak = Arc::downgrade(session);
+        if let Some(entry) = entries.iter_mut().find(|entry| Weak::ptr_eq(&entry.session, &weak)) {
+            entry.uris.remove(uri);
+        }
+        entries.retain(|entry| entry.session.strong_count() > 0 && !entry.uris.is_empty());
+    }
+
+    /// The live sessions subscribed to `uri`.
+    pub(crate) fn subscribers(&self, uri: &str) -> Vec<Arc<Session>> {
+        self.entries()
+            .iter()
+            .filter(|entry| entry.uris.contains(uri))
+            .filter_map(|entry| entry.session.upgrade())
+            .collect()
+    }
+
+    fn entries(&self) -> MutexGuard<'_, Vec<Entry>> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
