@@ -4,9 +4,11 @@
 //! - `peer`: the client side of the pipe (shared by every module).
 //! - `progress`: progress notifications of tasks and plain calls.
 //! - `catalog`: resources, templates, prompts, completion and logging defined in code.
+//! - `conformance_fixture`: the conformance fixture server of `examples/`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
 mod catalog;
+mod conformance_fixture;
 mod peer;
 mod progress;

@@ -65,6 +65,11 @@ impl Peer {
         id
     }
 
+    /// Answers a request the server sent us.
+    pub(crate) async fn send_result(&mut self, id: &Value, result: Value) {
+        self.write(&json!({"jsonrpc": "2.0", "id": id, "result": result})).await;
+    }
+
     async fn write(&mut self, message: &Value) {
         let line = message.to_string() + "\n";
         self.writer.write_all(line.as_bytes()).await.unwrap();
