@@ -90,7 +90,7 @@ async fn route(
         },
         method::TASKS_GET => async { methods::tasks::get(session, parse_value(method::TASKS_GET, params)?).await }.await,
         method::TASKS_RESULT => {
-            async { methods::tasks::result(session, parse_value(method::TASKS_RESULT, params)?, cancel).await }.await
+            async { methods::tasks::result(session, &request.id, parse_value(method::TASKS_RESULT, params)?, cancel).await }.await
         }
         method::TASKS_LIST => {
             let params = params.unwrap_or_else(|| json!({}));

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
-use mcp_tasks_engine::{Change, ClientLink, ErrorObject, Principal, Progress, TaskId, TaskRecord};
+use mcp_tasks_engine::{Change, ClientLink, ErrorObject, InputRequest, Principal, Progress, TaskId, TaskRecord};
 use mcp_tasks_protocol::jsonrpc::{self, RequestId, Response, RpcError};
 use mcp_tasks_protocol::legacy::{self, ProgressToken, method};
 use serde_json::{Value, json};
@@ -150,6 +150,15 @@ impl Session {
         self.state().client_capabilities.get(name).is_some_and(Value::is_object)
     }
 
+    /// The input requests this client can answer, from its declared capabilities.
+    pub(crate) fn input_methods(&self) -> Vec<String> {
+        [("elicitation", method::ELICITATION_CREATE), ("sampling", method::SAMPLING_CREATE_MESSAGE)]
+            .into_iter()
+            .filter(|(capability, _)| self.client_declared(capability))
+            .map(|(_, name)| name.to_owned())
+            .collect()
+    }
+
     /// `logging/setLevel`.
     pub(crate) fn set_log_level(&self, level: LogLevel) {
         self.state().log_level = Some(level);
@@ -176,6 +185,41 @@ impl Session {
                 Err(RpcError::internal("the session ended before the client answered"))
             }
         }
+    }
+
+    /// Sends outstanding input request `key` of task `id` to the client on `route`, tagged
+    /// with the related-task metadata, and hands the answer to the engine. A client that did
+    /// not declare the matching capability is not asked.
+    pub(crate) fn deliver_input(self: &Arc<Self>, id: &TaskId, key: &str, input: &InputRequest, route: Route) {
+        let capability = match input.method.as_str() {
+            method::ELICITATION_CREATE => "elicitation",
+            method::SAMPLING_CREATE_MESSAGE => "sampling",
+            _ => "",
+        };
+        if !capability.is_empty() && !self.client_declared(capability) {
+            tracing::debug!(task = %id, method = %input.method, "not asking a client that lacks the capability");
+            return;
+        }
+        let mut params = input.params.clone();
+        if let Value::Object(object) = &mut params {
+            let meta = object.entry("_meta").or_insert_with(|| json!({}));
+            if let Value::Object(meta) = meta {
+                meta.extend(legacy::related_task_meta(id.as_str()));
+            }
+        }
+        let session = Arc::clone(self);
+        let (id, key, method) = (id.clone(), key.to_owned(), input.method.clone());
+        tokio::spawn(async move {
+            let answer = session
+                .request_client(&method, params, route)
+                .await
+                .map_err(|error| ErrorObject { code: error.code, message: error.message, data: error.data });
+            match session.server.engine().answer(&session.principal, &id, &key, answer).await {
+                Ok(true) => tracing::debug!(task = %id, %method, "input answered"),
+                Ok(false) => tracing::debug!(task = %id, %method, "input was already answered; ignoring the repeat"),
+                Err(err) => tracing::warn!(task = %id, error = %err, "could not apply the client's answer"),
+            }
+        });
     }
 
     /// Routes the client's answer to one of our requests.

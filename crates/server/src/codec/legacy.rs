@@ -129,6 +129,7 @@ mod tests {
             attempt: 1,
             version: Version(1),
             error_result_fails: true,
+            input_methods: Vec::new(),
         }
     }
 

@@ -1,16 +1,20 @@
 //! `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` (2025-11-25), each scoped
 //! to the session's principal.
 
-use mcp_tasks_engine::{Cursor, EngineError, ListQuery, TaskId, TaskRecord};
-use mcp_tasks_protocol::jsonrpc::RpcError;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use mcp_tasks_engine::{Change, Cursor, EngineError, ListQuery, TaskId, TaskRecord, TaskState};
+use mcp_tasks_protocol::jsonrpc::{RequestId, RpcError};
 use mcp_tasks_protocol::legacy::{ListTasksResult, PaginatedParams, TaskIdParams};
 use serde::Serialize;
 use serde_json::Value;
+use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::codec;
 use crate::errors::rpc_error;
-use crate::session::{Listing, Session};
+use crate::session::{Listing, Route, Session};
 
 /// Tasks per `tasks/list` page.
 const PAGE_SIZE: u32 = 100;
@@ -24,18 +28,55 @@ pub(crate) async fn get(session: &Session, params: TaskIdParams) -> Result<Value
     to_value(codec::legacy::task(&record))
 }
 
-/// `tasks/result`: blocks until the task is terminal, then replays its outcome. Stops
-/// waiting (without touching the task) when the request itself is cancelled.
-pub(crate) async fn result(session: &Session, params: TaskIdParams, cancel: CancellationToken) -> Result<Value, RpcError> {
+/// `tasks/result`: blocks until the task is terminal, then replays its outcome. While the
+/// task is `input_required`, each outstanding input request goes to the client as an
+/// ordinary request on this call's stream, tagged with the related-task metadata, and its
+/// answer goes back to the waiting work (2025-11-25 tasks §input_required). Stops waiting
+/// (without touching the task) when this request itself is cancelled.
+pub(crate) async fn result(
+    session: &Arc<Session>,
+    request: &RequestId,
+    params: TaskIdParams,
+    cancel: CancellationToken,
+) -> Result<Value, RpcError> {
     let id = TaskId::from(params.task_id);
     let engine = session.server.engine();
     session.watch(&id, None);
-    let record = tokio::select! {
-        record = engine.wait_terminal(&session.principal, &id) => record.map_err(|err| rpc_error(&err))?,
-        _ = cancel.cancelled() => return Err(RpcError::internal("tasks/result was cancelled")),
-    };
-    tracing::info!(task = %id, principal = %session.principal, "task result retrieved");
-    codec::legacy::task_result(&record)
+    let mut feed = engine.subscribe();
+    let mut record = engine.get(&session.principal, &id).await.map_err(|err| rpc_error(&err))?;
+    let mut sent = HashSet::new();
+    loop {
+        if record.status().is_terminal() {
+            tracing::info!(task = %id, principal = %session.principal, "task result retrieved");
+            return codec::legacy::task_result(&record);
+        }
+        if let TaskState::InputRequired { requests } = &record.state {
+            for (key, input) in requests {
+                if sent.insert(key.clone()) {
+                    session.deliver_input(&id, key, input, Route::Related(request.clone()));
+                }
+            }
+        }
+        record = tokio::select! {
+            next = next_change(session, &mut feed, &id) => next?,
+            _ = cancel.cancelled() => return Err(RpcError::internal("tasks/result was cancelled")),
+        };
+    }
+}
+
+/// The task's next state: woken by the change feed, never by a timer.
+async fn next_change(session: &Session, feed: &mut broadcast::Receiver<Change>, id: &TaskId) -> Result<TaskRecord, RpcError> {
+    let engine = session.server.engine();
+    loop {
+        match feed.recv().await {
+            Ok(Change::Task(record)) if &record.id == id => return Ok(TaskRecord::clone(&record)),
+            Ok(_) => {}
+            Err(broadcast::error::RecvError::Lagged(_)) => {
+                return engine.get(&session.principal, id).await.map_err(|err| rpc_error(&err));
+            }
+            Err(broadcast::error::RecvError::Closed) => return Err(RpcError::internal("the server is shutting down")),
+        }
+    }
 }
 
 /// `tasks/list`: the principal's tasks (or, for an unidentified requestor, the session's

@@ -50,6 +50,7 @@ pub(crate) async fn call(
                 arguments,
                 requested_ttl_ms: task.ttl,
                 error_result_fails: codec::legacy::ERROR_RESULT_FAILS,
+                input_methods: session.input_methods(),
             };
             let engine = session.server.engine();
             let record = match engine.create(new).await {
