@@ -19,10 +19,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use mcp_tasks_engine::{Principal, TaskId};
@@ -46,8 +45,15 @@ const STANDALONE: u64 = 0;
 const STANDALONE_BACKLOG: usize = 1000;
 /// Finished POST streams kept per session for resumption.
 const FINISHED_KEPT: usize = 64;
-/// Protocol versions a client may name in `MCP-Protocol-Version`.
-const SUPPORTED_VERSIONS: &[&str] = &[legacy::PROTOCOL_VERSION];
+/// Protocol versions a client may name in `MCP-Protocol-Version`: every released revision
+/// whose Streamable HTTP rules these are. The session's behaviour follows the version
+/// negotiated at `initialize` (2025-11-25); an unknown or malformed value is 400.
+const SUPPORTED_VERSIONS: &[&str] = &[legacy::PROTOCOL_VERSION, "2025-06-18", "2025-03-26"];
+/// How long a client should wait before reconnecting to a broken stream (the `retry`
+/// field of each stream's priming event).
+const RETRY: Duration = Duration::from_secs(1);
+/// Interval of the SSE keep-alive comments, which keep idle proxies from closing streams.
+const KEEPALIVE: Duration = Duration::from_secs(15);
 
 /// Maps a bearer token to the principal it stands for.
 pub trait Authenticate: Send + Sync + 'static {
@@ -139,7 +145,7 @@ struct Stream {
     next_seq: u64,
     /// Sequence number of the last event handed to a live connection.
     delivered: u64,
-    live: Option<mpsc::UnboundedSender<Event>>,
+    live: Option<mpsc::UnboundedSender<String>>,
     finished: bool,
 }
 
@@ -364,15 +370,21 @@ impl App {
         }
     }
 
-    fn sse(&self, events: mpsc::UnboundedReceiver<Event>) -> Response {
-        let stream = futures_util::stream::unfold((events, self.stop.clone()), |(mut events, stop)| async move {
-            let event = tokio::select! {
-                event = events.recv() => event,
-                _ = stop.cancelled() => None,
+    /// An SSE response carrying the frames of `events`, with a keep-alive comment every
+    /// 15 s, until the channel closes or the server stops.
+    fn sse(&self, events: mpsc::UnboundedReceiver<String>) -> Response {
+        let keepalive = tokio::time::interval_at(tokio::time::Instant::now() + KEEPALIVE, KEEPALIVE);
+        let state = (events, self.stop.clone(), keepalive);
+        let stream = futures_util::stream::unfold(state, |(mut events, stop, mut keepalive)| async move {
+            let frame = tokio::select! {
+                frame = events.recv() => frame?,
+                _ = keepalive.tick() => ": keep-alive\n\n".to_owned(),
+                _ = stop.cancelled() => return None,
             };
-            event.map(|event| (Ok::<_, Infallible>(event), (events, stop)))
+            Some((Ok::<_, Infallible>(Bytes::from(frame)), (events, stop, keepalive)))
         });
-        Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))).into_response()
+        let headers = [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")];
+        (StatusCode::OK, headers, Body::from_stream(stream)).into_response()
     }
 
     fn sessions(&self) -> MutexGuard<'_, HashMap<String, Arc<HttpSession>>> {
@@ -386,13 +398,13 @@ impl HttpSession {
     }
 
     /// A new SSE stream for request `id`; its first event is the priming event.
-    fn open_stream(&self, id: &RequestId) -> mpsc::UnboundedReceiver<Event> {
+    fn open_stream(&self, id: &RequestId) -> mpsc::UnboundedReceiver<String> {
         let mut routes = self.routes();
         let stream = routes.next_stream;
         routes.next_stream += 1;
         routes.by_request.insert(id.clone(), Target::Stream(stream));
         let (tx, rx) = mpsc::unbounded_channel();
-        let _ = tx.send(Event::default().id(event_id(stream, 0)).data(""));
+        let _ = tx.send(priming(stream));
         routes.streams.insert(stream, Stream { next_seq: 1, live: Some(tx), ..Stream::default() });
         rx
     }
@@ -405,12 +417,12 @@ impl HttpSession {
 
     /// Replays stream `stream` after `seq` on a new connection and keeps it live if the
     /// stream is not finished.
-    fn resume(&self, stream: u64, seq: u64) -> Option<mpsc::UnboundedReceiver<Event>> {
+    fn resume(&self, stream: u64, seq: u64) -> Option<mpsc::UnboundedReceiver<String>> {
         let mut routes = self.routes();
         let buffer = routes.streams.get_mut(&stream)?;
         let (tx, rx) = mpsc::unbounded_channel();
         for (n, data) in buffer.events.iter().filter(|(n, _)| *n > seq) {
-            let _ = tx.send(Event::default().id(event_id(stream, *n)).data(data.as_ref()));
+            let _ = tx.send(frame(stream, *n, data));
             buffer.delivered = buffer.delivered.max(*n);
         }
         if !buffer.finished {
@@ -420,17 +432,17 @@ impl HttpSession {
     }
 
     /// Opens the standalone stream and flushes what it missed; `None` if one is open.
-    fn attach_standalone(&self) -> Option<mpsc::UnboundedReceiver<Event>> {
+    fn attach_standalone(&self) -> Option<mpsc::UnboundedReceiver<String>> {
         let mut routes = self.routes();
         let buffer = routes.streams.entry(STANDALONE).or_insert_with(|| Stream { next_seq: 1, ..Stream::default() });
         if buffer.live.as_ref().is_some_and(|live| !live.is_closed()) {
             return None;
         }
         let (tx, rx) = mpsc::unbounded_channel();
-        let _ = tx.send(Event::default().id(event_id(STANDALONE, 0)).data(""));
+        let _ = tx.send(priming(STANDALONE));
         let delivered = buffer.delivered;
         for (n, data) in buffer.events.iter().filter(|(n, _)| *n > delivered) {
-            let _ = tx.send(Event::default().id(event_id(STANDALONE, *n)).data(data.as_ref()));
+            let _ = tx.send(frame(STANDALONE, *n, data));
             buffer.delivered = *n;
         }
         buffer.live = Some(tx);
@@ -470,7 +482,7 @@ impl Routes {
         buffer.next_seq += 1;
         let data: Arc<str> = Arc::from(message.to_string());
         if let Some(live) = &buffer.live {
-            if live.send(Event::default().id(event_id(stream, seq)).data(data.as_ref())).is_ok() {
+            if live.send(frame(stream, seq, &data)).is_ok() {
                 buffer.delivered = seq;
             } else {
                 buffer.live = None;
@@ -533,6 +545,18 @@ fn host_name(authority: &str) -> String {
         return rest.split(']').next().unwrap_or("").to_owned();
     }
     authority.rsplit_once(':').map_or(authority, |(name, _)| name).to_ascii_lowercase()
+}
+
+/// The first event of a stream: an id to resume from and an empty `data` (2025-11-25
+/// transport: SHOULD prime the stream), with the reconnection delay. Frames are written
+/// here rather than with axum's SSE type, which drops an empty `data` field.
+fn priming(stream: u64) -> String {
+    format!("id: {}\nretry: {}\ndata: \n\n", event_id(stream, 0), RETRY.as_millis())
+}
+
+/// One SSE event carrying a JSON-RPC message (serialized JSON has no raw newlines).
+fn frame(stream: u64, seq: u64, data: &str) -> String {
+    format!("id: {}\ndata: {data}\n\n", event_id(stream, seq))
 }
 
 fn event_id(stream: u64, seq: u64) -> String {
