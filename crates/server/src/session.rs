@@ -210,10 +210,14 @@ impl Session {
         let session = Arc::clone(self);
         let (id, key, method) = (id.clone(), key.to_owned(), input.method.clone());
         tokio::spawn(async move {
-            let answer = session
-                .request_client(&method, params, route)
-                .await
-                .map_err(|error| ErrorObject { code: error.code, message: error.message, data: error.data });
+            let answer = session.request_client(&method, params, route).await;
+            if answer.is_err() && session.closed.is_cancelled() {
+                // The client went away without answering: the request stays outstanding
+                // for the next tasks/result of the same principal, on any session.
+                tracing::debug!(task = %id, %method, "session closed before the client answered");
+                return;
+            }
+            let answer = answer.map_err(|error| ErrorObject { code: error.code, message: error.message, data: error.data });
             match session.server.engine().answer(&session.principal, &id, &key, answer).await {
                 Ok(true) => tracing::debug!(task = %id, %method, "input answered"),
                 Ok(false) => tracing::debug!(task = %id, %method, "input was already answered; ignoring the repeat"),

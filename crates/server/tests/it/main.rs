@@ -5,10 +5,12 @@
 //! - `progress`: progress notifications of tasks and plain calls.
 //! - `catalog`: resources, templates, prompts, completion and logging defined in code.
 //! - `conformance_fixture`: the conformance fixture server of `examples/`.
+//! - `input`: input requests inside tasks across sessions.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
 mod catalog;
 mod conformance_fixture;
+mod input;
 mod peer;
 mod progress;
