@@ -73,7 +73,7 @@ WORK=$(mktemp -d /tmp/interop-inspector.XXXXXX)
 CHECKS="$WORK/checks.jsonl"
 SKIPPED="$WORK/skipped.jsonl"
 : > "$CHECKS"; : > "$SKIPPED"
-log() { printf '[inspector] %s\n' "$*" >&2; }
+log() { printf '[inspector +%ss] %s\n' "$(( $(date +%s) - START ))" "$*" >&2; }
 
 # -------------------------------------------------------------- isolation + cleanup
 export HOME="$WORK/home"

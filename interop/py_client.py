@@ -6,6 +6,7 @@ Usage (with the venv made by interop/install.sh):
   interop/.peers/venv/bin/python interop/py_client.py --url http://127.0.0.1:3901/mcp \
       --tool simulate-research-query --args '{"topic":"rust"}' \
       [--long-tool NAME --long-args JSON] [--expect-text SUBSTR] [--ttl 60000] [--timeout 90]
+      [--header 'Authorization: Bearer TOKEN']...
 Options may also come from the environment: MCP_URL, MCP_TOOL, MCP_ARGS, MCP_LONG_TOOL,
 MCP_LONG_ARGS, MCP_EXPECT_TEXT, MCP_TTL, MCP_TIMEOUT. --long-tool/--long-args default to
 --tool/--args; that call must still be running when it is cancelled right after creation.
@@ -36,6 +37,7 @@ import anyio  # noqa: E402
 import mcp.types as types  # noqa: E402
 from mcp import ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp.shared._httpx_utils import create_mcp_http_client  # noqa: E402
 from mcp.shared.exceptions import McpError  # noqa: E402
 
 RELATED_TASK = "io.modelcontextprotocol/related-task"
@@ -52,12 +54,19 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--expect-text", default=env("MCP_EXPECT_TEXT"))
     p.add_argument("--ttl", type=int, default=int(env("MCP_TTL", "60000")))
     p.add_argument("--timeout", type=float, default=float(env("MCP_TIMEOUT", "90")))
+    p.add_argument("--header", action="append", default=[], help="'Name: value', repeatable")
     a = p.parse_args()
     if not a.url or not a.tool:
         p.error("--url and --tool are required")
     a.args = json.loads(a.args)
     a.long_tool = a.long_tool or a.tool
     a.long_args = a.args if a.long_args is None else json.loads(a.long_args)
+    a.headers = {}
+    for h in a.header:
+        name, sep, value = h.partition(":")
+        if not sep or not name.strip():
+            p.error(f"--header wants 'Name: value', got {h!r}")
+        a.headers[name.strip()] = value.strip()
     return a
 
 
@@ -115,7 +124,8 @@ def compress(items: list[str]) -> list[str]:
 
 async def drive(run: Run) -> None:
     o = run.opts
-    async with streamable_http_client(o.url) as (read, write, get_session_id):
+    async with create_mcp_http_client(headers=o.headers or None) as http, \
+            streamable_http_client(o.url, http_client=http) as (read, write, get_session_id):
         async with ClientSession(read, write, read_timeout_seconds=timedelta(seconds=min(o.timeout, 60)),
                                  client_info=types.Implementation(name="mcp-tasks-interop-py", version="1.0.0")) as session:
             try:

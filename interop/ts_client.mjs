@@ -6,6 +6,7 @@
 //   node interop/ts_client.mjs --url http://127.0.0.1:3901/mcp \
 //        --tool simulate-research-query --args '{"topic":"rust"}' \
 //        [--long-tool NAME --long-args JSON] [--expect-text SUBSTR] [--ttl 60000] [--timeout 90]
+//        [--header 'Authorization: Bearer TOKEN']...
 // Every option can also come from the environment: MCP_URL, MCP_TOOL, MCP_ARGS, MCP_LONG_TOOL,
 // MCP_LONG_ARGS, MCP_EXPECT_TEXT, MCP_TTL, MCP_TIMEOUT (seconds, whole run).
 // --long-tool/--long-args default to --tool/--args: the second task must still be running
@@ -34,17 +35,24 @@ function parseArgs(argv) {
     expectText: process.env.MCP_EXPECT_TEXT,
     ttl: Number(process.env.MCP_TTL ?? 60000),
     timeout: Number(process.env.MCP_TIMEOUT ?? 90),
+    headers: {},
   };
   const keys = {
     "--url": "url", "--tool": "tool", "--args": "args", "--long-tool": "longTool",
     "--long-args": "longArgs", "--expect-text": "expectText", "--ttl": "ttl", "--timeout": "timeout",
   };
   for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === "--header" && i + 1 < argv.length) {
+      const h = argv[++i], c = h.indexOf(":");
+      if (c < 1) { console.error(`--header wants "Name: value", got ${h}`); process.exit(2); }
+      o.headers[h.slice(0, c).trim()] = h.slice(c + 1).trim();
+      continue;
+    }
     const k = keys[argv[i]];
     if (!k || i + 1 >= argv.length) {
       console.error(`unknown or incomplete option ${argv[i]}\n` +
         "usage: ts_client.mjs --url URL --tool NAME [--args JSON] [--long-tool NAME] [--long-args JSON] " +
-        "[--expect-text S] [--ttl MS] [--timeout S]");
+        "[--expect-text S] [--ttl MS] [--timeout S] [--header 'Name: value']...");
       process.exit(2);
     }
     o[k] = argv[++i];
@@ -108,7 +116,7 @@ async function withDeadline(promise, ms, what) {
 
 async function main() {
   const client = new Client({ name: "mcp-tasks-interop-ts", version: "1.0.0" }, { capabilities: {} });
-  const transport = new StreamableHTTPClientTransport(new URL(opts.url));
+  const transport = new StreamableHTTPClientTransport(new URL(opts.url), { requestInit: { headers: opts.headers } });
   try {
     await withDeadline(client.connect(transport, reqOpts), 30000, "connect");
     const sv = client.getServerVersion();
