@@ -12,5 +12,6 @@
 mod catalog;
 mod conformance_fixture;
 mod input;
+mod interactive;
 mod peer;
 mod progress;
