@@ -104,6 +104,9 @@ pub struct Sweep {
     pub purged: u64,
 }
 
+/// Work waiting for the answer to an input request, by task and request key.
+type InputWaiters = HashMap<(TaskId, String), oneshot::Sender<Result<Value, ErrorObject>>>;
+
 /// Work running in this process for one task.
 struct Running {
     attempt: u32,
@@ -129,7 +132,7 @@ struct Inner {
     running: Mutex<HashMap<TaskId, Running>>,
     /// Work in this process waiting for the answer to an input request, by task and key.
     /// A std mutex: inserts and removes only.
-    inputs: Mutex<HashMap<(TaskId, String), oneshot::Sender<Result<Value, ErrorObject>>>>,
+    inputs: Mutex<InputWaiters>,
     changes: broadcast::Sender<Change>,
 }
 
@@ -420,7 +423,8 @@ impl Engine {
         let task = self.inner.store.get(id).await.map_err(|err| ErrorObject::internal(err.to_string()))?;
         if !task.is_some_and(|task| task.input_methods.contains(&method)) {
             return Err(ErrorObject::internal(format!(
-                "cannot ask the client for input with {method}: the client did not declare that                  capability when it created this task"
+                "cannot ask the client for input with {method}: the client did not declare that capability \
+                 when it created this task"
             )));
         }
         let key = TaskId::random().to_string();
@@ -606,7 +610,7 @@ impl Engine {
         }
     }
 
-    fn inputs(&self) -> std::sync::MutexGuard<'_, HashMap<(TaskId, String), oneshot::Sender<Result<Value, ErrorObject>>>> {
+    fn inputs(&self) -> std::sync::MutexGuard<'_, InputWaiters> {
         self.inner.inputs.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
