@@ -44,7 +44,7 @@ wait_url() { # logfile pid -> prints http://ADDR/mcp
   local f=$1 pid=$2
   for _ in $(seq 1 150); do
     local u
-    u=$(grep -oE 'http://[0-9.:\[\]a-z]+/mcp' "$f" 2>/dev/null | head -1)
+    u=$(grep -oE 'http://[^ /]+/mcp' "$f" 2>/dev/null | head -1)
     [ -n "$u" ] && { echo "$u"; return 0; }
     kill -0 "$pid" 2>/dev/null || return 1
     sleep 0.2
