@@ -187,8 +187,9 @@ connect() { # NAME
 
 # -------------------------------------------------------------- 1. connect
 log "mcpdo $("$MCPDO" --version 2>/dev/null) -> $URL (HOME=$HOME, daemon dir $DAEMON_DIR)"
-if ! connect main; then
-  check connect false "$(errdetail $?)"
+connect main; rc=$?
+if [ $rc != 0 ]; then
+  check connect false "$(errdetail $rc)"
   finish; exit $?
 fi
 DAEMON_PID=$(timeout 15 "$MCPDO" daemon status --format json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get("pid",""))' 2>/dev/null)
@@ -254,8 +255,9 @@ LONG_TASK_ID=
 if [ "$CANCEL_RUNNING" = off ]; then
   skip cancel-running "disabled (--cancel-running off): mcpdo serialises commands per connection and tools/call --task blocks until the task ends, so only a second session that can see the task could cancel it"
 else
-  if ! connect observer; then
-    check cancel-running false "{\"step\":\"connect observer\",\"error\":$(errdetail $?)}"
+  connect observer; rc=$?
+  if [ $rc != 0 ]; then
+    check cancel-running false "{\"step\":\"connect observer\",\"error\":$(errdetail $rc)}"
   else
     # tasks the observer can already see (so that the new one can be told apart)
     do_mcpdo observer tasks/list && py '[t.get("taskId") for t in d.get("tasks", [])]' "$WORK/out.json" > "$WORK/before.json" || echo '[]' > "$WORK/before.json"
