@@ -4,6 +4,12 @@
 //! Each call runs in its own process group, and the whole group is ended when the call
 //! ends (exit, cancellation, timeout, or the call being dropped), so that no process of a
 //! tool outlives its call.
+//!
+//! While it runs, a command can talk back through its stdout with the line protocol of
+//! [`MARKER`] (progress, status messages, questions to the user, answered on its stdin);
+//! the reader of that protocol is the `line_protocol` submodule.
+
+mod line_protocol;
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitStatus, Stdio};
@@ -19,15 +25,20 @@ use nix::unistd::Pid;
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, Command};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::config::ToolConfig;
 use crate::template::{self, Piece};
+pub use line_protocol::MARKER;
+use line_protocol::Talk;
 
 /// The most of stdout a result carries; past it, the start is cut and the tail kept.
 const STDOUT_CAP: usize = 16 * 1024 * 1024;
 /// The tail of stderr a failure reports.
 const STDERR_CAP: usize = 4 * 1024;
+/// The size of one read from a pipe.
+const CHUNK: usize = 64 * 1024;
 /// How long a process group has between SIGTERM and SIGKILL.
 const TERM_GRACE: Duration = Duration::from_secs(2);
 /// How long to wait for a SIGKILLed group to be gone before giving up on it.
@@ -61,6 +72,11 @@ const INVALID_PARAMS: i64 = -32602;
 ///   reaped by it, rather than left as zombies under an init that may not reap them.
 /// - **Output.** stdout is returned as text (at most 16 MiB, keeping the tail); a failure
 ///   reports the exit code or signal and the last 4 KiB of stderr.
+/// - **Talking back.** A stdout line that starts with [`MARKER`] is not output but a
+///   message: progress, a status message, or a question to the user whose answer is
+///   written to the command's stdin as one JSON line. stdin is therefore a pipe that stays
+///   open for the whole run (a command that reads stdin for other reasons waits on it; give
+///   it `< /dev/null` in a shell if it must see end-of-file).
 #[derive(Clone, Debug)]
 pub struct CommandTool {
     name: String,
@@ -146,7 +162,7 @@ impl CommandTool {
         command
             .args(args)
             .env_clear()
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
@@ -184,15 +200,19 @@ impl Handler for CommandTool {
             return Outcome::Error(ErrorObject::internal("the started process has no pid"));
         };
         let mut guard = GroupGuard { group, armed: true };
-        let stdout = child
-            .stdout
-            .take()
-            .map(|pipe| tokio::spawn(read_tail(pipe, STDOUT_CAP)));
+        // Before the reader starts, so that the command's own status lines come after it.
+        ctx.status(format!("started (pid {group})")).await;
+        // Raised once the group is gone: the reader then stops asking and closes stdin.
+        let (group_gone, group_gone_seen) = watch::channel(false);
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().map(|pipe| {
+            let talk = Talk::new(&self.name, ctx.clone(), stdin, group_gone_seen, STDOUT_CAP);
+            tokio::spawn(talk.run(pipe))
+        });
         let stderr = child
             .stderr
             .take()
             .map(|pipe| tokio::spawn(read_tail(pipe, STDERR_CAP)));
-        ctx.status(format!("started (pid {group})")).await;
 
         let deadline = async {
             match self.timeout {
@@ -207,6 +227,7 @@ impl Handler for CommandTool {
         };
         end_group(&mut child, group).await;
         guard.armed = false;
+        group_gone.send_replace(true);
 
         let stdout = collect(stdout).await;
         let stderr = collect(stderr).await;
@@ -335,21 +356,30 @@ impl Tail {
             self.bytes.len()
         )
     }
+
+    /// Appends `bytes`, cutting the front back to `cap` once twice that has piled up.
+    fn push(&mut self, bytes: &[u8], cap: usize) {
+        self.bytes.extend_from_slice(bytes);
+        if self.bytes.len() >= cap.saturating_mul(2) {
+            self.cut += drop_front(&mut self.bytes, cap);
+        }
+    }
+
+    /// The final tail: at most `cap` bytes.
+    fn finish(mut self, cap: usize) -> Tail {
+        self.cut += drop_front(&mut self.bytes, cap);
+        self
+    }
 }
 
 /// Reads `pipe` to its end, keeping the last `cap` bytes.
 async fn read_tail(mut pipe: impl AsyncRead + Unpin, cap: usize) -> Tail {
     let mut tail = Tail::default();
-    let mut chunk = vec![0u8; 64 * 1024];
+    let mut chunk = vec![0u8; CHUNK];
     loop {
         match pipe.read(&mut chunk).await {
             Ok(0) => break,
-            Ok(n) => {
-                tail.bytes.extend_from_slice(&chunk[..n]);
-                if tail.bytes.len() >= cap.saturating_mul(2) {
-                    tail.cut += drop_front(&mut tail.bytes, cap);
-                }
-            }
+            Ok(n) => tail.push(&chunk[..n], cap),
             Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
             Err(err) => {
                 tracing::warn!(error = %err, "could not read a tool's output");
@@ -357,8 +387,7 @@ async fn read_tail(mut pipe: impl AsyncRead + Unpin, cap: usize) -> Tail {
             }
         }
     }
-    tail.cut += drop_front(&mut tail.bytes, cap);
-    tail
+    tail.finish(cap)
 }
 
 /// Drops bytes from the front of `bytes` until at most `cap` are left; returns how many.

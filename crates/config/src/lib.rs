@@ -28,7 +28,9 @@
 //! - `hosts`: the `Host` and `Origin` values a server accepts.
 //! - `size`: byte sizes such as `"4MiB"`.
 //! - `command`: [`CommandTool`], the [`Handler`](mcp_tasks_engine::Handler) that runs a
-//!   tool's command in its own process group and ends the whole group with the call.
+//!   tool's command in its own process group and ends the whole group with the call;
+//!   `command::line_protocol` reads its stdout, where lines that start with [`MARKER`]
+//!   report progress and status or ask the user (the answer goes to the command's stdin).
 //! - `template`: the `{name}` placeholders of command elements.
 //!
 //! # Example
@@ -57,5 +59,5 @@ mod size;
 mod template;
 
 pub use auth::Auth;
-pub use command::CommandTool;
+pub use command::{CommandTool, MARKER};
 pub use config::{Config, ConfigError, Problem, ServerConfig, TaskSupport, ToolConfig};
