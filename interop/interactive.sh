@@ -60,7 +60,7 @@ OUT=${OUT:-$HERE/results/interactive-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT"
 TARGET=$(cd "$ROOT" && cargo metadata --format-version 1 --no-deps |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])') || exit 2
-SERVER_BIN="$TARGET/release/examples/interactive"
+SERVER_BIN="${INTERACTIVE_BIN:-$TARGET/release/examples/interactive}"
 if [ "$BUILD" = 1 ]; then
   log "building: cargo build --release -p mcp-tasks-server --example interactive"
   (cd "$ROOT" && cargo build --release -p mcp-tasks-server --example interactive) >"$OUT/build.log" 2>&1 ||

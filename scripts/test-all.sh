@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: the Rust tests (unit, integration, golden files,
+# schema checks, real processes, real SQLite files), then the interop suites against peers
+# written by others, installed by pinned version from npm and PyPI (interop/install.sh):
+# the official conformance suite (0.1.16 and 0.2.0-alpha.12 --requirements 2025-11-25) on
+# the conformance fixture server, the TypeScript SDK 1.32.2 and Python mcp 1.30.0 task
+# clients and the MCP Inspector 2.12.0 mcpdo CLI on `mcp-tasks serve`, and the TS SDK's
+# own simpleTaskInteractiveClient on examples/interactive.rs.
+#
+# Prints a closing line "total: N passed, M failed" (Rust tests plus interop suites).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+cargo test --workspace --locked 2>&1 | tee "$log"
+rust_status=${PIPESTATUS[0]}
+passed=$(grep -oE 'test result: [a-zA-Z]+\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')
+failed=$(grep -oE '[0-9]+ failed;' "$log" | awk '{s+=$1} END {print s+0}')
+[ "$rust_status" -eq 0 ] || failed=$((failed > 0 ? failed : 1))
+
+suite() { # name command...
+  local name=$1; shift
+  echo "=== interop: $name" >&2
+  if "$@"; then passed=$((passed + 1)); else echo "=== interop: $name FAILED" >&2; failed=$((failed + 1)); fi
+}
+
+if bash interop/install.sh; then
+  if cargo build --locked -p mcp-tasks --bin mcp-tasks -p mcp-tasks-server --example conformance_server --example interactive; then
+    suite "TS + Python clients, Inspector, conformance" bash interop/run-mcp-tasks.sh \
+      --bin target/debug/mcp-tasks --conformance-bin target/debug/examples/conformance_server
+    suite "TS SDK simpleTaskInteractiveClient" env INTERACTIVE_BIN=target/debug/examples/interactive \
+      bash interop/interactive.sh --no-build
+  else
+    echo "=== interop: building the binaries FAILED" >&2; failed=$((failed + 1))
+  fi
+else
+  echo "=== interop: installing the peers FAILED" >&2; failed=$((failed + 1))
+fi
+
+echo "total: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
