@@ -798,34 +798,18 @@ echo "answer: $answer"
     assert!(group_is_gone(pgid), "group {pgid} is still there");
 }
 
-/// The example of the README's "Talking back" section, verbatim.
-const README_EXAMPLE: &str = r#"
-[[tools]]
-name = "clean_dir"
-description = "Deletes the files of a directory, after asking"
-task_support = "optional"
-input_schema = { type = "object", properties = { dir = { type = "string" } }, required = ["dir"] }
-command = ["sh", "-c", '''
-set -eu
-cd "$1"
-count=$(ls | wc -l)
-echo "@mcp-tasks {{\"progress\": 1, \"total\": 3, \"message\": \"found $count files\"}}"
-echo '@mcp-tasks {{"elicit": {{"message": "Delete every file in the directory?", "requestedSchema": {{"type": "object", "properties": {{"confirm": {{"type": "boolean"}}}}, "required": ["confirm"]}}}}}}'
-read -r answer
-case $answer in
-  *'"confirm":true'*) ;;
-  *) echo "Nothing deleted ($answer)"; exit 0 ;;
-esac
-echo '@mcp-tasks {{"progress": 2, "total": 3, "message": "deleting"}}'
-rm -f ./*
-echo '@mcp-tasks {{"progress": 3, "total": 3}}'
-echo "Deleted $count files"
-''', "clean_dir", "{dir}"]
-"#;
+/// The example of the README's "Talking back" section, read from the README itself so that
+/// the two cannot drift apart.
+fn readme_example() -> String {
+    let readme = include_str!("../../../README.md");
+    let start = readme.find("[[tools]]\nname = \"clean_dir\"").expect("the README has the clean_dir example");
+    let block = &readme[start..];
+    block[..block.find("\n```").expect("the example's code block ends")].to_owned()
+}
 
 /// Runs the README's example on a directory of three files, with `link` as the client.
 async fn run_readme_example(link: &Arc<TestLink>) -> (tempfile::TempDir, bool, String) {
-    let config = mcp_tasks_config::Config::parse(README_EXAMPLE).expect("the example parses");
+    let config = mcp_tasks_config::Config::parse(&readme_example()).expect("the example parses");
     let tool = CommandTool::new(&config.tools[0]);
     let dir = tempfile::tempdir().expect("a temporary directory");
     for name in ["a", "b", "c"] {

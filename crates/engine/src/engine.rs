@@ -107,6 +107,18 @@ pub struct Sweep {
 /// Work waiting for the answer to an input request, by task and request key.
 type InputWaiters = HashMap<(TaskId, String), oneshot::Sender<Result<Value, ErrorObject>>>;
 
+/// Removes an input waiter from the engine's map when the wait ends, however it ends.
+struct WaiterGuard<'a> {
+    engine: &'a Engine,
+    key: (TaskId, String),
+}
+
+impl Drop for WaiterGuard<'_> {
+    fn drop(&mut self) {
+        self.engine.inputs().remove(&self.key);
+    }
+}
+
 /// Work running in this process for one task.
 struct Running {
     attempt: u32,
@@ -430,6 +442,9 @@ impl Engine {
         let key = TaskId::random().to_string();
         let (tx, rx) = oneshot::channel();
         self.inputs().insert((id.clone(), key.clone()), tx);
+        // However this wait ends (answer, cancellation, or the work being dropped), the
+        // waiter leaves the map.
+        let _waiter = WaiterGuard { engine: self, key: (id.clone(), key.clone()) };
         let asked = self
             .apply(id, None, Some(attempt), |task| {
                 let mut requests = match &task.state {
@@ -441,15 +456,11 @@ impl Engine {
             })
             .await;
         if let Err(err) = asked {
-            self.inputs().remove(&(id.clone(), key));
             return Err(ErrorObject::internal(format!("could not record the input request: {err}")));
         }
         tokio::select! {
             answer = rx => answer.unwrap_or_else(|_| Err(ErrorObject::internal("the input request was dropped"))),
-            _ = cancel.cancelled() => {
-                self.inputs().remove(&(id.clone(), key));
-                Err(ErrorObject::internal("the task was cancelled while waiting for input"))
-            }
+            _ = cancel.cancelled() => Err(ErrorObject::internal("the task was cancelled while waiting for input")),
         }
     }
 
