@@ -53,6 +53,15 @@ task_support = "required"
 command = ["echo", "tasked"]
 
 [[tools]]
+name = "confirm"
+description = "Asks for confirmation through the line protocol, then reports the answer."
+command = ["sh", "-c", """
+echo '@mcp-tasks {{"elicit": {{"message": "Really?", "requestedSchema": {{"type": "object", "properties": {{"ok": {{"type": "boolean"}}}}}}}}}}'
+read -r answer
+echo "answer: $answer"
+"""]
+
+[[tools]]
 name = "retry_job"
 on_restart = "retry"
 description = "First run: leaves a marker and hangs. Later runs: finish."
@@ -162,19 +171,30 @@ impl Server {
         id
     }
 
-    /// Waits for the response with `id`, keeping notifications that arrive meanwhile.
+    /// Waits for the response with `id`, keeping notifications and server requests that
+    /// arrive meanwhile.
     pub(crate) fn response(&mut self, id: i64) -> Value {
         loop {
             let message = self.recv();
             if message.get("id") == Some(&json!(id)) && message.get("method").is_none() {
                 return message;
             }
-            if message.get("id").is_none() {
+            if message.get("method").is_some() {
                 self.notifications.push(message);
             } else {
                 panic!("unexpected message while waiting for response {id}: {message}");
             }
         }
+    }
+
+    /// `initialize` declaring `capabilities`.
+    pub(crate) fn initialize_with(&mut self, capabilities: Value) -> Value {
+        let result = self.call(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "it", "version": "0"}}),
+        );
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        result
     }
 
     /// Sends a request and returns its whole response message.
@@ -213,7 +233,7 @@ impl Server {
         }
         loop {
             let message = self.recv();
-            assert!(message.get("id").is_none(), "unexpected response: {message}");
+            assert!(message.get("method").is_some(), "unexpected response: {message}");
             self.notifications.push(message.clone());
             if pred(&message) {
                 return message;

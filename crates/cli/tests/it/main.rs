@@ -6,6 +6,7 @@
 
 mod bad_input;
 mod harness;
+mod input;
 mod http;
 mod http_peer;
 mod lifecycle;
