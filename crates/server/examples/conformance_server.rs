@@ -21,95 +21,15 @@
 
 #[path = "conformance/fixture.rs"]
 mod fixture;
+#[path = "common/run.rs"]
+mod run;
 
-use std::error::Error;
-use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::Duration;
-
-use mcp_tasks_engine::{Engine, Policy, SystemClock};
-use mcp_tasks_server::{http, stdio};
-use mcp_tasks_sqlite::SqliteStore;
-use tokio::io::BufReader;
-use tokio::net::TcpListener;
-use tokio_util::sync::CancellationToken;
-
-/// How often expired tasks are swept.
-const SWEEP_EVERY: Duration = Duration::from_secs(60);
-
-const USAGE: &str = "usage: conformance_server [--listen ADDR | --stdio] [--store PATH]";
-
-/// Where to serve.
-enum Transport {
-    Http(SocketAddr),
-    Stdio,
-}
-
-struct Args {
-    transport: Transport,
-    store: Option<PathBuf>,
-}
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args = match parse_args(std::env::args().skip(1)) {
-        Ok(args) => args,
-        Err(message) => {
-            eprintln!("conformance_server: {message}\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
-    match run(args).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("conformance_server: {err}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-async fn run(args: Args) -> Result<(), Box<dyn Error>> {
-    // Kept until the end of `run`: dropping it deletes the temporary store.
-    let temporary = tempfile::tempdir()?;
-    let path = args.store.unwrap_or_else(|| temporary.path().join("conformance.sqlite3"));
-    let store = SqliteStore::open(&path)?;
-    let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), Policy::default());
-    let server = fixture::server(engine.clone())?;
-    engine.recover().await?;
-    let stop = CancellationToken::new();
-    let sweeper = engine.spawn_sweeper(SWEEP_EVERY, stop.clone());
-    let served = match args.transport {
-        Transport::Http(addr) => {
-            let listener = TcpListener::bind(addr).await?;
-            println!("listening on http://{}/mcp", listener.local_addr()?);
-            let shutdown = async {
-                let _ = tokio::signal::ctrl_c().await;
-            };
-            http::serve(listener, server, http::Options::default(), shutdown).await
-        }
-        Transport::Stdio => stdio::serve(BufReader::new(tokio::io::stdin()), tokio::io::stdout(), server).await,
-    };
-    stop.cancel();
-    let _ = sweeper.await;
-    Ok(served?)
-}
-
-fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
-    let mut parsed = Args { transport: Transport::Http(SocketAddr::from(([127, 0, 0, 1], 3000))), store: None };
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--listen" => {
-                let addr = args.next().ok_or("--listen needs an address, such as 127.0.0.1:3901")?;
-                let addr = addr.parse().map_err(|err| format!("--listen {addr}: {err}"))?;
-                parsed.transport = Transport::Http(addr);
-            }
-            "--stdio" => parsed.transport = Transport::Stdio,
-            "--store" => parsed.store = Some(args.next().ok_or("--store needs a path")?.into()),
-            "-h" | "--help" => return Err("help requested".to_owned()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(parsed)
+    run::main("conformance_server", 3000, |engine| {
+        Ok(fixture::server(engine)?)
+    })
+    .await
 }

@@ -21,18 +21,19 @@ use std::time::Duration;
 use mcp_tasks_engine::{Context, Engine, Outcome, Progress};
 use mcp_tasks_protocol::legacy::{Content, method};
 use mcp_tasks_server::{
-    CompletionDef, CompletionRef, GetPromptResult, PromptArgument, PromptDef, PromptMessage, ResourceContents,
-    ResourceDef, ResourceTemplateDef, Server, ToolDef, UriTemplate, UriTemplateError, handler_fn, log_message,
+    CompletionDef, CompletionRef, GetPromptResult, PromptArgument, PromptDef, PromptMessage,
+    ResourceContents, ResourceDef, ResourceTemplateDef, Server, ToolDef, UriTemplate,
+    UriTemplateError, handler_fn, log_message,
 };
 use serde_json::{Value, json};
 
 /// A valid 1×1 red PNG (RGBA), base64: the reference server's test image.
-pub(crate) const IMAGE_PNG_BASE64: &str =
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+pub(crate) const IMAGE_PNG_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 
 /// A valid WAV file, base64: PCM, mono, 8 kHz, 16-bit, two samples of silence. (The
 /// reference's constant declares two data bytes it does not contain.)
-pub(crate) const AUDIO_WAV_BASE64: &str = "UklGRigAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQQAAAAAAAAA";
+pub(crate) const AUDIO_WAV_BASE64: &str =
+    "UklGRigAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQQAAAAAAAAA";
 
 /// The reference server's name in `serverInfo`.
 pub(crate) const SERVER_NAME: &str = "mcp-conformance-test-server";
@@ -81,7 +82,9 @@ fn tools() -> Vec<ToolDef> {
             "test_simple_text",
             "Tests simple text content response",
             no_arguments(),
-            handler_fn(|_, _| async { result(vec![text("This is a simple text response for testing.")]) }),
+            handler_fn(|_, _| async {
+                result(vec![text("This is a simple text response for testing.")])
+            }),
         ),
         ToolDef::new(
             "test_image_content",
@@ -94,7 +97,9 @@ fn tools() -> Vec<ToolDef> {
             "Tests audio content response",
             no_arguments(),
             handler_fn(|_, _| async {
-                result(vec![json!({"type": "audio", "data": AUDIO_WAV_BASE64, "mimeType": "audio/wav"})])
+                result(vec![
+                    json!({"type": "audio", "data": AUDIO_WAV_BASE64, "mimeType": "audio/wav"}),
+                ])
             }),
         ),
         ToolDef::new(
@@ -117,7 +122,11 @@ fn tools() -> Vec<ToolDef> {
                 result(vec![
                     text("Multiple content types test:"),
                     image(),
-                    embedded("test://mixed-content-resource", "application/json", r#"{"test":"data","value":123}"#),
+                    embedded(
+                        "test://mixed-content-resource",
+                        "application/json",
+                        r#"{"test":"data","value":123}"#,
+                    ),
                 ])
             }),
         ),
@@ -144,7 +153,11 @@ fn tools() -> Vec<ToolDef> {
                         tokio::time::sleep(STEP).await;
                     }
                     let message = format!("Completed step {progress} of 100");
-                    ctx.progress(Progress { progress, total: Some(100.0), message: Some(message) });
+                    ctx.progress(Progress {
+                        progress,
+                        total: Some(100.0),
+                        message: Some(message),
+                    });
                 }
                 result(vec![text("Progress tool completed")])
             }),
@@ -153,7 +166,9 @@ fn tools() -> Vec<ToolDef> {
             "test_error_handling",
             "Tests error response handling",
             no_arguments(),
-            handler_fn(|_, _| async { error_result("This tool intentionally returns an error for testing") }),
+            handler_fn(|_, _| async {
+                error_result("This tool intentionally returns an error for testing")
+            }),
         ),
         ToolDef::new(
             "test_reconnection",
@@ -214,7 +229,9 @@ fn tools() -> Vec<ToolDef> {
             "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
             json_schema_2020_12(),
             handler_fn(|arguments, _| async move {
-                result(vec![text(format!("JSON Schema 2020-12 tool called with: {arguments}"))])
+                result(vec![text(format!(
+                    "JSON Schema 2020-12 tool called with: {arguments}"
+                ))])
             }),
         ),
     ]
@@ -229,10 +246,18 @@ async fn sampling(arguments: Value, ctx: Context) -> Outcome {
     });
     match ctx.request(method::SAMPLING_CREATE_MESSAGE, params).await {
         Ok(answer) => {
-            let reply = answer["content"]["text"].as_str().or_else(|| answer["content"][0]["text"].as_str());
-            result(vec![text(format!("LLM response: {}", reply.unwrap_or("No response")))])
+            let reply = answer["content"]["text"]
+                .as_str()
+                .or_else(|| answer["content"][0]["text"].as_str());
+            result(vec![text(format!(
+                "LLM response: {}",
+                reply.unwrap_or("No response")
+            ))])
         }
-        Err(error) => error_result(&format!("Sampling not supported or error: {}", error.message)),
+        Err(error) => error_result(&format!(
+            "Sampling not supported or error: {}",
+            error.message
+        )),
     }
 }
 
@@ -243,9 +268,14 @@ async fn elicit(ctx: &Context, message: &str, schema: Value, prefix: &str) -> Ou
         Ok(answer) => {
             let action = answer["action"].as_str().unwrap_or("unknown");
             let content = answer.get("content").cloned().unwrap_or_else(|| json!({}));
-            result(vec![text(format!("{prefix}: action={action}, content={content}"))])
+            result(vec![text(format!(
+                "{prefix}: action={action}, content={content}"
+            ))])
         }
-        Err(error) => error_result(&format!("Elicitation not supported or error: {}", error.message)),
+        Err(error) => error_result(&format!(
+            "Elicitation not supported or error: {}",
+            error.message
+        )),
     }
 }
 
@@ -353,7 +383,12 @@ fn no_arguments() -> Value {
 fn string_arguments(arguments: &[(&str, &str)]) -> Value {
     let properties: serde_json::Map<String, Value> = arguments
         .iter()
-        .map(|(name, description)| ((*name).to_owned(), json!({"type": "string", "description": description})))
+        .map(|(name, description)| {
+            (
+                (*name).to_owned(),
+                json!({"type": "string", "description": description}),
+            )
+        })
         .collect();
     let required: Vec<&str> = arguments.iter().map(|(name, _)| *name).collect();
     json!({"type": "object", "properties": properties, "required": required})
@@ -386,22 +421,38 @@ fn resources() -> Vec<ResourceDef> {
     vec![
         ResourceDef::new("test://static-text", "static-text", |request| async move {
             Ok(vec![
-                ResourceContents::text(request.uri, "This is the content of the static text resource.")
-                    .mime_type("text/plain"),
+                ResourceContents::text(
+                    request.uri,
+                    "This is the content of the static text resource.",
+                )
+                .mime_type("text/plain"),
             ])
         })
         .title("Static Text Resource")
         .description("A static text resource for testing")
         .mime_type("text/plain"),
-        ResourceDef::new("test://static-binary", "static-binary", |request| async move {
-            Ok(vec![ResourceContents::blob(request.uri, IMAGE_PNG_BASE64).mime_type("image/png")])
-        })
+        ResourceDef::new(
+            "test://static-binary",
+            "static-binary",
+            |request| async move {
+                Ok(vec![
+                    ResourceContents::blob(request.uri, IMAGE_PNG_BASE64).mime_type("image/png"),
+                ])
+            },
+        )
         .title("Static Binary Resource")
         .description("A static binary resource (image) for testing")
         .mime_type("image/png"),
-        ResourceDef::new("test://watched-resource", "watched-resource", |request| async move {
-            Ok(vec![ResourceContents::text(request.uri, "Watched resource content").mime_type("text/plain")])
-        })
+        ResourceDef::new(
+            "test://watched-resource",
+            "watched-resource",
+            |request| async move {
+                Ok(vec![
+                    ResourceContents::text(request.uri, "Watched resource content")
+                        .mime_type("text/plain"),
+                ])
+            },
+        )
         .title("Watched Resource")
         .description("A resource to subscribe to (resources/subscribe)")
         .mime_type("text/plain"),
@@ -412,15 +463,22 @@ fn resources() -> Vec<ResourceDef> {
 /// keys in the reference's order.
 fn template() -> Result<ResourceTemplateDef, UriTemplateError> {
     let template = UriTemplate::parse("test://template/{id}/data")?;
-    Ok(ResourceTemplateDef::new(template, "template", |request| async move {
-        let id = request.variable("id").unwrap_or_default();
-        let body =
-            format!(r#"{{"id":{},"templateTest":true,"data":{}}}"#, json!(id), json!(format!("Data for ID: {id}")));
-        Ok(vec![ResourceContents::text(request.uri.clone(), body).mime_type("application/json")])
-    })
-    .title("Resource Template")
-    .description("A resource template with parameter substitution")
-    .mime_type("application/json"))
+    Ok(
+        ResourceTemplateDef::new(template, "template", |request| async move {
+            let id = request.variable("id").unwrap_or_default();
+            let body = format!(
+                r#"{{"id":{},"templateTest":true,"data":{}}}"#,
+                json!(id),
+                json!(format!("Data for ID: {id}"))
+            );
+            Ok(vec![
+                ResourceContents::text(request.uri.clone(), body).mime_type("application/json"),
+            ])
+        })
+        .title("Resource Template")
+        .description("A resource template with parameter substitution")
+        .mime_type("application/json"),
+    )
 }
 
 // ===== prompts =====
@@ -428,7 +486,9 @@ fn template() -> Result<ResourceTemplateDef, UriTemplateError> {
 fn prompts() -> Vec<PromptDef> {
     vec![
         PromptDef::new("test_simple_prompt", |_| async {
-            Ok(GetPromptResult::new(vec![PromptMessage::user(Content::text("This is a simple prompt for testing."))]))
+            Ok(GetPromptResult::new(vec![PromptMessage::user(
+                Content::text("This is a simple prompt for testing."),
+            )]))
         })
         .title("Simple Test Prompt")
         .description("A simple prompt without arguments"),
@@ -436,7 +496,9 @@ fn prompts() -> Vec<PromptDef> {
             let arg1 = request.argument("arg1").unwrap_or_default();
             let arg2 = request.argument("arg2").unwrap_or_default();
             let text = format!("Prompt with arguments: arg1='{arg1}', arg2='{arg2}'");
-            Ok(GetPromptResult::new(vec![PromptMessage::user(Content::text(text))]))
+            Ok(GetPromptResult::new(vec![PromptMessage::user(
+                Content::text(text),
+            )]))
         })
         .title("Prompt With Arguments")
         .description("A prompt with required arguments")
@@ -444,8 +506,8 @@ fn prompts() -> Vec<PromptDef> {
         .argument(PromptArgument::required("arg2").description("Second test argument")),
         PromptDef::new("test_prompt_with_embedded_resource", |request| async move {
             let uri = request.argument("resourceUri").unwrap_or_default();
-            let resource =
-                ResourceContents::text(uri, "Embedded resource content for testing.").mime_type("text/plain");
+            let resource = ResourceContents::text(uri, "Embedded resource content for testing.")
+                .mime_type("text/plain");
             Ok(GetPromptResult::new(vec![
                 PromptMessage::user(resource.into_content()),
                 PromptMessage::user(Content::text("Please process the embedded resource above.")),
@@ -453,7 +515,9 @@ fn prompts() -> Vec<PromptDef> {
         })
         .title("Prompt With Embedded Resource")
         .description("A prompt that includes an embedded resource")
-        .argument(PromptArgument::required("resourceUri").description("URI of the resource to embed")),
+        .argument(
+            PromptArgument::required("resourceUri").description("URI of the resource to embed"),
+        ),
         PromptDef::new("test_prompt_with_image", |_| async {
             let image = Content::Image {
                 data: IMAGE_PNG_BASE64.to_owned(),

@@ -29,7 +29,12 @@ pub(crate) const SERVER_NAME: &str = "simple-task-interactive";
 
 /// The interactive example server over `engine`.
 pub(crate) fn server(engine: Engine) -> Server {
-    Server::builder(engine).name(SERVER_NAME).version("1.0.0").tool(confirm_delete()).tool(write_haiku()).build()
+    Server::builder(engine)
+        .name(SERVER_NAME)
+        .version("1.0.0")
+        .tool(confirm_delete())
+        .tool(write_haiku())
+        .build()
 }
 
 fn confirm_delete() -> ToolDef {
@@ -38,7 +43,10 @@ fn confirm_delete() -> ToolDef {
         "Asks for confirmation before deleting (demonstrates elicitation)",
         string_argument("filename"),
         handler_fn(|arguments, ctx| async move {
-            let filename = arguments["filename"].as_str().unwrap_or("unknown.txt").to_owned();
+            let filename = arguments["filename"]
+                .as_str()
+                .unwrap_or("unknown.txt")
+                .to_owned();
             ask_to_delete(&filename, &ctx).await
         }),
     )
@@ -71,7 +79,11 @@ async fn ask_to_delete(filename: &str, ctx: &Context) -> Outcome {
     match ctx.elicit(params).await {
         Ok(answer) => {
             let confirmed = answer["action"] == "accept" && answer["content"]["confirm"] == true;
-            text_result(if confirmed { format!("Deleted '{filename}'") } else { "Deletion cancelled".to_owned() })
+            text_result(if confirmed {
+                format!("Deleted '{filename}'")
+            } else {
+                "Deletion cancelled".to_owned()
+            })
         }
         Err(error) => error_result(&error.message),
     }
@@ -103,5 +115,7 @@ fn text_result(text: String) -> Outcome {
 
 /// A failed question: a result with `isError: true` (the task ends `failed`).
 fn error_result(message: &str) -> Outcome {
-    Outcome::Result(json!({"content": [{"type": "text", "text": format!("Error: {message}")}], "isError": true}))
+    Outcome::Result(
+        json!({"content": [{"type": "text", "text": format!("Error: {message}")}], "isError": true}),
+    )
 }
