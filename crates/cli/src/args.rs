@@ -19,6 +19,22 @@ pub(crate) enum Command {
     /// Examples: mcp-tasks serve --config examples/demo.toml (HTTP on 127.0.0.1:8765)
     ///           mcp-tasks serve --config examples/demo.toml --stdio
     Serve(ServeArgs),
+
+    /// Check a config file without serving: every problem is named with its line.
+    ///
+    /// Exit status 0 when the file is valid, 1 otherwise.
+    CheckConfig(CheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CheckArgs {
+    /// The TOML file to check.
+    #[arg(value_name = "FILE")]
+    pub(crate) config: PathBuf,
+
+    /// Print the result as one JSON object (for scripts).
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,7 @@
 //! The `mcp-tasks` binary: parse the command line, run, map the outcome to an exit code.
 
 mod args;
+mod check;
 mod serve;
 
 use std::process::ExitCode;
@@ -22,6 +23,7 @@ fn main() -> ExitCode {
     let outcome = runtime.block_on(async {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
+            Command::CheckConfig(args) => check::run(&args),
         }
     });
     // Dropping the runtime's tasks kills the process groups of running commands; their

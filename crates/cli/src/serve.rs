@@ -32,17 +32,19 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let server = builder.build();
     let recovered = engine.recover().await.context("recovering tasks left by the previous run")?;
     let names: Vec<&str> = config.tools.iter().map(|tool| tool.name.as_str()).collect();
-    tracing::info!(
-        store = %path.display(),
-        tools = ?names,
-        failed_after_restart = recovered.failed,
-        retried_after_restart = recovered.retried,
-        "task store opened"
+    eprintln!(
+        "mcp-tasks: task store {} (SQLite, WAL, synchronous=FULL); after the last run: {} failed, {} retried",
+        path.display(),
+        recovered.failed,
+        recovered.retried
     );
+    for tool in &config.tools {
+        eprintln!("mcp-tasks: tool {} (task support {:?}, on restart {:?})", tool.name, tool.task_support, tool.on_restart);
+    }
     let shutdown = CancellationToken::new();
     let sweeper = engine.spawn_sweeper(SWEEP_EVERY, shutdown.clone());
     let served = if args.stdio {
-        eprintln!("mcp-tasks: serving {} tools on stdio, tasks in {}", names.len(), path.display());
+        eprintln!("mcp-tasks: serving {} tools on stdio", names.len());
         stdio::serve(tokio::io::BufReader::new(tokio::io::stdin()), tokio::io::stdout(), server)
             .await
             .context("serving on stdio")
