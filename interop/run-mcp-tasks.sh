@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Run the task drivers against our own server: `mcp-tasks serve` with
-# interop/fixtures/mcp-tasks.toml over Streamable HTTP on a free 127.0.0.1 port, with a
-# bearer token (so tasks belong to one principal and the Inspector's observer session can
-# cancel a running task), on a temporary SQLite store. Stops the server at the end.
+# Run the task drivers (ts_client, py_client, py_elicit, inspector) against our own server:
+# `mcp-tasks serve` with interop/fixtures/mcp-tasks.toml over Streamable HTTP on a free
+# 127.0.0.1 port, with a bearer token (so tasks belong to one principal and the Inspector's
+# observer session can cancel a running task), on a temporary SQLite store. Stops the server.
 #
 #   interop/run-mcp-tasks.sh [--bin PATH/TO/mcp-tasks] [--conformance-bin PATH/TO/conformance_server] [--out DIR]
 #
@@ -24,7 +24,7 @@ while [ $# -gt 0 ]; do
     --bin) BIN=$2; shift 2 ;;
     --conformance-bin) CBIN=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
-    *) sed -n '2,16p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,15p' "$0" >&2; exit 2 ;;
   esac
 done
 if [ -z "$BIN" ]; then
@@ -74,6 +74,8 @@ run() { # name command...
 }
 run ts_client timeout 120 "$INTEROP_NODE" "$HERE/ts_client.mjs" --url "$URL" "${T[@]}" "${AUTH[@]}"
 run py_client timeout 120 "$INTEROP_PYTHON" "$HERE/py_client.py" --url "$URL" "${T[@]}" "${AUTH[@]}"
+# elicitation from a command tool (line protocol) inside a task, answered by the Python SDK
+run py_elicit timeout 120 "$INTEROP_PYTHON" "$HERE/py_elicit.py" --url "$URL" --tool interop_confirm "${AUTH[@]}"
 run inspector timeout 180 "$HERE/inspector.sh" --url "$URL" "${T[@]}" "${AUTH[@]}" --cancel-running observer
 
 if [ -n "$CBIN" ]; then
