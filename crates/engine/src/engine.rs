@@ -12,7 +12,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
-use crate::error::EngineError;
+use crate::error::{EngineError, LimitExceeded};
+use crate::slots::{Entry, Permit, Slots};
 use crate::store::{ListQuery, StoreError, TaskStore, Update};
 use crate::task::{
     ErrorObject, Event, InputRequest, Outcome, Principal, RestartPolicy, TaskId, TaskRecord,
@@ -27,7 +28,7 @@ const SWEEP_BATCH: u32 = 1000;
 /// Capacity of the change feed; a slower subscriber re-reads the store when it lags.
 const FEED_CAPACITY: usize = 4096;
 
-/// Retention and polling policy, applied at creation.
+/// Retention, polling and admission policy, applied at creation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Policy {
     /// TTL granted when the requestor asks for none, in ms.
@@ -36,12 +37,32 @@ pub struct Policy {
     pub max_ttl_ms: Option<u64>,
     /// Suggested interval between polls, in ms.
     pub poll_interval_ms: u64,
+    /// At most this many tasks and plain calls run at once in this process, for all
+    /// principals together; a new one over it is refused ([`LimitExceeded::Running`]). A
+    /// task counts from its creation until its work ends, including while it waits for
+    /// input or queues for a slot of its tool; tasks retried by [`Engine::recover`] count
+    /// but are never refused.
+    pub max_running: u32,
+    /// The same, for each principal alone ([`LimitExceeded::RunningPerPrincipal`]).
+    pub max_running_per_principal: u32,
+    /// At most this many tasks of one principal are kept in the store, finished or not
+    /// (finished ones leave when their TTL runs out); a new task over it is refused
+    /// ([`LimitExceeded::RetainedPerPrincipal`]). Plain calls are not stored and do not count.
+    pub max_retained_per_principal: u64,
 }
 
 impl Default for Policy {
-    /// One hour by default, a day at most, polls every second.
+    /// One hour by default, a day at most, polls every second; 64 running at once, 16 per
+    /// principal; 10,000 tasks kept per principal.
     fn default() -> Policy {
-        Policy { default_ttl_ms: 3_600_000, max_ttl_ms: Some(86_400_000), poll_interval_ms: 1_000 }
+        Policy {
+            default_ttl_ms: 3_600_000,
+            max_ttl_ms: Some(86_400_000),
+            poll_interval_ms: 1_000,
+            max_running: 64,
+            max_running_per_principal: 16,
+            max_retained_per_principal: 10_000,
+        }
     }
 }
 
@@ -126,6 +147,69 @@ struct Running {
     cancel: CancellationToken,
 }
 
+/// Everything running in this process, which [`Policy::max_running`] and
+/// [`Policy::max_running_per_principal`] bound.
+#[derive(Default)]
+struct Work {
+    /// Tasks, from creation (or a retry's start) until their work ends or is stopped.
+    tasks: HashMap<TaskId, Running>,
+    /// Plain calls in progress, by principal (never zero: an entry leaves at zero).
+    plain: HashMap<Principal, usize>,
+}
+
+impl Work {
+    /// Whether one more task or call of `owner` fits under the policy's limits.
+    fn admit(&self, owner: &Principal, policy: &Policy) -> Result<(), LimitExceeded> {
+        let running = self.tasks.len() + self.plain.values().sum::<usize>();
+        if running >= policy.max_running as usize {
+            return Err(LimitExceeded::Running { running, limit: policy.max_running });
+        }
+        let mine = self.tasks.values().filter(|task| &task.owner == owner).count()
+            + self.plain.get(owner).copied().unwrap_or(0);
+        if mine >= policy.max_running_per_principal as usize {
+            return Err(LimitExceeded::RunningPerPrincipal {
+                owner: owner.clone(),
+                running: mine,
+                limit: policy.max_running_per_principal,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A plain call counted in [`Work::plain`] until dropped.
+struct PlainCall<'a> {
+    engine: &'a Engine,
+    owner: Principal,
+}
+
+impl Drop for PlainCall<'_> {
+    fn drop(&mut self) {
+        let mut work = self.engine.work();
+        if let Some(count) = work.plain.get_mut(&self.owner) {
+            *count -= 1;
+            if *count == 0 {
+                work.plain.remove(&self.owner);
+            }
+        }
+    }
+}
+
+/// A registered tool: its runtime, and its slots if it limits concurrent calls.
+#[derive(Clone)]
+struct Registered {
+    runtime: ToolRuntime,
+    slots: Option<Arc<Slots>>,
+}
+
+/// Whether queued work got its turn.
+enum Turn {
+    /// Run now, holding the slot (if the tool has slots) until the work ends.
+    Run(Option<Permit>),
+    /// The work was cancelled (or its task expired) while it waited.
+    Cancelled,
+}
+
 /// The task engine: a cheap, cloneable handle.
 #[derive(Clone)]
 pub struct Engine {
@@ -138,10 +222,17 @@ struct Inner {
     policy: Policy,
     /// Registered tools. A std lock: never held across an await, and read far more often
     /// than written.
-    tools: RwLock<HashMap<String, ToolRuntime>>,
-    /// Cancellation tokens of the work running in this process, by task. A std mutex: the
-    /// critical sections are a map insert, remove or lookup.
-    running: Mutex<HashMap<TaskId, Running>>,
+    tools: RwLock<HashMap<String, Registered>>,
+    /// The work running in this process: tasks (with their cancellation tokens) and plain
+    /// calls. A std mutex: the critical sections are a map insert, remove or lookup, or a
+    /// count of at most a few hundred entries.
+    running: Mutex<Work>,
+    /// Held from counting a principal's stored tasks until the new task is inserted, so
+    /// that two creations cannot both see room for one more under
+    /// [`Policy::max_retained_per_principal`]. A Tokio mutex: it is held across the store
+    /// calls. Creations are serialized by it, as the SQLite store's one connection
+    /// serializes them anyway.
+    admission: tokio::sync::Mutex<()>,
     /// Work in this process waiting for the answer to an input request, by task and key.
     /// A std mutex: inserts and removes only.
     inputs: Mutex<InputWaiters>,
@@ -158,7 +249,8 @@ impl Engine {
                 clock,
                 policy,
                 tools: RwLock::new(HashMap::new()),
-                running: Mutex::new(HashMap::new()),
+                running: Mutex::new(Work::default()),
+                admission: tokio::sync::Mutex::new(()),
                 inputs: Mutex::new(HashMap::new()),
                 changes,
             }),
@@ -170,14 +262,17 @@ impl Engine {
         self.inner.policy
     }
 
-    /// Registers (or replaces) the tool `name`.
+    /// Registers (or replaces) the tool `name`. Its `max_concurrent` slots are shared by
+    /// every task and plain call of the tool from now on.
     pub fn register(&self, name: impl Into<String>, runtime: ToolRuntime) {
-        self.inner.tools.write().unwrap_or_else(PoisonError::into_inner).insert(name.into(), runtime);
+        let slots = runtime.max_concurrent.map(Slots::new);
+        let registered = Registered { runtime, slots };
+        self.inner.tools.write().unwrap_or_else(PoisonError::into_inner).insert(name.into(), registered);
     }
 
-    /// The registered tool `name`, for running plain calls.
+    /// The registered tool `name`.
     pub fn tool(&self, name: &str) -> Option<ToolRuntime> {
-        self.inner.tools.read().unwrap_or_else(PoisonError::into_inner).get(name).cloned()
+        self.registered(name).map(|registered| registered.runtime)
     }
 
     /// Subscribes to every task change and progress report from now on.
@@ -186,16 +281,24 @@ impl Engine {
     }
 
     /// Creates a task in `working` and commits it to the store. The caller answers the
-    /// requestor, then calls [`Engine::start`].
+    /// requestor, then calls [`Engine::start`]. From now until its work ends the task
+    /// counts as running in this process (see [`Policy::max_running`]).
     ///
     /// # Errors
-    /// [`EngineError::UnknownTool`], or a store failure.
+    /// [`EngineError::UnknownTool`]; [`EngineError::Limit`] if the principal keeps too many
+    /// tasks or too many tasks and calls run (nothing is written then); or a store failure.
     pub async fn create(&self, new: NewTask) -> Result<TaskRecord, EngineError> {
         if self.tool(&new.tool).is_none() {
             return Err(EngineError::UnknownTool(new.tool));
         }
-        let now = self.inner.clock.now();
         let policy = self.inner.policy;
+        let _admission = self.inner.admission.lock().await;
+        let retained = self.inner.store.count(&new.owner).await?;
+        if retained >= policy.max_retained_per_principal {
+            let limit = policy.max_retained_per_principal;
+            return Err(LimitExceeded::RetainedPerPrincipal { owner: new.owner, retained, limit }.into());
+        }
+        let now = self.inner.clock.now();
         let record = TaskRecord {
             id: TaskId::random(),
             owner: new.owner,
@@ -212,26 +315,52 @@ impl Engine {
             error_result_fails: new.error_result_fails,
             input_methods: new.input_methods,
         };
-        self.inner.store.insert(&record).await?;
+        // Reserved before the insert, checking and counting in one critical section, so
+        // that concurrent creations and plain calls cannot overshoot the running limits.
+        {
+            let mut work = self.work();
+            work.admit(&record.owner, &policy)?;
+            let reserved = Running { attempt: record.attempt, owner: record.owner.clone(), cancel: CancellationToken::new() };
+            work.tasks.insert(record.id.clone(), reserved);
+        }
+        if let Err(err) = self.inner.store.insert(&record).await {
+            self.forget(&record.id, record.attempt);
+            return Err(err.into());
+        }
         tracing::info!(task = %record.id, owner = %record.owner, tool = %record.tool, "task created");
         self.publish_task(&record);
         Ok(record)
     }
 
-    /// Starts the work of `task` (its current attempt) in the background.
+    /// Starts the work of `task` (its current attempt) in the background. If the tool's
+    /// `max_concurrent` slots are all busy, the task joins the tool's queue now (so tasks
+    /// start in the order of the calls to this method) and waits in `working` with a status
+    /// message saying it is queued.
     ///
     /// # Errors
     /// [`EngineError::UnknownTool`] if the task's tool is not registered.
     pub fn start(&self, task: &TaskRecord) -> Result<(), EngineError> {
-        let runtime = self.tool(&task.tool).ok_or_else(|| EngineError::UnknownTool(task.tool.clone()))?;
+        let Registered { runtime, slots } =
+            self.registered(&task.tool).ok_or_else(|| EngineError::UnknownTool(task.tool.clone()))?;
         let cancel = CancellationToken::new();
         let running = Running { attempt: task.attempt, owner: task.owner.clone(), cancel: cancel.clone() };
-        self.running().insert(task.id.clone(), running);
+        self.work().tasks.insert(task.id.clone(), running);
+        let entry = slots.map(|slots| (slots.enter(), slots.size()));
         let ctx = Context::for_task(self.clone(), task.id.clone(), task.attempt, cancel);
         let engine = self.clone();
         let (id, attempt, arguments) = (task.id.clone(), task.attempt, task.arguments.clone());
-        let error_result_fails = task.error_result_fails;
+        let (tool, error_result_fails) = (task.tool.clone(), task.error_result_fails);
         tokio::spawn(async move {
+            let permit = match entry {
+                None => None,
+                Some((entry, size)) => match wait_turn(entry, size, &tool, &ctx).await {
+                    Turn::Run(permit) => permit,
+                    Turn::Cancelled => {
+                        engine.forget(&id, attempt);
+                        return;
+                    }
+                },
+            };
             let work = tokio::spawn(async move { runtime.handler.call(arguments, ctx).await });
             let outcome = match work.await {
                 Ok(outcome) => outcome,
@@ -240,13 +369,52 @@ impl Engine {
                     Outcome::Error(ErrorObject::internal("the tool's handler crashed"))
                 }
             };
+            // The slot and the place among the running work are free before the outcome
+            // is written: whoever sees the task end may start another at once.
+            drop(permit);
+            engine.forget(&id, attempt);
             engine.finish(&id, attempt, outcome, error_result_fails).await;
-            let mut running = engine.running();
-            if running.get(&id).is_some_and(|run| run.attempt == attempt) {
-                running.remove(&id);
-            }
         });
         Ok(())
+    }
+
+    /// Runs a plain (non-task) call of `tool` for `owner` and returns its outcome. The call
+    /// counts as running while it runs (see [`Policy::max_running`]), and takes one of the
+    /// tool's `max_concurrent` slots, waiting its turn if they are busy.
+    ///
+    /// # Errors
+    /// [`EngineError::UnknownTool`]; [`EngineError::Limit`] if too many tasks and calls run
+    /// (the handler is not called then).
+    pub async fn call_plain(
+        &self,
+        owner: &Principal,
+        tool: &str,
+        arguments: Value,
+        ctx: Context,
+    ) -> Result<Outcome, EngineError> {
+        let Registered { runtime, slots } =
+            self.registered(tool).ok_or_else(|| EngineError::UnknownTool(tool.to_owned()))?;
+        let _running = {
+            let mut work = self.work();
+            work.admit(owner, &self.inner.policy)?;
+            *work.plain.entry(owner.clone()).or_default() += 1;
+            PlainCall { engine: self, owner: owner.clone() }
+        };
+        let permit = match slots.map(|slots| slots.enter()) {
+            None => None,
+            Some(Entry::Admitted(permit)) => Some(permit),
+            Some(Entry::Queued(turn)) => tokio::select! {
+                biased;
+                _ = ctx.cancelled() => {
+                    let message = format!("the call was cancelled while it waited for a slot of tool {tool}");
+                    return Ok(Outcome::Error(ErrorObject::internal(message)));
+                }
+                permit = turn => permit.ok(),
+            },
+        };
+        let outcome = runtime.handler.call(arguments, ctx).await;
+        drop(permit);
+        Ok(outcome)
     }
 
     /// Reads `owner`'s task `id`.
@@ -326,25 +494,20 @@ impl Engine {
     pub async fn recover(&self) -> Result<Recovery, EngineError> {
         let mut report = Recovery::default();
         for task in self.inner.store.unfinished(u32::MAX).await? {
-            let policy = self.tool(&task.tool).map_or(RestartPolicy::Fail, |tool| tool.on_restart);
-            match policy {
-                RestartPolicy::Retry => {
+            let runtime = self.tool(&task.tool);
+            match runtime.map(|tool| (tool.on_restart, tool.max_attempts.max(1))) {
+                Some((RestartPolicy::Retry, max_attempts)) if task.attempt < max_attempts => {
                     let restarted = self.restart(&task).await?;
                     self.start(&restarted)?;
                     report.retried += 1;
                 }
-                RestartPolicy::Fail => {
-                    let failed = self
-                        .apply(&task.id, None, None, |_| {
-                            let error = ErrorObject::interrupted_by_restart();
-                            let message = error.message.clone();
-                            (Event::Fail(Outcome::Error(error)), Some(message))
-                        })
-                        .await;
-                    match failed {
-                        Ok(_) | Err(EngineError::Refused { .. } | EngineError::NotFound(_)) => {}
-                        Err(err) => return Err(err),
-                    }
+                Some((RestartPolicy::Retry, max_attempts)) => {
+                    tracing::warn!(task = %task.id, tool = %task.tool, attempts = task.attempt, "a retried task was interrupted on its last attempt; failing it");
+                    self.fail_interrupted(&task, ErrorObject::interrupted_repeatedly(task.attempt, max_attempts)).await?;
+                    report.failed += 1;
+                }
+                Some((RestartPolicy::Fail, _)) | None => {
+                    self.fail_interrupted(&task, ErrorObject::interrupted_by_restart()).await?;
                     report.failed += 1;
                 }
             }
@@ -353,6 +516,21 @@ impl Engine {
             tracing::info!(failed = report.failed, retried = report.retried, "recovered tasks from a previous run");
         }
         Ok(report)
+    }
+
+    /// Fails a task a previous process left unfinished with `error`; a task that finished
+    /// or vanished meanwhile is left alone.
+    async fn fail_interrupted(&self, task: &TaskRecord, error: ErrorObject) -> Result<(), EngineError> {
+        let failed = self
+            .apply(&task.id, None, None, |_| {
+                let message = error.message.clone();
+                (Event::Fail(Outcome::Error(error.clone())), Some(message))
+            })
+            .await;
+        match failed {
+            Ok(_) | Err(EngineError::Refused { .. } | EngineError::NotFound(_)) => Ok(()),
+            Err(err) => Err(err),
+        }
     }
 
     /// One pass of the TTL sweeper at the clock's `now`: fails unfinished tasks whose TTL
@@ -542,7 +720,7 @@ impl Engine {
     }
 
     pub(crate) fn report_progress(&self, id: &TaskId, attempt: u32, progress: Progress) {
-        let owner = match self.running().get(id) {
+        let owner = match self.work().tasks.get(id) {
             Some(running) if running.attempt == attempt => running.owner.clone(),
             _ => return,
         };
@@ -616,17 +794,57 @@ impl Engine {
     }
 
     fn stop_work(&self, id: &TaskId) {
-        if let Some(running) = self.running().remove(id) {
+        if let Some(running) = self.work().tasks.remove(id) {
             running.cancel.cancel();
         }
+    }
+
+    /// Removes attempt `attempt` of task `id` from the running work (a newer attempt stays).
+    fn forget(&self, id: &TaskId, attempt: u32) {
+        let mut work = self.work();
+        if work.tasks.get(id).is_some_and(|run| run.attempt == attempt) {
+            work.tasks.remove(id);
+        }
+    }
+
+    fn registered(&self, name: &str) -> Option<Registered> {
+        self.inner.tools.read().unwrap_or_else(PoisonError::into_inner).get(name).cloned()
     }
 
     fn inputs(&self) -> std::sync::MutexGuard<'_, InputWaiters> {
         self.inner.inputs.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, Running>> {
+    fn work(&self) -> std::sync::MutexGuard<'_, Work> {
         self.inner.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Waits in the tool's queue if `entry` says so, telling the requestor through the task's
+/// status message that it is queued, then that it started.
+async fn wait_turn(entry: Entry, size: u32, tool: &str, ctx: &Context) -> Turn {
+    let turn = match entry {
+        Entry::Admitted(permit) => return Turn::Run(Some(permit)),
+        Entry::Queued(turn) => turn,
+    };
+    ctx.status(queued_message(size, tool)).await;
+    tokio::select! {
+        biased;
+        _ = ctx.cancelled() => Turn::Cancelled,
+        permit = turn => {
+            ctx.status(format!("started: a slot of tool {tool} came free")).await;
+            Turn::Run(permit.ok())
+        }
+    }
+}
+
+/// The status message of a task queued for one of the `size` slots of `tool`, e.g.
+/// `queued: waiting for one of 2 slots of tool build`.
+fn queued_message(size: u32, tool: &str) -> String {
+    if size == 1 {
+        format!("queued: waiting for the only slot of tool {tool}")
+    } else {
+        format!("queued: waiting for one of {size} slots of tool {tool}")
     }
 }
 

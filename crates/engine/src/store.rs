@@ -8,7 +8,7 @@ use std::error::Error as StdError;
 
 use async_trait::async_trait;
 
-use crate::task::{TaskId, TaskRecord, TaskState, Timestamp, Version, Principal};
+use crate::task::{Principal, TaskId, TaskRecord, TaskState, Timestamp, Version};
 
 /// Durable storage for tasks.
 ///
@@ -45,6 +45,14 @@ pub trait TaskStore: Send + Sync + 'static {
     /// # Errors
     /// [`StoreError::Backend`].
     async fn list(&self, query: &ListQuery) -> Result<Vec<TaskRecord>, StoreError>;
+
+    /// How many tasks of `owner` the store holds, in any status (finished tasks count
+    /// until they are purged). Checked on every task creation, so it must not read the
+    /// tasks themselves: an index on the owner suffices.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn count(&self, owner: &Principal) -> Result<u64, StoreError>;
 
     /// Tasks not yet terminal, oldest first, at most `limit` (restart recovery).
     ///

@@ -163,6 +163,15 @@ impl ErrorObject {
         )
     }
 
+    /// The outcome of a task of a tool with restart policy `retry` that restarts
+    /// interrupted `times` times, reaching the tool's `max_attempts`: it is not run again.
+    pub fn interrupted_repeatedly(times: u32, max_attempts: u32) -> ErrorObject {
+        ErrorObject::internal(format!(
+            "Task execution was interrupted by a server restart {times} times, and the tool allows \
+             {max_attempts} attempts; it is not retried again. Call the tool again to re-run it."
+        ))
+    }
+
     /// The outcome of a task whose TTL ran out before it finished.
     pub fn expired() -> ErrorObject {
         ErrorObject::internal("Task expired: its TTL elapsed before the work finished")

@@ -20,13 +20,69 @@ pub trait Handler: Send + Sync + 'static {
     async fn call(&self, arguments: Value, ctx: Context) -> Outcome;
 }
 
-/// A handler registered with the engine, with what to do after a crash.
+/// A handler registered with the engine, with how its calls may run: what to do after a
+/// crash, and how many may run at once.
+///
+/// Build it with [`ToolRuntime::new`] and the builder methods; the fields can be read and
+/// set, and more may come (hence `#[non_exhaustive]`).
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct ToolRuntime {
     /// Runs the work.
     pub handler: Arc<dyn Handler>,
     /// What to do with a task this tool was running when the server died.
     pub on_restart: RestartPolicy,
+    /// At most this many calls of the tool (tasks and plain calls) run at once in this
+    /// process; more wait, a task in `working` with a status message saying it is queued,
+    /// and start in the order they came when a slot frees. `None`: no limit.
+    pub max_concurrent: Option<u32>,
+    /// With [`RestartPolicy::Retry`]: how many attempts a task gets in all. A task that
+    /// restarts interrupted on its last attempt fails instead of running again (0 counts
+    /// as 1). Ignored with [`RestartPolicy::Fail`].
+    pub max_attempts: u32,
+}
+
+impl ToolRuntime {
+    /// The attempts a retried task gets unless [`ToolRuntime::max_attempts`] says otherwise.
+    pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+
+    /// A runtime for `handler`: failed after a restart, no concurrency limit, and
+    /// [`ToolRuntime::DEFAULT_MAX_ATTEMPTS`] should a retry policy be set.
+    pub fn new(handler: impl Handler) -> ToolRuntime {
+        ToolRuntime::from_arc(Arc::new(handler))
+    }
+
+    /// As [`ToolRuntime::new`], for a handler already shared.
+    pub fn from_arc(handler: Arc<dyn Handler>) -> ToolRuntime {
+        ToolRuntime {
+            handler,
+            on_restart: RestartPolicy::default(),
+            max_concurrent: None,
+            max_attempts: Self::DEFAULT_MAX_ATTEMPTS,
+        }
+    }
+
+    /// Sets what happens to a task of this tool that a server restart interrupted.
+    #[must_use]
+    pub fn on_restart(mut self, policy: RestartPolicy) -> ToolRuntime {
+        self.on_restart = policy;
+        self
+    }
+
+    /// Sets how many calls of this tool may run at once (`None`: no limit).
+    #[must_use]
+    pub fn max_concurrent(mut self, limit: impl Into<Option<u32>>) -> ToolRuntime {
+        self.max_concurrent = limit.into();
+        self
+    }
+
+    /// Sets how many attempts a task of this tool gets in all under
+    /// [`RestartPolicy::Retry`].
+    #[must_use]
+    pub fn max_attempts(mut self, attempts: u32) -> ToolRuntime {
+        self.max_attempts = attempts;
+        self
+    }
 }
 
 /// A progress report from the work.

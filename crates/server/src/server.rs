@@ -40,7 +40,7 @@ impl ToolDef {
         descriptor.execution = Some(ToolExecution { task_support: Some(TaskSupport::Forbidden) });
         ToolDef {
             descriptor,
-            runtime: ToolRuntime { handler: Arc::new(handler), on_restart: RestartPolicy::default() },
+            runtime: ToolRuntime::new(handler),
         }
     }
 

@@ -280,6 +280,20 @@ impl TaskStore for SqliteStore {
         .await
     }
 
+    async fn count(&self, owner: &Principal) -> Result<u64, StoreError> {
+        let owner = owner.as_str().to_owned();
+        self.call(move |conn| {
+            // Answered from the index `tasks_by_owner` alone (a covering scan of the
+            // owner's entries); the rows themselves are not read.
+            let count: i64 = conn
+                .prepare_cached("SELECT COUNT(*) FROM tasks WHERE owner = ?1")
+                .and_then(|mut stmt| stmt.query_row([owner], |row| row.get(0)))
+                .map_err(StoreError::backend)?;
+            Ok(u64::try_from(count).unwrap_or(0))
+        })
+        .await
+    }
+
     async fn unfinished(&self, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
         let limit = i64::from(limit);
         self.call(move |conn| {

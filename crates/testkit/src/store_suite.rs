@@ -459,6 +459,51 @@ pub async fn list_returns_only_the_owners_tasks(store: Arc<dyn TaskStore>) {
     );
 }
 
+/// `count` counts the owner's tasks in every status and no one else's (not even a
+/// principal whose name extends the owner's); purged tasks stop counting.
+pub async fn count_counts_the_owners_tasks_in_every_status(store: Arc<dyn TaskStore>) {
+    assert_eq!(
+        store
+            .count(&Principal::new("alice"))
+            .await
+            .expect("count succeeds"),
+        0
+    );
+    let tasks = tasks_in_every_state(); // all alice's
+    insert_all(&*store, &tasks).await;
+    insert_all(
+        &*store,
+        &[sample_task("bob"), sample_task("alice2"), sample_task("")],
+    )
+    .await;
+    let count = |owner: &'static str| {
+        let store = Arc::clone(&store);
+        async move {
+            store
+                .count(&Principal::new(owner))
+                .await
+                .expect("count succeeds")
+        }
+    };
+    assert_eq!(count("alice").await, tasks.len() as u64);
+    assert_eq!(
+        (count("bob").await, count("alice2").await, count("").await),
+        (1, 1, 1)
+    );
+    assert_eq!(count("nobody").await, 0);
+    // Finished tasks with a TTL (every other one here) go at purge, and stop counting.
+    let purged = store
+        .purge(Timestamp(i64::MAX), 100)
+        .await
+        .expect("purge succeeds");
+    let finished_with_ttl = tasks
+        .iter()
+        .filter(|task| task.status().is_terminal() && task.ttl_ms.is_some())
+        .count() as u64;
+    assert_eq!(purged, finished_with_ttl);
+    assert_eq!(count("alice").await, tasks.len() as u64 - finished_with_ttl);
+}
+
 /// `unfinished` returns the `working` and `input_required` tasks of every owner, oldest
 /// first, at most `limit`, and no terminal task.
 pub async fn unfinished_returns_only_working_and_input_required_tasks(store: Arc<dyn TaskStore>) {
@@ -686,6 +731,7 @@ macro_rules! store_suite {
             of_racing_replaces_from_one_version_exactly_one_wins,
             list_pages_in_a_stable_order_with_a_cursor,
             list_returns_only_the_owners_tasks,
+            count_counts_the_owners_tasks_in_every_status,
             unfinished_returns_only_working_and_input_required_tasks,
             expired_respects_now_and_skips_terminal_tasks,
             purge_deletes_only_terminal_tasks_past_expiry,

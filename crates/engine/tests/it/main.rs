@@ -16,6 +16,11 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 use tokio::time::timeout;
 
+mod limits;
+mod queue;
+mod recording;
+mod retry;
+
 const WAIT: Duration = Duration::from_secs(10);
 
 /// Finishes with `"attempt N"` when released; reports which attempt started.
@@ -53,12 +58,12 @@ fn fixture(on_restart: RestartPolicy, ignore_cancel: bool) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(&dir.path().join("tasks.sqlite3")).unwrap();
     let clock = FakeClock::new(Timestamp(1_764_000_000_000));
-    let policy = Policy { default_ttl_ms: 60_000, max_ttl_ms: Some(120_000), poll_interval_ms: 500 };
+    let policy = Policy { default_ttl_ms: 60_000, max_ttl_ms: Some(120_000), poll_interval_ms: 500, ..Policy::default() };
     let engine = Engine::new(Arc::new(store), Arc::new(clock.clone()), policy);
     let release = Arc::new(Notify::new());
     let (tx, started) = mpsc::unbounded_channel();
     let gate = Gate { release: Arc::clone(&release), started: tx, ignore_cancel };
-    engine.register("gate", ToolRuntime { handler: Arc::new(gate), on_restart });
+    engine.register("gate", ToolRuntime::new(gate).on_restart(on_restart));
     Fixture { engine, clock, release, started, _dir: dir }
 }
 
@@ -209,7 +214,7 @@ async fn a_tool_result_with_is_error_fails_the_task_only_when_the_dialect_says_s
         }
     }
     let f = fixture(RestartPolicy::Fail, false);
-    f.engine.register("erring", ToolRuntime { handler: Arc::new(Erring), on_restart: RestartPolicy::Fail });
+    f.engine.register("erring", ToolRuntime::new(Erring).on_restart(RestartPolicy::Fail));
     let owner = Principal::new("a");
     for (fails, expected) in [(true, Status::Failed), (false, Status::Completed)] {
         let new = NewTask { tool: "erring".into(), error_result_fails: fails, ..new_task("a", None) };
@@ -239,7 +244,7 @@ impl Handler for Asker {
 
 fn asker(f: &Fixture) -> mpsc::UnboundedReceiver<()> {
     let (tx, rx) = mpsc::unbounded_channel();
-    f.engine.register("asker", ToolRuntime { handler: Arc::new(Asker { asked: tx }), on_restart: RestartPolicy::Fail });
+    f.engine.register("asker", ToolRuntime::new(Asker { asked: tx }).on_restart(RestartPolicy::Fail));
     rx
 }
 
@@ -277,10 +282,10 @@ async fn legacy_33_36_input_goes_working_input_required_working_completed_and_ap
 
     let mut statuses = Vec::new();
     while let Ok(Ok(change)) = timeout(Duration::from_millis(200), feed.recv()).await {
-        if let mcp_tasks_engine::Change::Task(record) = change {
-            if statuses.last() != Some(&record.status()) {
-                statuses.push(record.status());
-            }
+        if let mcp_tasks_engine::Change::Task(record) = change
+            && statuses.last() != Some(&record.status())
+        {
+            statuses.push(record.status());
         }
     }
     assert_eq!(statuses, vec![Status::InputRequired, Status::Working, Status::Completed]);

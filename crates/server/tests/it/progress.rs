@@ -52,10 +52,7 @@ async fn start(step: Arc<Notify>, reported_after_cancel: mpsc::UnboundedSender<(
             annotations: None,
             meta: None,
         },
-        runtime: ToolRuntime {
-            handler: Arc::new(Stepper { step, reported_after_cancel }),
-            on_restart: Default::default(),
-        },
+        runtime: ToolRuntime::new(Stepper { step, reported_after_cancel }),
     };
     let server = Server::builder(engine).name("lib-test").tool(tool).build();
     (Peer::start(server).await, dir)

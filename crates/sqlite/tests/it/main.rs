@@ -112,7 +112,7 @@ async fn the_schema_checks_the_status_column() {
 }
 
 #[tokio::test]
-async fn the_listing_and_sweeping_queries_use_the_indexes() {
+async fn the_listing_counting_and_sweeping_queries_use_the_indexes() {
     let (_, dir) = fresh();
     let conn = rusqlite_connection(&dir.path().join("tasks.db"));
     let plan = |sql: &str| -> String {
@@ -133,6 +133,9 @@ async fn the_listing_and_sweeping_queries_use_the_indexes() {
         list.contains("tasks_by_owner") && !list.contains("TEMP B-TREE"),
         "{list}"
     );
+    // The retention limit counts on every creation: from the index alone.
+    let count = plan("SELECT COUNT(*) FROM tasks WHERE owner = 'a'");
+    assert!(count.contains("COVERING INDEX tasks_by_owner"), "{count}");
     let unfinished = plan(
         "SELECT * FROM tasks WHERE status IN ('working', 'input_required') ORDER BY created_at, id LIMIT 5",
     );
