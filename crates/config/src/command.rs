@@ -7,40 +7,37 @@
 //!
 //! While it runs, a command can talk back through its stdout with the line protocol of
 //! [`MARKER`] (progress, status messages, questions to the user, answered on its stdin);
-//! the reader of that protocol is the `line_protocol` submodule.
+//! the reader of that protocol is the `line_protocol` submodule. What becomes of its
+//! output (text or JSON, caps) is the `result` submodule.
 
 mod line_protocol;
+mod result;
 
-use std::os::unix::process::ExitStatusExt;
-use std::process::{ExitStatus, Stdio};
+use std::process::Stdio;
 use std::sync::Once;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use jsonschema::Validator;
 use mcp_tasks_engine::{Context, ErrorObject, Handler, Outcome};
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
-use serde_json::{Map, Value, json};
-use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::{Child, Command};
+use serde_json::{Map, Value};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::config::ToolConfig;
+use crate::config::{InheritEnv, Stdin, ToolConfig};
 use crate::template::{self, Piece};
 pub use line_protocol::MARKER;
 use line_protocol::Talk;
+use result::{End, Ending, Streams};
 
-/// The most of stdout a result carries; past it, the start is cut and the tail kept.
-const STDOUT_CAP: usize = 16 * 1024 * 1024;
-/// The tail of stderr a failure reports.
-const STDERR_CAP: usize = 4 * 1024;
 /// The size of one read from a pipe.
 const CHUNK: usize = 64 * 1024;
-/// How long a process group has between SIGTERM and SIGKILL.
-const TERM_GRACE: Duration = Duration::from_secs(2);
 /// How long to wait for a SIGKILLed group to be gone before giving up on it.
 const KILL_WAIT: Duration = Duration::from_secs(2);
 /// How often to look whether a signalled group is gone: processes that are not our
@@ -49,29 +46,45 @@ const GROUP_POLL: Duration = Duration::from_millis(10);
 /// How long to wait for the pipes to close once the group is gone (they stay open only if
 /// a process escaped the group and kept them).
 const PIPE_WAIT: Duration = Duration::from_secs(2);
-/// The variables a tool's process inherits from the server's environment, if set.
+/// The variables a tool's process inherits from the server's environment, if set, unless
+/// its `inherit_env` says otherwise.
 const KEPT_ENV: [&str; 4] = ["PATH", "HOME", "LANG", "TZ"];
 /// JSON-RPC invalid params.
 const INVALID_PARAMS: i64 = -32602;
 
-/// A tool that runs a command for each call.
+/// A tool that runs a command for each call, as its [`ToolConfig`] says.
 ///
 /// - **No shell.** The argv is built from the tool's `command` template (see
 ///   [`CommandTool::argv`]) and its first element is executed directly; an argument is
 ///   never parsed by a shell unless the config author wrote a shell into the command, and
 ///   even then it arrives as its own argv element, never inside the script text.
-/// - **A minimal environment.** The process gets only `PATH`, `HOME`, `LANG` and `TZ` from
-///   the server's environment (those that are set): secrets in the server's environment do
-///   not leak into tools.
+/// - **A minimal environment.** By default the process gets only `PATH`, `HOME`, `LANG` and
+///   `TZ` from the server's environment (those that are set): secrets in the server's
+///   environment do not leak into tools. `inherit_env` widens this (a list of names, or
+///   everything); `env` sets variables, whose values may hold placeholders like command
+///   elements. `cwd` sets the directory.
+/// - **stdin** carries the answers of the line protocol (below), or, with `stdin = { arg =
+///   "…" }`, one argument's value, written and then closed.
 /// - **Its own process group**, ended as a whole: on cancellation or timeout the group gets
-///   SIGTERM, then SIGKILL after a 2 s grace; after a normal exit, processes the command
-///   left running in its group are ended the same way; if the call's future is dropped,
-///   the group gets SIGKILL. A process that leaves the group (`setsid`) escapes this.
+///   SIGTERM, then SIGKILL after the tool's `kill_grace` (2 s by default); after a normal
+///   exit, processes the command left running in its group are ended the same way; if the
+///   call's future is dropped, the group gets SIGKILL. A process that leaves the group
+///   (`setsid`) escapes this.
 /// - **Reaping.** On Linux the server makes itself a child subreaper the first time it
 ///   runs a command, so that the orphans of a tool's group become its children and are
 ///   reaped by it, rather than left as zombies under an init that may not reap them.
-/// - **Output.** stdout is returned as text (at most 16 MiB, keeping the tail); a failure
-///   reports the exit code or signal and the last 4 KiB of stderr.
+/// - **Output.** stdout and stderr are each kept up to `max_output` bytes (16 MiB by
+///   default), the tail; when anything was cut, the result ends with a text item saying
+///   how much, e.g. `[mcp-tasks: 12345 bytes of stdout cut; showing the last 1048576]`.
+///   With `output = "text"` (the default), stdout is the result's text. With `output =
+///   "json"`, stdout must be one JSON object, returned as `structuredContent` and as text,
+///   and checked against `output_schema` if the tool has one; anything else is an error
+///   result saying why. A failure (exit code other than 0, death by a signal, timeout,
+///   cancellation) is an error result: a headline such as `command exited with code 3`,
+///   then the stderr and stdout, if any.
+/// - **Status messages** follow the process: `started (pid N)`, the command's own status
+///   and progress messages, then `exited (code N)`, `killed (SIGTERM)` or `timed out after
+///   30s`.
 /// - **Talking back.** A stdout line that starts with [`MARKER`] is not output but a
 ///   message: progress, a status message, or a question to the user whose answer is
 ///   written to the command's stdin as one JSON line. stdin is therefore a pipe that stays
@@ -79,18 +92,26 @@ const INVALID_PARAMS: i64 = -32602;
 ///   it `< /dev/null` in a shell if it must see end-of-file).
 #[derive(Clone, Debug)]
 pub struct CommandTool {
-    name: String,
-    command: Vec<String>,
-    timeout: Option<Duration>,
+    tool: ToolConfig,
+    /// The compiled `output_schema`, if any; the error if it does not compile (only for a
+    /// hand-built [`ToolConfig`]: loaded configurations are checked).
+    output_validator: Option<Result<Validator, String>>,
 }
 
 impl CommandTool {
-    /// A tool that runs `tool.command`, killed after `tool.timeout` if it has one.
+    /// A tool that runs `tool.command` with `tool`'s settings.
     pub fn new(tool: &ToolConfig) -> CommandTool {
+        let output_validator = tool.output_schema.as_ref().map(|schema| {
+            jsonschema::validator_for(schema).map_err(|err| {
+                format!(
+                    "tool `{}`: output_schema is not a valid JSON Schema: {err}",
+                    tool.name
+                )
+            })
+        });
         CommandTool {
-            name: tool.name.clone(),
-            command: tool.command.clone(),
-            timeout: tool.timeout,
+            tool: tool.clone(),
+            output_validator,
         }
     }
 
@@ -107,72 +128,154 @@ impl CommandTool {
     /// command template is invalid (only possible for a hand-built [`ToolConfig`]: loaded
     /// configurations are checked) or the argv has no program.
     pub fn argv(&self, arguments: &Value) -> Result<Vec<String>, ErrorObject> {
-        let empty = Map::new();
-        let arguments = match arguments {
-            Value::Object(arguments) => arguments,
-            Value::Null => &empty,
-            other => {
-                return Err(ErrorObject {
-                    code: INVALID_PARAMS,
-                    message: format!(
-                        "tool `{}`: arguments must be a JSON object, not {}",
-                        self.name,
-                        json_kind(other)
-                    ),
-                    data: None,
-                });
-            }
-        };
-        let mut argv = Vec::with_capacity(self.command.len());
-        for element in &self.command {
-            let pieces = template::parse(element).map_err(|err| {
-                ErrorObject::internal(format!(
-                    "tool `{}`: command element `{element}`: {err}",
-                    self.name
-                ))
-            })?;
-            let value = |name: &str| arguments.get(name).and_then(argument_text);
-            match pieces.as_slice() {
-                [Piece::Arg(name)] => argv.extend(value(name)),
-                pieces => argv.push(
-                    pieces
-                        .iter()
-                        .map(|piece| match piece {
-                            Piece::Text(text) => text.clone(),
-                            Piece::Arg(name) => value(name).unwrap_or_default(),
-                        })
-                        .collect(),
-                ),
-            }
+        let arguments = self.arguments(arguments)?;
+        let mut argv = Vec::with_capacity(self.tool.command.len());
+        for element in &self.tool.command {
+            argv.extend(self.fill("command element", element, arguments)?);
         }
         if argv.is_empty() {
             return Err(ErrorObject::internal(format!(
                 "tool `{}` has no program to run",
-                self.name
+                self.tool.name
             )));
         }
         Ok(argv)
     }
 
-    /// Starts `argv` with the minimal environment, in its own process group.
-    fn spawn(argv: &[String]) -> std::io::Result<Child> {
+    /// The `env` variables for a call with `arguments`: a value, or `None` to unset the
+    /// variable (a value that is exactly `{arg}` for an absent or `null` argument).
+    ///
+    /// # Errors
+    /// As [`CommandTool::argv`].
+    fn env(&self, arguments: &Value) -> Result<Vec<(&str, Option<String>)>, ErrorObject> {
+        let arguments = self.arguments(arguments)?;
+        let mut env = Vec::with_capacity(self.tool.env.len());
+        for (name, value) in &self.tool.env {
+            let value = self.fill(&format!("env `{name}` value"), value, arguments)?;
+            env.push((name.as_str(), value));
+        }
+        Ok(env)
+    }
+
+    /// What to write to stdin for a call with `arguments`, if the tool's stdin is an
+    /// argument (an absent or `null` argument: nothing).
+    fn stdin_bytes(&self, arguments: &Value) -> Option<Vec<u8>> {
+        match &self.tool.stdin {
+            Stdin::Arg(name) => Some(
+                arguments
+                    .get(name)
+                    .and_then(argument_text)
+                    .unwrap_or_default()
+                    .into_bytes(),
+            ),
+            _ => None,
+        }
+    }
+
+    /// The call's arguments as an object (`null` counts as `{}`).
+    ///
+    /// # Errors
+    /// Invalid params (`-32602`) if `arguments` is neither.
+    fn arguments<'a>(&self, arguments: &'a Value) -> Result<&'a Map<String, Value>, ErrorObject> {
+        static EMPTY: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
+        match arguments {
+            Value::Object(arguments) => Ok(arguments),
+            Value::Null => Ok(&EMPTY),
+            other => Err(ErrorObject {
+                code: INVALID_PARAMS,
+                message: format!(
+                    "tool `{}`: arguments must be a JSON object, not {}",
+                    self.tool.name,
+                    json_kind(other)
+                ),
+                data: None,
+            }),
+        }
+    }
+
+    /// Fills the placeholders of `template` (a command element or `env` value, as
+    /// `setting` says): `None` if it is exactly `{arg}` and the argument is absent or
+    /// `null`.
+    ///
+    /// # Errors
+    /// Internal error if `template` is invalid.
+    fn fill(
+        &self,
+        setting: &str,
+        template: &str,
+        arguments: &Map<String, Value>,
+    ) -> Result<Option<String>, ErrorObject> {
+        let pieces = template::parse(template).map_err(|err| {
+            ErrorObject::internal(format!(
+                "tool `{}`: {setting} `{template}`: {err}",
+                self.tool.name
+            ))
+        })?;
+        let value = |name: &str| arguments.get(name).and_then(argument_text);
+        Ok(match pieces.as_slice() {
+            [Piece::Arg(name)] => value(name),
+            pieces => Some(
+                pieces
+                    .iter()
+                    .map(|piece| match piece {
+                        Piece::Text(text) => text.clone(),
+                        Piece::Arg(name) => value(name).unwrap_or_default(),
+                    })
+                    .collect(),
+            ),
+        })
+    }
+
+    /// Starts `argv` with the tool's environment and directory, in its own process group.
+    fn spawn(&self, argv: &[String], env: &[(&str, Option<String>)]) -> std::io::Result<Child> {
         become_subreaper();
         let (program, args) = argv.split_first().ok_or(std::io::ErrorKind::InvalidInput)?;
         let mut command = Command::new(program);
         command
             .args(args)
-            .env_clear()
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        for key in KEPT_ENV {
-            if let Some(value) = std::env::var_os(key) {
-                command.env(key, value);
+        let passed: Option<&[String]> = match &self.tool.inherit_env {
+            InheritEnv::All => None,
+            InheritEnv::Minimal => Some(&[]),
+            InheritEnv::Names(names) => Some(names),
+        };
+        if let Some(passed) = passed {
+            command.env_clear();
+            let names = KEPT_ENV
+                .into_iter()
+                .chain(passed.iter().map(String::as_str));
+            for name in names {
+                if let Some(value) = std::env::var_os(name) {
+                    command.env(name, value);
+                }
             }
         }
+        for (name, value) in env {
+            match value {
+                Some(value) => command.env(name, value),
+                None => command.env_remove(name),
+            };
+        }
+        if let Some(cwd) = &self.tool.cwd {
+            command.current_dir(cwd);
+        }
         command.spawn()
+    }
+
+    /// Why the command could not start, naming the program (and the directory, if set).
+    fn spawn_failure(&self, program: &str, err: &std::io::Error) -> Outcome {
+        let place = match &self.tool.cwd {
+            Some(cwd) => format!(" in `{}`", cwd.display()),
+            None => String::new(),
+        };
+        result::tool_result(
+            true,
+            vec![format!("could not start `{program}`{place}: {err}")],
+        )
     }
 }
 
@@ -183,14 +286,19 @@ impl Handler for CommandTool {
             Ok(argv) => argv,
             Err(err) => return Outcome::Error(err),
         };
-        if ctx.is_cancelled() {
-            return tool_result(true, "cancelled".to_owned());
+        let env = match self.env(&arguments) {
+            Ok(env) => env,
+            Err(err) => return Outcome::Error(err),
+        };
+        if let Some(Err(err)) = &self.output_validator {
+            return Outcome::Error(ErrorObject::internal(err.clone()));
         }
-        let mut child = match CommandTool::spawn(&argv) {
+        if ctx.is_cancelled() {
+            return result::tool_result(true, vec!["cancelled".to_owned()]);
+        }
+        let mut child = match self.spawn(&argv, &env) {
             Ok(child) => child,
-            Err(err) => {
-                return tool_result(true, format!("could not start `{}`: {err}", argv[0]));
-            }
+            Err(err) => return self.spawn_failure(&argv[0], &err),
         };
         let Some(group) = child
             .id()
@@ -204,18 +312,22 @@ impl Handler for CommandTool {
         ctx.status(format!("started (pid {group})")).await;
         // Raised once the group is gone: the reader then stops asking and closes stdin.
         let (group_gone, group_gone_seen) = watch::channel(false);
-        let stdin = child.stdin.take();
+        let (answers, writer) = match (self.stdin_bytes(&arguments), child.stdin.take()) {
+            (Some(bytes), Some(pipe)) => (None, Some(tokio::spawn(write_and_close(pipe, bytes)))),
+            (_, pipe) => (pipe, None),
+        };
+        let cap = self.tool.max_output;
         let stdout = child.stdout.take().map(|pipe| {
-            let talk = Talk::new(&self.name, ctx.clone(), stdin, group_gone_seen, STDOUT_CAP);
+            let talk = Talk::new(&self.tool.name, ctx.clone(), answers, group_gone_seen, cap);
             tokio::spawn(talk.run(pipe))
         });
         let stderr = child
             .stderr
             .take()
-            .map(|pipe| tokio::spawn(read_tail(pipe, STDERR_CAP)));
+            .map(|pipe| tokio::spawn(read_tail(pipe, cap)));
 
         let deadline = async {
-            match self.timeout {
+            match self.tool.timeout {
                 Some(timeout) => tokio::time::sleep(timeout).await,
                 None => std::future::pending().await,
             }
@@ -225,83 +337,38 @@ impl Handler for CommandTool {
             () = ctx.cancelled() => End::Cancelled,
             () = deadline => End::TimedOut,
         };
-        end_group(&mut child, group).await;
+        let ending = end_group(&mut child, group, self.tool.kill_grace).await;
         guard.armed = false;
         group_gone.send_replace(true);
+        if let Some(writer) = writer {
+            writer.abort();
+        }
 
-        let stdout = collect(stdout).await;
-        let stderr = collect(stderr).await;
-        let headline = match &end {
-            End::Exited(Ok(status)) if status.success() => None,
-            End::Exited(Ok(status)) => Some(describe_exit(*status)),
-            End::Exited(Err(err)) => Some(format!("could not wait for the command: {err}")),
-            End::Cancelled => Some("cancelled".to_owned()),
-            End::TimedOut => {
-                let timeout = humantime::format_duration(self.timeout.unwrap_or_default());
-                Some(format!("timed out after {timeout}"))
-            }
+        let streams = Streams {
+            stdout: collect(stdout).await,
+            stderr: collect(stderr).await,
         };
-        if let Some(status) = status_message(&end, headline.as_deref()) {
+        let finished = result::Finished {
+            tool: &self.tool,
+            output_validator: self.output_validator.as_ref().and_then(|v| v.as_ref().ok()),
+            end,
+            ending,
+            streams,
+        };
+        if let Some(status) = finished.status_message() {
             ctx.status(status).await;
         }
-        match headline {
-            None => tool_result(false, stdout.text()),
-            Some(headline) => tool_result(true, failure_text(headline, &stdout, &stderr)),
-        }
+        finished.outcome()
     }
 }
 
-/// How the wait for the command ended.
-enum End {
-    Exited(std::io::Result<ExitStatus>),
-    Cancelled,
-    TimedOut,
-}
-
-/// The final status message: "exited (code N)", or the headline of a failure. None for a
-/// cancelled call, whose task is already settled.
-fn status_message(end: &End, headline: Option<&str>) -> Option<String> {
-    match end {
-        End::Cancelled => None,
-        End::Exited(Ok(status)) => Some(match status.code() {
-            Some(code) => format!("exited (code {code})"),
-            None => describe_exit(*status).replacen("command was ", "", 1),
-        }),
-        _ => headline.map(str::to_owned),
+/// Writes `bytes` to the command's stdin, then closes it. A command that exits without
+/// reading it all is no error.
+async fn write_and_close(mut stdin: ChildStdin, bytes: Vec<u8>) {
+    if let Err(err) = stdin.write_all(&bytes).await {
+        tracing::debug!(error = %err, "a tool did not read all of its stdin");
     }
-}
-
-/// The text of a failed call: the headline, then the stderr tail and stdout, if any.
-fn failure_text(headline: String, stdout: &Tail, stderr: &Tail) -> String {
-    let mut text = headline;
-    if !stderr.bytes.is_empty() {
-        text.push_str("\n--- stderr (last 4 KiB) ---\n");
-        text.push_str(&String::from_utf8_lossy(&stderr.bytes));
-    }
-    if !stdout.bytes.is_empty() {
-        text.push_str("\n--- stdout ---\n");
-        text.push_str(&stdout.text());
-    }
-    text
-}
-
-/// A `CallToolResult` with one text item.
-fn tool_result(is_error: bool, text: String) -> Outcome {
-    Outcome::Result(json!({"content": [{"type": "text", "text": text}], "isError": is_error}))
-}
-
-/// "command exited with code N" or "command was killed by signal SIGX".
-fn describe_exit(status: ExitStatus) -> String {
-    if let Some(code) = status.code() {
-        return format!("command exited with code {code}");
-    }
-    match status.signal() {
-        Some(signal) => match Signal::try_from(signal) {
-            Ok(signal) => format!("command was killed by signal {}", signal.as_str()),
-            Err(_) => format!("command was killed by signal {signal}"),
-        },
-        None => format!("command ended with {status}"),
-    }
+    drop(stdin);
 }
 
 /// An argument's value as argv text; `None` for `null`.
@@ -344,17 +411,20 @@ struct Tail {
 }
 
 impl Tail {
-    /// The tail as text, after a note on what was cut, if anything.
+    /// The tail as text (invalid UTF-8 replaced).
     fn text(&self) -> String {
-        let text = String::from_utf8_lossy(&self.bytes);
-        if self.cut == 0 {
-            return text.into_owned();
-        }
-        format!(
-            "[output truncated: the first {} bytes were cut, the last {} are kept]\n{text}",
-            self.cut,
-            self.bytes.len()
-        )
+        String::from_utf8_lossy(&self.bytes).into_owned()
+    }
+
+    /// `[mcp-tasks: N bytes of <stream> cut; showing the last M]`, if anything was cut.
+    fn cut_note(&self, stream: &str) -> Option<String> {
+        (self.cut > 0).then(|| {
+            format!(
+                "[mcp-tasks: {} bytes of {stream} cut; showing the last {}]",
+                self.cut,
+                self.bytes.len()
+            )
+        })
     }
 
     /// Appends `bytes`, cutting the front back to `cap` once twice that has piled up.
@@ -420,22 +490,24 @@ async fn collect(reader: Option<tokio::task::JoinHandle<Tail>>) -> Tail {
 }
 
 /// Ends every process of `group` (led by `child`) and reaps them: SIGTERM, then SIGKILL
-/// after [`TERM_GRACE`]. Returns at once if the leader has exited and the group is empty.
-async fn end_group(child: &mut Child, group: Pid) {
+/// after `grace`. Returns at once if the leader has exited and the group is empty. Which
+/// signals it took.
+async fn end_group(child: &mut Child, group: Pid, grace: Duration) -> Ending {
     if let Ok(Some(_)) = child.try_wait() {
         reap_group(group);
         if !group_alive(group) {
-            return;
+            return Ending::Empty;
         }
     }
     let _ = killpg(group, Signal::SIGTERM);
-    if wait_group_gone(child, group, TERM_GRACE).await {
-        return;
+    if wait_group_gone(child, group, grace).await {
+        return Ending::Terminated;
     }
     let _ = killpg(group, Signal::SIGKILL);
     if !wait_group_gone(child, group, KILL_WAIT).await {
         tracing::warn!(pgid = %group, "a tool's process group survived SIGKILL");
     }
+    Ending::Killed
 }
 
 /// Waits up to `limit` for the leader to exit and then for the rest of `group` to be gone,
@@ -523,21 +595,10 @@ mod tests {
         let tail = read_tail(&data[..], 1000).await;
         assert_eq!(tail.cut, 99_000);
         assert_eq!(tail.bytes, &data[99_000..]);
-        assert!(
-            tail.text()
-                .starts_with("[output truncated: the first 99000 bytes were cut")
-        );
-    }
-
-    #[test]
-    fn exits_are_described_by_code_or_signal_name() {
         assert_eq!(
-            describe_exit(ExitStatus::from_raw(3 << 8)),
-            "command exited with code 3"
+            tail.cut_note("stdout").as_deref(),
+            Some("[mcp-tasks: 99000 bytes of stdout cut; showing the last 1000]")
         );
-        assert_eq!(
-            describe_exit(ExitStatus::from_raw(9)),
-            "command was killed by signal SIGKILL"
-        );
+        assert_eq!(read_tail(&data[..10], 1000).await.cut_note("stdout"), None);
     }
 }

@@ -5,8 +5,11 @@
 //! only checked values: durations are [`Duration`]s, sizes are byte counts, the listen
 //! address is a [`SocketAddr`], tokens are SHA-256 digests inside an [`Auth`], schemas are
 //! JSON, and every placeholder of every command names a property of its tool's schema.
+//! The `[[tools]]` entries are checked in the `tool` submodule.
 
-use std::collections::HashMap;
+mod tool;
+
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
@@ -22,7 +25,6 @@ use toml::Spanned;
 use crate::auth::{self, Auth, EnvTokenError};
 use crate::hosts::{self, Authority, Origin};
 use crate::size;
-use crate::template::{self, Piece};
 
 /// The whole configuration of `mcp-tasks serve`.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -63,6 +65,16 @@ pub struct ServerConfig {
     /// The bearer tokens accepted (`[[server.auth.tokens]]`, default none: authentication
     /// off). Holds SHA-256 digests only.
     pub auth: Auth,
+    /// How many tasks may run at once, all principals together (`max_running`, default
+    /// 64; at least 1). Parsed and checked here; the engine enforces it.
+    pub max_running: u32,
+    /// How many tasks one principal may have running at once (`max_running_per_principal`,
+    /// default 16; at least 1). Parsed and checked here; the engine enforces it.
+    pub max_running_per_principal: u32,
+    /// How many tasks, in any status, are kept for one principal
+    /// (`max_retained_per_principal`, default 10000; at least 1). Parsed and checked here;
+    /// the engine enforces it.
+    pub max_retained_per_principal: u32,
 }
 
 impl ServerConfig {
@@ -71,6 +83,12 @@ impl ServerConfig {
         SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 8765);
     /// The default of `max_body`: 4 MiB.
     pub const DEFAULT_MAX_BODY: usize = 4 << 20;
+    /// The default of `max_running`.
+    pub const DEFAULT_MAX_RUNNING: u32 = 64;
+    /// The default of `max_running_per_principal`.
+    pub const DEFAULT_MAX_RUNNING_PER_PRINCIPAL: u32 = 16;
+    /// The default of `max_retained_per_principal`.
+    pub const DEFAULT_MAX_RETAINED_PER_PRINCIPAL: u32 = 10_000;
 
     /// The authenticator built from `[[server.auth.tokens]]` (the same as the `auth` field).
     #[must_use]
@@ -109,11 +127,17 @@ impl Default for ServerConfig {
             allowed_origins: Vec::new(),
             max_body: ServerConfig::DEFAULT_MAX_BODY,
             auth: Auth::default(),
+            max_running: ServerConfig::DEFAULT_MAX_RUNNING,
+            max_running_per_principal: ServerConfig::DEFAULT_MAX_RUNNING_PER_PRINCIPAL,
+            max_retained_per_principal: ServerConfig::DEFAULT_MAX_RETAINED_PER_PRINCIPAL,
         }
     }
 }
 
 /// One `[[tools]]` entry: a tool backed by a command.
+///
+/// Build one by hand with [`ToolConfig::new`] and struct update syntax; the defaults are
+/// those of a config file that leaves the keys out.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolConfig {
     /// The tool name; unique in the file.
@@ -128,10 +152,129 @@ pub struct ToolConfig {
     pub command: Vec<String>,
     /// Whether the tool may, must or must not be called as a task (default optional).
     pub task_support: TaskSupport,
-    /// How long a call may run before its processes are killed; `None` is unlimited.
+    /// How long a call may run before its processes are ended; `None` is unlimited.
     pub timeout: Option<Duration>,
+    /// How long the process group has between SIGTERM and SIGKILL when a call is ended
+    /// (timeout, cancellation, or processes left behind by the command) (`kill_grace`,
+    /// default [`DEFAULT_KILL_GRACE`](ToolConfig::DEFAULT_KILL_GRACE), 2 s).
+    pub kill_grace: Duration,
     /// What to do with a task this tool was running when the server died (default fail).
     pub on_restart: RestartPolicy,
+    /// How many times in all a task of this tool may be started when `on_restart` is
+    /// retry, the first run included (`max_attempts`, default
+    /// [`DEFAULT_MAX_ATTEMPTS`](ToolConfig::DEFAULT_MAX_ATTEMPTS), 3; at least 1). A config
+    /// file may only set it together with `on_restart = "retry"`.
+    pub max_attempts: u32,
+    /// How many calls of this tool may run at once (`max_concurrent`, default `None`:
+    /// no limit of its own; at least 1). The engine makes further calls wait.
+    pub max_concurrent: Option<u32>,
+    /// The directory the command runs in (`cwd`, default `None`: the server's). A relative
+    /// `cwd` in a file read by [`Config::load`] is taken relative to the file's directory
+    /// (and stored joined to it); it must exist when the config is read.
+    pub cwd: Option<PathBuf>,
+    /// Environment variables set for the command, by name (`env`, default none). Values
+    /// are templates like command elements: a value that is exactly `{arg}` leaves the
+    /// variable unset when the argument is absent or `null`; a placeholder inside a longer
+    /// value becomes the empty string then. Set after the inherited variables, so they
+    /// win.
+    pub env: BTreeMap<String, String>,
+    /// Which variables of the server's environment the command inherits (`inherit_env`,
+    /// default [`InheritEnv::Minimal`]).
+    pub inherit_env: InheritEnv,
+    /// What the command's stdin carries (`stdin`, default [`Stdin::Answers`]).
+    pub stdin: Stdin,
+    /// The most bytes of stdout, and separately of stderr, that a result carries; past it
+    /// the start is cut, the tail kept, and the result says how much was cut
+    /// (`max_output`, default [`DEFAULT_MAX_OUTPUT`](ToolConfig::DEFAULT_MAX_OUTPUT),
+    /// 16 MiB).
+    pub max_output: usize,
+    /// How stdout becomes the result (`output`, default text).
+    pub output: OutputFormat,
+    /// The JSON Schema that JSON output must match (`output_schema`, default none). Always
+    /// an object schema, and only with `output = "json"`. A server lists it as the tool's
+    /// `outputSchema`.
+    pub output_schema: Option<Value>,
+}
+
+impl ToolConfig {
+    /// The default of `kill_grace`.
+    pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
+    /// The default of `max_attempts`.
+    pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+    /// The default of `max_output`: 16 MiB.
+    pub const DEFAULT_MAX_OUTPUT: usize = 16 << 20;
+
+    /// A tool `name` running `command`, with every other setting at its default (an input
+    /// schema of `{"type": "object"}`: no arguments). Not checked: a tool built by hand
+    /// whose template is invalid fails its calls instead.
+    pub fn new(name: impl Into<String>, command: Vec<String>) -> ToolConfig {
+        ToolConfig {
+            name: name.into(),
+            description: String::new(),
+            input_schema: serde_json::json!({"type": "object"}),
+            command,
+            task_support: TaskSupport::default(),
+            timeout: None,
+            kill_grace: ToolConfig::DEFAULT_KILL_GRACE,
+            on_restart: RestartPolicy::default(),
+            max_attempts: ToolConfig::DEFAULT_MAX_ATTEMPTS,
+            max_concurrent: None,
+            cwd: None,
+            env: BTreeMap::new(),
+            inherit_env: InheritEnv::default(),
+            stdin: Stdin::default(),
+            max_output: ToolConfig::DEFAULT_MAX_OUTPUT,
+            output: OutputFormat::default(),
+            output_schema: None,
+        }
+    }
+}
+
+/// Which variables of the server's environment a tool's command inherits (`inherit_env`).
+///
+/// Exhaustive on purpose: nothing, everything, or a list.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum InheritEnv {
+    /// All of them (`inherit_env = true`), secrets included: the `token_env` variables of
+    /// `[[server.auth.tokens]]` too.
+    All,
+    /// Only `PATH`, `HOME`, `LANG` and `TZ`, those that are set (`inherit_env = false`, the
+    /// default).
+    #[default]
+    Minimal,
+    /// Those of [`Minimal`](InheritEnv::Minimal), and these (`inherit_env = ["AWS_PROFILE",
+    /// "CI"]`), those that are set.
+    Names(Vec<String>),
+}
+
+/// What a tool's command reads on stdin (`stdin`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Stdin {
+    /// The answers to the questions the command asks with the line protocol, one JSON line
+    /// each; stdin stays open until the process group has ended (`stdin = "none"`, the
+    /// default: nothing but answers).
+    #[default]
+    Answers,
+    /// The value of this argument, written verbatim, then stdin is closed (`stdin = { arg =
+    /// "document" }`). Strings are written as they are (no newline is added), other JSON
+    /// values as compact JSON, an absent or `null` argument as nothing. Such a command
+    /// cannot be answered: a question it asks with the line protocol is not asked.
+    Arg(String),
+}
+
+/// How a tool's stdout becomes its result (`output`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum OutputFormat {
+    /// stdout must be exactly one JSON object (whitespace around it is fine), returned as
+    /// the result's `structuredContent` and as its text (`output = "json"`). Anything else,
+    /// or an object that does not match `output_schema`, is an error result saying why.
+    Json,
+    /// stdout is the result's text (`output = "text"`, the default).
+    #[default]
+    Text,
 }
 
 /// Whether a tool may be called as a task: `"forbidden"`, `"optional"` or `"required"`.
@@ -204,6 +347,37 @@ pub enum Problem {
         /// What is wrong with it.
         reason: String,
     },
+    /// An `env` value has an unmatched or empty brace.
+    #[error("tool `{tool}`: env `{name}`: {reason}")]
+    BadEnvTemplate {
+        /// The tool.
+        tool: String,
+        /// The variable.
+        name: String,
+        /// What is wrong with its value.
+        reason: String,
+    },
+    /// A whole number out of range (`max_attempts`, `max_concurrent`, the `[server]`
+    /// limits).
+    #[error("{field}: invalid value {value}: {reason}")]
+    Count {
+        /// Which setting, e.g. `server.max_running`.
+        field: String,
+        /// The number given.
+        value: i64,
+        /// Why it is not valid.
+        reason: String,
+    },
+    /// A `cwd` that is not an existing directory.
+    #[error("tool `{tool}`: cwd `{}` {reason}", path.display())]
+    Cwd {
+        /// The tool.
+        tool: String,
+        /// The directory, as resolved (joined to the config file's directory if relative).
+        path: PathBuf,
+        /// `does not exist`, `is not a directory`, ...
+        reason: String,
+    },
     /// A duration that does not parse, or is zero where zero makes no sense.
     #[error("{field}: invalid duration `{value}`: {reason}")]
     Duration {
@@ -238,6 +412,34 @@ pub enum Problem {
     /// A `[[server.auth.tokens]]` entry whose `principal` is empty.
     #[error("server.auth.tokens: principal must not be empty")]
     EmptyPrincipal,
+    /// An `env` key or `inherit_env` entry that cannot be an environment variable name.
+    #[error(
+        "tool `{tool}`: {setting}: `{name}` is not a valid environment variable name (it is \
+         empty or holds `=` or a NUL)"
+    )]
+    EnvName {
+        /// The tool.
+        tool: String,
+        /// `env` or `inherit_env`.
+        setting: String,
+        /// The name given.
+        name: String,
+    },
+    /// `max_attempts` without `on_restart = "retry"`, where it would mean nothing.
+    #[error("tool `{tool}`: max_attempts applies only with on_restart = \"retry\"")]
+    MaxAttemptsWithoutRetry {
+        /// The tool.
+        tool: String,
+    },
+    /// An `output_schema` that is not an object schema, does not compile, or comes without
+    /// `output = "json"`.
+    #[error("tool `{tool}`: output_schema {reason}")]
+    OutputSchema {
+        /// The tool.
+        tool: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A `command` with no program.
     #[error("tool `{tool}`: `command` must hold at least the program to run")]
     EmptyCommand {
@@ -334,56 +536,156 @@ pub enum Problem {
         /// The name inside the braces.
         placeholder: String,
     },
+    /// A setting naming an argument that is no property of the tool's input schema
+    /// (`stdin = { arg = "…" }`).
+    #[error(
+        "tool `{tool}`: {setting} names argument `{name}`, which is no property of \
+         input_schema.properties"
+    )]
+    UnknownArgument {
+        /// The tool.
+        tool: String,
+        /// The setting, e.g. `stdin`.
+        setting: String,
+        /// The argument named.
+        name: String,
+    },
 }
 
 impl Config {
-    /// Reads and checks the configuration file at `path`.
+    /// Reads and checks the configuration file at `path`. A relative `cwd` of a tool is
+    /// taken relative to the file's directory.
     ///
     /// # Errors
     /// [`ConfigError::Read`] if the file cannot be read, [`ConfigError::Invalid`] (naming
-    /// the file and, where known, the line) if it is not a valid configuration.
+    /// the file and, where known, the line) if it is not a valid configuration: the
+    /// problem on the earliest line (see [`Config::check`] for all of them).
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_owned(),
-            source,
+        Config::check(path).map_err(first_problem)
+    }
+
+    /// Reads and checks the configuration file at `path`, like [`Config::load`], but
+    /// reports every problem found, in line order.
+    ///
+    /// Checking goes as far as it can: TOML that does not parse, or does not fit the
+    /// configuration's shape (an unknown key, a value of the wrong type), is one problem on
+    /// its own, since nothing after it can be read. Otherwise the `[server]` table and each
+    /// tool report their first problem, and every duplicate tool name is reported.
+    ///
+    /// # Errors
+    /// The problems, at least one: a [`ConfigError::Read`] alone, or
+    /// [`ConfigError::Invalid`]s naming the file.
+    pub fn check(path: &Path) -> Result<Config, Vec<ConfigError>> {
+        let text = std::fs::read_to_string(path).map_err(|source| {
+            vec![ConfigError::Read {
+                path: path.to_owned(),
+                source,
+            }]
         })?;
-        Config::parse(&text).map_err(|err| match err {
+        let base = path.parent().unwrap_or(Path::new(""));
+        Config::check_text(&text, base).map_err(|problems| {
+            problems
+                .into_iter()
+                .map(|problem| problem.in_file(path))
+                .collect()
+        })
+    }
+
+    /// Parses and checks a configuration given as TOML text. A relative `cwd` of a tool is
+    /// taken relative to the server's current directory.
+    ///
+    /// Reads the environment variables that `[[server.auth.tokens]]` entries name in
+    /// `token_env`, keeping only the digests of their values.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`], naming the line where known: the problem on the earliest
+    /// line (see [`Config::problems`] for all of them).
+    pub fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::check_text(text, Path::new("")).map_err(first_problem)
+    }
+
+    /// Every problem of a configuration given as TOML text, in line order; empty if it is
+    /// valid. As thorough as [`Config::check`].
+    #[must_use]
+    pub fn problems(text: &str) -> Vec<ConfigError> {
+        Config::check_text(text, Path::new(""))
+            .err()
+            .unwrap_or_default()
+    }
+
+    /// Checks `text`, whose relative paths are relative to `base`. The problems are sorted
+    /// by line (those without a line last) and never empty.
+    fn check_text(text: &str, base: &Path) -> Result<Config, Vec<ConfigError>> {
+        let raw: RawConfig = toml::from_str(text).map_err(|err| {
+            vec![ConfigError::Invalid {
+                file: None,
+                line: err.span().map(|span| line_of(text, &span)),
+                problem: Problem::Toml(err.message().trim_end().to_owned()),
+            }]
+        })?;
+        let lines = Lines(text);
+        let mut problems = Vec::new();
+        let server = raw
+            .server
+            .check(lines)
+            .map_err(|err| problems.push(err))
+            .ok();
+        let mut tools: Vec<ToolConfig> = Vec::with_capacity(raw.tools.len());
+        let mut first_lines: HashMap<String, usize> = HashMap::new();
+        for raw_tool in raw.tools {
+            let line = lines.of(&raw_tool.name.span());
+            let name = raw_tool.name.get_ref().clone();
+            match first_lines.get(&name) {
+                Some(&first_line) => {
+                    problems.push(lines.error(line, Problem::DuplicateTool { name, first_line }))
+                }
+                None => {
+                    first_lines.insert(name, line);
+                }
+            }
+            match raw_tool.check(lines, base) {
+                Ok(tool) => tools.push(tool),
+                Err(err) => problems.push(err),
+            }
+        }
+        match server {
+            Some(server) if problems.is_empty() => Ok(Config { server, tools }),
+            _ => {
+                problems.sort_by_key(|problem| match problem {
+                    ConfigError::Invalid {
+                        line: Some(line), ..
+                    } => *line,
+                    _ => usize::MAX,
+                });
+                Err(problems)
+            }
+        }
+    }
+}
+
+/// The first of a non-empty list of problems.
+fn first_problem(problems: Vec<ConfigError>) -> ConfigError {
+    problems
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| ConfigError::Invalid {
+            file: None,
+            line: None,
+            problem: Problem::Toml("invalid configuration".to_owned()),
+        })
+}
+
+impl ConfigError {
+    /// The same error, naming `path` as the file it is in.
+    fn in_file(self, path: &Path) -> ConfigError {
+        match self {
             ConfigError::Invalid { line, problem, .. } => ConfigError::Invalid {
                 file: Some(path.to_owned()),
                 line,
                 problem,
             },
             other => other,
-        })
-    }
-
-    /// Parses and checks a configuration given as TOML text.
-    ///
-    /// Reads the environment variables that `[[server.auth.tokens]]` entries name in
-    /// `token_env`, keeping only the digests of their values.
-    ///
-    /// # Errors
-    /// [`ConfigError::Invalid`], naming the line where known.
-    pub fn parse(text: &str) -> Result<Config, ConfigError> {
-        let raw: RawConfig = toml::from_str(text).map_err(|err| ConfigError::Invalid {
-            file: None,
-            line: err.span().map(|span| line_of(text, &span)),
-            problem: Problem::Toml(err.message().trim_end().to_owned()),
-        })?;
-        let lines = Lines(text);
-        let server = raw.server.check(lines)?;
-        let mut tools: Vec<ToolConfig> = Vec::with_capacity(raw.tools.len());
-        let mut first_lines: HashMap<String, usize> = HashMap::new();
-        for raw_tool in raw.tools {
-            let line = lines.of(&raw_tool.name.span());
-            if let Some(&first_line) = first_lines.get(raw_tool.name.get_ref()) {
-                let name = raw_tool.name.into_inner();
-                return Err(lines.error(line, Problem::DuplicateTool { name, first_line }));
-            }
-            first_lines.insert(raw_tool.name.get_ref().clone(), line);
-            tools.push(raw_tool.check(lines)?);
         }
-        Ok(Config { server, tools })
     }
 }
 
@@ -473,6 +775,25 @@ impl Lines<'_> {
         }
         usize::try_from(bytes).map_err(|_| bad("too large for this machine"))
     }
+
+    /// Checks a whole number that must be at least 1 and fit in a `u32`.
+    fn count(self, field: &str, value: &Spanned<i64>) -> Result<u32, ConfigError> {
+        let number = *value.get_ref();
+        let bad = |reason: &str| {
+            self.error(
+                self.of(&value.span()),
+                Problem::Count {
+                    field: field.to_owned(),
+                    value: number,
+                    reason: reason.to_owned(),
+                },
+            )
+        };
+        if number < 1 {
+            return Err(bad("must be at least 1"));
+        }
+        u32::try_from(number).map_err(|_| bad("too large (at most 4294967295)"))
+    }
 }
 
 #[derive(Deserialize)]
@@ -481,7 +802,7 @@ struct RawConfig {
     #[serde(default)]
     server: RawServer,
     #[serde(default)]
-    tools: Vec<RawTool>,
+    tools: Vec<tool::RawTool>,
 }
 
 #[derive(Default, Deserialize)]
@@ -499,6 +820,9 @@ struct RawServer {
     max_body: Option<Spanned<RawSize>>,
     #[serde(default)]
     auth: RawAuth,
+    max_running: Option<Spanned<i64>>,
+    max_running_per_principal: Option<Spanned<i64>>,
+    max_retained_per_principal: Option<Spanned<i64>>,
 }
 
 /// A byte size as written: a TOML integer (bytes) or a string such as `"4MiB"`.
@@ -663,7 +987,21 @@ impl RawServer {
             Some(value) => lines.size("server.max_body", &value)?,
         };
         let auth = self.auth.check(lines)?;
+        let count = |field: &str, value: Option<Spanned<i64>>, default: u32| {
+            value.map_or(Ok(default), |value| lines.count(field, &value))
+        };
         let server = ServerConfig {
+            max_running: count("server.max_running", self.max_running, defaults.max_running)?,
+            max_running_per_principal: count(
+                "server.max_running_per_principal",
+                self.max_running_per_principal,
+                defaults.max_running_per_principal,
+            )?,
+            max_retained_per_principal: count(
+                "server.max_retained_per_principal",
+                self.max_retained_per_principal,
+                defaults.max_retained_per_principal,
+            )?,
             listen,
             allowed_hosts,
             allowed_origins,
@@ -689,124 +1027,6 @@ impl RawServer {
             });
         }
         Ok(server)
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTool {
-    name: Spanned<String>,
-    #[serde(default)]
-    description: String,
-    input_schema: Option<Spanned<toml::Table>>,
-    command: Spanned<Vec<Spanned<String>>>,
-    #[serde(default)]
-    task_support: TaskSupport,
-    timeout: Option<Spanned<String>>,
-    #[serde(default)]
-    on_restart: RestartPolicy,
-}
-
-impl RawTool {
-    fn check(self, lines: Lines<'_>) -> Result<ToolConfig, ConfigError> {
-        let name = self.name.get_ref().clone();
-        let name_line = lines.of(&self.name.span());
-        let tool = || name.clone();
-
-        let (input_schema, schema_line) = match self.input_schema {
-            Some(table) => {
-                let line = lines.of(&table.span());
-                let schema = serde_json::to_value(table.get_ref()).map_err(|err| {
-                    lines.error(
-                        line,
-                        Problem::Schema {
-                            tool: tool(),
-                            reason: err.to_string(),
-                        },
-                    )
-                })?;
-                (schema, line)
-            }
-            None => (serde_json::json!({"type": "object"}), name_line),
-        };
-        let properties = schema_properties(&input_schema).map_err(|reason| {
-            lines.error(
-                schema_line,
-                Problem::Schema {
-                    tool: tool(),
-                    reason,
-                },
-            )
-        })?;
-
-        let command_line = lines.of(&self.command.span());
-        if self.command.get_ref().is_empty() {
-            return Err(lines.error(command_line, Problem::EmptyCommand { tool: tool() }));
-        }
-        let mut command = Vec::with_capacity(self.command.get_ref().len());
-        for (index, element) in self.command.into_inner().into_iter().enumerate() {
-            let line = lines.of(&element.span());
-            let element = element.into_inner();
-            let pieces = template::parse(&element).map_err(|err| {
-                let problem = Problem::BadTemplate {
-                    tool: tool(),
-                    element: element.clone(),
-                    reason: err.to_string(),
-                };
-                lines.error(line, problem)
-            })?;
-            for piece in &pieces {
-                let Piece::Arg(placeholder) = piece else {
-                    continue;
-                };
-                if index == 0 {
-                    return Err(lines.error(line, Problem::PlaceholderProgram { tool: tool() }));
-                }
-                if !properties.contains_key(placeholder) {
-                    let problem = Problem::UnknownPlaceholder {
-                        tool: tool(),
-                        placeholder: placeholder.clone(),
-                    };
-                    return Err(lines.error(line, problem));
-                }
-            }
-            command.push(element);
-        }
-
-        let timeout = match &self.timeout {
-            Some(value) => Some(lines.duration(&format!("timeout of tool `{name}`"), value)?),
-            None => None,
-        };
-        Ok(ToolConfig {
-            name: self.name.into_inner(),
-            description: self.description,
-            input_schema,
-            command,
-            task_support: self.task_support,
-            timeout,
-            on_restart: self.on_restart,
-        })
-    }
-}
-
-/// The `properties` of an object schema (empty if it has none).
-///
-/// # Errors
-/// A reason, if `schema` is not `"type": "object"` or its `properties` is not a table.
-fn schema_properties(schema: &Value) -> Result<serde_json::Map<String, Value>, String> {
-    match schema.get("type") {
-        Some(Value::String(kind)) if kind == "object" => {}
-        Some(other) => {
-            return Err(format!(
-                "must have \"type\" = \"object\" at the top, not {other}"
-            ));
-        }
-        None => return Err("must have \"type\" = \"object\" at the top".to_owned()),
-    }
-    match schema.get("properties") {
-        None => Ok(serde_json::Map::new()),
-        Some(Value::Object(properties)) => Ok(properties.clone()),
-        Some(_) => Err("properties must be a table".to_owned()),
     }
 }
 
@@ -838,6 +1058,9 @@ listen = "0.0.0.0:9000"
 allowed_hosts = ["tasks.example.com", "box.lan:9000"]
 allowed_origins = ["https://app.example.com"]
 max_body = "512KiB"
+max_running = 8
+max_running_per_principal = 2
+max_retained_per_principal = 500
 
 [[server.auth.tokens]]
 principal = "alice"
@@ -853,7 +1076,10 @@ description = "Renders a scene"
 command = ["blender", "--background", "{scene}", "--frames={frames}", "{{literal}}"]
 task_support = "required"
 timeout = "10m"
+kill_grace = "5s"
 on_restart = "retry"
+max_attempts = 5
+max_concurrent = 2
 
 [tools.input_schema]
 type = "object"
@@ -885,6 +1111,9 @@ task_support = "forbidden"
                 allowed_hosts: vec!["tasks.example.com".into(), "box.lan:9000".into()],
                 allowed_origins: vec!["https://app.example.com".into()],
                 max_body: 512 * 1024,
+                max_running: 8,
+                max_running_per_principal: 2,
+                max_retained_per_principal: 500,
                 auth: Auth::from_digests([
                     ("alice", Auth::digest("hunter2")),
                     (
@@ -931,7 +1160,10 @@ task_support = "forbidden"
         );
         assert_eq!(render.task_support, TaskSupport::Required);
         assert_eq!(render.timeout, Some(Duration::from_secs(600)));
+        assert_eq!(render.kill_grace, Duration::from_secs(5));
         assert_eq!(render.on_restart, RestartPolicy::Retry);
+        assert_eq!(render.max_attempts, 5);
+        assert_eq!(render.max_concurrent, Some(2));
         assert_eq!(config.tools[1].task_support, TaskSupport::Forbidden);
     }
 
@@ -958,6 +1190,14 @@ task_support = "forbidden"
         assert_eq!(tool.task_support, TaskSupport::Optional);
         assert_eq!(tool.timeout, None);
         assert_eq!(tool.on_restart, RestartPolicy::Fail);
+        assert_eq!(
+            *tool,
+            ToolConfig::new("t", vec!["true".into()]),
+            "a tool built by hand has the defaults of a file"
+        );
+        assert_eq!(config.server.max_running, 64);
+        assert_eq!(config.server.max_running_per_principal, 16);
+        assert_eq!(config.server.max_retained_per_principal, 10_000);
         assert_eq!(Config::parse("").unwrap(), Config::default());
     }
 

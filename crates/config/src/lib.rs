@@ -8,6 +8,7 @@
 //! default_ttl = "1h"
 //! listen = "127.0.0.1:8765"
 //! max_body = "4MiB"
+//! max_running = 64
 //!
 //! [[server.auth.tokens]]
 //! principal = "alice"
@@ -18,11 +19,54 @@
 //! command = ["blender", "--background", "{scene}"]
 //! task_support = "required"
 //! timeout = "30m"
+//! cwd = "/srv/scenes"
+//! env = { BLENDER_USER_CONFIG = "/srv/blender", RENDER_LABEL = "scene {scene}" }
+//! max_concurrent = 2
+//! on_restart = "retry"
+//! max_attempts = 2
 //! input_schema = { type = "object", properties = { scene = { type = "string" } } }
 //! ```
 //!
+//! # Keys
+//!
+//! `[server]`, each optional: `name` (`"mcp-tasks"`), `default_ttl` (`"1h"`), `max_ttl`
+//! (`"24h"`), `poll_interval` (`"1s"`), `listen` (`"127.0.0.1:8765"`), `allowed_hosts`
+//! and `allowed_origins` (`[]`), `max_body` (`"4MiB"`), `max_running` (64 tasks running
+//! at once overall), `max_running_per_principal` (16), `max_retained_per_principal`
+//! (10000 tasks kept per principal), and `[[server.auth.tokens]]` (`principal` and one of
+//! `token_sha256`, `token_env`). The three limits are whole numbers of at least 1; this
+//! crate checks them, the engine enforces them.
+//!
+//! `[[tools]]`: `name` and `command` are required; the rest is optional (defaults in
+//! brackets).
+//! - `description` (`""`), `input_schema` (`{ type = "object" }`), `task_support`
+//!   (`"optional"`, or `"required"`, `"forbidden"`).
+//! - `timeout` (none): a duration such as `"30s"`; then the process group gets SIGTERM,
+//!   and SIGKILL after `kill_grace` (`"2s"`).
+//! - `cwd` (the server's): an existing directory; a relative one is relative to the
+//!   config file.
+//! - `env` (none): a table of `NAME = "value"`; values hold `{arg}` placeholders like
+//!   command elements.
+//! - `inherit_env` (`false`: only `PATH`, `HOME`, `LANG`, `TZ`): `true` for the server's
+//!   whole environment, or a list of names to pass as well, `["AWS_PROFILE"]`.
+//! - `stdin` (`"none"`: line-protocol answers only): `{ arg = "document" }` writes that
+//!   argument's value, then closes stdin (the tool can then ask no questions).
+//! - `max_output` (`"16MiB"`): the cap of stdout and of stderr each, keeping the tail.
+//! - `output` (`"text"`) or `"json"`: stdout must be one JSON object, returned as
+//!   `structuredContent`; `output_schema` (none, JSON output only) is a JSON Schema
+//!   table it must match, listed as the tool's `outputSchema`.
+//! - `on_restart` (`"fail"`) or `"retry"`, with `max_attempts` (3, retry only).
+//! - `max_concurrent` (no limit): calls of this tool running at once; the engine makes
+//!   the others wait.
+//!
+//! Unknown keys are refused. Every problem names its line: [`Config::load`] and
+//! [`Config::parse`] give the first, [`Config::check`] and [`Config::problems`] all of
+//! them (one per tool and one for `[server]` at most, after the TOML has the right
+//! shape).
+//!
 //! # Layout
-//! - `config`: [`Config`] and its parts, parsed and checked with line numbers in errors.
+//! - `config`: [`Config`] and its parts, parsed and checked with line numbers in errors;
+//!   `config::tool` checks the `[[tools]]` entries.
 //! - `auth`: [`Auth`], the bearer tokens of `[[server.auth.tokens]]` as SHA-256 digests,
 //!   checked in constant time.
 //! - `hosts`: the `Host` and `Origin` values a server accepts.
@@ -30,8 +74,10 @@
 //! - `command`: [`CommandTool`], the [`Handler`](mcp_tasks_engine::Handler) that runs a
 //!   tool's command in its own process group and ends the whole group with the call;
 //!   `command::line_protocol` reads its stdout, where lines that start with [`MARKER`]
-//!   report progress and status or ask the user (the answer goes to the command's stdin).
-//! - `template`: the `{name}` placeholders of command elements.
+//!   report progress and status or ask the user (the answer goes to the command's stdin);
+//!   `command::result` turns the output into the result (text or JSON, caps) and the
+//!   final status message.
+//! - `template`: the `{name}` placeholders of command elements and `env` values.
 //!
 //! # Example
 //! ```
@@ -60,4 +106,7 @@ mod template;
 
 pub use auth::Auth;
 pub use command::{CommandTool, MARKER};
-pub use config::{Config, ConfigError, Problem, ServerConfig, TaskSupport, ToolConfig};
+pub use config::{
+    Config, ConfigError, InheritEnv, OutputFormat, Problem, ServerConfig, Stdin, TaskSupport,
+    ToolConfig,
+};

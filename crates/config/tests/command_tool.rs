@@ -6,10 +6,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use mcp_tasks_config::{CommandTool, MARKER, TaskSupport, ToolConfig};
+use mcp_tasks_config::{CommandTool, Config, MARKER, TaskSupport, ToolConfig};
 use mcp_tasks_engine::{
-    ClientLink, Context, ErrorObject, Handler, Outcome, Progress, RestartPolicy,
+    Change, ClientLink, Context, Engine, ErrorObject, Handler, NewTask, Outcome, Policy, Principal,
+    Progress, RestartPolicy, SystemClock, TaskRecord, ToolRuntime,
 };
+use mcp_tasks_sqlite::SqliteStore;
 use nix::errno::Errno;
 use nix::sys::signal::killpg;
 use nix::unistd::Pid;
@@ -24,14 +26,40 @@ fn tool(command: &[&str], properties: &[&str], timeout: Option<Duration>) -> Com
         .map(|name| (name.to_string(), json!({"type": "string"})))
         .collect();
     CommandTool::new(&ToolConfig {
-        name: "test".into(),
-        description: String::new(),
         input_schema: json!({"type": "object", "properties": properties}),
-        command: command.iter().map(|s| s.to_string()).collect(),
         task_support: TaskSupport::Optional,
         timeout,
         on_restart: RestartPolicy::Fail,
+        ..ToolConfig::new("test", command.iter().map(|s| s.to_string()).collect())
     })
+}
+
+/// The first tool of a config file's text.
+fn configured(text: &str) -> CommandTool {
+    let config = Config::parse(text).unwrap_or_else(|err| panic!("{err}\n{text}"));
+    CommandTool::new(&config.tools[0])
+}
+
+/// Runs a plain call and returns its `CallToolResult`.
+async fn call_result(tool: &CommandTool, arguments: Value) -> Value {
+    let ctx = Context::plain(CancellationToken::new(), None);
+    match tool.call(arguments, ctx).await {
+        Outcome::Result(result) => result,
+        Outcome::Error(err) => panic!("expected a result, got error {err:?}"),
+    }
+}
+
+/// The texts of a `CallToolResult`'s content items.
+fn texts(result: &Value) -> Vec<&str> {
+    result["content"]
+        .as_array()
+        .expect("content is an array")
+        .iter()
+        .map(|item| {
+            assert_eq!(item["type"], "text", "{result}");
+            item["text"].as_str().expect("text")
+        })
+        .collect()
 }
 
 /// Runs a plain call and returns `(isError, text)` of its `CallToolResult`.
@@ -224,18 +252,17 @@ async fn exit_zero_returns_stdout_as_text() {
 }
 
 #[tokio::test]
-async fn a_nonzero_exit_is_an_error_with_the_code_and_the_stderr_tail() {
+async fn a_nonzero_exit_is_an_error_with_the_code_the_stderr_and_the_stdout() {
     let script = "head -c 5000 /dev/zero | tr '\\0' x >&2; echo END >&2; echo partial; exit 3";
     let tool = tool(&["sh", "-c", script], &[], None);
     let (is_error, text) = call(&tool, json!({}), CancellationToken::new()).await;
     assert!(is_error);
     let (stderr, stdout) = text
-        .strip_prefix("command exited with code 3\n--- stderr (last 4 KiB) ---\n")
+        .strip_prefix("command exited with code 3\n--- stderr ---\n")
         .unwrap_or_else(|| panic!("unexpected text: {text:.200}"))
         .split_once("\n--- stdout ---\n")
         .expect("a stdout section");
-    assert_eq!(stderr.len(), 4096);
-    assert!(stderr.ends_with("xxxEND\n"), "{stderr:.100}");
+    assert_eq!(stderr, format!("{}END\n", "x".repeat(5000)));
     assert_eq!(stdout, "partial\n");
 }
 
@@ -267,49 +294,460 @@ async fn a_death_by_signal_is_an_error_naming_the_signal() {
     assert_eq!(text, "command was killed by signal SIGKILL");
 }
 
-#[tokio::test]
-async fn the_servers_environment_does_not_leak_into_tools() {
-    const SECRET: &str = "MCP_TASKS_SECRET_TEST";
-    if std::env::var_os(SECRET).is_none() {
-        // A test cannot set a variable in its own process (`set_var` is unsafe, and unsafe
-        // code is forbidden), so it runs itself again in a child that has the secret.
-        let output = tokio::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "the_servers_environment_does_not_leak_into_tools",
-                "--nocapture",
-            ])
-            .env(SECRET, "hunter2")
-            .output()
-            .await
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success(),
-            "{stdout}\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        assert!(
-            stdout.contains("1 passed"),
-            "the inner run ran no test: {stdout}"
-        );
-        return;
+/// A variable the test binary gets only when it reruns itself (see [`rerun_with_secrets`]).
+const SECRET: &str = "MCP_TASKS_SECRET_TEST";
+/// A second such variable, one a tool may be allowed to see.
+const VISIBLE: &str = "MCP_TASKS_VISIBLE_TEST";
+
+/// Whether this is the outer run of `test`, which has just rerun itself, successfully, in a
+/// child process whose environment has [`SECRET`]` = hunter2` and [`VISIBLE`]` = seen`: a
+/// test cannot set a variable in its own process (`set_var` is unsafe, and unsafe code is
+/// forbidden). The outer run returns at once; the inner run does the checks.
+async fn rerun_with_secrets(test: &str) -> bool {
+    if std::env::var_os(SECRET).is_some() {
+        return false;
     }
-    let tool = tool(&["env"], &[], None);
+    let output = tokio::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args(["--exact", test, "--nocapture"])
+        .env(SECRET, "hunter2")
+        .env(VISIBLE, "seen")
+        .output()
+        .await
+        .expect("the test binary runs again");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("1 passed"),
+        "the inner run ran no test: {stdout}"
+    );
+    true
+}
+
+/// The names of the variables a tool with `settings` (TOML lines) sees, and its `env`
+/// output.
+async fn environment_of(settings: &str) -> (Vec<String>, String) {
+    let tool = configured(&format!(
+        "[[tools]]\nname = \"env\"\ncommand = [\"env\"]\n{settings}\n"
+    ));
     let (is_error, text) = call(&tool, json!({}), CancellationToken::new()).await;
     assert!(!is_error, "{text}");
+    let names = text
+        .lines()
+        .map(|line| line.split('=').next().unwrap_or_default().to_owned())
+        .collect();
+    (names, text)
+}
+
+#[tokio::test]
+async fn the_servers_environment_does_not_leak_into_tools() {
+    if rerun_with_secrets("the_servers_environment_does_not_leak_into_tools").await {
+        return;
+    }
+    for settings in ["", "inherit_env = false"] {
+        let (names, text) = environment_of(settings).await;
+        assert!(
+            !text.contains("hunter2") && !text.contains("seen"),
+            "{text}"
+        );
+        assert!(names.iter().any(|name| name == "PATH"), "{text}");
+        for name in &names {
+            assert!(
+                ["PATH", "HOME", "LANG", "TZ", "PWD", "SHLVL", "_"].contains(&name.as_str()),
+                "leaked: {name}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn inherit_env_names_pass_those_variables_and_no_other() {
+    if rerun_with_secrets("inherit_env_names_pass_those_variables_and_no_other").await {
+        return;
+    }
+    let (names, text) = environment_of(&format!(
+        "inherit_env = [\"{VISIBLE}\", \"MCP_TASKS_UNSET_TEST\"]"
+    ))
+    .await;
+    assert!(text.contains(&format!("{VISIBLE}=seen\n")), "{text}");
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(names.iter().any(|name| name == "PATH"), "{text}");
     assert!(
-        !text.contains(SECRET) && !text.contains("hunter2"),
+        !names.iter().any(|name| name == "MCP_TASKS_UNSET_TEST"),
         "{text}"
     );
-    assert!(text.lines().any(|line| line.starts_with("PATH=")), "{text}");
-    for line in text.lines() {
-        let key = line.split('=').next().unwrap_or_default();
-        assert!(
-            ["PATH", "HOME", "LANG", "TZ", "PWD", "SHLVL", "_"].contains(&key),
-            "leaked: {line}"
+}
+
+#[tokio::test]
+async fn inherit_env_true_passes_the_whole_environment() {
+    if rerun_with_secrets("inherit_env_true_passes_the_whole_environment").await {
+        return;
+    }
+    let (_, text) = environment_of("inherit_env = true").await;
+    assert!(text.contains(&format!("{SECRET}=hunter2\n")), "{text}");
+    assert!(text.contains(&format!("{VISIBLE}=seen\n")), "{text}");
+}
+
+#[tokio::test]
+async fn env_values_are_set_with_their_placeholders_filled_verbatim() {
+    if rerun_with_secrets("env_values_are_set_with_their_placeholders_filled_verbatim").await {
+        return;
+    }
+    let tool = configured(
+        r#"
+[[tools]]
+name = "env"
+command = ["env"]
+inherit_env = ["MCP_TASKS_VISIBLE_TEST"]
+input_schema = { type = "object", properties = { who = { type = "string" }, n = { type = "integer" }, gone = { type = "string" } } }
+
+[tools.env]
+GREETING = "hello {who}, {{braces}}"
+WHO = "{who}"
+COUNT = "{n}"
+GONE = "{gone}"
+GONE_INSIDE = "[{gone}]"
+MCP_TASKS_VISIBLE_TEST = "overridden"
+"#,
+    );
+    let who = "$(id); rm -rf / `id`";
+    let (is_error, text) = call(&tool, json!({"who": who, "n": 7}), CancellationToken::new()).await;
+    assert!(!is_error, "{text}");
+    let env: Vec<&str> = text.lines().collect();
+    for expected in [
+        format!("GREETING=hello {who}, {{braces}}"),
+        format!("WHO={who}"),
+        "COUNT=7".to_owned(),
+        "GONE_INSIDE=[]".to_owned(),
+        "MCP_TASKS_VISIBLE_TEST=overridden".to_owned(),
+    ] {
+        assert!(env.contains(&expected.as_str()), "{expected} not in {text}");
+    }
+    assert!(
+        !env.iter().any(|line| line.starts_with("GONE=")),
+        "an exact placeholder of an absent argument leaves the variable unset: {text}"
+    );
+}
+
+// ---- cwd ----
+
+#[tokio::test]
+async fn a_tool_runs_in_its_cwd() {
+    let dir = tempfile::tempdir().unwrap();
+    let tool = configured(&format!(
+        "[[tools]]\nname = \"where\"\ncommand = [\"sh\", \"-c\", \"pwd -P\"]\ncwd = \"{}\"\n",
+        dir.path().display()
+    ));
+    let (is_error, text) = call(&tool, json!({}), CancellationToken::new()).await;
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        text.trim_end(),
+        dir.path().canonicalize().unwrap().to_str().unwrap()
+    );
+}
+
+#[tokio::test]
+async fn a_cwd_that_vanished_is_an_error_result_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().join("gone");
+    std::fs::create_dir(&cwd).unwrap();
+    let tool = configured(&format!(
+        "[[tools]]\nname = \"where\"\ncommand = [\"pwd\"]\ncwd = \"{}\"\n",
+        cwd.display()
+    ));
+    std::fs::remove_dir(&cwd).unwrap();
+    let (is_error, text) = call(&tool, json!({}), CancellationToken::new()).await;
+    assert!(is_error);
+    assert!(
+        text.starts_with(&format!("could not start `pwd` in `{}`: ", cwd.display())),
+        "{text}"
+    );
+}
+
+// ---- stdin ----
+
+const STDIN_TOOL: &str = r#"
+[[tools]]
+name = "cat"
+command = ["sh", "-c", "cat; echo '|end'"]
+stdin = { arg = "text" }
+input_schema = { type = "object", properties = { text = { type = "string" }, n = { type = "integer" } } }
+"#;
+
+#[tokio::test]
+async fn a_stdin_argument_is_written_verbatim_then_stdin_is_closed() {
+    let tool = configured(STDIN_TOOL);
+    let text = "line one\n$(id); rm -rf / `id`\n\ttabbed, no newline at the end";
+    let (is_error, output) = call(&tool, json!({"text": text}), CancellationToken::new()).await;
+    assert!(!is_error, "{output}");
+    assert_eq!(output, format!("{text}|end\n"));
+}
+
+#[tokio::test]
+async fn an_absent_stdin_argument_is_an_empty_closed_stdin() {
+    let tool = configured(STDIN_TOOL);
+    let (is_error, output) = call(&tool, json!({}), CancellationToken::new()).await;
+    assert!(!is_error, "{output}");
+    assert_eq!(output, "|end\n");
+}
+
+#[tokio::test]
+async fn a_non_string_stdin_argument_is_written_as_json() {
+    let tool = configured(&STDIN_TOOL.replace("arg = \"text\"", "arg = \"n\""));
+    let (is_error, output) = call(&tool, json!({"n": 42}), CancellationToken::new()).await;
+    assert!(!is_error, "{output}");
+    assert_eq!(output, "42|end\n");
+}
+
+#[tokio::test]
+async fn a_stdin_argument_larger_than_a_pipe_is_written_whole() {
+    let tool = configured(&STDIN_TOOL.replace("cat; echo '|end'", "wc -c"));
+    let big = "x".repeat(1 << 20);
+    let (is_error, output) = call(&tool, json!({"text": big}), CancellationToken::new()).await;
+    assert!(!is_error, "{output}");
+    assert_eq!(output.trim(), "1048576");
+}
+
+#[tokio::test]
+async fn a_tool_whose_stdin_is_an_argument_asks_no_question() {
+    let tool = configured(
+        r#"
+[[tools]]
+name = "ask"
+command = ["sh", "-c", """
+read -r first
+echo '@mcp-tasks {{"elicit": {{"message": "sure?"}}}}'
+if read -r answer; then echo "answer: $answer"; else echo "no answer after $first"; fi
+"""]
+stdin = { arg = "text" }
+input_schema = { type = "object", properties = { text = { type = "string" } } }
+"#,
+    );
+    let link = TestLink::accepting(json!({"action": "accept"}));
+    let client: Arc<dyn ClientLink> = link.clone();
+    let (is_error, output) = call_linked(
+        &tool,
+        json!({"text": "input\n"}),
+        CancellationToken::new(),
+        Some(client),
+    )
+    .await;
+    assert!(!is_error, "{output}");
+    assert_eq!(output, "no answer after input\n");
+    assert!(link.requests().is_empty(), "{:?}", link.requests());
+}
+
+// ---- max_output ----
+
+#[tokio::test]
+async fn stdout_over_max_output_keeps_the_tail_and_says_how_much_was_cut() {
+    let tool = configured(
+        r#"
+[[tools]]
+name = "loud"
+command = ["sh", "-c", "head -c 100000 /dev/zero | tr '\\0' a; printf END"]
+max_output = "1000B"
+"#,
+    );
+    let result = call_result(&tool, json!({})).await;
+    assert_eq!(result["isError"], false);
+    let texts = texts(&result);
+    assert_eq!(texts.len(), 2, "{result:.300}");
+    assert_eq!(texts[0], format!("{}END", "a".repeat(997)));
+    assert_eq!(
+        texts[1],
+        "[mcp-tasks: 99003 bytes of stdout cut; showing the last 1000]"
+    );
+}
+
+#[tokio::test]
+async fn stderr_over_max_output_keeps_the_tail_and_says_how_much_was_cut() {
+    let tool = configured(
+        r#"
+[[tools]]
+name = "failing"
+command = ["sh", "-c", "head -c 5000 /dev/zero | tr '\\0' e >&2; echo LAST >&2; echo out; exit 2"]
+max_output = 1000
+"#,
+    );
+    let result = call_result(&tool, json!({})).await;
+    assert_eq!(result["isError"], true);
+    let texts = texts(&result);
+    assert_eq!(
+        texts,
+        [
+            format!(
+                "command exited with code 2\n--- stderr ---\n{}LAST\n\n--- stdout ---\nout\n",
+                "e".repeat(995)
+            )
+            .as_str(),
+            "[mcp-tasks: 4005 bytes of stderr cut; showing the last 1000]",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn output_under_max_output_has_no_note() {
+    let tool = configured(
+        "[[tools]]\nname = \"quiet\"\ncommand = [\"echo\", \"12345\"]\nmax_output = \"6B\"\n",
+    );
+    let result = call_result(&tool, json!({})).await;
+    assert_eq!(texts(&result), ["12345\n"]);
+}
+
+// ---- output = "json" ----
+
+/// A tool printing `json` (as a shell argument, so braces stay single), with `settings`.
+fn json_tool(settings: &str) -> CommandTool {
+    configured(&format!(
+        r#"
+[[tools]]
+name = "json"
+command = ["sh", "-c", "echo '@mcp-tasks {{{{\"progress\": 1}}}}'; printf '%s' \"$1\"", "_", "{{json}}"]
+output = "json"
+input_schema = {{ type = "object", properties = {{ json = {{ type = "string" }} }} }}
+{settings}
+"#
+    ))
+}
+
+const COUNT_SCHEMA: &str = r#"
+[tools.output_schema]
+type = "object"
+required = ["count"]
+properties = { count = { type = "integer", minimum = 0 }, name = { type = "string" } }
+"#;
+
+#[tokio::test]
+async fn json_output_is_structured_content_and_text() {
+    let tool = json_tool(COUNT_SCHEMA);
+    let printed = "\n  {\"count\": 3, \"name\": \"x\", \"extra\": [1, null]}\n";
+    let result = call_result(&tool, json!({"json": printed})).await;
+    assert_eq!(
+        result,
+        json!({
+            "content": [{"type": "text", "text": printed}],
+            "structuredContent": {"count": 3, "name": "x", "extra": [1, null]},
+            "isError": false,
+        })
+    );
+}
+
+#[tokio::test]
+async fn json_output_that_does_not_parse_is_an_error_naming_the_parse_error() {
+    let tool = json_tool("");
+    for (printed, expected) in [
+        (
+            "not json",
+            "stdout is not valid JSON: expected ident at line 1 column 2",
+        ),
+        (
+            "{\"a\": 1} {\"b\": 2}",
+            "stdout is not valid JSON: trailing characters at line 1 column 10",
+        ),
+        (
+            "",
+            "stdout is not valid JSON: EOF while parsing a value at line 1 column 0",
+        ),
+    ] {
+        let result = call_result(&tool, json!({"json": printed})).await;
+        assert_eq!(result["isError"], true, "{printed}");
+        assert!(result.get("structuredContent").is_none(), "{result}");
+        let text = texts(&result)[0];
+        assert!(text.starts_with(expected), "{printed}: {text}");
+    }
+}
+
+#[tokio::test]
+async fn json_output_that_is_not_an_object_is_an_error() {
+    let tool = json_tool("");
+    for (printed, kind) in [
+        ("[1, 2]", "an array"),
+        ("3", "a number"),
+        ("\"x\"", "a string"),
+    ] {
+        let result = call_result(&tool, json!({"json": printed})).await;
+        assert_eq!(result["isError"], true);
+        assert_eq!(
+            texts(&result)[0],
+            format!(
+                "stdout is {kind}, not a JSON object (structuredContent must be an object)\n\
+                 --- stdout ---\n{printed}"
+            )
         );
     }
+}
+
+#[tokio::test]
+async fn json_output_that_breaks_the_output_schema_is_an_error_naming_field_and_rule() {
+    let tool = json_tool(COUNT_SCHEMA);
+    let result = call_result(&tool, json!({"json": "{\"count\": \"three\"}"})).await;
+    assert_eq!(result["isError"], true);
+    let text = texts(&result)[0];
+    assert!(
+        text.starts_with(
+            "stdout does not match output_schema:\n- at `/count`: \"three\" is not of type \
+             \"integer\" (rule `type` at `/properties/count/type`)"
+        ),
+        "{text}"
+    );
+    let result = call_result(&tool, json!({"json": "{\"count\": -1, \"name\": 5}"})).await;
+    let text = texts(&result)[0];
+    assert!(
+        text.contains("- at `/count`: -1 is less than the minimum of 0 (rule `minimum`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("- at `/name`: 5 is not of type \"string\" (rule `type`"),
+        "{text}"
+    );
+    let result = call_result(&tool, json!({"json": "{}"})).await;
+    let text = texts(&result)[0];
+    assert!(
+        text.starts_with(
+            "stdout does not match output_schema:\n- at the top: \"count\" is a required \
+             property (rule `required` at `/required`)"
+        ),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn json_output_cut_by_max_output_is_an_error() {
+    let tool = json_tool("max_output = 10");
+    let result = call_result(
+        &tool,
+        json!({"json": "{\"name\": \"far more than ten bytes\"}"}),
+    )
+    .await;
+    assert_eq!(result["isError"], true);
+    let texts = texts(&result);
+    assert!(
+        texts[0].starts_with(
+            "stdout is not one JSON object: it is longer than max_output (10 bytes) and was cut"
+        ),
+        "{texts:?}"
+    );
+    assert_eq!(
+        texts.last().copied(),
+        Some("[mcp-tasks: 25 bytes of stdout cut; showing the last 10]")
+    );
+}
+
+#[tokio::test]
+async fn a_failing_json_tool_is_an_ordinary_failure() {
+    let tool = configured(
+        "[[tools]]\nname = \"j\"\ncommand = [\"sh\", \"-c\", \"echo nope; exit 4\"]\noutput = \"json\"\n",
+    );
+    let result = call_result(&tool, json!({})).await;
+    assert_eq!(result["isError"], true);
+    assert_eq!(
+        texts(&result),
+        ["command exited with code 4\n--- stdout ---\nnope\n"]
+    );
 }
 
 // ---- ending the process group ----
@@ -338,7 +776,7 @@ async fn a_timeout_kills_the_whole_process_group() {
         started.elapsed()
     );
     assert!(is_error);
-    assert_eq!(text, "timed out after 1s");
+    assert_eq!(text, "timed out after 1s; the process group got SIGTERM");
     let pgid: i32 = std::fs::read_to_string(&pid_file)
         .unwrap()
         .trim()
@@ -407,7 +845,10 @@ async fn processes_that_ignore_sigterm_are_killed_after_the_grace() {
     .await;
     let elapsed = started.elapsed();
     assert!(is_error);
-    assert_eq!(text, "timed out after 300ms");
+    assert_eq!(
+        text,
+        "timed out after 300ms; the process group got SIGTERM, then SIGKILL after the 2s grace"
+    );
     assert!(
         elapsed >= Duration::from_secs(2),
         "SIGKILL came before the grace: {elapsed:?}"
@@ -419,6 +860,61 @@ async fn processes_that_ignore_sigterm_are_killed_after_the_grace() {
         .parse()
         .unwrap();
     assert!(group_is_gone(pgid), "group {pgid} is still there");
+}
+
+#[tokio::test]
+async fn kill_grace_sets_the_time_between_sigterm_and_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let tool = configured(
+        r#"
+[[tools]]
+name = "stubborn"
+command = ["sh", "-c", "trap '' TERM; echo $$ > \"$1\"; sleep 30 & wait; wait", "_", "{pid_file}"]
+timeout = "200ms"
+kill_grace = "300ms"
+input_schema = { type = "object", properties = { pid_file = { type = "string" } } }
+"#,
+    );
+    let started = Instant::now();
+    let (is_error, text) = call(
+        &tool,
+        json!({"pid_file": pid_file.to_str().unwrap()}),
+        CancellationToken::new(),
+    )
+    .await;
+    let elapsed = started.elapsed();
+    assert!(is_error);
+    assert_eq!(
+        text,
+        "timed out after 200ms; the process group got SIGTERM, then SIGKILL after the 300ms grace"
+    );
+    assert!(elapsed >= Duration::from_millis(500), "took {elapsed:?}");
+    assert!(
+        elapsed < Duration::from_secs(2),
+        "the 2s default grace was used: {elapsed:?}"
+    );
+    let pgid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(group_is_gone(pgid), "group {pgid} is still there");
+}
+
+#[tokio::test]
+async fn a_death_by_sigterm_is_an_error_naming_it() {
+    let tool = tool(
+        &["sh", "-c", "echo started; kill -TERM $$; sleep 5"],
+        &[],
+        None,
+    );
+    let (is_error, text) = call(&tool, json!({}), CancellationToken::new()).await;
+    assert!(is_error);
+    assert_eq!(
+        text,
+        "command was killed by signal SIGTERM\n--- stdout ---\nstarted\n"
+    );
 }
 
 #[tokio::test]
@@ -476,6 +972,141 @@ async fn a_dropped_call_kills_the_whole_process_group() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(group_is_gone(pgid), "group {pgid} is still there");
+}
+
+// ---- status messages ----
+
+/// Runs `tool` with `arguments` as a task of an engine over a fresh SQLite store, and
+/// returns the task's status messages in the order they were set, and its final record.
+/// When the status message becomes `release_on`, a line is written to the fifo `release`.
+async fn status_messages(
+    tool: CommandTool,
+    arguments: Value,
+    release: Option<(&str, &Path)>,
+) -> (Vec<String>, TaskRecord) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let store = SqliteStore::open(&dir.path().join("tasks.sqlite3")).expect("a store");
+    let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), Policy::default());
+    engine.register("t", ToolRuntime::new(tool));
+    let mut feed = engine.subscribe();
+    let task = engine
+        .create(NewTask {
+            owner: Principal::new("alice"),
+            tool: "t".into(),
+            arguments,
+            requested_ttl_ms: None,
+            error_result_fails: true,
+            input_methods: vec![],
+        })
+        .await
+        .expect("the task is created");
+    engine.start(&task).expect("the task starts");
+    let mut messages: Vec<String> = Vec::new();
+    loop {
+        let change = tokio::time::timeout(Duration::from_secs(10), feed.recv())
+            .await
+            .expect("the task changes in time")
+            .expect("the feed keeps up");
+        let Change::Task(record) = change else {
+            continue;
+        };
+        if record.id != task.id {
+            continue;
+        }
+        if let Some(message) = &record.status_message
+            && messages.last() != Some(message)
+        {
+            messages.push(message.clone());
+            if let Some((on, fifo)) = release
+                && on == message
+            {
+                let fifo = fifo.to_owned();
+                tokio::task::spawn_blocking(move || std::fs::write(fifo, "go\n"))
+                    .await
+                    .expect("the writer task")
+                    .expect("write to the fifo");
+            }
+        }
+        if record.status().is_terminal() {
+            return (messages, (*record).clone());
+        }
+    }
+}
+
+/// `started (pid N)`: N, or a panic.
+fn started_pid(message: &str) -> u32 {
+    message
+        .strip_prefix("started (pid ")
+        .and_then(|rest| rest.strip_suffix(')'))
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("not a start message: {message:?}"))
+}
+
+/// The messages after `started (pid N)`: the tool's `last` one, then the engine's own
+/// message for a failed task, which quotes the result.
+fn assert_process_then_engine(messages: &[String], last: &str) {
+    assert_eq!(messages.len(), 3, "{messages:?}");
+    assert_eq!(messages[1], last, "{messages:?}");
+    assert!(
+        messages[2].starts_with("The tool reported an error: "),
+        "{messages:?}"
+    );
+}
+
+#[tokio::test]
+async fn status_messages_follow_the_process_from_start_to_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("go");
+    mkfifo(&fifo);
+    let script = element(
+        r#"
+echo '@mcp-tasks {"status": "compiling"}'
+echo '@mcp-tasks {"progress": 1, "total": 2, "message": "step 1 of 2"}'
+read -r go < "$1"
+echo done
+"#,
+    );
+    let tool = tool(&["sh", "-c", &script, "_", "{fifo}"], &["fifo"], None);
+    let arguments = json!({"fifo": fifo.to_str().unwrap()});
+    let (messages, record) =
+        status_messages(tool, arguments, Some(("step 1 of 2", fifo.as_path()))).await;
+    assert_eq!(record.status().to_string(), "completed", "{record:?}");
+    assert_eq!(messages.len(), 4, "{messages:?}");
+    started_pid(&messages[0]);
+    assert_eq!(
+        messages[1..],
+        ["compiling", "step 1 of 2", "exited (code 0)"],
+        "{messages:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_failing_exit_is_the_last_status_message() {
+    let tool = tool(&["sh", "-c", "exit 3"], &[], None);
+    let (messages, record) = status_messages(tool, json!({}), None).await;
+    assert_eq!(record.status().to_string(), "failed", "{record:?}");
+    started_pid(&messages[0]);
+    assert_process_then_engine(&messages, "exited (code 3)");
+}
+
+#[tokio::test]
+async fn a_death_by_signal_is_the_last_status_message() {
+    for signal in ["TERM", "KILL"] {
+        let script = format!("kill -{signal} $$");
+        let tool = tool(&["sh", "-c", &script], &[], None);
+        let (messages, _) = status_messages(tool, json!({}), None).await;
+        started_pid(&messages[0]);
+        assert_process_then_engine(&messages, &format!("killed (SIG{signal})"));
+    }
+}
+
+#[tokio::test]
+async fn a_timeout_is_the_last_status_message() {
+    let tool = tool(&["sleep", "30"], &[], Some(Duration::from_millis(200)));
+    let (messages, record) = status_messages(tool, json!({}), None).await;
+    assert_eq!(record.status().to_string(), "failed", "{record:?}");
+    started_pid(&messages[0]);
+    assert_process_then_engine(&messages, "timed out after 200ms");
 }
 
 // ---- the line protocol ----
@@ -802,7 +1433,9 @@ echo "answer: $answer"
 /// the two cannot drift apart.
 fn readme_example() -> String {
     let readme = include_str!("../../../README.md");
-    let start = readme.find("[[tools]]\nname = \"clean_dir\"").expect("the README has the clean_dir example");
+    let start = readme
+        .find("[[tools]]\nname = \"clean_dir\"")
+        .expect("the README has the clean_dir example");
     let block = &readme[start..];
     block[..block.find("\n```").expect("the example's code block ends")].to_owned()
 }

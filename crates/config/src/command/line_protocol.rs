@@ -39,6 +39,10 @@ use super::{CHUNK, Tail, json_kind};
 /// `status` and `elicit` or an unknown key, whose values have the wrong types, or that is
 /// longer than 1 MiB is ignored, with a warning in the server's log naming the problem.
 ///
+/// A tool whose stdin carries an argument (`stdin = { arg = "…" }`) cannot be answered: its
+/// questions are not asked (a warning in the server's log says so), and its stdin is
+/// closed once the argument is written, so a `read` of the answer sees end-of-file.
+///
 /// Lines are handled in order, one at a time: while a question waits for its answer, no
 /// further line is read. If the call is cancelled or times out meanwhile, no answer comes:
 /// the process group is ended as always. Of the lines still unread when the group has
@@ -64,7 +68,8 @@ pub(super) struct Talk<W> {
     tool: String,
     ctx: Context,
     /// The command's stdin; kept open until the group is gone, so that the command never
-    /// sees end-of-file while it may still ask.
+    /// sees end-of-file while it may still ask. `None` when stdin carries an argument
+    /// instead: questions are then not asked.
     stdin: Option<W>,
     /// True once the command's process group is gone (or the call was dropped, which
     /// drops the sender): nobody is left to answer.
@@ -251,6 +256,14 @@ impl<W: AsyncWrite + Unpin> Talk<W> {
     async fn elicit(&mut self, params: Map<String, Value>, json: &[u8]) {
         if is_gone(&self.group_gone) {
             self.warn("the command has ended; the question is not asked", json);
+            return;
+        }
+        if self.stdin.is_none() {
+            self.warn(
+                "the tool's stdin carries an argument, so no answer could reach it; the \
+                 question is not asked",
+                json,
+            );
             return;
         }
         // `elicit` itself ends on cancellation (and withdraws a task's input request).
