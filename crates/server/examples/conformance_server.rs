@@ -28,8 +28,5 @@ use std::process::ExitCode;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    run::main("conformance_server", 3000, |engine| {
-        Ok(fixture::server(engine)?)
-    })
-    .await
+    run::main("conformance_server", 3000, fixture::server).await
 }

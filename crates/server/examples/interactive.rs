@@ -33,5 +33,5 @@ use std::process::ExitCode;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    run::main("interactive", 8000, |engine| Ok(tools::server(engine))).await
+    run::main("interactive", 8000, |engine| Ok(tools::server(engine)?)).await
 }

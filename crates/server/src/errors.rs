@@ -1,13 +1,28 @@
-//! The one mapping from engine errors to JSON-RPC errors. The engine never speaks JSON-RPC.
+//! The one mapping from engine errors (and argument violations) to JSON-RPC errors. The
+//! engine never speaks JSON-RPC.
 
-use mcp_tasks_engine::{EngineError, EventKind};
+use mcp_tasks_engine::{EngineError, EventKind, LimitExceeded};
 use mcp_tasks_protocol::jsonrpc::RpcError;
+use serde_json::json;
+
+use crate::arguments::InvalidArguments;
+
+/// The JSON-RPC error code of a call refused by a limit of the server (tasks running at
+/// once, overall or per principal; tasks kept per principal). Nothing was created or run;
+/// the requestor may try again later. JSON-RPC 2.0 leaves `-32000` to `-32099` to
+/// implementations; this is not `-32603`, since the server did not fail.
+///
+/// The error's `data` says which limit: `{"limit": "max_running_per_principal", "max": 16,
+/// "current": 16}` (`limit` is one of `max_running`, `max_running_per_principal`,
+/// `max_retained_per_principal`).
+pub const LIMIT_EXCEEDED: i64 = -32010;
 
 /// The JSON-RPC error a requestor sees for `err`.
 ///
 /// 2025-11-25 tasks: an unknown, expired or foreign task id is `-32602` (the same answer
 /// for another principal's task, so existence is not revealed); cancelling a terminal task
 /// is `-32602`; internal failures are `-32603` with a generic message (the cause is logged).
+/// A limit is [`LIMIT_EXCEEDED`].
 pub(crate) fn rpc_error(err: &EngineError) -> RpcError {
     match err {
         EngineError::NotFound(id) => {
@@ -18,9 +33,64 @@ pub(crate) fn rpc_error(err: &EngineError) -> RpcError {
         ),
         EngineError::Refused { .. } => RpcError::invalid_params(err.to_string()),
         EngineError::UnknownTool(name) => RpcError::invalid_params(format!("Unknown tool: {name}")),
+        EngineError::Limit(limit) => limit_error(limit),
         other => {
             tracing::error!(error = %other, "internal error while serving a request");
             RpcError::internal("Internal error: the task store failed; see the server log")
         }
     }
+}
+
+/// A call refused by a limit: what the limit is, how far the requestor is, and what to do.
+fn limit_error(limit: &LimitExceeded) -> RpcError {
+    let (name, max, current, message) = match limit {
+        LimitExceeded::Running { running, limit } => (
+            "max_running",
+            u64::from(*limit),
+            *running as u64,
+            format!(
+                "Too many tasks running: this server runs at most {limit} tasks and calls at once \
+                 (max_running) and {running} are running. Nothing was started; try again when some \
+                 have finished."
+            ),
+        ),
+        LimitExceeded::RunningPerPrincipal { running, limit, .. } => (
+            "max_running_per_principal",
+            u64::from(*limit),
+            *running as u64,
+            format!(
+                "Too many of your tasks running: each principal may run at most {limit} tasks and \
+                 calls at once (max_running_per_principal) and you have {running} running. Nothing \
+                 was started; wait for some to finish or cancel those you no longer need \
+                 (tasks/cancel), then call again."
+            ),
+        ),
+        LimitExceeded::RetainedPerPrincipal { retained, limit, .. } => (
+            "max_retained_per_principal",
+            *limit,
+            *retained,
+            format!(
+                "Too many of your tasks retained: the server keeps at most {limit} tasks per \
+                 principal (max_retained_per_principal) and holds {retained} of yours, finished \
+                 or not. Nothing was created; finished tasks are deleted when their TTL runs out, \
+                 so try again later, or ask for a shorter ttl when you create tasks."
+            ),
+        ),
+        // `LimitExceeded` is non-exhaustive; a limit added later is still the requestor's.
+        other => ("limit", 0, 0, format!("Refused by a limit of the server: {other}")),
+    };
+    RpcError::new(LIMIT_EXCEEDED, message).with_data(json!({"limit": name, "max": max, "current": current}))
+}
+
+/// `-32602` for arguments that break the tool's `inputSchema`: the message names the
+/// failing fields and rules; `data` lists them all as `[{"path": "/package", "message":
+/// "5 is not of type \"string\""}]` (`path` is a JSON Pointer into the arguments, empty for
+/// the arguments object itself).
+pub(crate) fn invalid_arguments(err: &InvalidArguments) -> RpcError {
+    let data = err
+        .violations
+        .iter()
+        .map(|violation| json!({"path": violation.path, "message": violation.message}))
+        .collect();
+    RpcError::invalid_params(err.to_string()).with_data(serde_json::Value::Array(data))
 }

@@ -13,11 +13,14 @@
 //! - `dispatch`: message → method handler; the one place that picks an era's codec.
 //! - `codec::legacy`: the 2025-11-25 wire rules (Task shape, `isError` → `failed`,
 //!   related-task metadata, `tasks/result` replay, cursors).
-//! - `errors`: the one mapping from engine errors to JSON-RPC errors.
+//! - `arguments`: `tools/call` arguments checked against each tool's `inputSchema`.
+//! - `errors`: the one mapping from engine errors (and argument violations) to JSON-RPC
+//!   errors, with [`LIMIT_EXCEEDED`] for calls over a limit.
 //! - [`stdio`]: newline-delimited JSON-RPC over any reader and writer.
 //!
 //! Protocol revision: 2025-11-25 (core Tasks, "Legacy").
 
+mod arguments;
 mod catalog;
 mod codec;
 mod dispatch;
@@ -34,4 +37,5 @@ pub use catalog::{
     ResourceTemplate, ResourceTemplateDef, Role, UriTemplate, UriTemplateError, handler_fn, log_message,
     resource_not_found,
 };
-pub use server::{Server, ServerBuilder, ToolDef};
+pub use errors::LIMIT_EXCEEDED;
+pub use server::{BuildError, Server, ServerBuilder, ToolDef};

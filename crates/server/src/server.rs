@@ -1,7 +1,7 @@
 //! [`Server`]: what a server serves (its identity, tools, resources, prompts and completions)
 //! over the engine that runs its tools.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use mcp_tasks_engine::{Engine, Handler, RestartPolicy, ToolRuntime};
@@ -12,6 +12,7 @@ use mcp_tasks_protocol::legacy::{
 };
 use serde_json::{Value, json};
 
+use crate::arguments::{ArgumentsSchema, InvalidArguments};
 use crate::catalog::{Catalog, CompletionDef, PromptDef, ResourceDef, ResourceTemplateDef, Subscriptions};
 use crate::session::Route;
 
@@ -26,9 +27,11 @@ pub struct ToolDef {
 
 impl ToolDef {
     /// A tool named `name` with a description, the JSON Schema of its arguments (an
-    /// object schema), and its handler (see [`crate::handler_fn`] for a closure). It is a
-    /// plain tool (`taskSupport: "forbidden"`) that fails when a restart interrupts it, until
-    /// [`ToolDef::with_task_support`] and [`ToolDef::on_restart`] say otherwise.
+    /// object schema, `type: "object"`; every call's arguments are checked against it), and
+    /// its handler (see [`crate::handler_fn`] for a closure). It is a plain tool
+    /// (`taskSupport: "forbidden"`) that fails when a restart interrupts it and has no
+    /// concurrency limit, until [`ToolDef::with_task_support`], [`ToolDef::on_restart`] and
+    /// [`ToolDef::max_concurrent`] say otherwise.
     pub fn new(
         name: impl Into<String>,
         description: impl Into<String>,
@@ -73,6 +76,22 @@ impl ToolDef {
         self
     }
 
+    /// Sets how many calls of this tool may run at once; more wait their turn, tasks in
+    /// `working` with a status message saying they are queued (`None`: no limit).
+    #[must_use]
+    pub fn max_concurrent(mut self, limit: impl Into<Option<u32>>) -> ToolDef {
+        self.runtime.max_concurrent = limit.into();
+        self
+    }
+
+    /// Sets how many attempts a task of this tool gets in all when
+    /// [`RestartPolicy::Retry`] runs it again after restarts.
+    #[must_use]
+    pub fn max_attempts(mut self, attempts: u32) -> ToolDef {
+        self.runtime.max_attempts = attempts;
+        self
+    }
+
     /// The tool's task support; absent means `forbidden` (2025-11-25 `ToolExecution`).
     pub fn task_support(&self) -> TaskSupport {
         self.descriptor
@@ -96,6 +115,8 @@ pub(crate) struct Inner {
     pub(crate) instructions: Option<String>,
     /// Sorted by name so that `tools/list` is stable.
     pub(crate) tools: BTreeMap<String, ToolDef>,
+    /// Each tool's compiled `inputSchema`, by tool name.
+    pub(crate) arguments: HashMap<String, ArgumentsSchema>,
     pub(crate) catalog: Catalog,
     pub(crate) subscriptions: Subscriptions,
 }
@@ -134,6 +155,14 @@ impl Server {
 
     pub(crate) fn tool(&self, name: &str) -> Option<&ToolDef> {
         self.inner.tools.get(name)
+    }
+
+    /// Checks the `arguments` of a call of tool `name` against its compiled `inputSchema`.
+    pub(crate) fn check_arguments(&self, name: &str, arguments: &Value) -> Result<(), InvalidArguments> {
+        match self.inner.arguments.get(name) {
+            Some(schema) => schema.check(name, arguments),
+            None => Ok(()),
+        }
     }
 
     /// What `initialize` declares: tools, tasks, logging and completions always; resources
@@ -220,17 +249,55 @@ impl ServerBuilder {
         self
     }
 
-    /// The server.
-    pub fn build(self) -> Server {
-        Server {
+    /// The server, with every tool's `inputSchema` compiled once for the argument checks
+    /// of `tools/call`.
+    ///
+    /// # Errors
+    /// A [`BuildError`] naming the first tool (by name) whose `inputSchema` is not an
+    /// object schema or not valid JSON Schema. A bad schema is a mistake in the tool's
+    /// definition, so the server refuses to start rather than serve a tool that could
+    /// reject every call, or accept any.
+    pub fn build(self) -> Result<Server, BuildError> {
+        let arguments = self
+            .tools
+            .values()
+            .map(|tool| {
+                let name = &tool.descriptor.name;
+                Ok((name.clone(), ArgumentsSchema::compile(name, &tool.descriptor.input_schema)?))
+            })
+            .collect::<Result<HashMap<_, _>, BuildError>>()?;
+        Ok(Server {
             inner: Arc::new(Inner {
                 engine: self.engine,
                 info: self.info,
                 instructions: self.instructions,
                 tools: self.tools,
+                arguments,
                 catalog: self.catalog,
                 subscriptions: Subscriptions::default(),
             }),
-        }
+        })
     }
+}
+
+/// Why [`ServerBuilder::build`] refused to build a server.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The tool's `inputSchema` does not declare `"type": "object"` (2025-11-25 `Tool`:
+    /// the arguments of a tool are an object).
+    #[error("tool {tool}: its inputSchema must be an object schema, with \"type\": \"object\"")]
+    InputSchemaNotObject {
+        /// The tool.
+        tool: String,
+    },
+    /// The tool's `inputSchema` is not valid JSON Schema (2020-12 unless its `$schema` names
+    /// another draft), or refers to a schema that cannot be resolved.
+    #[error("tool {tool}: its inputSchema is not a valid JSON Schema: {reason}")]
+    InvalidInputSchema {
+        /// The tool.
+        tool: String,
+        /// What the validator found wrong.
+        reason: String,
+    },
 }

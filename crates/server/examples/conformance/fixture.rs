@@ -45,8 +45,9 @@ const STEP: Duration = Duration::from_millis(50);
 /// The fixture server over `engine`.
 ///
 /// # Errors
-/// Only if the template `test://template/{id}/data` failed to parse, which it does not.
-pub(crate) fn server(engine: Engine) -> Result<Server, UriTemplateError> {
+/// Only if the template `test://template/{id}/data` failed to parse, or a tool's input
+/// schema did not compile, which they do not.
+pub(crate) fn server(engine: Engine) -> Result<Server, Box<dyn std::error::Error>> {
     let mut builder = Server::builder(engine).name(SERVER_NAME).version("1.0.0");
     for tool in tools() {
         builder = builder.tool(tool);
@@ -71,7 +72,7 @@ pub(crate) fn server(engine: Engine) -> Result<Server, UriTemplateError> {
                     .collect())
             },
         ))
-        .build())
+        .build()?)
 }
 
 // ===== tools =====

@@ -21,14 +21,17 @@
 
 use mcp_tasks_engine::{Context, Engine, Outcome};
 use mcp_tasks_protocol::legacy::TaskSupport;
-use mcp_tasks_server::{Server, ToolDef, handler_fn};
+use mcp_tasks_server::{BuildError, Server, ToolDef, handler_fn};
 use serde_json::{Value, json};
 
 /// The reference server's name in `serverInfo` (its version is `1.0.0`).
 pub(crate) const SERVER_NAME: &str = "simple-task-interactive";
 
 /// The interactive example server over `engine`.
-pub(crate) fn server(engine: Engine) -> Server {
+///
+/// # Errors
+/// Only if a tool's input schema did not compile, which they do not.
+pub(crate) fn server(engine: Engine) -> Result<Server, BuildError> {
     Server::builder(engine)
         .name(SERVER_NAME)
         .version("1.0.0")

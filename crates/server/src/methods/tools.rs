@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::codec;
-use crate::errors::rpc_error;
+use crate::errors::{invalid_arguments, rpc_error};
 use crate::session::{CallLink, Session};
 
 /// `tools/list`: every tool, each with its `execution.taskSupport`.
@@ -18,9 +18,11 @@ pub(crate) fn list(session: &Session) -> Value {
     serde_json::to_value(ListToolsResult { tools, next_cursor: None }).unwrap_or(Value::Null)
 }
 
-/// `tools/call`. With `params.task` it creates a task, commits it, answers with
-/// `CreateTaskResult`, and only then starts the work; without it, it runs the call and
-/// answers with its result. `None`: the reply has already been sent.
+/// `tools/call`. The arguments are checked against the tool's `inputSchema` first (`-32602`
+/// naming the failing fields; no task is created). With `params.task` it creates a task,
+/// commits it, answers with `CreateTaskResult`, and only then starts the work; without it,
+/// it runs the call and answers with its result. Either way the engine's limits apply.
+/// `None`: the reply has already been sent.
 pub(crate) async fn call(
     session: &Arc<Session>,
     id: &RequestId,
@@ -43,6 +45,11 @@ pub(crate) async fn call(
             "Tool {} requires task augmentation (taskSupport: 'required'); call it with `task`",
             params.name
         )))),
+        // After the rules on how the tool may be called, and before anything is created or
+        // run: arguments that break the tool's inputSchema never reach the work.
+        _ if let Err(invalid) = session.server.check_arguments(&params.name, &arguments) => {
+            Some(Err(invalid_arguments(&invalid)))
+        }
         (Some(task), _) => {
             let new = NewTask {
                 owner: session.principal.clone(),
@@ -71,10 +78,12 @@ pub(crate) async fn call(
         (None, _) => {
             let link: Arc<dyn ClientLink> =
                 Arc::new(CallLink { session: Arc::clone(session), request: id.clone(), progress_token });
-            let outcome = tool.runtime.handler.call(arguments, Context::plain(cancel, Some(link))).await;
+            let ctx = Context::plain(cancel, Some(link));
+            let outcome = session.server.engine().call_plain(&session.principal, &params.name, arguments, ctx).await;
             Some(match outcome {
-                Outcome::Result(result) => Ok(result),
-                Outcome::Error(error) => Err(RpcError { code: error.code, message: error.message, data: error.data }),
+                Ok(Outcome::Result(result)) => Ok(result),
+                Ok(Outcome::Error(error)) => Err(RpcError { code: error.code, message: error.message, data: error.data }),
+                Err(err) => Err(rpc_error(&err)),
             })
         }
     }

@@ -80,6 +80,7 @@ fn server(engine: mcp_tasks_engine::Engine) -> Server {
         .completion(ids)
         .tool(chatty)
         .build()
+        .unwrap()
 }
 
 async fn start() -> (Peer, Server, tempfile::TempDir) {
@@ -115,7 +116,7 @@ async fn initialize_declares_resources_prompts_logging_and_completions() {
 #[tokio::test]
 async fn a_server_without_resources_or_prompts_declares_neither_and_has_no_such_methods() {
     let (engine, _dir) = sqlite_engine();
-    let mut peer = Peer::connect(Server::builder(engine).build());
+    let mut peer = Peer::connect(Server::builder(engine).build().unwrap());
     let response = peer.initialize(json!({})).await;
     let capabilities = &response["result"]["capabilities"];
     assert!(capabilities.get("resources").is_none() && capabilities.get("prompts").is_none(), "{capabilities}");

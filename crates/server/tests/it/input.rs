@@ -26,7 +26,7 @@ fn server() -> (Server, tempfile::TempDir) {
         }),
     )
     .with_task_support(TaskSupport::Optional);
-    (Server::builder(engine).tool(ask).build(), dir)
+    (Server::builder(engine).tool(ask).build().unwrap(), dir)
 }
 
 fn is_elicitation(message: &Value) -> bool {

@@ -18,7 +18,7 @@ const STATUS: &str = "notifications/tasks/status";
 /// The example server, initialized by a client that declares `capabilities`.
 async fn start(capabilities: Value) -> (Peer, Value, tempfile::TempDir) {
     let (engine, dir) = sqlite_engine();
-    let mut peer = Peer::connect(tools::server(engine));
+    let mut peer = Peer::connect(tools::server(engine).unwrap());
     let response = peer.initialize(capabilities).await;
     (peer, response, dir)
 }

@@ -9,9 +9,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
+mod arguments;
 mod catalog;
 mod conformance_fixture;
 mod input;
 mod interactive;
+mod limits;
 mod peer;
 mod progress;

@@ -54,7 +54,7 @@ async fn start(step: Arc<Notify>, reported_after_cancel: mpsc::UnboundedSender<(
         },
         runtime: ToolRuntime::new(Stepper { step, reported_after_cancel }),
     };
-    let server = Server::builder(engine).name("lib-test").tool(tool).build();
+    let server = Server::builder(engine).name("lib-test").tool(tool).build().unwrap();
     (Peer::start(server).await, dir)
 }
 
