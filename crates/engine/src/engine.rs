@@ -519,7 +519,8 @@ impl Engine {
     }
 
     /// Fails a task a previous process left unfinished with `error`; a task that finished
-    /// or vanished meanwhile is left alone.
+    /// or vanished meanwhile is left alone. Any place the task still holds among this
+    /// process's running work is given up.
     async fn fail_interrupted(&self, task: &TaskRecord, error: ErrorObject) -> Result<(), EngineError> {
         let failed = self
             .apply(&task.id, None, None, |_| {
@@ -527,6 +528,7 @@ impl Engine {
                 (Event::Fail(Outcome::Error(error.clone())), Some(message))
             })
             .await;
+        self.stop_work(&task.id);
         match failed {
             Ok(_) | Err(EngineError::Refused { .. } | EngineError::NotFound(_)) => Ok(()),
             Err(err) => Err(err),
