@@ -7,7 +7,7 @@ use serde_json::json;
 use crate::args::CheckArgs;
 
 pub(crate) fn run(args: &CheckArgs) -> anyhow::Result<()> {
-    match Config::load(&args.config) {
+    match Config::check(&args.config) {
         Ok(config) => {
             if args.json {
                 let tools: Vec<&str> = config.tools.iter().map(|tool| tool.name.as_str()).collect();
@@ -20,11 +20,12 @@ pub(crate) fn run(args: &CheckArgs) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Err(err) => {
+        Err(problems) => {
+            let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
             if args.json {
-                println!("{}", json!({"ok": false, "file": args.config, "error": err.to_string()}));
+                println!("{}", json!({"ok": false, "file": args.config, "problems": problems}));
             }
-            bail!("{err}")
+            bail!("{} problem(s):\n  {}", problems.len(), problems.join("\n  "))
         }
     }
 }

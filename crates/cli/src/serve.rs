@@ -29,7 +29,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     for tool in &config.tools {
         builder = builder.tool(tool_def(tool));
     }
-    let server = builder.build();
+    let server = builder.build().context("building the server from the config's tools")?;
     let recovered = engine.recover().await.context("recovering tasks left by the previous run")?;
     let names: Vec<&str> = config.tools.iter().map(|tool| tool.name.as_str()).collect();
     eprintln!(
@@ -115,6 +115,9 @@ fn policy(config: &Config) -> Policy {
         default_ttl_ms: ms(config.server.default_ttl),
         max_ttl_ms: Some(ms(config.server.max_ttl)),
         poll_interval_ms: ms(config.server.poll_interval),
+        max_running: config.server.max_running,
+        max_running_per_principal: config.server.max_running_per_principal,
+        max_retained_per_principal: u64::from(config.server.max_retained_per_principal),
     }
 }
 
@@ -130,12 +133,15 @@ fn tool_def(tool: &ToolConfig) -> ToolDef {
             title: None,
             description: Some(tool.description.clone()).filter(|text| !text.is_empty()),
             input_schema: tool.input_schema.clone(),
-            output_schema: None,
+            output_schema: tool.output_schema.clone(),
             execution: Some(ToolExecution { task_support: Some(task_support) }),
             annotations: None,
             meta: None,
         },
-        runtime: ToolRuntime { handler: Arc::new(CommandTool::new(tool)), on_restart: tool.on_restart },
+        runtime: ToolRuntime::new(CommandTool::new(tool))
+            .on_restart(tool.on_restart)
+            .max_concurrent(tool.max_concurrent)
+            .max_attempts(tool.max_attempts),
     }
 }
 
