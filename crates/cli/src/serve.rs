@@ -39,7 +39,12 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         recovered.retried
     );
     for tool in &config.tools {
-        eprintln!("mcp-tasks: tool {} (task support {:?}, on restart {:?})", tool.name, tool.task_support, tool.on_restart);
+        eprintln!(
+            "mcp-tasks: tool {} (task support {}, on restart {})",
+            tool.name,
+            format!("{:?}", tool.task_support).to_lowercase(),
+            format!("{:?}", tool.on_restart).to_lowercase()
+        );
     }
     let shutdown = CancellationToken::new();
     let sweeper = engine.spawn_sweeper(SWEEP_EVERY, shutdown.clone());

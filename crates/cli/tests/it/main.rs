@@ -6,6 +6,7 @@
 
 mod bad_input;
 mod config;
+mod demo;
 mod harness;
 mod input;
 mod http;
