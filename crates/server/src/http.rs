@@ -250,6 +250,8 @@ impl App {
         let session = Session::start(self.server.clone(), principal.clone(), listing, out);
         let http = Arc::new(HttpSession { session, principal, routes: Mutex::new(Routes { next_stream: 1, ..Routes::default() }) });
         tokio::spawn(pump(Arc::downgrade(&http), outgoing));
+        let weak = Arc::downgrade(&http);
+        http.session.set_standalone_probe(Box::new(move || weak.upgrade().is_some_and(|http| http.standalone_is_open())));
         let reply = http.await_json(&request.id);
         dispatch::handle_incoming(&http.session, incoming);
         let Ok(message) = reply.await else {
@@ -429,6 +431,11 @@ impl HttpSession {
             buffer.live = Some(tx);
         }
         Some(rx)
+    }
+
+    /// Whether a client is connected to the standalone (GET) stream.
+    fn standalone_is_open(&self) -> bool {
+        self.routes().streams.get(&STANDALONE).and_then(|stream| stream.live.as_ref()).is_some_and(|live| !live.is_closed())
     }
 
     /// Opens the standalone stream and flushes what it missed; `None` if one is open.

@@ -4,10 +4,11 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use async_trait::async_trait;
-use mcp_tasks_engine::{Change, ClientLink, ErrorObject, InputRequest, Principal, Progress, TaskId, TaskRecord};
+use mcp_tasks_engine::{Change, ClientLink, ErrorObject, InputRequest, Principal, Progress, TaskId, TaskRecord, TaskState};
 use mcp_tasks_protocol::jsonrpc::{self, RequestId, Response, RpcError};
 use mcp_tasks_protocol::legacy::{self, ProgressToken, method};
 use serde_json::{Value, json};
@@ -56,6 +57,9 @@ pub(crate) struct Session {
     closed: CancellationToken,
     /// Ids of our requests to the client: `mcp-tasks-<n>`, never reused in a session.
     next_request: AtomicU64,
+    /// Whether the transport has a standalone stream open right now (HTTP GET); unset for
+    /// stdio, where everything goes through the one output.
+    standalone_open: OnceLock<Box<dyn Fn() -> bool + Send + Sync>>,
     /// A std mutex: every critical section is a few map operations, never across an await.
     state: Mutex<State>,
 }
@@ -68,6 +72,9 @@ struct State {
     log_level: Option<LogLevel>,
     /// Our requests to the client awaiting an answer.
     pending: HashMap<RequestId, oneshot::Sender<Result<Value, RpcError>>>,
+    /// Input requests of tasks this session has put to the client: the request id, and
+    /// whether it went on the standalone stream (rather than a `tasks/result` stream).
+    offers: HashMap<(TaskId, String), (RequestId, bool)>,
     inflight: HashMap<RequestId, CancellationToken>,
     /// Progress tokens of tasks created here: they stay valid for the task's whole life
     /// (2025-11-25 progress rule) and are dropped once it is terminal.
@@ -95,6 +102,7 @@ impl Session {
             out,
             closed: CancellationToken::new(),
             next_request: AtomicU64::new(1),
+            standalone_open: OnceLock::new(),
             state: Mutex::new(State::default()),
         });
         tokio::spawn(forward_changes(Arc::clone(&session), feed));
@@ -174,14 +182,37 @@ impl Session {
     /// # Errors
     /// The client's JSON-RPC error, or `-32603` if the session closes first.
     pub(crate) async fn request_client(&self, method: &str, params: Value, route: Route) -> Result<Value, RpcError> {
+        let (id, answer) = {
+            let mut state = self.state();
+            self.open_request(&mut state)
+        };
+        self.send(jsonrpc::request(&id, method, params), route);
+        self.await_answer(&id, answer).await
+    }
+
+    /// Tells the session how to see whether the transport's standalone stream is open.
+    pub(crate) fn set_standalone_probe(&self, probe: Box<dyn Fn() -> bool + Send + Sync>) {
+        let _ = self.standalone_open.set(probe);
+    }
+
+    fn standalone_is_open(&self) -> bool {
+        self.standalone_open.get().is_some_and(|probe| probe())
+    }
+
+    /// Allocates a request id and registers its waiter (under the caller's lock, so that
+    /// the pending check and the registration are one step).
+    fn open_request(&self, state: &mut State) -> (RequestId, oneshot::Receiver<Result<Value, RpcError>>) {
         let id = RequestId::String(format!("mcp-tasks-{}", self.next_request.fetch_add(1, Ordering::Relaxed)));
         let (tx, rx) = oneshot::channel();
-        self.state().pending.insert(id.clone(), tx);
-        self.send(jsonrpc::request(&id, method, params), route);
+        state.pending.insert(id.clone(), tx);
+        (id, rx)
+    }
+
+    async fn await_answer(&self, id: &RequestId, answer: oneshot::Receiver<Result<Value, RpcError>>) -> Result<Value, RpcError> {
         tokio::select! {
-            answer = rx => answer.unwrap_or_else(|_| Err(RpcError::internal("the session ended before the client answered"))),
+            answer = answer => answer.unwrap_or_else(|_| Err(RpcError::internal("the session ended before the client answered"))),
             _ = self.closed.cancelled() => {
-                self.state().pending.remove(&id);
+                self.state().pending.remove(id);
                 Err(RpcError::internal("the session ended before the client answered"))
             }
         }
@@ -200,6 +231,24 @@ impl Session {
             tracing::debug!(task = %id, method = %input.method, "not asking a client that lacks the capability");
             return;
         }
+        let standalone = route == Route::General;
+        let opened = {
+            let mut state = self.state();
+            let offer = (id.clone(), key.to_owned());
+            // One open question per input request on the standalone stream; a tasks/result
+            // stream always gets its own copy unless the standalone one is still open (the
+            // client may have lost an earlier tasks/result stream).
+            let busy = state.offers.get(&offer).is_some_and(|(asked, on_standalone)| {
+                state.pending.contains_key(asked) && (standalone || *on_standalone)
+            });
+            if busy {
+                return;
+            }
+            let (request, answer) = self.open_request(&mut state);
+            state.offers.insert(offer, (request.clone(), standalone));
+            (request, answer)
+        };
+        let (request, answer) = opened;
         let mut params = input.params.clone();
         if let Value::Object(object) = &mut params {
             let meta = object.entry("_meta").or_insert_with(|| json!({}));
@@ -207,10 +256,11 @@ impl Session {
                 meta.extend(legacy::related_task_meta(id.as_str()));
             }
         }
+        self.send(jsonrpc::request(&request, &input.method, params), route);
         let session = Arc::clone(self);
         let (id, key, method) = (id.clone(), key.to_owned(), input.method.clone());
         tokio::spawn(async move {
-            let answer = session.request_client(&method, params, route).await;
+            let answer = session.await_answer(&request, answer).await;
             if answer.is_err() && session.closed.is_cancelled() {
                 // The client went away without answering: the request stays outstanding
                 // for the next tasks/result of the same principal, on any session.
@@ -279,7 +329,7 @@ impl Session {
         }
     }
 
-    fn on_task_change(&self, record: &TaskRecord) {
+    fn on_task_change(self: &Arc<Self>, record: &TaskRecord) {
         {
             let mut state = self.state();
             if !state.watched.contains(&record.id) {
@@ -291,6 +341,35 @@ impl Session {
         }
         let params = serde_json::to_value(codec::legacy::task(record)).unwrap_or(Value::Null);
         self.send(jsonrpc::notification(method::NOTIFY_TASK_STATUS, params), Route::General);
+        if matches!(record.state, TaskState::InputRequired { .. }) && self.standalone_is_open() {
+            self.offer_on_standalone_later(record);
+        }
+    }
+
+    /// 2025-11-25: clients SHOULD expect task messages on any stream, the GET stream too.
+    /// A client is expected to call `tasks/result` when it sees `input_required` (and gets
+    /// the question there, as the reference SDKs do); one that only polls `tasks/get` would
+    /// wait forever. So a question that no `tasks/result` of this session has taken within
+    /// two poll intervals is put on the open standalone stream instead.
+    fn offer_on_standalone_later(self: &Arc<Self>, record: &TaskRecord) {
+        let grace = Duration::from_millis(record.poll_interval_ms.unwrap_or(1000).clamp(250, 30_000) * 2);
+        let session = Arc::clone(self);
+        let id = record.id.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = tokio::time::sleep(grace) => {}
+                _ = session.closed.cancelled() => return,
+            }
+            if !session.standalone_is_open() {
+                return;
+            }
+            let Ok(task) = session.server.engine().get(&session.principal, &id).await else { return };
+            if let TaskState::InputRequired { requests } = &task.state {
+                for (key, input) in requests {
+                    session.deliver_input(&id, key, input, Route::General);
+                }
+            }
+        });
     }
 
     fn on_progress(&self, id: &TaskId, progress: &Progress) {

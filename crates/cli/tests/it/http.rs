@@ -117,7 +117,11 @@ impl Client {
     }
 
     fn initialize(&mut self) {
-        let body = self.message("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "http-test", "version": "0"}}));
+        self.initialize_with(json!({}));
+    }
+
+    fn initialize_with(&mut self, capabilities: Value) {
+        let body = self.message("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "http-test", "version": "0"}}));
         let reply = self.post_with(&body, &[]);
         assert_eq!(reply.status, 200, "{}", reply.body);
         let session = reply.header("mcp-session-id").expect("Mcp-Session-Id").to_owned();
@@ -406,4 +410,32 @@ fn sigterm_stops_the_server_gracefully_and_running_tasks_keep_their_durable_stat
     let task = client.result("tasks/get", json!({"taskId": id}));
     assert_eq!(task["status"], "failed");
     assert!(task["statusMessage"].as_str().unwrap().contains("interrupted by a server restart"));
+}
+
+#[test]
+fn legacy_31_a_question_no_tasks_result_takes_reaches_the_open_get_stream_and_is_answered_once() {
+    let work = Workdir::new();
+    let server = HttpServer::start(&work);
+    let mut client = Client::new(&server, None);
+    client.initialize_with(json!({"elicitation": {}}));
+    let owned = client.headers();
+    let mut headers: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    headers.retain(|(n, _)| !n.eq_ignore_ascii_case("content-type"));
+    let mut standalone = http_peer::open(server.addr, "GET", &headers, None);
+    assert_eq!(standalone.status, 200);
+
+    let created = client.result("tools/call", json!({"name": "confirm", "task": {}}));
+    let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+    let asked = loop {
+        let (_, message) = standalone.next_message().expect("the question on the GET stream");
+        if message["method"] == "elicitation/create" {
+            break message;
+        }
+    };
+    assert_eq!(asked["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id.as_str());
+    let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"ok": true}}}).to_string();
+    assert_eq!(client.post_with(&answer, &[]).status, 202);
+    // tasks/result does not ask again while the GET copy is open, and returns the outcome.
+    let result = client.result("tasks/result", json!({"taskId": id}));
+    assert_eq!(result["content"][0]["text"], "answer: {\"action\":\"accept\",\"content\":{\"ok\":true}}\n");
 }
