@@ -1,0 +1,279 @@
+//! [`Client`]: one initialized MCP session, and the calls a host makes on it.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use mcp_tasks_protocol::legacy::{
+    CallToolParams, CallToolResult, CreateTaskResult, Implementation, InitializeParams, InitializeResult,
+    ListTasksResult, ListToolsResult, PROTOCOL_VERSION, TaskMetadata, TaskSupport, Tool, method,
+};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+
+use crate::connection::{Connection, Handlers};
+use crate::error::ClientError;
+use crate::handlers::{ElicitationHandler, SamplingHandler};
+use crate::http::HttpTransport;
+use crate::task::TaskHandle;
+
+/// Configures a [`Client`] before it connects: token, handlers, identity.
+#[must_use]
+pub struct ClientBuilder {
+    token: Option<String>,
+    handlers: Handlers,
+    info: Implementation,
+}
+
+impl ClientBuilder {
+    /// Sends `Authorization: Bearer <token>` on every HTTP request.
+    pub fn token(mut self, token: impl Into<String>) -> ClientBuilder {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// Answers `elicitation/create`; the client then declares the `elicitation` capability.
+    pub fn elicitation(mut self, handler: impl ElicitationHandler) -> ClientBuilder {
+        self.handlers.elicitation = Some(Arc::new(handler));
+        self
+    }
+
+    /// Answers `sampling/createMessage`; the client then declares the `sampling` capability.
+    pub fn sampling(mut self, handler: impl SamplingHandler) -> ClientBuilder {
+        self.handlers.sampling = Some(Arc::new(handler));
+        self
+    }
+
+    /// The `clientInfo` sent at `initialize` (default: `mcp-tasks-client` and its version).
+    pub fn client_info(mut self, info: Implementation) -> ClientBuilder {
+        self.info = info;
+        self
+    }
+
+    /// Connects to the Streamable HTTP endpoint `url` (e.g. `http://127.0.0.1:8765/mcp`):
+    /// `initialize`, `notifications/initialized`, then the standalone SSE stream is opened
+    /// in the background for server requests not tied to a call.
+    ///
+    /// # Errors
+    /// A bad URL, an unreachable server, an HTTP error (401 without a valid token), or an
+    /// `initialize` the server refused or answered with another protocol version.
+    pub async fn connect_http(self, url: &str) -> Result<Client, ClientError> {
+        let transport = HttpTransport::new(url, self.token)?;
+        let mut capabilities = Map::new();
+        if self.handlers.elicitation.is_some() {
+            capabilities.insert("elicitation".into(), json!({}));
+        }
+        if self.handlers.sampling.is_some() {
+            capabilities.insert("sampling".into(), json!({}));
+        }
+        let connection = Arc::new(Connection::new(transport, self.handlers));
+        let params = InitializeParams {
+            protocol_version: PROTOCOL_VERSION.to_owned(),
+            capabilities: Value::Object(capabilities),
+            client_info: self.info,
+            meta: None,
+        };
+        let answer = connection.request(method::INITIALIZE, to_value(&params)).await?;
+        let server: InitializeResult = from_value(answer, method::INITIALIZE)?;
+        if server.protocol_version != PROTOCOL_VERSION {
+            return Err(ClientError::Protocol(format!(
+                "the server speaks MCP {}, this client only {PROTOCOL_VERSION}",
+                server.protocol_version
+            )));
+        }
+        connection.transport.set_initialized();
+        connection.notify(method::INITIALIZED, json!({})).await?;
+        connection.open_standalone();
+        let inner = Arc::new(Inner { connection, server, tools: Mutex::new(None) });
+        Ok(Client { inner })
+    }
+}
+
+/// An initialized MCP session (2025-11-25) with a server, over Streamable HTTP.
+///
+/// Cheap to clone; the session's background streams end when the last clone is dropped.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), mcp_tasks_client::ClientError> {
+/// use mcp_tasks_client::Client;
+/// let client = Client::connect_http("http://127.0.0.1:8765/mcp", None).await?;
+/// let task = client.call_tool_as_task("render", serde_json::json!({"scene": 1}), None).await?;
+/// let result = task.wait().await?; // owns polling: tasks/result, resumption, tasks/get
+/// println!("{:?}", result.content);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    connection: Arc<Connection>,
+    server: InitializeResult,
+    /// `tools/list`, once fetched (for `taskSupport`).
+    tools: Mutex<Option<Vec<Tool>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.connection.stop.cancel();
+    }
+}
+
+impl Client {
+    /// A builder, to set handlers or a token before connecting.
+    pub fn builder() -> ClientBuilder {
+        let info = Implementation::new("mcp-tasks-client", env!("CARGO_PKG_VERSION"));
+        ClientBuilder { token: None, handlers: Handlers::default(), info }
+    }
+
+    /// Connects to `url` with an optional bearer token and no handlers: see
+    /// [`ClientBuilder::connect_http`].
+    ///
+    /// # Errors
+    /// As [`ClientBuilder::connect_http`].
+    pub async fn connect_http(url: &str, token: Option<String>) -> Result<Client, ClientError> {
+        let builder = Client::builder();
+        match token {
+            Some(token) => builder.token(token),
+            None => builder,
+        }
+        .connect_http(url)
+        .await
+    }
+
+    /// What the server answered to `initialize`: its name, version, capabilities.
+    pub fn server(&self) -> &InitializeResult {
+        &self.inner.server
+    }
+
+    /// Every tool of the server (all pages of `tools/list`); remembered for
+    /// [`Client::call_tool_as_task`].
+    ///
+    /// # Errors
+    /// Transport, HTTP or JSON-RPC errors.
+    pub async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let params = cursor.map_or_else(|| json!({}), |cursor| json!({ "cursor": cursor }));
+            let page: ListToolsResult = self.call(method::TOOLS_LIST, params).await?;
+            tools.extend(page.tools);
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        *self.inner.tools.lock().unwrap_or_else(PoisonError::into_inner) = Some(tools.clone());
+        Ok(tools)
+    }
+
+    /// Calls a tool plainly and waits for its result (a result with `isError: true` is a
+    /// result, not an error).
+    ///
+    /// # Errors
+    /// `arguments` that are not an object or null, transport errors, or a JSON-RPC error
+    /// (an unknown tool, arguments that do not fit its schema, a tool that requires a task).
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, ClientError> {
+        let params = CallToolParams { name: name.to_owned(), arguments: arguments_map(arguments)?, task: None, meta: None };
+        self.call(method::TOOLS_CALL, to_value(&params)).await
+    }
+
+    /// Calls a tool as a task and returns a [`TaskHandle`] that drives it to its end.
+    ///
+    /// Refuses (without calling) when the server does not declare `tasks.requests.tools.call`
+    /// or the tool's `execution.taskSupport` is absent or `forbidden`: a task was asked
+    /// for, and silently running the call plainly would lose what a task gives (the
+    /// detach, the id to resume with). Use [`Client::call_tool`] for those tools. `ttl` is
+    /// the retention asked for; the server may grant another.
+    ///
+    /// # Errors
+    /// [`ClientError::TasksUnsupported`], [`ClientError::UnknownTool`], or the call's errors.
+    pub async fn call_tool_as_task(
+        &self,
+        name: &str,
+        arguments: Value,
+        ttl: Option<Duration>,
+    ) -> Result<TaskHandle, ClientError> {
+        let unsupported = |reason: &str| ClientError::TasksUnsupported { tool: name.to_owned(), reason: reason.to_owned() };
+        let server_runs_tasks = self
+            .inner
+            .server
+            .capabilities
+            .tasks
+            .as_ref()
+            .and_then(|tasks| tasks.requests.as_ref())
+            .and_then(|requests| requests.tools.as_ref())
+            .is_some_and(|tools| tools.call.is_some());
+        if !server_runs_tasks {
+            return Err(unsupported("the server does not declare tasks.requests.tools.call"));
+        }
+        if self.tool(name).await?.task_support() == TaskSupport::Forbidden {
+            return Err(unsupported("its execution.taskSupport is \"forbidden\""));
+        }
+        let task = TaskMetadata { ttl: ttl.map(|ttl| u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)) };
+        let params =
+            CallToolParams { name: name.to_owned(), arguments: arguments_map(arguments)?, task: Some(task), meta: None };
+        let answer = self.inner.connection.request(method::TOOLS_CALL, to_value(&params)).await?;
+        if answer.get("task").is_none() {
+            return Err(ClientError::Protocol(format!(
+                "tools/call of {name:?} with a task was answered with a plain result, not a CreateTaskResult"
+            )));
+        }
+        let created: CreateTaskResult = from_value(answer, method::TOOLS_CALL)?;
+        Ok(TaskHandle::new(Arc::clone(&self.inner.connection), created.task))
+    }
+
+    /// A handle on a task created earlier (e.g. by another process of the same principal),
+    /// by its id; call [`TaskHandle::status`] to learn where it stands.
+    pub fn task(&self, task_id: &str) -> TaskHandle {
+        TaskHandle::unseen(Arc::clone(&self.inner.connection), task_id)
+    }
+
+    /// Every task the server lists for this requestor (all pages of `tasks/list`).
+    ///
+    /// # Errors
+    /// Transport, HTTP or JSON-RPC errors (a server without `tasks.list` answers -32601).
+    pub async fn list_tasks(&self) -> Result<Vec<mcp_tasks_protocol::legacy::Task>, ClientError> {
+        let mut tasks = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let params = cursor.map_or_else(|| json!({}), |cursor| json!({ "cursor": cursor }));
+            let page: ListTasksResult = self.call(method::TASKS_LIST, params).await?;
+            tasks.extend(page.tasks);
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        Ok(tasks)
+    }
+
+    async fn tool(&self, name: &str) -> Result<Tool, ClientError> {
+        let known = self.inner.tools.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let tools = match known {
+            Some(tools) if tools.iter().any(|tool| tool.name == name) => tools,
+            _ => self.list_tools().await?,
+        };
+        tools.into_iter().find(|tool| tool.name == name).ok_or_else(|| ClientError::UnknownTool(name.to_owned()))
+    }
+
+    async fn call<T: DeserializeOwned>(&self, method: &str, params: Value) -> Result<T, ClientError> {
+        from_value(self.inner.connection.request(method, params).await?, method)
+    }
+}
+
+fn arguments_map(arguments: Value) -> Result<Option<Map<String, Value>>, ClientError> {
+    match arguments {
+        Value::Null => Ok(None),
+        Value::Object(map) => Ok(Some(map)),
+        other => Err(ClientError::InvalidArguments(format!("tool arguments must be a JSON object, not {other}"))),
+    }
+}
+
+pub(crate) fn to_value<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+pub(crate) fn from_value<T: DeserializeOwned>(value: Value, method: &str) -> Result<T, ClientError> {
+    serde_json::from_value(value).map_err(|e| ClientError::Protocol(format!("the result of {method} does not fit its schema: {e}")))
+}

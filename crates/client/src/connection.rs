@@ -1,0 +1,240 @@
+//! One session's message routing: requests wait for their responses by id, whichever
+//! stream those arrive on; requests from the server go to the host's handlers and their
+//! answers are POSTed back; a stream that breaks before its response is resumed with
+//! `Last-Event-ID`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use mcp_tasks_protocol::jsonrpc::{self, Incoming, RequestId, RpcError};
+use mcp_tasks_protocol::legacy::{RELATED_TASK, related_task_meta};
+use serde_json::Value;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::ClientError;
+use crate::handlers::{ElicitationHandler, SamplingHandler, ServerRequest};
+use crate::http::{EventStream, HttpTransport, Reply};
+
+/// Wait before reconnecting when the server gave no `retry`.
+const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+/// Resumption attempts in a row, without an event in between, before giving up a stream.
+const MAX_RESUME_ATTEMPTS: u32 = 3;
+
+type Waiter = oneshot::Sender<Result<Value, ClientError>>;
+
+/// The host's handlers for server requests.
+#[derive(Clone, Default)]
+pub(crate) struct Handlers {
+    pub(crate) elicitation: Option<Arc<dyn ElicitationHandler>>,
+    pub(crate) sampling: Option<Arc<dyn SamplingHandler>>,
+}
+
+pub(crate) struct Connection {
+    pub(crate) transport: HttpTransport,
+    handlers: Handlers,
+    next_id: AtomicI64,
+    /// Requests waiting for their response. A std mutex: never held across an await.
+    pending: Mutex<HashMap<RequestId, Waiter>>,
+    /// Ends the background streams when the client is dropped.
+    pub(crate) stop: CancellationToken,
+}
+
+/// Removes a request's waiter if the caller stops waiting.
+struct PendingGuard<'a> {
+    connection: &'a Connection,
+    id: RequestId,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.connection.pending().remove(&self.id);
+    }
+}
+
+impl Connection {
+    pub(crate) fn new(transport: HttpTransport, handlers: Handlers) -> Connection {
+        Connection {
+            transport,
+            handlers,
+            next_id: AtomicI64::new(1),
+            pending: Mutex::new(HashMap::new()),
+            stop: CancellationToken::new(),
+        }
+    }
+
+    fn pending(&self) -> MutexGuard<'_, HashMap<RequestId, Waiter>> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sends a request and waits for its result, from a JSON answer or from an SSE stream
+    /// (resumed if it breaks).
+    pub(crate) async fn request(self: &Arc<Self>, method: &str, params: Value) -> Result<Value, ClientError> {
+        let id = RequestId::from(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = oneshot::channel();
+        self.pending().insert(id.clone(), tx);
+        let _guard = PendingGuard { connection: self, id: id.clone() };
+        match self.transport.post(&jsonrpc::request(&id, method, params)).await? {
+            Reply::Json(message) => self.deliver(message),
+            Reply::Stream(stream) => {
+                let this = Arc::clone(self);
+                let method = method.to_owned();
+                tokio::spawn(async move { this.read(stream, Some((id, method))).await });
+            }
+            Reply::Accepted => {
+                return Err(ClientError::Protocol(format!("the server answered 202 Accepted to the request {method}")));
+            }
+        }
+        tokio::select! {
+            outcome = rx => outcome.unwrap_or(Err(ClientError::Closed)),
+            () = self.stop.cancelled() => Err(ClientError::Closed),
+        }
+    }
+
+    /// Sends a notification (the server answers 202).
+    pub(crate) async fn notify(&self, method: &str, params: Value) -> Result<(), ClientError> {
+        self.expect_accepted(&jsonrpc::notification(method, params)).await
+    }
+
+    async fn expect_accepted(&self, message: &Value) -> Result<(), ClientError> {
+        match self.transport.post(message).await? {
+            Reply::Accepted => Ok(()),
+            Reply::Json(answer) => Err(ClientError::Protocol(format!("expected 202 Accepted, got {answer}"))),
+            Reply::Stream(_) => Err(ClientError::Protocol("expected 202 Accepted, got an SSE stream".into())),
+        }
+    }
+
+    /// Opens the standalone GET stream in the background, for server requests that are
+    /// not tied to an open POST. A server without one (405) is fine.
+    pub(crate) fn open_standalone(self: &Arc<Self>) {
+        let this = Arc::clone(self);
+        tokio::spawn(async move {
+            match this.transport.get(None).await {
+                Ok(stream) => this.read(stream, None).await,
+                Err(error) => tracing::debug!(%error, "no standalone SSE stream"),
+            }
+        });
+    }
+
+    /// Reads a stream until it ends; if it breaks while `waiting` is unanswered (or if it
+    /// is the standalone stream), resumes it after its last event id.
+    async fn read(self: Arc<Self>, mut stream: EventStream, waiting: Option<(RequestId, String)>) {
+        let mut last_id: Option<String> = None;
+        let mut retry = DEFAULT_RETRY;
+        let mut attempts = 0;
+        loop {
+            loop {
+                let event = tokio::select! {
+                    event = stream.next() => event,
+                    () = self.stop.cancelled() => return,
+                };
+                let Some(event) = event else { break };
+                last_id = event.id.or(last_id);
+                retry = event.retry.map_or(retry, Duration::from_millis);
+                if event.data.trim().is_empty() {
+                    continue; // a priming event
+                }
+                attempts = 0;
+                match serde_json::from_str(&event.data) {
+                    Ok(message) => self.deliver(message),
+                    Err(error) => tracing::warn!(%error, "an SSE event is not JSON; skipped"),
+                }
+            }
+            if let Some((id, _)) = &waiting
+                && !self.pending().contains_key(id)
+            {
+                return; // answered (or nobody waits any more)
+            }
+            let Some(last) = last_id.clone() else {
+                return self.give_up(waiting.as_ref(), "the stream had no event id".into());
+            };
+            attempts += 1;
+            if attempts > MAX_RESUME_ATTEMPTS {
+                return self.give_up(waiting.as_ref(), format!("{MAX_RESUME_ATTEMPTS} reconnections failed"));
+            }
+            tokio::select! {
+                () = tokio::time::sleep(retry) => {}
+                () = self.stop.cancelled() => return,
+            }
+            tracing::debug!(last_event_id = %last, "resuming an SSE stream");
+            match self.transport.get(Some(&last)).await {
+                Ok(resumed) => stream = resumed,
+                Err(error @ ClientError::Transport(_)) => tracing::debug!(%error, "resumption failed; retrying"),
+                Err(error) => return self.give_up(waiting.as_ref(), error.to_string()),
+            }
+        }
+    }
+
+    fn give_up(&self, waiting: Option<&(RequestId, String)>, reason: String) {
+        let Some((id, method)) = waiting else {
+            tracing::debug!(%reason, "standalone SSE stream ended");
+            return;
+        };
+        if let Some(waiter) = self.pending().remove(id) {
+            let _ = waiter.send(Err(ClientError::StreamLost { method: method.clone(), reason }));
+        }
+    }
+
+    /// Routes one message from the server.
+    fn deliver(self: &Arc<Self>, message: Value) {
+        match jsonrpc::parse(&message.to_string()) {
+            Ok(Incoming::Response(response)) => {
+                let waiter = self.pending().remove(&response.id);
+                match waiter {
+                    Some(waiter) => {
+                        let _ = waiter.send(response.outcome.map_err(ClientError::from));
+                    }
+                    None => tracing::debug!(id = %response.id, "a response nobody waits for"),
+                }
+            }
+            Ok(Incoming::Request(request)) => {
+                let this = Arc::clone(self);
+                tokio::spawn(async move {
+                    let id = request.id.clone();
+                    let asked = ServerRequest::new(request.method, request.params);
+                    let related = asked.related_task.clone();
+                    let answer = match this.answer(asked).await {
+                        Ok(result) => jsonrpc::response(&id, tag(result, related.as_deref())),
+                        Err(error) => jsonrpc::error_response(Some(&id), &error),
+                    };
+                    if let Err(error) = this.expect_accepted(&answer).await {
+                        tracing::warn!(%error, %id, "could not deliver the answer to a server request");
+                    }
+                });
+            }
+            Ok(Incoming::Notification(notification)) => {
+                tracing::debug!(method = %notification.method, "notification");
+            }
+            Err(failure) => tracing::warn!(%failure, "a malformed message from the server; skipped"),
+        }
+    }
+
+    async fn answer(&self, request: ServerRequest) -> Result<Value, RpcError> {
+        match request.method.as_str() {
+            "ping" => Ok(Value::Object(Default::default())),
+            "elicitation/create" => match &self.handlers.elicitation {
+                Some(handler) => handler.elicit(request).await,
+                None => Err(RpcError::method_not_found("this client answers no elicitation requests")),
+            },
+            "sampling/createMessage" => match &self.handlers.sampling {
+                Some(handler) => handler.create_message(request).await,
+                None => Err(RpcError::method_not_found("this client answers no sampling requests")),
+            },
+            other => Err(RpcError::method_not_found(format!("Method not found: {other}"))),
+        }
+    }
+}
+
+/// Adds the related-task `_meta` to an answer about a task (2025-11-25: MUST).
+fn tag(mut result: Value, related: Option<&str>) -> Value {
+    let (Some(task_id), Some(object)) = (related, result.as_object_mut()) else { return result };
+    let meta = object.entry("_meta").or_insert_with(|| Value::Object(Default::default()));
+    if let Some(meta) = meta.as_object_mut()
+        && !meta.contains_key(RELATED_TASK)
+    {
+        meta.extend(related_task_meta(task_id));
+    }
+    result
+}

@@ -1,0 +1,173 @@
+//! Streamable HTTP (2025-11-25) on hyper: POST one JSON-RPC message and read the answer as
+//! JSON or as an SSE stream; GET to open the standalone stream or to resume a broken one
+//! with `Last-Event-ID`. No routing here: [`crate::connection`] decides where messages go.
+
+use std::collections::VecDeque;
+use std::sync::{Mutex, PoisonError};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use hyper::{Method, Request, StatusCode, Uri};
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use mcp_tasks_protocol::legacy::PROTOCOL_VERSION;
+use serde_json::Value;
+
+use crate::error::ClientError;
+use crate::sse::{Event, Parser};
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// The server's answer to a POST.
+pub(crate) enum Reply {
+    /// `202 Accepted` (a notification or response was taken).
+    Accepted,
+    /// One JSON-RPC message.
+    Json(Value),
+    /// An SSE stream.
+    Stream(EventStream),
+}
+
+/// The HTTP side of one session.
+pub(crate) struct HttpTransport {
+    client: HyperClient<HttpConnector, Full<Bytes>>,
+    url: Uri,
+    token: Option<String>,
+    /// `Mcp-Session-Id`, once `initialize` gave one.
+    session: Mutex<Option<HeaderValue>>,
+    /// Whether `initialize` is done (from then on every request names the version).
+    initialized: Mutex<bool>,
+}
+
+impl HttpTransport {
+    pub(crate) fn new(url: &str, token: Option<String>) -> Result<HttpTransport, ClientError> {
+        let invalid = |reason: &str| ClientError::InvalidUrl { url: url.to_owned(), reason: reason.to_owned() };
+        let uri: Uri = url.parse().map_err(|e: hyper::http::uri::InvalidUri| invalid(&e.to_string()))?;
+        match uri.scheme_str() {
+            Some("http") => {}
+            Some("https") => return Err(invalid("https is not supported yet")),
+            _ => return Err(invalid("the URL must start with http://")),
+        }
+        if uri.host().is_none() {
+            return Err(invalid("the URL has no host"));
+        }
+        let client = HyperClient::builder(TokioExecutor::new()).build_http();
+        Ok(HttpTransport { client, url: uri, token, session: Mutex::new(None), initialized: Mutex::new(false) })
+    }
+
+    /// Marks the handshake done: later requests carry `MCP-Protocol-Version`.
+    pub(crate) fn set_initialized(&self) {
+        *self.initialized.lock().unwrap_or_else(PoisonError::into_inner) = true;
+    }
+
+    /// POSTs one JSON-RPC message.
+    pub(crate) async fn post(&self, message: &Value) -> Result<Reply, ClientError> {
+        let builder = self
+            .request(Method::POST)
+            .header(ACCEPT, "application/json, text/event-stream")
+            .header(CONTENT_TYPE, "application/json");
+        let request = builder
+            .body(Full::new(Bytes::from(message.to_string())))
+            .map_err(|e| ClientError::Transport(e.to_string()))?;
+        let response = self.client.request(request).await.map_err(|e| ClientError::Transport(e.to_string()))?;
+        if let Some(session) = response.headers().get(SESSION_HEADER) {
+            *self.session.lock().unwrap_or_else(PoisonError::into_inner) = Some(session.clone());
+        }
+        let status = response.status();
+        if status == StatusCode::ACCEPTED {
+            return Ok(Reply::Accepted);
+        }
+        if !status.is_success() {
+            return Err(http_error(response).await);
+        }
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        if content_type.starts_with("text/event-stream") {
+            return Ok(Reply::Stream(EventStream::new(response.into_body())));
+        }
+        let body = response.into_body().collect().await.map_err(|e| ClientError::Transport(e.to_string()))?;
+        let value = serde_json::from_slice(&body.to_bytes())
+            .map_err(|e| ClientError::Protocol(format!("a POST answer is not JSON ({e})")))?;
+        Ok(Reply::Json(value))
+    }
+
+    /// GETs an SSE stream: the standalone one, or the resumption after `last_event_id`.
+    pub(crate) async fn get(&self, last_event_id: Option<&str>) -> Result<EventStream, ClientError> {
+        let mut builder = self.request(Method::GET).header(ACCEPT, "text/event-stream");
+        if let Some(last) = last_event_id {
+            builder = builder.header("last-event-id", last);
+        }
+        let request = builder.body(Full::new(Bytes::new())).map_err(|e| ClientError::Transport(e.to_string()))?;
+        let response = self.client.request(request).await.map_err(|e| ClientError::Transport(e.to_string()))?;
+        if !response.status().is_success() {
+            return Err(http_error(response).await);
+        }
+        Ok(EventStream::new(response.into_body()))
+    }
+
+    /// A request to the endpoint with the session's headers.
+    fn request(&self, method: Method) -> hyper::http::request::Builder {
+        let mut builder = Request::builder().method(method).uri(self.url.clone());
+        if let Some(session) = self.session.lock().unwrap_or_else(PoisonError::into_inner).clone() {
+            builder = builder.header(SESSION_HEADER, session);
+        }
+        if *self.initialized.lock().unwrap_or_else(PoisonError::into_inner) {
+            builder = builder.header(VERSION_HEADER, PROTOCOL_VERSION);
+        }
+        if let Some(token) = &self.token {
+            builder = builder.header(AUTHORIZATION, format!("Bearer {token}"));
+        }
+        builder
+    }
+}
+
+async fn http_error(response: hyper::Response<Incoming>) -> ClientError {
+    let status = response.status().as_u16();
+    let body = match response.into_body().collect().await {
+        Ok(body) => String::from_utf8_lossy(&body.to_bytes()).into_owned(),
+        Err(e) => format!("(body unreadable: {e})"),
+    };
+    ClientError::Http { status, body }
+}
+
+/// The events of one SSE response, as they arrive.
+pub(crate) struct EventStream {
+    body: Incoming,
+    parser: Parser,
+    ready: VecDeque<Event>,
+}
+
+impl EventStream {
+    fn new(body: Incoming) -> EventStream {
+        EventStream { body, parser: Parser::default(), ready: VecDeque::new() }
+    }
+
+    /// The next event; `None` when the connection ends (cleanly or not).
+    pub(crate) async fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(event) = self.ready.pop_front() {
+                return Some(event);
+            }
+            match self.body.frame().await {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        self.ready.extend(self.parser.push(&data));
+                    }
+                }
+                Some(Err(e)) => {
+                    tracing::debug!(error = %e, "SSE connection broke");
+                    return None;
+                }
+                None => return None,
+            }
+        }
+    }
+}

@@ -1,0 +1,42 @@
+//! The host side of mcp-tasks: an MCP client (protocol revision 2025-11-25, core Tasks) that
+//! owns the polling of the tasks it starts, so that neither the model nor each host has to.
+//!
+//! # Layout
+//! - [`Client`] ([`ClientBuilder`]): connect over Streamable HTTP, `initialize`, list
+//!   tools, call a tool plainly or as a task, list tasks.
+//! - [`TaskHandle`]: one task; [`TaskHandle::wait`] drives it to its end (blocking
+//!   `tasks/result`, `Last-Event-ID` resumption, `tasks/get` polling at `pollInterval`).
+//! - [`ElicitationHandler`], [`SamplingHandler`]: what the host implements to answer the
+//!   server's requests ([`ServerRequest`]), on whichever stream they arrive.
+//! - [`ClientError`]: every failure, with what to do about it.
+//! - `http` (hyper) and `sse`: the Streamable HTTP transport; `connection`: routing of
+//!   responses and server requests, and stream resumption.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), mcp_tasks_client::ClientError> {
+//! use mcp_tasks_client::Client;
+//! let client = Client::connect_http("http://127.0.0.1:8765/mcp", None).await?;
+//! for tool in client.list_tools().await? {
+//!     println!("{} ({:?})", tool.name, tool.task_support());
+//! }
+//! # Ok(()) }
+//! ```
+
+#![warn(missing_docs)]
+
+mod client;
+mod connection;
+mod error;
+mod handlers;
+mod http;
+mod sse;
+mod task;
+
+pub use client::{Client, ClientBuilder};
+pub use error::ClientError;
+pub use handlers::{ElicitationHandler, SamplingHandler, ServerRequest};
+pub use task::TaskHandle;
+
+/// The wire types the client's API uses (`Tool`, `Task`, `CallToolResult`, …).
+pub use mcp_tasks_protocol::legacy as protocol;
+pub use mcp_tasks_protocol::jsonrpc::RpcError;

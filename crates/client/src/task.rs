@@ -1,0 +1,143 @@
+//! [`TaskHandle`]: a task on the server, and the one loop that drives it to its end.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use mcp_tasks_protocol::legacy::{CallToolResult, Task, TaskStatus, method};
+use serde_json::{Value, json};
+
+use crate::client::from_value;
+use crate::connection::Connection;
+use crate::error::ClientError;
+
+/// Poll interval when the server suggests none.
+const DEFAULT_POLL: Duration = Duration::from_secs(1);
+/// `tasks/result` streams lost in a row on a terminal task before [`TaskHandle::wait`]
+/// gives up.
+const MAX_LOST_RESULTS: u32 = 3;
+
+/// A task the client created (or attached to by id). Cheap to clone: one clone can
+/// [`wait`](TaskHandle::wait) while another [`cancel`](TaskHandle::cancel)s.
+#[derive(Clone)]
+pub struct TaskHandle {
+    connection: Arc<Connection>,
+    id: String,
+    /// The last state seen (`None` for a handle attached by id and not yet polled).
+    last: Arc<Mutex<Option<Task>>>,
+}
+
+impl TaskHandle {
+    pub(crate) fn new(connection: Arc<Connection>, task: Task) -> TaskHandle {
+        TaskHandle { connection, id: task.task_id.clone(), last: Arc::new(Mutex::new(Some(task))) }
+    }
+
+    pub(crate) fn unseen(connection: Arc<Connection>, id: &str) -> TaskHandle {
+        TaskHandle { connection, id: id.to_owned(), last: Arc::new(Mutex::new(None)) }
+    }
+
+    /// The task id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The last state seen, without asking the server.
+    pub fn last_seen(&self) -> Option<Task> {
+        self.last.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// The task's current state (`tasks/get`).
+    ///
+    /// # Errors
+    /// Transport errors, or -32602 for a task that is unknown or expired.
+    pub async fn status(&self) -> Result<Task, ClientError> {
+        let task: Task = from_value(self.connection.request(method::TASKS_GET, self.params()).await?, method::TASKS_GET)?;
+        self.remember(&task);
+        Ok(task)
+    }
+
+    /// Cancels the task (`tasks/cancel`); returns it, now `cancelled`.
+    ///
+    /// # Errors
+    /// Transport errors, or -32602 for a task that is unknown or already terminal.
+    pub async fn cancel(&self) -> Result<Task, ClientError> {
+        let answer = self.connection.request(method::TASKS_CANCEL, self.params()).await?;
+        let task: Task = from_value(answer, method::TASKS_CANCEL)?;
+        self.remember(&task);
+        Ok(task)
+    }
+
+    /// Drives the task to its end and returns the tool's result (which may have `isError`).
+    ///
+    /// Waits in the blocking `tasks/result` (whose stream brings the server's elicitation
+    /// and sampling requests to the handlers); a broken stream is first resumed with
+    /// `Last-Event-ID`; if that fails, it polls `tasks/get` at the task's `pollInterval`
+    /// and calls `tasks/result` again once the task is `input_required` or terminal.
+    ///
+    /// # Errors
+    /// [`ClientError::TaskCancelled`], [`ClientError::TaskFailed`] (the underlying call
+    /// ended in a JSON-RPC error), or transport and protocol errors.
+    pub async fn wait(&self) -> Result<CallToolResult, ClientError> {
+        let mut lost = 0;
+        loop {
+            match self.connection.request(method::TASKS_RESULT, self.params()).await {
+                Ok(result) => return from_value(result, method::TASKS_RESULT),
+                Err(ClientError::Rpc { code, message, data }) => return Err(self.outcome_error(code, message, data).await),
+                Err(error @ (ClientError::StreamLost { .. } | ClientError::Transport(_))) => {
+                    tracing::debug!(task = %self.id, %error, "tasks/result lost; polling tasks/get");
+                    let task = self.poll_until_actionable().await?;
+                    if task.status.is_terminal() {
+                        lost += 1;
+                        if lost >= MAX_LOST_RESULTS {
+                            return Err(error);
+                        }
+                    }
+                }
+                Err(other) => return Err(other),
+            }
+        }
+    }
+
+    /// Polls `tasks/get` until the task is `input_required` or terminal.
+    async fn poll_until_actionable(&self) -> Result<Task, ClientError> {
+        loop {
+            let task = self.status().await?;
+            if task.status.is_terminal() || task.status == TaskStatus::InputRequired {
+                return Ok(task);
+            }
+            let pause = task.poll_interval.map_or(DEFAULT_POLL, Duration::from_millis);
+            tokio::select! {
+                () = tokio::time::sleep(pause) => {}
+                () = self.connection.stop.cancelled() => return Err(ClientError::Closed),
+            }
+        }
+    }
+
+    /// What a JSON-RPC error from `tasks/result` means: a cancelled task, the replayed
+    /// error of a failed one, or an error about the request itself (e.g. unknown task).
+    async fn outcome_error(&self, code: i64, message: String, data: Option<Value>) -> ClientError {
+        let said_cancelled = data.as_ref().and_then(|data| data.get("status")).and_then(Value::as_str) == Some("cancelled");
+        let task = match self.status().await {
+            Ok(task) => task,
+            Err(_) => return ClientError::Rpc { code, message, data },
+        };
+        match task.status {
+            TaskStatus::Cancelled => ClientError::TaskCancelled { task_id: self.id.clone(), message: task.status_message },
+            TaskStatus::Failed if !said_cancelled => ClientError::TaskFailed { task_id: self.id.clone(), code, message, data },
+            _ => ClientError::Rpc { code, message, data },
+        }
+    }
+
+    fn params(&self) -> Value {
+        json!({ "taskId": self.id })
+    }
+
+    fn remember(&self, task: &Task) {
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(task.clone());
+    }
+}
+
+impl std::fmt::Debug for TaskHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskHandle").field("id", &self.id).field("last", &self.last_seen()).finish()
+    }
+}

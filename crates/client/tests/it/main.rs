@@ -1,0 +1,10 @@
+//! The client against our real server (`mcp_tasks_server::http::serve` on 127.0.0.1:0,
+//! SQLite engine), one binary.
+//!
+//! - `harness`: the server and its tools.
+//! - `tasks`: connect, list, plain and task calls, elicitation, cancel.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+
+mod harness;
+mod tasks;

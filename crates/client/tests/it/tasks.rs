@@ -1,0 +1,104 @@
+//! Connect, list, call plainly and as a task, answer an elicitation, cancel.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use mcp_tasks_client::protocol::{Content, TaskStatus, TaskSupport};
+use mcp_tasks_client::{Client, ClientError, ElicitationHandler, RpcError, ServerRequest};
+use serde_json::{Value, json};
+
+use crate::harness::{bounded, start};
+
+fn first_text(content: &[Content]) -> String {
+    match content.first() {
+        Some(Content::Text { text, .. }) => text.clone(),
+        other => panic!("not a text content: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn connects_and_lists_tools_with_their_task_support() {
+    let server = start().await;
+    let client = bounded(Client::connect_http(&server.url, None)).await.unwrap();
+    assert!(client.server().capabilities.tasks.is_some());
+    let tools = bounded(client.list_tools()).await.unwrap();
+    let support = |name: &str| tools.iter().find(|tool| tool.name == name).unwrap().task_support();
+    assert_eq!(support("echo"), TaskSupport::Optional);
+    assert_eq!(support("plain_echo"), TaskSupport::Forbidden);
+}
+
+#[tokio::test]
+async fn a_plain_call_returns_the_tool_result() {
+    let server = start().await;
+    let client = bounded(Client::connect_http(&server.url, None)).await.unwrap();
+    let result = bounded(client.call_tool("plain_echo", json!({"text": "hi"}))).await.unwrap();
+    assert_eq!(first_text(&result.content), "echo: hi");
+    assert_ne!(result.is_error, Some(true));
+}
+
+#[tokio::test]
+async fn a_task_call_is_driven_to_its_result() {
+    let server = start().await;
+    let client = bounded(Client::connect_http(&server.url, None)).await.unwrap();
+    let task = bounded(client.call_tool_as_task("echo", json!({"text": "later"}), None)).await.unwrap();
+    assert_eq!(task.last_seen().unwrap().status, TaskStatus::Working);
+    let result = bounded(task.wait()).await.unwrap();
+    assert_eq!(first_text(&result.content), "echo: later");
+    assert_eq!(bounded(task.status()).await.unwrap().status, TaskStatus::Completed);
+    let listed = bounded(client.list_tasks()).await.unwrap();
+    assert!(listed.iter().any(|listed| listed.task_id == task.id()));
+}
+
+#[tokio::test]
+async fn a_tool_that_forbids_tasks_is_refused_before_the_call() {
+    let server = start().await;
+    let client = bounded(Client::connect_http(&server.url, None)).await.unwrap();
+    let refused = bounded(client.call_tool_as_task("plain_echo", json!({}), None)).await.unwrap_err();
+    assert!(matches!(refused, ClientError::TasksUnsupported { .. }), "{refused}");
+    let unknown = bounded(client.call_tool_as_task("nope", json!({}), None)).await.unwrap_err();
+    assert!(matches!(unknown, ClientError::UnknownTool(_)), "{unknown}");
+}
+
+struct Accept {
+    seen: Arc<Mutex<Vec<ServerRequest>>>,
+}
+
+#[async_trait]
+impl ElicitationHandler for Accept {
+    async fn elicit(&self, request: ServerRequest) -> Result<Value, RpcError> {
+        self.seen.lock().unwrap().push(request);
+        Ok(json!({"action": "accept", "content": {"ok": true}}))
+    }
+}
+
+#[tokio::test]
+async fn an_elicitation_inside_a_task_reaches_the_handler_and_its_answer_the_tool() {
+    let server = start().await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let client = Client::builder().elicitation(Accept { seen: Arc::clone(&seen) });
+    let client = bounded(client.connect_http(&server.url)).await.unwrap();
+    let task = bounded(client.call_tool_as_task("ask", json!({}), None)).await.unwrap();
+    let result = bounded(task.wait()).await.unwrap();
+    assert_eq!(first_text(&result.content), r#"answer: "accept" {"ok":true}"#);
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].method, "elicitation/create");
+    assert_eq!(seen[0].params["message"], "Go ahead?");
+    assert_eq!(seen[0].related_task.as_deref(), Some(task.id()));
+}
+
+#[tokio::test]
+async fn a_running_task_is_working_then_cancelled() {
+    let server = start().await;
+    let client = bounded(Client::connect_http(&server.url, None)).await.unwrap();
+    let task = bounded(client.call_tool_as_task("block", json!({}), None)).await.unwrap();
+    assert_eq!(bounded(task.status()).await.unwrap().status, TaskStatus::Working);
+    let waiting = tokio::spawn({
+        let task = task.clone();
+        async move { task.wait().await }
+    });
+    let cancelled = bounded(task.cancel()).await.unwrap();
+    assert_eq!(cancelled.status, TaskStatus::Cancelled);
+    let outcome = bounded(waiting).await.unwrap().unwrap_err();
+    assert!(matches!(outcome, ClientError::TaskCancelled { .. }), "{outcome}");
+}
