@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use mcp_tasks_engine::{Context, Engine, Outcome, Policy, SystemClock};
@@ -9,12 +10,17 @@ use mcp_tasks_client::protocol::TaskSupport;
 use mcp_tasks_server::{Server, ToolDef, handler_fn, http};
 use mcp_tasks_sqlite::SqliteStore;
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 /// A served server; stops when dropped.
 pub(crate) struct Running {
     pub(crate) url: String,
+    /// Lets one run of `gated` finish.
+    pub(crate) gate: Arc<Notify>,
+    /// How many times `gated` started.
+    pub(crate) gated_runs: Arc<AtomicUsize>,
     _stop: oneshot::Sender<()>,
     _dir: tempfile::TempDir,
 }
@@ -24,7 +30,8 @@ fn text(text: String) -> Outcome {
 }
 
 /// Tools: `echo` (task optional), `plain_echo` (tasks forbidden), `ask` (elicits, task
-/// optional), `block` (runs until cancelled, task optional).
+/// optional), `block` (runs until cancelled, task optional), `gated` (counts its runs,
+/// finishes when [`Running::gate`] is notified, task optional).
 pub(crate) async fn start() -> Running {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(&dir.path().join("t.sqlite3")).unwrap();
@@ -60,24 +67,127 @@ pub(crate) async fn start() -> Running {
         }),
     )
     .with_task_support(TaskSupport::Optional);
+    let gate = Arc::new(Notify::new());
+    let gated_runs = Arc::new(AtomicUsize::new(0));
+    let (opened, runs) = (Arc::clone(&gate), Arc::clone(&gated_runs));
+    let gated = ToolDef::new(
+        "gated",
+        "Finishes when the test opens the gate.",
+        json!({"type": "object"}),
+        handler_fn(move |_args: Value, _ctx: Context| {
+            let (opened, runs) = (Arc::clone(&opened), Arc::clone(&runs));
+            async move {
+                runs.fetch_add(1, Ordering::SeqCst);
+                opened.notified().await;
+                text("through".into())
+            }
+        }),
+    )
+    .with_task_support(TaskSupport::Optional);
     let server = Server::builder(engine)
+        .tool(gated)
         .tool(echo("echo").with_task_support(TaskSupport::Optional))
         .tool(echo("plain_echo"))
         .tool(ask)
         .tool(block)
         .build()
         .unwrap();
-    serve(server, dir).await
+    serve(server, dir, gate, gated_runs).await
 }
 
-async fn serve(server: Server, dir: tempfile::TempDir) -> Running {
+async fn serve(server: Server, dir: tempfile::TempDir, gate: Arc<Notify>, gated_runs: Arc<AtomicUsize>) -> Running {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let (stop, stopped) = oneshot::channel::<()>();
     tokio::spawn(http::serve(listener, server, http::Options::default(), async move {
         let _ = stopped.await;
     }));
-    Running { url, _stop: stop, _dir: dir }
+    Running { url, gate, gated_runs, _stop: stop, _dir: dir }
+}
+
+/// A TCP proxy in front of a server that breaks the connection of the first `tasks/result`
+/// right after its SSE priming event (`retry:` then an empty `data`), and can refuse resumptions (`Last-Event-ID`) with 404.
+pub(crate) struct Proxy {
+    pub(crate) url: String,
+    /// Gets one message when the `tasks/result` connection was cut.
+    pub(crate) cut: mpsc::UnboundedReceiver<()>,
+    state: Arc<ProxyState>,
+}
+
+struct ProxyState {
+    target: String,
+    refuse_resume: bool,
+    cut_pending: AtomicBool,
+    resumptions: AtomicUsize,
+    cut: mpsc::UnboundedSender<()>,
+}
+
+impl Proxy {
+    /// How many GETs with `Last-Event-ID` went through (or were refused).
+    pub(crate) fn resumptions(&self) -> usize {
+        self.state.resumptions.load(Ordering::SeqCst)
+    }
+}
+
+pub(crate) async fn proxy(server: &Running, refuse_resume: bool) -> Proxy {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let target = server.url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    let (cut, cuts) = mpsc::unbounded_channel();
+    let state = Arc::new(ProxyState {
+        target,
+        refuse_resume,
+        cut_pending: AtomicBool::new(true),
+        resumptions: AtomicUsize::new(0),
+        cut,
+    });
+    let shared = Arc::clone(&state);
+    tokio::spawn(async move {
+        while let Ok((inbound, _)) = listener.accept().await {
+            tokio::spawn(relay(inbound, Arc::clone(&shared)));
+        }
+    });
+    Proxy { url, cut: cuts, state }
+}
+
+async fn relay(inbound: TcpStream, state: Arc<ProxyState>) {
+    let Ok(outbound) = TcpStream::connect(&state.target).await else { return };
+    let (mut client_in, mut client_out) = inbound.into_split();
+    let (mut server_in, mut server_out) = outbound.into_split();
+    let (mut up, mut down) = ([0u8; 16384], [0u8; 16384]);
+    let mut armed = false;
+    let mut answer = Vec::new();
+    loop {
+        tokio::select! {
+            read = client_in.read(&mut up) => {
+                let Ok(n @ 1..) = read else { return };
+                let text = String::from_utf8_lossy(&up[..n]).to_ascii_lowercase();
+                if text.contains("last-event-id") {
+                    state.resumptions.fetch_add(1, Ordering::SeqCst);
+                    if state.refuse_resume {
+                        let _ = client_out.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n").await;
+                        return;
+                    }
+                }
+                if text.contains("tasks/result") && state.cut_pending.swap(false, Ordering::SeqCst) {
+                    armed = true;
+                }
+                if server_out.write_all(&up[..n]).await.is_err() { return }
+            }
+            read = server_in.read(&mut down) => {
+                let Ok(n @ 1..) = read else { return };
+                if client_out.write_all(&down[..n]).await.is_err() { return }
+                if armed {
+                    answer.extend_from_slice(&down[..n]);
+                    let text = String::from_utf8_lossy(&answer);
+                    if text.contains("retry:") && text.contains("data: \n\n") {
+                        let _ = state.cut.send(());
+                        return; // drops both connections
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// `future`, or a panic after 20 s.

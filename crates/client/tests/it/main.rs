@@ -3,8 +3,10 @@
 //!
 //! - `harness`: the server and its tools.
 //! - `tasks`: connect, list, plain and task calls, elicitation, cancel.
+//! - `resume`: a broken `tasks/result` stream, resumed or replaced by polling.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
 mod harness;
+mod resume;
 mod tasks;
