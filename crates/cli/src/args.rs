@@ -24,6 +24,142 @@ pub(crate) enum Command {
     ///
     /// Exit status 0 when the file is valid, 1 otherwise.
     CheckConfig(CheckArgs),
+
+    /// List the tools of an MCP server, with whether each runs as a task.
+    ///
+    /// Example: mcp-tasks tools --url http://127.0.0.1:8765/mcp
+    Tools(ToolsArgs),
+
+    /// Call a tool; as a task when the tool allows it, driven to its end (or --detach).
+    ///
+    /// Arguments: --arg KEY=VALUE (typed by the tool's input schema) and/or --args JSON.
+    /// Exit status: 0 completed, 1 the tool or task failed, 2 usage or connection error,
+    /// 3 cancelled (Ctrl-C while waiting cancels the task).
+    ///
+    /// Examples: mcp-tasks call slow --arg seconds=5 --url http://127.0.0.1:8765/mcp
+    ///           mcp-tasks call slow --arg seconds=600 --detach --url http://127.0.0.1:8765/mcp
+    Call(CallArgs),
+
+    /// Look at, cancel, or wait for the tasks of an MCP server.
+    ///
+    /// Exit status as for `call`: 0, 1 failed, 2 usage or connection error, 3 cancelled.
+    Tasks(TasksArgs),
+}
+
+/// Where the MCP server is.
+#[derive(Debug, Args)]
+pub(crate) struct ConnectArgs {
+    /// The server's Streamable HTTP endpoint, e.g. http://127.0.0.1:8765/mcp.
+    #[arg(long, value_name = "URL", env = "MCP_TASKS_URL", required_unless_present = "cmd")]
+    pub(crate) url: Option<String>,
+
+    /// Bearer token sent with every HTTP request.
+    #[arg(long, value_name = "TOKEN", env = "MCP_TASKS_TOKEN", hide_env_values = true, requires = "url")]
+    pub(crate) token: Option<String>,
+
+    /// Spawn a stdio server (not supported yet: use --url).
+    #[arg(long, value_name = "COMMAND", conflicts_with = "url")]
+    pub(crate) cmd: Option<String>,
+}
+
+/// The server, and how to print.
+#[derive(Debug, Args)]
+pub(crate) struct RemoteArgs {
+    #[command(flatten)]
+    pub(crate) connect: ConnectArgs,
+
+    /// Print machine-readable JSON on stdout (and no progress display).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// How to answer the server's questions (elicitation) while waiting.
+#[derive(Debug, Args)]
+pub(crate) struct AnswerArgs {
+    /// Answer the server's questions with this JSON object (`{"action": "accept",
+    /// "content": JSON}`) instead of prompting. Without it and without a terminal on stdin,
+    /// questions are declined.
+    #[arg(long, value_name = "JSON", value_parser = json_object)]
+    pub(crate) answer: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ToolsArgs {
+    #[command(flatten)]
+    pub(crate) remote: RemoteArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CallArgs {
+    /// The tool to call.
+    #[arg(value_name = "TOOL")]
+    pub(crate) tool: String,
+
+    /// One argument, KEY=VALUE; the value takes the type the tool's input schema gives KEY
+    /// (integer, number, boolean, string; JSON otherwise). Repeatable; wins over --args.
+    #[arg(long = "arg", value_name = "KEY=VALUE")]
+    pub(crate) arg: Vec<String>,
+
+    /// The arguments as one JSON object.
+    #[arg(long, value_name = "JSON", value_parser = json_object)]
+    pub(crate) args: Option<serde_json::Value>,
+
+    /// Start the task, print its id, and exit without waiting (the tool must support tasks).
+    #[arg(long)]
+    pub(crate) detach: bool,
+
+    #[command(flatten)]
+    pub(crate) answer: AnswerArgs,
+
+    #[command(flatten)]
+    pub(crate) remote: RemoteArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TasksArgs {
+    #[command(subcommand)]
+    pub(crate) command: TasksCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum TasksCommand {
+    /// List the tasks the server keeps for you.
+    List(ToolsArgs),
+    /// Show one task's status.
+    Get(TaskArgs),
+    /// Print the result of a task that has ended.
+    Result(TaskArgs),
+    /// Cancel a task.
+    Cancel(TaskArgs),
+    /// Wait for a task to end (answering its questions), then print its result.
+    Wait(WaitArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TaskArgs {
+    /// The task id.
+    #[arg(value_name = "ID")]
+    pub(crate) id: String,
+
+    #[command(flatten)]
+    pub(crate) remote: RemoteArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct WaitArgs {
+    #[command(flatten)]
+    pub(crate) task: TaskArgs,
+
+    #[command(flatten)]
+    pub(crate) answer: AnswerArgs,
+}
+
+fn json_object(text: &str) -> Result<serde_json::Value, String> {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(value @ serde_json::Value::Object(_)) => Ok(value),
+        Ok(other) => Err(format!("expected a JSON object, got {other}")),
+        Err(err) => Err(format!("not JSON: {err}")),
+    }
 }
 
 #[derive(Debug, Args)]

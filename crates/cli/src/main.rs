@@ -1,8 +1,13 @@
 //! The `mcp-tasks` binary: parse the command line, run, map the outcome to an exit code.
 
 mod args;
+mod call;
 mod check;
+mod prompt;
+mod remote;
 mod serve;
+mod tasks;
+mod wait;
 
 use std::process::ExitCode;
 
@@ -12,7 +17,8 @@ use crate::args::{Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging();
+    let serving = matches!(cli.command, Command::Serve(_));
+    init_logging(if serving { "info" } else { "warn" });
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
@@ -20,28 +26,36 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let outcome = runtime.block_on(async {
+    let (outcome, error_status) = runtime.block_on(async {
         match cli.command {
-            Command::Serve(args) => serve::run(args).await,
-            Command::CheckConfig(args) => check::run(&args),
+            Command::Serve(args) => (serve::run(args).await.map(|()| 0), 1),
+            Command::CheckConfig(args) => (check::run(&args).map(|()| 0), 1),
+            Command::Tools(args) => (call::tools(args).await, remote::USAGE),
+            Command::Call(args) => (call::call(args).await, remote::USAGE),
+            Command::Tasks(args) => (tasks::run(args.command).await, remote::USAGE),
         }
     });
-    // Dropping the runtime's tasks kills the process groups of running commands; their
-    // tasks stay `working` in the store and the restart policy resolves them next start.
-    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+    if serving {
+        // Dropping the runtime's tasks kills the process groups of running commands; their
+        // tasks stay `working` in the store and the restart policy resolves them next start.
+        runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+    } else {
+        // A client may be blocked reading a prompt's answer from stdin: do not wait for it.
+        runtime.shutdown_background();
+    }
     match outcome {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(status) => ExitCode::from(status),
         Err(err) => {
             eprintln!("mcp-tasks: {err:#}");
-            ExitCode::FAILURE
+            ExitCode::from(error_status)
         }
     }
 }
 
-/// Logs go to stderr only (stdout belongs to the stdio transport). `RUST_LOG` picks the
-/// level; the default is `info`.
-fn init_logging() {
+/// Logs go to stderr only (stdout belongs to the stdio transport, or to a client command's
+/// output). `RUST_LOG` picks the level; the default is `info` for `serve`, `warn` otherwise.
+fn init_logging(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).init();
 }

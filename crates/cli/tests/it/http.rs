@@ -12,9 +12,9 @@ use serde_json::{Value, json};
 use crate::harness::{CONFIG, Workdir};
 use crate::http_peer::{self, Reply};
 
-const ALICE: &str = "alice-secret";
+pub(crate) const ALICE: &str = "alice-secret";
 const BOB: &str = "bob-secret-from-env";
-const TOKENS: &str = r#"
+pub(crate) const TOKENS: &str = r#"
 [[server.auth.tokens]]
 principal = "alice"
 token_sha256 = "0c848abb03307b06cf70cd4e29c157dc81af5e94ab3eb1d0c59a120269572376"
@@ -25,13 +25,13 @@ token_env = "MCP_TASKS_TEST_BOB_TOKEN"
 "#;
 
 /// `mcp-tasks serve --listen 127.0.0.1:0` on the workdir's config and store.
-struct HttpServer {
+pub(crate) struct HttpServer {
     child: Child,
-    addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
 }
 
 impl HttpServer {
-    fn start(work: &Workdir) -> HttpServer {
+    pub(crate) fn start(work: &Workdir) -> HttpServer {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
             .args(["serve", "--listen", "127.0.0.1:0", "--config"])
             .arg(work.config())

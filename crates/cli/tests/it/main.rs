@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
 mod bad_input;
+mod client_cli;
 mod config;
 mod demo;
 mod harness;

@@ -1,0 +1,217 @@
+//! `mcp-tasks tools` and `mcp-tasks call`: list the tools, call one (as a task when it
+//! allows), with `--arg` values typed by the tool's input schema.
+
+use anyhow::{Context as _, bail};
+use mcp_tasks_client::protocol::{TaskSupport, Tool};
+use serde_json::{Map, Value, json};
+
+use crate::args::{CallArgs, ToolsArgs};
+use crate::remote::{self, COMPLETED, Display};
+
+pub(crate) async fn tools(args: ToolsArgs) -> anyhow::Result<u8> {
+    let display = Display::new(args.remote.json);
+    let client = remote::connect(&args.remote, None, &display).await?;
+    let tools = client.list_tools().await.context("listing the tools")?;
+    if args.remote.json {
+        println!("{}", json!({ "tools": tools }));
+        return Ok(COMPLETED);
+    }
+    let width = tools.iter().map(|tool| tool.name.len()).max().unwrap_or(0);
+    for tool in &tools {
+        let support = format!("{:?}", tool.task_support()).to_lowercase();
+        let description = tool
+            .description
+            .as_deref()
+            .unwrap_or("")
+            .lines()
+            .next()
+            .unwrap_or("");
+        println!("{:width$}  {support:9}  {description}", tool.name);
+    }
+    Ok(COMPLETED)
+}
+
+pub(crate) async fn call(args: CallArgs) -> anyhow::Result<u8> {
+    let json = args.remote.json;
+    let display = Display::new(json);
+    let client = remote::connect(&args.remote, Some(&args.answer), &display).await?;
+    let tools = client.list_tools().await.context("listing the tools")?;
+    let Some(tool) = tools.iter().find(|tool| tool.name == args.tool) else {
+        let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
+        bail!(
+            "the server has no tool {:?} (it has: {})",
+            args.tool,
+            names.join(", ")
+        );
+    };
+    let arguments = Value::Object(arguments(tool, args.args.as_ref(), &args.arg)?);
+    let server_runs_tasks = client
+        .server()
+        .capabilities
+        .tasks
+        .as_ref()
+        .and_then(|tasks| tasks.requests.as_ref())
+        .and_then(|requests| requests.tools.as_ref())
+        .is_some_and(|tools| tools.call.is_some());
+    let as_task = server_runs_tasks && tool.task_support() != TaskSupport::Forbidden;
+    if !as_task {
+        if args.detach {
+            bail!(
+                "--detach: tool {:?} does not run as a task on this server; call it without --detach",
+                tool.name
+            );
+        }
+        let result = client
+            .call_tool(&tool.name, arguments)
+            .await
+            .with_context(|| format!("calling {}", tool.name))?;
+        return Ok(remote::print_result(&result, json));
+    }
+    let handle = client
+        .call_tool_as_task(&tool.name, arguments, None)
+        .await
+        .with_context(|| format!("calling {} as a task", tool.name))?;
+    if args.detach {
+        match handle.last_seen() {
+            Some(task) if json => remote::print_task(&task, true),
+            _ => println!("{}", handle.id()),
+        }
+        return Ok(COMPLETED);
+    }
+    crate::wait::drive(&handle, &display, json).await
+}
+
+/// The call's arguments: `--args`, then each `--arg` typed by the tool's input schema.
+fn arguments(
+    tool: &Tool,
+    args: Option<&Value>,
+    pairs: &[String],
+) -> anyhow::Result<Map<String, Value>> {
+    let mut arguments = match args {
+        Some(Value::Object(map)) => map.clone(),
+        Some(other) => bail!("--args must be a JSON object, not {other}"),
+        None => Map::new(),
+    };
+    for pair in pairs {
+        let Some((key, raw)) = pair.split_once('=') else {
+            bail!("--arg {pair:?}: write it KEY=VALUE");
+        };
+        let property = tool
+            .input_schema
+            .get("properties")
+            .and_then(|properties| properties.get(key));
+        let value = typed(raw, property)
+            .with_context(|| format!("--arg {pair:?} for tool {:?}", tool.name))?;
+        arguments.insert(key.to_owned(), value);
+    }
+    Ok(arguments)
+}
+
+/// `raw` as the type the schema property gives it; JSON (or else a string) when it gives
+/// none.
+fn typed(raw: &str, property: Option<&Value>) -> anyhow::Result<Value> {
+    let kind = match property.and_then(|property| property.get("type")) {
+        Some(Value::String(kind)) => Some(kind.as_str()),
+        Some(Value::Array(kinds)) => kinds
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|kind| *kind != "null"),
+        _ => None,
+    };
+    let parsed = serde_json::from_str::<Value>(raw);
+    Ok(match kind {
+        Some("string") => Value::String(raw.to_owned()),
+        Some("integer") => match raw.parse::<i64>() {
+            Ok(n) => Value::from(n),
+            Err(_) => bail!("the tool's schema wants an integer, not {raw:?}"),
+        },
+        Some("number") => match parsed {
+            Ok(number @ Value::Number(_)) => number,
+            _ => bail!("the tool's schema wants a number, not {raw:?}"),
+        },
+        Some("boolean") => match raw {
+            "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            _ => bail!("the tool's schema wants true or false, not {raw:?}"),
+        },
+        Some(kind @ ("object" | "array" | "null")) => match parsed {
+            Ok(value) if json_kind(&value) == kind => value,
+            _ => bail!("the tool's schema wants a JSON {kind}, not {raw:?}"),
+        },
+        _ => parsed.unwrap_or_else(|_| Value::String(raw.to_owned())),
+    })
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool() -> Tool {
+        Tool::new(
+            "t",
+            json!({"type": "object", "properties": {
+                "text": {"type": "string"}, "n": {"type": "integer"}, "x": {"type": "number"},
+                "flag": {"type": "boolean"}, "list": {"type": "array"}, "maybe": {"type": ["integer", "null"]}
+            }}),
+        )
+    }
+
+    fn pairs(items: &[&str]) -> Vec<String> {
+        items.iter().map(|item| (*item).to_owned()).collect()
+    }
+
+    #[test]
+    fn arg_values_take_the_schema_type() {
+        let got = arguments(
+            &tool(),
+            None,
+            &pairs(&[
+                "text=42",
+                "n=7",
+                "x=2.5",
+                "flag=true",
+                "list=[1,2]",
+                "maybe=3",
+                "free={\"a\":1}",
+                "word=hi",
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            Value::Object(got),
+            json!({"text": "42", "n": 7, "x": 2.5, "flag": true, "list": [1, 2], "maybe": 3, "free": {"a": 1}, "word": "hi"})
+        );
+    }
+
+    #[test]
+    fn values_that_do_not_fit_are_refused_before_the_call() {
+        for bad in ["n=1.5", "x=many", "flag=yes", "list={}", "novalue"] {
+            assert!(
+                arguments(&tool(), None, &pairs(&[bad])).is_err(),
+                "{bad} accepted"
+            );
+        }
+    }
+
+    #[test]
+    fn arg_wins_over_args() {
+        let got = arguments(
+            &tool(),
+            Some(&json!({"n": 1, "text": "a"})),
+            &pairs(&["n=2"]),
+        )
+        .unwrap();
+        assert_eq!(Value::Object(got), json!({"n": 2, "text": "a"}));
+    }
+}

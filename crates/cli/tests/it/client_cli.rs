@@ -1,0 +1,341 @@
+//! The client commands (`tools`, `call`, `tasks`) of the real binary against a real
+//! `mcp-tasks serve` over Streamable HTTP: output, exit codes, detach, cancel, Ctrl-C and
+//! answers to the server's questions. Every wait is bounded; no sleeps.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::Value;
+
+use crate::harness::{CONFIG, Workdir};
+use crate::http::{ALICE, HttpServer, TOKENS};
+
+/// How long one client command may take.
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// A server with bearer tokens (so that `tasks list` spans connections: tasks belong to the
+/// principal `alice`, not to one session).
+fn server() -> (Workdir, HttpServer) {
+    let work = Workdir::new();
+    std::fs::write(work.config(), format!("{CONFIG}\n{TOKENS}")).unwrap();
+    let server = HttpServer::start(&work);
+    (work, server)
+}
+
+fn url(server: &HttpServer) -> String {
+    format!("http://{}/mcp", server.addr)
+}
+
+/// `mcp-tasks ARGS --url URL --token ALICE`, stdin closed, killed after [`DEADLINE`].
+fn cli(server: &HttpServer, args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
+    command
+        .args(args)
+        .args(["--url", &url(server), "--token", ALICE]);
+    run(command)
+}
+
+fn run(mut command: Command) -> Output {
+    let child = command
+        .env_remove("MCP_TASKS_URL")
+        .env_remove("MCP_TASKS_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mcp-tasks");
+    let pid = Pid::from_raw(i32::try_from(child.id()).unwrap());
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(DEADLINE) {
+        Ok(output) => {
+            let output = output.expect("wait for mcp-tasks");
+            eprintln!("[cli stderr] {}", String::from_utf8_lossy(&output.stderr));
+            output
+        }
+        Err(_) => {
+            let _ = kill(pid, Signal::SIGKILL);
+            panic!("mcp-tasks {command:?} did not end within {DEADLINE:?}");
+        }
+    }
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+fn json(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", stdout(output)))
+}
+
+#[test]
+fn tools_json_lists_the_tools_with_their_task_support() {
+    let (_work, server) = server();
+    let output = cli(&server, &["tools", "--json"]);
+    assert_eq!(output.status.code(), Some(0));
+    let tools = json(&output)["tools"].as_array().unwrap().clone();
+    let support = |name: &str| {
+        let tool = tools
+            .iter()
+            .find(|tool| tool["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}"));
+        tool["execution"]["taskSupport"]
+            .as_str()
+            .unwrap_or("forbidden")
+            .to_owned()
+    };
+    assert_eq!(support("echo"), "optional");
+    assert_eq!(support("task_only"), "required");
+    assert_eq!(support("plain_only"), "forbidden");
+
+    let output = cli(&server, &["tools"]);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(
+        stdout(&output)
+            .lines()
+            .any(|line| line.starts_with("slow") && line.contains("optional"))
+    );
+}
+
+#[test]
+fn call_prints_the_result_text_and_exits_0() {
+    let (_work, server) = server();
+    let output = cli(&server, &["call", "echo", "--arg", "text=hi"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "hi\n");
+
+    let output = cli(&server, &["call", "plain_only", "--json"]);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(json(&output)["content"][0]["text"], "plain\n");
+}
+
+#[test]
+fn a_failing_tool_exits_1() {
+    let (_work, server) = server();
+    let output = cli(&server, &["call", "fails"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stdout(&output).contains("disk on fire"),
+        "{}",
+        stdout(&output)
+    );
+
+    let output = cli(&server, &["call", "fails", "--json"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(json(&output)["isError"], true);
+}
+
+#[test]
+fn usage_and_connection_errors_exit_2_before_any_call() {
+    let (_work, server) = server();
+    let output = cli(&server, &["call", "slow", "--arg", "seconds=soon"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("wants a number"),
+        "{}",
+        stderr(&output)
+    );
+
+    let output = cli(&server, &["call", "nope"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("no tool \"nope\""),
+        "{}",
+        stderr(&output)
+    );
+
+    let output = cli(&server, &["call", "plain_only", "--detach"]);
+    assert_eq!(output.status.code(), Some(2));
+
+    let output = cli(&server, &["tasks", "list", "--args"]);
+    assert_eq!(output.status.code(), Some(2), "clap usage error");
+
+    let mut unreachable = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
+    unreachable.args(["tools", "--url", "http://127.0.0.1:1/mcp"]);
+    let output = run(unreachable);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("cannot reach the server"),
+        "{}",
+        stderr(&output)
+    );
+
+    let mut stdio = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
+    stdio.args(["tools", "--cmd", "mcp-tasks serve --stdio"]);
+    let output = run(stdio);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("not supported yet"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn a_detached_task_is_listed_cancelled_and_shown() {
+    let (_work, server) = server();
+    let output = cli(
+        &server,
+        &["call", "slow", "--arg", "seconds=30", "--detach"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let id = stdout(&output).trim().to_owned();
+    assert!(
+        !id.is_empty() && !id.contains(char::is_whitespace),
+        "{id:?}"
+    );
+
+    let listed = json(&cli(&server, &["tasks", "list", "--json"]));
+    let task = listed["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|task| task["taskId"] == id.as_str())
+        .cloned();
+    assert_eq!(
+        task.expect("the detached task is listed")["status"],
+        "working"
+    );
+
+    let output = cli(&server, &["tasks", "result", &id]);
+    assert_eq!(output.status.code(), Some(2), "no result while working");
+
+    let output = cli(&server, &["tasks", "cancel", &id]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains(&format!("{id}  cancelled")),
+        "{}",
+        stdout(&output)
+    );
+
+    let got = json(&cli(&server, &["tasks", "get", &id, "--json"]));
+    assert_eq!(got["taskId"], id.as_str());
+    assert_eq!(got["status"], "cancelled");
+
+    assert_eq!(
+        cli(&server, &["tasks", "result", &id]).status.code(),
+        Some(3)
+    );
+    assert_eq!(cli(&server, &["tasks", "wait", &id]).status.code(), Some(3));
+}
+
+#[test]
+fn tasks_wait_collects_a_detached_result() {
+    let (_work, server) = server();
+    let output = cli(
+        &server,
+        &[
+            "call",
+            "echo",
+            "--args",
+            r#"{"text": "later"}"#,
+            "--detach",
+            "--json",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0));
+    let task = json(&output);
+    let id = task["taskId"]
+        .as_str()
+        .expect("--detach --json prints the task");
+    let output = cli(&server, &["tasks", "wait", id]);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(stdout(&output), "later\n");
+    let output = cli(&server, &["tasks", "result", id, "--json"]);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(json(&output)["content"][0]["text"], "later");
+}
+
+#[test]
+fn answer_accepts_the_servers_question() {
+    let (_work, server) = server();
+    let output = cli(&server, &["call", "confirm", "--answer", r#"{"ok":true}"#]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.starts_with("answer: "), "{text}");
+    assert!(
+        text.contains(r#""action":"accept","content":{"ok":true}"#),
+        "{text}"
+    );
+}
+
+#[test]
+fn without_a_terminal_or_answer_the_question_is_declined_with_a_hint() {
+    let (_work, server) = server();
+    let output = cli(&server, &["call", "confirm"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains(r#""action":"decline""#),
+        "{}",
+        stdout(&output)
+    );
+    assert!(
+        stderr(&output).contains(r#"--answer '{"ok": <boolean>}'"#),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn ctrl_c_while_waiting_cancels_the_task_and_exits_3() {
+    let (_work, server) = server();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
+        .args([
+            "call",
+            "slow",
+            "--arg",
+            "seconds=30",
+            "--url",
+            &url(&server),
+            "--token",
+            ALICE,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mcp-tasks");
+    let pid = Pid::from_raw(i32::try_from(child.id()).unwrap());
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let id = loop {
+        let line = rx
+            .recv_timeout(DEADLINE)
+            .expect("the CLI says which task runs");
+        if let Some(rest) = line.strip_prefix("mcp-tasks: task ") {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+    };
+    kill(pid, Signal::SIGINT).unwrap();
+    let (done_tx, done_rx) = mpsc::channel();
+    let mut out = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = out.read_to_string(&mut text);
+        let _ = done_tx.send((child.wait(), text));
+    });
+    let Ok((status, text)) = done_rx.recv_timeout(DEADLINE) else {
+        let _ = kill(pid, Signal::SIGKILL);
+        panic!("the CLI did not end after Ctrl-C");
+    };
+    assert_eq!(status.unwrap().code(), Some(3));
+    assert!(text.contains(&format!("{id}  cancelled")), "{text}");
+    let got = json(&cli(&server, &["tasks", "get", &id, "--json"]));
+    assert_eq!(got["status"], "cancelled");
+}
