@@ -57,7 +57,9 @@ pub(crate) struct ConnectArgs {
     #[arg(long, value_name = "TOKEN", env = "MCP_TASKS_TOKEN", hide_env_values = true, requires = "url")]
     pub(crate) token: Option<String>,
 
-    /// Spawn a stdio server (not supported yet: use --url).
+    /// Spawn a stdio server instead: the command and its arguments, split like a shell
+    /// would (quotes, backslashes) but run without one; killed when the command ends.
+    /// Example: --cmd "mcp-tasks serve --stdio --config tools.toml"
     #[arg(long, value_name = "COMMAND", conflicts_with = "url")]
     pub(crate) cmd: Option<String>,
 }

@@ -31,17 +31,21 @@ pub(crate) async fn connect(
     display: &Arc<Display>,
 ) -> anyhow::Result<Client> {
     let ConnectArgs { url, token, cmd } = &args.connect;
-    if let Some(cmd) = cmd {
-        bail!("--cmd {cmd:?}: stdio servers are not supported yet; serve over HTTP and use --url");
-    }
-    let Some(url) = url else {
-        bail!("give the server with --url URL")
-    };
     let handler = TerminalElicitation::new(
         answer.and_then(|answer| answer.answer.clone()),
         Arc::clone(display),
     );
     let mut builder = Client::builder().elicitation(handler);
+    if let Some(cmd) = cmd {
+        // Split into words like a shell would, but spawned without one.
+        return builder
+            .connect_command(cmd)
+            .await
+            .with_context(|| format!("starting the stdio server {cmd:?}"));
+    }
+    let Some(url) = url else {
+        bail!("give the server with --url URL or --cmd \"COMMAND ARGS\"")
+    };
     if let Some(token) = token {
         builder = builder.token(token.clone());
     }

@@ -1,5 +1,6 @@
 //! [`Client`]: one initialized MCP session, and the calls a host makes on it.
 
+use std::ffi::OsStr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -9,11 +10,13 @@ use mcp_tasks_protocol::legacy::{
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
+use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::connection::{Connection, Handlers};
+use crate::connection::{Connection, Handlers, Transport};
 use crate::error::ClientError;
 use crate::handlers::{ElicitationHandler, SamplingHandler};
 use crate::http::HttpTransport;
+use crate::stdio::{LineReader, StdioTransport};
 use crate::task::TaskHandle;
 
 /// Configures a [`Client`] before it connects: token, handlers, identity.
@@ -57,7 +60,68 @@ impl ClientBuilder {
     /// A bad URL, an unreachable server, an HTTP error (401 without a valid token), or an
     /// `initialize` the server refused or answered with another protocol version.
     pub async fn connect_http(self, url: &str) -> Result<Client, ClientError> {
-        let transport = HttpTransport::new(url, self.token)?;
+        let transport = HttpTransport::new(url, self.token.clone())?;
+        let connection = Arc::new(Connection::new(Transport::Http(transport), self.handlers.clone()));
+        self.handshake(connection).await
+    }
+
+    /// Spawns a stdio server from a command line such as `mcp-tasks serve --stdio`, split
+    /// into words as a POSIX shell would (quotes and backslashes), but run without a shell:
+    /// no variables, globs, pipes or redirections. See [`ClientBuilder::connect_process`].
+    ///
+    /// # Errors
+    /// [`ClientError::InvalidArguments`] for an empty or unbalanced command line, then as
+    /// [`ClientBuilder::connect_process`].
+    pub async fn connect_command(self, command: &str) -> Result<Client, ClientError> {
+        let words = shlex::split(command)
+            .ok_or_else(|| ClientError::InvalidArguments(format!("the command {command:?} has an unclosed quote")))?;
+        let Some((program, args)) = words.split_first() else {
+            return Err(ClientError::InvalidArguments("the command is empty".into()));
+        };
+        self.connect_process(program, args).await
+    }
+
+    /// Spawns `program` with `args` (no shell) and talks MCP over its stdin and stdout,
+    /// one JSON-RPC message per line; its stderr goes to ours. The process is killed when
+    /// the last clone of the [`Client`] is dropped.
+    ///
+    /// # Errors
+    /// [`ClientError::Spawn`] if it cannot start; [`ClientError::ServerExited`] if it ends
+    /// before answering `initialize`; or an `initialize` the server refused.
+    pub async fn connect_process<S: AsRef<OsStr>>(self, program: &str, args: &[S]) -> Result<Client, ClientError> {
+        let (transport, reader) = StdioTransport::spawn(program, args)?;
+        self.connect_stdio_transport(transport, reader).await
+    }
+
+    /// Talks MCP over any byte streams, one JSON-RPC message per line: `reader` carries the
+    /// server's messages, `writer` ours (e.g. the two ends of a `tokio::io::duplex`, or a
+    /// process's stdout and stdin). The session ends when `reader` does.
+    ///
+    /// # Errors
+    /// [`ClientError::ServerExited`] if `reader` ends before `initialize` is answered, a
+    /// write error, or an `initialize` the server refused.
+    pub async fn connect_stdio(
+        self,
+        reader: impl AsyncRead + Send + Unpin + 'static,
+        writer: impl AsyncWrite + Send + Unpin + 'static,
+    ) -> Result<Client, ClientError> {
+        let (transport, reader) = StdioTransport::new(reader, writer);
+        self.connect_stdio_transport(transport, reader).await
+    }
+
+    async fn connect_stdio_transport(self, transport: StdioTransport, reader: LineReader) -> Result<Client, ClientError> {
+        let connection = Arc::new(Connection::new(Transport::Stdio(transport), self.handlers.clone()));
+        connection.read_lines(reader);
+        let connected = self.handshake(Arc::clone(&connection)).await;
+        if connected.is_err() {
+            connection.stop.cancel();
+            connection.transport.shutdown();
+        }
+        connected
+    }
+
+    /// `initialize`, `notifications/initialized`, then (HTTP) the standalone SSE stream.
+    async fn handshake(self, connection: Arc<Connection>) -> Result<Client, ClientError> {
         let mut capabilities = Map::new();
         if self.handlers.elicitation.is_some() {
             capabilities.insert("elicitation".into(), json!({}));
@@ -65,7 +129,6 @@ impl ClientBuilder {
         if self.handlers.sampling.is_some() {
             capabilities.insert("sampling".into(), json!({}));
         }
-        let connection = Arc::new(Connection::new(transport, self.handlers));
         let params = InitializeParams {
             protocol_version: PROTOCOL_VERSION.to_owned(),
             capabilities: Value::Object(capabilities),
@@ -88,7 +151,7 @@ impl ClientBuilder {
     }
 }
 
-/// An initialized MCP session (2025-11-25) with a server, over Streamable HTTP.
+/// An initialized MCP session (2025-11-25) with a server, over Streamable HTTP or stdio.
 ///
 /// Cheap to clone; the session's background streams end when the last clone is dropped.
 ///
@@ -113,9 +176,23 @@ struct Inner {
     tools: Mutex<Option<Vec<Tool>>>,
 }
 
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let transport = match &self.inner.connection.transport {
+            Transport::Http(_) => "http",
+            Transport::Stdio(_) => "stdio",
+        };
+        f.debug_struct("Client")
+            .field("server", &self.inner.server.server_info.name)
+            .field("transport", &transport)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Drop for Inner {
     fn drop(&mut self) {
         self.connection.stop.cancel();
+        self.connection.transport.shutdown();
     }
 }
 
@@ -139,6 +216,14 @@ impl Client {
         }
         .connect_http(url)
         .await
+    }
+
+    /// The process id of the stdio server this client spawned, while it runs.
+    pub fn server_process_id(&self) -> Option<u32> {
+        match &self.inner.connection.transport {
+            Transport::Stdio(stdio) => stdio.child_id(),
+            Transport::Http(_) => None,
+        }
     }
 
     /// What the server answered to `initialize`: its name, version, capabilities.

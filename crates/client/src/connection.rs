@@ -11,12 +11,14 @@ use std::time::Duration;
 use mcp_tasks_protocol::jsonrpc::{self, Incoming, RequestId, RpcError};
 use mcp_tasks_protocol::legacy::{RELATED_TASK, related_task_meta};
 use serde_json::Value;
+use tokio::io::AsyncBufReadExt;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ClientError;
 use crate::handlers::{ElicitationHandler, SamplingHandler, ServerRequest};
 use crate::http::{EventStream, HttpTransport, Reply};
+use crate::stdio::{LineReader, StdioTransport};
 
 /// Wait before reconnecting when the server gave no `retry`.
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
@@ -32,14 +34,40 @@ pub(crate) struct Handlers {
     pub(crate) sampling: Option<Arc<dyn SamplingHandler>>,
 }
 
+/// How messages reach the server.
+pub(crate) enum Transport {
+    /// Streamable HTTP: a POST per message, answers as JSON or SSE.
+    Http(HttpTransport),
+    /// stdio: one line per message each way; every answer arrives on the one reader.
+    Stdio(StdioTransport),
+}
+
+impl Transport {
+    /// Marks the handshake done (HTTP: later requests carry `MCP-Protocol-Version`).
+    pub(crate) fn set_initialized(&self) {
+        if let Transport::Http(http) = self {
+            http.set_initialized();
+        }
+    }
+
+    /// Ends the transport's resources now (stdio: kills the child).
+    pub(crate) fn shutdown(&self) {
+        if let Transport::Stdio(stdio) = self {
+            stdio.shutdown();
+        }
+    }
+}
+
 pub(crate) struct Connection {
-    pub(crate) transport: HttpTransport,
+    pub(crate) transport: Transport,
     handlers: Handlers,
     next_id: AtomicI64,
     /// Requests waiting for their response. A std mutex: never held across an await.
     pending: Mutex<HashMap<RequestId, Waiter>>,
     /// Ends the background streams when the client is dropped.
     pub(crate) stop: CancellationToken,
+    /// Cancelled when the stdio server's output ended: nothing more will be answered.
+    closed: CancellationToken,
 }
 
 /// Removes a request's waiter if the caller stops waiting.
@@ -55,13 +83,14 @@ impl Drop for PendingGuard<'_> {
 }
 
 impl Connection {
-    pub(crate) fn new(transport: HttpTransport, handlers: Handlers) -> Connection {
+    pub(crate) fn new(transport: Transport, handlers: Handlers) -> Connection {
         Connection {
             transport,
             handlers,
             next_id: AtomicI64::new(1),
             pending: Mutex::new(HashMap::new()),
             stop: CancellationToken::new(),
+            closed: CancellationToken::new(),
         }
     }
 
@@ -76,7 +105,15 @@ impl Connection {
         let (tx, rx) = oneshot::channel();
         self.pending().insert(id.clone(), tx);
         let _guard = PendingGuard { connection: self, id: id.clone() };
-        match self.transport.post(&jsonrpc::request(&id, method, params)).await? {
+        let message = jsonrpc::request(&id, method, params);
+        let http = match &self.transport {
+            Transport::Http(http) => http,
+            Transport::Stdio(stdio) => {
+                stdio.send(&message).await?;
+                return self.wait(rx).await;
+            }
+        };
+        match http.post(&message).await? {
             Reply::Json(message) => self.deliver(message),
             Reply::Stream(stream) => {
                 let this = Arc::clone(self);
@@ -87,10 +124,24 @@ impl Connection {
                 return Err(ClientError::Protocol(format!("the server answered 202 Accepted to the request {method}")));
             }
         }
+        self.wait(rx).await
+    }
+
+    async fn wait(&self, rx: oneshot::Receiver<Result<Value, ClientError>>) -> Result<Value, ClientError> {
         tokio::select! {
+            biased;
             outcome = rx => outcome.unwrap_or(Err(ClientError::Closed)),
             () = self.stop.cancelled() => Err(ClientError::Closed),
+            () = self.closed.cancelled() => Err(self.exited()),
         }
+    }
+
+    fn exited(&self) -> ClientError {
+        let status = match &self.transport {
+            Transport::Stdio(stdio) => stdio.exit_status(),
+            Transport::Http(_) => None,
+        };
+        ClientError::ServerExited { status }
     }
 
     /// Sends a notification (the server answers 202).
@@ -99,7 +150,11 @@ impl Connection {
     }
 
     async fn expect_accepted(&self, message: &Value) -> Result<(), ClientError> {
-        match self.transport.post(message).await? {
+        let http = match &self.transport {
+            Transport::Http(http) => http,
+            Transport::Stdio(stdio) => return stdio.send(message).await,
+        };
+        match http.post(message).await? {
             Reply::Accepted => Ok(()),
             Reply::Json(answer) => Err(ClientError::Protocol(format!("expected 202 Accepted, got {answer}"))),
             Reply::Stream(_) => Err(ClientError::Protocol("expected 202 Accepted, got an SSE stream".into())),
@@ -109,9 +164,13 @@ impl Connection {
     /// Opens the standalone GET stream in the background, for server requests that are
     /// not tied to an open POST. A server without one (405) is fine.
     pub(crate) fn open_standalone(self: &Arc<Self>) {
+        if !matches!(self.transport, Transport::Http(_)) {
+            return;
+        }
         let this = Arc::clone(self);
         tokio::spawn(async move {
-            match this.transport.get(None).await {
+            let Transport::Http(http) = &this.transport else { return };
+            match http.get(None).await {
                 Ok(stream) => this.read(stream, None).await,
                 Err(error) => tracing::debug!(%error, "no standalone SSE stream"),
             }
@@ -159,12 +218,52 @@ impl Connection {
                 () = self.stop.cancelled() => return,
             }
             tracing::debug!(last_event_id = %last, "resuming an SSE stream");
-            match self.transport.get(Some(&last)).await {
+            let Transport::Http(http) = &self.transport else {
+                return self.give_up(waiting.as_ref(), "stdio streams cannot be resumed".into());
+            };
+            match http.get(Some(&last)).await {
                 Ok(resumed) => stream = resumed,
                 Err(error @ ClientError::Transport(_)) => tracing::debug!(%error, "resumption failed; retrying"),
                 Err(error) => return self.give_up(waiting.as_ref(), error.to_string()),
             }
         }
+    }
+
+    /// Reads the stdio server's output in the background, one message per line, until it
+    /// ends or the client is dropped; then every waiting request fails.
+    pub(crate) fn read_lines(self: &Arc<Self>, mut reader: LineReader) {
+        let this = Arc::clone(self);
+        tokio::spawn(async move {
+            let mut line = String::new();
+            loop {
+                line.clear();
+                let read = tokio::select! {
+                    read = reader.read_line(&mut line) => read,
+                    () = this.stop.cancelled() => return,
+                };
+                match read {
+                    Ok(0) => break,
+                    Ok(_) => {}
+                    Err(error) => {
+                        tracing::warn!(%error, "reading the stdio server's output");
+                        break;
+                    }
+                }
+                let text = line.trim();
+                if text.is_empty() {
+                    continue;
+                }
+                match serde_json::from_str(text) {
+                    Ok(message) => this.deliver(message),
+                    Err(error) => tracing::warn!(%error, "a line from the stdio server is not JSON; skipped"),
+                }
+            }
+            this.closed.cancel();
+            let waiting: Vec<Waiter> = this.pending().drain().map(|(_, waiter)| waiter).collect();
+            for waiter in waiting {
+                let _ = waiter.send(Err(this.exited()));
+            }
+        });
     }
 
     fn give_up(&self, waiting: Option<&(RequestId, String)>, reason: String) {

@@ -86,6 +86,20 @@ pub enum ClientError {
     /// The client was closed while a call was under way.
     #[error("the client was closed")]
     Closed,
+    /// The stdio server could not be started.
+    #[error("cannot start the server {program:?}: {reason} (check the command and that the program is on PATH)")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// Why it failed.
+        reason: String,
+    },
+    /// The stdio server's output ended (it exited or closed its stdout).
+    #[error("the stdio server closed its output{}", status.as_deref().map(|s| format!(" ({s})")).unwrap_or_default())]
+    ServerExited {
+        /// How it ended, when known.
+        status: Option<String>,
+    },
 }
 
 fn http_hint(status: u16) -> &'static str {

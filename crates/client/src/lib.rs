@@ -2,7 +2,8 @@
 //! owns the polling of the tasks it starts, so that neither the model nor each host has to.
 //!
 //! # Layout
-//! - [`Client`] ([`ClientBuilder`]): connect over Streamable HTTP, `initialize`, list
+//! - [`Client`] ([`ClientBuilder`]): connect over Streamable HTTP or stdio (a spawned
+//!   command, or any reader/writer pair), `initialize`, list
 //!   tools, call a tool plainly or as a task, list tasks.
 //! - [`TaskHandle`]: one task; [`TaskHandle::wait`] drives it to its end (blocking
 //!   `tasks/result`, `Last-Event-ID` resumption, `tasks/get` polling at `pollInterval`).
@@ -10,7 +11,8 @@
 //!   server's requests ([`ServerRequest`]), on whichever stream they arrive.
 //! - [`ClientError`]: every failure, with what to do about it.
 //! - `http` (hyper) and `sse`: the Streamable HTTP transport; `connection`: routing of
-//!   responses and server requests, and stream resumption.
+//!   responses and server requests, and stream resumption; `stdio`: newline-delimited
+//!   JSON-RPC to a child process (killed when the client is dropped).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), mcp_tasks_client::ClientError> {
@@ -30,6 +32,7 @@ mod error;
 mod handlers;
 mod http;
 mod sse;
+mod stdio;
 mod task;
 
 pub use client::{Client, ClientBuilder};

@@ -172,14 +172,83 @@ fn usage_and_connection_errors_exit_2_before_any_call() {
     );
 
     let mut stdio = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
-    stdio.args(["tools", "--cmd", "mcp-tasks serve --stdio"]);
+    stdio.args(["tools", "--cmd", "/nonexistent/mcp-tasks-server serve --stdio"]);
     let output = run(stdio);
     assert_eq!(output.status.code(), Some(2));
     assert!(
-        stderr(&output).contains("not supported yet"),
+        stderr(&output).contains("cannot start the server"),
         "{}",
         stderr(&output)
     );
+
+    let mut unbalanced = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
+    unbalanced.args(["tools", "--cmd", "mcp-tasks 'serve --stdio"]);
+    let output = run(unbalanced);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("unclosed quote"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// `--cmd`: the server line for `mcp-tasks serve --stdio` on `work`, quoted for the
+/// shell-like split (paths of temp dirs may hold spaces on some systems).
+fn stdio_cmd(work: &Workdir) -> String {
+    let quote = |path: &str| shlex_quote(path);
+    format!(
+        "{} serve --stdio --config {} --store {}",
+        quote(env!("CARGO_BIN_EXE_mcp-tasks")),
+        quote(&work.config().display().to_string()),
+        quote(&work.store().display().to_string()),
+    )
+}
+
+fn shlex_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', "'\\''"))
+}
+
+/// `mcp-tasks ARGS --cmd "mcp-tasks serve --stdio …"`, stdin closed.
+fn cli_stdio(work: &Workdir, args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
+    command.args(args).args(["--cmd", &stdio_cmd(work)]);
+    run(command)
+}
+
+#[test]
+fn tools_call_and_tasks_work_over_a_spawned_stdio_server() {
+    let work = Workdir::new();
+    let output = cli_stdio(&work, &["call", "echo", "--arg", "text=hi"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output).trim(), "hi");
+
+    let output = cli_stdio(&work, &["tools"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("echo"), "{}", stdout(&output));
+    assert!(stdout(&output).contains("task_only"), "{}", stdout(&output));
+
+    let output = cli_stdio(&work, &["call", "task_only", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("tasked"), "{}", stdout(&output));
+
+    // Tasks outlive the stdio session in the store: a later server lists them.
+    let output = cli_stdio(&work, &["tasks", "list", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let listed = json(&output);
+    let tasks = listed["tasks"].as_array().expect("a tasks array");
+    assert!(!tasks.is_empty(), "{listed}");
+    // `echo` (task optional) ran as a task too: both results are kept.
+    let mut results: Vec<String> = tasks
+        .iter()
+        .map(|task| {
+            let id = task["taskId"].as_str().unwrap();
+            let output = cli_stdio(&work, &["tasks", "result", id]);
+            assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+            stdout(&output).trim().to_owned()
+        })
+        .collect();
+    results.sort();
+    assert_eq!(results, ["hi", "tasked"]);
 }
 
 #[test]

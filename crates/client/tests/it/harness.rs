@@ -33,6 +33,13 @@ fn text(text: String) -> Outcome {
 /// optional), `block` (runs until cancelled, task optional), `gated` (counts its runs,
 /// finishes when [`Running::gate`] is notified, task optional).
 pub(crate) async fn start() -> Running {
+    let (server, dir, gate, gated_runs) = build();
+    serve(server, dir, gate, gated_runs).await
+}
+
+/// The server of [`start`], not yet served: its store's directory, the gate of `gated` and
+/// its run count.
+pub(crate) fn build() -> (Server, tempfile::TempDir, Arc<Notify>, Arc<AtomicUsize>) {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(&dir.path().join("t.sqlite3")).unwrap();
     let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), Policy::default());
@@ -92,7 +99,7 @@ pub(crate) async fn start() -> Running {
         .tool(block)
         .build()
         .unwrap();
-    serve(server, dir, gate, gated_runs).await
+    (server, dir, gate, gated_runs)
 }
 
 async fn serve(server: Server, dir: tempfile::TempDir, gate: Arc<Notify>, gated_runs: Arc<AtomicUsize>) -> Running {

@@ -4,9 +4,12 @@
 //! - `harness`: the server and its tools.
 //! - `tasks`: connect, list, plain and task calls, elicitation, cancel.
 //! - `resume`: a broken `tasks/result` stream, resumed or replaced by polling.
+//! - `stdio`: the stdio transport, against `mcp_tasks_server::stdio::serve` over an
+//!   in-memory duplex, and against the real binary when it was built.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
 mod harness;
 mod resume;
+mod stdio;
 mod tasks;

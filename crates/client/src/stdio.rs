@@ -1,0 +1,107 @@
+//! The stdio transport (2025-11-25): newline-delimited JSON-RPC over any writer (the
+//! server's stdin) and reader (its stdout). [`StdioTransport::spawn`] starts the server
+//! from an argv, without a shell; its stderr is passed through to ours, and it is killed
+//! when the transport is shut down or dropped. Reading and routing are in
+//! [`crate::connection`].
+
+use std::ffi::OsStr;
+use std::process::Stdio;
+use std::sync::{Mutex, PoisonError};
+
+use serde_json::Value;
+use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::error::ClientError;
+
+/// What the connection reads server messages from.
+pub(crate) type LineReader = Box<dyn AsyncBufRead + Send + Unpin>;
+type Writer = Box<dyn AsyncWrite + Send + Unpin>;
+
+/// The writing side of a stdio session, and the child process if we spawned it.
+pub(crate) struct StdioTransport {
+    /// A tokio mutex: held across the write of one whole line, so lines never interleave.
+    writer: tokio::sync::Mutex<Writer>,
+    child: Mutex<Option<Child>>,
+}
+
+impl StdioTransport {
+    /// A transport over `reader` (server to client) and `writer` (client to server).
+    pub(crate) fn new(
+        reader: impl AsyncRead + Send + Unpin + 'static,
+        writer: impl AsyncWrite + Send + Unpin + 'static,
+    ) -> (StdioTransport, LineReader) {
+        let transport = StdioTransport { writer: tokio::sync::Mutex::new(Box::new(writer)), child: Mutex::new(None) };
+        (transport, Box::new(BufReader::new(reader)))
+    }
+
+    /// Spawns `program` with `args` (no shell), its stdin and stdout piped to us, its
+    /// stderr inherited.
+    pub(crate) fn spawn<S: AsRef<OsStr>>(program: &str, args: &[S]) -> Result<(StdioTransport, LineReader), ClientError> {
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| ClientError::Spawn { program: program.to_owned(), reason: e.to_string() })?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(ClientError::Spawn { program: program.to_owned(), reason: "no pipes to the child".into() });
+        };
+        let (transport, reader) = StdioTransport::new(stdout, stdin);
+        *transport.child.lock().unwrap_or_else(PoisonError::into_inner) = Some(child);
+        Ok((transport, reader))
+    }
+
+    /// Writes one message as one line.
+    pub(crate) async fn send(&self, message: &Value) -> Result<(), ClientError> {
+        let mut line = serde_json::to_vec(message).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        line.push(b'\n');
+        let mut writer = self.writer.lock().await;
+        let written = async {
+            writer.write_all(&line).await?;
+            writer.flush().await
+        };
+        written.await.map_err(|e| ClientError::Transport(format!("writing to the server's stdin: {e}")))
+    }
+
+    /// The child's process id, if this transport spawned one that still runs.
+    pub(crate) fn child_id(&self) -> Option<u32> {
+        self.child.lock().unwrap_or_else(PoisonError::into_inner).as_ref().and_then(Child::id)
+    }
+
+    /// How the child ended, if it has.
+    pub(crate) fn exit_status(&self) -> Option<String> {
+        let mut child = self.child.lock().unwrap_or_else(PoisonError::into_inner);
+        child.as_mut().and_then(|child| child.try_wait().ok().flatten()).map(|status| status.to_string())
+    }
+
+    /// Kills the child, if any, and reaps it: at once if it has already exited, otherwise
+    /// in a background task (or, outside a runtime, by tokio's orphan reaper).
+    pub(crate) fn shutdown(&self) {
+        let child = self.child.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let Some(mut child) = child else { return };
+        if let Err(error) = child.start_kill() {
+            tracing::debug!(%error, "killing the stdio server");
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            tracing::debug!(%status, "stdio server ended");
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                match child.wait().await {
+                    Ok(status) => tracing::debug!(%status, "stdio server killed"),
+                    Err(error) => tracing::debug!(%error, "waiting for the killed stdio server"),
+                }
+            });
+        }
+    }
+}
+
+impl Drop for StdioTransport {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
