@@ -49,12 +49,14 @@ pub(crate) enum Command {
 /// Where the MCP server is.
 #[derive(Debug, Args)]
 pub(crate) struct ConnectArgs {
-    /// The server's Streamable HTTP endpoint, e.g. http://127.0.0.1:8765/mcp.
-    #[arg(long, value_name = "URL", env = "MCP_TASKS_URL", required_unless_present = "cmd")]
+    /// The server's Streamable HTTP endpoint, e.g. http://127.0.0.1:8765/mcp. Required
+    /// unless --cmd is given (or, for `tasks wait`, the ledger knows where the task lives).
+    #[arg(long, value_name = "URL", env = "MCP_TASKS_URL")]
     pub(crate) url: Option<String>,
 
-    /// Bearer token sent with every HTTP request.
-    #[arg(long, value_name = "TOKEN", env = "MCP_TASKS_TOKEN", hide_env_values = true, requires = "url")]
+    /// Bearer token sent with every HTTP request (to --url, or to the URL the ledger
+    /// recorded for the task; tokens are never recorded).
+    #[arg(long, value_name = "TOKEN", env = "MCP_TASKS_TOKEN", hide_env_values = true, conflicts_with = "cmd")]
     pub(crate) token: Option<String>,
 
     /// Spawn a stdio server instead: the command and its arguments, split like a shell
@@ -73,6 +75,15 @@ pub(crate) struct RemoteArgs {
     /// Print machine-readable JSON on stdout (and no progress display).
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+/// The local ledger of the tasks this CLI started.
+#[derive(Debug, Args)]
+pub(crate) struct LedgerArgs {
+    /// The ledger file (SQLite) where started tasks are recorded. Default: ledger.sqlite3
+    /// in the platform's data directory (e.g. ~/.local/share/mcp-tasks/).
+    #[arg(long, value_name = "PATH", env = "MCP_TASKS_LEDGER")]
+    pub(crate) ledger: Option<PathBuf>,
 }
 
 /// How to answer the server's questions (elicitation) while waiting.
@@ -115,6 +126,9 @@ pub(crate) struct CallArgs {
 
     #[command(flatten)]
     pub(crate) remote: RemoteArgs,
+
+    #[command(flatten)]
+    pub(crate) ledger: LedgerArgs,
 }
 
 #[derive(Debug, Args)]
@@ -134,7 +148,22 @@ pub(crate) enum TasksCommand {
     /// Cancel a task.
     Cancel(TaskArgs),
     /// Wait for a task to end (answering its questions), then print its result.
+    ///
+    /// Without --url or --cmd, the server is the one the ledger recorded for the task.
     Wait(WaitArgs),
+    /// List the tasks this CLI started that are not known to have ended (from the ledger,
+    /// without asking any server), with where they live.
+    Pending(PendingArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PendingArgs {
+    /// Print machine-readable JSON on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    #[command(flatten)]
+    pub(crate) ledger: LedgerArgs,
 }
 
 #[derive(Debug, Args)]
@@ -145,6 +174,9 @@ pub(crate) struct TaskArgs {
 
     #[command(flatten)]
     pub(crate) remote: RemoteArgs,
+
+    #[command(flatten)]
+    pub(crate) ledger: LedgerArgs,
 }
 
 #[derive(Debug, Args)]

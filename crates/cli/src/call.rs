@@ -67,10 +67,19 @@ pub(crate) async fn call(args: CallArgs) -> anyhow::Result<u8> {
             .with_context(|| format!("calling {}", tool.name))?;
         return Ok(remote::print_result(&result, json));
     }
+    let tracker = crate::ledger::Tracker::open(&args.ledger, &args.remote.connect);
     let handle = client
-        .call_tool_as_task(&tool.name, arguments, None)
+        .call_tool_as_task(&tool.name, arguments.clone(), None)
         .await
         .with_context(|| format!("calling {} as a task", tool.name))?;
+    // Recorded before anything waits: a process killed from here on leaves the task in
+    // the ledger, for `tasks pending` and `tasks wait ID`.
+    if let Some(tracker) = &tracker {
+        let status = handle.last_seen().map(|task| task.status);
+        tracker
+            .record(handle.id(), &tool.name, &arguments, status)
+            .await;
+    }
     if args.detach {
         match handle.last_seen() {
             Some(task) if json => remote::print_task(&task, true),
@@ -78,7 +87,7 @@ pub(crate) async fn call(args: CallArgs) -> anyhow::Result<u8> {
         }
         return Ok(COMPLETED);
     }
-    crate::wait::drive(&handle, &display, json).await
+    crate::wait::drive(&handle, &display, json, tracker.as_ref()).await
 }
 
 /// The call's arguments: `--args`, then each `--arg` typed by the tool's input schema.

@@ -3,6 +3,7 @@
 mod args;
 mod call;
 mod check;
+mod ledger;
 mod prompt;
 mod remote;
 mod serve;

@@ -1,9 +1,11 @@
-//! `mcp-tasks tasks list|get|result|cancel|wait`: the tasks a server keeps for us.
+//! `mcp-tasks tasks list|get|result|cancel|wait|pending`: the tasks a server keeps for us,
+//! and those the ledger remembers we started.
 
 use anyhow::{Context as _, bail};
 use serde_json::json;
 
-use crate::args::{TaskArgs, TasksCommand, ToolsArgs, WaitArgs};
+use crate::args::{ConnectArgs, RemoteArgs, TaskArgs, TasksCommand, ToolsArgs, WaitArgs};
+use crate::ledger::Tracker;
 use crate::remote::{self, COMPLETED, Display};
 
 pub(crate) async fn run(command: TasksCommand) -> anyhow::Result<u8> {
@@ -13,6 +15,7 @@ pub(crate) async fn run(command: TasksCommand) -> anyhow::Result<u8> {
         TasksCommand::Result(args) => result(args).await,
         TasksCommand::Cancel(args) => cancel(args).await,
         TasksCommand::Wait(args) => wait(args).await,
+        TasksCommand::Pending(args) => crate::ledger::pending(args).await,
     }
 }
 
@@ -42,8 +45,16 @@ async fn get(args: TaskArgs) -> anyhow::Result<u8> {
         .status()
         .await
         .with_context(|| format!("getting task {}", args.id))?;
+    note(&args, &task).await;
     remote::print_task(&task, args.remote.json);
     Ok(COMPLETED)
+}
+
+/// Notes a status learned in the ledger, for a task it recorded.
+async fn note(args: &TaskArgs, task: &mcp_tasks_client::protocol::Task) {
+    if let Some(tracker) = Tracker::open(&args.ledger, &args.remote.connect) {
+        tracker.note(&task.task_id, task.status).await;
+    }
 }
 
 async fn cancel(args: TaskArgs) -> anyhow::Result<u8> {
@@ -54,6 +65,7 @@ async fn cancel(args: TaskArgs) -> anyhow::Result<u8> {
         .cancel()
         .await
         .with_context(|| format!("cancelling task {}", args.id))?;
+    note(&args, &task).await;
     remote::print_task(&task, args.remote.json);
     Ok(COMPLETED)
 }
@@ -76,17 +88,50 @@ async fn result(args: TaskArgs) -> anyhow::Result<u8> {
             args.id
         );
     }
+    note(&args, &task).await;
     remote::report(handle.wait().await, json)
 }
 
+/// Drives a task to its end. The server is --url/--cmd, or else the one the ledger
+/// recorded for the task (reconnected to, the token given again if any).
 async fn wait(args: WaitArgs) -> anyhow::Result<u8> {
     let json = args.task.remote.json;
     let display = Display::new(json);
-    let client = remote::connect(&args.task.remote, Some(&args.answer), &display).await?;
+    let given = &args.task.remote.connect;
+    let (remote, tracker) = if given.url.is_some() || given.cmd.is_some() {
+        let tracker = Tracker::open(&args.task.ledger, given);
+        (None, tracker)
+    } else {
+        let ledger = crate::ledger::open(&args.task.ledger)?;
+        let entry = crate::ledger::locate(&ledger, &args.task.id).await?;
+        let (url, cmd) = match &entry.endpoint {
+            mcp_tasks_client::ledger::Endpoint::Url(url) => (Some(url.clone()), None),
+            mcp_tasks_client::ledger::Endpoint::Command(cmd) => (None, Some(cmd.clone())),
+        };
+        let token = if url.is_some() {
+            given.token.clone()
+        } else {
+            None
+        };
+        let remote = RemoteArgs {
+            connect: ConnectArgs { url, token, cmd },
+            json,
+        };
+        eprintln!(
+            "mcp-tasks: task {} lives at {}",
+            entry.task_id, entry.endpoint
+        );
+        (Some(remote), Some(Tracker::new(ledger, entry.endpoint)))
+    };
+    let remote = remote.as_ref().unwrap_or(&args.task.remote);
+    let client = remote::connect(remote, Some(&args.answer), &display).await?;
     let handle = client.task(&args.task.id);
-    handle
+    let task = handle
         .status()
         .await
         .with_context(|| format!("getting task {}", args.task.id))?;
-    crate::wait::drive(&handle, &display, json).await
+    if let Some(tracker) = &tracker {
+        tracker.note(handle.id(), task.status).await;
+    }
+    crate::wait::drive(&handle, &display, json, tracker.as_ref()).await
 }

@@ -5,18 +5,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use mcp_tasks_client::TaskHandle;
+use mcp_tasks_client::protocol::TaskStatus;
+use mcp_tasks_client::{ClientError, TaskHandle};
 
+use crate::ledger::Tracker;
 use crate::remote::{CANCELLED, Display, report};
 
 /// The fastest the spinner polls `tasks/get`, whatever `pollInterval` says.
 const MIN_POLL: Duration = Duration::from_millis(250);
 
-/// Waits for the task to end, prints its result, and returns the exit status.
+/// Waits for the task to end, prints its result, and returns the exit status; the status
+/// learned at the end goes to the ledger (`tracker`).
 pub(crate) async fn drive(
     handle: &TaskHandle,
     display: &Arc<Display>,
     json: bool,
+    tracker: Option<&Tracker>,
 ) -> anyhow::Result<u8> {
     let mut interrupt = Interrupt::listen().context("listening for Ctrl-C")?;
     eprintln!(
@@ -36,7 +40,14 @@ pub(crate) async fn drive(
     }
     display.finish();
     match outcome {
-        Some(outcome) => report(outcome, json),
+        Some(outcome) => {
+            if let Some(tracker) = tracker
+                && let Some(status) = learned(handle, &outcome).await
+            {
+                tracker.note(handle.id(), status).await;
+            }
+            report(outcome, json)
+        }
         None => {
             eprintln!("mcp-tasks: interrupted: cancelling task {}", handle.id());
             let task = handle.cancel().await.with_context(|| {
@@ -46,9 +57,32 @@ pub(crate) async fn drive(
                     handle.id()
                 )
             })?;
+            if let Some(tracker) = tracker {
+                tracker.note(handle.id(), task.status).await;
+            }
             crate::remote::print_task(&task, json);
             Ok(CANCELLED)
         }
+    }
+}
+
+/// The task's status after a wait: what the server says now, else what the outcome means.
+async fn learned(
+    handle: &TaskHandle,
+    outcome: &Result<mcp_tasks_client::protocol::CallToolResult, ClientError>,
+) -> Option<TaskStatus> {
+    if let Some(task) = handle.last_seen().filter(|task| task.status.is_terminal()) {
+        return Some(task.status);
+    }
+    match outcome {
+        Ok(result) => Some(match handle.status().await {
+            Ok(task) if task.status.is_terminal() => task.status,
+            _ if result.is_error == Some(true) => TaskStatus::Failed,
+            _ => TaskStatus::Completed,
+        }),
+        Err(ClientError::TaskCancelled { .. }) => Some(TaskStatus::Cancelled),
+        Err(ClientError::TaskFailed { .. }) => Some(TaskStatus::Failed),
+        Err(_) => handle.last_seen().map(|task| task.status),
     }
 }
 

@@ -10,6 +10,8 @@
 //! - [`ElicitationHandler`], [`SamplingHandler`]: what the host implements to answer the
 //!   server's requests ([`ServerRequest`]), on whichever stream they arrive.
 //! - [`ClientError`]: every failure, with what to do about it.
+//! - [`ledger`]: a local SQLite record of the tasks a host started, to resume them after
+//!   a crash or a detach.
 //! - `http` (hyper) and `sse`: the Streamable HTTP transport; `connection`: routing of
 //!   responses and server requests, and stream resumption; `stdio`: newline-delimited
 //!   JSON-RPC to a child process (killed when the client is dropped).
@@ -31,6 +33,7 @@ mod connection;
 mod error;
 mod handlers;
 mod http;
+pub mod ledger;
 mod sse;
 mod stdio;
 mod task;

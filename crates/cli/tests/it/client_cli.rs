@@ -39,10 +39,14 @@ fn cli(server: &HttpServer, args: &[&str]) -> Output {
     run(command)
 }
 
+/// The ledger of commands that give no `--ledger`: under the target dir, never the user's.
+const SHARED_LEDGER: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/client_cli-ledger.sqlite3");
+
 fn run(mut command: Command) -> Output {
     let child = command
         .env_remove("MCP_TASKS_URL")
         .env_remove("MCP_TASKS_TOKEN")
+        .env("MCP_TASKS_LEDGER", SHARED_LEDGER)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -407,4 +411,113 @@ fn ctrl_c_while_waiting_cancels_the_task_and_exits_3() {
     assert!(text.contains(&format!("{id}  cancelled")), "{text}");
     let got = json(&cli(&server, &["tasks", "get", &id, "--json"]));
     assert_eq!(got["status"], "cancelled");
+}
+
+/// A server without bearer tokens (tasks are fetched by id from any session), and a ledger
+/// path in its temp dir.
+fn anonymous_server() -> (Workdir, HttpServer, String) {
+    let work = Workdir::new();
+    let server = HttpServer::start(&work);
+    let ledger = work.path("ledger.sqlite3").display().to_string();
+    (work, server, ledger)
+}
+
+/// `mcp-tasks ARGS` with nothing added but a closed stdin and the test's ledger default.
+fn bare(args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
+    command.args(args);
+    run(command)
+}
+
+/// The ledger's pending tasks (`tasks pending --json`).
+fn pending(ledger: &str) -> Vec<Value> {
+    let output = bare(&["tasks", "pending", "--ledger", ledger, "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    json(&output)["tasks"].as_array().expect("a tasks array").clone()
+}
+
+/// `tasks wait ID --ledger L` without --url: reconnects where the ledger says, prints
+/// `done`, and the task leaves `tasks pending`.
+fn wait_through_the_ledger(ledger: &str, id: &str) {
+    let output = bare(&["tasks", "wait", id, "--ledger", ledger]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "done\n");
+    let left = pending(ledger);
+    assert!(left.iter().all(|task| task["taskId"] != id), "{left:?}");
+}
+
+#[test]
+fn ledger_a_detached_task_is_pending_until_tasks_wait_without_url_collects_it() {
+    let (_work, server, ledger) = anonymous_server();
+    let output = bare(&[
+        "call", "slow", "--arg", "seconds=2", "--detach", "--url", &url(&server), "--ledger", &ledger,
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let id = stdout(&output).trim().to_owned();
+
+    let tasks = pending(&ledger);
+    assert_eq!(tasks.len(), 1, "{tasks:?}");
+    let task = &tasks[0];
+    assert_eq!(task["taskId"], id.as_str());
+    assert_eq!(task["status"], "working");
+    assert_eq!(task["tool"], "slow");
+    assert_eq!(task["arguments"], serde_json::json!({"seconds": 2}));
+    assert_eq!(task["url"], url(&server).as_str());
+    assert!(task["createdAt"].is_string() && task["lastSeenAt"].is_string(), "{task}");
+
+    let text = bare(&["tasks", "pending", "--ledger", &ledger]);
+    assert_eq!(text.status.code(), Some(0));
+    assert!(
+        stdout(&text).starts_with(&format!("{id}  working  slow  --url {}", url(&server))),
+        "{}",
+        stdout(&text)
+    );
+
+    wait_through_the_ledger(&ledger, &id);
+
+    let unknown = bare(&["tasks", "wait", "no-such-task", "--ledger", &ledger]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(stderr(&unknown).contains("not in the ledger"), "{}", stderr(&unknown));
+}
+
+#[test]
+fn ledger_a_cli_killed_while_waiting_leaves_its_task_pending_and_tasks_wait_collects_it() {
+    let (_work, server, ledger) = anonymous_server();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
+        .args(["call", "slow", "--arg", "seconds=2", "--url", &url(&server), "--ledger", &ledger])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mcp-tasks");
+    let pid = Pid::from_raw(i32::try_from(child.id()).unwrap());
+    let stderr_pipe = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let id = loop {
+        let Ok(line) = rx.recv_timeout(DEADLINE) else {
+            let _ = kill(pid, Signal::SIGKILL);
+            panic!("the CLI never said which task runs");
+        };
+        if let Some(rest) = line.strip_prefix("mcp-tasks: task ") {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+    };
+    kill(pid, Signal::SIGKILL).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), None, "killed by a signal");
+
+    let tasks = pending(&ledger);
+    let task = tasks
+        .iter()
+        .find(|task| task["taskId"] == id.as_str())
+        .unwrap_or_else(|| panic!("{id} not pending: {tasks:?}"));
+    assert_eq!(task["status"], "working");
+    assert_eq!(task["url"], url(&server).as_str());
+
+    wait_through_the_ledger(&ledger, &id);
 }

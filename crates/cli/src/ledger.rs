@@ -1,0 +1,165 @@
+//! The CLI's use of the [`Ledger`]: record each task started, note each status learned,
+//! `tasks pending`, and finding where a task lives for `tasks wait ID`.
+
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use anyhow::{Context as _, bail};
+use mcp_tasks_client::ledger::{Endpoint, Ledger, LedgerEntry};
+use mcp_tasks_client::protocol::TaskStatus;
+use serde_json::{Value, json};
+
+use crate::args::{ConnectArgs, LedgerArgs, PendingArgs};
+use crate::remote::COMPLETED;
+
+fn path(args: &LedgerArgs) -> anyhow::Result<PathBuf> {
+    match &args.ledger {
+        Some(path) => Ok(path.clone()),
+        None => Ledger::default_path()
+            .context("this platform has no data directory for the ledger: give --ledger PATH"),
+    }
+}
+
+/// Opens the ledger; an error when it cannot be.
+pub(crate) fn open(args: &LedgerArgs) -> anyhow::Result<Ledger> {
+    let path = path(args)?;
+    Ledger::open(&path).with_context(|| format!("opening the ledger {}", path.display()))
+}
+
+/// Where `connect` points, if it points anywhere.
+pub(crate) fn endpoint(connect: &ConnectArgs) -> Option<Endpoint> {
+    match (&connect.cmd, &connect.url) {
+        (Some(cmd), _) => Some(Endpoint::Command(cmd.clone())),
+        (None, Some(url)) => Some(Endpoint::Url(url.clone())),
+        (None, None) => None,
+    }
+}
+
+/// The ledger and the server of one command: records and notes tasks, warning (never
+/// failing the command) when the ledger cannot be written.
+pub(crate) struct Tracker {
+    ledger: Ledger,
+    endpoint: Endpoint,
+}
+
+impl Tracker {
+    pub(crate) fn new(ledger: Ledger, endpoint: Endpoint) -> Tracker {
+        Tracker { ledger, endpoint }
+    }
+
+    /// A tracker for the server of `connect`, or `None` (with a warning) when the ledger
+    /// cannot be opened.
+    pub(crate) fn open(args: &LedgerArgs, connect: &ConnectArgs) -> Option<Tracker> {
+        let endpoint = endpoint(connect)?;
+        match open(args) {
+            Ok(ledger) => Some(Tracker { ledger, endpoint }),
+            Err(err) => {
+                eprintln!("mcp-tasks: warning: tasks are not recorded: {err:#}");
+                None
+            }
+        }
+    }
+
+    /// Records a task just created, before anything waits for it.
+    pub(crate) async fn record(
+        &self,
+        task_id: &str,
+        tool: &str,
+        arguments: &Value,
+        status: Option<TaskStatus>,
+    ) {
+        if let Err(err) = self
+            .ledger
+            .record(&self.endpoint, task_id, tool, arguments, status)
+            .await
+        {
+            eprintln!("mcp-tasks: warning: task {task_id} is not recorded in the ledger: {err}");
+        }
+    }
+
+    /// Notes a status just learned (for tasks in the ledger; others are left out).
+    pub(crate) async fn note(&self, task_id: &str, status: TaskStatus) {
+        if let Err(err) = self
+            .ledger
+            .update_status(&self.endpoint, task_id, status)
+            .await
+        {
+            eprintln!("mcp-tasks: warning: cannot update task {task_id} in the ledger: {err}");
+        }
+    }
+}
+
+/// Where the ledger says task `id` lives; an error when it does not know, or knows
+/// several servers with that id.
+pub(crate) async fn locate(ledger: &Ledger, id: &str) -> anyhow::Result<LedgerEntry> {
+    let mut entries = ledger
+        .find(id)
+        .await
+        .with_context(|| format!("reading the ledger {}", ledger.path().display()))?;
+    match entries.len() {
+        0 => bail!(
+            "task {id} is not in the ledger {}: give its server with --url URL or --cmd \"COMMAND ARGS\"",
+            ledger.path().display()
+        ),
+        1 => Ok(entries.remove(0)),
+        _ => {
+            let places: Vec<String> = entries.iter().map(|e| e.endpoint.to_string()).collect();
+            bail!(
+                "the ledger knows task {id} on several servers; pick one: {}",
+                places.join(" | ")
+            )
+        }
+    }
+}
+
+/// `mcp-tasks tasks pending`.
+pub(crate) async fn pending(args: PendingArgs) -> anyhow::Result<u8> {
+    let ledger = open(&args.ledger)?;
+    let entries = ledger
+        .pending()
+        .await
+        .with_context(|| format!("reading the ledger {}", ledger.path().display()))?;
+    if args.json {
+        let tasks: Vec<Value> = entries.iter().map(entry_json).collect();
+        println!("{}", json!({ "tasks": tasks }));
+    } else if entries.is_empty() {
+        eprintln!(
+            "mcp-tasks: no pending tasks in the ledger {}",
+            ledger.path().display()
+        );
+    } else {
+        for entry in &entries {
+            println!(
+                "{}  {}  {}  {}  last seen {}",
+                entry.task_id,
+                entry.status.as_str(),
+                entry.tool,
+                entry.endpoint,
+                time(entry.last_seen_at)
+            );
+        }
+        eprintln!("mcp-tasks: collect one with: mcp-tasks tasks wait ID");
+    }
+    Ok(COMPLETED)
+}
+
+fn entry_json(entry: &LedgerEntry) -> Value {
+    let mut object = json!({
+        "taskId": entry.task_id,
+        "status": entry.status.as_str(),
+        "tool": entry.tool,
+        "arguments": entry.arguments,
+        "createdAt": time(entry.created_at),
+        "lastSeenAt": time(entry.last_seen_at),
+    });
+    let (key, address) = match &entry.endpoint {
+        Endpoint::Url(url) => ("url", url),
+        Endpoint::Command(cmd) => ("cmd", cmd),
+    };
+    object[key] = Value::String(address.clone());
+    object
+}
+
+fn time(at: SystemTime) -> String {
+    humantime::format_rfc3339_millis(at).to_string()
+}
