@@ -1035,7 +1035,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn invalid(text: &str) -> (Option<usize>, Problem, String) {
+    /// The line, problem and message of the error of `text` (also used by `tool`'s tests).
+    pub(super) fn invalid(text: &str) -> (Option<usize>, Problem, String) {
         match Config::parse(text) {
             Ok(config) => panic!("expected an error, parsed {config:?}"),
             Err(err) => {

@@ -422,20 +422,7 @@ mod tests {
 
     use super::*;
     use crate::config::Config;
-
-    /// The line, problem and message of the error of `text`.
-    fn invalid(text: &str) -> (Option<usize>, Problem, String) {
-        match Config::parse(text) {
-            Ok(config) => panic!("expected an error, parsed {config:?}"),
-            Err(err) => {
-                let message = err.to_string();
-                match err {
-                    ConfigError::Invalid { line, problem, .. } => (line, problem, message),
-                    other => panic!("expected Invalid, got {other:?}"),
-                }
-            }
-        }
-    }
+    use crate::config::tests::invalid;
 
     /// A tool `t` with a string property `text` and an integer `n`, then `settings` (line
     /// 5 onwards).
