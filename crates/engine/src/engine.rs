@@ -658,67 +658,48 @@ impl Engine {
         key: &str,
         answer: Result<Value, ErrorObject>,
     ) -> Result<bool, EngineError> {
-        for _ in 0..MAX_CAS_ATTEMPTS {
-            let task = self.get(owner, id).await?;
-            let TaskState::InputRequired { requests } = &task.state else { return Ok(false) };
-            if !requests.contains_key(key) {
-                return Ok(false);
-            }
-            let mut rest = requests.clone();
-            rest.remove(key);
-            let (event, message) = if rest.is_empty() {
-                (Event::InputAnswered, Some("Input received; working".to_owned()))
-            } else {
-                (Event::NeedInput(rest), task.status_message.clone())
-            };
-            let from = task.status();
-            let state = task.state.clone().on(event).map_err(|refused| EngineError::Refused {
-                id: id.clone(),
-                from,
-                event: refused.event,
-            })?;
-            let update = Update { state, status_message: message, updated_at: self.inner.clock.now(), attempt: task.attempt };
-            match self.inner.store.replace(id, task.version, &update).await {
-                Ok(record) => {
-                    self.publish_task(&record);
-                    if let Some(waiter) = self.inputs().remove(&(id.clone(), key.to_owned())) {
-                        let _ = waiter.send(answer);
-                    }
-                    return Ok(true);
+        let written = self
+            .write(id, Some(owner), |task| {
+                let TaskState::InputRequired { requests } = &task.state else { return Ok(None) };
+                if !requests.contains_key(key) {
+                    return Ok(None);
                 }
-                Err(StoreError::Conflict(_)) => continue,
-                Err(err) => return Err(err.into()),
-            }
+                let mut rest = requests.clone();
+                rest.remove(key);
+                let (event, message) = if rest.is_empty() {
+                    (Event::InputAnswered, Some("Input received; working".to_owned()))
+                } else {
+                    (Event::NeedInput(rest), task.status_message.clone())
+                };
+                let state = transition(task, event)?;
+                Ok(Some(Update { state, status_message: message, updated_at: self.inner.clock.now(), attempt: task.attempt }))
+            })
+            .await?;
+        if written.is_none() {
+            return Ok(false);
         }
-        Err(EngineError::Contended(id.clone()))
+        if let Some(waiter) = self.inputs().remove(&(id.clone(), key.to_owned())) {
+            let _ = waiter.send(answer);
+        }
+        Ok(true)
     }
 
     /// Sets the status message of a running task (attempt-fenced). A terminal task keeps
     /// its final message.
     pub(crate) async fn set_status_message(&self, id: &TaskId, attempt: u32, message: String) -> Result<(), EngineError> {
-        for _ in 0..MAX_CAS_ATTEMPTS {
-            let Some(task) = self.inner.store.get(id).await? else {
-                return Err(EngineError::NotFound(id.clone()));
-            };
+        self.write(id, None, |task| {
             if task.attempt != attempt || task.status().is_terminal() {
-                return Ok(());
+                return Ok(None);
             }
-            let update = Update {
+            Ok(Some(Update {
                 state: task.state.clone(),
                 status_message: Some(message.clone()),
                 updated_at: self.inner.clock.now(),
                 attempt: task.attempt,
-            };
-            match self.inner.store.replace(id, task.version, &update).await {
-                Ok(record) => {
-                    self.publish_task(&record);
-                    return Ok(());
-                }
-                Err(StoreError::Conflict(_)) => continue,
-                Err(err) => return Err(err.into()),
-            }
-        }
-        Err(EngineError::Contended(id.clone()))
+            }))
+        })
+        .await
+        .map(|_| ())
     }
 
     pub(crate) fn report_progress(&self, id: &TaskId, attempt: u32, progress: Progress) {
@@ -757,31 +738,46 @@ impl Engine {
         attempt: Option<u32>,
         event_of: impl Fn(&TaskRecord) -> (Event, Option<String>),
     ) -> Result<TaskRecord, EngineError> {
+        let written = self
+            .write(id, owner, |task| {
+                let (event, message) = event_of(task);
+                if attempt.is_some_and(|attempt| attempt != task.attempt) {
+                    return Err(EngineError::Refused { id: id.clone(), from: task.status(), event: event.kind() });
+                }
+                let state = transition(task, event)?;
+                Ok(Some(Update {
+                    state,
+                    status_message: message.or_else(|| task.status_message.clone()),
+                    updated_at: self.inner.clock.now(),
+                    attempt: task.attempt,
+                }))
+            })
+            .await?;
+        written.ok_or_else(|| EngineError::Contended(id.clone()))
+    }
+
+    /// The one compare-and-set loop: reads the task (`owner`-scoped: another principal's
+    /// task is not found), lets `decide` compute the write from what it read (`None`: no
+    /// write), and writes only if the version is still the one read; on a conflict it
+    /// re-reads and decides again, a bounded number of times. Each write is published on the
+    /// change feed. (Only the restart of a task at recovery, when nothing else runs yet,
+    /// writes without it.)
+    async fn write(
+        &self,
+        id: &TaskId,
+        owner: Option<&Principal>,
+        decide: impl Fn(&TaskRecord) -> Result<Option<Update>, EngineError>,
+    ) -> Result<Option<TaskRecord>, EngineError> {
         for _ in 0..MAX_CAS_ATTEMPTS {
             let task = match self.inner.store.get(id).await? {
                 Some(task) if owner.is_none_or(|owner| &task.owner == owner) => task,
                 _ => return Err(EngineError::NotFound(id.clone())),
             };
-            let (event, message) = event_of(&task);
-            if attempt.is_some_and(|attempt| attempt != task.attempt) {
-                return Err(EngineError::Refused { id: id.clone(), from: task.status(), event: event.kind() });
-            }
-            let from = task.status();
-            let state = task.state.clone().on(event).map_err(|refused| EngineError::Refused {
-                id: id.clone(),
-                from,
-                event: refused.event,
-            })?;
-            let update = Update {
-                state,
-                status_message: message.or_else(|| task.status_message.clone()),
-                updated_at: self.inner.clock.now(),
-                attempt: task.attempt,
-            };
+            let Some(update) = decide(&task)? else { return Ok(None) };
             match self.inner.store.replace(id, task.version, &update).await {
                 Ok(record) => {
                     self.publish_task(&record);
-                    return Ok(record);
+                    return Ok(Some(record));
                 }
                 Err(StoreError::Conflict(_)) => continue,
                 Err(err) => return Err(err.into()),
@@ -789,6 +785,7 @@ impl Engine {
         }
         Err(EngineError::Contended(id.clone()))
     }
+
 
     fn publish_task(&self, record: &TaskRecord) {
         // No subscribers is fine: nobody is waiting.
@@ -848,6 +845,12 @@ fn queued_message(size: u32, tool: &str) -> String {
     } else {
         format!("queued: waiting for one of {size} slots of tool {tool}")
     }
+}
+
+/// Applies `event` to `task`'s state with the transition function; a refusal names the task.
+fn transition(task: &TaskRecord, event: Event) -> Result<TaskState, EngineError> {
+    let from = task.status();
+    task.state.clone().on(event).map_err(|refused| EngineError::Refused { id: task.id.clone(), from, event: refused.event })
 }
 
 /// Whether a result object says `isError: true` (a `CallToolResult` that failed).
