@@ -5,7 +5,8 @@
 # the official conformance suite (0.1.16 and 0.2.0-alpha.12 --requirements 2025-11-25) on
 # the conformance fixture server, the TypeScript SDK 1.32.2 and Python mcp 1.30.0 task
 # clients and the MCP Inspector 2.12.0 mcpdo CLI on `mcp-tasks serve`, and the TS SDK's
-# own simpleTaskInteractiveClient on examples/interactive.rs.
+# own simpleTaskInteractiveClient on examples/interactive.rs; and our mcp-tasks CLI against
+# server-everything (stdio and HTTP) and the TS SDK's simpleTaskInteractive example server.
 #
 # Prints a closing line "total: N passed, M failed" (Rust tests plus interop suites).
 set -uo pipefail
@@ -31,6 +32,8 @@ if bash interop/install.sh; then
       --bin target/debug/mcp-tasks --conformance-bin target/debug/examples/conformance_server
     suite "TS SDK simpleTaskInteractiveClient" env INTERACTIVE_BIN=target/debug/examples/interactive \
       bash interop/interactive.sh --no-build
+    suite "mcp-tasks CLI against server-everything and simpleTaskInteractive" \
+      env CLI_PEERS_BIN=target/debug/mcp-tasks bash interop/cli-peers.sh --no-build
   else
     echo "=== interop: building the binaries FAILED" >&2; failed=$((failed + 1))
   fi
