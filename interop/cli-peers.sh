@@ -11,10 +11,13 @@
 #
 # Checks (PASS/FAIL on stderr, each with what was expected and what was seen):
 #   server-everything, stdio (--cmd "node .../index.js stdio") and HTTP (--url):
-#     tools lists simulate-research-query (taskSupport required); call it --json to its
-#     research report; ambiguous=true answered with --answer (input_required, the answer
-#     reaches the report); ambiguous=true without --answer and without a terminal (declined,
-#     the hint names --answer); Ctrl-C (SIGINT) while it runs cancels it (exit 3, cancelled).
+#     tools lists simulate-research-query (taskSupport required); get-sum called plainly,
+#     --arg typed as numbers; --arg ambiguous=maybe refused before the call; the research
+#     --json to its report; ambiguous=true answered with --answer (input_required, the
+#     answer reaches the report); ambiguous=true without --answer and without a terminal
+#     (declined, the hint names --answer); Ctrl-C while it runs cancels it (exit 3,
+#     cancelled; HTTP: SIGINT to the CLI's process group, as a terminal sends it; stdio:
+#     to the CLI's PID alone, as the server spawned in the same group would get it too).
 #     HTTP only: --detach prints the id at once and `tasks pending` lists it; tasks list;
 #     tasks get/wait/cancel from another process are refused with "Task not found" (exit 2):
 #     server-everything keeps one task store per session, so a task lives only as long as
@@ -25,11 +28,11 @@
 #     --detach, tasks get (input_required), tasks wait --answer from a second process,
 #     tasks get (completed), tasks result; write_haiku without --sampling-cmd (the tool fails,
 #     exit 1, naming sampling).
-#   Pending (CLI_PEERS_PENDING=1; features not landed yet): write_haiku through
-#     --sampling-cmd (interop/sampling_responder.py); server-everything's
-#     trigger-elicitation-request-async (answered with --answer) and
-#     trigger-sampling-request-async (--sampling-cmd), where the CLI is the task receiver
-#     (client-hosted tasks), over stdio and HTTP.
+#   Pending (CLI_PEERS_PENDING=1; features not landed yet): stdio Ctrl-C to the process
+#     group; write_haiku through --sampling-cmd (interop/sampling_responder.py, in place of
+#     the failure check); server-everything's trigger-elicitation-request-async (answered
+#     with --answer) and trigger-sampling-request-async (--sampling-cmd), where the CLI is
+#     the task receiver (client-hosted tasks), over stdio and HTTP.
 #
 # The last line on stdout is `N passed, M failed`; exit 0 only when none failed (2 when the
 # build, the peers or a server start fail). Output of every run in DIR (default
@@ -43,7 +46,7 @@ OUT=
 TIMEOUT=90
 BUILD=1
 PENDING=${CLI_PEERS_PENDING:-0}
-usage() { sed -n '2,37p' "$0" >&2; exit 2; }
+usage() { sed -n '2,40p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) OUT=$2; shift 2 ;;
@@ -285,6 +288,20 @@ everything_checks() { # LABEL CONNECT-ARGS...
   want_rc 0
   want_py "tools[$RESEARCH].execution.taskSupport == required" \
     "any(t['name'] == '$RESEARCH' and t.get('execution', {}).get('taskSupport') == 'required' for t in j['tools'])"
+  done_check
+
+  cli "$t-plain" call get-sum --arg a=2 --arg b=3.5 "${c[@]}"
+  check "$t: a tool without tasks (get-sum) is called plainly, --arg typed as numbers" "$t-plain"
+  want_rc 0
+  want_in out "The sum of 2 and 3.5 is 5.5."
+  want_not_in err "is running"
+  done_check
+
+  cli "$t-bad-arg" call "$RESEARCH" --arg topic=rust --arg ambiguous=maybe "${c[@]}"
+  check "$t: --arg that does not fit the peer's schema is refused before the call" "$t-bad-arg"
+  want_rc 2
+  want_in err "wants true or false"
+  want_not_in err "is running"
   done_check
 
   cli "$t-research" call "$RESEARCH" --arg topic=rust --json "${c[@]}"
