@@ -208,6 +208,10 @@ except ValueError:
 sys.exit(0 if eval(sys.argv[3]) else 1)
 PY
 }
+want_no_task() {
+  expect "no task started (stderr names none)"
+  ! grep -qE 'task [0-9a-f-]{8,}' "$OUT/$RUN.err" || problem "stderr names a task"
+}
 seen() { # a one-line excerpt of what the run printed
   local out err
   out=$(head -c 400 "$OUT/$RUN.text" 2>/dev/null | tr '\n' ' ' | head -c 160)
@@ -233,7 +237,7 @@ done_check() {
   fi
 }
 
-# Ctrl-C while the research runs: SIGINT once the CLI says it is waiting (plus 1 s). The CLI
+# Ctrl-C while the research runs: SIGINT once the CLI names its task on stderr (plus 1 s). The CLI
 # runs in a process group of its own (set -m), with any stdio server it spawns; TARGET `group`
 # signals the whole group, as a terminal's Ctrl-C does, `cli` only the CLI's PID. Bounded by
 # TIMEOUT (then the group is killed).
@@ -246,7 +250,7 @@ interrupt_run() { # NAME TARGET(cli|group) ARGS...
   set +m
   BG_PID=$pid
   for _ in $(seq 1 300); do
-    grep -q 'is running' "$OUT/$name.err" 2>/dev/null && break
+    grep -qE 'task [0-9a-f-]{8,}' "$OUT/$name.err" 2>/dev/null && break
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done
@@ -272,7 +276,6 @@ ctrl_c_check() { # LABEL TARGET CONNECT-ARGS...
   interrupt_run "$t-ctrl-c-$target" "$target" call "$RESEARCH" --arg topic=cancel-me --json "$@"
   check "$t: $what while the research runs cancels the task" "$t-ctrl-c-$target"
   want_rc 3
-  want_in err "interrupted: cancelling task"
   want_py "stdout is the task, status cancelled" "j['status'] == 'cancelled' and j['taskId']"
   done_check
 }
@@ -290,18 +293,19 @@ everything_checks() { # LABEL CONNECT-ARGS...
     "any(t['name'] == '$RESEARCH' and t.get('execution', {}).get('taskSupport') == 'required' for t in j['tools'])"
   done_check
 
-  cli "$t-plain" call get-sum --arg a=2 --arg b=3.5 "${c[@]}"
+  cli "$t-plain" call get-sum --arg a=2 --arg b=3.5 --json "${c[@]}"
   check "$t: a tool without tasks (get-sum) is called plainly, --arg typed as numbers" "$t-plain"
   want_rc 0
-  want_in out "The sum of 2 and 3.5 is 5.5."
-  want_not_in err "is running"
+  want_in text "The sum of 2 and 3.5 is 5.5."
+  want_py "a plain result: no related-task _meta" \
+    "'io.modelcontextprotocol/related-task' not in (j.get('_meta') or {})"
   done_check
 
   cli "$t-bad-arg" call "$RESEARCH" --arg topic=rust --arg ambiguous=maybe "${c[@]}"
   check "$t: --arg that does not fit the peer's schema is refused before the call" "$t-bad-arg"
   want_rc 2
-  want_in err "wants true or false"
-  want_not_in err "is running"
+  want_in err "ambiguous=maybe"
+  want_no_task
   done_check
 
   cli "$t-research" call "$RESEARCH" --arg topic=rust --json "${c[@]}"
@@ -311,15 +315,13 @@ everything_checks() { # LABEL CONNECT-ARGS...
   want_in text "Stage 4: Generating report"
   want_py "not isError; related-task _meta names the task" \
     "not j.get('isError') and j['_meta']['io.modelcontextprotocol/related-task']['taskId']"
-  want_in err "is running"
   done_check
 
   cli "$t-ambiguous" call "$RESEARCH" --arg topic=python --arg ambiguous=true \
     --answer '{"interpretation":"snake"}' --json "${c[@]}"
   check "$t: ambiguous=true, input_required answered with --answer" "$t-ambiguous"
   want_rc 0
-  want_in err 'the server asks: The research query "python" could have multiple interpretations'
-  want_in err "answering with --answer"
+  want_in err 'The research query "python" could have multiple interpretations'
   want_in text "# Research Report: python (snake)"
   want_in text "**Clarification**: snake"
   want_in text '`working` → `input_required` → `working` → `completed`'
@@ -329,8 +331,9 @@ everything_checks() { # LABEL CONNECT-ARGS...
   cli "$t-declined" call "$RESEARCH" --arg topic=python --arg ambiguous=true --json "${c[@]}"
   check "$t: ambiguous=true without --answer or terminal: declined with a hint" "$t-declined"
   want_rc 0
-  want_in err "declined, as stdin is not a terminal"
-  want_in err "--answer '{\"interpretation\": <string>}'"
+  want_in err 'The research query "python" could have multiple interpretations'
+  want_in err "--answer"
+  want_in err '"interpretation"'
   want_in text "User declined - using default interpretation"
   done_check
 
@@ -417,7 +420,6 @@ for op in get wait cancel; do
     "http-$op-other-session"
   want_rc 2
   want_in err "Task not found"
-  want_in err "$DETACHED"
   done_check
 done
 [ "$PENDING" = 1 ] && everything_pending_checks http --url "$EURL"
@@ -439,7 +441,7 @@ done_check
 cli sti-confirm call confirm_delete --arg filename=important.txt --answer '{"confirm":true}' "${I[@]}"
 check "interactive: confirm_delete answered {confirm: true} through --answer" sti-confirm
 want_rc 0
-want_in err "the server asks: Are you sure you want to delete 'important.txt'?; answering with --answer"
+want_in err "Are you sure you want to delete 'important.txt'?"
 want_in out "Deleted 'important.txt'"
 done_check
 
@@ -453,8 +455,9 @@ done_check
 cli sti-declined call confirm_delete --arg filename=important.txt "${I[@]}"
 check "interactive: confirm_delete without --answer or terminal: declined with a hint" sti-declined
 want_rc 0
-want_in err "declined, as stdin is not a terminal"
-want_in err "--answer '{\"confirm\": <boolean>}'"
+want_in err "Are you sure you want to delete 'important.txt'?"
+want_in err "--answer"
+want_in err '"confirm"'
 want_in out "Deletion cancelled"
 done_check
 
@@ -479,7 +482,7 @@ done_check
 cli sti-wait tasks wait "$LATER" --answer '{"confirm":true}' "${I[@]}"
 check "interactive: tasks wait from another process answers the question and collects the result" sti-wait
 want_rc 0
-want_in err "the server asks: Are you sure you want to delete 'later.txt'?; answering with --answer"
+want_in err "Are you sure you want to delete 'later.txt'?"
 want_in out "Deleted 'later.txt'"
 done_check
 
