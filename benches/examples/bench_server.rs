@@ -1,0 +1,75 @@
+//! The bench server of issue 7: our real server over Streamable HTTP at `/mcp` with the
+//! tools `noop` and `sleep` (see `mcp_tasks_bench::server`), on the durable SQLite store.
+//!
+//! ```text
+//! cargo run --release --example bench_server -- --listen 127.0.0.1:PORT --store PATH
+//! ```
+//!
+//! It prints `listening on http://<address>/mcp` to stderr once it serves (after opening
+//! and recovering the store), and stops on
+//! SIGTERM or Ctrl-C. Logs are off unless `RUST_LOG` asks for them (to stderr).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use tokio::net::TcpListener;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let mut listen = String::from("127.0.0.1:0");
+    let mut store: Option<PathBuf> = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match (arg.as_str(), args.next()) {
+            ("--listen", Some(value)) => listen = value,
+            ("--store", Some(value)) => store = Some(value.into()),
+            _ => {
+                eprintln!("usage: bench_server --listen ADDR --store PATH");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let Some(store) = store else {
+        eprintln!("bench_server: --store PATH is required");
+        return ExitCode::from(2);
+    };
+    if let Ok(filter) = std::env::var("RUST_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .init();
+    }
+    let listener = match TcpListener::bind(&listen).await {
+        Ok(listener) => listener,
+        Err(err) => {
+            eprintln!("bench_server: cannot listen on {listen}: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let addr = listener
+        .local_addr()
+        .map_or_else(|_| listen.clone(), |addr| addr.to_string());
+    let ready = || eprintln!("listening on http://{addr}/mcp");
+    match mcp_tasks_bench::server::serve(listener, &store, ready, stop_signal()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("bench_server: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+async fn stop_signal() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}

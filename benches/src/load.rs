@@ -1,0 +1,713 @@
+//! The load harness: `N` tool calls from `C` concurrent MCP sessions over keep-alive HTTP/1.1
+//! (one connection per session), in the 2025-11-25 ("Legacy") dialect, every result checked.
+//!
+//! Each worker opens its own session (`initialize`, then `notifications/initialized`; later
+//! requests carry `Mcp-Session-Id` and `MCP-Protocol-Version`), waits until every worker is
+//! ready, then takes calls from a shared counter until `N` have run. One call is, by [`Mode`]:
+//! - [`Mode::Poll`]: `tools/call` with `params.task` (→ `CreateTaskResult`), `tasks/get` in a
+//!   loop without pause until the task is terminal, then `tasks/result`;
+//! - [`Mode::Block`]: `tools/call` with `params.task`, then `tasks/result`, which blocks
+//!   until the task is done;
+//! - [`Mode::Plain`]: `tools/call` without a task.
+//!
+//! Requests accept JSON and SSE; an SSE answer is read to its end and the response with the
+//! request's id is taken from its `data` lines. A call whose answer is not what the tool
+//! returns (`ok`, or `slept <ms> ms; done_at_us=…`) is a failure, with the first one kept.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper::{Method, Request, StatusCode, header};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::net::TcpStream;
+use tokio::sync::Barrier;
+
+use crate::server::{DONE_AT, NOOP_TEXT, unix_micros};
+
+/// How a call waits for its task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `tasks/get` until terminal, then `tasks/result`.
+    Poll,
+    /// `tasks/result` at once (it blocks until the task is done).
+    Block,
+    /// A plain `tools/call`, no task.
+    Plain,
+}
+
+impl Mode {
+    /// The name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Poll => "poll",
+            Mode::Block => "block",
+            Mode::Plain => "plain",
+        }
+    }
+
+    /// The mode named `name`.
+    pub fn parse(name: &str) -> Option<Mode> {
+        [Mode::Poll, Mode::Block, Mode::Plain]
+            .into_iter()
+            .find(|mode| mode.name() == name)
+    }
+}
+
+/// Which tool is called.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tool {
+    /// `noop`: answers `ok` at once.
+    Noop,
+    /// `sleep` with argument `ms`.
+    Sleep(u64),
+}
+
+impl Tool {
+    fn name(self) -> &'static str {
+        match self {
+            Tool::Noop => "noop",
+            Tool::Sleep(_) => "sleep",
+        }
+    }
+
+    fn arguments(self) -> Value {
+        match self {
+            Tool::Noop => json!({}),
+            Tool::Sleep(ms) => json!({ "ms": ms }),
+        }
+    }
+}
+
+/// One run's settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The MCP endpoint, `http://HOST:PORT/PATH`.
+    pub url: String,
+    /// Calls in all.
+    pub tasks: usize,
+    /// Concurrent sessions (one connection each).
+    pub concurrency: usize,
+    /// How each call waits.
+    pub mode: Mode,
+    /// The tool called.
+    pub tool: Tool,
+    /// The server's pid, to read its RSS from `/proc/PID/status`.
+    pub server_pid: Option<u32>,
+}
+
+/// Latency percentiles, in microseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Percentiles {
+    /// Median.
+    pub p50: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// Largest.
+    pub max: u64,
+}
+
+impl Percentiles {
+    /// Nearest-rank percentiles of `samples` (`None` if there are none).
+    pub fn of(mut samples: Vec<u64>) -> Option<Percentiles> {
+        if samples.is_empty() {
+            return None;
+        }
+        samples.sort_unstable();
+        let rank =
+            |p: usize| samples[(samples.len() * p).div_ceil(100).clamp(1, samples.len()) - 1];
+        Some(Percentiles {
+            p50: rank(50),
+            p99: rank(99),
+            max: samples[samples.len() - 1],
+        })
+    }
+
+    fn json(self) -> Value {
+        json!({ "p50_us": self.p50, "p99_us": self.p99, "max_us": self.max })
+    }
+}
+
+/// What a run measured.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The settings of the run.
+    pub config: Config,
+    /// Calls whose result checked out.
+    pub ok: usize,
+    /// Calls that failed (error, wrong result, or not run because workers died).
+    pub failures: usize,
+    /// The first failure, described.
+    pub first_failure: Option<String>,
+    /// From the moment every session was ready to the end of the last call.
+    pub elapsed: Duration,
+    /// `tools/call` until its answer (`CreateTaskResult`, or the result of a plain call).
+    pub create: Option<Percentiles>,
+    /// `tools/call` until the checked result.
+    pub end_to_end: Option<Percentiles>,
+    /// For `sleep`: the result's arrival minus the completion time the tool reported.
+    pub lag: Option<Percentiles>,
+    /// `tasks/get` requests per call (poll mode), on average.
+    pub gets_per_task: Option<f64>,
+    /// The server's `VmRSS` at the end, KiB.
+    pub rss_kib: Option<u64>,
+    /// The server's `VmHWM` (peak RSS since it started), KiB.
+    pub peak_rss_kib: Option<u64>,
+}
+
+impl Report {
+    /// Checked calls per second.
+    pub fn per_second(&self) -> f64 {
+        let secs = self.elapsed.as_secs_f64();
+        if secs > 0.0 {
+            self.ok as f64 / secs
+        } else {
+            0.0
+        }
+    }
+
+    /// The report as one JSON object (latencies in µs, RSS in KiB).
+    pub fn json(&self) -> Value {
+        json!({
+            "url": self.config.url,
+            "mode": self.config.mode.name(),
+            "tool": self.config.tool.name(),
+            "sleep_ms": match self.config.tool { Tool::Sleep(ms) => Some(ms), Tool::Noop => None },
+            "tasks": self.config.tasks,
+            "concurrency": self.config.concurrency,
+            "ok": self.ok,
+            "failures": self.failures,
+            "first_failure": self.first_failure,
+            "elapsed_s": self.elapsed.as_secs_f64(),
+            "per_second": self.per_second(),
+            "create": self.create.map(Percentiles::json),
+            "end_to_end": self.end_to_end.map(Percentiles::json),
+            "lag": self.lag.map(Percentiles::json),
+            "gets_per_task": self.gets_per_task,
+            "rss_kib": self.rss_kib,
+            "peak_rss_kib": self.peak_rss_kib,
+        })
+    }
+
+    /// The report as a few human lines.
+    pub fn table(&self) -> String {
+        let ms = |us: u64| us as f64 / 1000.0;
+        let pair = |p: Option<Percentiles>| {
+            p.map_or_else(
+                || "-".to_owned(),
+                |p| format!("{:.2} / {:.2} ms", ms(p.p50), ms(p.p99)),
+            )
+        };
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{} {} c={} n={}: {:.0} calls/s, {} ok, {} failed",
+            self.config.mode.name(),
+            self.config.tool.name(),
+            self.config.concurrency,
+            self.config.tasks,
+            self.per_second(),
+            self.ok,
+            self.failures
+        );
+        let _ = writeln!(out, "  create      p50 / p99: {}", pair(self.create));
+        let _ = writeln!(out, "  end-to-end  p50 / p99: {}", pair(self.end_to_end));
+        if self.lag.is_some() {
+            let _ = writeln!(out, "  result lag  p50 / p99: {}", pair(self.lag));
+        }
+        if let Some(gets) = self.gets_per_task {
+            let _ = writeln!(out, "  tasks/get per task: {gets:.2}");
+        }
+        let kib = |k: Option<u64>| {
+            k.map_or_else(
+                || "-".to_owned(),
+                |k| format!("{:.1} MiB", k as f64 / 1024.0),
+            )
+        };
+        let _ = writeln!(
+            out,
+            "  server RSS {} (peak {})",
+            kib(self.rss_kib),
+            kib(self.peak_rss_kib)
+        );
+        if let Some(failure) = &self.first_failure {
+            let _ = writeln!(out, "  first failure: {failure}");
+        }
+        out
+    }
+}
+
+/// Why a run could not start.
+#[derive(Debug)]
+pub struct LoadError(pub String);
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// Runs `config` and reports. Failed calls are counted in the report, not returned as errors.
+///
+/// # Errors
+/// The URL is not `http://host:port/path`, or a session could not be opened.
+pub async fn run(config: Config) -> Result<Report, LoadError> {
+    let target = Target::parse(&config.url)?;
+    let workers = config.concurrency.max(1);
+    let barrier = Arc::new(Barrier::new(workers + 1));
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut handles = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        let (target, config, barrier, next) = (
+            target.clone(),
+            config.clone(),
+            Arc::clone(&barrier),
+            Arc::clone(&next),
+        );
+        handles.push(tokio::spawn(async move {
+            let session = Session::open(&target).await;
+            barrier.wait().await;
+            let mut session = session?;
+            let mut samples = Samples::default();
+            while next.fetch_add(1, Ordering::Relaxed) < config.tasks {
+                match session.call(config.mode, config.tool).await {
+                    Ok(sample) => samples.add(sample),
+                    Err(failure) => {
+                        samples.failures += 1;
+                        samples.first_failure.get_or_insert(failure.message);
+                        if failure.fatal {
+                            break;
+                        }
+                    }
+                }
+            }
+            Ok::<Samples, LoadError>(samples)
+        }));
+    }
+    barrier.wait().await;
+    let start = Instant::now();
+    let mut all = Samples::default();
+    let mut open_error = None;
+    for handle in handles {
+        match handle.await {
+            Ok(Ok(samples)) => all.merge(samples),
+            Ok(Err(err)) => open_error = Some(err),
+            Err(err) => open_error = Some(LoadError(format!("a worker panicked: {err}"))),
+        }
+    }
+    let elapsed = start.elapsed();
+    if let Some(err) = open_error
+        && all.ok == 0
+    {
+        return Err(err);
+    }
+    let ok = all.ok;
+    let missing = config.tasks.saturating_sub(ok + all.failures);
+    let (rss_kib, peak_rss_kib) = config.server_pid.map_or((None, None), rss);
+    Ok(Report {
+        failures: all.failures + missing,
+        first_failure: all.first_failure,
+        elapsed,
+        create: Percentiles::of(all.create),
+        end_to_end: Percentiles::of(all.end_to_end),
+        lag: Percentiles::of(all.lag),
+        gets_per_task: (config.mode == Mode::Poll && ok > 0).then(|| all.gets as f64 / ok as f64),
+        rss_kib,
+        peak_rss_kib,
+        ok,
+        config,
+    })
+}
+
+/// `VmRSS` and `VmHWM` of process `pid`, in KiB.
+pub fn rss(pid: u32) -> (Option<u64>, Option<u64>) {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return (None, None);
+    };
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+#[derive(Default)]
+struct Samples {
+    ok: usize,
+    failures: usize,
+    first_failure: Option<String>,
+    create: Vec<u64>,
+    end_to_end: Vec<u64>,
+    lag: Vec<u64>,
+    gets: u64,
+}
+
+impl Samples {
+    fn add(&mut self, sample: Sample) {
+        self.ok += 1;
+        self.create.push(sample.create_us);
+        self.end_to_end.push(sample.end_to_end_us);
+        if let Some(lag) = sample.lag_us {
+            self.lag.push(lag);
+        }
+        self.gets += sample.gets;
+    }
+
+    fn merge(&mut self, other: Samples) {
+        self.ok += other.ok;
+        self.failures += other.failures;
+        if self.first_failure.is_none() {
+            self.first_failure = other.first_failure;
+        }
+        self.create.extend(other.create);
+        self.end_to_end.extend(other.end_to_end);
+        self.lag.extend(other.lag);
+        self.gets += other.gets;
+    }
+}
+
+/// One checked call.
+struct Sample {
+    create_us: u64,
+    end_to_end_us: u64,
+    lag_us: Option<u64>,
+    gets: u64,
+}
+
+/// A failed call; `fatal` when the connection is gone.
+struct Failure {
+    message: String,
+    fatal: bool,
+}
+
+impl Failure {
+    fn check(message: impl Into<String>) -> Failure {
+        Failure {
+            message: message.into(),
+            fatal: false,
+        }
+    }
+}
+
+/// Where to connect and what to ask for.
+#[derive(Clone, Debug)]
+struct Target {
+    authority: String,
+    path: String,
+}
+
+impl Target {
+    fn parse(url: &str) -> Result<Target, LoadError> {
+        let rest = url
+            .strip_prefix("http://")
+            .ok_or_else(|| LoadError(format!("{url}: only http:// URLs are supported")))?;
+        let (authority, path) = rest
+            .split_once('/')
+            .map_or((rest, "/".to_owned()), |(a, p)| (a, format!("/{p}")));
+        if authority.is_empty() {
+            return Err(LoadError(format!("{url}: no host")));
+        }
+        Ok(Target {
+            authority: authority.to_owned(),
+            path,
+        })
+    }
+}
+
+/// One MCP session on one keep-alive connection.
+struct Session {
+    sender: SendRequest<Full<Bytes>>,
+    target: Target,
+    session_id: Option<String>,
+    next_id: u64,
+}
+
+impl Session {
+    async fn open(target: &Target) -> Result<Session, LoadError> {
+        let stream = TcpStream::connect(&target.authority)
+            .await
+            .map_err(|err| LoadError(format!("cannot connect to {}: {err}", target.authority)))?;
+        let _ = stream.set_nodelay(true);
+        let (sender, connection) = http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|err| LoadError(format!("HTTP handshake: {err}")))?;
+        tokio::spawn(connection);
+        let mut session = Session {
+            sender,
+            target: target.clone(),
+            session_id: None,
+            next_id: 1,
+        };
+        let init = json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "mcp-tasks-bench-load", "version": "1"}
+        });
+        let (headers, answer) = session
+            .post(&request_message(0, "initialize", init))
+            .await
+            .map_err(|failure| LoadError(format!("initialize: {}", failure.message)))?;
+        let answer = answer.ok_or_else(|| LoadError("initialize: no answer".to_owned()))?;
+        response_result(&answer, 0)
+            .map_err(|failure| LoadError(format!("initialize: {}", failure.message)))?;
+        session.session_id = headers
+            .get("mcp-session-id")
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        session.post(&initialized).await.map_err(|failure| {
+            LoadError(format!("notifications/initialized: {}", failure.message))
+        })?;
+        Ok(session)
+    }
+
+    async fn call(&mut self, mode: Mode, tool: Tool) -> Result<Sample, Failure> {
+        let start = Instant::now();
+        let mut params = json!({ "name": tool.name(), "arguments": tool.arguments() });
+        if mode == Mode::Plain {
+            let result = self.request("tools/call", params).await?;
+            let arrival = unix_micros();
+            let elapsed = micros(start.elapsed());
+            let lag = check_result(&result, tool, arrival)?;
+            return Ok(Sample {
+                create_us: elapsed,
+                end_to_end_us: elapsed,
+                lag_us: lag,
+                gets: 0,
+            });
+        }
+        params["task"] = json!({ "ttl": 600_000 });
+        let created = self.request("tools/call", params).await?;
+        let create_us = micros(start.elapsed());
+        let task = created
+            .get("task")
+            .ok_or_else(|| Failure::check(format!("tools/call: no CreateTaskResult: {created}")))?;
+        let id = task
+            .get("taskId")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Failure::check(format!("no taskId: {created}")))?
+            .to_owned();
+        let mut gets = 0;
+        if mode == Mode::Poll {
+            loop {
+                let got = self.request("tasks/get", json!({ "taskId": id })).await?;
+                gets += 1;
+                match got.get("status").and_then(Value::as_str) {
+                    Some("completed") => break,
+                    Some("working") => {}
+                    other => {
+                        return Err(Failure::check(format!(
+                            "task {id}: unexpected status {other:?}: {got}"
+                        )));
+                    }
+                }
+            }
+        }
+        let result = self
+            .request("tasks/result", json!({ "taskId": id }))
+            .await?;
+        let arrival = unix_micros();
+        let end_to_end_us = micros(start.elapsed());
+        let lag_us = check_result(&result, tool, arrival)?;
+        Ok(Sample {
+            create_us,
+            end_to_end_us,
+            lag_us,
+            gets,
+        })
+    }
+
+    /// Sends request `method` and returns its `result`.
+    async fn request(&mut self, method: &str, params: Value) -> Result<Value, Failure> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let (_, answer) = self.post(&request_message(id, method, params)).await?;
+        let answer = answer.ok_or_else(|| Failure::check(format!("{method}: no answer")))?;
+        response_result(&answer, id).map_err(|failure| Failure {
+            message: format!("{method}: {}", failure.message),
+            ..failure
+        })
+    }
+
+    /// POSTs `message`; the answer's headers and, unless it is 202, the messages it carried.
+    async fn post(
+        &mut self,
+        message: &Value,
+    ) -> Result<(hyper::HeaderMap, Option<Vec<Value>>), Failure> {
+        let mut builder = Request::builder()
+            .method(Method::POST)
+            .uri(&self.target.path)
+            .header(header::HOST, &self.target.authority)
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, "application/json, text/event-stream");
+        if let Some(id) = &self.session_id {
+            builder = builder
+                .header("mcp-session-id", id)
+                .header("mcp-protocol-version", "2025-11-25");
+        }
+        let request = builder
+            .body(Full::new(Bytes::from(message.to_string())))
+            .map_err(|err| Failure::check(format!("building the request: {err}")))?;
+        let fatal = |err: hyper::Error| Failure {
+            message: format!("HTTP: {err}"),
+            fatal: true,
+        };
+        self.sender.ready().await.map_err(fatal)?;
+        let response = self.sender.send_request(request).await.map_err(fatal)?;
+        let (parts, body) = response.into_parts();
+        let body = body.collect().await.map_err(fatal)?.to_bytes();
+        if parts.status == StatusCode::ACCEPTED {
+            return Ok((parts.headers, None));
+        }
+        if parts.status != StatusCode::OK {
+            return Err(Failure::check(format!(
+                "HTTP {}: {}",
+                parts.status,
+                String::from_utf8_lossy(&body)
+            )));
+        }
+        let sse = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.starts_with("text/event-stream"));
+        let text =
+            std::str::from_utf8(&body).map_err(|_| Failure::check("the answer is not UTF-8"))?;
+        let messages = if sse {
+            sse_messages(text)?
+        } else {
+            vec![parse_json(text)?]
+        };
+        Ok((parts.headers, Some(messages)))
+    }
+}
+
+fn request_message(id: u64, method: &str, params: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
+}
+
+fn parse_json(text: &str) -> Result<Value, Failure> {
+    serde_json::from_str(text).map_err(|err| Failure::check(format!("bad JSON ({err}): {text}")))
+}
+
+/// The JSON messages of an SSE body: each event's `data` lines, joined (empty ones, such as
+/// the priming event, skipped).
+fn sse_messages(text: &str) -> Result<Vec<Value>, Failure> {
+    let mut messages = Vec::new();
+    for event in text.split("\n\n") {
+        let mut data = String::new();
+        for line in event.lines() {
+            if let Some(rest) = line.strip_prefix("data:") {
+                if !data.is_empty() {
+                    data.push('\n');
+                }
+                data.push_str(rest.strip_prefix(' ').unwrap_or(rest));
+            }
+        }
+        if !data.trim().is_empty() {
+            messages.push(parse_json(&data)?);
+        }
+    }
+    Ok(messages)
+}
+
+/// The `result` of the response with id `id` among `messages`.
+fn response_result(messages: &[Value], id: u64) -> Result<Value, Failure> {
+    let response = messages
+        .iter()
+        .find(|message| {
+            message.get("id").and_then(Value::as_u64) == Some(id) && message.get("method").is_none()
+        })
+        .ok_or_else(|| {
+            Failure::check(format!(
+                "no response with id {id} among {} message(s)",
+                messages.len()
+            ))
+        })?;
+    if let Some(error) = response.get("error") {
+        return Err(Failure::check(format!("JSON-RPC error {error}")));
+    }
+    response
+        .get("result")
+        .cloned()
+        .ok_or_else(|| Failure::check(format!("a response without result: {response}")))
+}
+
+/// Checks a `CallToolResult` of `tool`; for `sleep`, the lag between `arrival` (unix µs) and
+/// the completion time it reports.
+fn check_result(result: &Value, tool: Tool, arrival: u64) -> Result<Option<u64>, Failure> {
+    if result.get("isError").and_then(Value::as_bool) == Some(true) {
+        return Err(Failure::check(format!("the tool failed: {result}")));
+    }
+    let text = result
+        .get("content")
+        .and_then(|content| content.get(0))
+        .and_then(|first| first.get("text"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| Failure::check(format!("no text content: {result}")))?;
+    match tool {
+        Tool::Noop if text == NOOP_TEXT => Ok(None),
+        Tool::Sleep(ms) if text.starts_with(&format!("slept {ms} ms; ")) => {
+            let done = text
+                .split_once(DONE_AT)
+                .and_then(|(_, rest)| rest.trim().parse::<u64>().ok())
+                .ok_or_else(|| Failure::check(format!("no completion time in {text:?}")))?;
+            Ok(Some(arrival.saturating_sub(done)))
+        }
+        _ => Err(Failure::check(format!(
+            "unexpected result text {text:?} from {}",
+            tool.name()
+        ))),
+    }
+}
+
+fn micros(duration: Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let p = Percentiles::of((1..=100).collect()).unwrap();
+        assert_eq!((p.p50, p.p99, p.max), (50, 99, 100));
+        let p = Percentiles::of(vec![7]).unwrap();
+        assert_eq!((p.p50, p.p99, p.max), (7, 7, 7));
+        assert!(Percentiles::of(Vec::new()).is_none());
+    }
+
+    #[test]
+    fn sse_bodies_yield_their_messages() {
+        let body = "id: 1-0\nretry: 1000\ndata: \n\nid: 1-1\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n\n";
+        let messages = sse_messages(body).ok().unwrap();
+        assert_eq!(messages.len(), 1);
+        assert!(response_result(&messages, 3).is_ok());
+        assert!(response_result(&messages, 4).is_err());
+    }
+
+    #[test]
+    fn results_are_checked() {
+        let ok = json!({"content": [{"type": "text", "text": "ok"}]});
+        assert!(check_result(&ok, Tool::Noop, 0).is_ok());
+        assert!(check_result(&ok, Tool::Sleep(5), 0).is_err());
+        let slept = json!({"content": [{"type": "text", "text": "slept 5 ms; done_at_us=100"}]});
+        assert_eq!(
+            check_result(&slept, Tool::Sleep(5), 150).ok().unwrap(),
+            Some(50)
+        );
+        let failed = json!({"content": [{"type": "text", "text": "ok"}], "isError": true});
+        assert!(check_result(&failed, Tool::Noop, 0).is_err());
+    }
+}

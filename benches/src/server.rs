@@ -1,0 +1,121 @@
+//! The bench server: tools `noop` (answers the text `ok` at once) and `sleep` (argument
+//! `ms`; answers `slept <ms> ms; done_at_us=<unix µs>`, the wall-clock time its work
+//! finished, so that the harness can measure how long the result took to reach it), both
+//! `taskSupport: "optional"`, served over Streamable HTTP at `/mcp` on [`SqliteStore`] with
+//! its production durability (WAL, `synchronous=FULL`: a task is on disk before its
+//! `CreateTaskResult` leaves).
+//!
+//! The engine's admission limits are raised ([`policy`]): the peers we compare with have
+//! none, and at 32 concurrent clients the default 16 running tasks per principal would
+//! refuse calls rather than measure them.
+
+use std::error::Error;
+use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use mcp_tasks_engine::{Engine, Outcome, Policy, SystemClock};
+use mcp_tasks_protocol::legacy::TaskSupport;
+use mcp_tasks_server::{BuildError, Server, ToolDef, handler_fn, http};
+use mcp_tasks_sqlite::SqliteStore;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// The text `noop` answers.
+pub const NOOP_TEXT: &str = "ok";
+/// The key in `sleep`'s answer that precedes its completion time (unix µs).
+pub const DONE_AT: &str = "done_at_us=";
+/// The longest `sleep` accepted, in ms.
+pub const MAX_SLEEP_MS: u64 = 60_000;
+/// How often expired tasks are swept.
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
+
+/// The engine policy of the bench server: the default TTLs and poll interval, admission
+/// limits high enough never to refuse a benchmark call (1,024 running, 10,000,000 retained).
+pub fn policy() -> Policy {
+    Policy {
+        max_running: 1024,
+        max_running_per_principal: 1024,
+        max_retained_per_principal: 10_000_000,
+        ..Policy::default()
+    }
+}
+
+/// The server with tools `noop` and `sleep` over `engine`.
+///
+/// # Errors
+/// Only if a tool's input schema did not compile, which they do.
+pub fn server(engine: Engine) -> Result<Server, BuildError> {
+    let noop = ToolDef::new(
+        "noop",
+        "Answers the text \"ok\" at once",
+        json!({"type": "object"}),
+        handler_fn(|_, _| async { Outcome::Result(text(NOOP_TEXT.to_owned())) }),
+    )
+    .with_task_support(TaskSupport::Optional);
+    let sleep = ToolDef::new(
+        "sleep",
+        "Sleeps `ms` milliseconds, then answers with the time it finished (unix µs)",
+        json!({
+            "type": "object",
+            "properties": {"ms": {"type": "integer", "minimum": 0, "maximum": MAX_SLEEP_MS}},
+            "required": ["ms"]
+        }),
+        handler_fn(|arguments: Value, _| async move {
+            let ms = arguments.get("ms").and_then(Value::as_u64).unwrap_or(0);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            Outcome::Result(text(sleep_text(ms, unix_micros())))
+        }),
+    )
+    .with_task_support(TaskSupport::Optional);
+    Server::builder(engine)
+        .name("mcp-tasks-bench")
+        .tool(noop)
+        .tool(sleep)
+        .build()
+}
+
+/// What `sleep` answers after `ms` milliseconds, finished at `done_at_us` (unix µs).
+pub fn sleep_text(ms: u64, done_at_us: u64) -> String {
+    format!("slept {ms} ms; {DONE_AT}{done_at_us}")
+}
+
+/// The current wall-clock time in unix microseconds.
+pub fn unix_micros() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX)
+        })
+}
+
+/// Opens (or creates) the store at `store`, recovers it, calls `ready` (the server serves
+/// from then on), and serves the bench server on `listener` at `/mcp` until `shutdown`
+/// resolves, sweeping expired tasks meanwhile.
+///
+/// # Errors
+/// The store could not be opened or recovered, or the listener failed.
+pub async fn serve(
+    listener: TcpListener,
+    store: &Path,
+    ready: impl FnOnce(),
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), Box<dyn Error + Send + Sync>> {
+    let store = SqliteStore::open(store)?;
+    let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), policy());
+    let server = server(engine.clone())?;
+    engine.recover().await?;
+    let stop = CancellationToken::new();
+    let sweeper = engine.spawn_sweeper(SWEEP_EVERY, stop.clone());
+    ready();
+    let served = http::serve(listener, server, http::Options::default(), shutdown).await;
+    stop.cancel();
+    let _ = sweeper.await;
+    Ok(served?)
+}
+
+fn text(text: String) -> Value {
+    json!({"content": [{"type": "text", "text": text}]})
+}

@@ -1,0 +1,119 @@
+//! The load harness against the bench server, both in this process: a temporary SQLite store,
+//! an ephemeral port, 100 calls from 4 sessions in each mode, every result checked.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use mcp_tasks_bench::load::{self, Config, Mode, Report, Tool};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+/// Serves the bench server on a fresh store and runs `runs` against it.
+async fn against_bench_server(runs: &[(Mode, Tool)]) -> Vec<Report> {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("bench.sqlite3");
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let (stop, stopped) = oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        mcp_tasks_bench::server::serve(listener, &store, || {}, async {
+            let _ = stopped.await;
+        })
+        .await
+        .map_err(|err| err.to_string())
+    });
+    let mut reports = Vec::new();
+    for &(mode, tool) in runs {
+        let config = Config {
+            url: url.clone(),
+            tasks: 100,
+            concurrency: 4,
+            mode,
+            tool,
+            server_pid: Some(std::process::id()),
+        };
+        let report = tokio::time::timeout(Duration::from_secs(60), load::run(config))
+            .await
+            .expect("the run took over 60 s")
+            .unwrap();
+        reports.push(report);
+    }
+    stop.send(()).unwrap();
+    server.await.unwrap().unwrap();
+    reports
+}
+
+fn assert_all_checked(report: &Report) {
+    assert_eq!(
+        (report.ok, report.failures),
+        (100, 0),
+        "{} {:?}: first failure {:?}",
+        report.config.mode.name(),
+        report.config.tool,
+        report.first_failure
+    );
+    let e2e = report.end_to_end.expect("end-to-end latencies");
+    assert!(e2e.p50 > 0 && e2e.p50 <= e2e.p99 && e2e.p99 <= e2e.max);
+    assert!(report.per_second() > 0.0);
+    assert!(
+        report.peak_rss_kib.is_some_and(|peak| peak > 0),
+        "RSS read from /proc"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_mode_checks_every_result_against_the_bench_server() {
+    let runs = [
+        (Mode::Poll, Tool::Noop),
+        (Mode::Block, Tool::Noop),
+        (Mode::Plain, Tool::Noop),
+        (Mode::Block, Tool::Sleep(2)),
+        (Mode::Poll, Tool::Sleep(2)),
+        (Mode::Plain, Tool::Sleep(2)),
+    ];
+    let reports = against_bench_server(&runs).await;
+    for report in &reports {
+        assert_all_checked(report);
+    }
+    // Poll mode asks tasks/get at least once per task; the others never.
+    assert!(reports[0].gets_per_task.is_some_and(|gets| gets >= 1.0));
+    assert!(reports[1].gets_per_task.is_none());
+    // The sleep tool's completion time comes back, so the delivery lag is measured; a task
+    // takes at least its sleep.
+    for report in &reports[3..] {
+        assert!(report.lag.is_some(), "{:?}", report.config.mode);
+        assert!(report.end_to_end.unwrap().p50 >= 2_000);
+    }
+    assert!(reports[0].lag.is_none());
+    // The JSON report carries the figures the run script reads.
+    let json = reports[1].json();
+    assert_eq!(json["mode"], "block");
+    assert_eq!(json["ok"], 100);
+    assert!(json["end_to_end"]["p99_us"].as_u64().is_some());
+}
+
+#[tokio::test]
+async fn a_wrong_url_is_an_error_not_a_report() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let config = Config {
+        url: format!("http://{addr}/mcp"),
+        tasks: 10,
+        concurrency: 2,
+        mode: Mode::Plain,
+        tool: Tool::Noop,
+        server_pid: None,
+    };
+    assert!(load::run(config).await.is_err());
+    let config = Config {
+        url: "https://example.invalid/mcp".to_owned(),
+        tasks: 1,
+        concurrency: 1,
+        mode: Mode::Plain,
+        tool: Tool::Noop,
+        server_pid: None,
+    };
+    assert!(load::run(config).await.is_err());
+}
