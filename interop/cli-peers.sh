@@ -348,7 +348,7 @@ everything_checks() { # LABEL CONNECT-ARGS...
 everything_pending_checks() { # LABEL CONNECT-ARGS... : client-hosted tasks (the CLI receives them)
   local t=$1; shift
   local c=("$@")
-  cli "$t-async-tools" tools --json --sampling-cmd "$SAMPLING_CMD" "${c[@]}"
+  cli "$t-async-tools" tools --json "${c[@]}"
   check "$t: tools lists trigger-elicitation-request-async and trigger-sampling-request-async" "$t-async-tools"
   want_rc 0
   want_py "both async trigger tools listed" \
@@ -366,6 +366,15 @@ everything_pending_checks() { # LABEL CONNECT-ARGS... : client-hosted tasks (the
   want_not_in text "[SYNC]"
   done_check
 
+  cli "$t-elicit-async-declined" call trigger-elicitation-request-async "${c[@]}"
+  check "$t: trigger-elicitation-request-async without --answer or terminal: the hosted task declines" \
+    "$t-elicit-async-declined"
+  want_rc 0
+  want_in text "[DECLINED] User declined to provide the requested information."
+  want_in text "Task created: "
+  want_in err "--answer"
+  done_check
+
   cli "$t-sampling-async" call trigger-sampling-request-async --arg prompt="a haiku about $t" \
     --sampling-cmd "$SAMPLING_CMD" "${c[@]}"
   check "$t: trigger-sampling-request-async, the CLI hosts the task, answered by --sampling-cmd" "$t-sampling-async"
@@ -378,6 +387,16 @@ everything_pending_checks() { # LABEL CONNECT-ARGS... : client-hosted tasks (the
   expect "the responder was asked for 'a haiku about $t'"
   grep -qF "Resource trigger-sampling-request-async context: a haiku about $t" "$OUT/sampling-requests.jsonl" 2>/dev/null ||
     problem "sampling-requests.jsonl has no request with the prompt"
+  done_check
+
+  cli "$t-sampling-async-fails" call trigger-sampling-request-async --arg prompt=nothing \
+    --sampling-cmd false "${c[@]}"
+  check "$t: trigger-sampling-request-async with a --sampling-cmd that fails: the hosted task fails" \
+    "$t-sampling-async-fails"
+  want_rc 0
+  want_in text "[FAILED]"
+  want_in text "Task created: "
+  want_not_in text "[COMPLETED]"
   done_check
 }
 
