@@ -19,4 +19,4 @@
 mod migrate;
 mod store;
 
-pub use store::SqliteStore;
+pub use store::{SqliteStore, Synchronous};

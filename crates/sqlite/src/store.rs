@@ -37,6 +37,29 @@ const UNFINISHED: &str = "('working', 'input_required')";
 /// The statuses that never change again.
 const TERMINAL: &str = "('completed', 'failed', 'cancelled')";
 
+/// How a commit reaches the disk: SQLite's `PRAGMA synchronous`, in WAL mode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Synchronous {
+    /// Every commit fsyncs the WAL before it returns: a returned write survives a power
+    /// loss. The production setting (invariant 1).
+    #[default]
+    Full,
+    /// The WAL is fsynced only at checkpoints: a returned write survives a crash of the
+    /// process, not of the machine. For comparison in benchmarks only.
+    Normal,
+}
+
+impl Synchronous {
+    /// The pragma's value, as benchmark names show it (`FULL`, `NORMAL`).
+    pub fn pragma(self) -> &'static str {
+        match self {
+            Synchronous::Full => "FULL",
+            Synchronous::Normal => "NORMAL",
+        }
+    }
+}
+
 /// The task store on one SQLite file: the embedded default of mcp-tasks.
 ///
 /// A cheap handle: clones share one connection. Open it with [`SqliteStore::open`].
@@ -73,6 +96,16 @@ impl SqliteStore {
     /// as a database, WAL mode is unavailable, a migration fails, or the schema is newer
     /// than this build.
     pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        SqliteStore::open_with(path, Synchronous::Full)
+    }
+
+    /// Opens the store like [`SqliteStore::open`], with the durability of commits given by
+    /// `synchronous`. Production uses [`Synchronous::Full`] (what [`SqliteStore::open`]
+    /// does); [`Synchronous::Normal`] exists for comparison in benchmarks.
+    ///
+    /// # Errors
+    /// As [`SqliteStore::open`].
+    pub fn open_with(path: &Path, synchronous: Synchronous) -> Result<SqliteStore, StoreError> {
         if let Some(parent) = path
             .parent()
             .filter(|parent| !parent.as_os_str().is_empty())
@@ -80,7 +113,7 @@ impl SqliteStore {
             fs::create_dir_all(parent).map_err(StoreError::backend)?;
         }
         let mut conn = Connection::open(path).map_err(StoreError::backend)?;
-        configure(&conn)?;
+        configure(&conn, synchronous)?;
         migrate::migrate(&mut conn)?;
         tracing::debug!(path = %path.display(), schema = migrate::SCHEMA_VERSION, "opened the SQLite task store");
         Ok(SqliteStore {
@@ -140,7 +173,7 @@ impl SqliteStore {
 
 /// Sets the connection's pragmas. They are per connection (except `journal_mode=WAL`, which
 /// sticks to the file), so this runs on every open.
-fn configure(conn: &Connection) -> Result<(), StoreError> {
+fn configure(conn: &Connection, synchronous: Synchronous) -> Result<(), StoreError> {
     // Invariant 1: a task is committed, durably, before its CreateTaskResult leaves. In WAL
     // mode, `synchronous=NORMAL` survives a crash of the process but may lose the last
     // commits on power loss or an OS crash, because it fsyncs the WAL only at checkpoints.
@@ -155,7 +188,7 @@ fn configure(conn: &Connection) -> Result<(), StoreError> {
             format!("SQLite refused WAL mode (journal_mode is {mode}); is the file on a network filesystem?").into(),
         ));
     }
-    conn.pragma_update(None, "synchronous", "FULL")
+    conn.pragma_update(None, "synchronous", synchronous.pragma())
         .map_err(StoreError::backend)?;
     conn.busy_timeout(BUSY_TIMEOUT)
         .map_err(StoreError::backend)?;

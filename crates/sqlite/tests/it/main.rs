@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use mcp_tasks_engine::{TaskState, TaskStore, Timestamp, Update, Version};
-use mcp_tasks_sqlite::SqliteStore;
+use mcp_tasks_sqlite::{SqliteStore, Synchronous};
 use mcp_tasks_testkit::store_suite::sample_task;
 use tempfile::TempDir;
 
@@ -156,4 +156,21 @@ async fn the_listing_counting_and_sweeping_queries_use_the_indexes() {
 /// A second, independent connection to the store's file.
 fn rusqlite_connection(path: &Path) -> rusqlite::Connection {
     rusqlite::Connection::open(path).expect("a second connection opens")
+}
+
+#[tokio::test]
+async fn open_with_normal_sets_synchronous_normal_for_comparison_only() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let store = SqliteStore::open_with(&dir.path().join("tasks.db"), Synchronous::Normal)
+        .expect("the store opens");
+    assert_eq!(
+        store.pragma("synchronous").await.expect("pragma"),
+        "1",
+        "1 is NORMAL"
+    );
+    assert_eq!(
+        Synchronous::default(),
+        Synchronous::Full,
+        "production stays FULL"
+    );
 }
