@@ -24,6 +24,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use axum::serve::ListenerExt;
 use mcp_tasks_engine::{Principal, TaskId};
 use mcp_tasks_protocol::jsonrpc::{self, Incoming, RequestId, RpcError};
 use mcp_tasks_protocol::legacy::{self, method};
@@ -95,6 +96,13 @@ pub async fn serve(
     let stop = CancellationToken::new();
     let app = router(server, options, stop.clone());
     let stopping = stop.clone();
+    // Without TCP_NODELAY, the last small write of an SSE answer waits for the client's
+    // delayed ACK (Nagle): ~40 ms on every streamed reply.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(err) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %err, "could not set TCP_NODELAY");
+        }
+    });
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             shutdown.await;
