@@ -8,6 +8,7 @@
 // blocking tasks/result and its task-backed plain calls look at the store again.
 //
 // Run with Node 22:  node benches/peers/ts_task_server.mjs --port PORT [--node-modules DIR]
+// (port 0 picks a free one)
 // DIR (or $MCP_BENCH_NODE_MODULES) is where the SDK is installed; the default is
 // interop/.peers/npm-main/node_modules of this checkout. Listens on 127.0.0.1 only and prints
 // "listening on http://127.0.0.1:PORT/mcp" to stderr.
@@ -121,11 +122,11 @@ const stream = async (req, res) => {
 };
 app.get('/mcp', stream);
 app.delete('/mcp', stream);
-app.listen(port, '127.0.0.1', (error) => {
+const listener = app.listen(port, '127.0.0.1', (error) => {
   if (error) {
     console.error(`ts_task_server: ${error}`);
     process.exit(1);
   }
-  console.error(`listening on http://127.0.0.1:${port}/mcp`);
+  console.error(`listening on http://127.0.0.1:${listener.address().port}/mcp`);
 });
 process.on('SIGTERM', () => process.exit(0));

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# The benchmark of issue 7 in one invocation: builds (release), serves our bench server on a
+# fresh temporary SQLite store, runs the load harness (modes poll, block and plain at each
+# concurrency, then a blocking sleep run for the delivery lag), records idle and peak RSS,
+# stops it; does the same against the TypeScript SDK 1.32.2 peer (benches/peers/
+# ts_task_server.mjs on Node 22); prints both and the ratios ours / peer.
+#
+#   bash benches/run.sh                      # from anywhere; everything on 127.0.0.1
+#
+# Environment: BENCH_TASKS (2000), BENCH_CONCURRENCY ("1 8 32"), BENCH_MODES
+# ("poll block plain"), BENCH_SLEEP_MS (20), BENCH_SLEEP_TASKS (500) and BENCH_SLEEP_C (8)
+# for the lag run, BENCH_PEER (1; 0 skips the peer), BENCH_NODE (the Node 22 binary),
+# BENCH_OUT (a file for the raw JSON lines; default: in the temporary directory).
+# Exit status: non-zero if any call failed its check or a server did not start.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+tasks=${BENCH_TASKS:-2000}
+concurrency=${BENCH_CONCURRENCY:-1 8 32}
+modes=${BENCH_MODES:-poll block plain}
+sleep_ms=${BENCH_SLEEP_MS:-20}
+sleep_tasks=${BENCH_SLEEP_TASKS:-500}
+sleep_c=${BENCH_SLEEP_C:-8}
+node=${BENCH_NODE:-$root/interop/.peers/npm-main/node_modules/node/bin/node}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/mcp-tasks-bench.XXXXXX")
+out=${BENCH_OUT:-$work/results.jsonl}
+: >"$out"
+server_pid=""
+stop_server() {
+  if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  server_pid=""
+}
+cleanup() {
+  stop_server
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo "== building (release)" >&2
+cargo build --release -p mcp-tasks-bench --example bench_server --bin load >&2
+target_dir=$(cargo metadata --format-version 1 --no-deps | jq -r .target_directory)
+bench_server=$target_dir/release/examples/bench_server
+load=$target_dir/release/load
+
+failed=0
+
+# start NAME ARGV...: starts a server that prints "listening on URL" to stderr; sets url.
+start() {
+  local name=$1
+  shift
+  "$@" 2>"$work/$name.err" &
+  server_pid=$!
+  url=""
+  for _ in $(seq 1 300); do
+    url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$work/$name.err" | head -n 1)
+    [[ -n $url ]] && break
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [[ -z $url ]]; then
+    echo "$name did not start:" >&2
+    cat "$work/$name.err" >&2
+    return 1
+  fi
+  echo "== $name serving $url (pid $server_pid)" >&2
+}
+
+# measure NAME: idle RSS, the runs, peak RSS, for the server started last.
+measure() {
+  local name=$1
+  sleep 1
+  local idle
+  idle=$(awk '/^VmRSS:/ {print $2}' "/proc/$server_pid/status")
+  echo "{\"server\":\"$name\",\"idle_rss_kib\":$idle}" >>"$out"
+  local c mode json status
+  for c in $concurrency; do
+    for mode in $modes; do
+      run "$name" --tasks "$tasks" --concurrency "$c" --mode "$mode" --tool noop
+    done
+  done
+  run "$name" --tasks "$sleep_tasks" --concurrency "$sleep_c" --mode block --tool sleep --ms "$sleep_ms"
+  local peak
+  peak=$(awk '/^VmHWM:/ {print $2}' "/proc/$server_pid/status")
+  echo "{\"server\":\"$name\",\"peak_rss_kib\":$peak}" >>"$out"
+}
+
+run() {
+  local name=$1
+  shift
+  local json status=0
+  json=$("$load" --url "$url" --server-pid "$server_pid" --json "$@") || status=$?
+  if [[ -z $json ]]; then
+    echo "load $* against $name: no report (exit $status)" >&2
+    failed=1
+    return
+  fi
+  [[ $status -eq 0 ]] || failed=1
+  echo "{\"server\":\"$name\",\"run\":$json}" >>"$out"
+  echo "$json" | jq -r --arg s "$name" \
+    '"\($s) \(.mode) \(.tool) c=\(.concurrency): \(.per_second|floor)/s, e2e p50 \(.end_to_end.p50_us/1000) ms p99 \(.end_to_end.p99_us/1000) ms, \(.failures) failed"' >&2
+}
+
+start ours "$bench_server" --listen 127.0.0.1:0 --store "$work/bench.sqlite3"
+measure ours
+stop_server
+
+if [[ ${BENCH_PEER:-1} != 0 ]]; then
+  if [[ ! -x $node ]]; then
+    echo "no Node at $node: run bash interop/install.sh, or set BENCH_NODE (or BENCH_PEER=0)" >&2
+    exit 1
+  fi
+  start ts-sdk "$node" benches/peers/ts_task_server.mjs --port 0
+  measure ts-sdk
+  stop_server
+fi
+
+# The table: one row per run, ours beside the peer, ratios ours / peer.
+jq -rs '
+  def ms: if . == null then "-" else (. / 10 | round / 100 | tostring) end;
+  def rate: if . == null then "-" else (. | round | tostring) end;
+  def ratio($a; $b): if $a == null or $b == null or $b == 0 then "-" else (($a / $b) * 100 | round / 100 | tostring) + "x" end;
+  def mib: if . == null then "-" else (. / 1024 * 10 | round / 10 | tostring) + " MiB" end;
+  (map(select(.run)) | map(.run + {server})) as $runs
+  | ($runs | map(select(.server == "ours"))) as $ours
+  | ($runs | map(select(.server != "ours"))) as $peer
+  | (map(select(.idle_rss_kib)) | map({(.server): .idle_rss_kib}) | add // {}) as $idle
+  | (map(select(.peak_rss_kib)) | map({(.server): .peak_rss_kib}) | add // {}) as $peak
+  | "| mode | tool | c | ours calls/s | peer calls/s | ratio | ours e2e p50 / p99 ms | peer e2e p50 / p99 ms | p99 ratio | ours create p99 ms | ours lag p50 / p99 ms | peer lag p50 / p99 ms |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ($ours[] as $o
+     | ($peer | map(select(.mode == $o.mode and .tool == $o.tool and .concurrency == $o.concurrency)) | first) as $p
+     | "| \($o.mode) | \($o.tool)\(if $o.sleep_ms then " \($o.sleep_ms) ms" else "" end) | \($o.concurrency) | \($o.per_second | rate) | \($p.per_second | rate) | \(ratio($o.per_second; $p.per_second)) | \($o.end_to_end.p50_us | ms) / \($o.end_to_end.p99_us | ms) | \($p.end_to_end.p50_us | ms) / \($p.end_to_end.p99_us | ms) | \(ratio($o.end_to_end.p99_us; $p.end_to_end.p99_us)) | \($o.create.p99_us | ms) | \($o.lag.p50_us | ms) / \($o.lag.p99_us | ms) | \($p.lag.p50_us | ms) / \($p.lag.p99_us | ms) |"),
+    "",
+    "| server | idle RSS | peak RSS | failed calls |",
+    "|---|---|---|---|",
+    (($idle | keys_unsorted[]) as $s
+     | "| \($s) | \($idle[$s] | mib) | \($peak[$s] | mib) | \($runs | map(select(.server == $s) | .failures) | add) |")
+' "$out"
+if [[ -n ${BENCH_OUT:-} ]]; then
+  echo "raw results: $out" >&2
+fi
+exit "$failed"
