@@ -148,7 +148,7 @@ fn entry_json(entry: &LedgerEntry) -> Value {
         "taskId": entry.task_id,
         "status": entry.status.as_str(),
         "tool": entry.tool,
-        "arguments": entry.arguments,
+        "argumentsDigest": entry.arguments_digest,
         "createdAt": time(entry.created_at),
         "lastSeenAt": time(entry.last_seen_at),
     });

@@ -2,7 +2,9 @@
 //! a crash (or a `--detach`) it knows which tasks are still out there and where they live.
 //!
 //! The ledger is the host's memory, not the server's: it holds what the host last learned
-//! (status, time), never more. A task is recorded as soon as its `CreateTaskResult` arrives,
+//! (status, time), never more. Arguments are not kept, only their digest
+//! ([`arguments_digest`]: SHA-256 of their canonical JSON), enough to tell two calls apart
+//! without writing secrets or large inputs to disk. A task is recorded as soon as its `CreateTaskResult` arrives,
 //! before any wait starts, and its status is updated whenever the host learns one. Tasks
 //! whose last known status is not terminal are [`Ledger::pending`].
 //!
@@ -36,12 +38,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use mcp_tasks_protocol::legacy::TaskStatus;
 use rusqlite::{Connection, OptionalExtension as _, Row, params};
 use serde_json::Value;
+use sha2::{Digest as _, Sha256};
 
 /// How long a write waits for another process's lock on the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The schema version this build writes (`PRAGMA user_version`).
-const SCHEMA_VERSION: i64 = 1;
+/// The schema version this build writes (`PRAGMA user_version`). Version 1 kept the
+/// arguments in full; [`migrate_v1`] turns them into digests.
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS tasks (
@@ -49,7 +53,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     endpoint TEXT NOT NULL,
     task_id TEXT NOT NULL,
     tool TEXT NOT NULL,
-    arguments TEXT NOT NULL,
+    arguments_digest TEXT NOT NULL,
     created_at_ms INTEGER NOT NULL,
     status TEXT NOT NULL,
     last_seen_ms INTEGER NOT NULL,
@@ -59,7 +63,7 @@ CREATE INDEX IF NOT EXISTS tasks_by_id ON tasks (task_id);
 ";
 
 /// The columns every read selects, in the order [`read_entry`] decodes them.
-const COLUMNS: &str = "endpoint_kind, endpoint, task_id, tool, arguments, created_at_ms, status, last_seen_ms";
+const COLUMNS: &str = "endpoint_kind, endpoint, task_id, tool, arguments_digest, created_at_ms, status, last_seen_ms";
 
 /// Where a task lives: the server to reconnect to.
 ///
@@ -107,8 +111,8 @@ pub struct LedgerEntry {
     pub task_id: String,
     /// The tool called.
     pub tool: String,
-    /// The arguments it was called with (a JSON object, or null).
-    pub arguments: Value,
+    /// [`arguments_digest`] of the arguments it was called with.
+    pub arguments_digest: String,
     /// When the host recorded it (just after the server created it).
     pub created_at: SystemTime,
     /// The last status the host learned.
@@ -176,7 +180,7 @@ impl Ledger {
         if let Some(parent) = path.parent().filter(|parent| !parent.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| fail(e.into()))?;
         }
-        let conn = Connection::open(path).map_err(|e| fail(e.into()))?;
+        let mut conn = Connection::open(path).map_err(|e| fail(e.into()))?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| fail(e.into()))?;
         // WAL lets a `tasks pending` read while a waiting host writes; NORMAL is enough for
         // a ledger (a commit survives the process being killed; only power loss may lose
@@ -189,8 +193,7 @@ impl Ledger {
             return Err(LedgerError::NewerSchema { path: path.to_owned(), found });
         }
         if found < SCHEMA_VERSION {
-            conn.execute_batch(&format!("BEGIN IMMEDIATE; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"))
-                .map_err(|e| fail(e.into()))?;
+            upgrade(&mut conn, found).map_err(|e| fail(e.into()))?;
         }
         Ok(Ledger { inner: Arc::new(Inner { conn: Mutex::new(conn), path: path.to_owned() }) })
     }
@@ -201,7 +204,8 @@ impl Ledger {
     }
 
     /// Records a task the host just created (its status `working` unless `status` says
-    /// otherwise). Recording it again replaces the entry.
+    /// otherwise), with the [`arguments_digest`] of `arguments` (not the arguments).
+    /// Recording it again replaces the entry.
     ///
     /// # Errors
     /// [`LedgerError::Database`] if the write fails.
@@ -215,14 +219,15 @@ impl Ledger {
     ) -> Result<(), LedgerError> {
         let (kind, address) = (endpoint.kind(), endpoint.address().to_owned());
         let (task_id, tool) = (task_id.to_owned(), tool.to_owned());
-        let arguments = arguments.to_string();
+        let digest = arguments_digest(arguments);
         let status = status.unwrap_or(TaskStatus::Working).as_str();
         let now = millis(SystemTime::now());
         self.call(move |conn| {
             conn.execute(
-                "INSERT OR REPLACE INTO tasks (endpoint_kind, endpoint, task_id, tool, arguments, created_at_ms, status, last_seen_ms)
+                "INSERT OR REPLACE INTO tasks
+                 (endpoint_kind, endpoint, task_id, tool, arguments_digest, created_at_ms, status, last_seen_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?6)",
-                params![kind, address, task_id, tool, arguments, now, status],
+                params![kind, address, task_id, tool, digest, now, status],
             )
             .map(|_| ())
         })
@@ -333,11 +338,82 @@ impl Ledger {
     }
 }
 
+/// The SHA-256, in lower-case hex, of the canonical JSON of `arguments`: object keys sorted
+/// by their UTF-8 bytes, no whitespace, strings and numbers as `serde_json` writes them. Equal
+/// JSON values (whatever their key order) have equal digests.
+pub fn arguments_digest(arguments: &Value) -> String {
+    let mut canonical = String::new();
+    write_canonical(arguments, &mut canonical);
+    let digest = Sha256::digest(canonical.as_bytes());
+    digest.iter().fold(String::with_capacity(64), |mut hex, byte| {
+        hex.push_str(&format!("{byte:02x}"));
+        hex
+    })
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                write_canonical(&map[key], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+/// Brings a ledger of schema version `found` (0: a new file) to [`SCHEMA_VERSION`], in one
+/// transaction.
+fn upgrade(conn: &mut Connection, found: i64) -> rusqlite::Result<()> {
+    if found == 1 {
+        // The arguments being dropped may hold secrets: overwrite them, do not just free them.
+        conn.pragma_update(None, "secure_delete", "ON")?;
+    }
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    if found == 1 {
+        migrate_v1(&tx)?;
+    }
+    tx.execute_batch(&format!("{SCHEMA} PRAGMA user_version = {SCHEMA_VERSION};"))?;
+    tx.commit()
+}
+
+/// Version 1 to 2: each row's arguments become their digest, and the arguments column goes.
+fn migrate_v1(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch("ALTER TABLE tasks ADD COLUMN arguments_digest TEXT NOT NULL DEFAULT ''")?;
+    let rows: Vec<(i64, String)> = {
+        let mut statement = tx.prepare("SELECT rowid, arguments FROM tasks")?;
+        statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?.collect::<rusqlite::Result<_>>()?
+    };
+    for (rowid, arguments) in rows {
+        let arguments = serde_json::from_str(&arguments).unwrap_or(Value::String(arguments));
+        tx.execute("UPDATE tasks SET arguments_digest = ?1 WHERE rowid = ?2", params![arguments_digest(&arguments), rowid])?;
+    }
+    tx.execute_batch("ALTER TABLE tasks DROP COLUMN arguments")
+}
+
 fn read_entry(row: &Row<'_>) -> rusqlite::Result<LedgerEntry> {
     let kind: String = row.get(0)?;
     let address: String = row.get(1)?;
     let endpoint = if kind == "cmd" { Endpoint::Command(address) } else { Endpoint::Url(address) };
-    let arguments: String = row.get(4)?;
     let status: String = row.get(6)?;
     let status = serde_json::from_value(Value::String(status.clone())).map_err(|e| {
         rusqlite::Error::FromSqlConversionFailure(6, rusqlite::types::Type::Text, format!("status {status:?}: {e}").into())
@@ -346,7 +422,7 @@ fn read_entry(row: &Row<'_>) -> rusqlite::Result<LedgerEntry> {
         endpoint,
         task_id: row.get(2)?,
         tool: row.get(3)?,
-        arguments: serde_json::from_str(&arguments).unwrap_or(Value::Null),
+        arguments_digest: row.get(4)?,
         created_at: from_millis(row.get(5)?),
         status,
         last_seen_at: from_millis(row.get(7)?),
@@ -385,11 +461,66 @@ mod tests {
         let pending = ledger.pending().await.unwrap();
         let ids: Vec<(&str, &Endpoint)> = pending.iter().map(|e| (e.task_id.as_str(), &e.endpoint)).collect();
         assert_eq!(ids, [("t1", &url), ("t1", &cmd)]);
-        assert_eq!(pending[0].arguments, serde_json::json!({"seconds": 2}));
+        assert_eq!(pending[0].arguments_digest, arguments_digest(&serde_json::json!({"seconds": 2})));
+        assert_eq!(pending[1].arguments_digest, arguments_digest(&Value::Null));
         assert_eq!(pending[1].status, TaskStatus::InputRequired);
         assert_eq!(ledger.find("t1").await.unwrap().len(), 2);
         assert_eq!(ledger.get(&url, "t2").await.unwrap().unwrap().status, TaskStatus::Completed);
         assert!(ledger.forget(&cmd, "t1").await.unwrap());
         assert_eq!(ledger.pending().await.unwrap().len(), 1);
+    }
+
+    #[test]
+    fn the_arguments_digest_ignores_key_order_and_whitespace_but_not_values() {
+        let a: Value = serde_json::from_str(r#"{"b": [1, {"y": 2, "x": "é"}], "a": null}"#).unwrap();
+        let b: Value = serde_json::from_str(r#"{"a":null,"b":[1,{"x":"é","y":2}]}"#).unwrap();
+        assert_eq!(arguments_digest(&a), arguments_digest(&b));
+        assert_ne!(arguments_digest(&a), arguments_digest(&serde_json::json!({"a": null, "b": [1, {"x": "é", "y": 3}]})));
+        // SHA-256 of the canonical text `{"seconds":2}`, computed independently
+        // (printf '{"seconds":2}' | sha256sum).
+        assert_eq!(arguments_digest(&serde_json::json!({"seconds": 2})), SECONDS_2_DIGEST);
+        assert_eq!(arguments_digest(&a).len(), 64);
+    }
+
+    const SECONDS_2_DIGEST: &str = "10189b390681fcc635b6bf6c55614f4b6989fa2e29cf27e2944d8a9acca3ab96";
+
+    #[tokio::test]
+    async fn a_version_1_ledger_is_migrated_to_digests_and_loses_its_arguments() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.sqlite3");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE tasks (
+                    endpoint_kind TEXT NOT NULL CHECK (endpoint_kind IN ('url', 'cmd')),
+                    endpoint TEXT NOT NULL, task_id TEXT NOT NULL, tool TEXT NOT NULL, arguments TEXT NOT NULL,
+                    created_at_ms INTEGER NOT NULL, status TEXT NOT NULL, last_seen_ms INTEGER NOT NULL,
+                    PRIMARY KEY (endpoint_kind, endpoint, task_id));
+                 CREATE INDEX tasks_by_id ON tasks (task_id);
+                 INSERT INTO tasks VALUES ('url', 'http://127.0.0.1:1/mcp', 'old', 'slow', '{\"seconds\": 2, \"token\": \"s3cret\"}', 5, 'working', 6);
+                 PRAGMA user_version = 1;",
+            )
+            .unwrap();
+        }
+        let ledger = Ledger::open(&path).unwrap();
+        let pending = ledger.pending().await.unwrap();
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].task_id, "old");
+        assert_eq!(pending[0].arguments_digest, arguments_digest(&serde_json::json!({"token": "s3cret", "seconds": 2})));
+        assert_eq!(pending[0].created_at, from_millis(5));
+        drop(ledger);
+        let conn = Connection::open(&path).unwrap();
+        let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0)).unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        let columns: Vec<String> = {
+            let mut statement = conn.prepare("SELECT name FROM pragma_table_info('tasks')").unwrap();
+            statement.query_map([], |row| row.get(0)).unwrap().collect::<Result<_, _>>().unwrap()
+        };
+        assert!(!columns.iter().any(|c| c == "arguments"), "{columns:?}");
+        drop(conn);
+        for file in std::fs::read_dir(dir.path()).unwrap() {
+            let bytes = std::fs::read(file.unwrap().path()).unwrap();
+            assert!(!bytes.windows(6).any(|w| w == b"s3cret"), "the secret argument is gone from the files");
+        }
     }
 }
