@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use mcp_tasks_protocol::legacy::{
-    CallToolParams, CallToolResult, CreateTaskResult, Implementation, InitializeParams, InitializeResult,
+    CallToolParams, ProgressToken, RequestMeta, CallToolResult, CreateTaskResult, Implementation, InitializeParams, InitializeResult,
     ListTasksResult, ListToolsResult, PROTOCOL_VERSION, TaskMetadata, TaskSupport, Tool, method,
 };
 use serde::de::DeserializeOwned;
@@ -34,13 +34,19 @@ impl ClientBuilder {
         self
     }
 
-    /// Answers `elicitation/create`; the client then declares the `elicitation` capability.
+    /// Answers `elicitation/create`; the client then declares the `elicitation` capability,
+    /// and `tasks.requests.elicitation.create` (with `tasks.list` and `tasks.cancel`): a
+    /// request sent with `params.task` is answered at once with a task, the handler runs in
+    /// the background, and the server reads the answer with `tasks/result`. Such tasks live in
+    /// memory for the session (the `ttl` asked for, up to a day; an hour when none is asked).
     pub fn elicitation(mut self, handler: impl ElicitationHandler) -> ClientBuilder {
         self.handlers.elicitation = Some(Arc::new(handler));
         self
     }
 
-    /// Answers `sampling/createMessage`; the client then declares the `sampling` capability.
+    /// Answers `sampling/createMessage`; the client then declares the `sampling` capability,
+    /// and `tasks.requests.sampling.createMessage`, hosting task-augmented requests as
+    /// [`ClientBuilder::elicitation`] says.
     pub fn sampling(mut self, handler: impl SamplingHandler) -> ClientBuilder {
         self.handlers.sampling = Some(Arc::new(handler));
         self
@@ -129,6 +135,18 @@ impl ClientBuilder {
         if self.handlers.sampling.is_some() {
             capabilities.insert("sampling".into(), json!({}));
         }
+        // Client-hosted tasks for the request kinds a handler answers. tasks.list is declared
+        // too: the one requestor is the server of this session, so it lists only its own.
+        let mut requests = Map::new();
+        if self.handlers.elicitation.is_some() {
+            requests.insert("elicitation".into(), json!({"create": {}}));
+        }
+        if self.handlers.sampling.is_some() {
+            requests.insert("sampling".into(), json!({"createMessage": {}}));
+        }
+        if !requests.is_empty() {
+            capabilities.insert("tasks".into(), json!({"list": {}, "cancel": {}, "requests": requests}));
+        }
         let params = InitializeParams {
             protocol_version: PROTOCOL_VERSION.to_owned(),
             capabilities: Value::Object(capabilities),
@@ -146,7 +164,7 @@ impl ClientBuilder {
         connection.transport.set_initialized();
         connection.notify(method::INITIALIZED, json!({})).await?;
         connection.open_standalone();
-        let inner = Arc::new(Inner { connection, server, tools: Mutex::new(None) });
+        let inner = Arc::new(Inner { connection, server, tools: Mutex::new(None), next_token: std::sync::atomic::AtomicU64::new(1) });
         Ok(Client { inner })
     }
 }
@@ -174,6 +192,8 @@ struct Inner {
     server: InitializeResult,
     /// `tools/list`, once fetched (for `taskSupport`).
     tools: Mutex<Option<Vec<Tool>>>,
+    /// The next progress token's number.
+    next_token: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Client {
@@ -259,7 +279,8 @@ impl Client {
     /// `arguments` that are not an object or null, transport errors, or a JSON-RPC error
     /// (an unknown tool, arguments that do not fit its schema, a tool that requires a task).
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, ClientError> {
-        let params = CallToolParams { name: name.to_owned(), arguments: arguments_map(arguments)?, task: None, meta: None };
+        let meta = Some(self.progress_meta());
+        let params = CallToolParams { name: name.to_owned(), arguments: arguments_map(arguments)?, task: None, meta };
         self.call(method::TOOLS_CALL, to_value(&params)).await
     }
 
@@ -296,8 +317,13 @@ impl Client {
             return Err(unsupported("its execution.taskSupport is \"forbidden\""));
         }
         let task = TaskMetadata { ttl: ttl.map(|ttl| u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)) };
+        let meta = self.progress_meta();
+        let token = match &meta.progress_token {
+            Some(ProgressToken::String(token)) => Some(token.clone()),
+            _ => None,
+        };
         let params =
-            CallToolParams { name: name.to_owned(), arguments: arguments_map(arguments)?, task: Some(task), meta: None };
+            CallToolParams { name: name.to_owned(), arguments: arguments_map(arguments)?, task: Some(task), meta: Some(meta) };
         let answer = self.inner.connection.request(method::TOOLS_CALL, to_value(&params)).await?;
         if answer.get("task").is_none() {
             return Err(ClientError::Protocol(format!(
@@ -305,7 +331,21 @@ impl Client {
             )));
         }
         let created: CreateTaskResult = from_value(answer, method::TOOLS_CALL)?;
-        Ok(TaskHandle::new(Arc::clone(&self.inner.connection), created.task))
+        Ok(TaskHandle::new(Arc::clone(&self.inner.connection), created.task).with_progress_token(token))
+    }
+
+    /// A `_meta` asking for progress under a token unique in this session
+    /// (`ServerNotification::progress_token` matches it; [`TaskHandle::progress_token`]).
+    fn progress_meta(&self) -> RequestMeta {
+        let n = self.inner.next_token.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        RequestMeta { progress_token: Some(ProgressToken::String(format!("mcp-tasks-{n}"))), rest: Default::default() }
+    }
+
+    /// Every notification the server sends from now on (progress, task status, log
+    /// messages, list changes), on all of this session's streams. A subscriber that falls
+    /// more than 256 behind loses the oldest (`RecvError::Lagged`).
+    pub fn notifications(&self) -> tokio::sync::broadcast::Receiver<crate::ServerNotification> {
+        self.inner.connection.notifications.subscribe()
     }
 
     /// A handle on a task created earlier (e.g. by another process of the same principal),

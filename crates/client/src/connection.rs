@@ -1,6 +1,7 @@
 //! One session's message routing: requests wait for their responses by id, whichever
 //! stream those arrive on; requests from the server go to the host's handlers and their
-//! answers are POSTed back; a stream that breaks before its response is resumed with
+//! answers are POSTed back (task-augmented ones and the `tasks/*` requests about them go to
+//! [`crate::hosted`]); a stream that breaks before its response is resumed with
 //! `Last-Event-ID`.
 
 use std::collections::HashMap;
@@ -9,14 +10,15 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use mcp_tasks_protocol::jsonrpc::{self, Incoming, RequestId, RpcError};
-use mcp_tasks_protocol::legacy::{RELATED_TASK, related_task_meta};
+use mcp_tasks_protocol::legacy::{RELATED_TASK, method, related_task_meta};
 use serde_json::Value;
 use tokio::io::AsyncBufReadExt;
-use tokio::sync::oneshot;
+use tokio::sync::{broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ClientError;
-use crate::handlers::{ElicitationHandler, SamplingHandler, ServerRequest};
+use crate::handlers::{ElicitationHandler, SamplingHandler, ServerNotification, ServerRequest};
+use crate::hosted::{self, HostedTasks};
 use crate::http::{EventStream, HttpTransport, Reply};
 use crate::stdio::{LineReader, StdioTransport};
 
@@ -24,6 +26,8 @@ use crate::stdio::{LineReader, StdioTransport};
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 /// Resumption attempts in a row, without an event in between, before giving up a stream.
 const MAX_RESUME_ATTEMPTS: u32 = 3;
+/// Notifications kept for a subscriber that lags; older ones are dropped for it.
+const NOTIFICATION_BUFFER: usize = 256;
 
 type Waiter = oneshot::Sender<Result<Value, ClientError>>;
 
@@ -32,6 +36,32 @@ type Waiter = oneshot::Sender<Result<Value, ClientError>>;
 pub(crate) struct Handlers {
     pub(crate) elicitation: Option<Arc<dyn ElicitationHandler>>,
     pub(crate) sampling: Option<Arc<dyn SamplingHandler>>,
+}
+
+impl Handlers {
+    /// Whether a handler answers `method` (`elicitation/create`, `sampling/createMessage`).
+    pub(crate) fn handles(&self, method: &str) -> bool {
+        match method {
+            method::ELICITATION_CREATE => self.elicitation.is_some(),
+            method::SAMPLING_CREATE_MESSAGE => self.sampling.is_some(),
+            _ => false,
+        }
+    }
+
+    /// Runs the host's handler of the request; -32601 when there is none.
+    pub(crate) async fn call(&self, request: ServerRequest) -> Result<Value, RpcError> {
+        match request.method.as_str() {
+            method::ELICITATION_CREATE => match &self.elicitation {
+                Some(handler) => handler.elicit(request).await,
+                None => Err(RpcError::method_not_found("this client answers no elicitation requests")),
+            },
+            method::SAMPLING_CREATE_MESSAGE => match &self.sampling {
+                Some(handler) => handler.create_message(request).await,
+                None => Err(RpcError::method_not_found("this client answers no sampling requests")),
+            },
+            other => Err(RpcError::method_not_found(format!("Method not found: {other}"))),
+        }
+    }
 }
 
 /// How messages reach the server.
@@ -60,7 +90,9 @@ impl Transport {
 
 pub(crate) struct Connection {
     pub(crate) transport: Transport,
-    handlers: Handlers,
+    pub(crate) handlers: Handlers,
+    /// The tasks this client runs for the server (task-augmented server requests).
+    pub(crate) hosted: HostedTasks,
     next_id: AtomicI64,
     /// Requests waiting for their response. A std mutex: never held across an await.
     pending: Mutex<HashMap<RequestId, Waiter>>,
@@ -68,6 +100,8 @@ pub(crate) struct Connection {
     pub(crate) stop: CancellationToken,
     /// Cancelled when the stdio server's output ended: nothing more will be answered.
     closed: CancellationToken,
+    /// Every notification from the server, to whoever subscribed.
+    pub(crate) notifications: broadcast::Sender<ServerNotification>,
 }
 
 /// Removes a request's waiter if the caller stops waiting.
@@ -87,10 +121,12 @@ impl Connection {
         Connection {
             transport,
             handlers,
+            hosted: HostedTasks::default(),
             next_id: AtomicI64::new(1),
             pending: Mutex::new(HashMap::new()),
             stop: CancellationToken::new(),
             closed: CancellationToken::new(),
+            notifications: broadcast::channel(NOTIFICATION_BUFFER).0,
         }
     }
 
@@ -305,29 +341,33 @@ impl Connection {
             }
             Ok(Incoming::Notification(notification)) => {
                 tracing::debug!(method = %notification.method, "notification");
+                let params = notification.params.unwrap_or_else(|| Value::Object(Default::default()));
+                // No subscriber is fine: nobody wanted them.
+                let _ = self.notifications.send(ServerNotification { method: notification.method, params });
             }
             Err(failure) => tracing::warn!(%failure, "a malformed message from the server; skipped"),
         }
     }
 
-    async fn answer(&self, request: ServerRequest) -> Result<Value, RpcError> {
+    async fn answer(self: &Arc<Self>, request: ServerRequest) -> Result<Value, RpcError> {
+        let hosting = self.handlers.elicitation.is_some() || self.handlers.sampling.is_some();
         match request.method.as_str() {
-            "ping" => Ok(Value::Object(Default::default())),
-            "elicitation/create" => match &self.handlers.elicitation {
-                Some(handler) => handler.elicit(request).await,
-                None => Err(RpcError::method_not_found("this client answers no elicitation requests")),
-            },
-            "sampling/createMessage" => match &self.handlers.sampling {
-                Some(handler) => handler.create_message(request).await,
-                None => Err(RpcError::method_not_found("this client answers no sampling requests")),
-            },
-            other => Err(RpcError::method_not_found(format!("Method not found: {other}"))),
+            method::PING => Ok(Value::Object(Default::default())),
+            method::TASKS_GET | method::TASKS_RESULT | method::TASKS_LIST | method::TASKS_CANCEL if hosting => {
+                self.hosted.serve(&request).await
+            }
+            method::ELICITATION_CREATE | method::SAMPLING_CREATE_MESSAGE
+                if request.params.get("task").is_some() && self.handlers.handles(&request.method) =>
+            {
+                hosted::create(self, request)
+            }
+            _ => self.handlers.call(request).await,
         }
     }
 }
 
 /// Adds the related-task `_meta` to an answer about a task (2025-11-25: MUST).
-fn tag(mut result: Value, related: Option<&str>) -> Value {
+pub(crate) fn tag(mut result: Value, related: Option<&str>) -> Value {
     let (Some(task_id), Some(object)) = (related, result.as_object_mut()) else { return result };
     let meta = object.entry("_meta").or_insert_with(|| Value::Object(Default::default()));
     if let Some(meta) = meta.as_object_mut()

@@ -30,6 +30,37 @@ impl ServerRequest {
     }
 }
 
+/// A notification the server sent (`notifications/progress`,
+/// `notifications/tasks/status`, `notifications/message`, …), as
+/// [`crate::Client::notifications`] hands them out.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerNotification {
+    /// The method, e.g. `notifications/progress`.
+    pub method: String,
+    /// Its `params` (an object; `{}` when the server sent none).
+    pub params: Value,
+}
+
+impl ServerNotification {
+    /// The `progressToken` of a `notifications/progress`, as a string (integers in decimal).
+    pub fn progress_token(&self) -> Option<String> {
+        match self.params.get("progressToken")? {
+            Value::String(token) => Some(token.clone()),
+            Value::Number(number) => Some(number.to_string()),
+            _ => None,
+        }
+    }
+
+    /// The task a `notifications/tasks/status` is about (its `taskId`), or the related-task
+    /// `_meta` of any other notification.
+    pub fn task_id(&self) -> Option<String> {
+        if let Some(Value::String(id)) = self.params.get("taskId") {
+            return Some(id.clone());
+        }
+        ServerRequest::new(self.method.clone(), Some(self.params.clone())).related_task
+    }
+}
+
 /// Answers `elicitation/create`: shows `request.params.message` and the
 /// `requestedSchema` form to the user and returns an `ElicitResult`
 /// (`{"action": "accept", "content": {...}}`, or `"decline"` / `"cancel"`).

@@ -8,7 +8,10 @@
 //! - [`TaskHandle`]: one task; [`TaskHandle::wait`] drives it to its end (blocking
 //!   `tasks/result`, `Last-Event-ID` resumption, `tasks/get` polling at `pollInterval`).
 //! - [`ElicitationHandler`], [`SamplingHandler`]: what the host implements to answer the
-//!   server's requests ([`ServerRequest`]), on whichever stream they arrive.
+//!   server's requests ([`ServerRequest`]), on whichever stream they arrive. Sent with
+//!   `params.task`, such a request becomes a task this client hosts for the server (`hosted`:
+//!   in memory, for the session, serving the server's `tasks/get`, `tasks/result`,
+//!   `tasks/list` and `tasks/cancel`).
 //! - [`ClientError`]: every failure, with what to do about it.
 //! - [`ledger`]: a local SQLite record of the tasks a host started, to resume them after
 //!   a crash or a detach.
@@ -32,6 +35,7 @@ mod client;
 mod connection;
 mod error;
 mod handlers;
+mod hosted;
 mod http;
 pub mod ledger;
 mod sse;
@@ -40,7 +44,7 @@ mod task;
 
 pub use client::{Client, ClientBuilder};
 pub use error::ClientError;
-pub use handlers::{ElicitationHandler, SamplingHandler, ServerRequest};
+pub use handlers::{ElicitationHandler, SamplingHandler, ServerNotification, ServerRequest};
 pub use task::TaskHandle;
 
 /// The wire types the client's API uses (`Tool`, `Task`, `CallToolResult`, …).

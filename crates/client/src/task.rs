@@ -24,15 +24,29 @@ pub struct TaskHandle {
     id: String,
     /// The last state seen (`None` for a handle attached by id and not yet polled).
     last: Arc<Mutex<Option<Task>>>,
+    /// The `progressToken` the creating request carried, if this handle made the task.
+    progress_token: Option<String>,
 }
 
 impl TaskHandle {
     pub(crate) fn new(connection: Arc<Connection>, task: Task) -> TaskHandle {
-        TaskHandle { connection, id: task.task_id.clone(), last: Arc::new(Mutex::new(Some(task))) }
+        TaskHandle { connection, id: task.task_id.clone(), last: Arc::new(Mutex::new(Some(task))), progress_token: None }
     }
 
     pub(crate) fn unseen(connection: Arc<Connection>, id: &str) -> TaskHandle {
-        TaskHandle { connection, id: id.to_owned(), last: Arc::new(Mutex::new(None)) }
+        TaskHandle { connection, id: id.to_owned(), last: Arc::new(Mutex::new(None)), progress_token: None }
+    }
+
+    pub(crate) fn with_progress_token(mut self, token: Option<String>) -> TaskHandle {
+        self.progress_token = token;
+        self
+    }
+
+    /// The `progressToken` the `tools/call` that created the task carried: the server's
+    /// `notifications/progress` about this task carry it for the task's whole life
+    /// (`None` for a handle attached by id).
+    pub fn progress_token(&self) -> Option<&str> {
+        self.progress_token.as_deref()
     }
 
     /// The task id.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use mcp_tasks_engine::{Context, Engine, Outcome, Policy, SystemClock};
+use mcp_tasks_engine::{Context, Engine, Outcome, Policy, Progress, SystemClock};
 use mcp_tasks_client::protocol::TaskSupport;
 use mcp_tasks_server::{Server, ToolDef, handler_fn, http};
 use mcp_tasks_sqlite::SqliteStore;
@@ -74,6 +74,19 @@ pub(crate) fn build() -> (Server, tempfile::TempDir, Arc<Notify>, Arc<AtomicUsiz
         }),
     )
     .with_task_support(TaskSupport::Optional);
+    let steps = ToolDef::new(
+        "steps",
+        "Reports progress 1/3, 2/3, 3/3, then finishes.",
+        json!({"type": "object"}),
+        handler_fn(|_args: Value, ctx: Context| async move {
+            for step in 1..=3 {
+                ctx.progress(Progress { progress: f64::from(step), total: Some(3.0), message: Some(format!("step {step}")) });
+                tokio::time::sleep(Duration::from_millis(30)).await;
+            }
+            text("three steps".into())
+        }),
+    )
+    .with_task_support(TaskSupport::Optional);
     let gate = Arc::new(Notify::new());
     let gated_runs = Arc::new(AtomicUsize::new(0));
     let (opened, runs) = (Arc::clone(&gate), Arc::clone(&gated_runs));
@@ -97,6 +110,7 @@ pub(crate) fn build() -> (Server, tempfile::TempDir, Arc<Notify>, Arc<AtomicUsiz
         .tool(echo("plain_echo"))
         .tool(ask)
         .tool(block)
+        .tool(steps)
         .build()
         .unwrap();
     (server, dir, gate, gated_runs)

@@ -3,13 +3,19 @@
 //!
 //! - `harness`: the server and its tools.
 //! - `tasks`: connect, list, plain and task calls, elicitation, cancel.
+//! - `everything`: server-everything (a peer written by others) over stdio, with this
+//!   client hosting its async elicitation and sampling tasks (skipped when not installed).
+//! - `hosted`: tasks the client hosts for the server (task-augmented elicitation and
+//!   sampling), driven by a wire-level peer over a duplex.
 //! - `resume`: a broken `tasks/result` stream, resumed or replaced by polling.
 //! - `stdio`: the stdio transport, against `mcp_tasks_server::stdio::serve` over an
 //!   in-memory duplex, and against the real binary when it was built.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
+mod everything;
 mod harness;
+mod hosted;
 mod resume;
 mod stdio;
 mod tasks;

@@ -102,3 +102,22 @@ async fn a_running_task_is_working_then_cancelled() {
     let outcome = bounded(waiting).await.unwrap().unwrap_err();
     assert!(matches!(outcome, ClientError::TaskCancelled { .. }), "{outcome}");
 }
+
+#[tokio::test]
+async fn progress_notifications_carry_the_tasks_progress_token() {
+    let server = start().await;
+    let client = bounded(Client::connect_http(&server.url, None)).await.unwrap();
+    let mut notifications = client.notifications();
+    let task = bounded(client.call_tool_as_task("steps", json!({}), None)).await.unwrap();
+    let token = task.progress_token().expect("a task this client created has a progress token").to_owned();
+    let result = bounded(task.wait()).await.unwrap();
+    assert_eq!(first_text(&result.content), "three steps");
+    let mut seen = Vec::new();
+    while let Ok(notification) = notifications.try_recv() {
+        if notification.method == "notifications/progress" {
+            assert_eq!(notification.progress_token().as_deref(), Some(token.as_str()), "{notification:?}");
+            seen.push(notification.params["progress"].as_f64().unwrap());
+        }
+    }
+    assert_eq!(seen, [1.0, 2.0, 3.0], "every step arrives, in order, before the result");
+}
