@@ -1,6 +1,7 @@
 //! [`Client`]: one initialized MCP session, and the calls a host makes on it.
 
 use std::ffi::OsStr;
+use std::process::ExitStatus;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -18,6 +19,9 @@ use crate::handlers::{ElicitationHandler, SamplingHandler};
 use crate::http::HttpTransport;
 use crate::stdio::{LineReader, StdioTransport};
 use crate::task::TaskHandle;
+
+/// How long [`Client::close`] waits for a stdio server before each signal.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 /// Configures a [`Client`] before it connects: token, handlers, identity.
 #[must_use]
@@ -244,6 +248,34 @@ impl Client {
             Transport::Stdio(stdio) => stdio.child_id(),
             Transport::Http(_) => None,
         }
+    }
+
+    /// Ends the session gracefully, for every clone of this client: for a spawned stdio
+    /// server, closes its stdin, waits up to 2 s for it to exit, then sends SIGTERM and waits
+    /// 2 s more, then SIGKILL, and reaps it; over HTTP, sends DELETE with the session id (a
+    /// server that answers 405 keeps the session until it expires). Dropping the last clone
+    /// instead kills a spawned server at once. See [`Client::close_within`].
+    ///
+    /// Returns how a spawned server ended (`None` over HTTP or a caller's reader/writer).
+    ///
+    /// # Errors
+    /// Over HTTP, an unreachable server or an HTTP error other than 404 and 405.
+    pub async fn close(self) -> Result<Option<ExitStatus>, ClientError> {
+        self.close_within(CLOSE_GRACE).await
+    }
+
+    /// [`Client::close`] with another wait before each signal instead of 2 s.
+    ///
+    /// # Errors
+    /// As [`Client::close`].
+    pub async fn close_within(self, grace: Duration) -> Result<Option<ExitStatus>, ClientError> {
+        let connection = &self.inner.connection;
+        let outcome = match &connection.transport {
+            Transport::Stdio(stdio) => Ok(stdio.close(grace).await),
+            Transport::Http(http) => http.delete_session().await.map(|()| None),
+        };
+        connection.stop.cancel();
+        outcome
     }
 
     /// What the server answered to `initialize`: its name, version, capabilities.

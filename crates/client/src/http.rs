@@ -113,6 +113,22 @@ impl HttpTransport {
         Ok(EventStream::new(response.into_body()))
     }
 
+    /// Ends the session: DELETE with its `Mcp-Session-Id` (nothing to do without one). A
+    /// server that refuses (405) or already forgot the session (404) is fine.
+    pub(crate) async fn delete_session(&self) -> Result<(), ClientError> {
+        if self.session.lock().unwrap_or_else(PoisonError::into_inner).is_none() {
+            return Ok(());
+        }
+        let request =
+            self.request(Method::DELETE).body(Full::new(Bytes::new())).map_err(|e| ClientError::Transport(e.to_string()))?;
+        let response = self.client.request(request).await.map_err(|e| ClientError::Transport(e.to_string()))?;
+        let status = response.status();
+        if status.is_success() || status == StatusCode::METHOD_NOT_ALLOWED || status == StatusCode::NOT_FOUND {
+            return Ok(());
+        }
+        Err(http_error(response).await)
+    }
+
     /// A request to the endpoint with the session's headers.
     fn request(&self, method: Method) -> hyper::http::request::Builder {
         let mut builder = Request::builder().method(method).uri(self.url.clone());

@@ -1,12 +1,14 @@
 //! The stdio transport (2025-11-25): newline-delimited JSON-RPC over any writer (the
 //! server's stdin) and reader (its stdout). [`StdioTransport::spawn`] starts the server
-//! from an argv, without a shell; its stderr is passed through to ours, and it is killed
-//! when the transport is shut down or dropped. Reading and routing are in
-//! [`crate::connection`].
+//! from an argv, without a shell; its stderr is passed through to ours. [`StdioTransport::close`]
+//! ends it gracefully (stdin closed, then SIGTERM, then SIGKILL, as the 2025-11-25 lifecycle
+//! describes); when the transport is shut down or dropped it is killed at once. Reading and
+//! routing are in [`crate::connection`].
 
 use std::ffi::OsStr;
-use std::process::Stdio;
+use std::process::{ExitStatus, Stdio};
 use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
@@ -21,7 +23,8 @@ type Writer = Box<dyn AsyncWrite + Send + Unpin>;
 /// The writing side of a stdio session, and the child process if we spawned it.
 pub(crate) struct StdioTransport {
     /// A tokio mutex: held across the write of one whole line, so lines never interleave.
-    writer: tokio::sync::Mutex<Writer>,
+    /// `None` once closed.
+    writer: tokio::sync::Mutex<Option<Writer>>,
     child: Mutex<Option<Child>>,
 }
 
@@ -31,7 +34,7 @@ impl StdioTransport {
         reader: impl AsyncRead + Send + Unpin + 'static,
         writer: impl AsyncWrite + Send + Unpin + 'static,
     ) -> (StdioTransport, LineReader) {
-        let transport = StdioTransport { writer: tokio::sync::Mutex::new(Box::new(writer)), child: Mutex::new(None) };
+        let transport = StdioTransport { writer: tokio::sync::Mutex::new(Some(Box::new(writer))), child: Mutex::new(None) };
         (transport, Box::new(BufReader::new(reader)))
     }
 
@@ -59,6 +62,7 @@ impl StdioTransport {
         let mut line = serde_json::to_vec(message).map_err(|e| ClientError::Protocol(e.to_string()))?;
         line.push(b'\n');
         let mut writer = self.writer.lock().await;
+        let Some(writer) = writer.as_mut() else { return Err(ClientError::Closed) };
         let written = async {
             writer.write_all(&line).await?;
             writer.flush().await
@@ -75,6 +79,39 @@ impl StdioTransport {
     pub(crate) fn exit_status(&self) -> Option<String> {
         let mut child = self.child.lock().unwrap_or_else(PoisonError::into_inner);
         child.as_mut().and_then(|child| child.try_wait().ok().flatten()).map(|status| status.to_string())
+    }
+
+    /// Ends the session gracefully: closes the writer (the child's stdin), waits up to
+    /// `grace` for the child to exit, then sends SIGTERM and waits up to `grace` again, then
+    /// SIGKILL; the child is reaped. Returns how it ended (`None` without a child).
+    pub(crate) async fn close(&self, grace: Duration) -> Option<ExitStatus> {
+        let writer = self.writer.lock().await.take();
+        if let Some(mut writer) = writer {
+            if let Err(error) = writer.shutdown().await {
+                tracing::debug!(%error, "closing the stdio server's stdin");
+            }
+            drop(writer);
+        }
+        let child = self.child.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let mut child = child?;
+        if let Ok(Ok(status)) = tokio::time::timeout(grace, child.wait()).await {
+            tracing::debug!(%status, "stdio server exited after its stdin closed");
+            return Some(status);
+        }
+        if let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
+            tracing::debug!(pid, "stdio server still runs; SIGTERM");
+            if let Err(error) = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM) {
+                tracing::debug!(%error, "SIGTERM to the stdio server");
+            }
+            if let Ok(Ok(status)) = tokio::time::timeout(grace, child.wait()).await {
+                return Some(status);
+            }
+        }
+        tracing::debug!("stdio server still runs; SIGKILL");
+        if let Err(error) = child.start_kill() {
+            tracing::debug!(%error, "killing the stdio server");
+        }
+        child.wait().await.ok()
     }
 
     /// Kills the child, if any, and reaps it: at once if it has already exited, otherwise

@@ -3,6 +3,8 @@
 //!
 //! - `harness`: the server and its tools.
 //! - `tasks`: connect, list, plain and task calls, elicitation, cancel.
+//! - `close`: graceful close of a spawned stdio server (stdin, SIGTERM, SIGKILL) and of an
+//!   HTTP session.
 //! - `everything`: server-everything (a peer written by others) over stdio, with this
 //!   client hosting its async elicitation and sampling tasks (skipped when not installed).
 //! - `hosted`: tasks the client hosts for the server (task-augmented elicitation and
@@ -13,6 +15,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
+mod close;
 mod everything;
 mod harness;
 mod hosted;
