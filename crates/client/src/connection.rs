@@ -354,7 +354,11 @@ impl Connection {
         match request.method.as_str() {
             method::PING => Ok(Value::Object(Default::default())),
             method::TASKS_GET | method::TASKS_RESULT | method::TASKS_LIST | method::TASKS_CANCEL if hosting => {
-                self.hosted.serve(&request).await
+                // A blocked tasks/result must not outlive the client.
+                tokio::select! {
+                    served = self.hosted.serve(&request) => served,
+                    () = self.stop.cancelled() => Err(RpcError::internal("the client is closing")),
+                }
             }
             method::ELICITATION_CREATE | method::SAMPLING_CREATE_MESSAGE
                 if request.params.get("task").is_some() && self.handlers.handles(&request.method) =>

@@ -384,3 +384,22 @@ async fn legacy_41_an_expired_task_is_dropped_and_its_handler_aborted() {
     let listed = peer.result("tasks/list", json!({}), "ListTasksResult").await;
     assert_eq!(listed["tasks"], json!([]));
 }
+
+#[tokio::test]
+async fn a_blocked_tasks_result_ends_when_the_client_is_dropped_and_the_session_closes() {
+    let handler = Scripted::default();
+    let (client, mut peer, _) = connect(Client::builder().elicitation(handler.clone())).await;
+    let task = peer.elicit_as_task("forever", 60_000).await;
+    peer.ask("tasks/result", json!({"taskId": task["taskId"]}), "ElicitResult").await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    drop(client);
+    // Nothing of the session stays behind: the handler is dropped and the pipe closes.
+    bounded(async {
+        while let Some(line) = peer.lines.next_line().await.unwrap() {
+            let message: Value = serde_json::from_str(&line).unwrap();
+            assert!(message.get("result").is_none(), "no answer to a task that never ended: {message}");
+        }
+    })
+    .await;
+    assert!(handler.aborted.load(Ordering::SeqCst), "the handler's future was dropped");
+}
