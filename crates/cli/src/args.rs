@@ -33,8 +33,15 @@ pub(crate) enum Command {
     /// Call a tool; as a task when the tool allows it, driven to its end (or --detach).
     ///
     /// Arguments: --arg KEY=VALUE (typed by the tool's input schema) and/or --args JSON.
+    ///
+    /// While it waits, a terminal shows the task's status message and the server's progress
+    /// (a bar when it has a total), and asks the server's questions (elicitation forms).
+    /// Ctrl-C on a terminal asks "cancel the task or detach?": detach leaves it running and
+    /// prints the command that resumes the wait (mcp-tasks tasks wait ID); a second Ctrl-C
+    /// cancels. Without a terminal (stdin or stderr not a TTY), Ctrl-C cancels the task.
+    ///
     /// Exit status: 0 completed, 1 the tool or task failed, 2 usage or connection error,
-    /// 3 cancelled (Ctrl-C while waiting cancels the task).
+    /// 3 cancelled, 4 detached (Ctrl-C, then "detach").
     ///
     /// Examples: mcp-tasks call slow --arg seconds=5 --url http://127.0.0.1:8765/mcp
     ///           mcp-tasks call slow --arg seconds=600 --detach --url http://127.0.0.1:8765/mcp
@@ -42,7 +49,8 @@ pub(crate) enum Command {
 
     /// Look at, cancel, or wait for the tasks of an MCP server.
     ///
-    /// Exit status as for `call`: 0, 1 failed, 2 usage or connection error, 3 cancelled.
+    /// Exit status as for `call`: 0, 1 failed, 2 usage or connection error, 3 cancelled,
+    /// 4 detached.
     Tasks(TasksArgs),
 }
 
@@ -86,14 +94,24 @@ pub(crate) struct LedgerArgs {
     pub(crate) ledger: Option<PathBuf>,
 }
 
-/// How to answer the server's questions (elicitation) while waiting.
+/// How to answer the server's requests (elicitation, sampling) while waiting.
 #[derive(Debug, Args)]
 pub(crate) struct AnswerArgs {
-    /// Answer the server's questions with this JSON object (`{"action": "accept",
-    /// "content": JSON}`) instead of prompting. Without it and without a terminal on stdin,
-    /// questions are declined.
+    /// Answer the server's questions (elicitation forms) with this JSON object, the form's
+    /// content, e.g. '{"confirm": true}' (sent as {"action": "accept", "content": JSON}),
+    /// instead of prompting. Without it, questions are asked on the terminal; without a
+    /// terminal they are declined, with a sample --answer for the form on stderr.
     #[arg(long, value_name = "JSON", value_parser = json_object)]
     pub(crate) answer: Option<serde_json::Value>,
+
+    /// Answer the server's sampling requests (sampling/createMessage) with this command:
+    /// split like a shell would but run without one, the request's params as JSON on its
+    /// stdin; its stdout is the answer, a CreateMessageResult JSON object or plain text
+    /// (sent as the text of an assistant message). Exit status not 0 or bad output: the
+    /// server gets an error. Without it, sampling requests are declined with an error that
+    /// says so. Example: --sampling-cmd "llm --no-stream"
+    #[arg(long, value_name = "CMD")]
+    pub(crate) sampling_cmd: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -150,10 +168,28 @@ pub(crate) enum TasksCommand {
     /// Wait for a task to end (answering its questions), then print its result.
     ///
     /// Without --url or --cmd, the server is the one the ledger recorded for the task.
+    /// Progress, prompts and Ctrl-C as for `call` (the server's progress notifications go
+    /// to the session that created the task: here only its status message is shown).
     Wait(WaitArgs),
     /// List the tasks this CLI started that are not known to have ended (from the ledger,
     /// without asking any server), with where they live.
     Pending(PendingArgs),
+    /// Remove a task from the ledger (e.g. one its server no longer knows), without asking
+    /// any server. With --url or --cmd, only the entry of that server.
+    Forget(ForgetArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ForgetArgs {
+    /// The task id.
+    #[arg(value_name = "ID")]
+    pub(crate) id: String,
+
+    #[command(flatten)]
+    pub(crate) connect: ConnectArgs,
+
+    #[command(flatten)]
+    pub(crate) ledger: LedgerArgs,
 }
 
 #[derive(Debug, Args)]

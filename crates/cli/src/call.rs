@@ -68,15 +68,17 @@ pub(crate) async fn call(args: CallArgs) -> anyhow::Result<u8> {
         return Ok(remote::print_result(&result, json));
     }
     let tracker = crate::ledger::Tracker::open(&args.ledger, &args.remote.connect);
+    let notifications = client.notifications();
     let handle = client
         .call_tool_as_task(&tool.name, arguments.clone(), None)
         .await
         .with_context(|| format!("calling {} as a task", tool.name))?;
     // Recorded before anything waits: a process killed from here on leaves the task in
     // the ledger, for `tasks pending` and `tasks wait ID`.
+    let mut recorded = false;
     if let Some(tracker) = &tracker {
         let status = handle.last_seen().map(|task| task.status);
-        tracker
+        recorded = tracker
             .record(handle.id(), &tool.name, &arguments, status)
             .await;
     }
@@ -87,7 +89,20 @@ pub(crate) async fn call(args: CallArgs) -> anyhow::Result<u8> {
         }
         return Ok(COMPLETED);
     }
-    crate::wait::drive(&handle, &display, json, tracker.as_ref()).await
+    let waiting = crate::wait::Waiting {
+        display: &display,
+        json,
+        tracker: tracker.as_ref(),
+        notifications,
+        resume: crate::wait::resume_command(
+            handle.id(),
+            &args.remote.connect,
+            &args.ledger,
+            recorded,
+        ),
+        stdio: args.remote.connect.cmd.is_some(),
+    };
+    crate::wait::drive(&handle, waiting).await
 }
 
 /// The call's arguments: `--args`, then each `--arg` typed by the tool's input schema.

@@ -1,5 +1,5 @@
 //! The CLI's use of the [`Ledger`]: record each task started, note each status learned,
-//! `tasks pending`, and finding where a task lives for `tasks wait ID`.
+//! `tasks pending`, `tasks forget`, and finding where a task lives for `tasks wait ID`.
 
 use std::path::PathBuf;
 use std::time::SystemTime;
@@ -9,7 +9,7 @@ use mcp_tasks_client::ledger::{Endpoint, Ledger, LedgerEntry};
 use mcp_tasks_client::protocol::TaskStatus;
 use serde_json::{Value, json};
 
-use crate::args::{ConnectArgs, LedgerArgs, PendingArgs};
+use crate::args::{ConnectArgs, ForgetArgs, LedgerArgs, PendingArgs};
 use crate::remote::COMPLETED;
 
 fn path(args: &LedgerArgs) -> anyhow::Result<PathBuf> {
@@ -60,20 +60,26 @@ impl Tracker {
         }
     }
 
-    /// Records a task just created, before anything waits for it.
+    /// Records a task just created, before anything waits for it; whether it was.
     pub(crate) async fn record(
         &self,
         task_id: &str,
         tool: &str,
         arguments: &Value,
         status: Option<TaskStatus>,
-    ) {
-        if let Err(err) = self
+    ) -> bool {
+        match self
             .ledger
             .record(&self.endpoint, task_id, tool, arguments, status)
             .await
         {
-            eprintln!("mcp-tasks: warning: task {task_id} is not recorded in the ledger: {err}");
+            Ok(()) => true,
+            Err(err) => {
+                eprintln!(
+                    "mcp-tasks: warning: task {task_id} is not recorded in the ledger: {err}"
+                );
+                false
+            }
         }
     }
 
@@ -140,6 +146,32 @@ pub(crate) async fn pending(args: PendingArgs) -> anyhow::Result<u8> {
         }
         eprintln!("mcp-tasks: collect one with: mcp-tasks tasks wait ID");
     }
+    Ok(COMPLETED)
+}
+
+/// `mcp-tasks tasks forget ID`: removes the entry (of the server given, or the only one
+/// with that id); an error (exit status 2) when the ledger has none.
+pub(crate) async fn forget(args: ForgetArgs) -> anyhow::Result<u8> {
+    let ledger = open(&args.ledger)?;
+    let endpoint = match endpoint(&args.connect) {
+        Some(endpoint) => endpoint,
+        None => locate(&ledger, &args.id).await?.endpoint,
+    };
+    let removed = ledger
+        .forget(&endpoint, &args.id)
+        .await
+        .with_context(|| format!("writing the ledger {}", ledger.path().display()))?;
+    if !removed {
+        bail!(
+            "task {} of {endpoint} is not in the ledger {}",
+            args.id,
+            ledger.path().display()
+        );
+    }
+    eprintln!(
+        "mcp-tasks: forgot task {} ({endpoint}); the server was not asked",
+        args.id
+    );
     Ok(COMPLETED)
 }
 

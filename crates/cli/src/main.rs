@@ -6,8 +6,10 @@ mod check;
 mod ledger;
 mod prompt;
 mod remote;
+mod sampling;
 mod serve;
 mod tasks;
+mod terminal;
 mod wait;
 
 use std::process::ExitCode;

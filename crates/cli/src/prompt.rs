@@ -1,7 +1,14 @@
 //! Answers the server's `elicitation/create`: with `--answer JSON`, by prompting on the
 //! terminal (stderr for the questions, stdin for the answers), or by declining.
+//!
+//! A form asks each property of the requested schema in turn: strings, numbers and
+//! integers (with their bounds), booleans (y/n), single-select enums (`enum`, with
+//! `enumNames` as labels, or `oneOf`/`anyOf` of `const` and `title`) and multi-select
+//! ones (arrays of such `items`, answered as a comma-separated list); a default is taken
+//! on an empty line, a required field must be answered. Ctrl-D cancels the form, and so
+//! does Ctrl-C (which then asks whether to cancel the task or detach).
 
-use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::io::{IsTerminal as _, Write as _};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -9,6 +16,7 @@ use mcp_tasks_client::{ElicitationHandler, RpcError, ServerRequest};
 use serde_json::{Map, Value, json};
 
 use crate::remote::Display;
+use crate::terminal::{self, Read};
 
 pub(crate) struct TerminalElicitation {
     answer: Option<Value>,
@@ -54,12 +62,18 @@ impl ElicitationHandler for TerminalElicitation {
             return Ok(json!({"action": "decline"}));
         }
         let display = Arc::clone(&self.display);
-        let asked =
-            tokio::task::spawn_blocking(move || display.suspend(|| ask_form(&message, &schema)))
-                .await;
+        let since = terminal::mark();
+        let asked = tokio::task::spawn_blocking(move || {
+            display.suspend(|| ask_form(&message, &schema, since))
+        })
+        .await;
         match asked {
             Ok(Ok(Some(content))) => Ok(json!({"action": "accept", "content": content})),
-            Ok(Ok(None)) => Ok(json!({"action": "cancel"})),
+            Ok(Ok(None)) => {
+                self.display
+                    .note("mcp-tasks: question cancelled (the server is told \"cancel\")");
+                Ok(json!({"action": "cancel"}))
+            }
             Ok(Err(err)) => Err(RpcError::internal(format!(
                 "cannot read the answer from the terminal: {err}"
             ))),
@@ -68,10 +82,22 @@ impl ElicitationHandler for TerminalElicitation {
     }
 }
 
-/// A sample `--answer` for a form: each property with its type as placeholder.
+/// A sample `--answer` for a form: each property with its type (or its choices) as
+/// placeholder.
 fn answer_template(schema: &Value) -> String {
     let fields: Vec<String> = properties(schema)
-        .map(|(name, property)| format!("{}: <{}>", Value::from(name.as_str()), kind(property)))
+        .map(|(name, property)| {
+            let values: Vec<String> = choices(property)
+                .iter()
+                .map(|(value, _)| value.to_string())
+                .collect();
+            let placeholder = match (kind(property), values.is_empty()) {
+                (_, true) => kind(property).to_owned(),
+                ("array", false) => format!("[{}]", values.join("|")),
+                (_, false) => values.join("|"),
+            };
+            format!("{}: <{placeholder}>", Value::from(name.as_str()))
+        })
         .collect();
     format!("{{{}}}", fields.join(", "))
 }
@@ -97,8 +123,12 @@ fn kind(property: &Value) -> &str {
     }
 }
 
-/// The choices of an enum property: (value, label).
+/// The choices of an enum property, or of the items of a multi-select array: (value,
+/// label).
 fn choices(property: &Value) -> Vec<(Value, String)> {
+    if kind(property) == "array" {
+        return property.get("items").map(choices).unwrap_or_default();
+    }
     if let Some(values) = property.get("enum").and_then(Value::as_array) {
         let names = property.get("enumNames").and_then(Value::as_array);
         return values
@@ -137,8 +167,13 @@ fn plain(value: &Value) -> String {
         .map_or_else(|| value.to_string(), str::to_owned)
 }
 
-/// Asks every property of the form; `None` when stdin ends (the user gave up).
-fn ask_form(message: &str, schema: &Value) -> std::io::Result<Option<Map<String, Value>>> {
+/// Asks every property of the form; `None` when stdin ends or Ctrl-C comes after `since`
+/// (the user gave up).
+fn ask_form(
+    message: &str,
+    schema: &Value,
+    since: u64,
+) -> std::io::Result<Option<Map<String, Value>>> {
     let required: Vec<&str> = schema
         .get("required")
         .and_then(Value::as_array)
@@ -148,15 +183,19 @@ fn ask_form(message: &str, schema: &Value) -> std::io::Result<Option<Map<String,
         .collect();
     let mut stderr = std::io::stderr().lock();
     writeln!(stderr, "mcp-tasks: the server asks: {message}")?;
+    writeln!(
+        stderr,
+        "  (Enter takes the default; Ctrl-D cancels the question)"
+    )?;
     let mut content = Map::new();
     for (name, property) in properties(schema) {
         let is_required = required.contains(&name.as_str());
-        match ask_field(&mut stderr, name, property, is_required)? {
+        match ask_field(&mut stderr, name, property, is_required, since)? {
             Asked::Value(value) => {
                 content.insert(name.clone(), value);
             }
             Asked::Skipped => {}
-            Asked::EndOfInput => return Ok(None),
+            Asked::GaveUp => return Ok(None),
         }
     }
     Ok(Some(content))
@@ -165,7 +204,8 @@ fn ask_form(message: &str, schema: &Value) -> std::io::Result<Option<Map<String,
 enum Asked {
     Value(Value),
     Skipped,
-    EndOfInput,
+    /// End of input or Ctrl-C.
+    GaveUp,
 }
 
 fn ask_field(
@@ -173,6 +213,7 @@ fn ask_field(
     name: &str,
     property: &Value,
     required: bool,
+    since: u64,
 ) -> std::io::Result<Asked> {
     let title = property
         .get("title")
@@ -189,21 +230,24 @@ fn ask_field(
     let default = property.get("default");
     let hint = match (kind, choices.is_empty()) {
         ("boolean", _) => "y/n".to_owned(),
+        ("array", false) => format!("some of 1-{}, comma-separated", choices.len()),
         (_, false) => format!("1-{}", choices.len()),
-        (kind, true) => kind.to_owned(),
+        (kind, true) => format!("{kind}{}", bounds(property)),
     };
     let default_hint = default
-        .map(|d| format!(", default {}", plain(d)))
+        .map(|d| format!(", default {}", shown_value(d, kind, &choices)))
         .unwrap_or_default();
     let optional = if required { "" } else { ", optional" };
     loop {
         write!(out, "  {title} ({hint}{default_hint}{optional}): ")?;
         out.flush()?;
-        let mut line = String::new();
-        if std::io::stdin().lock().read_line(&mut line)? == 0 {
-            writeln!(out)?;
-            return Ok(Asked::EndOfInput);
-        }
+        let line = match terminal::read_line(since) {
+            Read::Line(line) => line,
+            Read::Eof | Read::Interrupted => {
+                writeln!(out)?;
+                return Ok(Asked::GaveUp);
+            }
+        };
         let line = line.trim();
         if line.is_empty() {
             match (default, required) {
@@ -215,14 +259,99 @@ fn ask_field(
                 }
             }
         }
-        match parse_answer(line, kind, &choices) {
+        match parse_answer(line, kind, &choices).and_then(|value| within(&value, property)) {
             Ok(value) => return Ok(Asked::Value(value)),
             Err(problem) => writeln!(out, "    {problem}")?,
         }
     }
 }
 
+/// A default as the user would type it: the label of a choice, y/n for a boolean.
+fn shown_value(value: &Value, kind: &str, choices: &[(Value, String)]) -> String {
+    if let Some((_, label)) = choices.iter().find(|(choice, _)| choice == value) {
+        return label.clone();
+    }
+    match (kind, value) {
+        ("boolean", Value::Bool(true)) => "y".to_owned(),
+        ("boolean", Value::Bool(false)) => "n".to_owned(),
+        (_, Value::Array(items)) => items
+            .iter()
+            .map(|item| shown_value(item, "", choices))
+            .collect::<Vec<_>>()
+            .join(", "),
+        _ => plain(value),
+    }
+}
+
+/// The bounds of a number or string property, for the hint: `, 1 to 10`, `, 3-20 characters`.
+fn bounds(property: &Value) -> String {
+    let number = |key: &str| property.get(key).filter(|v| v.is_number()).map(plain);
+    match kind(property) {
+        "number" | "integer" => match (number("minimum"), number("maximum")) {
+            (Some(min), Some(max)) => format!(", {min} to {max}"),
+            (Some(min), None) => format!(", at least {min}"),
+            (None, Some(max)) => format!(", at most {max}"),
+            (None, None) => String::new(),
+        },
+        "string" => {
+            let format = property
+                .get("format")
+                .and_then(Value::as_str)
+                .map(|format| format!(", {format}"))
+                .unwrap_or_default();
+            let length = match (number("minLength"), number("maxLength")) {
+                (Some(min), Some(max)) => format!(", {min}-{max} characters"),
+                (Some(min), None) => format!(", at least {min} characters"),
+                (None, Some(max)) => format!(", at most {max} characters"),
+                (None, None) => String::new(),
+            };
+            format!("{format}{length}")
+        }
+        _ => String::new(),
+    }
+}
+
+/// `value` if it keeps to the property's bounds (minimum, maximum, minLength, maxLength,
+/// minItems, maxItems); else what is wrong.
+fn within(value: &Value, property: &Value) -> Result<Value, String> {
+    let bound = |key: &str| property.get(key).and_then(Value::as_f64);
+    #[allow(clippy::cast_precision_loss)]
+    let size = match value {
+        Value::Number(number) => number.as_f64().map(|n| (n, "minimum", "maximum", "")),
+        Value::String(text) => Some((
+            text.chars().count() as f64,
+            "minLength",
+            "maxLength",
+            " characters",
+        )),
+        Value::Array(items) => Some((items.len() as f64, "minItems", "maxItems", " choices")),
+        _ => None,
+    };
+    if let Some((size, min_key, max_key, unit)) = size {
+        if let Some(min) = bound(min_key)
+            && size < min
+        {
+            return Err(format!("at least {}{unit}", plain(&property[min_key])));
+        }
+        if let Some(max) = bound(max_key)
+            && size > max
+        {
+            return Err(format!("at most {}{unit}", plain(&property[max_key])));
+        }
+    }
+    Ok(value.clone())
+}
+
 fn parse_answer(line: &str, kind: &str, choices: &[(Value, String)]) -> Result<Value, String> {
+    if kind == "array" && !choices.is_empty() {
+        return line
+            .split(',')
+            .map(str::trim)
+            .filter(|part| !part.is_empty())
+            .map(|part| parse_answer(part, "", choices))
+            .collect::<Result<Vec<Value>, String>>()
+            .map(Value::Array);
+    }
     if !choices.is_empty() {
         if let Ok(index) = line.parse::<usize>()
             && let Some((value, _)) = index.checked_sub(1).and_then(|i| choices.get(i))
@@ -274,11 +403,43 @@ mod tests {
     }
 
     #[test]
+    fn enums_with_titles_and_multi_select_lists() {
+        let named = json!({"type": "string", "enum": ["s", "m"], "enumNames": ["Small", "Medium"], "default": "m"});
+        let sizes = choices(&named);
+        assert_eq!(parse_answer("Small", "string", &sizes), Ok(json!("s")));
+        assert_eq!(shown_value(&named["default"], "string", &sizes), "Medium");
+        let multi = json!({"type": "array", "items": {"anyOf": [{"const": "a", "title": "Apple"}, {"const": "b", "title": "Banana"}]}});
+        let fruit = choices(&multi);
+        assert_eq!(
+            parse_answer("2, Apple", "array", &fruit),
+            Ok(json!(["b", "a"]))
+        );
+        assert!(parse_answer("1, 9", "array", &fruit).is_err());
+        assert_eq!(shown_value(&json!(true), "boolean", &[]), "y");
+    }
+
+    #[test]
+    fn answers_outside_the_bounds_are_asked_again() {
+        let age = json!({"type": "integer", "minimum": 0, "maximum": 150});
+        assert_eq!(within(&json!(42), &age), Ok(json!(42)));
+        assert_eq!(within(&json!(200), &age), Err("at most 150".to_owned()));
+        let name = json!({"type": "string", "minLength": 2, "format": "email"});
+        assert_eq!(
+            within(&json!("x"), &name),
+            Err("at least 2 characters".to_owned())
+        );
+        assert_eq!(bounds(&name), ", email, at least 2 characters");
+        assert_eq!(bounds(&age), ", 0 to 150");
+    }
+
+    #[test]
     fn the_decline_message_shows_a_template_answer() {
         let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}, "n": {"type": ["integer", "null"]}}});
         assert_eq!(
             answer_template(&schema),
             r#"{"n": <integer>, "ok": <boolean>}"#
         );
+        let schema = json!({"type": "object", "properties": {"size": {"type": "string", "enum": ["s", "m"]}}});
+        assert_eq!(answer_template(&schema), r#"{"size": <"s"|"m">}"#);
     }
 }

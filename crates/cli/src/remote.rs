@@ -3,7 +3,7 @@
 
 use std::io::IsTerminal as _;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use crate::args::{AnswerArgs, ConnectArgs, RemoteArgs};
 use crate::prompt::TerminalElicitation;
+use crate::sampling::CommandSampling;
 
 /// Exit status: the call or task completed.
 pub(crate) const COMPLETED: u8 = 0;
@@ -23,8 +24,12 @@ pub(crate) const FAILED: u8 = 1;
 pub(crate) const USAGE: u8 = 2;
 /// Exit status: the task was cancelled.
 pub(crate) const CANCELLED: u8 = 3;
+/// Exit status: Ctrl-C, then "detach": the task was left running (resume it with
+/// `mcp-tasks tasks wait ID`).
+pub(crate) const DETACHED: u8 = 4;
 
-/// Connects to the server of `args`, answering elicitation as `answer` says.
+/// Connects to the server of `args`, answering elicitation and sampling as `answer` says
+/// (both capabilities are declared; without `answer`, sampling requests are declined).
 pub(crate) async fn connect(
     args: &RemoteArgs,
     answer: Option<&AnswerArgs>,
@@ -35,7 +40,11 @@ pub(crate) async fn connect(
         answer.and_then(|answer| answer.answer.clone()),
         Arc::clone(display),
     );
-    let mut builder = Client::builder().elicitation(handler);
+    let sampling = CommandSampling::new(
+        answer.and_then(|answer| answer.sampling_cmd.as_deref()),
+        Arc::clone(display),
+    )?;
+    let mut builder = Client::builder().elicitation(handler).sampling(sampling);
     if let Some(cmd) = cmd {
         // Split into words like a shell would, but spawned without one.
         return builder
@@ -55,13 +64,39 @@ pub(crate) async fn connect(
         .with_context(|| format!("connecting to {url}"))
 }
 
-/// The spinner shown on stderr while waiting for a task; hidden when stderr is not a
-/// terminal or with `--json`. Prompts suspend it.
+/// What is shown on stderr while a task is waited for: a spinner with the task's status
+/// (and status message), which becomes a bar when the server reports progress with a
+/// total. Hidden when stderr is not a terminal or with `--json`. Prompts suspend it.
 pub(crate) struct Display {
     bar: ProgressBar,
     enabled: bool,
-    prompting: AtomicBool,
+    shown: Mutex<Shown>,
 }
+
+/// What the display knows. Updates go through its mutex, so none reaches the bar while a
+/// prompt has it suspended (indicatif would block the updating thread until the prompt
+/// ends).
+#[derive(Default)]
+struct Shown {
+    /// Prompts open (an elicitation form and the Ctrl-C question may overlap).
+    prompting: u32,
+    status: Option<String>,
+    status_message: Option<String>,
+    progress: Option<Progress>,
+    /// Whether the bar style (rather than the spinner's) is set.
+    as_bar: bool,
+}
+
+/// A `notifications/progress`, as shown.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Progress {
+    pub(crate) progress: f64,
+    pub(crate) total: Option<f64>,
+    pub(crate) message: Option<String>,
+}
+
+/// The bar's length: progress is shown in thousandths of the total.
+const BAR_STEPS: u64 = 1000;
 
 impl Display {
     pub(crate) fn new(json: bool) -> Arc<Display> {
@@ -70,7 +105,7 @@ impl Display {
         Arc::new(Display {
             bar,
             enabled,
-            prompting: AtomicBool::new(false),
+            shown: Mutex::new(Shown::default()),
         })
     }
 
@@ -78,41 +113,113 @@ impl Display {
         self.enabled
     }
 
+    fn shown(&self) -> MutexGuard<'_, Shown> {
+        self.shown.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Starts the spinner for `task_id`.
     pub(crate) fn start(&self, task_id: &str) {
         if !self.enabled {
             return;
         }
-        let style = ProgressStyle::with_template("{spinner} task {prefix} {elapsed} {wide_msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_spinner());
-        self.bar.set_style(style);
+        let mut shown = self.shown();
+        self.bar.set_style(spinner_style());
         self.bar.set_prefix(task_id.to_owned());
-        self.bar.set_message("working");
+        shown.status = Some("working".to_owned());
+        self.redraw(&mut shown);
         self.bar.set_draw_target(ProgressDrawTarget::stderr());
         self.bar.enable_steady_tick(Duration::from_millis(120));
     }
 
-    /// Shows the task's status and status message (skipped while a prompt is open).
+    /// Shows the task's status and status message.
     pub(crate) fn show(&self, task: &Task) {
-        if !self.enabled || self.prompting.load(Ordering::SeqCst) {
+        if !self.enabled {
             return;
         }
-        let message = match &task.status_message {
-            Some(message) => format!("{}: {message}", task.status),
-            None => task.status.to_string(),
-        };
-        self.bar.set_message(message);
+        let mut shown = self.shown();
+        shown.status = Some(task.status.to_string());
+        shown.status_message.clone_from(&task.status_message);
+        self.redraw(&mut shown);
+    }
+
+    /// Shows the server's progress: a bar when it has a total.
+    pub(crate) fn progress(&self, progress: Progress) {
+        if !self.enabled {
+            return;
+        }
+        let mut shown = self.shown();
+        shown.progress = Some(progress);
+        self.redraw(&mut shown);
+    }
+
+    /// Prints a line on stderr, above the spinner when there is one.
+    pub(crate) fn note(&self, line: &str) {
+        let shown = self.shown();
+        if self.enabled && shown.prompting == 0 {
+            self.bar.println(line);
+        } else {
+            eprintln!("{line}");
+        }
+    }
+
+    fn redraw(&self, shown: &mut Shown) {
+        if shown.prompting > 0 {
+            return;
+        }
+        let mut parts = Vec::new();
+        let total = shown
+            .progress
+            .as_ref()
+            .and_then(|p| p.total.map(|t| (p.progress, t)))
+            .filter(|(_, total)| *total > 0.0);
+        match total {
+            Some((progress, total)) => {
+                if !shown.as_bar {
+                    self.bar.set_style(bar_style());
+                    self.bar.set_length(BAR_STEPS);
+                    shown.as_bar = true;
+                }
+                let fraction = (progress / total).clamp(0.0, 1.0);
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                self.bar
+                    .set_position((fraction * BAR_STEPS as f64).round() as u64);
+                parts.push(format!("{}/{}", number(progress), number(total)));
+            }
+            None => {
+                if shown.as_bar {
+                    self.bar.set_style(spinner_style());
+                    self.bar.unset_length();
+                    shown.as_bar = false;
+                }
+                if let Some(progress) = &shown.progress {
+                    parts.push(format!("progress {}", number(progress.progress)));
+                }
+            }
+        }
+        if let Some(message) = shown.progress.as_ref().and_then(|p| p.message.as_ref())
+            && shown.status_message.as_ref() != Some(message)
+        {
+            parts.push(message.clone());
+        }
+        if let Some(status) = &shown.status {
+            parts.push(match &shown.status_message {
+                Some(message) => format!("{status}: {message}"),
+                None => status.clone(),
+            });
+        }
+        self.bar.set_message(parts.join("  "));
     }
 
     /// Runs `ask` (a blocking terminal prompt) with the spinner out of the way.
     pub(crate) fn suspend<T>(&self, ask: impl FnOnce() -> T) -> T {
-        self.prompting.store(true, Ordering::SeqCst);
-        let answer = if self.enabled {
-            self.bar.suspend(ask)
-        } else {
-            ask()
-        };
-        self.prompting.store(false, Ordering::SeqCst);
+        if !self.enabled {
+            return ask();
+        }
+        self.shown().prompting += 1;
+        let answer = self.bar.suspend(ask);
+        let mut shown = self.shown();
+        shown.prompting -= 1;
+        self.redraw(&mut shown);
         answer
     }
 
@@ -120,6 +227,26 @@ impl Display {
         if self.enabled {
             self.bar.finish_and_clear();
         }
+    }
+}
+
+fn spinner_style() -> ProgressStyle {
+    ProgressStyle::with_template("{spinner} task {prefix} {elapsed} {wide_msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner())
+}
+
+fn bar_style() -> ProgressStyle {
+    ProgressStyle::with_template("{spinner} task {prefix} {elapsed} [{bar:24}] {wide_msg}")
+        .map(|style| style.progress_chars("=> "))
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+}
+
+/// A progress number as people write it: `3`, not `3.0`.
+fn number(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e15 {
+        format!("{value:.0}")
+    } else {
+        format!("{value}")
     }
 }
 

@@ -1,4 +1,4 @@
-//! `mcp-tasks tasks list|get|result|cancel|wait|pending`: the tasks a server keeps for us,
+//! `mcp-tasks tasks list|get|result|cancel|wait|pending|forget`: the tasks a server keeps for us,
 //! and those the ledger remembers we started.
 
 use anyhow::{Context as _, bail};
@@ -16,6 +16,7 @@ pub(crate) async fn run(command: TasksCommand) -> anyhow::Result<u8> {
         TasksCommand::Cancel(args) => cancel(args).await,
         TasksCommand::Wait(args) => wait(args).await,
         TasksCommand::Pending(args) => crate::ledger::pending(args).await,
+        TasksCommand::Forget(args) => crate::ledger::forget(args).await,
     }
 }
 
@@ -98,7 +99,8 @@ async fn wait(args: WaitArgs) -> anyhow::Result<u8> {
     let json = args.task.remote.json;
     let display = Display::new(json);
     let given = &args.task.remote.connect;
-    let (remote, tracker) = if given.url.is_some() || given.cmd.is_some() {
+    let in_ledger = given.url.is_none() && given.cmd.is_none();
+    let (remote, tracker) = if !in_ledger {
         let tracker = Tracker::open(&args.task.ledger, given);
         (None, tracker)
     } else {
@@ -125,6 +127,7 @@ async fn wait(args: WaitArgs) -> anyhow::Result<u8> {
     };
     let remote = remote.as_ref().unwrap_or(&args.task.remote);
     let client = remote::connect(remote, Some(&args.answer), &display).await?;
+    let notifications = client.notifications();
     let handle = client.task(&args.task.id);
     let task = handle
         .status()
@@ -133,5 +136,18 @@ async fn wait(args: WaitArgs) -> anyhow::Result<u8> {
     if let Some(tracker) = &tracker {
         tracker.note(handle.id(), task.status).await;
     }
-    crate::wait::drive(&handle, &display, json, tracker.as_ref()).await
+    let waiting = crate::wait::Waiting {
+        display: &display,
+        json,
+        tracker: tracker.as_ref(),
+        notifications,
+        resume: crate::wait::resume_command(
+            handle.id(),
+            &remote.connect,
+            &args.task.ledger,
+            in_ledger,
+        ),
+        stdio: remote.connect.cmd.is_some(),
+    };
+    crate::wait::drive(&handle, waiting).await
 }

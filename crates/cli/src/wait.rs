@@ -1,46 +1,103 @@
-//! Waiting for a task in the foreground: [`TaskHandle::wait`] with a spinner fed by
-//! `tasks/get`, and Ctrl-C cancelling the task.
+//! Waiting for a task in the foreground: [`TaskHandle::wait`], with the display fed by the
+//! server's notifications (`notifications/progress` under the task's progress token,
+//! `notifications/tasks/status`) and by `tasks/get` polls; Ctrl-C asks whether to cancel
+//! the task or detach from it (on a terminal), or cancels it (without one).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use mcp_tasks_client::protocol::TaskStatus;
-use mcp_tasks_client::{ClientError, TaskHandle};
+use mcp_tasks_client::protocol::{Task, TaskStatus};
+use mcp_tasks_client::{ClientError, ServerNotification, TaskHandle};
+use serde_json::Value;
+use tokio::sync::broadcast;
+use tokio::time::Instant;
 
+use crate::args::{ConnectArgs, LedgerArgs};
 use crate::ledger::Tracker;
-use crate::remote::{CANCELLED, Display, report};
+use crate::remote::{CANCELLED, DETACHED, Display, Progress, report};
+use crate::terminal::{self, Read};
 
-/// The fastest the spinner polls `tasks/get`, whatever `pollInterval` says.
+/// The fastest the display polls `tasks/get`, whatever `pollInterval` says.
 const MIN_POLL: Duration = Duration::from_millis(250);
 
+/// How the waiting is done and what it may say.
+pub(crate) struct Waiting<'a> {
+    pub(crate) display: &'a Arc<Display>,
+    pub(crate) json: bool,
+    /// Where learned statuses go.
+    pub(crate) tracker: Option<&'a Tracker>,
+    /// The server's notifications, subscribed to before the task was created.
+    pub(crate) notifications: broadcast::Receiver<ServerNotification>,
+    /// The command that resumes the wait after a detach.
+    pub(crate) resume: String,
+    /// The server is a child process (`--cmd`): it stops when this command ends.
+    pub(crate) stdio: bool,
+}
+
+/// What Ctrl-C led to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Choice {
+    Cancel,
+    Detach,
+}
+
 /// Waits for the task to end, prints its result, and returns the exit status; the status
-/// learned at the end goes to the ledger (`tracker`).
-pub(crate) async fn drive(
-    handle: &TaskHandle,
-    display: &Arc<Display>,
-    json: bool,
-    tracker: Option<&Tracker>,
-) -> anyhow::Result<u8> {
-    let mut interrupt = Interrupt::listen().context("listening for Ctrl-C")?;
-    eprintln!(
-        "mcp-tasks: task {} is running; Ctrl-C cancels it",
-        handle.id()
-    );
+/// learned at the end goes to the ledger.
+pub(crate) async fn drive(handle: &TaskHandle, waiting: Waiting<'_>) -> anyhow::Result<u8> {
+    let Waiting {
+        display,
+        json,
+        tracker,
+        notifications,
+        resume,
+        stdio,
+    } = waiting;
+    let mut interrupts = terminal::listen_for_ctrl_c().context("listening for Ctrl-C")?;
+    let interactive = terminal::interactive();
+    let hint = if interactive {
+        "Ctrl-C to cancel or detach"
+    } else {
+        "Ctrl-C cancels it"
+    };
+    eprintln!("mcp-tasks: task {} is running; {hint}", handle.id());
     display.start(handle.id());
     let follower = display
         .enabled()
-        .then(|| tokio::spawn(follow(handle.clone(), Arc::clone(display))));
-    let outcome = tokio::select! {
-        outcome = handle.wait() => Some(outcome),
-        () = interrupt.recv() => None,
+        .then(|| tokio::spawn(follow(handle.clone(), Arc::clone(display), notifications)));
+    let wait = handle.wait();
+    tokio::pin!(wait);
+    let choice = tokio::select! {
+        outcome = &mut wait => Err(outcome),
+        changed = interrupts.changed() => {
+            if changed.is_err() {
+                // No Ctrl-C can come any more: just wait.
+                Err(wait.await)
+            } else if !interactive {
+                Ok(Choice::Cancel)
+            } else {
+                let (id, prompt_display) = (handle.id().to_owned(), Arc::clone(display));
+                let mut asked = tokio::task::spawn_blocking(move || {
+                    prompt_display.suspend(|| ask_cancel_or_detach(&id, stdio))
+                });
+                tokio::select! {
+                    outcome = &mut wait => {
+                        // The wait ended while the question was open: it is moot.
+                        terminal::abandon_prompts();
+                        let _ = asked.await;
+                        Err(outcome)
+                    }
+                    asked = &mut asked => Ok(asked.unwrap_or(Choice::Cancel)),
+                }
+            }
+        }
     };
     if let Some(follower) = follower {
         follower.abort();
     }
     display.finish();
-    match outcome {
-        Some(outcome) => {
+    match choice {
+        Err(outcome) => {
             if let Some(tracker) = tracker
                 && let Some(status) = learned(handle, &outcome).await
             {
@@ -48,7 +105,23 @@ pub(crate) async fn drive(
             }
             report(outcome, json)
         }
-        None => {
+        Ok(Choice::Detach) => {
+            if stdio {
+                eprintln!(
+                    "mcp-tasks: detached from task {}; the --cmd server stops with mcp-tasks, so the task is \
+                     interrupted now and the next server on its store resumes or fails it (the tool's \
+                     on_restart); resume with: {resume}",
+                    handle.id()
+                );
+            } else {
+                eprintln!(
+                    "mcp-tasks: detached from task {} (it keeps running); resume with: {resume}",
+                    handle.id()
+                );
+            }
+            Ok(DETACHED)
+        }
+        Ok(Choice::Cancel) => {
             eprintln!("mcp-tasks: interrupted: cancelling task {}", handle.id());
             let task = handle.cancel().await.with_context(|| {
                 format!(
@@ -64,6 +137,61 @@ pub(crate) async fn drive(
             Ok(CANCELLED)
         }
     }
+}
+
+/// Asks on the terminal what Ctrl-C is for; a second Ctrl-C (or the end of input) cancels.
+fn ask_cancel_or_detach(id: &str, stdio: bool) -> Choice {
+    let since = terminal::mark();
+    eprintln!();
+    eprintln!("mcp-tasks: task {id} is still running.");
+    if stdio {
+        eprintln!(
+            "  (its server was started with --cmd and stops when mcp-tasks ends: a detached task is \
+             interrupted, and resumed or failed per the tool's on_restart when you resume)"
+        );
+    }
+    loop {
+        eprint!("cancel the task or detach? [c]ancel/[d]etach ");
+        match terminal::read_line(since) {
+            Read::Line(line) => match line.trim().to_ascii_lowercase().as_str() {
+                "c" | "cancel" => return Choice::Cancel,
+                "d" | "detach" => return Choice::Detach,
+                _ => {}
+            },
+            Read::Eof | Read::Interrupted => {
+                eprintln!();
+                return Choice::Cancel;
+            }
+        }
+    }
+}
+
+/// The command that waits for task `id` again: `mcp-tasks tasks wait ID` when the ledger
+/// has it (with `--ledger` if one was given), else with the server's `--url` or `--cmd`.
+/// Tokens are never printed: `--token TOKEN` stands for the one given.
+pub(crate) fn resume_command(
+    id: &str,
+    connect: &ConnectArgs,
+    ledger: &LedgerArgs,
+    in_ledger: bool,
+) -> String {
+    let quote = |word: &str| {
+        shlex::try_quote(word).map_or_else(|_| word.to_owned(), |quoted| quoted.into_owned())
+    };
+    let mut command = format!("mcp-tasks tasks wait {}", quote(id));
+    if in_ledger {
+        if let Some(path) = &ledger.ledger {
+            command.push_str(&format!(" --ledger {}", quote(&path.display().to_string())));
+        }
+    } else if let Some(cmd) = &connect.cmd {
+        command.push_str(&format!(" --cmd {}", quote(cmd)));
+    } else if let Some(url) = &connect.url {
+        command.push_str(&format!(" --url {}", quote(url)));
+    }
+    if connect.token.is_some() {
+        command.push_str(" --token TOKEN");
+    }
+    command
 }
 
 /// The task's status after a wait: what the server says now, else what the outcome means.
@@ -86,49 +214,66 @@ async fn learned(
     }
 }
 
-/// Keeps the spinner's message at the task's status, polling at its `pollInterval`.
-async fn follow(handle: TaskHandle, display: Arc<Display>) {
+/// Keeps the display up to date: the task's progress and status from the server's
+/// notifications as they come, and its status from `tasks/get` at its `pollInterval`.
+async fn follow(
+    handle: TaskHandle,
+    display: Arc<Display>,
+    mut notifications: broadcast::Receiver<ServerNotification>,
+) {
+    let token = handle.progress_token().map(str::to_owned);
+    let mut next_poll = Instant::now();
+    let mut listening = true;
     loop {
-        let pause = match handle.status().await {
-            Ok(task) => {
+        tokio::select! {
+            () = tokio::time::sleep_until(next_poll) => {
+                let pause = match handle.status().await {
+                    Ok(task) => {
+                        display.show(&task);
+                        task.poll_interval.map_or(Duration::from_secs(1), Duration::from_millis)
+                    }
+                    Err(_) => Duration::from_secs(1),
+                };
+                next_poll = Instant::now() + pause.max(MIN_POLL);
+            }
+            received = notifications.recv(), if listening => match received {
+                Ok(notification) => shown(&notification, &handle, token.as_deref(), &display),
+                Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => listening = false,
+            },
+        }
+    }
+}
+
+/// Shows a notification about the task (others are ignored).
+fn shown(
+    notification: &ServerNotification,
+    handle: &TaskHandle,
+    token: Option<&str>,
+    display: &Display,
+) {
+    match notification.method.as_str() {
+        "notifications/progress"
+            if token.is_some() && notification.progress_token().as_deref() == token =>
+        {
+            let params = &notification.params;
+            let Some(progress) = params.get("progress").and_then(Value::as_f64) else {
+                return;
+            };
+            display.progress(Progress {
+                progress,
+                total: params.get("total").and_then(Value::as_f64),
+                message: params
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            });
+        }
+        "notifications/tasks/status" if notification.task_id().as_deref() == Some(handle.id()) => {
+            if let Ok(task) = serde_json::from_value::<Task>(notification.params.clone()) {
                 display.show(&task);
-                task.poll_interval
-                    .map_or(Duration::from_secs(1), Duration::from_millis)
-            }
-            Err(_) => Duration::from_secs(1),
-        };
-        tokio::time::sleep(pause.max(MIN_POLL)).await;
-    }
-}
-
-/// Ctrl-C, listened for from creation on (a SIGINT that comes before the first poll is not
-/// lost, and does not kill the process).
-struct Interrupt {
-    #[cfg(unix)]
-    signal: tokio::signal::unix::Signal,
-}
-
-impl Interrupt {
-    fn listen() -> std::io::Result<Interrupt> {
-        #[cfg(unix)]
-        {
-            let signal = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
-            Ok(Interrupt { signal })
-        }
-        #[cfg(not(unix))]
-        Ok(Interrupt {})
-    }
-
-    async fn recv(&mut self) {
-        #[cfg(unix)]
-        {
-            if self.signal.recv().await.is_none() {
-                std::future::pending::<()>().await;
             }
         }
-        #[cfg(not(unix))]
-        {
-            let _ = tokio::signal::ctrl_c().await;
-        }
+        _ => {}
     }
 }

@@ -461,7 +461,8 @@ fn ledger_a_detached_task_is_pending_until_tasks_wait_without_url_collects_it() 
     assert_eq!(task["taskId"], id.as_str());
     assert_eq!(task["status"], "working");
     assert_eq!(task["tool"], "slow");
-    assert_eq!(task["arguments"], serde_json::json!({"seconds": 2}));
+    let digest = task["argumentsDigest"].as_str().unwrap_or_default();
+    assert!(digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()), "{task}");
     assert_eq!(task["url"], url(&server).as_str());
     assert!(task["createdAt"].is_string() && task["lastSeenAt"].is_string(), "{task}");
 
@@ -520,4 +521,30 @@ fn ledger_a_cli_killed_while_waiting_leaves_its_task_pending_and_tasks_wait_coll
     assert_eq!(task["url"], url(&server).as_str());
 
     wait_through_the_ledger(&ledger, &id);
+}
+
+#[test]
+fn tasks_forget_removes_a_ledger_entry_without_asking_the_server() {
+    let (_work, server, ledger) = anonymous_server();
+    let output = bare(&[
+        "call", "slow", "--arg", "seconds=30", "--detach", "--url", &url(&server), "--ledger", &ledger,
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let id = stdout(&output).trim().to_owned();
+    assert_eq!(pending(&ledger).len(), 1);
+
+    let output = bare(&["tasks", "forget", &id, "--ledger", &ledger]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).contains(&format!("forgot task {id}")), "{}", stderr(&output));
+    assert!(pending(&ledger).is_empty());
+
+    let again = bare(&["tasks", "forget", &id, "--ledger", &ledger]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(stderr(&again).contains("not in the ledger"), "{}", stderr(&again));
+
+    // The server was not asked: the task still runs there.
+    let mut get = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
+    get.args(["tasks", "get", &id, "--json", "--url", &url(&server), "--ledger", &ledger]);
+    let got = json(&run(get));
+    assert_eq!(got["status"], "working");
 }

@@ -14,3 +14,4 @@ mod http;
 mod http_peer;
 mod lifecycle;
 mod restart;
+mod sampling;
