@@ -39,7 +39,9 @@ impl StdioTransport {
     }
 
     /// Spawns `program` with `args` (no shell), its stdin and stdout piped to us, its
-    /// stderr inherited.
+    /// stderr inherited, in a process group of its own: a Ctrl-C at the terminal reaches
+    /// the host alone, which decides (cancel, detach, close) while the server keeps
+    /// serving; the server still ends with the client (close, drop, or stdin EOF).
     pub(crate) fn spawn<S: AsRef<OsStr>>(program: &str, args: &[S]) -> Result<(StdioTransport, LineReader), ClientError> {
         let mut child = Command::new(program)
             .args(args)
@@ -47,6 +49,7 @@ impl StdioTransport {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
+            .process_group(0)
             .spawn()
             .map_err(|e| ClientError::Spawn { program: program.to_owned(), reason: e.to_string() })?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {

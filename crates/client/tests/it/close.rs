@@ -85,3 +85,20 @@ async fn close_over_http_ends_the_session_with_delete() {
     let after = bounded(other.list_tools()).await.unwrap_err();
     assert!(matches!(after, ClientError::Http { status: 404, .. } | ClientError::Closed), "{after}");
 }
+
+/// The process group of `pid`, from `/proc/PID/stat` (the field after the state).
+fn process_group(pid: &str) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    after_name.split(' ').nth(2).unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn a_spawned_server_has_a_process_group_of_its_own_so_a_terminal_ctrl_c_reaches_the_host_alone() {
+    let Some((client, pid, _marker, _dir)) = spawn(&[]).await else { return };
+    let child_group = process_group(&pid.to_string());
+    assert_eq!(child_group, pid.to_string(), "the server leads its own group");
+    assert_ne!(child_group, process_group("self"), "not the test's (the terminal's) group");
+    bounded(client.close()).await.unwrap();
+    assert!(!exists(pid));
+}
