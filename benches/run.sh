@@ -9,7 +9,8 @@
 #
 # Environment: BENCH_TASKS (2000), BENCH_CONCURRENCY ("1 8 32"), BENCH_MODES
 # ("poll block plain"), BENCH_SLEEP_MS (20), BENCH_SLEEP_TASKS (500) and BENCH_SLEEP_C (8)
-# for the lag run, BENCH_PEER (1; 0 skips the peer), BENCH_NODE (the Node 22 binary),
+# for the lag run, BENCH_SYNC (full; "normal" measures our server without an fsync per
+# commit, for comparison only), BENCH_PEER (1; 0 skips the peer), BENCH_NODE (the Node 22 binary),
 # BENCH_OUT (a file for the raw JSON lines; default: in the temporary directory).
 # Exit status: non-zero if any call failed its check or a server did not start.
 set -euo pipefail
@@ -78,6 +79,7 @@ measure() {
   local idle
   idle=$(awk '/^VmRSS:/ {print $2}' "/proc/$server_pid/status")
   echo "{\"server\":\"$name\",\"idle_rss_kib\":$idle}" >>"$out"
+  echo "== $name idle RSS $idle KiB; load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   local c mode json status
   for c in $concurrency; do
     for mode in $modes; do
@@ -88,6 +90,7 @@ measure() {
   local peak
   peak=$(awk '/^VmHWM:/ {print $2}' "/proc/$server_pid/status")
   echo "{\"server\":\"$name\",\"peak_rss_kib\":$peak}" >>"$out"
+  echo "== $name peak RSS $peak KiB; load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 }
 
 run() {
@@ -106,7 +109,7 @@ run() {
     '"\($s) \(.mode) \(.tool) c=\(.concurrency): \(.per_second|floor)/s, e2e p50 \(.end_to_end.p50_us/1000) ms p99 \(.end_to_end.p99_us/1000) ms, \(.failures) failed"' >&2
 }
 
-start ours "$bench_server" --listen 127.0.0.1:0 --store "$work/bench.sqlite3"
+start ours "$bench_server" --listen 127.0.0.1:0 --store "$work/bench.sqlite3" --sync "${BENCH_SYNC:-full}"
 measure ours
 stop_server
 

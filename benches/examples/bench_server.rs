@@ -2,8 +2,11 @@
 //! tools `noop` and `sleep` (see `mcp_tasks_bench::server`), on the durable SQLite store.
 //!
 //! ```text
-//! cargo run --release --example bench_server -- --listen 127.0.0.1:PORT --store PATH
+//! cargo run --release --example bench_server -- --listen 127.0.0.1:PORT --store PATH [--sync full|normal]
 //! ```
+//!
+//! `--sync normal` (WAL fsynced at checkpoints only, not at each commit) is for measuring
+//! what the fsync per commit costs; the default and the production setting is `full`.
 //!
 //! It prints `listening on http://<address>/mcp` to stderr once it serves (after opening
 //! and recovering the store), and stops on
@@ -12,19 +15,23 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use mcp_tasks_sqlite::{SqliteStore, Synchronous};
 use tokio::net::TcpListener;
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let mut listen = String::from("127.0.0.1:0");
     let mut store: Option<PathBuf> = None;
+    let mut synchronous = Synchronous::Full;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match (arg.as_str(), args.next()) {
             ("--listen", Some(value)) => listen = value,
             ("--store", Some(value)) => store = Some(value.into()),
+            ("--sync", Some(value)) if value == "full" => synchronous = Synchronous::Full,
+            ("--sync", Some(value)) if value == "normal" => synchronous = Synchronous::Normal,
             _ => {
-                eprintln!("usage: bench_server --listen ADDR --store PATH");
+                eprintln!("usage: bench_server --listen ADDR --store PATH [--sync full|normal]");
                 return ExitCode::from(2);
             }
         }
@@ -46,11 +53,21 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let store = match SqliteStore::open_with(&store, synchronous) {
+        Ok(store) => store,
+        Err(err) => {
+            eprintln!(
+                "bench_server: cannot open the store {}: {err}",
+                store.display()
+            );
+            return ExitCode::FAILURE;
+        }
+    };
     let addr = listener
         .local_addr()
         .map_or_else(|_| listen.clone(), |addr| addr.to_string());
     let ready = || eprintln!("listening on http://{addr}/mcp");
-    match mcp_tasks_bench::server::serve(listener, &store, ready, stop_signal()).await {
+    match mcp_tasks_bench::server::serve_store(listener, store, ready, stop_signal()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("bench_server: {err}");

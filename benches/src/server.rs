@@ -91,9 +91,8 @@ pub fn unix_micros() -> u64 {
         })
 }
 
-/// Opens (or creates) the store at `store`, recovers it, calls `ready` (the server serves
-/// from then on), and serves the bench server on `listener` at `/mcp` until `shutdown`
-/// resolves, sweeping expired tasks meanwhile.
+/// Opens (or creates) the store at `store` with the production durability
+/// ([`SqliteStore::open`]: `synchronous=FULL`) and serves it as [`serve_store`] does.
 ///
 /// # Errors
 /// The store could not be opened or recovered, or the listener failed.
@@ -103,7 +102,21 @@ pub async fn serve(
     ready: impl FnOnce(),
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Box<dyn Error + Send + Sync>> {
-    let store = SqliteStore::open(store)?;
+    serve_store(listener, SqliteStore::open(store)?, ready, shutdown).await
+}
+
+/// Recovers `store`, calls `ready` (the server serves from then on), and serves the bench
+/// server on `listener` at `/mcp` until `shutdown` resolves, sweeping expired tasks
+/// meanwhile.
+///
+/// # Errors
+/// The store could not be recovered, or the listener failed.
+pub async fn serve_store(
+    listener: TcpListener,
+    store: SqliteStore,
+    ready: impl FnOnce(),
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), Box<dyn Error + Send + Sync>> {
     let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), policy());
     let server = server(engine.clone())?;
     engine.recover().await?;
