@@ -155,6 +155,9 @@ struct Work {
     tasks: HashMap<TaskId, Running>,
     /// Plain calls in progress, by principal (never zero: an entry leaves at zero).
     plain: HashMap<Principal, usize>,
+    /// Creations admitted under [`Policy::max_retained_per_principal`] whose insert has not
+    /// returned yet, by principal (never zero): the store does not count them yet.
+    inserting: HashMap<Principal, u64>,
 }
 
 impl Work {
@@ -195,6 +198,32 @@ impl Drop for PlainCall<'_> {
     }
 }
 
+/// A creation counted in [`Work::inserting`] until dropped (its insert returned, or its
+/// future was dropped).
+struct Inserting<'a> {
+    engine: &'a Engine,
+    owner: Principal,
+}
+
+impl<'a> Inserting<'a> {
+    fn new(engine: &'a Engine, owner: &Principal) -> Inserting<'a> {
+        *engine.work().inserting.entry(owner.clone()).or_insert(0) += 1;
+        Inserting { engine, owner: owner.clone() }
+    }
+}
+
+impl Drop for Inserting<'_> {
+    fn drop(&mut self) {
+        let mut work = self.engine.work();
+        if let Some(count) = work.inserting.get_mut(&self.owner) {
+            *count -= 1;
+            if *count == 0 {
+                work.inserting.remove(&self.owner);
+            }
+        }
+    }
+}
+
 /// A registered tool: its runtime, and its slots if it limits concurrent calls.
 #[derive(Clone)]
 struct Registered {
@@ -227,11 +256,11 @@ struct Inner {
     /// calls. A std mutex: the critical sections are a map insert, remove or lookup, or a
     /// count of at most a few hundred entries.
     running: Mutex<Work>,
-    /// Held from counting a principal's stored tasks until the new task is inserted, so
-    /// that two creations cannot both see room for one more under
-    /// [`Policy::max_retained_per_principal`]. A Tokio mutex: it is held across the store
-    /// calls. Creations are serialized by it, as the SQLite store's one connection
-    /// serializes them anyway.
+    /// Held from counting a principal's stored tasks until the new task is counted among
+    /// [`Work::inserting`], so that two creations cannot both see room for one more under
+    /// [`Policy::max_retained_per_principal`]. A Tokio mutex: it is held across the store's
+    /// `count`. Not across the insert: concurrent creations reach the store together, where
+    /// the SQLite store commits them in one transaction (group commit).
     admission: tokio::sync::Mutex<()>,
     /// Work in this process waiting for the answer to an input request, by task and key.
     /// A std mutex: inserts and removes only.
@@ -292,8 +321,13 @@ impl Engine {
             return Err(EngineError::UnknownTool(new.tool));
         }
         let policy = self.inner.policy;
-        let _admission = self.inner.admission.lock().await;
-        let retained = self.inner.store.count(&new.owner).await?;
+        let admission = self.inner.admission.lock().await;
+        // The store's count, plus the creations admitted but not yet inserted. A creation
+        // whose insert just returned may be counted twice for a moment, which can refuse
+        // one at the very limit, never admit one over it.
+        let stored = self.inner.store.count(&new.owner).await?;
+        let inserting = self.work().inserting.get(&new.owner).copied().unwrap_or(0);
+        let retained = stored.saturating_add(inserting);
         if retained >= policy.max_retained_per_principal {
             let limit = policy.max_retained_per_principal;
             return Err(LimitExceeded::RetainedPerPrincipal { owner: new.owner, retained, limit }.into());
@@ -323,7 +357,11 @@ impl Engine {
             let reserved = Running { attempt: record.attempt, owner: record.owner.clone(), cancel: CancellationToken::new() };
             work.tasks.insert(record.id.clone(), reserved);
         }
-        if let Err(err) = self.inner.store.insert(&record).await {
+        let inserting = Inserting::new(self, &record.owner);
+        drop(admission);
+        let inserted = self.inner.store.insert(&record).await;
+        drop(inserting);
+        if let Err(err) = inserted {
             self.forget(&record.id, record.attempt);
             return Err(err.into());
         }

@@ -12,11 +12,14 @@
 //! across a power loss. `NORMAL` would survive a crash of the process only.
 //!
 //! # Concurrency
-//! One connection behind a mutex, used only on Tokio's blocking pool: this process's
-//! reads and writes are serialized, and the file is meant for one serving process at a
-//! time (other processes may read it; they wait up to a busy timeout for the write lock).
+//! Writes go to one writer thread that owns the write connection and commits every write
+//! queued meanwhile in one transaction (group commit: one fsync for the batch; each caller
+//! still returns only once its own write is on disk). Reads run on a small pool of read
+//! connections on Tokio's blocking pool, alongside the writer (WAL). The file is meant for
+//! one serving process at a time (other processes may read it; they wait up to a busy
+//! timeout for the write lock).
 
 mod migrate;
 mod store;
 
-pub use store::{SqliteStore, Synchronous};
+pub use store::{SqliteStore, Synchronous, WriteStats};

@@ -1,17 +1,40 @@
 //! [`SqliteStore`]: the [`TaskStore`] on one SQLite file.
 //!
-//! rusqlite is synchronous, so every call runs on Tokio's blocking pool and takes the one
-//! connection's lock there; async code never blocks on the database.
+//! # Writes: group commit
+//! Every write (`insert`, `replace`, `purge`) is queued to one writer thread, which owns
+//! the write connection. It takes every write queued so far (up to [`MAX_BATCH`]), runs them
+//! one after the other in one transaction, commits once (one fsync of the WAL under
+//! `synchronous=FULL`), and only then answers each caller. A caller therefore still returns
+//! only once its write is on disk, but concurrent writers share the fsync instead of queueing
+//! for one each. There is no waiting for a batch to fill: while one commit is being synced,
+//! the writes that arrive meanwhile form the next batch, so a lone write costs what it did
+//! before and a crowd costs one fsync per batch.
+//!
+//! Inside a batch the writes run in arrival order on one connection, each as one statement,
+//! so they see each other: of two compare-and-set `replace`s from one version in one batch
+//! the first wins and the second finds the version moved on, exactly as if they had been
+//! committed apart. A statement that fails (a duplicate id) is undone alone, by SQLite's
+//! statement rollback, and answers its caller with its error; the rest of the batch commits.
+//! Only when the transaction itself fails (the commit, the disk, a lost lock) does every
+//! write of the batch answer with that failure, and none of them is on disk.
+//!
+//! # Reads
+//! Reads run on Tokio's blocking pool on a small pool of read-only connections
+//! ([`READERS`]); WAL lets them read alongside the writer. A read started after a write
+//! returned sees that write: a commit is visible to new read transactions once it returns.
 
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
+use tokio::sync::{Semaphore, oneshot};
 
 use mcp_tasks_engine::{
     ListQuery, Principal, StoreError, TaskId, TaskRecord, TaskState, TaskStore, Timestamp, Update,
@@ -21,9 +44,24 @@ use mcp_tasks_engine::{
 use crate::migrate;
 
 /// How long a write waits for another process's lock on the file (say, an operator's
-/// `sqlite3` shell) before it fails with `SQLITE_BUSY`. Within this process there is one
-/// connection, so there is never contention on the file from here.
+/// `sqlite3` shell) before it fails with `SQLITE_BUSY`. Within this process only the writer
+/// thread writes, so there is never contention on the file from here.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The most writes committed in one transaction. A bound on how long one batch holds
+/// the write lock and how late its first caller is answered; in practice batches are as
+/// large as the number of writers waiting.
+pub(crate) const MAX_BATCH: usize = 512;
+
+/// The most read connections open at once; more concurrent reads wait for one.
+const READERS: usize = 4;
+
+/// SQLite's page cache of the write connection, in KiB (`PRAGMA cache_size = -N`). Every
+/// connection has its own; together they bound the store's memory whatever the file's size.
+const WRITER_CACHE_KIB: u32 = 8 * 1024;
+
+/// The page cache of each read connection, in KiB.
+const READER_CACHE_KIB: u32 = 4 * 1024;
 
 /// The columns every read selects, in the order [`read_record`] decodes them.
 const COLUMNS: &str = "id, owner, tool, arguments, state, status_message, created_at, \
@@ -60,41 +98,82 @@ impl Synchronous {
     }
 }
 
+/// What the writer thread has done since the store was opened: how well group commit
+/// groups (writes per commit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WriteStats {
+    /// Transactions committed.
+    pub commits: u64,
+    /// Writes in those transactions (each `insert`, `replace` or `purge` counts once,
+    /// whether it succeeded or failed on its own, as a duplicate id does).
+    pub writes: u64,
+}
+
+/// The writer thread's counters behind [`WriteStats`].
+#[derive(Default)]
+struct Counters {
+    commits: AtomicU64,
+    writes: AtomicU64,
+}
+
 /// The task store on one SQLite file: the embedded default of mcp-tasks.
 ///
-/// A cheap handle: clones share one connection. Open it with [`SqliteStore::open`].
+/// A cheap handle: clones share one writer thread and one pool of readers. Open it with
+/// [`SqliteStore::open`]; the writer thread ends, after answering every queued write,
+/// when the last clone is dropped.
 #[derive(Clone)]
 pub struct SqliteStore {
     inner: Arc<Inner>,
 }
 
 struct Inner {
-    /// The one connection. A std mutex, not Tokio's: it is only ever locked inside
-    /// `spawn_blocking`, for one synchronous statement or transaction, and so is never held
-    /// across an `.await`. One connection also serializes this process's writes, which is
-    /// all SQLite allows at a time anyway.
-    conn: Mutex<Connection>,
+    /// The queue to the writer thread; `None` only while dropping.
+    writes: Option<mpsc::Sender<Box<dyn Write>>>,
+    /// The writer thread, joined on drop.
+    writer: Option<JoinHandle<()>>,
+    /// Idle read connections. A std mutex, held only to take or put back one connection.
+    readers: Mutex<Vec<Connection>>,
+    /// One permit per read connection that may be open.
+    reader_permits: Semaphore,
+    /// Counters kept by the writer thread.
+    stats: Arc<Counters>,
     path: PathBuf,
+    synchronous: Synchronous,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Closing the queue lets the writer finish what is queued and stop; joining it
+        // means the file is closed once the last handle is gone (a reopen finds it quiet).
+        drop(self.writes.take());
+        if let Some(writer) = self.writer.take()
+            && writer.join().is_err()
+        {
+            tracing::error!("the SQLite writer thread panicked");
+        }
+    }
 }
 
 impl fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SqliteStore")
             .field("path", &self.inner.path)
+            .field("synchronous", &self.inner.synchronous)
             .finish_non_exhaustive()
     }
 }
 
 impl SqliteStore {
     /// Opens (or creates) the store at `path`, creating missing parent directories, and
-    /// migrates its schema to this build's version.
+    /// migrates its schema to this build's version. Commits are `synchronous=FULL`.
     ///
     /// Blocking file I/O: call it at start-up, not from a busy async task.
     ///
     /// # Errors
     /// [`StoreError::Backend`] if a directory cannot be created, the file cannot be opened
-    /// as a database, WAL mode is unavailable, a migration fails, or the schema is newer
-    /// than this build.
+    /// as a database, WAL mode is unavailable, a migration fails, the schema is newer
+    /// than this build, or the writer thread cannot be started.
     pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
         SqliteStore::open_with(path, Synchronous::Full)
     }
@@ -113,13 +192,27 @@ impl SqliteStore {
             fs::create_dir_all(parent).map_err(StoreError::backend)?;
         }
         let mut conn = Connection::open(path).map_err(StoreError::backend)?;
-        configure(&conn, synchronous)?;
+        configure(&conn, synchronous, WRITER_CACHE_KIB)?;
         migrate::migrate(&mut conn)?;
+        // One reader opened now: the file is known to be readable before we serve.
+        let reader = open_reader(path, synchronous)?;
+        let (writes, queue) = mpsc::channel();
+        let stats = Arc::new(Counters::default());
+        let counters = Arc::clone(&stats);
+        let writer = std::thread::Builder::new()
+            .name("sqlite-writer".to_owned())
+            .spawn(move || write_loop(&conn, &queue, &counters))
+            .map_err(StoreError::backend)?;
         tracing::debug!(path = %path.display(), schema = migrate::SCHEMA_VERSION, "opened the SQLite task store");
         Ok(SqliteStore {
             inner: Arc::new(Inner {
-                conn: Mutex::new(conn),
+                writes: Some(writes),
+                writer: Some(writer),
+                readers: Mutex::new(vec![reader]),
+                reader_permits: Semaphore::new(READERS),
+                stats,
                 path: path.to_owned(),
+                synchronous,
             }),
         })
     }
@@ -129,14 +222,23 @@ impl SqliteStore {
         &self.inner.path
     }
 
-    /// The current value of `PRAGMA <name>` on the store's connection, as text (for
-    /// diagnostics and tests: `journal_mode` is `wal`, `synchronous` is `2`, i.e. FULL).
+    /// How many transactions the writer thread has committed, holding how many writes.
+    pub fn write_stats(&self) -> WriteStats {
+        WriteStats {
+            commits: self.inner.stats.commits.load(Ordering::Relaxed),
+            writes: self.inner.stats.writes.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The current value of `PRAGMA <name>` on a read connection of the store, as text
+    /// (for diagnostics and tests: `journal_mode` is `wal`, `synchronous` is `2`, i.e. FULL;
+    /// every connection has the same settings).
     ///
     /// # Errors
     /// [`StoreError::Backend`] if `name` is not an identifier or the pragma returns no row.
     pub async fn pragma(&self, name: &str) -> Result<String, StoreError> {
         let name = name.to_owned();
-        self.call(move |conn| {
+        self.read(move |conn| {
             conn.pragma_query_value(None, &name, |row| {
                 Ok(match row.get_ref(0)? {
                     rusqlite::types::ValueRef::Null => String::new(),
@@ -153,33 +255,186 @@ impl SqliteStore {
         .await
     }
 
-    /// Runs `f` with the connection on the blocking pool.
-    async fn call<T, F>(&self, f: F) -> Result<T, StoreError>
+    /// Runs the read `f` on a read connection, on the blocking pool.
+    async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
     where
-        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
+        let permit = self
+            .inner
+            .reader_permits
+            .acquire()
+            .await
+            .map_err(StoreError::backend)?;
         let inner = Arc::clone(&self.inner);
-        tokio::task::spawn_blocking(move || {
-            // A panic while the lock was held cannot leave a half-done write behind: a
-            // statement is atomic, and a dropped rusqlite transaction rolls back.
-            let mut conn = inner.conn.lock().unwrap_or_else(PoisonError::into_inner);
-            f(&mut conn)
+        let read = tokio::task::spawn_blocking(move || {
+            let idle = inner
+                .readers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pop();
+            let conn = match idle {
+                Some(conn) => conn,
+                None => open_reader(&inner.path, inner.synchronous)?,
+            };
+            let read = f(&conn);
+            inner
+                .readers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(conn);
+            read
         })
-        .await
-        .map_err(StoreError::backend)?
+        .await;
+        drop(permit);
+        read.map_err(StoreError::backend)?
     }
+
+    /// Queues the write `f` to the writer thread and waits until its batch has committed.
+    async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let job = Box::new(Job {
+            work: Some(f),
+            outcome: None,
+            reply,
+        });
+        self.inner
+            .writes
+            .as_ref()
+            .ok_or_else(writer_gone)?
+            .send(job)
+            .map_err(|_| writer_gone())?;
+        answer.await.map_err(|_| writer_gone())?
+    }
+}
+
+/// The error of a write whose writer thread is gone (it panicked).
+fn writer_gone() -> StoreError {
+    StoreError::Backend("the SQLite writer thread stopped".into())
+}
+
+/// One write queued to the writer thread.
+trait Write: Send {
+    /// Runs the write inside the batch's open transaction and keeps its outcome.
+    fn run(&mut self, conn: &Connection);
+
+    /// Answers the caller: with the kept outcome if the batch committed, or with `failed`
+    /// (the batch's failure) if it did not.
+    fn answer(self: Box<Self>, failed: Option<&str>);
+}
+
+/// A [`Write`] running `work`, whose caller waits on `reply`.
+struct Job<T, F> {
+    work: Option<F>,
+    outcome: Option<Result<T, StoreError>>,
+    reply: oneshot::Sender<Result<T, StoreError>>,
+}
+
+impl<T, F> Write for Job<T, F>
+where
+    F: FnOnce(&Connection) -> Result<T, StoreError> + Send,
+    T: Send,
+{
+    fn run(&mut self, conn: &Connection) {
+        if let Some(work) = self.work.take() {
+            self.outcome = Some(work(conn));
+        }
+    }
+
+    fn answer(self: Box<Self>, failed: Option<&str>) {
+        let outcome = match (failed, self.outcome) {
+            (None, Some(outcome)) => outcome,
+            (Some(failure), _) => Err(StoreError::Backend(
+                format!("the write's transaction did not commit: {failure}").into(),
+            )),
+            (None, None) => Err(StoreError::Backend("the write never ran".into())),
+        };
+        // The caller may have stopped waiting (its future was dropped); the write stands.
+        let _ = self.reply.send(outcome);
+    }
+}
+
+/// The writer thread: batches of queued writes, one transaction and one commit each,
+/// until every [`SqliteStore`] handle is gone and the queue is empty.
+fn write_loop(conn: &Connection, queue: &mpsc::Receiver<Box<dyn Write>>, stats: &Counters) {
+    let mut batch: Vec<Box<dyn Write>> = Vec::with_capacity(MAX_BATCH);
+    while let Ok(first) = queue.recv() {
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        let committed = commit(conn, &mut batch);
+        match &committed {
+            Ok(()) => {
+                stats.commits.fetch_add(1, Ordering::Relaxed);
+                stats
+                    .writes
+                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
+            }
+            Err(failure) => {
+                tracing::error!(writes = batch.len(), error = %failure, "a batch of task store writes failed to commit");
+            }
+        }
+        let failed = committed.err();
+        for job in batch.drain(..) {
+            job.answer(failed.as_deref());
+        }
+    }
+}
+
+/// Runs `batch` in one transaction and commits it. `Err` (with the reason) if the
+/// transaction did not commit, in which case none of its writes is on disk.
+fn commit(conn: &Connection, batch: &mut [Box<dyn Write>]) -> Result<(), String> {
+    conn.execute_batch("BEGIN IMMEDIATE")
+        .map_err(|err| err.to_string())?;
+    for job in batch.iter_mut() {
+        job.run(conn);
+        // Some errors (a full disk, I/O, running out of memory) roll back the whole
+        // transaction rather than one statement; then nothing of the batch stands.
+        if conn.is_autocommit() {
+            return Err("SQLite rolled the transaction back after an error".to_owned());
+        }
+    }
+    match conn.execute_batch("COMMIT") {
+        Ok(()) => Ok(()),
+        Err(err) => {
+            if !conn.is_autocommit() {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+            Err(err.to_string())
+        }
+    }
+}
+
+/// Opens one read connection.
+fn open_reader(path: &Path, synchronous: Synchronous) -> Result<Connection, StoreError> {
+    let conn = Connection::open(path).map_err(StoreError::backend)?;
+    configure(&conn, synchronous, READER_CACHE_KIB)?;
+    conn.pragma_update(None, "query_only", "ON")
+        .map_err(StoreError::backend)?;
+    Ok(conn)
 }
 
 /// Sets the connection's pragmas. They are per connection (except `journal_mode=WAL`, which
 /// sticks to the file), so this runs on every open.
-fn configure(conn: &Connection, synchronous: Synchronous) -> Result<(), StoreError> {
+fn configure(
+    conn: &Connection,
+    synchronous: Synchronous,
+    cache_kib: u32,
+) -> Result<(), StoreError> {
     // Invariant 1: a task is committed, durably, before its CreateTaskResult leaves. In WAL
     // mode, `synchronous=NORMAL` survives a crash of the process but may lose the last
     // commits on power loss or an OS crash, because it fsyncs the WAL only at checkpoints.
-    // `FULL` fsyncs the WAL on every commit, so a returned `insert` or `replace` is on disk.
-    // We choose FULL and pay one fsync per write; grouping commits for throughput may come
-    // later.
+    // `FULL` fsyncs the WAL on every commit, so a returned `insert` or `replace` is on disk;
+    // group commit (see the module comment) shares that fsync among concurrent writes.
     let mode: String = conn
         .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
         .map_err(StoreError::backend)?;
@@ -194,6 +449,8 @@ fn configure(conn: &Connection, synchronous: Synchronous) -> Result<(), StoreErr
         .map_err(StoreError::backend)?;
     conn.pragma_update(None, "foreign_keys", "ON")
         .map_err(StoreError::backend)?;
+    conn.pragma_update(None, "cache_size", -i64::from(cache_kib))
+        .map_err(StoreError::backend)?;
     Ok(())
 }
 
@@ -202,7 +459,7 @@ impl TaskStore for SqliteStore {
     async fn insert(&self, task: &TaskRecord) -> Result<(), StoreError> {
         let row = NewRow::from_record(task).map_err(StoreError::backend)?;
         let id = task.id.clone();
-        self.call(move |conn| {
+        self.write(move |conn| {
             let inserted = conn
                 .prepare_cached(
                     "INSERT INTO tasks (id, owner, tool, arguments, status, state, status_message, \
@@ -241,7 +498,7 @@ impl TaskStore for SqliteStore {
 
     async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
         let id = id.as_str().to_owned();
-        self.call(move |conn| {
+        self.read(move |conn| {
             conn.prepare_cached(&format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1"))
                 .and_then(|mut stmt| stmt.query_row([id], read_record).optional())
                 .map_err(StoreError::backend)
@@ -262,8 +519,9 @@ impl TaskStore for SqliteStore {
         let message = update.status_message.clone();
         let updated_at = update.updated_at.0;
         let attempt = update.attempt;
-        self.call(move |conn| {
-            // One statement: the compare-and-set and the read of the new row are atomic.
+        self.write(move |conn| {
+            // One statement: the compare-and-set and the read of the new row are atomic,
+            // and within a batch the next write sees this one's version.
             let written = conn
                 .prepare_cached(&format!(
                     "UPDATE tasks SET state = ?1, status = ?2, status_message = ?3, updated_at = ?4, \
@@ -291,7 +549,7 @@ impl TaskStore for SqliteStore {
             .as_ref()
             .map(|cursor| (cursor.created_at.0, cursor.id.as_str().to_owned()));
         let limit = i64::from(query.limit);
-        self.call(move |conn| {
+        self.read(move |conn| {
             let read = match after {
                 None => conn
                     .prepare_cached(&format!(
@@ -315,7 +573,7 @@ impl TaskStore for SqliteStore {
 
     async fn count(&self, owner: &Principal) -> Result<u64, StoreError> {
         let owner = owner.as_str().to_owned();
-        self.call(move |conn| {
+        self.read(move |conn| {
             // Answered from the index `tasks_by_owner` alone (a covering scan of the
             // owner's entries); the rows themselves are not read.
             let count: i64 = conn
@@ -329,7 +587,7 @@ impl TaskStore for SqliteStore {
 
     async fn unfinished(&self, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
         let limit = i64::from(limit);
-        self.call(move |conn| {
+        self.read(move |conn| {
             conn.prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM tasks WHERE status IN {UNFINISHED} \
                  ORDER BY created_at, id LIMIT ?1"
@@ -342,7 +600,7 @@ impl TaskStore for SqliteStore {
 
     async fn expired(&self, now: Timestamp, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
         let limit = i64::from(limit);
-        self.call(move |conn| {
+        self.read(move |conn| {
             conn.prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM tasks WHERE status IN {UNFINISHED} AND expires_at <= ?1 \
                  ORDER BY expires_at, id LIMIT ?2"
@@ -355,7 +613,7 @@ impl TaskStore for SqliteStore {
 
     async fn purge(&self, now: Timestamp, limit: u32) -> Result<u64, StoreError> {
         let limit = i64::from(limit);
-        self.call(move |conn| {
+        self.write(move |conn| {
             // SQLite's `DELETE … LIMIT` needs a compile-time option; a subquery does not.
             let deleted = conn
                 .prepare_cached(&format!(

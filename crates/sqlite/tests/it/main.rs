@@ -1,6 +1,9 @@
 //! Integration tests of `mcp-tasks-sqlite`: the shared store suite on a fresh file per
 //! test, and what only a file-backed SQLite store has (reopening, pragmas, migrations).
 
+mod engine_creates;
+mod group_commit;
+
 use std::path::Path;
 use std::sync::Arc;
 

@@ -1,0 +1,229 @@
+//! Group commit: concurrent writes share one transaction (one fsync), and each still
+//! answers for itself: durable when it returns, its own error when it fails, and the
+//! compare-and-set of `replace` exact within a batch.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_tasks_engine::{StoreError, TaskRecord, TaskState, TaskStore, Timestamp, Update, Version};
+use mcp_tasks_sqlite::SqliteStore;
+use mcp_tasks_testkit::store_suite::sample_task;
+use serde_json::json;
+
+/// A completion of `task` by racer `n`.
+fn completion(task: &TaskRecord, n: u32) -> Update {
+    Update {
+        state: TaskState::Completed {
+            result: json!({"racer": n}),
+        },
+        status_message: Some(format!("racer {n}")),
+        updated_at: Timestamp(task.created_at.0 + 1),
+        attempt: n,
+    }
+}
+
+/// Inserts `tasks` from as many concurrent Tokio tasks, returning each insert's outcome.
+async fn insert_concurrently(
+    store: &SqliteStore,
+    tasks: &[TaskRecord],
+) -> Vec<Result<(), StoreError>> {
+    let inserts: Vec<_> = tasks
+        .iter()
+        .map(|task| {
+            let (store, task) = (store.clone(), task.clone());
+            tokio::spawn(async move { store.insert(&task).await })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for insert in inserts {
+        outcomes.push(insert.await.expect("the insert does not panic"));
+    }
+    outcomes
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_concurrent_inserts_are_all_durable_and_share_commits() {
+    const TASKS: usize = 400;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("tasks.db");
+    let store = SqliteStore::open(&path).expect("the store opens");
+    let tasks: Vec<_> = (0..TASKS).map(|_| sample_task("alice")).collect();
+    for outcome in insert_concurrently(&store, &tasks).await {
+        outcome.expect("every insert succeeds");
+    }
+    let stats = store.write_stats();
+    assert_eq!(stats.writes, TASKS as u64);
+    assert!(
+        stats.commits < stats.writes,
+        "concurrent inserts share transactions: {stats:?}"
+    );
+    drop(store);
+
+    // Another process's view: the file alone, reopened.
+    let reopened = SqliteStore::open(&path).expect("the store opens again");
+    for task in &tasks {
+        assert_eq!(
+            reopened.get(&task.id).await.expect("get succeeds").as_ref(),
+            Some(task)
+        );
+    }
+    assert_eq!(
+        reopened
+            .count(&task_owner(&tasks))
+            .await
+            .expect("count succeeds"),
+        TASKS as u64
+    );
+}
+
+fn task_owner(tasks: &[TaskRecord]) -> mcp_tasks_engine::Principal {
+    tasks[0].owner.clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_replaces_under_batching_have_exactly_one_winner_per_task() {
+    const TASKS: usize = 20;
+    const RACERS: u32 = 16;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let store = SqliteStore::open(&dir.path().join("tasks.db")).expect("the store opens");
+    let tasks: Vec<_> = (0..TASKS).map(|_| sample_task("alice")).collect();
+    for outcome in insert_concurrently(&store, &tasks).await {
+        outcome.expect("every insert succeeds");
+    }
+    let before = store.write_stats();
+    let start = Arc::new(tokio::sync::Barrier::new(TASKS * RACERS as usize));
+    let mut racers = Vec::new();
+    for task in &tasks {
+        for n in 0..RACERS {
+            let (store, task, start) = (store.clone(), task.clone(), Arc::clone(&start));
+            racers.push(tokio::spawn(async move {
+                start.wait().await;
+                let outcome = store
+                    .replace(&task.id, task.version, &completion(&task, n))
+                    .await;
+                (task.id, outcome)
+            }));
+        }
+    }
+    let mut winners = std::collections::HashMap::new();
+    for racer in racers {
+        let (id, outcome) = racer.await.expect("the racer does not panic");
+        match outcome {
+            Ok(record) => {
+                assert_eq!(record.version, Version(2));
+                let previous = winners.insert(id.clone(), record);
+                assert!(previous.is_none(), "a second winner for {id}");
+            }
+            Err(StoreError::Conflict(lost)) => assert_eq!(lost, id),
+            Err(other) => panic!("expected Ok or Conflict, got {other:?}"),
+        }
+    }
+    assert_eq!(winners.len(), TASKS, "every task has its one winner");
+    for task in &tasks {
+        assert_eq!(
+            store.get(&task.id).await.expect("get succeeds").as_ref(),
+            winners.get(&task.id),
+            "the store holds the winner's write"
+        );
+    }
+    let after = store.write_stats();
+    assert!(
+        after.commits - before.commits < after.writes - before.writes,
+        "the racers were batched: {before:?} → {after:?}"
+    );
+}
+
+/// Holds the file's write lock from a second connection, as another process would, so
+/// that the store's writer waits and the writes queued meanwhile form one batch.
+fn hold_write_lock(path: &Path) -> rusqlite::Connection {
+    let other = rusqlite::Connection::open(path).expect("a second connection opens");
+    other
+        .execute_batch("BEGIN IMMEDIATE")
+        .expect("the write lock is free");
+    other
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_write_in_a_batch_fails_alone() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("tasks.db");
+    let store = SqliteStore::open(&path).expect("the store opens");
+    let taken = sample_task("alice");
+    store.insert(&taken).await.expect("insert succeeds");
+    let contested = sample_task("alice");
+    store.insert(&contested).await.expect("insert succeeds");
+    let before = store.write_stats();
+
+    let lock = hold_write_lock(&path);
+    let fresh: Vec<_> = (0..10).map(|_| sample_task("alice")).collect();
+    let mut queued = fresh.clone();
+    queued.insert(5, taken.clone()); // a duplicate id in the middle of the batch
+    let inserts = {
+        let (store, queued) = (store.clone(), queued.clone());
+        tokio::spawn(async move { insert_concurrently(&store, &queued).await })
+    };
+    let replaces: Vec<_> = (0..2)
+        .map(|n| {
+            let (store, task) = (store.clone(), contested.clone());
+            tokio::spawn(async move {
+                store
+                    .replace(&task.id, task.version, &completion(&task, n))
+                    .await
+            })
+        })
+        .collect();
+    // Every write is queued behind the lock by now; then the writer may go on.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    lock.execute_batch("ROLLBACK")
+        .expect("the lock is released");
+
+    let outcomes = inserts.await.expect("the inserts do not panic");
+    for (task, outcome) in queued.iter().zip(outcomes) {
+        if task.id == taken.id {
+            assert!(
+                matches!(&outcome, Err(StoreError::Duplicate(id)) if *id == taken.id),
+                "{outcome:?}"
+            );
+        } else {
+            outcome.expect("the other inserts of the batch succeed");
+        }
+    }
+    let mut won = 0;
+    for replace in replaces {
+        match replace.await.expect("the replace does not panic") {
+            Ok(record) => {
+                won += 1;
+                assert_eq!(record.version, Version(2));
+            }
+            Err(StoreError::Conflict(id)) => assert_eq!(id, contested.id),
+            Err(other) => panic!("expected Ok or Conflict, got {other:?}"),
+        }
+    }
+    assert_eq!(won, 1, "one of two racing replaces in one batch wins");
+    let after = store.write_stats();
+    assert_eq!(after.writes - before.writes, 13);
+    assert!(
+        after.commits - before.commits <= 2,
+        "the writes queued behind the lock went in one batch (or two, if the writer took the \
+         first before the others arrived): {before:?} → {after:?}"
+    );
+    drop(store);
+
+    let reopened = SqliteStore::open(&path).expect("the store opens again");
+    for task in &fresh {
+        assert_eq!(
+            reopened.get(&task.id).await.expect("get succeeds").as_ref(),
+            Some(task)
+        );
+    }
+    assert_eq!(
+        reopened.get(&taken.id).await.expect("get succeeds"),
+        Some(taken.clone()),
+        "the duplicate did not overwrite the first"
+    );
+    assert_eq!(
+        reopened.count(&taken.owner).await.expect("count succeeds"),
+        12
+    );
+}
