@@ -15,3 +15,4 @@ mod http_peer;
 mod lifecycle;
 mod restart;
 mod sampling;
+mod tty;
