@@ -14,6 +14,7 @@ use mcp_tasks_engine::StoreError;
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_tasks.sql"),
     include_str!("../migrations/0002_input_methods.sql"),
+    include_str!("../migrations/0003_retention_at_scale.sql"),
 ];
 
 /// The schema version this build writes: the number of migrations.

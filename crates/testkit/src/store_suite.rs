@@ -504,6 +504,45 @@ pub async fn count_counts_the_owners_tasks_in_every_status(store: Arc<dyn TaskSt
     assert_eq!(count("alice").await, tasks.len() as u64 - finished_with_ttl);
 }
 
+/// `count` stays exact through a rejected duplicate insert and through purging every task
+/// of the owner down to zero and inserting again (a store that keeps counts beside the
+/// tasks must keep them in step with both).
+pub async fn count_stays_exact_through_duplicates_and_purges_to_zero(store: Arc<dyn TaskStore>) {
+    let count = |owner: &'static str| {
+        let store = Arc::clone(&store);
+        async move {
+            store
+                .count(&Principal::new(owner))
+                .await
+                .expect("count succeeds")
+        }
+    };
+    let tasks: Vec<_> = (0..3)
+        .map(|i| task_at("carol", T0.0 + i, Some(10), completed()))
+        .collect();
+    insert_all(&*store, &tasks).await;
+    assert!(matches!(
+        store.insert(&tasks[1]).await,
+        Err(StoreError::Duplicate(_))
+    ));
+    assert_eq!(
+        count("carol").await,
+        3,
+        "a rejected duplicate does not count"
+    );
+    let purged = store
+        .purge(Timestamp(T0.0 + 1_000), 100)
+        .await
+        .expect("purge succeeds");
+    assert_eq!(purged, 3);
+    assert_eq!(count("carol").await, 0);
+    store
+        .insert(&sample_task("carol"))
+        .await
+        .expect("insert succeeds");
+    assert_eq!(count("carol").await, 1);
+}
+
 /// `unfinished` returns the `working` and `input_required` tasks of every owner, oldest
 /// first, at most `limit`, and no terminal task.
 pub async fn unfinished_returns_only_working_and_input_required_tasks(store: Arc<dyn TaskStore>) {
@@ -732,6 +771,7 @@ macro_rules! store_suite {
             list_pages_in_a_stable_order_with_a_cursor,
             list_returns_only_the_owners_tasks,
             count_counts_the_owners_tasks_in_every_status,
+            count_stays_exact_through_duplicates_and_purges_to_zero,
             unfinished_returns_only_working_and_input_required_tasks,
             expired_respects_now_and_skips_terminal_tasks,
             purge_deletes_only_terminal_tasks_past_expiry,

@@ -7,7 +7,7 @@ mod group_commit;
 use std::path::Path;
 use std::sync::Arc;
 
-use mcp_tasks_engine::{TaskState, TaskStore, Timestamp, Update, Version};
+use mcp_tasks_engine::{Principal, TaskState, TaskStore, Timestamp, Update, Version};
 use mcp_tasks_sqlite::{SqliteStore, Synchronous};
 use mcp_tasks_testkit::store_suite::sample_task;
 use tempfile::TempDir;
@@ -47,7 +47,7 @@ async fn tasks_survive_closing_and_reopening_the_file() {
     );
     assert_eq!(replaced.version, Version(2));
     // Reopening does not run the migration again (it would fail: the table exists).
-    assert_eq!(reopened.pragma("user_version").await.expect("pragma"), "2");
+    assert_eq!(reopened.pragma("user_version").await.expect("pragma"), "3");
 }
 
 #[tokio::test]
@@ -136,9 +136,15 @@ async fn the_listing_counting_and_sweeping_queries_use_the_indexes() {
         list.contains("tasks_by_owner") && !list.contains("TEMP B-TREE"),
         "{list}"
     );
-    // The retention limit counts on every creation: from the index alone.
-    let count = plan("SELECT COUNT(*) FROM tasks WHERE owner = 'a'");
-    assert!(count.contains("COVERING INDEX tasks_by_owner"), "{count}");
+    let get = plan("SELECT * FROM tasks WHERE id = 'x'");
+    assert!(
+        get.contains("USING INDEX sqlite_autoindex_tasks_1 (id=?)"),
+        "{get}"
+    );
+    // The retention limit counts on every creation: one row of the counts, whatever the
+    // number of the owner's tasks.
+    let count = plan("SELECT tasks FROM task_counts WHERE owner = 'a'");
+    assert!(count.contains("USING PRIMARY KEY (owner=?)"), "{count}");
     let unfinished = plan(
         "SELECT * FROM tasks WHERE status IN ('working', 'input_required') ORDER BY created_at, id LIMIT 5",
     );
@@ -149,11 +155,58 @@ async fn the_listing_counting_and_sweeping_queries_use_the_indexes() {
     let expired = plan(
         "SELECT * FROM tasks WHERE status IN ('working', 'input_required') AND expires_at <= 5 ORDER BY expires_at, id LIMIT 5",
     );
-    assert!(expired.contains("USING INDEX"), "{expired}");
+    assert!(
+        expired.contains("USING INDEX tasks_unfinished_by_expiry (expires_at<?)")
+            && !expired.contains("TEMP B-TREE"),
+        "only unfinished tasks are stepped over: {expired}"
+    );
     let purge = plan(
         "SELECT rowid FROM tasks WHERE status IN ('completed', 'failed', 'cancelled') AND expires_at <= 5 ORDER BY expires_at LIMIT 5",
     );
-    assert!(purge.contains("tasks_by_expiry"), "{purge}");
+    assert!(purge.contains("tasks_by_expiry (expires_at<?)"), "{purge}");
+    let unfinished_ids = plan("SELECT id FROM tasks WHERE status IN ('working', 'input_required')");
+    assert!(
+        unfinished_ids.contains("USING INDEX tasks_unfinished"),
+        "a partial index of unfinished tasks, never the table: {unfinished_ids}"
+    );
+}
+
+/// A store written by a build before migration 0003 (schema version 2), with tasks of two
+/// owners, gets its per-owner counts filled in when this build opens it.
+#[tokio::test]
+async fn migration_0003_counts_the_tasks_already_stored() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("tasks.db");
+    {
+        let conn = rusqlite_connection(&path);
+        conn.execute_batch(include_str!("../../migrations/0001_tasks.sql"))
+            .expect("migration 1");
+        conn.execute_batch(include_str!("../../migrations/0002_input_methods.sql"))
+            .expect("migration 2");
+        conn.pragma_update(None, "user_version", 2)
+            .expect("user_version");
+        for (n, owner) in ["alice", "alice", "bob", "alice"].iter().enumerate() {
+            conn.execute(
+                "INSERT INTO tasks (id, owner, tool, arguments, status, state, created_at, \
+                 updated_at, attempt, version, error_result_fails) \
+                 VALUES (?1, ?2, 'echo', '{}', 'cancelled', '\"cancelled\"', 1, 1, 1, 1, 0)",
+                rusqlite::params![format!("t{n}"), owner],
+            )
+            .expect("a version 2 row");
+        }
+    }
+    let store = SqliteStore::open(&path).expect("the store opens and migrates");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "3");
+    let count = |owner: &'static str| {
+        let store = store.clone();
+        async move { store.count(&Principal::new(owner)).await.expect("count") }
+    };
+    assert_eq!((count("alice").await, count("bob").await), (3, 1));
+    store
+        .insert(&sample_task("bob"))
+        .await
+        .expect("insert succeeds");
+    assert_eq!(count("bob").await, 2, "and keeps them from then on");
 }
 
 /// A second, independent connection to the store's file.
