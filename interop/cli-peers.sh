@@ -28,11 +28,14 @@
 #     --detach, tasks get (input_required), tasks wait --answer from a second process,
 #     tasks get (completed), tasks result; write_haiku without --sampling-cmd (the tool fails,
 #     exit 1, naming sampling).
-#   Pending (CLI_PEERS_PENDING=1; features not landed yet): stdio Ctrl-C to the process
-#     group; write_haiku through --sampling-cmd (interop/sampling_responder.py, in place of
-#     the failure check); server-everything's trigger-elicitation-request-async (answered
-#     with --answer) and trigger-sampling-request-async (--sampling-cmd), where the CLI is
-#     the task receiver (client-hosted tasks), over stdio and HTTP.
+#   simpleTaskInteractive: write_haiku answered through --sampling-cmd
+#     (interop/sampling_responder.py: a fixed haiku, each request logged).
+#   server-everything, client-hosted tasks (stdio and HTTP): tools lists
+#     trigger-elicitation-request-async; calling it with --answer completes with the answer
+#     (the server polled the task the CLI hosts); without --answer it is declined. tools
+#     lists trigger-sampling-request-async; answered through --sampling-cmd; with
+#     --sampling-cmd false the hosted task fails.
+#   Pending (CLI_PEERS_PENDING=1; a fix not landed yet): stdio Ctrl-C to the process group.
 #
 # The last line on stdout is `N passed, M failed`; exit 0 only when none failed (2 when the
 # build, the peers or a server start fail). Output of every run in DIR (default
@@ -46,7 +49,7 @@ OUT=
 TIMEOUT=90
 BUILD=1
 PENDING=${CLI_PEERS_PENDING:-0}
-usage() { sed -n '2,40p' "$0" >&2; exit 2; }
+usage() { sed -n '2,43p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) OUT=$2; shift 2 ;;
@@ -345,14 +348,17 @@ everything_checks() { # LABEL CONNECT-ARGS...
   [ "$t" = stdio ] && ctrl_c_check "$t" cli "${c[@]}"
 }
 
-everything_pending_checks() { # LABEL CONNECT-ARGS... : client-hosted tasks (the CLI receives them)
+# client-hosted tasks: the server sends elicitation/create with params.task, the CLI answers
+# with a task of its own, and the server polls our tasks/get and reads our tasks/result
+hosted_elicitation_checks() { # LABEL CONNECT-ARGS...
   local t=$1; shift
   local c=("$@")
   cli "$t-async-tools" tools --json "${c[@]}"
-  check "$t: tools lists trigger-elicitation-request-async and trigger-sampling-request-async" "$t-async-tools"
+  check "$t: tools lists trigger-elicitation-request-async (the CLI declares tasks.requests.elicitation.create)" \
+    "$t-async-tools"
   want_rc 0
-  want_py "both async trigger tools listed" \
-    "{'trigger-elicitation-request-async', 'trigger-sampling-request-async'} <= {t['name'] for t in j['tools']}"
+  want_py "trigger-elicitation-request-async listed" \
+    "'trigger-elicitation-request-async' in {t['name'] for t in j['tools']}"
   done_check
 
   cli "$t-elicit-async" call trigger-elicitation-request-async \
@@ -373,6 +379,19 @@ everything_pending_checks() { # LABEL CONNECT-ARGS... : client-hosted tasks (the
   want_in text "[DECLINED] User declined to provide the requested information."
   want_in text "Task created: "
   want_in err "--answer"
+  done_check
+}
+
+# the same for sampling/createMessage, answered through --sampling-cmd
+hosted_sampling_checks() { # LABEL CONNECT-ARGS...
+  local t=$1; shift
+  local c=("$@")
+  cli "$t-async-sampling-tools" tools --json "${c[@]}"
+  check "$t: tools lists trigger-sampling-request-async (the CLI declares sampling and tasks.requests.sampling.createMessage)" \
+    "$t-async-sampling-tools"
+  want_rc 0
+  want_py "trigger-sampling-request-async listed" \
+    "'trigger-sampling-request-async' in {t['name'] for t in j['tools']}"
   done_check
 
   cli "$t-sampling-async" call trigger-sampling-request-async --arg prompt="a haiku about $t" \
@@ -402,7 +421,8 @@ everything_pending_checks() { # LABEL CONNECT-ARGS... : client-hosted tasks (the
 
 log "=== server-everything over stdio: --cmd \"node .../server-everything/dist/index.js stdio\""
 everything_checks stdio --cmd "$EVERYTHING_STDIO"
-[ "$PENDING" = 1 ] && everything_pending_checks stdio --cmd "$EVERYTHING_STDIO"
+hosted_elicitation_checks stdio --cmd "$EVERYTHING_STDIO"
+hosted_sampling_checks stdio --cmd "$EVERYTHING_STDIO"
 
 log "=== server-everything over Streamable HTTP"
 start_server server-everything "listening on port" "$INTEROP_NODE" "$INTEROP_EVERYTHING" streamableHttp ||
@@ -441,7 +461,8 @@ for op in get wait cancel; do
   want_in err "Task not found"
   done_check
 done
-[ "$PENDING" = 1 ] && everything_pending_checks http --url "$EURL"
+hosted_elicitation_checks http --url "$EURL"
+hosted_sampling_checks http --url "$EURL"
 
 # ------------------------------------------------------------------ simpleTaskInteractive
 log "=== TS SDK example server simpleTaskInteractive over Streamable HTTP"
@@ -517,26 +538,24 @@ want_rc 0
 want_in out "Deleted 'later.txt'"
 done_check
 
-if [ "$PENDING" = 1 ]; then
-  cli sti-haiku call write_haiku --arg "topic=autumn leaves" --sampling-cmd "$SAMPLING_CMD" "${I[@]}"
-  check "interactive: write_haiku answered through --sampling-cmd" sti-haiku
-  want_rc 0
-  want_in out "Haiku:"
-  want_in out "Cherry blossoms fall"
-  want_in out "Spring whispers goodbye"
-  expect "the responder was asked 'Write a haiku about autumn leaves'"
-  grep -qF '"prompt": "Write a haiku about autumn leaves"' "$OUT/sampling-requests.jsonl" 2>/dev/null ||
-    problem "sampling-requests.jsonl has no request with the prompt"
-  done_check
-else
-  cli sti-haiku-no-sampling call write_haiku --arg "topic=autumn leaves" "${I[@]}"
-  check "interactive: write_haiku without --sampling-cmd fails, naming sampling" sti-haiku-no-sampling
-  want_rc 1
-  expect "stdout or stderr mentions sampling"
-  cat "$OUT/sti-haiku-no-sampling.out" "$OUT/sti-haiku-no-sampling.err" | grep -qi sampling ||
-    problem "no mention of sampling"
-  done_check
-fi
+cli sti-haiku call write_haiku --arg "topic=autumn leaves" --sampling-cmd "$SAMPLING_CMD" "${I[@]}"
+check "interactive: write_haiku answered through --sampling-cmd" sti-haiku
+want_rc 0
+want_in out "Haiku:"
+want_in out "Cherry blossoms fall"
+want_in out "Spring whispers goodbye"
+expect "the responder was asked 'Write a haiku about autumn leaves'"
+grep -qF '"prompt": "Write a haiku about autumn leaves"' "$OUT/sampling-requests.jsonl" 2>/dev/null ||
+  problem "sampling-requests.jsonl has no request with the prompt"
+done_check
+
+cli sti-haiku-no-sampling call write_haiku --arg "topic=autumn leaves" "${I[@]}"
+check "interactive: write_haiku without --sampling-cmd: declined, the tool fails naming sampling" sti-haiku-no-sampling
+want_rc 1
+expect "stdout or stderr mentions sampling"
+grep -qi sampling "$OUT/sti-haiku-no-sampling.out" "$OUT/sti-haiku-no-sampling.err" ||
+  problem "no mention of sampling"
+done_check
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
