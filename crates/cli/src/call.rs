@@ -1,7 +1,10 @@
 //! `mcp-tasks tools` and `mcp-tasks call`: list the tools, call one (as a task when it
 //! allows), with `--arg` values typed by the tool's input schema.
 
+use std::sync::Arc;
+
 use anyhow::{Context as _, bail};
+use mcp_tasks_client::Client;
 use mcp_tasks_client::protocol::{TaskSupport, Tool};
 use serde_json::{Map, Value, json};
 
@@ -32,9 +35,15 @@ pub(crate) async fn tools(args: ToolsArgs) -> anyhow::Result<u8> {
 }
 
 pub(crate) async fn call(args: CallArgs) -> anyhow::Result<u8> {
-    let json = args.remote.json;
-    let display = Display::new(json);
+    let display = Display::new(args.remote.json);
     let client = remote::connect(&args.remote, Some(&args.answer), &display).await?;
+    let outcome = call_on(&client, &args, &display).await;
+    remote::close(client, &args.remote.connect).await;
+    outcome
+}
+
+async fn call_on(client: &Client, args: &CallArgs, display: &Arc<Display>) -> anyhow::Result<u8> {
+    let json = args.remote.json;
     let tools = client.list_tools().await.context("listing the tools")?;
     let Some(tool) = tools.iter().find(|tool| tool.name == args.tool) else {
         let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
@@ -90,7 +99,7 @@ pub(crate) async fn call(args: CallArgs) -> anyhow::Result<u8> {
         return Ok(COMPLETED);
     }
     let waiting = crate::wait::Waiting {
-        display: &display,
+        display,
         json,
         tracker: tracker.as_ref(),
         notifications,

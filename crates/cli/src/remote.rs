@@ -64,6 +64,22 @@ pub(crate) async fn connect(
         .with_context(|| format!("connecting to {url}"))
 }
 
+/// Ends the session: a `--cmd` server gets its stdin closed and time to stop on its own
+/// (its running tasks keep their state in its store), then SIGTERM, then SIGKILL. Over
+/// HTTP the session is left to expire.
+pub(crate) async fn close(client: Client, connect: &ConnectArgs) {
+    if connect.cmd.is_none() {
+        return;
+    }
+    match client.close().await {
+        Ok(Some(status)) if !status.success() => {
+            tracing::debug!(%status, "the stdio server ended");
+        }
+        Ok(_) => {}
+        Err(err) => tracing::debug!(error = %err, "closing the session"),
+    }
+}
+
 /// What is shown on stderr while a task is waited for: a spinner with the task's status
 /// (and status message), which becomes a bar when the server reports progress with a
 /// total. Hidden when stderr is not a terminal or with `--json`. Prompts suspend it.

@@ -129,25 +129,30 @@ async fn wait(args: WaitArgs) -> anyhow::Result<u8> {
     let client = remote::connect(remote, Some(&args.answer), &display).await?;
     let notifications = client.notifications();
     let handle = client.task(&args.task.id);
-    let task = handle
-        .status()
-        .await
-        .with_context(|| format!("getting task {}", args.task.id))?;
-    if let Some(tracker) = &tracker {
-        tracker.note(handle.id(), task.status).await;
+    let outcome = async {
+        let task = handle
+            .status()
+            .await
+            .with_context(|| format!("getting task {}", args.task.id))?;
+        if let Some(tracker) = &tracker {
+            tracker.note(handle.id(), task.status).await;
+        }
+        let waiting = crate::wait::Waiting {
+            display: &display,
+            json,
+            tracker: tracker.as_ref(),
+            notifications,
+            resume: crate::wait::resume_command(
+                handle.id(),
+                &remote.connect,
+                &args.task.ledger,
+                in_ledger,
+            ),
+            stdio: remote.connect.cmd.is_some(),
+        };
+        crate::wait::drive(&handle, waiting).await
     }
-    let waiting = crate::wait::Waiting {
-        display: &display,
-        json,
-        tracker: tracker.as_ref(),
-        notifications,
-        resume: crate::wait::resume_command(
-            handle.id(),
-            &remote.connect,
-            &args.task.ledger,
-            in_ledger,
-        ),
-        stdio: remote.connect.cmd.is_some(),
-    };
-    crate::wait::drive(&handle, waiting).await
+    .await;
+    remote::close(client, &remote.connect).await;
+    outcome
 }
