@@ -10,7 +10,7 @@
 //!   until the task is done;
 //! - [`Mode::Plain`]: `tools/call` without a task.
 //!
-//! Requests accept JSON and SSE; an SSE answer is read to its end and the response with the
+//! Requests accept JSON and SSE (or JSON only, [`Config::json_only`]); an SSE answer is read to its end and the response with the
 //! request's id is taken from its `data` lines. A call whose answer is not what the tool
 //! returns (`ok`, or `slept <ms> ms; done_at_us=…`) is a failure, with the first one kept.
 
@@ -99,6 +99,8 @@ pub struct Config {
     pub tool: Tool,
     /// The server's pid, to read its RSS from `/proc/PID/status`.
     pub server_pid: Option<u32>,
+    /// Accept only `application/json` answers (default: JSON and SSE, as MCP clients do).
+    pub json_only: bool,
 }
 
 /// Latency percentiles, in microseconds.
@@ -180,6 +182,7 @@ impl Report {
             "sleep_ms": match self.config.tool { Tool::Sleep(ms) => Some(ms), Tool::Noop => None },
             "tasks": self.config.tasks,
             "concurrency": self.config.concurrency,
+            "json_only": self.config.json_only,
             "ok": self.ok,
             "failures": self.failures,
             "first_failure": self.first_failure,
@@ -272,7 +275,7 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
             Arc::clone(&next),
         );
         handles.push(tokio::spawn(async move {
-            let session = Session::open(&target).await;
+            let session = Session::open(&target, config.json_only).await;
             barrier.wait().await;
             let mut session = session?;
             let mut samples = Samples::default();
@@ -429,10 +432,11 @@ struct Session {
     target: Target,
     session_id: Option<String>,
     next_id: u64,
+    accept: &'static str,
 }
 
 impl Session {
-    async fn open(target: &Target) -> Result<Session, LoadError> {
+    async fn open(target: &Target, json_only: bool) -> Result<Session, LoadError> {
         let stream = TcpStream::connect(&target.authority)
             .await
             .map_err(|err| LoadError(format!("cannot connect to {}: {err}", target.authority)))?;
@@ -446,6 +450,11 @@ impl Session {
             target: target.clone(),
             session_id: None,
             next_id: 1,
+            accept: if json_only {
+                "application/json"
+            } else {
+                "application/json, text/event-stream"
+            },
         };
         let init = json!({
             "protocolVersion": "2025-11-25",
@@ -548,7 +557,7 @@ impl Session {
             .uri(&self.target.path)
             .header(header::HOST, &self.target.authority)
             .header(header::CONTENT_TYPE, "application/json")
-            .header(header::ACCEPT, "application/json, text/event-stream");
+            .header(header::ACCEPT, self.accept);
         if let Some(id) = &self.session_id {
             builder = builder
                 .header("mcp-session-id", id)

@@ -10,7 +10,7 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 /// Serves the bench server on a fresh store and runs `runs` against it.
-async fn against_bench_server(runs: &[(Mode, Tool)]) -> Vec<Report> {
+async fn against_bench_server(runs: &[(Mode, Tool, bool)]) -> Vec<Report> {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("bench.sqlite3");
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -24,7 +24,7 @@ async fn against_bench_server(runs: &[(Mode, Tool)]) -> Vec<Report> {
         .map_err(|err| err.to_string())
     });
     let mut reports = Vec::new();
-    for &(mode, tool) in runs {
+    for &(mode, tool, json_only) in runs {
         let config = Config {
             url: url.clone(),
             tasks: 100,
@@ -32,6 +32,7 @@ async fn against_bench_server(runs: &[(Mode, Tool)]) -> Vec<Report> {
             mode,
             tool,
             server_pid: Some(std::process::id()),
+            json_only,
         };
         let report = tokio::time::timeout(Duration::from_secs(60), load::run(config))
             .await
@@ -65,12 +66,15 @@ fn assert_all_checked(report: &Report) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_mode_checks_every_result_against_the_bench_server() {
     let runs = [
-        (Mode::Poll, Tool::Noop),
-        (Mode::Block, Tool::Noop),
-        (Mode::Plain, Tool::Noop),
-        (Mode::Block, Tool::Sleep(2)),
-        (Mode::Poll, Tool::Sleep(2)),
-        (Mode::Plain, Tool::Sleep(2)),
+        (Mode::Poll, Tool::Noop, false),
+        (Mode::Block, Tool::Noop, false),
+        (Mode::Plain, Tool::Noop, false),
+        (Mode::Block, Tool::Sleep(2), false),
+        (Mode::Poll, Tool::Sleep(2), false),
+        (Mode::Plain, Tool::Sleep(2), false),
+        // JSON answers only (no SSE).
+        (Mode::Block, Tool::Noop, true),
+        (Mode::Plain, Tool::Noop, true),
     ];
     let reports = against_bench_server(&runs).await;
     for report in &reports {
@@ -81,7 +85,7 @@ async fn every_mode_checks_every_result_against_the_bench_server() {
     assert!(reports[1].gets_per_task.is_none());
     // The sleep tool's completion time comes back, so the delivery lag is measured; a task
     // takes at least its sleep.
-    for report in &reports[3..] {
+    for report in &reports[3..6] {
         assert!(report.lag.is_some(), "{:?}", report.config.mode);
         assert!(report.end_to_end.unwrap().p50 >= 2_000);
     }
@@ -105,6 +109,7 @@ async fn a_wrong_url_is_an_error_not_a_report() {
         mode: Mode::Plain,
         tool: Tool::Noop,
         server_pid: None,
+        json_only: false,
     };
     assert!(load::run(config).await.is_err());
     let config = Config {
@@ -114,6 +119,7 @@ async fn a_wrong_url_is_an_error_not_a_report() {
         mode: Mode::Plain,
         tool: Tool::Noop,
         server_pid: None,
+        json_only: false,
     };
     assert!(load::run(config).await.is_err());
 }

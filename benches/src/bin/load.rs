@@ -2,9 +2,10 @@
 //!
 //! ```text
 //! load --url http://127.0.0.1:PORT/mcp [--tasks N] [--concurrency C] [--mode poll|block|plain]
-//!      [--tool noop|sleep] [--ms MS] [--server-pid PID] [--json]
+//!      [--tool noop|sleep] [--ms MS] [--server-pid PID] [--json-only] [--json]
 //! ```
 //!
+//! `--json-only` accepts only `application/json` answers (no SSE).
 //! Prints a short table (or one JSON object with `--json`) and exits 1 if any call failed
 //! its check, 2 on a usage error or when no session could be opened.
 
@@ -13,7 +14,7 @@ use std::process::ExitCode;
 use mcp_tasks_bench::load::{self, Config, Mode, Tool};
 
 const USAGE: &str = "usage: load --url URL [--tasks N] [--concurrency C] [--mode poll|block|plain] \
-[--tool noop|sleep] [--ms MS] [--server-pid PID] [--json]";
+[--tool noop|sleep] [--ms MS] [--server-pid PID] [--json-only] [--json]";
 
 fn main() -> ExitCode {
     let (config, as_json) = match parse(std::env::args().skip(1)) {
@@ -61,6 +62,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<(Config, bool), Strin
         mode: Mode::Poll,
         tool: Tool::Noop,
         server_pid: None,
+        json_only: false,
     };
     let mut sleep = false;
     let mut ms = 10;
@@ -68,6 +70,10 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<(Config, bool), Strin
     while let Some(arg) = args.next() {
         if arg == "--json" {
             as_json = true;
+            continue;
+        }
+        if arg == "--json-only" {
+            config.json_only = true;
             continue;
         }
         if arg == "-h" || arg == "--help" {
