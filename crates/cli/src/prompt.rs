@@ -5,8 +5,8 @@
 //! integers (with their bounds), booleans (y/n), single-select enums (`enum`, with
 //! `enumNames` as labels, or `oneOf`/`anyOf` of `const` and `title`) and multi-select
 //! ones (arrays of such `items`, answered as a comma-separated list); a default is taken
-//! on an empty line, a required field must be answered. Ctrl-D cancels the form, and so
-//! does Ctrl-C (which then asks whether to cancel the task or detach).
+//! on an empty line, a required field must be answered. Ctrl-D cancels the form; Ctrl-C
+//! leaves it unanswered while the user chooses to cancel the task or detach.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::sync::Arc;
@@ -68,12 +68,16 @@ impl ElicitationHandler for TerminalElicitation {
         })
         .await;
         match asked {
-            Ok(Ok(Some(content))) => Ok(json!({"action": "accept", "content": content})),
-            Ok(Ok(None)) => {
+            Ok(Ok(Form::Answered(content))) => Ok(json!({"action": "accept", "content": content})),
+            Ok(Ok(Form::Cancelled)) => {
                 self.display
                     .note("mcp-tasks: question cancelled (the server is told \"cancel\")");
                 Ok(json!({"action": "cancel"}))
             }
+            // Ctrl-C: the user now chooses between cancelling the task and detaching, and
+            // this process ends either way. The question stays unanswered, so that after a
+            // detach `tasks wait` asks it again.
+            Ok(Ok(Form::Interrupted)) => std::future::pending().await,
             Ok(Err(err)) => Err(RpcError::internal(format!(
                 "cannot read the answer from the terminal: {err}"
             ))),
@@ -167,13 +171,18 @@ fn plain(value: &Value) -> String {
         .map_or_else(|| value.to_string(), str::to_owned)
 }
 
-/// Asks every property of the form; `None` when stdin ends or Ctrl-C comes after `since`
-/// (the user gave up).
-fn ask_form(
-    message: &str,
-    schema: &Value,
-    since: u64,
-) -> std::io::Result<Option<Map<String, Value>>> {
+/// How a form ended.
+enum Form {
+    Answered(Map<String, Value>),
+    /// stdin ended (Ctrl-D).
+    Cancelled,
+    /// Ctrl-C, or the wait ended meanwhile.
+    Interrupted,
+}
+
+/// Asks every property of the form, until stdin ends or an interruption comes after
+/// `since`.
+fn ask_form(message: &str, schema: &Value, since: u64) -> std::io::Result<Form> {
     let required: Vec<&str> = schema
         .get("required")
         .and_then(Value::as_array)
@@ -195,17 +204,18 @@ fn ask_form(
                 content.insert(name.clone(), value);
             }
             Asked::Skipped => {}
-            Asked::GaveUp => return Ok(None),
+            Asked::EndOfInput => return Ok(Form::Cancelled),
+            Asked::Interrupted => return Ok(Form::Interrupted),
         }
     }
-    Ok(Some(content))
+    Ok(Form::Answered(content))
 }
 
 enum Asked {
     Value(Value),
     Skipped,
-    /// End of input or Ctrl-C.
-    GaveUp,
+    EndOfInput,
+    Interrupted,
 }
 
 fn ask_field(
@@ -243,9 +253,13 @@ fn ask_field(
         out.flush()?;
         let line = match terminal::read_line(since) {
             Read::Line(line) => line,
-            Read::Eof | Read::Interrupted => {
+            Read::Eof => {
                 writeln!(out)?;
-                return Ok(Asked::GaveUp);
+                return Ok(Asked::EndOfInput);
+            }
+            Read::Interrupted => {
+                writeln!(out)?;
+                return Ok(Asked::Interrupted);
             }
         };
         let line = line.trim();

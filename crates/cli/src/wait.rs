@@ -92,6 +92,9 @@ pub(crate) async fn drive(handle: &TaskHandle, waiting: Waiting<'_>) -> anyhow::
             }
         }
     };
+    // A question still open (an elicitation form) is moot now; its prompt must let go of
+    // the display before it is cleared.
+    terminal::abandon_prompts();
     if let Some(follower) = follower {
         follower.abort();
     }

@@ -165,7 +165,10 @@ fn unique() -> u64 {
 
 /// The task id from "mcp-tasks: task ID is running".
 fn task_id(screen: &str) -> String {
-    let line = screen.lines().find(|line| line.starts_with("mcp-tasks: task ")).expect("the task line");
+    let line = screen
+        .lines()
+        .find(|line| line.starts_with("mcp-tasks: task ") && line.contains(" is running"))
+        .expect("the task line");
     line["mcp-tasks: task ".len()..].split_whitespace().next().unwrap().to_owned()
 }
 
@@ -286,4 +289,60 @@ fn tty_ctrl_c_then_cancel_or_a_second_ctrl_c_cancels_the_task() {
     let (code, screen) = tmux.exit();
     assert_eq!(code, 3, "{screen}");
     assert_eq!(status_of(&work, &server, &id), "cancelled");
+}
+
+#[test]
+fn tty_ctrl_c_at_a_form_leaves_the_question_open_for_the_resumed_wait() {
+    let (work, server) = server();
+    let Some(tmux) = Tmux::run(&work, &["call", "order", "--url", &url(&server)]) else { return };
+    let screen = tmux.wait_for("the first prompt", |screen| screen.contains("Count ("));
+    let id = task_id(&screen);
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("the question", |screen| screen.contains("[c]ancel/[d]etach"));
+    tmux.keys(&["d", "Enter"]);
+    let (code, screen) = tmux.exit();
+    assert_eq!(code, 4, "{screen}");
+    assert_eq!(status_of(&work, &server, &id), "input_required", "the question was not answered");
+    let (code, stdout) = plain(
+        &work,
+        &["tasks", "wait", &id, "--ledger", &path(&work.path("ledger.sqlite3")), "--answer", r#"{"size": "s", "gift": false}"#],
+    );
+    assert_eq!(code, Some(0));
+    assert!(stdout.contains(r#""action":"accept","content":{"gift":false,"size":"s"}"#), "{stdout}");
+}
+
+/// `--cmd "mcp-tasks serve --stdio …"` on the workdir's config and store.
+fn stdio_cmd(work: &Workdir) -> String {
+    let quote = |path: &Path| shlex_quote(&path.display().to_string());
+    format!(
+        "{} serve --stdio --config {} --store {}",
+        shlex_quote(env!("CARGO_BIN_EXE_mcp-tasks")),
+        quote(&work.config()),
+        quote(&work.store())
+    )
+}
+
+fn shlex_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', "'\\''"))
+}
+
+#[test]
+fn tty_ctrl_c_over_cmd_reaches_the_cli_alone_and_cancel_cancels_the_task() {
+    let work = Workdir::new();
+    std::fs::write(work.config(), CONFIG).unwrap();
+    let cmd = stdio_cmd(&work);
+    let Some(tmux) = Tmux::run(&work, &["call", "slow", "--arg", "seconds=30", "--cmd", &cmd]) else { return };
+    let screen = tmux.wait_for("the task running", |screen| screen.contains("Ctrl-C to cancel or detach"));
+    let id = task_id(&screen);
+    tmux.keys(&["C-c"]);
+    let screen = tmux.wait_for("the question", |screen| screen.contains("[c]ancel/[d]etach"));
+    assert!(screen.contains("its server was started with --cmd"), "{screen}");
+    tmux.keys(&["c", "Enter"]);
+    let (code, screen) = tmux.exit();
+    assert_eq!(code, 3, "the server survived the Ctrl-C and cancelled the task:\n{screen}");
+    assert!(screen.contains(&format!("{id}  cancelled")), "{screen}");
+    let (code, stdout) = plain(&work, &["tasks", "get", &id, "--json", "--cmd", &cmd]);
+    assert_eq!(code, Some(0));
+    let task: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(task["status"], "cancelled");
 }
