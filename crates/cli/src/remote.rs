@@ -101,6 +101,8 @@ struct Shown {
     progress: Option<Progress>,
     /// Whether the bar style (rather than the spinner's) is set.
     as_bar: bool,
+    /// Whether the spinner is drawn (between `start` and `finish`).
+    drawn: bool,
 }
 
 /// A `notifications/progress`, as shown.
@@ -142,6 +144,7 @@ impl Display {
         self.bar.set_style(spinner_style());
         self.bar.set_prefix(task_id.to_owned());
         shown.status = Some("working".to_owned());
+        shown.drawn = true;
         self.redraw(&mut shown);
         self.bar.set_draw_target(ProgressDrawTarget::stderr());
         self.bar.enable_steady_tick(Duration::from_millis(120));
@@ -171,7 +174,7 @@ impl Display {
     /// Prints a line on stderr, above the spinner when there is one.
     pub(crate) fn note(&self, line: &str) {
         let shown = self.shown();
-        if self.enabled && shown.prompting == 0 {
+        if shown.drawn && shown.prompting == 0 {
             self.bar.println(line);
         } else {
             eprintln!("{line}");
@@ -241,6 +244,7 @@ impl Display {
 
     pub(crate) fn finish(&self) {
         if self.enabled {
+            self.shown().drawn = false;
             self.bar.finish_and_clear();
         }
     }
