@@ -50,9 +50,13 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let sweeper = engine.spawn_sweeper(SWEEP_EVERY, shutdown.clone());
     let served = if args.stdio {
         eprintln!("mcp-tasks: serving {} tools on stdio", names.len());
-        stdio::serve(tokio::io::BufReader::new(tokio::io::stdin()), tokio::io::stdout(), server)
-            .await
-            .context("serving on stdio")
+        let served = stdio::serve(tokio::io::BufReader::new(tokio::io::stdin()), tokio::io::stdout(), server);
+        // SIGTERM or Ctrl-C ends stdio serving as it ends HTTP: running commands are
+        // killed with the runtime, their tasks resolved by `on_restart` at the next start.
+        tokio::select! {
+            served = served => served.context("serving on stdio"),
+            () = shutdown_signal() => Ok(()),
+        }
     } else {
         serve_http(&config, args.listen, server).await
     };

@@ -19,7 +19,14 @@ pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 /// write to our stdin started us, so the process boundary identifies the requestor.
 pub const LOCAL_PRINCIPAL: &str = "local";
 
-/// Serves one client on `reader`/`writer` until the reader reaches end of input.
+/// How long answers already being worked on may still be written after the client closed
+/// our stdin, before the requests still open (a blocking `tasks/result`, a long plain
+/// call) are abandoned: the client has gone, nobody waits for them.
+pub const DRAIN_AFTER_EOF: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Serves one client on `reader`/`writer` until the reader reaches end of input; answers
+/// already under way get [`DRAIN_AFTER_EOF`] to be written, then open requests are
+/// abandoned (their tasks keep running and stay in the store).
 ///
 /// # Errors
 /// An I/O error reading input or writing output.
@@ -66,9 +73,17 @@ pub async fn serve(
         }
     };
     session.close();
-    drop(session);
     // The writer ends once every sender (the session and its handlers) is gone.
-    match write.await {
+    let mut write = write;
+    let written = match tokio::time::timeout(DRAIN_AFTER_EOF, &mut write).await {
+        Ok(written) => written,
+        Err(_) => {
+            session.abort();
+            drop(session);
+            write.await
+        }
+    };
+    match written {
         Ok(written) => result.and(written),
         Err(join) => Err(io::Error::other(join)),
     }

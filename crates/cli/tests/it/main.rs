@@ -15,4 +15,5 @@ mod http_peer;
 mod lifecycle;
 mod restart;
 mod sampling;
+mod stdio_shutdown;
 mod tty;
