@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Plain tools/call side by side, rmcp 3.11 against ours (issue 7): builds (release) our bench
+# server and load harness, and the rmcp peer (benches/peers/rmcp, its own Cargo project,
+# `cargo build --locked`); then, per round, serves rmcp-bench-peer and our bench server (on a
+# fresh temporary SQLite store, --sync full) one after the other on a free port, runs
+# `load --mode plain --tool noop` against each at every concurrency, and prints a table with
+# the median of the rounds, the ratio ours / rmcp, and each server's idle and peak RSS.
+# The binaries are copied to a temporary directory first, so a rebuild in the shared target
+# dir during the run does not touch them.
+#
+#   bash benches/peers/rmcp.sh            # from anywhere; everything on 127.0.0.1
+#
+# Environment: BENCH_TASKS (2000), BENCH_CONCURRENCY ("1 8 32"), BENCH_ROUNDS (3),
+# BENCH_OUT (a file for the raw JSON lines; default: in the temporary directory).
+# Exit status: non-zero if any call failed its check or a server did not start.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root"
+tasks=${BENCH_TASKS:-2000}
+concurrency=${BENCH_CONCURRENCY:-1 8 32}
+rounds=${BENCH_ROUNDS:-3}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/mcp-tasks-rmcp-bench.XXXXXX")
+out=${BENCH_OUT:-$work/results.jsonl}
+: >"$out"
+server_pid=""
+stop_server() {
+  if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  server_pid=""
+}
+cleanup() {
+  stop_server
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo "== building (release)" >&2
+cargo build --release -p mcp-tasks-bench --example bench_server --bin load >&2
+target_dir=$(cargo metadata --format-version 1 --no-deps | jq -r .target_directory)
+(cd benches/peers/rmcp && CARGO_TARGET_DIR="$root/benches/peers/rmcp/target" cargo build --release --locked >&2)
+mkdir -p "$work/bin"
+cp "$target_dir/release/examples/bench_server" "$target_dir/release/load" \
+  benches/peers/rmcp/target/release/rmcp-bench-peer "$work/bin/"
+load=$work/bin/load
+
+failed=0
+
+# start NAME ARGV...: starts a server that prints "listening on URL" to stderr; sets url.
+start() {
+  local name=$1
+  shift
+  "$@" 2>"$work/$name.err" &
+  server_pid=$!
+  url=""
+  for _ in $(seq 1 300); do
+    url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$work/$name.err" | head -n 1)
+    [[ -n $url ]] && break
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [[ -z $url ]]; then
+    echo "$name did not start:" >&2
+    cat "$work/$name.err" >&2
+    return 1
+  fi
+}
+
+# measure NAME ROUND: idle RSS, the plain runs, peak RSS, for the server started last.
+measure() {
+  local name=$1 round=$2 c json status
+  sleep 1
+  local idle peak
+  idle=$(awk '/^VmRSS:/ {print $2}' "/proc/$server_pid/status")
+  echo "== $name round $round serving $url (pid $server_pid), idle RSS $idle KiB, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+  for c in $concurrency; do
+    status=0
+    json=$("$load" --url "$url" --server-pid "$server_pid" --json \
+      --tasks "$tasks" --concurrency "$c" --mode plain --tool noop) || status=$?
+    if [[ -z $json ]]; then
+      echo "load c=$c against $name: no report (exit $status)" >&2
+      failed=1
+      continue
+    fi
+    [[ $status -eq 0 ]] || failed=1
+    echo "{\"server\":\"$name\",\"round\":$round,\"run\":$json}" >>"$out"
+    echo "$json" | jq -r --arg s "$name" \
+      '"   \($s) plain noop c=\(.concurrency): \(.per_second|floor)/s, p50 \(.end_to_end.p50_us/1000) ms p99 \(.end_to_end.p99_us/1000) ms, \(.failures) failed"' >&2
+  done
+  peak=$(awk '/^VmHWM:/ {print $2}' "/proc/$server_pid/status")
+  echo "{\"server\":\"$name\",\"round\":$round,\"idle_rss_kib\":$idle,\"peak_rss_kib\":$peak}" >>"$out"
+}
+
+echo "== load average before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores" >&2
+for round in $(seq 1 "$rounds"); do
+  start rmcp "$work/bin/rmcp-bench-peer" --listen 127.0.0.1:0
+  measure rmcp "$round"
+  stop_server
+  rm -f "$work/bench.sqlite3"*
+  start ours "$work/bin/bench_server" --listen 127.0.0.1:0 --store "$work/bench.sqlite3" --sync full
+  measure ours "$round"
+  stop_server
+done
+echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+
+# The table: medians over the rounds (per server and concurrency), ratio ours / rmcp.
+jq -rs '
+  def median: sort | if length == 0 then null else .[(length - 1) / 2 | floor] end;
+  def ms: if . == null then "-" else (. / 10 | round / 100 | tostring) end;
+  def mib: if . == null then "-" else (. / 1024 * 10 | round / 10 | tostring) + " MiB" end;
+  def ratio($a; $b): if $a == null or $b == null or $b == 0 then "-" else (($a / $b) * 100 | round / 100 | tostring) + "x" end;
+  (map(select(.run)) | map(.run + {server})) as $runs
+  | def med($s; $c; f): $runs | map(select(.server == $s and .concurrency == $c) | f) | median;
+  def rss($s; f): map(select(.server == $s and .idle_rss_kib) | f) | median;
+  ($runs | map(.concurrency) | unique) as $cs
+  | "| c | rmcp 3.11 calls/s | ours calls/s | ratio ours / rmcp | rmcp p50 / p99 ms | ours p50 / p99 ms | rounds |",
+    "|---|---|---|---|---|---|---|",
+    ($cs[] as $c
+     | "| \($c) | \(med("rmcp"; $c; .per_second) | round) | \(med("ours"; $c; .per_second) | round) | \(ratio(med("ours"; $c; .per_second); med("rmcp"; $c; .per_second))) | \(med("rmcp"; $c; .end_to_end.p50_us) | ms) / \(med("rmcp"; $c; .end_to_end.p99_us) | ms) | \(med("ours"; $c; .end_to_end.p50_us) | ms) / \(med("ours"; $c; .end_to_end.p99_us) | ms) | \($runs | map(select(.server == "ours" and .concurrency == $c)) | length) |"),
+    "",
+    "| server | idle RSS (median) | peak RSS (median) | failed calls |",
+    "|---|---|---|---|",
+    ("rmcp", "ours") as $s
+    | "| \($s) | \(rss($s; .idle_rss_kib) | mib) | \(rss($s; .peak_rss_kib) | mib) | \($runs | map(select(.server == $s) | .failures) | add) |"
+' "$out"
+if [[ -n ${BENCH_OUT:-} ]]; then
+  echo "raw results: $out" >&2
+fi
+exit "$failed"
