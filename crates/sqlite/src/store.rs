@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use rusqlite::types::Type;
@@ -372,6 +372,7 @@ fn write_loop(conn: &Connection, queue: &mpsc::Receiver<Box<dyn Write>>, stats: 
                 Err(_) => break,
             }
         }
+        let started = Instant::now();
         let committed = commit(conn, &mut batch);
         match &committed {
             Ok(()) => {
@@ -379,6 +380,8 @@ fn write_loop(conn: &Connection, queue: &mpsc::Receiver<Box<dyn Write>>, stats: 
                 stats
                     .writes
                     .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                let micros = started.elapsed().as_micros();
+                tracing::trace!(writes = batch.len(), micros, "committed a batch");
             }
             Err(failure) => {
                 tracing::error!(writes = batch.len(), error = %failure, "a batch of task store writes failed to commit");
