@@ -56,7 +56,10 @@ struct BenchPeer {
 #[tool_router]
 impl BenchPeer {
     fn new(tasks: TaskManager) -> Self {
-        Self { tool_router: Self::tool_router(), tasks }
+        Self {
+            tool_router: Self::tool_router(),
+            tasks,
+        }
     }
 
     /// Answers "ok" at once.
@@ -79,13 +82,20 @@ fn noop_result() -> CallToolResult {
 
 async fn sleep_result(ms: u64) -> CallToolResult {
     tokio::time::sleep(Duration::from_millis(ms)).await;
-    let done_at_us = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_micros());
-    CallToolResult::success(vec![ContentBlock::text(format!("slept {ms} ms; done_at_us={done_at_us}"))])
+    let done_at_us = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_micros());
+    CallToolResult::success(vec![ContentBlock::text(format!(
+        "slept {ms} ms; done_at_us={done_at_us}"
+    ))])
 }
 
 fn check_ms(ms: u64) -> Result<(), ErrorData> {
     if ms > MAX_SLEEP_MS {
-        return Err(ErrorData::invalid_params(format!("ms must be at most {MAX_SLEEP_MS}"), None));
+        return Err(ErrorData::invalid_params(
+            format!("ms must be at most {MAX_SLEEP_MS}"),
+            None,
+        ));
     }
     Ok(())
 }
@@ -123,7 +133,9 @@ impl ServerHandler for BenchPeer {
             });
             return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
         }
-        self.tool_router.call(ToolCallContext::new(self, request, context)).await
+        self.tool_router
+            .call(ToolCallContext::new(self, request, context))
+            .await
     }
 
     async fn list_tools(
@@ -131,7 +143,9 @@ impl ServerHandler for BenchPeer {
         _request: Option<rmcp::model::PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListToolsResult, ErrorData> {
-        Ok(rmcp::model::ListToolsResult::with_all_items(self.tool_router.list_all()))
+        Ok(rmcp::model::ListToolsResult::with_all_items(
+            self.tool_router.list_all(),
+        ))
     }
 
     async fn get_task(
@@ -183,7 +197,9 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let addr = listener.local_addr().map_or_else(|_| listen.clone(), |addr| addr.to_string());
+    let addr = listener
+        .local_addr()
+        .map_or_else(|_| listen.clone(), |addr| addr.to_string());
     let stop = CancellationToken::new();
     let tasks = TaskManager::new();
     let service: StreamableHttpService<BenchPeer, LocalSessionManager> = StreamableHttpService::new(
