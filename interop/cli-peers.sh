@@ -16,8 +16,9 @@
 #     --json to its report; ambiguous=true answered with --answer (input_required, the
 #     answer reaches the report); ambiguous=true without --answer and without a terminal
 #     (declined, the hint names --answer); Ctrl-C while it runs cancels it (exit 3,
-#     cancelled; HTTP: SIGINT to the CLI's process group, as a terminal sends it; stdio:
-#     to the CLI's PID alone, as the server spawned in the same group would get it too).
+#     cancelled): SIGINT to the CLI's process group, as a terminal sends it (over stdio the
+#     spawned server must not get it: server-everything exits on SIGINT), and over stdio
+#     also SIGINT to the CLI's PID alone.
 #     HTTP only: --detach prints the id at once and `tasks pending` lists it; tasks list;
 #     tasks get/wait/cancel from another process are refused with "Task not found" (exit 2):
 #     server-everything keeps one task store per session, so a task lives only as long as
@@ -35,7 +36,6 @@
 #     (the server polled the task the CLI hosts); without --answer it is declined. tools
 #     lists trigger-sampling-request-async; answered through --sampling-cmd; with
 #     --sampling-cmd false the hosted task fails.
-#   Pending (CLI_PEERS_PENDING=1; a fix not landed yet): stdio Ctrl-C to the process group.
 #
 # The last line on stdout is `N passed, M failed`; exit 0 only when none failed (2 when the
 # build, the peers or a server start fail). Output of every run in DIR (default
@@ -48,7 +48,6 @@ ROOT=$(cd "$HERE/.." && pwd)
 OUT=
 TIMEOUT=90
 BUILD=1
-PENDING=${CLI_PEERS_PENDING:-0}
 usage() { sed -n '2,43p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -89,8 +88,7 @@ fi
 [ -x "$BIN" ] || { log "$BIN missing (build it or drop --no-build)"; exit 2; }
 log "cli: $BIN; node $("$INTEROP_NODE" --version); server-everything $("$INTEROP_NODE" -p \
   "require('$INTEROP_NPM_MAIN/node_modules/@modelcontextprotocol/server-everything/package.json').version"); sdk $("$INTEROP_NODE" -p "require('$SDK/package.json').version")"
-if [ "$PENDING" = 1 ]; then PENDING_NOTE=ON; else PENDING_NOTE="off (CLI_PEERS_PENDING=1 runs them)"; fi
-log "output in $OUT; pending checks $PENDING_NOTE"
+log "output in $OUT"
 
 # The CLI's environment: a private ledger, no URL or token from the caller's shell.
 export MCP_TASKS_LEDGER="$OUT/ledger.sqlite3"
@@ -340,12 +338,10 @@ everything_checks() { # LABEL CONNECT-ARGS...
   want_in text "User declined - using default interpretation"
   done_check
 
-  if [ "$t" = http ] || [ "$PENDING" = 1 ]; then
-    ctrl_c_check "$t" group "${c[@]}"
-  fi
-  # over stdio the server is in the CLI's process group too, and a terminal's Ctrl-C stops it
-  # before the CLI can cancel (pending: crates/client should spawn it in a group of its own)
-  [ "$t" = stdio ] && ctrl_c_check "$t" cli "${c[@]}"
+  # over stdio the server must be out of the terminal's process group (server-everything
+  # exits on SIGINT): the group check passes only when it still answers our tasks/cancel
+  ctrl_c_check "$t" group "${c[@]}"
+  if [ "$t" = stdio ]; then ctrl_c_check "$t" cli "${c[@]}"; fi
 }
 
 # client-hosted tasks: the server sends elicitation/create with params.task, the CLI answers
