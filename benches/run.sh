@@ -46,8 +46,10 @@ trap 'exit 130' INT TERM
 echo "== building (release)" >&2
 cargo build --release -p mcp-tasks-bench --example bench_server --bin load >&2
 target_dir=$(cargo metadata --format-version 1 --no-deps | jq -r .target_directory)
-bench_server=$target_dir/release/examples/bench_server
-load=$target_dir/release/load
+# Copied out of the shared target dir, so that a rebuild during the run does not touch them.
+cp "$target_dir/release/examples/bench_server" "$target_dir/release/load" "$work/"
+bench_server=$work/bench_server
+load=$work/load
 
 failed=0
 
