@@ -1,8 +1,10 @@
 //! The store seam: durable storage of [`TaskRecord`]s behind an object-safe async trait.
 //!
 //! This trait is an internal seam of mcp-tasks, not a stable API: it changes with the
-//! engine. Every implementation must pass the shared store suite (`mcp-tasks-sqlite`'s
-//! `tests/it/store_suite.rs`).
+//! engine. Every implementation must pass the shared store suite
+//! (`mcp_tasks_testkit::store_suite!`), and should keep every query on the serving path off
+//! full scans: a store retaining a million finished tasks must serve as fast as an empty one
+//! (`benches/retention.sh`).
 
 use std::error::Error as StdError;
 
@@ -48,7 +50,8 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// How many tasks of `owner` the store holds, in any status (finished tasks count
     /// until they are purged). Checked on every task creation, so it must not read the
-    /// tasks themselves: an index on the owner suffices.
+    /// tasks themselves, nor one index entry per task: the SQLite store keeps a count per
+    /// owner.
     ///
     /// # Errors
     /// [`StoreError::Backend`].
