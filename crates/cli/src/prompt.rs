@@ -447,11 +447,22 @@ mod tests {
     }
 
     #[test]
+    fn fields_are_asked_in_the_order_the_server_listed_them() {
+        // As the message arrives: text, not a map built in code.
+        let schema: Value = serde_json::from_str(
+            r#"{"type": "object", "properties": {"name": {"type": "string"}, "email": {"type": "string"}, "age": {"type": "integer"}}}"#,
+        )
+        .unwrap();
+        let names: Vec<&str> = properties(&schema).map(|(name, _)| name.as_str()).collect();
+        assert_eq!(names, ["name", "email", "age"]);
+    }
+
+    #[test]
     fn the_decline_message_shows_a_template_answer() {
         let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}, "n": {"type": ["integer", "null"]}}});
         assert_eq!(
             answer_template(&schema),
-            r#"{"n": <integer>, "ok": <boolean>}"#
+            r#"{"ok": <boolean>, "n": <integer>}"#
         );
         let schema = json!({"type": "object", "properties": {"size": {"type": "string", "enum": ["s", "m"]}}});
         assert_eq!(answer_template(&schema), r#"{"size": <"s"|"m">}"#);

@@ -218,8 +218,12 @@ fn tty_elicitation_form_is_asked_field_by_field_and_answered_with_keys() {
     let prompt = |screen: &str, label: &str| {
         screen.lines().rev().find(|line| !line.trim().is_empty()).is_some_and(|last| last.trim_start().starts_with(label))
     };
-    let screen = tmux.wait_for("the Count prompt", |screen| prompt(screen, "Count ("));
+    // The fields come in the order the server listed them (size, count, gift, note).
+    let screen = tmux.wait_for("the Size choices", |screen| prompt(screen, "Size (1-3"));
     assert!(screen.contains("mcp-tasks: the server asks: Your order?"), "{screen}");
+    assert!(screen.contains("1) Small") && screen.contains("2) Medium") && screen.contains("3) Large"), "{screen}");
+    tmux.keys(&["2", "Enter"]);
+    let screen = tmux.wait_for("the Count prompt", |screen| prompt(screen, "Count ("));
     assert!(screen.contains("Count (integer, 1 to 9, default 2, optional): "), "{screen}");
     tmux.keys(&["12", "Enter"]);
     tmux.wait_for("the bound refused", |screen| screen.contains("at most 9"));
@@ -228,9 +232,6 @@ fn tty_elicitation_form_is_asked_field_by_field_and_answered_with_keys() {
     tmux.keys(&["y", "Enter"]);
     tmux.wait_for("the Note prompt", |screen| prompt(screen, "Note (string, optional)"));
     tmux.keys(&["for Ada", "Enter"]);
-    let screen = tmux.wait_for("the Size choices", |screen| prompt(screen, "Size (1-3"));
-    assert!(screen.contains("1) Small") && screen.contains("2) Medium") && screen.contains("3) Large"), "{screen}");
-    tmux.keys(&["2", "Enter"]);
     let (code, screen) = tmux.exit();
     assert_eq!(code, 0, "{screen}");
     let answer = screen.lines().find_map(|line| line.strip_prefix("answer: ")).expect("the tool's answer line");
@@ -295,7 +296,7 @@ fn tty_ctrl_c_then_cancel_or_a_second_ctrl_c_cancels_the_task() {
 fn tty_ctrl_c_at_a_form_leaves_the_question_open_for_the_resumed_wait() {
     let (work, server) = server();
     let Some(tmux) = Tmux::run(&work, &["call", "order", "--url", &url(&server)]) else { return };
-    let screen = tmux.wait_for("the first prompt", |screen| screen.contains("Count ("));
+    let screen = tmux.wait_for("the first prompt", |screen| screen.contains("Size (1-3"));
     let id = task_id(&screen);
     tmux.keys(&["C-c"]);
     tmux.wait_for("the question", |screen| screen.contains("[c]ancel/[d]etach"));
@@ -308,7 +309,9 @@ fn tty_ctrl_c_at_a_form_leaves_the_question_open_for_the_resumed_wait() {
         &["tasks", "wait", &id, "--ledger", &path(&work.path("ledger.sqlite3")), "--answer", r#"{"size": "s", "gift": false}"#],
     );
     assert_eq!(code, Some(0));
-    assert!(stdout.contains(r#""action":"accept","content":{"gift":false,"size":"s"}"#), "{stdout}");
+    let answer = stdout.lines().find_map(|line| line.split_once("answer: ").map(|(_, answer)| answer)).expect("the answer line");
+    let answer: Value = serde_json::from_str(answer.trim()).unwrap_or_else(|_| panic!("{stdout}"));
+    assert_eq!(answer["content"], serde_json::json!({"size": "s", "gift": false}), "{stdout}");
 }
 
 /// `--cmd "mcp-tasks serve --stdio …"` on the workdir's config and store.
