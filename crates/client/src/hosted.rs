@@ -38,6 +38,15 @@ pub(crate) const MAX_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 const POLL_INTERVAL: Duration = Duration::from_secs(1);
 /// Tasks per `tasks/list` page.
 const PAGE_SIZE: usize = 50;
+/// Hosted tasks still running at once (2025-11-25: receivers SHOULD cap concurrent tasks
+/// per requestor; a session has one requestor). A server asking for more gets an error.
+pub const MAX_RUNNING: usize = 16;
+/// Hosted tasks kept at once, finished ones included (each holds its answer until it
+/// expires); the oldest finished ones make room, running ones are never dropped.
+pub const MAX_KEPT: usize = 1000;
+/// The error code of a refused creation: the server's own limit code (`-32010`, as
+/// `mcp-tasks serve` answers when a limit is reached).
+const LIMIT_EXCEEDED: i64 = -32010;
 
 /// The tasks this client hosts in one session.
 #[derive(Default)]
@@ -94,6 +103,15 @@ pub(crate) fn create(connection: &Arc<Connection>, request: ServerRequest) -> Re
     {
         let mut state = hosted.state();
         state.sweep(Instant::now());
+        let running = state.tasks.values().filter(|entry| !entry.task.status.is_terminal()).count();
+        if running >= MAX_RUNNING {
+            return Err(RpcError::new(
+                LIMIT_EXCEEDED,
+                format!("this client already runs {running} tasks for the server (at most {MAX_RUNNING}); retry when one has finished"),
+            )
+            .with_data(serde_json::json!({"limit": "running", "max": MAX_RUNNING, "current": running})));
+        }
+        state.make_room();
         let seq = state.next_seq;
         state.next_seq += 1;
         let entry =
@@ -254,6 +272,21 @@ impl HostedTasks {
 
 impl State {
     /// Drops the tasks whose ttl ran out (their handlers are aborted, their waiters told).
+    /// Drops the oldest finished tasks while [`MAX_KEPT`] are kept.
+    fn make_room(&mut self) {
+        while self.tasks.len() >= MAX_KEPT {
+            let oldest = self
+                .tasks
+                .iter()
+                .filter(|(_, entry)| entry.task.status.is_terminal())
+                .min_by_key(|(_, entry)| entry.seq)
+                .map(|(id, _)| id.clone());
+            let Some(oldest) = oldest else { return };
+            tracing::info!(task = %oldest, "hosted task dropped to make room");
+            self.tasks.remove(&oldest);
+        }
+    }
+
     fn sweep(&mut self, now: Instant) {
         self.tasks.retain(|id, entry| {
             let keep = entry.expires > now;

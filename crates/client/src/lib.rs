@@ -46,6 +46,12 @@ pub use client::{Client, ClientBuilder};
 pub use error::ClientError;
 pub use handlers::{ElicitationHandler, SamplingHandler, ServerNotification, ServerRequest};
 pub use task::TaskHandle;
+/// Limits on the tasks a client hosts for its server (task-augmented `elicitation/create`
+/// and `sampling/createMessage`): at most [`HOSTED_MAX_RUNNING`] running at once (more are
+/// refused with error `-32010`), at most [`HOSTED_MAX_KEPT`] kept (the oldest finished ones
+/// make room); a hosted task's `ttl` is what the server asked, at most a day (an hour when
+/// it asked none).
+pub use hosted::{MAX_KEPT as HOSTED_MAX_KEPT, MAX_RUNNING as HOSTED_MAX_RUNNING};
 
 /// The wire types the client's API uses (`Tool`, `Task`, `CallToolResult`, …).
 pub use mcp_tasks_protocol::legacy as protocol;

@@ -403,3 +403,24 @@ async fn a_blocked_tasks_result_ends_when_the_client_is_dropped_and_the_session_
     .await;
     assert!(handler.aborted.load(Ordering::SeqCst), "the handler's future was dropped");
 }
+
+#[tokio::test]
+async fn legacy_88_92_running_hosted_tasks_are_capped_and_a_finished_one_frees_a_place() {
+    let handler = Scripted::default();
+    let (_client, mut peer, _) = connect(Client::builder().elicitation(handler.clone())).await;
+    let mut running = Vec::new();
+    for _ in 0..mcp_tasks_client::HOSTED_MAX_RUNNING {
+        running.push(peer.elicit_as_task("forever", 60_000).await["taskId"].as_str().unwrap().to_owned());
+    }
+    let params = json!({"message": "one more", "requestedSchema": {"type": "object"}, "task": {"ttl": 60_000}});
+    let refused = peer.error("elicitation/create", params.clone()).await;
+    assert_eq!(refused["code"], -32010, "{refused}");
+    assert_eq!(refused["data"]["max"], mcp_tasks_client::HOSTED_MAX_RUNNING, "{refused}");
+    assert!(refused["message"].as_str().unwrap().contains("at most"), "{refused}");
+    let listed = peer.result("tasks/list", json!({}), "ListTasksResult").await;
+    assert_eq!(listed["tasks"].as_array().unwrap().len(), running.len(), "the refused request left no task");
+
+    peer.result("tasks/cancel", json!({"taskId": running[0]}), "CancelTaskResult").await;
+    let accepted = peer.result("elicitation/create", params, "CreateTaskResult").await;
+    assert_eq!(accepted["task"]["status"], "working");
+}
