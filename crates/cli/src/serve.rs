@@ -78,6 +78,7 @@ async fn serve_http(config: &Config, listen: Option<SocketAddr>, server: mcp_tas
         allowed_origins: config.server.allowed_origins.clone(),
         max_body: config.server.max_body,
         auth: auth.is_enabled().then(|| Arc::new(TokenAuth(auth.clone())) as Arc<dyn http::Authenticate>),
+        session_idle: config.server.session_idle,
     };
     if !bound.ip().is_loopback() {
         tracing::warn!(%bound, "listening beyond loopback: set server.allowed_hosts and auth tokens");

@@ -46,6 +46,10 @@ pub struct ServerConfig {
     pub max_ttl: Duration,
     /// The poll interval suggested to requestors (`poll_interval`, default 1s).
     pub poll_interval: Duration,
+    /// How long an HTTP session may go without a request and without an open stream
+    /// before it is ended (`session_idle`, default 30m); its tasks stay, a client starts a
+    /// new session.
+    pub session_idle: Duration,
     /// The address the HTTP transport listens on (`listen`, default
     /// [`DEFAULT_LISTEN`](ServerConfig::DEFAULT_LISTEN), `127.0.0.1:8765`). An IP address
     /// and a port; host names are not resolved.
@@ -122,6 +126,7 @@ impl Default for ServerConfig {
             default_ttl: Duration::from_secs(60 * 60),
             max_ttl: Duration::from_secs(24 * 60 * 60),
             poll_interval: Duration::from_secs(1),
+            session_idle: Duration::from_secs(30 * 60),
             listen: ServerConfig::DEFAULT_LISTEN,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
@@ -812,6 +817,7 @@ struct RawServer {
     default_ttl: Option<Spanned<String>>,
     max_ttl: Option<Spanned<String>>,
     poll_interval: Option<Spanned<String>>,
+    session_idle: Option<Spanned<String>>,
     listen: Option<Spanned<String>>,
     #[serde(default)]
     allowed_hosts: Vec<Spanned<String>>,
@@ -1015,6 +1021,7 @@ impl RawServer {
                 self.poll_interval,
                 defaults.poll_interval,
             )?,
+            session_idle: duration("server.session_idle", self.session_idle, defaults.session_idle)?,
         };
         if server.default_ttl > server.max_ttl {
             return Err(ConfigError::Invalid {
@@ -1055,6 +1062,7 @@ name = "demo"
 default_ttl = "30m"
 max_ttl = "2days"
 poll_interval = "500ms"
+session_idle = "5m"
 listen = "0.0.0.0:9000"
 allowed_hosts = ["tasks.example.com", "box.lan:9000"]
 allowed_origins = ["https://app.example.com"]
@@ -1108,6 +1116,7 @@ task_support = "forbidden"
                 default_ttl: Duration::from_secs(30 * 60),
                 max_ttl: Duration::from_secs(2 * 24 * 60 * 60),
                 poll_interval: Duration::from_millis(500),
+                session_idle: Duration::from_secs(5 * 60),
                 listen: "0.0.0.0:9000".parse().unwrap(),
                 allowed_hosts: vec!["tasks.example.com".into(), "box.lan:9000".into()],
                 allowed_origins: vec!["https://app.example.com".into()],

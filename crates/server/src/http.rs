@@ -16,7 +16,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -78,12 +78,22 @@ pub struct Options {
     pub max_body: usize,
     /// Bearer-token authentication; `None` accepts every request as the anonymous principal.
     pub auth: Option<Arc<dyn Authenticate>>,
+    /// A session with no request in progress and no open stream for this long is ended
+    /// (as by DELETE: its id then gets 404; its tasks stay and can be fetched from a new
+    /// session). Bounds the memory abandoned sessions hold.
+    pub session_idle: Duration,
 }
 
 impl Default for Options {
-    /// Local clients only, 4 MiB bodies, no tokens.
+    /// Local clients only, 4 MiB bodies, no tokens, sessions idle for 30 minutes ended.
     fn default() -> Options {
-        Options { allowed_hosts: Vec::new(), allowed_origins: Vec::new(), max_body: 4 * 1024 * 1024, auth: None }
+        Options {
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            max_body: 4 * 1024 * 1024,
+            auth: None,
+            session_idle: Duration::from_secs(30 * 60),
+        }
     }
 }
 
@@ -118,9 +128,42 @@ pub async fn serve(
 
 /// The axum router (one route, `/mcp`), for tests and for embedding. `stop` ends the SSE
 /// streams it serves.
+///
+/// Called inside a Tokio runtime, it also starts the task that ends idle sessions
+/// ([`Options::session_idle`]); it stops with `stop` or when the router is dropped.
 pub fn router(server: Server, options: Options, stop: CancellationToken) -> Router {
-    let app = App { server, options, sessions: Mutex::new(HashMap::new()), stop };
-    Router::new().route("/mcp", post(post_message).get(get_stream).delete(delete_session)).with_state(Arc::new(app))
+    let app = Arc::new(App { server, options, sessions: Mutex::new(HashMap::new()), stop });
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(end_idle_sessions(Arc::downgrade(&app)));
+    }
+    Router::new().route("/mcp", post(post_message).get(get_stream).delete(delete_session)).with_state(app)
+}
+
+/// Ends the sessions idle for [`Options::session_idle`], checking a few times per period.
+async fn end_idle_sessions(app: Weak<App>) {
+    let (idle, stop) = match app.upgrade() {
+        Some(app) => (app.options.session_idle, app.stop.clone()),
+        None => return,
+    };
+    let mut ticks = tokio::time::interval((idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(60)));
+    loop {
+        tokio::select! {
+            _ = ticks.tick() => {}
+            () = stop.cancelled() => return,
+        }
+        let Some(app) = app.upgrade() else { return };
+        let now = Instant::now();
+        let ended: Vec<(String, Arc<HttpSession>)> = {
+            let mut sessions = app.sessions();
+            let idle_ids: Vec<String> =
+                sessions.iter().filter(|(_, http)| http.idle_since(now) >= idle).map(|(id, _)| id.clone()).collect();
+            idle_ids.into_iter().filter_map(|id| sessions.remove(&id).map(|http| (id, http))).collect()
+        };
+        for (id, http) in ended {
+            http.session.abort();
+            tracing::info!(session = %id, idle = ?idle, "session ended: idle");
+        }
+    }
 }
 
 struct App {
@@ -137,6 +180,34 @@ struct HttpSession {
     principal: Principal,
     /// A std mutex: routing decisions and buffer pushes, never across an await.
     routes: Mutex<Routes>,
+    /// Requests in progress and open streams, and when the last one began or ended.
+    activity: Mutex<Activity>,
+}
+
+struct Activity {
+    open: usize,
+    last: Instant,
+}
+
+/// Marks a session busy (a request in progress, a stream open) while it lives.
+struct Busy(Arc<HttpSession>);
+
+impl Busy {
+    fn new(http: &Arc<HttpSession>) -> Busy {
+        let mut activity = http.activity();
+        activity.open += 1;
+        activity.last = Instant::now();
+        drop(activity);
+        Busy(Arc::clone(http))
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let mut activity = self.0.activity();
+        activity.open = activity.open.saturating_sub(1);
+        activity.last = Instant::now();
+    }
 }
 
 #[derive(Default)]
@@ -226,6 +297,7 @@ impl App {
             return Ok(self.initialize(principal, incoming).await);
         }
         let (id, http) = self.session_for(headers, &principal).map_err(|r| *r)?;
+        let _busy = Busy::new(&http);
         if let Some(version) = headers.get("mcp-protocol-version") {
             let version = version.to_str().unwrap_or("");
             if !SUPPORTED_VERSIONS.contains(&version) {
@@ -243,7 +315,7 @@ impl App {
         if accepts(headers, "text/event-stream") && streams(&request.method) {
             let events = http.open_stream(&request.id);
             dispatch::handle_incoming(&http.session, Incoming::Request(request));
-            Ok(self.sse_coalesced(events).await)
+            Ok(self.sse_coalesced(events, Busy::new(&http)).await)
         } else {
             let reply = http.await_json(&request.id);
             dispatch::handle_incoming(&http.session, Incoming::Request(request));
@@ -261,7 +333,12 @@ impl App {
         let listing = if self.options.auth.is_some() { Listing::Principal } else { Listing::Session };
         let (out, outgoing) = mpsc::unbounded_channel();
         let session = Session::start(self.server.clone(), principal.clone(), listing, out);
-        let http = Arc::new(HttpSession { session, principal, routes: Mutex::new(Routes { next_stream: 1, ..Routes::default() }) });
+        let http = Arc::new(HttpSession {
+            session,
+            principal,
+            routes: Mutex::new(Routes { next_stream: 1, ..Routes::default() }),
+            activity: Mutex::new(Activity { open: 0, last: Instant::now() }),
+        });
         tokio::spawn(pump(Arc::downgrade(&http), outgoing));
         let weak = Arc::downgrade(&http);
         http.session.set_standalone_probe(Box::new(move || weak.upgrade().is_some_and(|http| http.standalone_is_open())));
@@ -310,7 +387,7 @@ impl App {
                 )))
             })?,
         };
-        Ok(self.sse(events, String::new()))
+        Ok(self.sse(events, String::new(), Busy::new(&http)))
     }
 
     /// Host and Origin checks, then the principal.
@@ -390,7 +467,7 @@ impl App {
     /// sent), answers its events (the priming event first, the same ids) as one complete SSE
     /// body, which leaves in one write with the headers instead of one chunk per event.
     /// Otherwise the events so far open the stream of [`App::sse`].
-    async fn sse_coalesced(&self, mut events: mpsc::UnboundedReceiver<String>) -> Response {
+    async fn sse_coalesced(&self, mut events: mpsc::UnboundedReceiver<String>, busy: Busy) -> Response {
         let mut first = String::new();
         for _ in 0..COALESCE_YIELDS {
             loop {
@@ -405,17 +482,17 @@ impl App {
             }
             tokio::task::yield_now().await;
         }
-        self.sse(events, first)
+        self.sse(events, first, busy)
     }
 
     /// An SSE response carrying `first` (frames already taken from `events`, if any), then
     /// the frames of `events`, with a keep-alive comment every 15 s, until the channel closes
-    /// or the server stops.
-    fn sse(&self, events: mpsc::UnboundedReceiver<String>, first: String) -> Response {
+    /// or the server stops. `busy` keeps the session from expiring while the stream is open.
+    fn sse(&self, events: mpsc::UnboundedReceiver<String>, first: String, busy: Busy) -> Response {
         let keepalive = tokio::time::interval_at(tokio::time::Instant::now() + KEEPALIVE, KEEPALIVE);
         let first = Some(first).filter(|first| !first.is_empty());
-        let state = (events, self.stop.clone(), keepalive, first);
-        let stream = futures_util::stream::unfold(state, |(mut events, stop, mut keepalive, first)| async move {
+        let state = (events, self.stop.clone(), keepalive, first, busy);
+        let stream = futures_util::stream::unfold(state, |(mut events, stop, mut keepalive, first, busy)| async move {
             let frame = match first {
                 Some(first) => first,
                 None => tokio::select! {
@@ -424,7 +501,7 @@ impl App {
                     _ = stop.cancelled() => return None,
                 },
             };
-            Some((Ok::<_, Infallible>(Bytes::from(frame)), (events, stop, keepalive, None)))
+            Some((Ok::<_, Infallible>(Bytes::from(frame)), (events, stop, keepalive, None, busy)))
         });
         let headers = [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")];
         (StatusCode::OK, headers, Body::from_stream(stream)).into_response()
@@ -438,6 +515,16 @@ impl App {
 impl HttpSession {
     fn routes(&self) -> MutexGuard<'_, Routes> {
         self.routes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn activity(&self) -> MutexGuard<'_, Activity> {
+        self.activity.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// How long the session has been idle at `now` (zero while it is busy).
+    fn idle_since(&self, now: Instant) -> Duration {
+        let activity = self.activity();
+        if activity.open > 0 { Duration::ZERO } else { now.saturating_duration_since(activity.last) }
     }
 
     /// A new SSE stream for request `id`; its first event is the priming event.

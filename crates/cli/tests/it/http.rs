@@ -439,3 +439,40 @@ fn legacy_31_a_question_no_tasks_result_takes_reaches_the_open_get_stream_and_is
     let result = client.result("tasks/result", json!({"taskId": id}));
     assert_eq!(result["content"][0]["text"], "answer: {\"action\":\"accept\",\"content\":{\"ok\":true}}\n");
 }
+
+#[test]
+fn an_idle_session_is_ended_while_one_with_an_open_stream_or_a_waiting_request_lives_on() {
+    let work = Workdir::new();
+    let config = CONFIG.replacen("[server]\n", "[server]\nsession_idle = \"300ms\"\n", 1);
+    std::fs::write(work.config(), config).unwrap();
+    let server = HttpServer::start(&work);
+    let mut idle = Client::new(&server, None);
+    idle.initialize();
+    let mut streaming = Client::new(&server, None);
+    streaming.initialize();
+    let owned = streaming.headers();
+    let mut headers: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    headers.retain(|(n, _)| !n.eq_ignore_ascii_case("content-type"));
+    let mut standalone = http_peer::open(server.addr, "GET", &headers, None);
+    assert_eq!(standalone.status, 200);
+    standalone.next_event().expect("priming event");
+    // A blocking tasks/result of a 1.5 s task: the request itself keeps its session alive.
+    let mut waiting = Client::new(&server, None);
+    waiting.initialize();
+    let created = waiting.result("tools/call", json!({"name": "slow", "arguments": {"seconds": 1.5}, "task": {}}));
+    let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+    let result = waiting.result("tasks/result", json!({"taskId": id}));
+    assert!(result["content"][0]["text"].as_str().unwrap().contains("done"), "{result}");
+    let body = waiting.message("tasks/get", json!({"taskId": id}));
+    assert_eq!(waiting.post_with(&body, &[]).status, 200, "the session that waited lives (it was busy until just now)");
+
+    // By now (> 1.5 s) the idle session is gone: its id gets 404, and its tasks stay.
+    let body = idle.message("tools/list", json!({}));
+    let reply = idle.post_with(&body, &[]);
+    assert_eq!(reply.status, 404, "{}", reply.body);
+    let body = streaming.message("tools/list", json!({}));
+    assert_eq!(streaming.post_with(&body, &[]).status, 200, "the session with an open GET stream lives");
+    let mut fresh = Client::new(&server, None);
+    fresh.initialize();
+    assert_eq!(fresh.result("tasks/get", json!({"taskId": id}))["status"], "completed", "tasks outlive sessions");
+}
