@@ -41,7 +41,10 @@ fn main() -> ExitCode {
     if serving {
         // Dropping the runtime's tasks kills the process groups of running commands; their
         // tasks stay `working` in the store and the restart policy resolves them next start.
-        runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+        // The wait is for blocking threads only: over stdio one is parked in a read of stdin
+        // that never returns while the client keeps it open (SIGTERM), so keep it short; the
+        // store's writer is a thread of its own and SQLite commits are atomic anyway.
+        runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     } else {
         // A client may be blocked reading a prompt's answer from stdin: do not wait for it.
         runtime.shutdown_background();
