@@ -54,15 +54,7 @@ async fn call_on(client: &Client, args: &CallArgs, display: &Arc<Display>) -> an
         );
     };
     let arguments = Value::Object(arguments(tool, args.args.as_ref(), &args.arg)?);
-    let server_runs_tasks = client
-        .server()
-        .capabilities
-        .tasks
-        .as_ref()
-        .and_then(|tasks| tasks.requests.as_ref())
-        .and_then(|requests| requests.tools.as_ref())
-        .is_some_and(|tools| tools.call.is_some());
-    let as_task = server_runs_tasks && tool.task_support() != TaskSupport::Forbidden;
+    let as_task = client.server_runs_tool_tasks() && tool.task_support() != TaskSupport::Forbidden;
     if !as_task {
         if args.detach {
             bail!(

@@ -316,6 +316,19 @@ impl Client {
         self.call(method::TOOLS_CALL, to_value(&params)).await
     }
 
+    /// Whether the server declared `tasks.requests.tools.call`: it runs `tools/call` as a
+    /// task when asked (for the tools whose `taskSupport` allows it).
+    pub fn server_runs_tool_tasks(&self) -> bool {
+        self.inner
+            .server
+            .capabilities
+            .tasks
+            .as_ref()
+            .and_then(|tasks| tasks.requests.as_ref())
+            .and_then(|requests| requests.tools.as_ref())
+            .is_some_and(|tools| tools.call.is_some())
+    }
+
     /// Calls a tool as a task and returns a [`TaskHandle`] that drives it to its end.
     ///
     /// Refuses (without calling) when the server does not declare `tasks.requests.tools.call`
@@ -333,16 +346,7 @@ impl Client {
         ttl: Option<Duration>,
     ) -> Result<TaskHandle, ClientError> {
         let unsupported = |reason: &str| ClientError::TasksUnsupported { tool: name.to_owned(), reason: reason.to_owned() };
-        let server_runs_tasks = self
-            .inner
-            .server
-            .capabilities
-            .tasks
-            .as_ref()
-            .and_then(|tasks| tasks.requests.as_ref())
-            .and_then(|requests| requests.tools.as_ref())
-            .is_some_and(|tools| tools.call.is_some());
-        if !server_runs_tasks {
+        if !self.server_runs_tool_tasks() {
             return Err(unsupported("the server does not declare tasks.requests.tools.call"));
         }
         if self.tool(name).await?.task_support() == TaskSupport::Forbidden {
