@@ -26,27 +26,12 @@ rounds=${RETENTION_ROUNDS:-200}
 tasks=${RETENTION_TASKS:-2000}
 concurrency=${RETENTION_CONCURRENCY:-8}
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/mcp-tasks-retention.XXXXXX")
+keep_work=${RETENTION_KEEP:-0}
+# shellcheck source=benches/lib.sh
+source "$root/benches/lib.sh"
+bench_init mcp-tasks-retention
 out=${RETENTION_OUT:-$work/results.jsonl}
 : >"$out"
-server_pid=""
-stop_server() {
-  if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -TERM "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
-  server_pid=""
-}
-cleanup() {
-  stop_server
-  if [[ ${RETENTION_KEEP:-0} == 1 ]]; then
-    echo "kept $work" >&2
-  else
-    rm -rf "$work"
-  fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 echo "== building (release)" >&2
 cargo build --release -p mcp-tasks-bench --example bench_server --bin load >&2
@@ -57,7 +42,6 @@ load=$target_dir/release/load
 seed=$target_dir/release/examples/seed
 probe=$target_dir/release/examples/probe
 
-failed=0
 
 # now_ns: a monotonic-enough wall clock in nanoseconds.
 now_ns() { date +%s%N; }

@@ -25,23 +25,11 @@ sleep_tasks=${BENCH_SLEEP_TASKS:-500}
 sleep_c=${BENCH_SLEEP_C:-8}
 node=${BENCH_NODE:-$root/interop/.peers/npm-main/node_modules/node/bin/node}
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/mcp-tasks-bench.XXXXXX")
+# shellcheck source=benches/lib.sh
+source "$root/benches/lib.sh"
+bench_init mcp-tasks-bench
 out=${BENCH_OUT:-$work/results.jsonl}
 : >"$out"
-server_pid=""
-stop_server() {
-  if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -TERM "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
-  server_pid=""
-}
-cleanup() {
-  stop_server
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 echo "== building (release)" >&2
 cargo build --release -p mcp-tasks-bench --example bench_server --bin load >&2
@@ -51,27 +39,11 @@ cp "$target_dir/release/examples/bench_server" "$target_dir/release/load" "$work
 bench_server=$work/bench_server
 load=$work/load
 
-failed=0
 
-# start NAME ARGV...: starts a server that prints "listening on URL" to stderr; sets url.
-start() {
-  local name=$1
-  shift
-  "$@" 2>"$work/$name.err" &
-  server_pid=$!
-  url=""
-  for _ in $(seq 1 300); do
-    url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$work/$name.err" | head -n 1)
-    [[ -n $url ]] && break
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if [[ -z $url ]]; then
-    echo "$name did not start:" >&2
-    cat "$work/$name.err" >&2
-    return 1
-  fi
-  echo "== $name serving $url (pid $server_pid)" >&2
+# start_logged NAME ARGV...: start (benches/lib.sh), then says where it serves.
+start_logged() {
+  start "$@" || return 1
+  echo "== $1 serving $url (pid $server_pid)" >&2
 }
 
 # measure NAME: idle RSS, the runs, peak RSS, for the server started last.
@@ -111,7 +83,7 @@ run() {
     '"\($s) \(.mode) \(.tool) c=\(.concurrency): \(.per_second|floor)/s, e2e p50 \(.end_to_end.p50_us/1000) ms p99 \(.end_to_end.p99_us/1000) ms, \(.failures) failed"' >&2
 }
 
-start ours "$bench_server" --listen 127.0.0.1:0 --store "$work/bench.sqlite3" --sync "${BENCH_SYNC:-full}"
+start_logged ours "$bench_server" --listen 127.0.0.1:0 --store "$work/bench.sqlite3" --sync "${BENCH_SYNC:-full}"
 measure ours
 stop_server
 
@@ -120,7 +92,7 @@ if [[ ${BENCH_PEER:-1} != 0 ]]; then
     echo "no Node at $node: run bash interop/install.sh, or set BENCH_NODE (or BENCH_PEER=0)" >&2
     exit 1
   fi
-  start ts-sdk "$node" benches/peers/ts_task_server.mjs --port 0
+  start_logged ts-sdk "$node" benches/peers/ts_task_server.mjs --port 0
   measure ts-sdk
   stop_server
 fi

@@ -27,23 +27,11 @@ tasks=${BENCH_TASKS:-2000}
 concurrency=${BENCH_CONCURRENCY:-1 8 32}
 rounds=${BENCH_ROUNDS:-3}
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/mcp-tasks-rmcp-bench.XXXXXX")
+# shellcheck source=benches/lib.sh
+source "$root/benches/lib.sh"
+bench_init mcp-tasks-rmcp-bench
 out=${BENCH_OUT:-$work/results.jsonl}
 : >"$out"
-server_pid=""
-stop_server() {
-  if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -TERM "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
-  server_pid=""
-}
-cleanup() {
-  stop_server
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 echo "== building (release)" >&2
 cargo build --release -p mcp-tasks-bench --example bench_server --bin load >&2
@@ -54,27 +42,7 @@ cp "$target_dir/release/examples/bench_server" "$target_dir/release/load" \
   benches/peers/rmcp/target/release/rmcp-bench-peer benches/peers/rmcp/target/release/modern_load "$work/bin/"
 load=$work/bin/load
 
-failed=0
 
-# start NAME ARGV...: starts a server that prints "listening on URL" to stderr; sets url.
-start() {
-  local name=$1
-  shift
-  "$@" 2>"$work/$name.err" &
-  server_pid=$!
-  url=""
-  for _ in $(seq 1 300); do
-    url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$work/$name.err" | head -n 1)
-    [[ -n $url ]] && break
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if [[ -z $url ]]; then
-    echo "$name did not start:" >&2
-    cat "$work/$name.err" >&2
-    return 1
-  fi
-}
 
 # measure NAME ROUND: idle RSS, the plain runs, peak RSS, for the server started last.
 measure() {

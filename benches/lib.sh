@@ -1,0 +1,51 @@
+# What the benchmark scripts (run.sh, retention.sh, peers/rmcp.sh) share; sourced, not run.
+#
+#   bench_init PREFIX       work: a new temporary folder, removed at exit (kept when
+#                           keep_work=1); server_pid and failed reset; EXIT/INT/TERM traps
+#   stop_server             stops the server started last (SIGTERM, then waits for it)
+#   start NAME ARGV...      starts a server that prints "listening on URL" to stderr (kept in
+#                           $work/NAME.err); sets server_pid and url; 1 if it never listens
+
+bench_init() {
+  work=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
+  server_pid=""
+  failed=0
+  trap bench_cleanup EXIT
+  trap 'exit 130' INT TERM
+}
+
+stop_server() {
+  if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  server_pid=""
+}
+
+bench_cleanup() {
+  stop_server
+  if [[ ${keep_work:-0} == 1 ]]; then
+    echo "kept $work" >&2
+  else
+    rm -rf "$work"
+  fi
+}
+
+start() {
+  local name=$1
+  shift
+  "$@" 2>"$work/$name.err" &
+  server_pid=$!
+  url=""
+  for _ in $(seq 1 300); do
+    url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$work/$name.err" | head -n 1)
+    [[ -n $url ]] && break
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [[ -z $url ]]; then
+    echo "$name did not start:" >&2
+    cat "$work/$name.err" >&2
+    return 1
+  fi
+}
