@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use mcp_tasks_engine::{Context, Engine, Outcome, Policy, Progress, SystemClock};
 use mcp_tasks_client::protocol::TaskSupport;
+use mcp_tasks_client::{ElicitationHandler, RpcError, ServerRequest};
 use mcp_tasks_server::{Server, ToolDef, handler_fn, http};
 use mcp_tasks_sqlite::SqliteStore;
 use serde_json::{Value, json};
@@ -214,4 +215,17 @@ async fn relay(inbound: TcpStream, state: Arc<ProxyState>) {
 /// `future`, or a panic after 20 s.
 pub(crate) async fn bounded<T>(future: impl Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(20), future).await.expect("done in time")
+}
+
+/// Accepts every elicitation with `{"ok": true}` and keeps the requests it saw.
+pub(crate) struct Accept {
+    pub(crate) seen: Arc<std::sync::Mutex<Vec<ServerRequest>>>,
+}
+
+#[async_trait::async_trait]
+impl ElicitationHandler for Accept {
+    async fn elicit(&self, request: ServerRequest) -> Result<Value, RpcError> {
+        self.seen.lock().unwrap().push(request);
+        Ok(json!({"action": "accept", "content": {"ok": true}}))
+    }
 }

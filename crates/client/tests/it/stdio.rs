@@ -4,15 +4,14 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
 use mcp_tasks_client::protocol::{Content, TaskStatus, TaskSupport};
-use mcp_tasks_client::{Client, ClientBuilder, ClientError, ElicitationHandler, RpcError, ServerRequest};
+use mcp_tasks_client::{Client, ClientBuilder, ClientError};
 use mcp_tasks_server::stdio;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::io::BufReader;
 use tokio::task::JoinHandle;
 
-use crate::harness::{bounded, build};
+use crate::harness::{Accept, bounded, build};
 
 fn first_text(content: &[Content]) -> String {
     match content.first() {
@@ -52,18 +51,6 @@ async fn stdio_lists_tools_and_calls_plainly_and_as_a_task() {
     assert_eq!(bounded(task.status()).await.unwrap().status, TaskStatus::Completed);
     let listed = bounded(client.list_tasks()).await.unwrap();
     assert!(listed.iter().any(|listed| listed.task_id == task.id()));
-}
-
-struct Accept {
-    seen: Arc<Mutex<Vec<ServerRequest>>>,
-}
-
-#[async_trait]
-impl ElicitationHandler for Accept {
-    async fn elicit(&self, request: ServerRequest) -> Result<Value, RpcError> {
-        self.seen.lock().unwrap().push(request);
-        Ok(json!({"action": "accept", "content": {"ok": true}}))
-    }
 }
 
 #[tokio::test]

@@ -2,12 +2,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
 use mcp_tasks_client::protocol::{Content, TaskStatus, TaskSupport};
-use mcp_tasks_client::{Client, ClientError, ElicitationHandler, RpcError, ServerRequest};
-use serde_json::{Value, json};
+use mcp_tasks_client::{Client, ClientError};
+use serde_json::json;
 
-use crate::harness::{bounded, start};
+use crate::harness::{Accept, bounded, start};
 
 fn first_text(content: &[Content]) -> String {
     match content.first() {
@@ -57,18 +56,6 @@ async fn a_tool_that_forbids_tasks_is_refused_before_the_call() {
     assert!(matches!(refused, ClientError::TasksUnsupported { .. }), "{refused}");
     let unknown = bounded(client.call_tool_as_task("nope", json!({}), None)).await.unwrap_err();
     assert!(matches!(unknown, ClientError::UnknownTool(_)), "{unknown}");
-}
-
-struct Accept {
-    seen: Arc<Mutex<Vec<ServerRequest>>>,
-}
-
-#[async_trait]
-impl ElicitationHandler for Accept {
-    async fn elicit(&self, request: ServerRequest) -> Result<Value, RpcError> {
-        self.seen.lock().unwrap().push(request);
-        Ok(json!({"action": "accept", "content": {"ok": true}}))
-    }
 }
 
 #[tokio::test]
