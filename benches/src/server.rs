@@ -16,8 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use mcp_tasks_engine::{Engine, Outcome, Policy, SystemClock};
-use mcp_tasks_protocol::legacy::TaskSupport;
-use mcp_tasks_server::{BuildError, Server, ToolDef, handler_fn, http};
+use mcp_tasks_server::{BuildError, Server, TaskMode, ToolDef, handler_fn, http};
 use mcp_tasks_sqlite::SqliteStore;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -54,7 +53,7 @@ pub fn server(engine: Engine) -> Result<Server, BuildError> {
         json!({"type": "object"}),
         handler_fn(|_, _| async { Outcome::Result(text(NOOP_TEXT.to_owned())) }),
     )
-    .with_task_support(TaskSupport::Optional);
+    .task_mode(TaskMode::Optional);
     let sleep = ToolDef::new(
         "sleep",
         "Sleeps `ms` milliseconds, then answers with the time it finished (unix µs)",
@@ -69,7 +68,7 @@ pub fn server(engine: Engine) -> Result<Server, BuildError> {
             Outcome::Result(text(sleep_text(ms, unix_micros())))
         }),
     )
-    .with_task_support(TaskSupport::Optional);
+    .task_mode(TaskMode::Optional);
     Server::builder(engine)
         .name("mcp-tasks-bench")
         .tool(noop)

@@ -9,8 +9,7 @@ use std::net::SocketAddr;
 
 use mcp_tasks_config::{Auth, CommandTool, Config, TaskSupport as ConfigTaskSupport, ToolConfig};
 use mcp_tasks_engine::{Engine, Policy, Principal, SystemClock, ToolRuntime};
-use mcp_tasks_protocol::legacy::{TaskSupport, Tool, ToolExecution};
-use mcp_tasks_server::{Server, ToolDef, http, stdio};
+use mcp_tasks_server::{Server, TaskMode, ToolDef, ToolSpec, http, stdio};
 use mcp_tasks_sqlite::SqliteStore;
 use tokio_util::sync::CancellationToken;
 
@@ -132,21 +131,20 @@ fn policy(config: &Config) -> Policy {
 }
 
 fn tool_def(tool: &ToolConfig) -> ToolDef {
-    let task_support = match tool.task_support {
-        ConfigTaskSupport::Forbidden => TaskSupport::Forbidden,
-        ConfigTaskSupport::Optional => TaskSupport::Optional,
-        ConfigTaskSupport::Required => TaskSupport::Required,
+    let task_mode = match tool.task_support {
+        ConfigTaskSupport::Forbidden => TaskMode::Forbidden,
+        ConfigTaskSupport::Optional => TaskMode::Optional,
+        ConfigTaskSupport::Required => TaskMode::Required,
     };
     ToolDef {
-        descriptor: Tool {
+        spec: ToolSpec {
             name: tool.name.clone(),
             title: None,
             description: Some(tool.description.clone()).filter(|text| !text.is_empty()),
             input_schema: tool.input_schema.clone(),
             output_schema: tool.output_schema.clone(),
-            execution: Some(ToolExecution { task_support: Some(task_support) }),
             annotations: None,
-            meta: None,
+            task_mode,
         },
         runtime: ToolRuntime::new(CommandTool::new(tool))
             .on_restart(tool.on_restart)

@@ -6,9 +6,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use mcp_tasks_protocol::legacy::{
-    CallToolParams, ProgressToken, RequestMeta, CallToolResult, CreateTaskResult, Implementation, InitializeParams, InitializeResult,
-    ListTasksResult, ListToolsResult, PROTOCOL_VERSION, TaskMetadata, TaskSupport, Tool, method,
+    CallToolParams, CreateTaskResult, InitializeParams, InitializeResult, ListTasksResult, ListToolsResult,
+    PROTOCOL_VERSION, TaskMetadata, TaskSupport, Tool, method,
 };
+use mcp_tasks_protocol::mcp::{CallToolResult, Implementation, ProgressToken, RequestMeta};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -412,10 +413,10 @@ impl Client {
     async fn tool(&self, name: &str) -> Result<Tool, ClientError> {
         let known = self.inner.tools.lock().unwrap_or_else(PoisonError::into_inner).clone();
         let tools = match known {
-            Some(tools) if tools.iter().any(|tool| tool.name == name) => tools,
+            Some(tools) if tools.iter().any(|tool| tool.base.name == name) => tools,
             _ => self.list_tools().await?,
         };
-        tools.into_iter().find(|tool| tool.name == name).ok_or_else(|| ClientError::UnknownTool(name.to_owned()))
+        tools.into_iter().find(|tool| tool.base.name == name).ok_or_else(|| ClientError::UnknownTool(name.to_owned()))
     }
 
     async fn call<T: DeserializeOwned>(&self, method: &str, params: Value) -> Result<T, ClientError> {

@@ -3,7 +3,8 @@
 
 use async_trait::async_trait;
 use mcp_tasks_protocol::jsonrpc::RpcError;
-use mcp_tasks_protocol::legacy::{Meta, RelatedTaskMetadata};
+use mcp_tasks_protocol::legacy::RelatedTaskMetadata;
+use mcp_tasks_protocol::mcp::Meta;
 use serde_json::Value;
 
 /// A request the server sent to the client.

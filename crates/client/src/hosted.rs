@@ -20,8 +20,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use mcp_tasks_protocol::jsonrpc::RpcError;
 use mcp_tasks_protocol::legacy::{
-    CreateTaskResult, ListTasksResult, PaginatedParams, Task, TaskIdParams, TaskMetadata, TaskStatus, method,
+    CreateTaskResult, ListTasksResult, Task, TaskIdParams, TaskMetadata, TaskStatus, method,
 };
+use mcp_tasks_protocol::mcp::PaginatedParams;
 use serde_json::Value;
 use tokio::sync::watch;
 use tokio::task::AbortHandle;

@@ -24,7 +24,7 @@
 //! use mcp_tasks_client::Client;
 //! let client = Client::connect_http("http://127.0.0.1:8765/mcp", None).await?;
 //! for tool in client.list_tools().await? {
-//!     println!("{} ({:?})", tool.name, tool.task_support());
+//!     println!("{} ({:?})", tool.base.name, tool.task_support());
 //! }
 //! # Ok(()) }
 //! ```
@@ -53,6 +53,14 @@ pub use task::TaskHandle;
 /// it asked none).
 pub use hosted::{MAX_KEPT as HOSTED_MAX_KEPT, MAX_RUNNING as HOSTED_MAX_RUNNING};
 
-/// The wire types the client's API uses (`Tool`, `Task`, `CallToolResult`, …).
-pub use mcp_tasks_protocol::legacy as protocol;
+/// The wire types the client's API uses: the shapes both eras share (`CallToolResult`,
+/// `Content`, …) and, until the client speaks 2026-07-28 too, the 2025-11-25 task and tool
+/// shapes (`Task`, `TaskStatus`, `Tool` with its `TaskSupport`).
+pub mod protocol {
+    pub use mcp_tasks_protocol::legacy::{
+        CreateTaskResult, ListTasksResult, ListToolsResult, RelatedTaskMetadata, Task, TaskStatus, TaskSupport, Tool,
+        ToolExecution,
+    };
+    pub use mcp_tasks_protocol::mcp::*;
+}
 pub use mcp_tasks_protocol::jsonrpc::RpcError;

@@ -3,7 +3,8 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use mcp_tasks_protocol::legacy::{CallToolResult, Task, TaskStatus, method};
+use mcp_tasks_protocol::legacy::{Task, TaskStatus, method};
+use mcp_tasks_protocol::mcp::CallToolResult;
 use serde_json::{Value, json};
 
 use crate::client::from_value;

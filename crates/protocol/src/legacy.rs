@@ -9,14 +9,14 @@
 //! `ListTasksResult`, `PaginatedRequestParams`, `CancelledNotificationParams` and of the
 //! `Task`-shaped results and notification params (`GetTaskResult`, `CancelTaskResult`,
 //! `TaskStatusNotificationParams`), which the spec says SHOULD NOT carry related-task anyway.
-//!
-//! The method names are in [`method`]. The envelope around these shapes is in
+//!//! The shapes both eras share are in [`crate::mcp`]; the method names of 2025-11-25 (shared
+//! and Legacy-only) are in [`method`]. The envelope around these shapes is in
 //! [`crate::jsonrpc`].
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::jsonrpc::RequestId;
+use crate::mcp::{self, Empty, Implementation, Meta, RequestMeta};
 
 /// The protocol revision this module implements, as sent in `protocolVersion`.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
@@ -29,9 +29,6 @@ pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 /// The `_meta` key of a [`CreateTaskResult`] for `tools/call` whose string value the host may
 /// hand to the model as a provisional tool result while the task runs (optional hint).
 pub const MODEL_IMMEDIATE_RESPONSE: &str = "io.modelcontextprotocol/model-immediate-response";
-
-/// The `_meta` object that most params and results may carry: any JSON object.
-pub type Meta = Map<String, Value>;
 
 /// `{"io.modelcontextprotocol/related-task": {"taskId": task_id}}`, the `_meta` that ties a
 /// message (such as the `tasks/result` response) to a task.
@@ -55,56 +52,6 @@ impl RelatedTaskMetadata {
     /// Reads the related task from a `_meta` object, if it has a well-formed one.
     pub fn from_meta(meta: &Meta) -> Option<Self> {
         serde_json::from_value(meta.get(RELATED_TASK)?.clone()).ok()
-    }
-}
-
-/// An object that carries no data: `{}` on the wire; any object is accepted on input.
-///
-/// Capability flags in 2025-11-25 are such objects: presence means "supported". Never `true`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Empty {}
-
-impl Serialize for Empty {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        Map::new().serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for Empty {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Map::<String, Value>::deserialize(deserializer).map(|_| Empty {})
-    }
-}
-
-/// Schema `Implementation`: the name and version of a client or server.
-///
-/// `icons` is not modelled and is dropped on input.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Implementation {
-    /// Name for programmatic use.
-    pub name: String,
-    /// Name for display.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// Version string.
-    pub version: String,
-    /// What the implementation does (new in 2025-11-25).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// Website of the implementation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub website_url: Option<String>,
-}
-
-impl Implementation {
-    /// An implementation with just a name and a version.
-    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            version: version.into(),
-            ..Self::default()
-        }
     }
 }
 
@@ -274,49 +221,22 @@ pub struct ToolExecution {
     pub task_support: Option<TaskSupport>,
 }
 
-/// Schema `Tool`: one entry of `tools/list`.
-///
-/// `icons` is not modelled and is dropped on input.
+/// Schema `Tool` of 2025-11-25: the shared [`mcp::Tool`] and its `execution` (with
+/// `taskSupport`), flattened into one object on the wire.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct Tool {
-    /// Name used in `tools/call`.
-    pub name: String,
-    /// Name for display.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// What the tool does, for the model.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// JSON Schema of the arguments; the schema requires `"type": "object"` at its root.
-    pub input_schema: Value,
-    /// JSON Schema of `structuredContent`, if the tool returns any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Value>,
+    /// Everything but `execution`.
+    #[serde(flatten)]
+    pub base: mcp::Tool,
     /// Execution properties, including `taskSupport`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution: Option<ToolExecution>,
-    /// `ToolAnnotations` (hints such as `readOnlyHint`), kept as raw JSON.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Value>,
-    /// Tool `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
 }
 
 impl Tool {
     /// A tool with a name and an input schema, and nothing else.
     pub fn new(name: impl Into<String>, input_schema: Value) -> Self {
-        Self {
-            name: name.into(),
-            title: None,
-            description: None,
-            input_schema,
-            output_schema: None,
-            execution: None,
-            annotations: None,
-            meta: None,
-        }
+        Self { base: mcp::Tool::new(name, input_schema), execution: None }
     }
 
     /// The tool's task support, with an absent value read as the default `forbidden`.
@@ -337,41 +257,6 @@ pub struct ListToolsResult {
     /// Opaque cursor of the next page; absent on the last page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
-}
-
-/// Schema `PaginatedRequestParams`: the `params` of `tools/list` and `tasks/list`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PaginatedParams {
-    /// Opaque cursor from the previous page's `nextCursor`; absent for the first page.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cursor: Option<String>,
-}
-
-/// Schema `ProgressToken`: a string or an integer chosen by the requestor.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum ProgressToken {
-    /// An integer token.
-    Number(i64),
-    /// A string token.
-    String(String),
-}
-
-/// The `_meta` of a request's params: `progressToken` plus any other keys.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RequestMeta {
-    /// Asks for `notifications/progress` with this token. For a task-augmented request the
-    /// token stays valid until the task is terminal (2025-11-25 progress rules).
-    #[serde(
-        rename = "progressToken",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub progress_token: Option<ProgressToken>,
-    /// All other `_meta` keys, as they came.
-    #[serde(flatten)]
-    pub rest: Meta,
 }
 
 /// Schema `TaskMetadata`: the `params.task` object that asks for a task.
@@ -400,124 +285,6 @@ pub struct CallToolParams {
     /// Request `_meta`, with the optional `progressToken`.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<RequestMeta>,
-}
-
-/// Schema `ContentBlock`: one item of `CallToolResult.content`, tagged by `type`.
-///
-/// Exhaustive on purpose: these are the five block types of 2025-11-25.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Content {
-    /// `"type": "text"` (schema `TextContent`).
-    Text {
-        /// The text.
-        text: String,
-        /// Schema `Annotations` (audience, priority, lastModified), kept as raw JSON.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        annotations: Option<Value>,
-        /// Block `_meta`.
-        #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-        meta: Option<Meta>,
-    },
-    /// `"type": "image"` (schema `ImageContent`).
-    Image {
-        /// Base64-encoded image data.
-        data: String,
-        /// MIME type of the image, such as `image/png`.
-        #[serde(rename = "mimeType")]
-        mime_type: String,
-        /// Schema `Annotations`, kept as raw JSON.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        annotations: Option<Value>,
-        /// Block `_meta`.
-        #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-        meta: Option<Meta>,
-    },
-    /// `"type": "audio"` (schema `AudioContent`).
-    Audio {
-        /// Base64-encoded audio data.
-        data: String,
-        /// MIME type of the audio, such as `audio/wav`.
-        #[serde(rename = "mimeType")]
-        mime_type: String,
-        /// Schema `Annotations`, kept as raw JSON.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        annotations: Option<Value>,
-        /// Block `_meta`.
-        #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-        meta: Option<Meta>,
-    },
-    /// `"type": "resource_link"` (schema `ResourceLink`): a pointer to a resource.
-    ResourceLink {
-        /// URI of the resource.
-        uri: String,
-        /// Name for programmatic use.
-        name: String,
-        /// Name for display.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        title: Option<String>,
-        /// What the resource is.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        description: Option<String>,
-        /// MIME type, if known.
-        #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
-        mime_type: Option<String>,
-        /// Size in bytes of the raw content, if known.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        size: Option<u64>,
-        /// Schema `Icon`s, kept as raw JSON.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        icons: Option<Vec<Value>>,
-        /// Schema `Annotations`, kept as raw JSON.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        annotations: Option<Value>,
-        /// Block `_meta`.
-        #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-        meta: Option<Meta>,
-    },
-    /// `"type": "resource"` (schema `EmbeddedResource`): a resource's contents inline.
-    Resource {
-        /// Schema `TextResourceContents` or `BlobResourceContents`, kept as raw JSON.
-        resource: Value,
-        /// Schema `Annotations`, kept as raw JSON.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        annotations: Option<Value>,
-        /// Block `_meta`.
-        #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-        meta: Option<Meta>,
-    },
-}
-
-impl Content {
-    /// A text block with no annotations: `{"type": "text", "text": text}`.
-    pub fn text(text: impl Into<String>) -> Self {
-        Self::Text {
-            text: text.into(),
-            annotations: None,
-            meta: None,
-        }
-    }
-}
-
-/// Schema `CallToolResult`: the result of a `tools/call` that ran without a task, and the
-/// result of `tasks/result` for a tool-call task.
-///
-/// A tool failure is reported here with `isError: true`, not as a JSON-RPC error; in
-/// 2025-11-25 such a result makes the task `failed`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CallToolResult {
-    /// The unstructured result.
-    pub content: Vec<Content>,
-    /// The structured result, an object matching the tool's `outputSchema`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub structured_content: Option<Value>,
-    /// `true` when the tool call failed; absent means `false`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub is_error: Option<bool>,
-    /// Result `_meta`; from `tasks/result` it carries [`RELATED_TASK`].
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
 }
 
 /// Schema `TaskStatus`: the state of a task.
@@ -641,132 +408,28 @@ pub type CancelTaskResult = Task;
 /// `notifications/tasks/status` are the whole [`Task`].
 pub type TaskStatusNotificationParams = Task;
 
-/// Schema `ProgressNotificationParams`: the `params` of `notifications/progress`.
-///
-/// `progress` and `total` are written as integers when they hold whole numbers, so `50` stays
-/// `50` on a round trip.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ProgressNotificationParams {
-    /// The token from the original request's `_meta.progressToken`.
-    pub progress_token: ProgressToken,
-    /// Progress so far; increases with every notification.
-    #[serde(serialize_with = "number::serialize")]
-    pub progress: f64,
-    /// Total, if known.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "number::serialize_option"
-    )]
-    pub total: Option<f64>,
-    /// Human-readable progress message.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    /// Notification `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-}
-
-/// Schema `CancelledNotificationParams`: the `params` of `notifications/cancelled`.
-///
-/// 2025-11-25: never used for tasks (`tasks/cancel` is); `requestId` MUST be given when
-/// cancelling an ordinary request. `_meta` is not modelled and is dropped on input.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CancelledNotificationParams {
-    /// The request to cancel, previously sent in the same direction.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<RequestId>,
-    /// Why, for logs or the user.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-}
-
-/// Method names of the 2025-11-25 messages this crate models.
+/// Method names of 2025-11-25: the ones both eras share ([`crate::mcp::method`], re-exported
+/// here) and the Legacy-only ones.
 pub mod method {
+    pub use crate::mcp::method::*;
+
     /// Request: client → server, first message of a session.
     pub const INITIALIZE: &str = "initialize";
     /// Notification: client → server, after the `initialize` response.
     pub const INITIALIZED: &str = "notifications/initialized";
-    /// Request: either direction; answered with `{}`.
-    pub const PING: &str = "ping";
-    /// Request: client → server; result [`super::ListToolsResult`].
-    pub const TOOLS_LIST: &str = "tools/list";
-    /// Request: client → server; result [`super::CallToolResult`], or
-    /// [`super::CreateTaskResult`] when `params.task` is present.
-    pub const TOOLS_CALL: &str = "tools/call";
-    /// Request: requestor → receiver; result [`super::GetTaskResult`].
-    pub const TASKS_GET: &str = "tasks/get";
     /// Request: requestor → receiver; blocks until the task is terminal, then answers with the
     /// underlying request's result (or error).
     pub const TASKS_RESULT: &str = "tasks/result";
     /// Request: requestor → receiver; result [`super::ListTasksResult`].
     pub const TASKS_LIST: &str = "tasks/list";
-    /// Request: requestor → receiver; result [`super::CancelTaskResult`].
-    pub const TASKS_CANCEL: &str = "tasks/cancel";
     /// Notification: receiver → requestor, optional; params [`super::TaskStatusNotificationParams`].
     pub const NOTIFY_TASK_STATUS: &str = "notifications/tasks/status";
-    /// Notification: params [`super::ProgressNotificationParams`].
-    pub const NOTIFY_PROGRESS: &str = "notifications/progress";
-    /// Notification: params [`super::CancelledNotificationParams`]; never for tasks.
-    pub const NOTIFY_CANCELLED: &str = "notifications/cancelled";
-    /// Server → client log message.
-    pub const NOTIFY_MESSAGE: &str = "notifications/message";
-    /// Resource changed (after `resources/subscribe`).
-    pub const NOTIFY_RESOURCE_UPDATED: &str = "notifications/resources/updated";
     /// Sets the lowest log level the client wants.
     pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
-    /// Lists resources.
-    pub const RESOURCES_LIST: &str = "resources/list";
-    /// Lists resource templates.
-    pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
-    /// Reads a resource.
-    pub const RESOURCES_READ: &str = "resources/read";
     /// Subscribes to a resource's updates.
     pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
     /// Ends a subscription.
     pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
-    /// Lists prompts.
-    pub const PROMPTS_LIST: &str = "prompts/list";
-    /// Gets a prompt.
-    pub const PROMPTS_GET: &str = "prompts/get";
-    /// Argument completion.
-    pub const COMPLETION_COMPLETE: &str = "completion/complete";
-    /// Server → client: a model completion.
-    pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
-    /// Server → client: ask the user.
-    pub const ELICITATION_CREATE: &str = "elicitation/create";
-}
-
-/// Serializers that write whole-number floats as integers.
-mod number {
-    use serde::Serializer;
-
-    /// Largest float below which every whole number converts to `i64` exactly.
-    const LIMIT: f64 = 9_007_199_254_740_992.0; // 2^53
-
-    /// Writes `value` as an integer when it is a whole number of safe size, else as a float.
-    pub(super) fn serialize<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
-        let value = *value;
-        if value.fract() == 0.0 && value.abs() < LIMIT {
-            // Exact: a whole number below 2^53 in magnitude fits in i64 without rounding.
-            serializer.serialize_i64(value as i64)
-        } else {
-            serializer.serialize_f64(value)
-        }
-    }
-
-    /// [`serialize`] for an optional value (`None` is skipped by the caller).
-    pub(super) fn serialize_option<S: Serializer>(
-        value: &Option<f64>,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        match value {
-            Some(value) => serialize(value, serializer),
-            None => serializer.serialize_none(),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -785,17 +448,6 @@ mod tests {
         let related = RelatedTaskMetadata::from_meta(&meta).unwrap();
         assert_eq!(related.task_id, "t-1");
         assert_eq!(RelatedTaskMetadata::from_meta(&Meta::new()), None);
-    }
-
-    #[test]
-    fn empty_serializes_as_empty_object_and_accepts_any_object() {
-        assert_eq!(serde_json::to_value(Empty {}).unwrap(), json!({}));
-        assert_eq!(
-            serde_json::from_value::<Empty>(json!({"x": [1]})).unwrap(),
-            Empty {}
-        );
-        assert!(serde_json::from_value::<Empty>(json!(true)).is_err());
-        assert!(serde_json::from_value::<Empty>(json!([])).is_err());
     }
 
     #[test]
@@ -860,46 +512,5 @@ mod tests {
         assert_eq!(json.get("ttl"), Some(&Value::Null));
         assert_eq!(json.get("pollInterval"), None);
         assert_eq!(json.get("statusMessage"), None);
-    }
-
-    #[test]
-    fn progress_keeps_whole_numbers_as_integers() {
-        let params = ProgressNotificationParams {
-            progress_token: ProgressToken::String("p".to_owned()),
-            progress: 50.0,
-            total: Some(100.0),
-            message: None,
-            meta: None,
-        };
-        assert_eq!(
-            serde_json::to_value(&params).unwrap(),
-            json!({"progressToken": "p", "progress": 50, "total": 100})
-        );
-        let params = ProgressNotificationParams {
-            progress: 0.25,
-            total: None,
-            ..params
-        };
-        assert_eq!(
-            serde_json::to_value(&params).unwrap(),
-            json!({"progressToken": "p", "progress": 0.25})
-        );
-    }
-
-    #[test]
-    fn request_meta_keeps_unknown_keys_beside_progress_token() {
-        let json = json!({"progressToken": 7, "com.example/trace": "abc"});
-        let meta: RequestMeta = serde_json::from_value(json.clone()).unwrap();
-        assert_eq!(meta.progress_token, Some(ProgressToken::Number(7)));
-        assert_eq!(meta.rest.get("com.example/trace"), Some(&json!("abc")));
-        assert_eq!(serde_json::to_value(&meta).unwrap(), json);
-    }
-
-    #[test]
-    fn content_text_is_tagged() {
-        assert_eq!(
-            serde_json::to_value(Content::text("hi")).unwrap(),
-            json!({"type": "text", "text": "hi"})
-        );
     }
 }

@@ -11,10 +11,15 @@
 //!   reports malformed input as a ready-to-send [`jsonrpc::RpcError`]; [`jsonrpc::response`],
 //!   [`jsonrpc::error_response`], [`jsonrpc::request`] and [`jsonrpc::notification`] build
 //!   outgoing messages.
-//! - [`legacy`]: `params` and `result` shapes of protocol revision **2025-11-25** ("Legacy"):
-//!   `initialize`, `tools/list`, `tools/call` (with `params.task`), `tasks/get`,
-//!   `tasks/result`, `tasks/list`, `tasks/cancel`, and the notifications
-//!   `notifications/tasks/status`, `notifications/progress` and `notifications/cancelled`.
+//! - [`era`]: [`era::Era`] (Legacy 2025-11-25, Modern 2026-07-28) and the per-request
+//!   `_meta` key by which a 2026-07-28 request names its revision.
+//! - [`mcp`]: the shapes both eras share: content blocks, `CallToolResult`, the base `Tool`,
+//!   `Implementation`, progress tokens and notifications, pagination, shared method names.
+//! - [`legacy`]: the shapes only protocol revision **2025-11-25** ("Legacy") has:
+//!   `initialize`, `Tool.execution.taskSupport`, `tools/call` with `params.task`, the `Task`
+//!   shape of `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`, and
+//!   `notifications/tasks/status`. A `modern` module (2026-07-28 with the tasks extension)
+//!   will sit beside it.
 //!
 //! # Example
 //! ```
@@ -37,5 +42,7 @@
 
 #![warn(missing_docs)]
 
+pub mod era;
 pub mod jsonrpc;
 pub mod legacy;
+pub mod mcp;

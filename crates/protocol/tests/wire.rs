@@ -14,12 +14,14 @@ use std::path::{Path, PathBuf};
 
 use mcp_tasks_protocol::jsonrpc::{self, Incoming, RequestId, Response, RpcError};
 use mcp_tasks_protocol::legacy::{
-    CallToolParams, CallToolResult, CancelTaskResult, CancelledNotificationParams, Content,
-    CreateTaskResult, GetTaskResult, Implementation, InitializeParams, InitializeResult,
-    ListTasksResult, ListToolsResult, PROTOCOL_VERSION, PaginatedParams,
-    ProgressNotificationParams, ServerCapabilities, ServerTasksCapability, Task, TaskIdParams,
-    TaskStatus, TaskStatusNotificationParams, TaskSupport, Tool, ToolExecution, ToolsCapability,
-    method, related_task_meta,
+    CallToolParams, CancelTaskResult, CreateTaskResult, GetTaskResult, InitializeParams,
+    InitializeResult, ListTasksResult, ListToolsResult, PROTOCOL_VERSION, ServerCapabilities,
+    ServerTasksCapability, Task, TaskIdParams, TaskStatus, TaskStatusNotificationParams,
+    TaskSupport, Tool, ToolExecution, ToolsCapability, method, related_task_meta,
+};
+use mcp_tasks_protocol::mcp::{
+    CallToolResult, CancelledNotificationParams, Content, Implementation, PaginatedParams,
+    ProgressNotificationParams,
 };
 use mcp_tasks_testkit::schema::{schemas_available_or_skip, validate_legacy};
 use serde::Serialize;

@@ -1,41 +1,73 @@
-//! Incoming message → method handler. Lifecycle rules live here: `initialize` first
-//! (only `ping` before it), one request at a time per handler task, `notifications/cancelled`
-//! stops in-flight requests and suppresses their response.
+//! Incoming message → era → codec. The era of each request is decided here, once, and this
+//! file holds the only `match` on it; the codec of that era serves the request. Responses
+//! from the client go to the connection, which routes them to the request that awaits them.
 //!
-//! There is one protocol era so far (2025-11-25); the Modern era's codec will be chosen
-//! here and nowhere else.
+//! Each connection is a [`Peer`]: the transport's [`Connection`] and the state each era's
+//! codec keeps on it (2025-11-25: the session `initialize` creates).
 
+use std::future::Future;
 use std::sync::Arc;
 
-use mcp_tasks_protocol::jsonrpc::{self, Incoming, Notification, Request, RpcError};
-use mcp_tasks_protocol::legacy::{self, CancelledNotificationParams, InitializeParams, InitializeResult, method};
-use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
+use mcp_tasks_protocol::era::Era;
+use mcp_tasks_protocol::jsonrpc::{self, Incoming, Request, RpcError};
+use serde_json::Value;
 
-use crate::methods;
-use crate::session::Session;
+use crate::codec;
+use crate::connection::Connection;
+use crate::context::{ClientCaps, RequestContext};
 
-/// Handles one line (or body) received from the client.
-pub(crate) fn handle_text(session: &Arc<Session>, text: &str) {
-    match jsonrpc::parse(text) {
-        // A broken *response* from the peer is logged, never answered: answering errors
-        // with errors could make two peers bounce them forever.
-        Err(failure) if looks_like_response(text) => {
-            tracing::warn!(error = %failure.error, "ignoring a malformed response from the client");
+/// What a request handler returns: the reply to send, or `None` when it has answered by
+/// itself (a task's `CreateTaskResult` leaves before its work starts).
+pub(crate) type Reply = Option<Result<Value, RpcError>>;
+
+/// One client connection, with what each era's codec keeps on it.
+pub(crate) struct Peer {
+    /// The transport side: principal, routes, requests in flight.
+    pub(crate) conn: Arc<Connection>,
+    /// The 2025-11-25 session, once `initialize` has created it.
+    legacy: codec::legacy::Slot,
+}
+
+impl Peer {
+    /// A peer for a new connection.
+    pub(crate) fn new(conn: Connection) -> Arc<Peer> {
+        Arc::new(Peer { conn: Arc::new(conn), legacy: codec::legacy::Slot::new() })
+    }
+
+    /// Handles one line (or body) received from the client.
+    pub(crate) fn handle_text(&self, text: &str) {
+        match jsonrpc::parse(text) {
+            // A broken *response* from the peer is logged, never answered: answering errors
+            // with errors could make two peers bounce them forever.
+            Err(failure) if looks_like_response(text) => {
+                tracing::warn!(error = %failure.error, "ignoring a malformed response from the client");
+            }
+            Err(failure) => self.conn.reject(failure.id.as_ref(), &failure.error),
+            Ok(incoming) => self.handle_incoming(incoming),
         }
-        Err(failure) => session.reject(failure.id.as_ref(), &failure.error),
-        Ok(incoming) => handle_incoming(session, incoming),
+    }
+
+    /// Handles one parsed message.
+    pub(crate) fn handle_incoming(&self, incoming: Incoming) {
+        match incoming {
+            Incoming::Request(request) => match era_of(&request) {
+                Era::Legacy => codec::legacy::request(&self.legacy, &self.conn, request),
+                Era::Modern => self.conn.respond(
+                    &request.id,
+                    Err(RpcError::invalid_request("Protocol revision 2026-07-28 is not served yet; use initialize (2025-11-25)")),
+                ),
+            },
+            Incoming::Notification(notification) => codec::legacy::notification(&self.conn, &notification),
+            Incoming::Response(response) => self.conn.on_response(response),
+        }
     }
 }
 
-/// Handles one parsed message.
-pub(crate) fn handle_incoming(session: &Arc<Session>, incoming: Incoming) {
-    match incoming {
-        Incoming::Request(request) => handle_request(session, request),
-        Incoming::Notification(notification) => handle_notification(session, &notification),
-        Incoming::Response(response) => session.on_response(response),
-    }
+/// The era a request speaks. Every request is 2025-11-25 until the 2026-07-28 codec
+/// serves requests that carry their revision in their own `_meta`
+/// ([`mcp_tasks_protocol::era::per_request_version`]).
+fn era_of(_request: &Request) -> Era {
+    Era::Legacy
 }
 
 fn looks_like_response(text: &str) -> bool {
@@ -44,107 +76,31 @@ fn looks_like_response(text: &str) -> bool {
     })
 }
 
-/// `initialize` and `ping` are answered in order, at once; every other request runs in its
-/// own Tokio task so that a blocking `tasks/result` holds up nothing else.
-fn handle_request(session: &Arc<Session>, request: Request) {
-    match request.method.as_str() {
-        method::INITIALIZE => {
-            let reply = initialize(session, request.params);
-            session.respond(&request.id, reply);
+/// Serves `request` in its own Tokio task: registers it as in flight (so that
+/// `notifications/cancelled` stops it), runs `handle` with the request's context, and sends
+/// the reply unless the request was cancelled meanwhile (a cancelled request gets no
+/// response).
+pub(crate) fn spawn_request<F, Fut>(conn: &Arc<Connection>, request: Request, era: Era, client: ClientCaps, handle: F)
+where
+    F: FnOnce(RequestContext, Request) -> Fut + Send + 'static,
+    Fut: Future<Output = Reply> + Send + 'static,
+{
+    let conn = Arc::clone(conn);
+    tokio::spawn(async move {
+        let cancel = conn.begin(&request.id);
+        let id = request.id.clone();
+        let ctx = RequestContext {
+            era,
+            principal: conn.principal.clone(),
+            client,
+            id: id.clone(),
+            cancel: cancel.clone(),
+            conn: Arc::clone(&conn),
+        };
+        let reply = handle(ctx, request).await;
+        conn.end(&id);
+        if let Some(reply) = reply.filter(|_| !cancel.is_cancelled()) {
+            conn.respond(&id, reply);
         }
-        method::PING => session.respond(&request.id, Ok(json!({}))),
-        _ if !session.is_initialized() => session.respond(
-            &request.id,
-            Err(RpcError::invalid_request(format!(
-                "Received '{}' before initialization: send 'initialize' first",
-                request.method
-            ))),
-        ),
-        _ => {
-            let session = Arc::clone(session);
-            tokio::spawn(async move {
-                let cancel = session.begin(&request.id);
-                let reply = route(&session, &request, cancel.clone()).await;
-                session.end(&request.id);
-                // A cancelled request gets no response (2025-11-25 cancellation).
-                if let Some(reply) = reply.filter(|_| !cancel.is_cancelled()) {
-                    session.respond(&request.id, reply);
-                }
-            });
-        }
-    }
-}
-
-/// Routes an initialized session's request. `None`: the handler answered by itself.
-async fn route(
-    session: &Arc<Session>,
-    request: &Request,
-    cancel: CancellationToken,
-) -> Option<Result<Value, RpcError>> {
-    let params = request.params.clone();
-    let reply = match request.method.as_str() {
-        method::TOOLS_LIST => Ok(methods::tools::list(session)),
-        method::TOOLS_CALL => match parse_value(method::TOOLS_CALL, params) {
-            Ok(params) => return methods::tools::call(session, &request.id, params, cancel).await,
-            Err(err) => Err(err),
-        },
-        method::TASKS_GET => async { methods::tasks::get(session, parse_value(method::TASKS_GET, params)?).await }.await,
-        method::TASKS_RESULT => {
-            async { methods::tasks::result(session, &request.id, parse_value(method::TASKS_RESULT, params)?, cancel).await }.await
-        }
-        method::TASKS_LIST => {
-            let params = params.unwrap_or_else(|| json!({}));
-            async { methods::tasks::list(session, parse_value(method::TASKS_LIST, Some(params))?).await }.await
-        }
-        method::TASKS_CANCEL => {
-            async { methods::tasks::cancel(session, parse_value(method::TASKS_CANCEL, params)?).await }.await
-        }
-        other => crate::catalog::route(session, other, params)
-            .await
-            .unwrap_or_else(|| Err(RpcError::method_not_found(format!("Method not found: {other}")))),
-    };
-    Some(reply)
-}
-
-fn handle_notification(session: &Arc<Session>, notification: &Notification) {
-    match notification.method.as_str() {
-        method::INITIALIZED => {}
-        method::NOTIFY_CANCELLED => {
-            let params = notification.params.clone().unwrap_or(Value::Null);
-            match serde_json::from_value::<CancelledNotificationParams>(params) {
-                Ok(CancelledNotificationParams { request_id: Some(id), .. }) => session.cancel_request(&id),
-                // Invalid cancellation notifications SHOULD be ignored.
-                _ => tracing::debug!("ignoring a notifications/cancelled without a usable requestId"),
-            }
-        }
-        other => tracing::debug!(method = other, "ignoring notification"),
-    }
-}
-
-fn initialize(session: &Session, params: Option<Value>) -> Result<Value, RpcError> {
-    let params: InitializeParams = parse_value(method::INITIALIZE, params)?;
-    if !session.mark_initialized(params.capabilities) {
-        return Err(RpcError::invalid_request("The session is already initialized"));
-    }
-    if params.protocol_version != legacy::PROTOCOL_VERSION {
-        tracing::info!(requested = %params.protocol_version, "client asked for another protocol version; offering 2025-11-25");
-    }
-    let inner = &session.server.inner;
-    let result = InitializeResult {
-        protocol_version: legacy::PROTOCOL_VERSION.to_owned(),
-        capabilities: session.server.capabilities(),
-        server_info: inner.info.clone(),
-        instructions: inner.instructions.clone(),
-    };
-    tracing::info!(client = %params.client_info.name, principal = %session.principal, "session initialized");
-    serde_json::to_value(result).map_err(|err| RpcError::internal(err.to_string()))
-}
-
-/// Parses required params.
-///
-/// # Errors
-/// `-32602` naming the method and what serde found wrong.
-pub(crate) fn parse_value<T: DeserializeOwned>(method: &str, params: Option<Value>) -> Result<T, RpcError> {
-    let params = params.ok_or_else(|| RpcError::invalid_params(format!("Invalid params for {method}: params are required")))?;
-    serde_json::from_value(params).map_err(|err| RpcError::invalid_params(format!("Invalid params for {method}: {err}")))
+    });
 }

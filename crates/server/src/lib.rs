@@ -3,31 +3,40 @@
 //! completions defined in code.
 //!
 //! # Layout
-//! - [`Server`]: what it serves and the engine behind its tools ([`ServerBuilder`]; tools
-//!   are [`ToolDef`]s, with [`handler_fn`] for closures).
+//! - [`Server`]: what it serves and the engine behind its tools ([`ServerBuilder`]); tools
+//!   are era-neutral [`ToolDef`]s ([`ToolSpec`], [`TaskMode`]) in a [`ToolRegistry`], with
+//!   [`handler_fn`] for closures.
+//! - `dispatch`: message → era → codec, for each connection (`Peer`); the only `match` on
+//!   the era.
+//! - `codec::legacy`: the 2025-11-25 codec: the `initialize` lifecycle and the session it
+//!   creates, `tools/*`, `tasks/*`, task notifications, input delivery, the `Task` shape.
+//! - `ops`: the era-neutral operations over the engine that codecs run (call a tool plainly
+//!   or as a task; get, wait, list, cancel, answer).
+//! - `context`: what an operation knows of its request (era, principal, client
+//!   capabilities, id, cancellation, connection).
+//! - `connection`: one client connection as the transport sees it: routes of outgoing
+//!   messages, requests in flight, our requests to the client.
 //! - `catalog`: resources and templates ([`ResourceDef`], [`ResourceTemplateDef`],
 //!   [`UriTemplate`]), prompts ([`PromptDef`]), completion ([`CompletionDef`]), logging
-//!   ([`log_message`]), and their methods.
-//! - `session`: one client connection's state (initialization, in-flight calls, which
-//!   tasks it watches) and the forwarding of task changes as notifications.
-//! - `dispatch`: message → method handler; the one place that picks an era's codec.
-//! - `codec::legacy`: the 2025-11-25 wire rules (Task shape, `isError` → `failed`,
-//!   related-task metadata, `tasks/result` replay, cursors).
+//!   ([`log_message`]), and their methods (shared by both eras).
 //! - `arguments`: `tools/call` arguments checked against each tool's `inputSchema`.
 //! - `errors`: the one mapping from engine errors (and argument violations) to JSON-RPC
 //!   errors, with [`LIMIT_EXCEEDED`] for calls over a limit.
 //! - [`stdio`]: newline-delimited JSON-RPC over any reader and writer.
+//! - [`http`]: Streamable HTTP on axum (guards, sessions, SSE streams).
 //!
-//! Protocol revision: 2025-11-25 (core Tasks, "Legacy").
+//! Protocol revision: 2025-11-25 (core Tasks, "Legacy"); 2026-07-28 joins as a second codec.
 
 mod arguments;
 mod catalog;
 mod codec;
+mod connection;
+mod context;
 mod dispatch;
 mod errors;
-mod methods;
+mod ops;
+mod registry;
 mod server;
-mod session;
 pub mod http;
 pub mod stdio;
 
@@ -38,4 +47,5 @@ pub use catalog::{
     resource_not_found,
 };
 pub use errors::LIMIT_EXCEEDED;
-pub use server::{BuildError, Server, ServerBuilder, ToolDef};
+pub use registry::{TaskMode, ToolDef, ToolRegistry, ToolSpec};
+pub use server::{BuildError, Server, ServerBuilder};

@@ -1,106 +1,15 @@
 //! [`Server`]: what a server serves (its identity, tools, resources, prompts and completions)
-//! over the engine that runs its tools.
+//! over the engine that runs its tools. Nothing here is of one era: each era's codec renders
+//! these facts in its own shapes.
 
-use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use mcp_tasks_engine::{Engine, Handler, RestartPolicy, ToolRuntime};
-use mcp_tasks_protocol::jsonrpc;
-use mcp_tasks_protocol::legacy::{
-    Empty, Implementation, PromptsCapability, ResourcesCapability, ServerCapabilities, ServerTasksCapability,
-    TaskSupport, Tool, ToolExecution, ToolsCapability, method,
-};
-use serde_json::{Value, json};
+use mcp_tasks_engine::Engine;
+use mcp_tasks_protocol::mcp::Implementation;
 
-use crate::arguments::{ArgumentsSchema, InvalidArguments};
-use crate::catalog::{Catalog, CompletionDef, PromptDef, ResourceDef, ResourceTemplateDef, Subscriptions};
-use crate::session::Route;
-
-/// A tool as served: its MCP descriptor and the runtime that does its work.
-#[derive(Clone)]
-pub struct ToolDef {
-    /// What `tools/list` shows (name, description, input schema, `execution.taskSupport`).
-    pub descriptor: Tool,
-    /// The handler and restart policy.
-    pub runtime: ToolRuntime,
-}
-
-impl ToolDef {
-    /// A tool named `name` with a description, the JSON Schema of its arguments (an
-    /// object schema, `type: "object"`; every call's arguments are checked against it), and
-    /// its handler (see [`crate::handler_fn`] for a closure). It is a plain tool
-    /// (`taskSupport: "forbidden"`) that fails when a restart interrupts it and has no
-    /// concurrency limit, until [`ToolDef::with_task_support`], [`ToolDef::on_restart`] and
-    /// [`ToolDef::max_concurrent`] say otherwise.
-    pub fn new(
-        name: impl Into<String>,
-        description: impl Into<String>,
-        input_schema: Value,
-        handler: impl Handler,
-    ) -> ToolDef {
-        let mut descriptor = Tool::new(name, input_schema);
-        descriptor.description = Some(description.into());
-        descriptor.execution = Some(ToolExecution { task_support: Some(TaskSupport::Forbidden) });
-        ToolDef {
-            descriptor,
-            runtime: ToolRuntime::new(handler),
-        }
-    }
-
-    /// Sets whether the tool may (`optional`), must (`required`) or must not (`forbidden`)
-    /// be called as a task.
-    #[must_use]
-    pub fn with_task_support(mut self, support: TaskSupport) -> ToolDef {
-        self.descriptor.execution = Some(ToolExecution { task_support: Some(support) });
-        self
-    }
-
-    /// Sets the display name.
-    #[must_use]
-    pub fn title(mut self, title: impl Into<String>) -> ToolDef {
-        self.descriptor.title = Some(title.into());
-        self
-    }
-
-    /// Sets the JSON Schema of the result's `structuredContent`.
-    #[must_use]
-    pub fn output_schema(mut self, schema: Value) -> ToolDef {
-        self.descriptor.output_schema = Some(schema);
-        self
-    }
-
-    /// Sets what happens to a task of this tool that a server restart interrupted.
-    #[must_use]
-    pub fn on_restart(mut self, policy: RestartPolicy) -> ToolDef {
-        self.runtime.on_restart = policy;
-        self
-    }
-
-    /// Sets how many calls of this tool may run at once; more wait their turn, tasks in
-    /// `working` with a status message saying they are queued (`None`: no limit).
-    #[must_use]
-    pub fn max_concurrent(mut self, limit: impl Into<Option<u32>>) -> ToolDef {
-        self.runtime.max_concurrent = limit.into();
-        self
-    }
-
-    /// Sets how many attempts a task of this tool gets in all when
-    /// [`RestartPolicy::Retry`] runs it again after restarts.
-    #[must_use]
-    pub fn max_attempts(mut self, attempts: u32) -> ToolDef {
-        self.runtime.max_attempts = attempts;
-        self
-    }
-
-    /// The tool's task support; absent means `forbidden` (2025-11-25 `ToolExecution`).
-    pub fn task_support(&self) -> TaskSupport {
-        self.descriptor
-            .execution
-            .as_ref()
-            .and_then(|execution| execution.task_support)
-            .unwrap_or(TaskSupport::Forbidden)
-    }
-}
+use crate::catalog::{Catalog, CompletionDef, PromptDef, ResourceDef, ResourceTemplateDef};
+use crate::codec;
+use crate::registry::{ToolDef, ToolRegistry};
 
 /// An MCP server: identity, tools, resources, prompts, completions, and the engine. A cheap,
 /// cloneable handle.
@@ -113,12 +22,10 @@ pub(crate) struct Inner {
     pub(crate) engine: Engine,
     pub(crate) info: Implementation,
     pub(crate) instructions: Option<String>,
-    /// Sorted by name so that `tools/list` is stable.
-    pub(crate) tools: BTreeMap<String, ToolDef>,
-    /// Each tool's compiled `inputSchema`, by tool name.
-    pub(crate) arguments: HashMap<String, ArgumentsSchema>,
+    pub(crate) tools: ToolRegistry,
     pub(crate) catalog: Catalog,
-    pub(crate) subscriptions: Subscriptions,
+    /// 2025-11-25 `resources/subscribe`: which Legacy sessions want which URIs.
+    pub(crate) subscriptions: codec::legacy::Subscriptions,
 }
 
 impl Server {
@@ -134,7 +41,7 @@ impl Server {
                 website_url: None,
             },
             instructions: None,
-            tools: BTreeMap::new(),
+            tools: Vec::new(),
             catalog: Catalog::default(),
         }
     }
@@ -144,43 +51,16 @@ impl Server {
         &self.inner.engine
     }
 
+    /// The tools the server serves. Changing them changes what later `tools/list` and
+    /// `tools/call` see.
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.inner.tools
+    }
+
     /// Sends `notifications/resources/updated` for `uri` to every session that subscribed to
     /// it (`resources/subscribe`), on the stream for messages not tied to a request.
     pub fn notify_resource_updated(&self, uri: &str) {
-        let message = jsonrpc::notification(method::NOTIFY_RESOURCE_UPDATED, json!({ "uri": uri }));
-        for session in self.inner.subscriptions.subscribers(uri) {
-            session.send(message.clone(), Route::General);
-        }
-    }
-
-    pub(crate) fn tool(&self, name: &str) -> Option<&ToolDef> {
-        self.inner.tools.get(name)
-    }
-
-    /// Checks the `arguments` of a call of tool `name` against its compiled `inputSchema`.
-    pub(crate) fn check_arguments(&self, name: &str, arguments: &Value) -> Result<(), InvalidArguments> {
-        match self.inner.arguments.get(name) {
-            Some(schema) => schema.check(name, arguments),
-            None => Ok(()),
-        }
-    }
-
-    /// What `initialize` declares: tools, tasks, logging and completions always; resources
-    /// (with subscriptions) when there is a resource or template; prompts when there is a
-    /// prompt. No list ever changes while the server runs.
-    pub(crate) fn capabilities(&self) -> ServerCapabilities {
-        let catalog = &self.inner.catalog;
-        ServerCapabilities {
-            completions: Some(Empty {}),
-            experimental: None,
-            logging: Some(Empty {}),
-            prompts: catalog.has_prompts().then_some(PromptsCapability { list_changed: Some(false) }),
-            resources: catalog
-                .has_resources()
-                .then_some(ResourcesCapability { subscribe: Some(true), list_changed: Some(false) }),
-            tasks: Some(ServerTasksCapability::full()),
-            tools: Some(ToolsCapability { list_changed: Some(false) }),
-        }
+        self.inner.subscriptions.notify_updated(uri);
     }
 }
 
@@ -189,7 +69,7 @@ pub struct ServerBuilder {
     engine: Engine,
     info: Implementation,
     instructions: Option<String>,
-    tools: BTreeMap<String, ToolDef>,
+    tools: Vec<ToolDef>,
     catalog: Catalog,
 }
 
@@ -212,14 +92,11 @@ impl ServerBuilder {
         self
     }
 
-    /// Adds a tool (and registers its runtime with the engine, so tasks of it can run and
-    /// be recovered).
-    pub fn tool(mut self, mut tool: ToolDef) -> ServerBuilder {
-        if tool.descriptor.execution.is_none() {
-            tool.descriptor.execution = Some(ToolExecution { task_support: Some(TaskSupport::Forbidden) });
-        }
-        self.engine.register(tool.descriptor.name.clone(), tool.runtime.clone());
-        self.tools.insert(tool.descriptor.name.clone(), tool);
+    /// Adds a tool (replacing one with the same name). At [`ServerBuilder::build`] its
+    /// runtime is registered with the engine, so tasks of it can run and be recovered.
+    pub fn tool(mut self, tool: ToolDef) -> ServerBuilder {
+        self.tools.retain(|known| known.spec.name != tool.spec.name);
+        self.tools.push(tool);
         self
     }
 
@@ -257,24 +134,20 @@ impl ServerBuilder {
     /// object schema or not valid JSON Schema. A bad schema is a mistake in the tool's
     /// definition, so the server refuses to start rather than serve a tool that could
     /// reject every call, or accept any.
-    pub fn build(self) -> Result<Server, BuildError> {
-        let arguments = self
-            .tools
-            .values()
-            .map(|tool| {
-                let name = &tool.descriptor.name;
-                Ok((name.clone(), ArgumentsSchema::compile(name, &tool.descriptor.input_schema)?))
-            })
-            .collect::<Result<HashMap<_, _>, BuildError>>()?;
+    pub fn build(mut self) -> Result<Server, BuildError> {
+        self.tools.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
+        let tools = ToolRegistry::new(self.engine.clone());
+        for tool in self.tools {
+            tools.insert(tool)?;
+        }
         Ok(Server {
             inner: Arc::new(Inner {
                 engine: self.engine,
                 info: self.info,
                 instructions: self.instructions,
-                tools: self.tools,
-                arguments,
+                tools,
                 catalog: self.catalog,
-                subscriptions: Subscriptions::default(),
+                subscriptions: codec::legacy::Subscriptions::default(),
             }),
         })
     }

@@ -8,9 +8,9 @@ use mcp_tasks_protocol::jsonrpc::RpcError;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use crate::dispatch;
+use crate::connection::{Connection, Listing, Outbound};
+use crate::dispatch::Peer;
 use crate::server::Server;
-use crate::session::{Listing, Outbound, Session};
 
 /// The largest message accepted, in bytes; a longer line is refused and skipped.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
@@ -36,7 +36,7 @@ pub async fn serve(
     server: Server,
 ) -> io::Result<()> {
     let (out, mut outgoing) = mpsc::unbounded_channel::<Outbound>();
-    let session = Session::start(server, Principal::new(LOCAL_PRINCIPAL), Listing::Principal, out);
+    let peer = Peer::new(Connection::new(server, Principal::new(LOCAL_PRINCIPAL), Listing::Principal, out));
     let write = tokio::spawn(async move {
         // Over stdio every route leads to stdout.
         while let Some(Outbound { message, .. }) = outgoing.recv().await {
@@ -54,7 +54,7 @@ pub async fn serve(
         match read {
             Ok(0) => break Ok(()),
             Ok(_) if line.len() > MAX_MESSAGE_BYTES && line.last() != Some(&b'\n') => {
-                session.reject(
+                peer.conn.reject(
                     None,
                     &RpcError::invalid_request(format!("Message too large: the limit is {MAX_MESSAGE_BYTES} bytes per line")),
                 );
@@ -66,20 +66,20 @@ pub async fn serve(
                 let text = String::from_utf8_lossy(&line);
                 let text = text.trim();
                 if !text.is_empty() {
-                    dispatch::handle_text(&session, text);
+                    peer.handle_text(text);
                 }
             }
             Err(err) => break Err(err),
         }
     };
-    session.close();
-    // The writer ends once every sender (the session and its handlers) is gone.
+    peer.conn.close();
+    // The writer ends once every sender (the connection and its handlers) is gone.
     let mut write = write;
     let written = match tokio::time::timeout(DRAIN_AFTER_EOF, &mut write).await {
         Ok(written) => written,
         Err(_) => {
-            session.abort();
-            drop(session);
+            peer.conn.abort();
+            drop(peer);
             write.await
         }
     };

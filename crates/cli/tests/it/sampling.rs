@@ -8,8 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_tasks_engine::{Engine, Outcome, Policy, SystemClock};
-use mcp_tasks_protocol::legacy::TaskSupport;
-use mcp_tasks_server::{Server, ToolDef, handler_fn, http};
+use mcp_tasks_server::{Server, TaskMode, ToolDef, handler_fn, http};
 use mcp_tasks_sqlite::SqliteStore;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -79,7 +78,7 @@ fn write_haiku() -> ToolDef {
             }
         }),
     )
-    .with_task_support(TaskSupport::Required)
+    .task_mode(TaskMode::Required)
 }
 
 /// `mcp-tasks call write_haiku --arg topic=autumn --url URL ARGS…`, stdin closed.

@@ -6,9 +6,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use mcp_tasks_engine::{Context, Engine, Outcome, Policy, Progress, SystemClock};
-use mcp_tasks_client::protocol::TaskSupport;
 use mcp_tasks_client::{ElicitationHandler, RpcError, ServerRequest};
-use mcp_tasks_server::{Server, ToolDef, handler_fn, http};
+use mcp_tasks_server::{Server, TaskMode, ToolDef, handler_fn, http};
 use mcp_tasks_sqlite::SqliteStore;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -64,7 +63,7 @@ pub(crate) fn build() -> (Server, tempfile::TempDir, Arc<Notify>, Arc<AtomicUsiz
             }
         }),
     )
-    .with_task_support(TaskSupport::Optional);
+    .task_mode(TaskMode::Optional);
     let block = ToolDef::new(
         "block",
         "Runs until cancelled.",
@@ -74,7 +73,7 @@ pub(crate) fn build() -> (Server, tempfile::TempDir, Arc<Notify>, Arc<AtomicUsiz
             text("stopped".into())
         }),
     )
-    .with_task_support(TaskSupport::Optional);
+    .task_mode(TaskMode::Optional);
     let steps = ToolDef::new(
         "steps",
         "Reports progress 1/3, 2/3, 3/3, then finishes.",
@@ -87,7 +86,7 @@ pub(crate) fn build() -> (Server, tempfile::TempDir, Arc<Notify>, Arc<AtomicUsiz
             text("three steps".into())
         }),
     )
-    .with_task_support(TaskSupport::Optional);
+    .task_mode(TaskMode::Optional);
     let gate = Arc::new(Notify::new());
     let gated_runs = Arc::new(AtomicUsize::new(0));
     let (opened, runs) = (Arc::clone(&gate), Arc::clone(&gated_runs));
@@ -104,10 +103,10 @@ pub(crate) fn build() -> (Server, tempfile::TempDir, Arc<Notify>, Arc<AtomicUsiz
             }
         }),
     )
-    .with_task_support(TaskSupport::Optional);
+    .task_mode(TaskMode::Optional);
     let server = Server::builder(engine)
         .tool(gated)
-        .tool(echo("echo").with_task_support(TaskSupport::Optional))
+        .tool(echo("echo").task_mode(TaskMode::Optional))
         .tool(echo("plain_echo"))
         .tool(ask)
         .tool(block)

@@ -38,7 +38,7 @@ async fn stdio_lists_tools_and_calls_plainly_and_as_a_task() {
     assert!(client.server().capabilities.tasks.is_some());
     assert_eq!(client.server_process_id(), None);
     let tools = bounded(client.list_tools()).await.unwrap();
-    let support = |name: &str| tools.iter().find(|tool| tool.name == name).unwrap().task_support();
+    let support = |name: &str| tools.iter().find(|tool| tool.base.name == name).unwrap().task_support();
     assert_eq!(support("echo"), TaskSupport::Optional);
     assert_eq!(support("plain_echo"), TaskSupport::Forbidden);
 

@@ -21,7 +21,7 @@ async fn connects_and_lists_tools_with_their_task_support() {
     let client = bounded(Client::connect_http(&server.url, None)).await.unwrap();
     assert!(client.server().capabilities.tasks.is_some());
     let tools = bounded(client.list_tools()).await.unwrap();
-    let support = |name: &str| tools.iter().find(|tool| tool.name == name).unwrap().task_support();
+    let support = |name: &str| tools.iter().find(|tool| tool.base.name == name).unwrap().task_support();
     assert_eq!(support("echo"), TaskSupport::Optional);
     assert_eq!(support("plain_echo"), TaskSupport::Forbidden);
 }

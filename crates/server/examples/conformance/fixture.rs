@@ -19,7 +19,7 @@
 use std::time::Duration;
 
 use mcp_tasks_engine::{Context, Engine, Outcome, Progress};
-use mcp_tasks_protocol::legacy::{Content, method};
+use mcp_tasks_protocol::mcp::{Content, method};
 use mcp_tasks_server::{
     CompletionDef, CompletionRef, GetPromptResult, PromptArgument, PromptDef, PromptMessage,
     ResourceContents, ResourceDef, ResourceTemplateDef, Server, ToolDef, UriTemplate,

@@ -20,8 +20,7 @@
 //! serves it and the test binary (`tests/it/interactive.rs`) drives it over a pipe.
 
 use mcp_tasks_engine::{Context, Engine, Outcome};
-use mcp_tasks_protocol::legacy::TaskSupport;
-use mcp_tasks_server::{BuildError, Server, ToolDef, handler_fn};
+use mcp_tasks_server::{BuildError, Server, TaskMode, ToolDef, handler_fn};
 use serde_json::{Value, json};
 
 /// The reference server's name in `serverInfo` (its version is `1.0.0`).
@@ -53,7 +52,7 @@ fn confirm_delete() -> ToolDef {
             ask_to_delete(&filename, &ctx).await
         }),
     )
-    .with_task_support(TaskSupport::Required)
+    .task_mode(TaskMode::Required)
 }
 
 fn write_haiku() -> ToolDef {
@@ -66,7 +65,7 @@ fn write_haiku() -> ToolDef {
             haiku(&topic, &ctx).await
         }),
     )
-    .with_task_support(TaskSupport::Required)
+    .task_mode(TaskMode::Required)
 }
 
 async fn ask_to_delete(filename: &str, ctx: &Context) -> Outcome {

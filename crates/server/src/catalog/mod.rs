@@ -1,14 +1,15 @@
 //! What a server offers besides tools, defined in code: resources and resource templates,
 //! prompts, argument completion; plus the logging utility and closure-based tool handlers.
-//! Everything here is 2025-11-25 and plain request/response (none of it is task-augmented).
+//! The methods here are those both eras share, plain request/response (none of them is
+//! task-augmented); `resources/subscribe` and `logging/setLevel` are 2025-11-25 only and
+//! live in its codec.
 //!
 //! - `resources`: [`ResourceDef`], [`ResourceTemplateDef`], [`ResourceContents`];
 //!   `resources/list`, `resources/templates/list`, `resources/read`.
 //! - `uri_template`: [`UriTemplate`], RFC 6570 level-1 templates and their matching.
-//! - `subscriptions`: who subscribed to what (`resources/subscribe`, `resources/unsubscribe`).
 //! - `prompts`: [`PromptDef`] and the `prompts/get` shapes; `prompts/list`, `prompts/get`.
 //! - `completion`: [`CompletionDef`]; `completion/complete`.
-//! - `logging`: `logging/setLevel` and [`log_message`].
+//! - `logging`: [`log_message`], for a tool to send `notifications/message`.
 //! - `tools`: [`handler_fn`], a tool handler from a closure.
 //!
 //! Lists come in a single page: a `cursor` is refused with `-32602`, since none is issued.
@@ -17,30 +18,28 @@ mod completion;
 mod logging;
 mod prompts;
 mod resources;
-mod subscriptions;
 mod tools;
 mod uri_template;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
 use mcp_tasks_protocol::jsonrpc::RpcError;
-use mcp_tasks_protocol::legacy::{PaginatedParams, method};
+use mcp_tasks_protocol::mcp::{PaginatedParams, method};
 use serde_json::{Value, json};
 
 pub use completion::{CompletionDef, CompletionRef, CompletionRequest};
 pub use logging::log_message;
 pub use prompts::{GetPromptResult, Prompt, PromptArgument, PromptDef, PromptMessage, PromptRequest, Role};
+pub(crate) use resources::UriParams;
 pub use resources::{
     RESOURCE_NOT_FOUND, ReadRequest, Resource, ResourceContents, ResourceDef, ResourceTemplate, ResourceTemplateDef,
     resource_not_found,
 };
-pub(crate) use subscriptions::Subscriptions;
 pub use tools::{FnHandler, handler_fn};
 pub use uri_template::{UriTemplate, UriTemplateError};
 
-use crate::dispatch::parse_value;
-use crate::session::Session;
+use crate::codec::parse_value;
+use crate::server::Server;
 
 /// The resources, templates, prompts and completion handlers of a server.
 #[derive(Default)]
@@ -70,13 +69,8 @@ impl Catalog {
 /// Routes a method this module serves; `None` for any other method, and for the resource
 /// and prompt methods of a server without resources or prompts (their capability is not
 /// declared, so they do not exist).
-pub(crate) async fn route(
-    session: &Arc<Session>,
-    name: &str,
-    params: Option<Value>,
-) -> Option<Result<Value, RpcError>> {
-    let catalog = &session.server.inner.catalog;
-    let subscriptions = &session.server.inner.subscriptions;
+pub(crate) async fn route(server: &Server, name: &str, params: Option<Value>) -> Option<Result<Value, RpcError>> {
+    let catalog = &server.inner.catalog;
     let reply = match name {
         method::RESOURCES_LIST if catalog.has_resources() => {
             first_page(name, params).map(|()| resources::list(catalog))
@@ -87,25 +81,11 @@ pub(crate) async fn route(
         method::RESOURCES_READ if catalog.has_resources() => {
             async { resources::read(catalog, parse_value(name, params)?).await }.await
         }
-        method::RESOURCES_SUBSCRIBE if catalog.has_resources() => parse_value::<resources::UriParams>(name, params)
-            .and_then(|params| {
-                if !catalog.serves(&params.uri) {
-                    return Err(resource_not_found(&params.uri));
-                }
-                subscriptions.subscribe(session, &params.uri);
-                Ok(json!({}))
-            }),
-        method::RESOURCES_UNSUBSCRIBE if catalog.has_resources() => parse_value::<resources::UriParams>(name, params)
-            .map(|params| {
-                subscriptions.unsubscribe(session, &params.uri);
-                json!({})
-            }),
         method::PROMPTS_LIST if catalog.has_prompts() => first_page(name, params).map(|()| prompts::list(catalog)),
         method::PROMPTS_GET if catalog.has_prompts() => {
             async { prompts::get(catalog, parse_value(name, params)?).await }.await
         }
         method::COMPLETION_COMPLETE => async { completion::complete(catalog, parse_value(name, params)?).await }.await,
-        method::LOGGING_SET_LEVEL => parse_value(name, params).and_then(|params| logging::set_level(session, params)),
         _ => return None,
     };
     Some(reply)

@@ -8,7 +8,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use mcp_tasks_protocol::jsonrpc::RpcError;
-use mcp_tasks_protocol::legacy::{Content, Meta};
+use mcp_tasks_protocol::mcp::{Content, Meta};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -157,7 +157,7 @@ type GetFn = Arc<dyn Fn(PromptRequest) -> GetFuture + Send + Sync>;
 /// A prompt as served: its descriptor and the handler that fills it in.
 ///
 /// ```
-/// # use mcp_tasks_protocol::legacy::Content;
+/// # use mcp_tasks_protocol::mcp::Content;
 /// # use mcp_tasks_server::{GetPromptResult, PromptArgument, PromptDef, PromptMessage};
 /// let greet = PromptDef::new("greet", |request| async move {
 ///     let name = request.argument("name").unwrap_or_default();

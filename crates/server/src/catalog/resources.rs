@@ -8,7 +8,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use mcp_tasks_protocol::jsonrpc::RpcError;
-use mcp_tasks_protocol::legacy::{Content, Meta};
+use mcp_tasks_protocol::mcp::{Content, Meta};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 

@@ -5,8 +5,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use mcp_tasks_engine::Outcome;
-use mcp_tasks_protocol::legacy::TaskSupport;
-use mcp_tasks_server::{BuildError, Server, ToolDef, handler_fn};
+use mcp_tasks_server::{BuildError, Server, TaskMode, ToolDef, handler_fn};
 
 use crate::peer::{Peer, sqlite_engine};
 
@@ -31,7 +30,7 @@ async fn start() -> (Peer, mpsc::UnboundedReceiver<Value>, tempfile::TempDir) {
             async { Outcome::Result(json!({"content": [{"type": "text", "text": "ok"}]})) }
         }),
     )
-    .with_task_support(TaskSupport::Optional);
+    .task_mode(TaskMode::Optional);
     let server = Server::builder(engine).tool(tool).build().unwrap();
     (Peer::start(server).await, calls, dir)
 }

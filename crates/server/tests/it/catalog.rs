@@ -3,7 +3,7 @@
 
 use mcp_tasks_engine::Outcome;
 use mcp_tasks_protocol::jsonrpc::RpcError;
-use mcp_tasks_protocol::legacy::Content;
+use mcp_tasks_protocol::mcp::Content;
 use mcp_tasks_server::{
     CompletionDef, CompletionRef, GetPromptResult, PromptArgument, PromptDef, PromptMessage, ResourceContents,
     ResourceDef, ResourceTemplateDef, Server, ToolDef, UriTemplate, handler_fn, log_message, resource_not_found,

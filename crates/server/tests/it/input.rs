@@ -4,8 +4,7 @@
 use serde_json::{Value, json};
 
 use mcp_tasks_engine::{Context, Outcome};
-use mcp_tasks_protocol::legacy::TaskSupport;
-use mcp_tasks_server::{Server, ToolDef, handler_fn};
+use mcp_tasks_server::{Server, TaskMode, ToolDef, handler_fn};
 
 use crate::peer::{Peer, sqlite_engine};
 
@@ -25,7 +24,7 @@ fn server() -> (Server, tempfile::TempDir) {
             }
         }),
     )
-    .with_task_support(TaskSupport::Optional);
+    .task_mode(TaskMode::Optional);
     (Server::builder(engine).tool(ask).build().unwrap(), dir)
 }
 

@@ -8,8 +8,7 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use mcp_tasks_engine::{Engine, Outcome, Policy, SystemClock};
-use mcp_tasks_protocol::legacy::TaskSupport;
-use mcp_tasks_server::{LIMIT_EXCEEDED, Server, ToolDef, handler_fn};
+use mcp_tasks_server::{LIMIT_EXCEEDED, Server, TaskMode, ToolDef, handler_fn};
 use mcp_tasks_sqlite::SqliteStore;
 
 use crate::peer::Peer;
@@ -34,7 +33,7 @@ async fn start(policy: Policy, max_concurrent: Option<u32>) -> (Peer, Arc<Notify
             }
         }),
     )
-    .with_task_support(TaskSupport::Optional)
+    .task_mode(TaskMode::Optional)
     .max_concurrent(max_concurrent);
     let server = Server::builder(engine).tool(tool).build().unwrap();
     (Peer::start(server).await, release, dir)

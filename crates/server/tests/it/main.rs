@@ -6,6 +6,7 @@
 //! - `catalog`: resources, templates, prompts, completion and logging defined in code.
 //! - `conformance_fixture`: the conformance fixture server of `examples/`.
 //! - `input`: input requests inside tasks across sessions.
+//! - `layering`: which files may name 2025-11-25 types, and where the era is matched.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
@@ -14,6 +15,7 @@ mod catalog;
 mod conformance_fixture;
 mod input;
 mod interactive;
+mod layering;
 mod limits;
 mod peer;
 mod progress;

@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mcp_tasks_engine::{Context, Handler, Outcome, Progress, ToolRuntime};
-use mcp_tasks_protocol::legacy::{TaskSupport, Tool, ToolExecution};
-use mcp_tasks_server::{Server, ToolDef};
+use mcp_tasks_server::{Server, TaskMode, ToolDef, ToolSpec};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 use tokio::time::timeout;
@@ -42,15 +41,14 @@ impl Handler for Stepper {
 async fn start(step: Arc<Notify>, reported_after_cancel: mpsc::UnboundedSender<()>) -> (Peer, tempfile::TempDir) {
     let (engine, dir) = sqlite_engine();
     let tool = ToolDef {
-        descriptor: Tool {
+        spec: ToolSpec {
             name: "stepper".into(),
             title: None,
             description: Some("steps when told".into()),
             input_schema: json!({"type": "object"}),
             output_schema: None,
-            execution: Some(ToolExecution { task_support: Some(TaskSupport::Optional) }),
             annotations: None,
-            meta: None,
+            task_mode: TaskMode::Optional,
         },
         runtime: ToolRuntime::new(Stepper { step, reported_after_cancel }),
     };

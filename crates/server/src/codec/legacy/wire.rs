@@ -1,15 +1,60 @@
-//! The 2025-11-25 ("Legacy") wire rules over engine records: the `Task` shape, what
-//! `tasks/result` replays, related-task metadata, and opaque `tasks/list` cursors.
+//! The 2025-11-25 ("Legacy") wire shapes of era-neutral facts: the `Task` shape of a record,
+//! what `tasks/result` replays, related-task metadata, opaque `tasks/list` cursors, a tool's
+//! `execution.taskSupport`, and the capabilities `initialize` declares.
 
 use std::time::{Duration, UNIX_EPOCH};
 
 use mcp_tasks_engine::{Cursor, Outcome, TaskId, TaskRecord, TaskState, Timestamp};
 use mcp_tasks_protocol::jsonrpc::RpcError;
-use mcp_tasks_protocol::legacy::{self, Task, TaskStatus};
+use mcp_tasks_protocol::legacy::{
+    self, PromptsCapability, ResourcesCapability, ServerCapabilities, ServerTasksCapability, Task, TaskStatus,
+    TaskSupport, Tool, ToolExecution, ToolsCapability,
+};
+use mcp_tasks_protocol::mcp::{self, Empty};
 use serde_json::{Map, Value};
+
+use crate::registry::{TaskMode, ToolSpec};
+use crate::server::Server;
 
 /// 2025-11-25: a result with `isError: true` makes a `tools/call` task `failed`.
 pub(crate) const ERROR_RESULT_FAILS: bool = true;
+
+/// The 2025-11-25 `Tool` for a spec: the shared shape plus `execution.taskSupport`.
+pub(crate) fn tool(spec: &ToolSpec) -> Tool {
+    let mut base = mcp::Tool::new(spec.name.clone(), spec.input_schema.clone());
+    base.title.clone_from(&spec.title);
+    base.description.clone_from(&spec.description);
+    base.output_schema.clone_from(&spec.output_schema);
+    base.annotations.clone_from(&spec.annotations);
+    Tool { base, execution: Some(ToolExecution { task_support: Some(task_support(spec.task_mode)) }) }
+}
+
+/// The `taskSupport` of a task mode.
+pub(crate) fn task_support(mode: TaskMode) -> TaskSupport {
+    match mode {
+        TaskMode::Forbidden => TaskSupport::Forbidden,
+        TaskMode::Optional => TaskSupport::Optional,
+        TaskMode::Required => TaskSupport::Required,
+    }
+}
+
+/// What `initialize` declares: tools, tasks, logging and completions always; resources
+/// (with subscriptions) when there is a resource or template; prompts when there is a
+/// prompt. No list change is announced (`listChanged: false`).
+pub(crate) fn capabilities(server: &Server) -> ServerCapabilities {
+    let catalog = &server.inner.catalog;
+    ServerCapabilities {
+        completions: Some(Empty {}),
+        experimental: None,
+        logging: Some(Empty {}),
+        prompts: catalog.has_prompts().then_some(PromptsCapability { list_changed: Some(false) }),
+        resources: catalog
+            .has_resources()
+            .then_some(ResourcesCapability { subscribe: Some(true), list_changed: Some(false) }),
+        tasks: Some(ServerTasksCapability::full()),
+        tools: Some(ToolsCapability { list_changed: Some(false) }),
+    }
+}
 
 /// The 2025-11-25 `Task` for a record: every field the schema requires, `ttl` always
 /// present (null for unlimited), timestamps in RFC 3339 UTC.

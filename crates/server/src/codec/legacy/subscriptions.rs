@@ -1,5 +1,5 @@
-//! Who subscribed to which resource (`resources/subscribe`), per session, so that
-//! [`crate::Server::notify_resource_updated`] can reach them.
+//! Who subscribed to which resource (2025-11-25 `resources/subscribe`), per Legacy session,
+//! so that [`crate::Server::notify_resource_updated`] can reach them.
 //!
 //! The registry lives in the server, not in the session, because an update is announced by
 //! server code that knows the URI but not the sessions. It holds sessions weakly: a session
@@ -8,7 +8,12 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
-use crate::session::Session;
+use mcp_tasks_protocol::jsonrpc;
+use mcp_tasks_protocol::legacy::method;
+use serde_json::json;
+
+use super::session::LegacySession;
+use crate::connection::Route;
 
 /// Resource subscriptions of every live session.
 #[derive(Default)]
@@ -18,13 +23,13 @@ pub(crate) struct Subscriptions {
 }
 
 struct Entry {
-    session: Weak<Session>,
+    session: Weak<LegacySession>,
     uris: BTreeSet<String>,
 }
 
 impl Subscriptions {
     /// `session` wants `notifications/resources/updated` for `uri`.
-    pub(crate) fn subscribe(&self, session: &Arc<Session>, uri: &str) {
+    pub(crate) fn subscribe(&self, session: &Arc<LegacySession>, uri: &str) {
         let mut entries = self.entries();
         entries.retain(|entry| entry.session.strong_count() > 0);
         let weak = Arc::downgrade(session);
@@ -37,7 +42,7 @@ impl Subscriptions {
     }
 
     /// `session` no longer wants updates of `uri` (a no-op if it never subscribed).
-    pub(crate) fn unsubscribe(&self, session: &Arc<Session>, uri: &str) {
+    pub(crate) fn unsubscribe(&self, session: &Arc<LegacySession>, uri: &str) {
         let mut entries = self.entries();
         let weak = Arc::downgrade(session);
         if let Some(entry) = entries.iter_mut().find(|entry| Weak::ptr_eq(&entry.session, &weak)) {
@@ -46,8 +51,17 @@ impl Subscriptions {
         entries.retain(|entry| entry.session.strong_count() > 0 && !entry.uris.is_empty());
     }
 
+    /// Sends `notifications/resources/updated` for `uri` to every live session subscribed to
+    /// it, on the stream for messages not tied to a request.
+    pub(crate) fn notify_updated(&self, uri: &str) {
+        let message = jsonrpc::notification(method::NOTIFY_RESOURCE_UPDATED, json!({ "uri": uri }));
+        for session in self.subscribers(uri) {
+            session.conn.send(message.clone(), Route::General);
+        }
+    }
+
     /// The live sessions subscribed to `uri`.
-    pub(crate) fn subscribers(&self, uri: &str) -> Vec<Arc<Session>> {
+    fn subscribers(&self, uri: &str) -> Vec<Arc<LegacySession>> {
         self.entries()
             .iter()
             .filter(|entry| entry.uris.contains(uri))

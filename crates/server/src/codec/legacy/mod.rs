@@ -1,0 +1,161 @@
+//! The 2025-11-25 ("Legacy") codec: the `initialize` lifecycle (only `initialize` and `ping`
+//! before it; the state it creates is a [`LegacySession`] kept in the connection's [`Slot`]),
+//! the method table of the era, and its methods:
+//!
+//! - `tools`: `tools/list` (each tool with `execution.taskSupport`) and `tools/call` (the
+//!   client decides a task with `params.task`);
+//! - `tasks`: `tasks/get`, `tasks/result` (blocks; delivers input requests on its stream),
+//!   `tasks/list` and `tasks/cancel` (cancelled before answering);
+//! - `logging/setLevel` and `resources/subscribe|unsubscribe`, which only this era has;
+//! - `session`: the session state, task notifications, input delivery;
+//! - `wire`: the `Task` shape, `tasks/result` replay, cursors, capabilities;
+//! - `subscriptions`: who subscribed to which resource.
+//!
+//! Methods both eras share (resources, prompts, completion) go to `crate::catalog`.
+
+mod session;
+mod subscriptions;
+mod tasks;
+mod tools;
+mod wire;
+
+use std::sync::{Arc, OnceLock};
+
+use mcp_tasks_protocol::era::Era;
+use mcp_tasks_protocol::jsonrpc::{Notification, Request, RpcError};
+use mcp_tasks_protocol::legacy::{self, InitializeParams, InitializeResult, method};
+use mcp_tasks_protocol::mcp::CancelledNotificationParams;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+pub(crate) use session::LegacySession;
+pub(crate) use subscriptions::Subscriptions;
+
+use self::session::LogLevel;
+use crate::catalog::UriParams;
+use super::parse_value;
+use crate::connection::Connection;
+use crate::context::RequestContext;
+use crate::dispatch::{self, Reply};
+
+/// Where a connection keeps its Legacy session once `initialize` has created it.
+pub(crate) type Slot = OnceLock<Arc<LegacySession>>;
+
+/// Serves one request of the Legacy era. `initialize` and `ping` are answered in order, at
+/// once; every other request runs in its own Tokio task, so that a blocking `tasks/result`
+/// holds up nothing else.
+pub(crate) fn request(slot: &Slot, conn: &Arc<Connection>, request: Request) {
+    match request.method.as_str() {
+        method::INITIALIZE => {
+            let reply = initialize(slot, conn, request.params);
+            conn.respond(&request.id, reply);
+        }
+        method::PING => conn.respond(&request.id, Ok(json!({}))),
+        _ => match slot.get() {
+            None => conn.respond(
+                &request.id,
+                Err(RpcError::invalid_request(format!(
+                    "Received '{}' before initialization: send 'initialize' first",
+                    request.method
+                ))),
+            ),
+            Some(session) => {
+                let session = Arc::clone(session);
+                dispatch::spawn_request(conn, request, Era::Legacy, session.client(), move |ctx, request| async move {
+                    route(&session, &ctx, request).await
+                });
+            }
+        },
+    }
+}
+
+/// Handles a notification of the Legacy era.
+pub(crate) fn notification(conn: &Connection, notification: &Notification) {
+    match notification.method.as_str() {
+        method::INITIALIZED => {}
+        method::NOTIFY_CANCELLED => {
+            let params = notification.params.clone().unwrap_or(Value::Null);
+            match serde_json::from_value::<CancelledNotificationParams>(params) {
+                Ok(CancelledNotificationParams { request_id: Some(id), .. }) => conn.cancel_request(&id),
+                // Invalid cancellation notifications SHOULD be ignored.
+                _ => tracing::debug!("ignoring a notifications/cancelled without a usable requestId"),
+            }
+        }
+        other => tracing::debug!(method = other, "ignoring notification"),
+    }
+}
+
+/// The method table of an initialized session.
+async fn route(session: &Arc<LegacySession>, ctx: &RequestContext, request: Request) -> Reply {
+    let params = request.params;
+    let name = request.method.as_str();
+    let catalog = &ctx.server().inner.catalog;
+    let reply = match name {
+        method::TOOLS_LIST => tools::list(ctx),
+        method::TOOLS_CALL => match parse_value(name, params) {
+            Ok(params) => return tools::call(session, ctx, params).await,
+            Err(err) => Err(err),
+        },
+        method::TASKS_GET => async { tasks::get(session, ctx, parse_value(name, params)?).await }.await,
+        method::TASKS_RESULT => async { tasks::result(session, ctx, parse_value(name, params)?).await }.await,
+        method::TASKS_LIST => {
+            let params = params.unwrap_or_else(|| json!({}));
+            async { tasks::list(session, ctx, parse_value(name, Some(params))?).await }.await
+        }
+        method::TASKS_CANCEL => async { tasks::cancel(ctx, parse_value(name, params)?).await }.await,
+        method::LOGGING_SET_LEVEL => parse_value::<SetLevelParams>(name, params).map(|params| {
+            session.set_log_level(params.level);
+            json!({})
+        }),
+        method::RESOURCES_SUBSCRIBE if catalog.has_resources() => {
+            parse_value::<UriParams>(name, params).and_then(|params| {
+                if !catalog.serves(&params.uri) {
+                    return Err(crate::catalog::resource_not_found(&params.uri));
+                }
+                ctx.server().inner.subscriptions.subscribe(session, &params.uri);
+                Ok(json!({}))
+            })
+        }
+        method::RESOURCES_UNSUBSCRIBE if catalog.has_resources() => parse_value::<UriParams>(name, params).map(|params| {
+            ctx.server().inner.subscriptions.unsubscribe(session, &params.uri);
+            json!({})
+        }),
+        other => crate::catalog::route(ctx.server(), other, params)
+            .await
+            .unwrap_or_else(|| Err(RpcError::method_not_found(format!("Method not found: {other}")))),
+    };
+    Some(reply)
+}
+
+/// The `params` of `logging/setLevel`.
+#[derive(Deserialize)]
+struct SetLevelParams {
+    level: LogLevel,
+}
+
+
+/// `initialize`: opens the session (once per connection) and declares what the server offers.
+fn initialize(slot: &Slot, conn: &Arc<Connection>, params: Option<Value>) -> Result<Value, RpcError> {
+    let params: InitializeParams = parse_value(method::INITIALIZE, params)?;
+    let already = || RpcError::invalid_request("The session is already initialized");
+    if slot.get().is_some() {
+        return Err(already());
+    }
+    let session = LegacySession::new(Arc::clone(conn), params.capabilities);
+    if slot.set(Arc::clone(&session)).is_err() {
+        return Err(already());
+    }
+    session.start_forwarding();
+    if params.protocol_version != legacy::PROTOCOL_VERSION {
+        tracing::info!(requested = %params.protocol_version, "client asked for another protocol version; offering 2025-11-25");
+    }
+    let inner = &conn.server.inner;
+    let result = InitializeResult {
+        protocol_version: legacy::PROTOCOL_VERSION.to_owned(),
+        capabilities: wire::capabilities(&conn.server),
+        server_info: inner.info.clone(),
+        instructions: inner.instructions.clone(),
+    };
+    tracing::info!(client = %params.client_info.name, principal = %conn.principal, "session initialized");
+    serde_json::to_value(result).map_err(|err| RpcError::internal(err.to_string()))
+}

@@ -1,0 +1,312 @@
+//! What `initialize` creates on a connection (2025-11-25): the client's declared
+//! capabilities, its log level (`logging/setLevel`), the tasks it watches and created, their
+//! progress tokens, and the questions put to it. A [`LegacySession`] forwards the changes of
+//! the tasks it watches as `notifications/tasks/status` and `notifications/progress`, and
+//! delivers task input requests to the client as server-to-client requests tagged with
+//! related-task metadata.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mcp_tasks_engine::{Change, ClientLink, ErrorObject, InputRequest, Progress, TaskId, TaskRecord, TaskState};
+use mcp_tasks_protocol::jsonrpc::{self, RequestId};
+use mcp_tasks_protocol::legacy::{self, method};
+use mcp_tasks_protocol::mcp::ProgressToken;
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+use super::wire;
+use crate::connection::{Connection, Route};
+use crate::context::ClientCaps;
+use crate::ops;
+
+/// A Legacy session: the state `initialize` created on one connection.
+pub(crate) struct LegacySession {
+    pub(crate) conn: Arc<Connection>,
+    /// The `capabilities` of the client's `initialize`.
+    client_capabilities: Value,
+    /// A std mutex: every critical section is a few map operations, never across an await.
+    /// Lock order: this, then the connection's.
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Lowest `notifications/message` level the client wants (`logging/setLevel`).
+    log_level: Option<LogLevel>,
+    /// Input requests of tasks this session has put to the client: the request id, and
+    /// whether it went on the standalone stream (rather than a `tasks/result` stream).
+    offers: HashMap<(TaskId, String), (RequestId, bool)>,
+    /// Progress tokens of tasks created here: they stay valid for the task's whole life
+    /// (2025-11-25 progress rule) and are dropped once it is terminal.
+    progress: HashMap<TaskId, ProgressToken>,
+    /// Tasks this session created or asked about: their changes become notifications.
+    watched: HashSet<TaskId>,
+    /// Tasks this session created, oldest first (for [`Listing::Session`](crate::connection::Listing)).
+    created: Vec<TaskId>,
+}
+
+impl LegacySession {
+    /// The session `initialize` opens on `conn` for a client that declared
+    /// `client_capabilities`.
+    pub(crate) fn new(conn: Arc<Connection>, client_capabilities: Value) -> Arc<LegacySession> {
+        Arc::new(LegacySession { conn, client_capabilities, state: Mutex::new(State::default()) })
+    }
+
+    /// From now on, and until the connection closes, changes of the tasks this session
+    /// watches are sent to the client as notifications.
+    pub(crate) fn start_forwarding(self: &Arc<Self>) {
+        let feed = self.conn.server.engine().subscribe();
+        tokio::spawn(forward_changes(Arc::clone(self), feed));
+    }
+
+    /// The client's capabilities as era-neutral facts.
+    pub(crate) fn client(&self) -> ClientCaps {
+        ClientCaps {
+            elicitation: self.client_declared("elicitation"),
+            sampling: self.client_declared("sampling"),
+            roots: self.client_declared("roots"),
+        }
+    }
+
+    /// Whether the client declared capability `name` (e.g. `sampling`, `elicitation`).
+    pub(crate) fn client_declared(&self, name: &str) -> bool {
+        self.client_capabilities.get(name).is_some_and(Value::is_object)
+    }
+
+    /// Records that this session created `id`.
+    pub(crate) fn created(&self, id: &TaskId) {
+        self.state().created.push(id.clone());
+    }
+
+    /// The tasks this session created, oldest first.
+    pub(crate) fn created_tasks(&self) -> Vec<TaskId> {
+        self.state().created.clone()
+    }
+
+    /// `logging/setLevel`.
+    pub(crate) fn set_log_level(&self, level: LogLevel) {
+        self.state().log_level = Some(level);
+    }
+
+    /// Whether a log message at `level` goes to the client (all do until a level is set).
+    pub(crate) fn wants_log(&self, level: LogLevel) -> bool {
+        self.state().log_level.is_none_or(|min| level >= min)
+    }
+
+    /// From now on, changes of `id` are forwarded; progress goes to `token` if given.
+    pub(crate) fn watch(&self, id: &TaskId, token: Option<ProgressToken>) {
+        let mut state = self.state();
+        state.watched.insert(id.clone());
+        if let Some(token) = token {
+            state.progress.insert(id.clone(), token);
+        }
+    }
+
+    /// Sends outstanding input request `key` of task `id` to the client on `route`, tagged
+    /// with the related-task metadata, and hands the answer to the engine. A client that did
+    /// not declare the matching capability is not asked.
+    pub(crate) fn deliver_input(self: &Arc<Self>, id: &TaskId, key: &str, input: &InputRequest, route: Route) {
+        let capability = match input.method.as_str() {
+            method::ELICITATION_CREATE => "elicitation",
+            method::SAMPLING_CREATE_MESSAGE => "sampling",
+            _ => "",
+        };
+        if !capability.is_empty() && !self.client_declared(capability) {
+            tracing::debug!(task = %id, method = %input.method, "not asking a client that lacks the capability");
+            return;
+        }
+        let standalone = route == Route::General;
+        let (request, answer) = {
+            let mut state = self.state();
+            let offer = (id.clone(), key.to_owned());
+            // One open question per input request on the standalone stream; a tasks/result
+            // stream always gets its own copy unless the standalone one is still open (the
+            // client may have lost an earlier tasks/result stream).
+            let busy = state
+                .offers
+                .get(&offer)
+                .is_some_and(|(asked, on_standalone)| self.conn.is_pending(asked) && (standalone || *on_standalone));
+            if busy {
+                return;
+            }
+            let (request, answer) = self.conn.open_request();
+            state.offers.insert(offer, (request.clone(), standalone));
+            (request, answer)
+        };
+        let mut params = input.params.clone();
+        if let Value::Object(object) = &mut params {
+            let meta = object.entry("_meta").or_insert_with(|| json!({}));
+            if let Value::Object(meta) = meta {
+                meta.extend(legacy::related_task_meta(id.as_str()));
+            }
+        }
+        self.conn.send(jsonrpc::request(&request, &input.method, params), route);
+        let session = Arc::clone(self);
+        let (id, key, method) = (id.clone(), key.to_owned(), input.method.clone());
+        tokio::spawn(async move {
+            let answer = session.conn.await_answer(&request, answer).await;
+            if answer.is_err() && session.conn.closed().is_cancelled() {
+                // The client went away without answering: the request stays outstanding
+                // for the next tasks/result of the same principal, on any session.
+                tracing::debug!(task = %id, %method, "session closed before the client answered");
+                return;
+            }
+            let answer = answer.map_err(|error| ErrorObject { code: error.code, message: error.message, data: error.data });
+            match ops::tasks::answer(&session.conn.server, &session.conn.principal, &id, &key, answer).await {
+                Ok(true) => tracing::debug!(task = %id, %method, "input answered"),
+                Ok(false) => tracing::debug!(task = %id, %method, "input was already answered; ignoring the repeat"),
+                Err(err) => tracing::warn!(task = %id, error = %err, "could not apply the client's answer"),
+            }
+        });
+    }
+
+    fn on_task_change(self: &Arc<Self>, record: &TaskRecord) {
+        {
+            let mut state = self.state();
+            if !state.watched.contains(&record.id) {
+                return;
+            }
+            if record.status().is_terminal() {
+                state.progress.remove(&record.id);
+            }
+        }
+        let params = serde_json::to_value(wire::task(record)).unwrap_or(Value::Null);
+        self.conn.send(jsonrpc::notification(method::NOTIFY_TASK_STATUS, params), Route::General);
+        if matches!(record.state, TaskState::InputRequired { .. }) && self.conn.standalone_is_open() {
+            self.offer_on_standalone_later(record);
+        }
+    }
+
+    /// 2025-11-25: clients SHOULD expect task messages on any stream, the GET stream too.
+    /// A client is expected to call `tasks/result` when it sees `input_required` (and gets
+    /// the question there, as the reference SDKs do); one that only polls `tasks/get` would
+    /// wait forever. So a question that no `tasks/result` of this session has taken within
+    /// two poll intervals is put on the open standalone stream instead.
+    fn offer_on_standalone_later(self: &Arc<Self>, record: &TaskRecord) {
+        let grace = Duration::from_millis(record.poll_interval_ms.unwrap_or(1000).clamp(250, 30_000) * 2);
+        let session = Arc::clone(self);
+        let id = record.id.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = tokio::time::sleep(grace) => {}
+                _ = session.conn.closed().cancelled() => return,
+            }
+            if !session.conn.standalone_is_open() {
+                return;
+            }
+            let Ok(task) = session.conn.server.engine().get(&session.conn.principal, &id).await else { return };
+            if let TaskState::InputRequired { requests } = &task.state {
+                for (key, input) in requests {
+                    session.deliver_input(&id, key, input, Route::General);
+                }
+            }
+        });
+    }
+
+    fn on_progress(&self, id: &TaskId, progress: &Progress) {
+        let token = self.state().progress.get(id).cloned();
+        if let Some(token) = token {
+            self.conn.send(progress_notification(&token, progress, Some(id)), Route::General);
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A `notifications/progress` message; for a task it carries the related-task metadata.
+pub(crate) fn progress_notification(token: &ProgressToken, progress: &Progress, task: Option<&TaskId>) -> Value {
+    let mut params = json!({ "progressToken": token, "progress": progress.progress });
+    if let Some(total) = progress.total {
+        params["total"] = json!(total);
+    }
+    if let Some(message) = &progress.message {
+        params["message"] = json!(message);
+    }
+    if let Some(id) = task {
+        params["_meta"] = Value::Object(legacy::related_task_meta(id.as_str()));
+    }
+    jsonrpc::notification(method::NOTIFY_PROGRESS, params)
+}
+
+/// The level of a `notifications/message` (RFC 5424 severities, lowest first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum LogLevel {
+    Debug,
+    Info,
+    Notice,
+    Warning,
+    Error,
+    Critical,
+    Alert,
+    Emergency,
+}
+
+/// The client side of one plain call (2025-11-25: the work asks the client directly): its
+/// progress, notifications and requests go on the call's own stream.
+pub(crate) struct CallLink {
+    pub(crate) session: Arc<LegacySession>,
+    pub(crate) request: RequestId,
+    pub(crate) progress_token: Option<ProgressToken>,
+}
+
+#[async_trait]
+impl ClientLink for CallLink {
+    fn progress(&self, progress: Progress) {
+        if let Some(token) = &self.progress_token {
+            let message = progress_notification(token, &progress, None);
+            self.session.conn.send(message, Route::Related(self.request.clone()));
+        }
+    }
+
+    fn notify(&self, method: &str, params: Value) {
+        if method == method::NOTIFY_MESSAGE {
+            let level = params.get("level").cloned().and_then(|level| serde_json::from_value(level).ok());
+            if !level.is_some_and(|level| self.session.wants_log(level)) {
+                return;
+            }
+        }
+        self.session.conn.send(jsonrpc::notification(method, params), Route::Related(self.request.clone()));
+    }
+
+    async fn request(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
+        let needs = match method {
+            method::SAMPLING_CREATE_MESSAGE => Some("sampling"),
+            method::ELICITATION_CREATE => Some("elicitation"),
+            "roots/list" => Some("roots"),
+            _ => None,
+        };
+        if let Some(capability) = needs.filter(|capability| !self.session.client_declared(capability)) {
+            return Err(ErrorObject::internal(format!(
+                "cannot send {method}: the client did not declare the '{capability}' capability"
+            )));
+        }
+        self.session
+            .conn
+            .request_client(method, params, Route::Related(self.request.clone()))
+            .await
+            .map_err(|error| ErrorObject { code: error.code, message: error.message, data: error.data })
+    }
+}
+
+async fn forward_changes(session: Arc<LegacySession>, mut feed: broadcast::Receiver<Change>) {
+    loop {
+        let change = tokio::select! {
+            _ = session.conn.closed().cancelled() => return,
+            change = feed.recv() => change,
+        };
+        match change {
+            Ok(Change::Task(record)) => session.on_task_change(&record),
+            Ok(Change::Progress { id, progress, .. }) => session.on_progress(&id, &progress),
+            Err(broadcast::error::RecvError::Lagged(missed)) => {
+                tracing::warn!(missed, "session fell behind the change feed; some notifications were skipped");
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}

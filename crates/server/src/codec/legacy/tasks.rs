@@ -1,0 +1,100 @@
+//! 2025-11-25 `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel`, each scoped to
+//! the requestor's principal.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use mcp_tasks_engine::{TaskId, TaskState};
+use mcp_tasks_protocol::jsonrpc::RpcError;
+use mcp_tasks_protocol::legacy::{ListTasksResult, TaskIdParams};
+use mcp_tasks_protocol::mcp::PaginatedParams;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::session::LegacySession;
+use super::wire;
+use crate::connection::{Listing, Route};
+use crate::context::RequestContext;
+use crate::errors::rpc_error;
+use crate::ops;
+
+/// Tasks per `tasks/list` page.
+const PAGE_SIZE: u32 = 100;
+
+/// `tasks/get`: the task as it stands. The related-task key in the request is ignored;
+/// `params.taskId` is the source of truth.
+pub(crate) async fn get(session: &LegacySession, ctx: &RequestContext, params: TaskIdParams) -> Result<Value, RpcError> {
+    let id = TaskId::from(params.task_id);
+    let record = ops::tasks::get(ctx, &id).await.map_err(|err| rpc_error(&err))?;
+    session.watch(&id, None);
+    to_value(wire::task(&record))
+}
+
+/// `tasks/result`: blocks until the task is terminal, then replays its outcome. While the
+/// task is `input_required`, each outstanding input request goes to the client as an
+/// ordinary request on this call's stream, tagged with the related-task metadata, and its
+/// answer goes back to the waiting work (2025-11-25 tasks §input_required). Stops waiting
+/// (without touching the task) when this request itself is cancelled.
+pub(crate) async fn result(
+    session: &Arc<LegacySession>,
+    ctx: &RequestContext,
+    params: TaskIdParams,
+) -> Result<Value, RpcError> {
+    let id = TaskId::from(params.task_id);
+    session.watch(&id, None);
+    let mut feed = ops::tasks::changes(ctx);
+    let mut record = ops::tasks::get(ctx, &id).await.map_err(|err| rpc_error(&err))?;
+    let mut sent = HashSet::new();
+    loop {
+        if record.status().is_terminal() {
+            tracing::info!(task = %id, principal = %ctx.principal, "task result retrieved");
+            return wire::task_result(&record);
+        }
+        if let TaskState::InputRequired { requests } = &record.state {
+            for (key, input) in requests {
+                if sent.insert(key.clone()) {
+                    session.deliver_input(&id, key, input, Route::Related(ctx.id.clone()));
+                }
+            }
+        }
+        record = tokio::select! {
+            next = ops::tasks::next_change(ctx, &mut feed, &id) => match next {
+                Some(next) => next.map_err(|err| rpc_error(&err))?,
+                None => return Err(RpcError::internal("the server is shutting down")),
+            },
+            _ = ctx.cancel.cancelled() => return Err(RpcError::internal("tasks/result was cancelled")),
+        };
+    }
+}
+
+/// `tasks/list`: the principal's tasks (or, for an unidentified requestor, the session's
+/// own), oldest first, a page at a time.
+pub(crate) async fn list(session: &LegacySession, ctx: &RequestContext, params: PaginatedParams) -> Result<Value, RpcError> {
+    let after = params.cursor.as_deref().map(wire::decode_cursor).transpose()?;
+    let mut records = match ctx.conn.listing {
+        Listing::Principal => ops::tasks::list(ctx, after, PAGE_SIZE + 1).await,
+        Listing::Session => {
+            ops::tasks::list_of(ctx, &session.created_tasks(), after.as_ref(), PAGE_SIZE as usize + 1).await
+        }
+    }
+    .map_err(|err| rpc_error(&err))?;
+    let next_cursor = if records.len() > PAGE_SIZE as usize {
+        records.truncate(PAGE_SIZE as usize);
+        records.last().map(wire::encode_cursor)
+    } else {
+        None
+    };
+    let tasks = records.iter().map(wire::task).collect();
+    to_value(ListTasksResult { tasks, next_cursor })
+}
+
+/// `tasks/cancel`: the task is `cancelled` before this answers; a terminal task is -32602.
+pub(crate) async fn cancel(ctx: &RequestContext, params: TaskIdParams) -> Result<Value, RpcError> {
+    let id = TaskId::from(params.task_id);
+    let record = ops::tasks::cancel(ctx, &id).await.map_err(|err| rpc_error(&err))?;
+    to_value(wire::task(&record))
+}
+
+fn to_value(value: impl Serialize) -> Result<Value, RpcError> {
+    serde_json::to_value(value).map_err(|err| RpcError::internal(err.to_string()))
+}

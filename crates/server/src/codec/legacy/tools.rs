@@ -1,0 +1,81 @@
+//! 2025-11-25 `tools/list` and `tools/call`: the client decides whether a call becomes a
+//! task (`params.task`), within each tool's `execution.taskSupport`.
+
+use std::sync::Arc;
+
+use mcp_tasks_engine::{ClientLink, Outcome};
+use mcp_tasks_protocol::jsonrpc::RpcError;
+use mcp_tasks_protocol::legacy::{CallToolParams, CreateTaskResult, ListToolsResult};
+use serde_json::Value;
+
+use super::session::{CallLink, LegacySession};
+use super::wire;
+use crate::context::RequestContext;
+use crate::dispatch::Reply;
+use crate::errors::{invalid_arguments, rpc_error};
+use crate::ops;
+use crate::registry::TaskMode;
+
+/// `tools/list`: every tool, each with its `execution.taskSupport`, in one page.
+pub(crate) fn list(ctx: &RequestContext) -> Result<Value, RpcError> {
+    let tools = ctx.server().tools().snapshot().values().map(|entry| wire::tool(&entry.def.spec)).collect();
+    serde_json::to_value(ListToolsResult { tools, next_cursor: None }).map_err(|err| RpcError::internal(err.to_string()))
+}
+
+/// `tools/call`. The arguments are checked against the tool's `inputSchema` first (`-32602`
+/// naming the failing fields; no task is created). With `params.task` it creates a task,
+/// commits it, answers with `CreateTaskResult`, and only then starts the work; without it,
+/// it runs the call and answers with its result. Either way the engine's limits apply.
+/// `None`: the reply has already been sent.
+pub(crate) async fn call(session: &Arc<LegacySession>, ctx: &RequestContext, params: CallToolParams) -> Reply {
+    let Some(tool) = ops::call::tool(ctx, &params.name) else {
+        return Some(Err(RpcError::invalid_params(format!("Unknown tool: {}", params.name))));
+    };
+    let arguments = Value::Object(params.arguments.unwrap_or_default());
+    let progress_token = params.meta.and_then(|meta| meta.progress_token);
+    match (params.task, tool.def.spec.task_mode) {
+        // 2025-11-25 tools: a task on a forbidden tool SHOULD be -32601.
+        (Some(_), TaskMode::Forbidden) => Some(Err(RpcError::method_not_found(format!(
+            "Tool {} does not support task augmentation (taskSupport: 'forbidden'); call it without `task`",
+            params.name
+        )))),
+        // 2025-11-25 tools: a plain call to a required tool MUST be -32601.
+        (None, TaskMode::Required) => Some(Err(RpcError::method_not_found(format!(
+            "Tool {} requires task augmentation (taskSupport: 'required'); call it with `task`",
+            params.name
+        )))),
+        // After the rules on how the tool may be called, and before anything is created or
+        // run: arguments that break the tool's inputSchema never reach the work.
+        _ if let Err(invalid) = tool.check(&arguments) => Some(Err(invalid_arguments(&invalid))),
+        (Some(task), _) => {
+            let call = ops::call::TaskCall {
+                tool: params.name,
+                arguments,
+                requested_ttl_ms: task.ttl,
+                error_result_fails: wire::ERROR_RESULT_FAILS,
+            };
+            let created = match ops::call::create_task(ctx, call).await {
+                Ok(created) => created,
+                Err(err) => return Some(Err(rpc_error(&err))),
+            };
+            // Invariant 1: the task is committed; now the CreateTaskResult may leave, and
+            // only after it the work starts, so no notification precedes the response.
+            let record = created.record();
+            let result = CreateTaskResult { task: wire::task(record), meta: None };
+            ctx.conn.respond(&ctx.id, serde_json::to_value(result).map_err(|err| RpcError::internal(err.to_string())));
+            session.watch(&record.id, progress_token);
+            session.created(&record.id);
+            created.start();
+            None
+        }
+        (None, _) => {
+            let link: Arc<dyn ClientLink> =
+                Arc::new(CallLink { session: Arc::clone(session), request: ctx.id.clone(), progress_token });
+            Some(match ops::call::call_plain(ctx, &params.name, arguments, link).await {
+                Ok(Outcome::Result(result)) => Ok(result),
+                Ok(Outcome::Error(error)) => Err(RpcError { code: error.code, message: error.message, data: error.data }),
+                Err(err) => Err(rpc_error(&err)),
+            })
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! One client connection as the transport sees it, whatever era it speaks: who is on the
+//! other end (the principal), where outgoing messages go (routes), the requests in flight
+//! (so that `notifications/cancelled` can stop them) and our own requests to the client
+//! awaiting an answer. It knows no era: what `initialize` creates is Legacy codec state
+//! (`codec::legacy::session`), kept beside the connection by dispatch.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+
+use mcp_tasks_engine::Principal;
+use mcp_tasks_protocol::jsonrpc::{self, RequestId, Response, RpcError};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::server::Server;
+
+/// Where an outgoing message belongs. Over stdio every message goes to stdout; over
+/// Streamable HTTP a reply and the messages related to a request go on that request's
+/// stream, everything else on the standalone GET stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// The response to this request (ends its stream).
+    Reply(RequestId),
+    /// A request or notification sent while serving this request.
+    Related(RequestId),
+    /// Not tied to any request (e.g. task status notifications).
+    General,
+}
+
+/// An outgoing message and its route.
+#[derive(Clone, Debug)]
+pub(crate) struct Outbound {
+    pub(crate) message: Value,
+    pub(crate) route: Route,
+}
+
+/// Which tasks a listing shows the requestors of a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Listing {
+    /// Every task of the connection's principal (an identified requestor).
+    Principal,
+    /// Only the tasks this connection created: the requestor is not identified (HTTP without
+    /// tokens), so no client may enumerate another's tasks (2025-11-25 tasks security).
+    Session,
+}
+
+/// A client connection. Shared by the transport, dispatch and the request handlers.
+pub(crate) struct Connection {
+    pub(crate) server: Server,
+    pub(crate) principal: Principal,
+    pub(crate) listing: Listing,
+    out: mpsc::UnboundedSender<Outbound>,
+    closed: CancellationToken,
+    /// Ids of our requests to the client: `mcp-tasks-<n>`, never reused on a connection.
+    next_request: AtomicU64,
+    /// Whether the transport has a standalone stream open right now (HTTP GET); unset for
+    /// stdio, where everything goes through the one output.
+    standalone_open: OnceLock<Box<dyn Fn() -> bool + Send + Sync>>,
+    /// A std mutex: every critical section is a few map operations, never across an await.
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Our requests to the client awaiting an answer.
+    pending: HashMap<RequestId, oneshot::Sender<Result<Value, RpcError>>>,
+    /// The client's requests being served; each token fires on `notifications/cancelled`.
+    inflight: HashMap<RequestId, CancellationToken>,
+}
+
+impl Connection {
+    /// A connection whose outgoing messages go to `out`.
+    pub(crate) fn new(server: Server, principal: Principal, listing: Listing, out: mpsc::UnboundedSender<Outbound>) -> Connection {
+        Connection {
+            server,
+            principal,
+            listing,
+            out,
+            closed: CancellationToken::new(),
+            next_request: AtomicU64::new(1),
+            standalone_open: OnceLock::new(),
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// Fires when the connection closes: state tied to it (forwarding of task changes,
+    /// questions waiting for the client) stops.
+    pub(crate) fn closed(&self) -> &CancellationToken {
+        &self.closed
+    }
+
+    /// Stops what is tied to the connection. In-flight requests still finish and answer: a
+    /// client that closes its input after a request still gets the response.
+    pub(crate) fn close(&self) {
+        self.closed.cancel();
+    }
+
+    /// Ends the connection now: closes it and cancels its in-flight requests (their tasks,
+    /// if any, keep running; they belong to the principal, not the connection).
+    pub(crate) fn abort(&self) {
+        self.closed.cancel();
+        for token in self.state().inflight.values() {
+            token.cancel();
+        }
+    }
+
+    /// Queues a message to the client. A closed transport drops it.
+    pub(crate) fn send(&self, message: Value, route: Route) {
+        let _ = self.out.send(Outbound { message, route });
+    }
+
+    /// Sends the reply to request `id`.
+    pub(crate) fn respond(&self, id: &RequestId, reply: Result<Value, RpcError>) {
+        let message = match reply {
+            Ok(result) => jsonrpc::response(id, result),
+            Err(error) => jsonrpc::error_response(Some(id), &error),
+        };
+        self.send(message, Route::Reply(id.clone()));
+    }
+
+    /// Answers an error to a message whose id could not be read (or that had none).
+    pub(crate) fn reject(&self, id: Option<&RequestId>, error: &RpcError) {
+        let route = id.map_or(Route::General, |id| Route::Reply(id.clone()));
+        self.send(jsonrpc::error_response(id, error), route);
+    }
+
+    /// Sends a request to the client on `route` and waits for its answer.
+    ///
+    /// # Errors
+    /// The client's JSON-RPC error, or `-32603` if the connection closes first.
+    pub(crate) async fn request_client(&self, method: &str, params: Value, route: Route) -> Result<Value, RpcError> {
+        let (id, answer) = self.open_request();
+        self.send(jsonrpc::request(&id, method, params), route);
+        self.await_answer(&id, answer).await
+    }
+
+    /// Allocates a request id and registers its waiter.
+    pub(crate) fn open_request(&self) -> (RequestId, oneshot::Receiver<Result<Value, RpcError>>) {
+        let id = RequestId::String(format!("mcp-tasks-{}", self.next_request.fetch_add(1, Ordering::Relaxed)));
+        let (tx, rx) = oneshot::channel();
+        self.state().pending.insert(id.clone(), tx);
+        (id, rx)
+    }
+
+    /// Whether our request `id` still awaits the client's answer.
+    pub(crate) fn is_pending(&self, id: &RequestId) -> bool {
+        self.state().pending.contains_key(id)
+    }
+
+    /// The client's answer to our request `id`.
+    ///
+    /// # Errors
+    /// The client's JSON-RPC error, or `-32603` if the connection closes first.
+    pub(crate) async fn await_answer(
+        &self,
+        id: &RequestId,
+        answer: oneshot::Receiver<Result<Value, RpcError>>,
+    ) -> Result<Value, RpcError> {
+        let ended = || RpcError::internal("the session ended before the client answered");
+        tokio::select! {
+            answer = answer => answer.unwrap_or_else(|_| Err(ended())),
+            _ = self.closed.cancelled() => {
+                self.state().pending.remove(id);
+                Err(ended())
+            }
+        }
+    }
+
+    /// Routes the client's answer to one of our requests.
+    pub(crate) fn on_response(&self, response: Response) {
+        match self.state().pending.remove(&response.id) {
+            Some(waiter) => {
+                let _ = waiter.send(response.outcome);
+            }
+            None => tracing::debug!(id = %response.id, "ignoring a response to no pending request"),
+        }
+    }
+
+    /// Tells the connection how to see whether the transport's standalone stream is open.
+    pub(crate) fn set_standalone_probe(&self, probe: Box<dyn Fn() -> bool + Send + Sync>) {
+        let _ = self.standalone_open.set(probe);
+    }
+
+    /// Whether the transport's standalone stream (HTTP GET) is open right now.
+    pub(crate) fn standalone_is_open(&self) -> bool {
+        self.standalone_open.get().is_some_and(|probe| probe())
+    }
+
+    /// Registers an in-flight request; its token fires on `notifications/cancelled`.
+    pub(crate) fn begin(&self, id: &RequestId) -> CancellationToken {
+        let token = CancellationToken::new();
+        self.state().inflight.insert(id.clone(), token.clone());
+        token
+    }
+
+    /// The request is no longer in flight.
+    pub(crate) fn end(&self, id: &RequestId) {
+        self.state().inflight.remove(id);
+    }
+
+    /// `notifications/cancelled`: stops the named in-flight request, if any (unknown or
+    /// finished ids are ignored, as the spec allows).
+    pub(crate) fn cancel_request(&self, id: &RequestId) {
+        if let Some(token) = self.state().inflight.get(id) {
+            token.cancel();
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}

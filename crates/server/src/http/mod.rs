@@ -1,0 +1,311 @@
+//! The Streamable HTTP transport of 2025-11-25 on axum: one endpoint (`/mcp`) for POST
+//! (one JSON-RPC message; a request is answered as JSON or as an SSE stream), GET (the
+//! standalone SSE stream, or the resumption of a broken stream with `Last-Event-ID`) and
+//! DELETE (ends the session).
+//!
+//! Every SSE event carries an id `<stream>-<seq>`, unique in the session; each stream keeps
+//! its events until it is finished and pruned, so a client that loses the stream of a
+//! blocking `tasks/result` reconnects with `Last-Event-ID` and still gets the result, once.
+//!
+//! Security (2025-11-25 transport): `Host` and `Origin` are checked against DNS rebinding
+//! (403), bodies are limited (413), bearer tokens map to principals (401 without a valid
+//! one), session ids carry 128 random bits.
+//!
+//! - this file: the router, POST / GET / DELETE, and the checks of each message;
+//! - `guard`: Host, Origin, bearer token, accepted media types;
+//! - `session`: Legacy sessions (`Mcp-Session-Id`), the routing of their messages onto
+//!   streams, resumption buffers, idle sessions;
+//! - `sse`: event framing, ids, keep-alive, one-write quick replies.
+
+mod guard;
+mod session;
+mod sse;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::serve::ListenerExt;
+use mcp_tasks_engine::{Principal, TaskId};
+use mcp_tasks_protocol::jsonrpc::{self, Incoming, RpcError};
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use self::guard::{accepts, guard};
+use self::session::{Busy, HttpSession, SUPPORTED_VERSIONS, end_idle_sessions, starts_session, streams};
+use self::sse::{parse_event_id, sse, sse_coalesced};
+use crate::connection::Listing;
+use crate::server::Server;
+
+/// The principal of every request when no tokens are configured. Such requestors are not
+/// identified: a task id is the capability to read it, and listing is per session.
+pub const ANONYMOUS_PRINCIPAL: &str = "anonymous";
+/// Maps a bearer token to the principal it stands for.
+pub trait Authenticate: Send + Sync + 'static {
+    /// The principal for `token`, if it is valid.
+    fn principal(&self, token: &str) -> Option<Principal>;
+}
+
+/// How the HTTP transport guards itself.
+#[derive(Clone)]
+pub struct Options {
+    /// Host names accepted in `Host` besides `localhost`, `127.0.0.1` and `::1`.
+    pub allowed_hosts: Vec<String>,
+    /// Origins accepted in `Origin` besides `http(s)://localhost|127.0.0.1|[::1][:port]`.
+    pub allowed_origins: Vec<String>,
+    /// The largest request body, in bytes.
+    pub max_body: usize,
+    /// Bearer-token authentication; `None` accepts every request as the anonymous principal.
+    pub auth: Option<Arc<dyn Authenticate>>,
+    /// A session with no request in progress and no open stream for this long is ended
+    /// (as by DELETE: its id then gets 404; its tasks stay and can be fetched from a new
+    /// session). Bounds the memory abandoned sessions hold.
+    pub session_idle: Duration,
+}
+
+impl Default for Options {
+    /// Local clients only, 4 MiB bodies, no tokens, sessions idle for 30 minutes ended.
+    fn default() -> Options {
+        Options {
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            max_body: 4 * 1024 * 1024,
+            auth: None,
+            session_idle: Duration::from_secs(30 * 60),
+        }
+    }
+}
+
+/// Serves `server` on `listener` at `/mcp` until `shutdown` resolves; open SSE streams are
+/// ended then. Running tasks keep their durable state (the restart policy resolves them).
+///
+/// # Errors
+/// An I/O error of the listener.
+pub async fn serve(
+    listener: TcpListener,
+    server: Server,
+    options: Options,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    let stop = CancellationToken::new();
+    let app = router(server, options, stop.clone());
+    let stopping = stop.clone();
+    // Without TCP_NODELAY, the last small write of an SSE answer waits for the client's
+    // delayed ACK (Nagle): ~40 ms on every streamed reply.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(err) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %err, "could not set TCP_NODELAY");
+        }
+    });
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            stopping.cancel();
+        })
+        .await
+}
+
+/// The axum router (one route, `/mcp`), for tests and for embedding. `stop` ends the SSE
+/// streams it serves.
+///
+/// Called inside a Tokio runtime, it also starts the task that ends idle sessions
+/// ([`Options::session_idle`]); it stops with `stop` or when the router is dropped.
+pub fn router(server: Server, options: Options, stop: CancellationToken) -> Router {
+    let app = Arc::new(App { server, options, sessions: Mutex::new(HashMap::new()), stop });
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(end_idle_sessions(Arc::downgrade(&app)));
+    }
+    Router::new().route("/mcp", post(post_message).get(get_stream).delete(delete_session)).with_state(app)
+}
+
+/// The endpoint's state: the server, the guards, the live sessions.
+struct App {
+    server: Server,
+    options: Options,
+    /// Live sessions by id. A std mutex: lookups and inserts only.
+    sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
+    stop: CancellationToken,
+}
+
+type Rejection = Box<Response>;
+
+async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    match app.post(&headers, body).await {
+        Ok(response) | Err(response) => response,
+    }
+}
+
+async fn get_stream(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    app.get(&headers).unwrap_or_else(|rejection| *rejection)
+}
+
+async fn delete_session(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    let result = guard(&app.options, &headers).and_then(|principal| app.session_for(&headers, &principal));
+    match result {
+        Ok((id, http)) => {
+            app.sessions().remove(&id);
+            http.peer.conn.abort();
+            tracing::info!(session = %id, "session ended by DELETE");
+            StatusCode::OK.into_response()
+        }
+        Err(rejection) => *rejection,
+    }
+}
+
+impl App {
+    async fn post(&self, headers: &HeaderMap, body: Body) -> Result<Response, Response> {
+        let principal = guard(&self.options, headers).map_err(|r| *r)?;
+        if !accepts(headers, "application/json") && !accepts(headers, "text/event-stream") {
+            return Err(error(StatusCode::NOT_ACCEPTABLE, RpcError::invalid_request(
+                "Not Acceptable: the client must accept application/json and text/event-stream",
+            )));
+        }
+        let json_body = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.trim_start().to_ascii_lowercase().starts_with("application/json"));
+        if !json_body {
+            return Err(error(StatusCode::UNSUPPORTED_MEDIA_TYPE, RpcError::invalid_request(
+                "Unsupported Media Type: send the JSON-RPC message as application/json",
+            )));
+        }
+        let limit = self.options.max_body;
+        let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| {
+            error(StatusCode::PAYLOAD_TOO_LARGE, RpcError::invalid_request(format!(
+                "Request body too large: the limit is {limit} bytes"
+            )))
+        })?;
+        let text = std::str::from_utf8(&bytes)
+            .map_err(|_| error(StatusCode::BAD_REQUEST, RpcError::parse_error("Parse error: the body is not UTF-8")))?;
+        let incoming = jsonrpc::parse(text).map_err(|failure| {
+            let mut response = error(StatusCode::BAD_REQUEST, failure.error);
+            if let Some(id) = failure.id {
+                *response.body_mut() = Body::from(jsonrpc::error_response(Some(&id), &RpcError::invalid_request("")).to_string());
+            }
+            response
+        })?;
+        if starts_session(&incoming, headers) {
+            return Ok(self.initialize(principal, incoming).await);
+        }
+        let (id, http) = self.session_for(headers, &principal).map_err(|r| *r)?;
+        let _busy = Busy::new(&http);
+        if let Some(version) = headers.get("mcp-protocol-version") {
+            let version = version.to_str().unwrap_or("");
+            if !SUPPORTED_VERSIONS.contains(&version) {
+                return Err(error(StatusCode::BAD_REQUEST, RpcError::invalid_request(format!(
+                    "Bad Request: unsupported MCP-Protocol-Version {version:?}; supported: {}",
+                    SUPPORTED_VERSIONS.join(", ")
+                ))));
+            }
+        }
+        let Incoming::Request(request) = incoming else {
+            http.peer.handle_incoming(incoming);
+            return Ok(StatusCode::ACCEPTED.into_response());
+        };
+        tracing::debug!(session = %id, method = %request.method, "request");
+        if accepts(headers, "text/event-stream") && streams(&request.method) {
+            let events = http.open_stream(&request.id);
+            http.peer.handle_incoming(Incoming::Request(request));
+            Ok(sse_coalesced(&self.stop, events, Busy::new(&http)).await)
+        } else {
+            let reply = http.await_json(&request.id);
+            http.peer.handle_incoming(Incoming::Request(request));
+            match reply.await {
+                Ok(message) => Ok(json(StatusCode::OK, &message)),
+                // The request was cancelled (no reply is due) or the session ended.
+                Err(_) => Ok(StatusCode::ACCEPTED.into_response()),
+            }
+        }
+    }
+
+    async fn initialize(&self, principal: Principal, incoming: Incoming) -> Response {
+        let Incoming::Request(request) = &incoming else { return StatusCode::BAD_REQUEST.into_response() };
+        let id = TaskId::random().to_string();
+        let listing = if self.options.auth.is_some() { Listing::Principal } else { Listing::Session };
+        let http = HttpSession::open(self.server.clone(), principal, listing);
+        let reply = http.await_json(&request.id);
+        http.peer.handle_incoming(incoming);
+        let Ok(message) = reply.await else {
+            return error(StatusCode::INTERNAL_SERVER_ERROR, RpcError::internal("initialize got no answer"));
+        };
+        if message.get("result").is_none() {
+            http.peer.conn.abort();
+            return json(StatusCode::OK, &message);
+        }
+        self.sessions().insert(id.clone(), Arc::clone(&http));
+        tracing::info!(session = %id, principal = %http.principal, "session started");
+        let mut response = json(StatusCode::OK, &message);
+        if let Ok(value) = HeaderValue::from_str(&id) {
+            response.headers_mut().insert("mcp-session-id", value);
+        }
+        response
+    }
+
+    fn get(&self, headers: &HeaderMap) -> Result<Response, Rejection> {
+        let principal = guard(&self.options, headers)?;
+        if !accepts(headers, "text/event-stream") {
+            return Err(Box::new(error(StatusCode::NOT_ACCEPTABLE, RpcError::invalid_request(
+                "Not Acceptable: GET opens an SSE stream; accept text/event-stream",
+            ))));
+        }
+        let (_, http) = self.session_for(headers, &principal)?;
+        let events = match headers.get("last-event-id").and_then(|value| value.to_str().ok()) {
+            Some(last) => {
+                let Some((stream, seq)) = parse_event_id(last) else {
+                    return Err(Box::new(error(StatusCode::BAD_REQUEST, RpcError::invalid_request(format!(
+                        "Bad Request: Last-Event-ID {last:?} is not an event id of this server"
+                    )))));
+                };
+                http.resume(stream, seq).ok_or_else(|| {
+                    Box::new(error(StatusCode::NOT_FOUND, RpcError::invalid_request(format!(
+                        "Not Found: no stream to resume for Last-Event-ID {last:?}"
+                    ))))
+                })?
+            }
+            None => http.attach_standalone().ok_or_else(|| {
+                Box::new(error(StatusCode::CONFLICT, RpcError::invalid_request(
+                    "Conflict: this session already has a standalone SSE stream open",
+                )))
+            })?,
+        };
+        Ok(sse(&self.stop, events, String::new(), Busy::new(&http)))
+    }
+
+    /// The session named by `Mcp-Session-Id`, if it belongs to `principal`.
+    fn session_for(&self, headers: &HeaderMap, principal: &Principal) -> Result<(String, Arc<HttpSession>), Rejection> {
+        let Some(id) = headers.get("mcp-session-id").and_then(|value| value.to_str().ok()) else {
+            return Err(Box::new(error(StatusCode::BAD_REQUEST, RpcError::invalid_request(
+                "Bad Request: Mcp-Session-Id header is required; send initialize first to get one",
+            ))));
+        };
+        match self.sessions().get(id) {
+            Some(http) if &http.principal == principal => Ok((id.to_owned(), Arc::clone(http))),
+            _ => Err(Box::new(error(StatusCode::NOT_FOUND, RpcError::invalid_request(
+                "Not Found: no such session (it ended or never existed); initialize a new one",
+            )))),
+        }
+    }
+
+    fn sessions(&self) -> MutexGuard<'_, HashMap<String, Arc<HttpSession>>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn json(status: StatusCode, message: &Value) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], message.to_string()).into_response()
+}
+
+/// An HTTP error whose body is a JSON-RPC error without id.
+fn error(status: StatusCode, rpc: RpcError) -> Response {
+    json(status, &jsonrpc::error_response(None, &rpc))
+}
+

@@ -1,0 +1,343 @@
+//! Streamable HTTP sessions, the Legacy part of the transport (2025-11-25: `initialize`
+//! without `Mcp-Session-Id` starts one; every later message names it): each session's
+//! connection, the routing of its outgoing
+//! messages onto SSE streams (a request's own stream, or the standalone GET stream), the
+//! buffers that let a broken stream be resumed with `Last-Event-ID`, and the ending of
+//! sessions left idle.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+use axum::http::HeaderMap;
+use mcp_tasks_engine::Principal;
+use mcp_tasks_protocol::jsonrpc::{Incoming, RequestId};
+use mcp_tasks_protocol::legacy::{self, method};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use super::App;
+use super::sse::{frame, priming};
+use crate::connection::{Connection, Listing, Outbound, Route};
+use crate::dispatch::Peer;
+use crate::server::Server;
+
+/// Protocol versions a client may name in `MCP-Protocol-Version`: every released revision
+/// whose Streamable HTTP rules these are. The session's behaviour follows the version
+/// negotiated at `initialize` (2025-11-25); an unknown or malformed value is 400.
+pub(super) const SUPPORTED_VERSIONS: &[&str] = &[legacy::PROTOCOL_VERSION, "2025-06-18", "2025-03-26"];
+/// The standalone (GET) stream of a session.
+pub(super) const STANDALONE: u64 = 0;
+/// Events of the standalone stream kept for clients that are not connected.
+const STANDALONE_BACKLOG: usize = 1000;
+/// Finished POST streams kept per session for resumption.
+const FINISHED_KEPT: usize = 64;
+
+/// Whether `incoming` starts a new session: an `initialize` sent without `Mcp-Session-Id`
+/// (2025-11-25: every other message names its session).
+pub(super) fn starts_session(incoming: &Incoming, headers: &HeaderMap) -> bool {
+    matches!(incoming, Incoming::Request(request) if request.method == method::INITIALIZE)
+        && !headers.contains_key("mcp-session-id")
+}
+
+/// Requests whose answer may take long or come with related messages: answered on an SSE
+/// stream. Others are answered as plain JSON (2025-11-25: servers SHOULD NOT upgrade a
+/// `tasks/get` to SSE).
+pub(super) fn streams(method: &str) -> bool {
+    matches!(method, method::TOOLS_CALL | method::TASKS_RESULT | method::PROMPTS_GET | method::COMPLETION_COMPLETE)
+}
+
+/// Ends the sessions idle for [`Options::session_idle`](super::Options::session_idle), checking a few times per period.
+pub(super) async fn end_idle_sessions(app: Weak<App>) {
+    let (idle, stop) = match app.upgrade() {
+        Some(app) => (app.options.session_idle, app.stop.clone()),
+        None => return,
+    };
+    let mut ticks = tokio::time::interval((idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(60)));
+    loop {
+        tokio::select! {
+            _ = ticks.tick() => {}
+            () = stop.cancelled() => return,
+        }
+        let Some(app) = app.upgrade() else { return };
+        end_idle_once(&app, Instant::now());
+    }
+}
+
+/// Ends the sessions idle for [`Options::session_idle`](super::Options::session_idle) at
+/// `now` (injected, so that a test can say when "now" is); returns how many it ended.
+pub(super) fn end_idle_once(app: &App, now: Instant) -> usize {
+    let idle = app.options.session_idle;
+    let ended: Vec<(String, Arc<HttpSession>)> = {
+        let mut sessions = app.sessions();
+        let idle_ids: Vec<String> =
+            sessions.iter().filter(|(_, http)| http.idle_since(now) >= idle).map(|(id, _)| id.clone()).collect();
+        idle_ids.into_iter().filter_map(|id| sessions.remove(&id).map(|http| (id, http))).collect()
+    };
+    for (id, http) in &ended {
+        http.peer.conn.abort();
+        tracing::info!(session = %id, idle = ?idle, "session ended: idle");
+    }
+    ended.len()
+}
+
+/// One MCP session over HTTP: the connection (and the Legacy session `initialize` puts on
+/// it), and where its messages go.
+pub(super) struct HttpSession {
+    pub(super) peer: Arc<Peer>,
+    pub(super) principal: Principal,
+    /// A std mutex: routing decisions and buffer pushes, never across an await.
+    routes: Mutex<Routes>,
+    /// Requests in progress and open streams, and when the last one began or ended.
+    activity: Mutex<Activity>,
+}
+
+struct Activity {
+    open: usize,
+    last: Instant,
+}
+
+/// Marks a session busy (a request in progress, a stream open) while it lives.
+pub(super) struct Busy(Arc<HttpSession>);
+
+impl Busy {
+    pub(super) fn new(http: &Arc<HttpSession>) -> Busy {
+        let mut activity = http.activity();
+        activity.open += 1;
+        activity.last = Instant::now();
+        drop(activity);
+        Busy(Arc::clone(http))
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let mut activity = self.0.activity();
+        activity.open = activity.open.saturating_sub(1);
+        activity.last = Instant::now();
+    }
+}
+
+#[derive(Default)]
+struct Routes {
+    next_stream: u64,
+    by_request: HashMap<RequestId, Target>,
+    streams: HashMap<u64, Stream>,
+    finished: VecDeque<u64>,
+}
+
+enum Target {
+    Json(oneshot::Sender<Value>),
+    Stream(u64),
+}
+
+#[derive(Default)]
+struct Stream {
+    events: VecDeque<(u64, Arc<str>)>,
+    next_seq: u64,
+    /// Sequence number of the last event handed to a live connection.
+    delivered: u64,
+    live: Option<mpsc::UnboundedSender<String>>,
+    finished: bool,
+}
+
+impl HttpSession {
+    /// A new session of `principal` (not yet registered under an id): its connection, with
+    /// a task that moves its outgoing messages onto its streams.
+    pub(super) fn open(server: Server, principal: Principal, listing: Listing) -> Arc<HttpSession> {
+        let (out, outgoing) = mpsc::unbounded_channel();
+        let peer = Peer::new(Connection::new(server, principal.clone(), listing, out));
+        let http = Arc::new(HttpSession {
+            peer,
+            principal,
+            routes: Mutex::new(Routes { next_stream: 1, ..Routes::default() }),
+            activity: Mutex::new(Activity { open: 0, last: Instant::now() }),
+        });
+        tokio::spawn(pump(Arc::downgrade(&http), outgoing));
+        let weak = Arc::downgrade(&http);
+        http.peer.conn.set_standalone_probe(Box::new(move || weak.upgrade().is_some_and(|http| http.standalone_is_open())));
+        http
+    }
+
+    fn routes(&self) -> MutexGuard<'_, Routes> {
+        self.routes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn activity(&self) -> MutexGuard<'_, Activity> {
+        self.activity.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// How long the session has been idle at `now` (zero while it is busy).
+    pub(super) fn idle_since(&self, now: Instant) -> Duration {
+        let activity = self.activity();
+        if activity.open > 0 { Duration::ZERO } else { now.saturating_duration_since(activity.last) }
+    }
+
+    /// A new SSE stream for request `id`; its first event is the priming event.
+    pub(super) fn open_stream(&self, id: &RequestId) -> mpsc::UnboundedReceiver<String> {
+        let mut routes = self.routes();
+        let stream = routes.next_stream;
+        routes.next_stream += 1;
+        routes.by_request.insert(id.clone(), Target::Stream(stream));
+        let (tx, rx) = mpsc::unbounded_channel();
+        let _ = tx.send(priming(stream));
+        routes.streams.insert(stream, Stream { next_seq: 1, live: Some(tx), ..Stream::default() });
+        rx
+    }
+
+    pub(super) fn await_json(&self, id: &RequestId) -> oneshot::Receiver<Value> {
+        let (tx, rx) = oneshot::channel();
+        self.routes().by_request.insert(id.clone(), Target::Json(tx));
+        rx
+    }
+
+    /// Replays stream `stream` after `seq` on a new connection and keeps it live if the
+    /// stream is not finished.
+    pub(super) fn resume(&self, stream: u64, seq: u64) -> Option<mpsc::UnboundedReceiver<String>> {
+        let mut routes = self.routes();
+        let buffer = routes.streams.get_mut(&stream)?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        for (n, data) in buffer.events.iter().filter(|(n, _)| *n > seq) {
+            let _ = tx.send(frame(stream, *n, data));
+            buffer.delivered = buffer.delivered.max(*n);
+        }
+        if !buffer.finished {
+            buffer.live = Some(tx);
+        }
+        Some(rx)
+    }
+
+    /// Whether a client is connected to the standalone (GET) stream.
+    pub(super) fn standalone_is_open(&self) -> bool {
+        self.routes().streams.get(&STANDALONE).and_then(|stream| stream.live.as_ref()).is_some_and(|live| !live.is_closed())
+    }
+
+    /// Opens the standalone stream and flushes what it missed; `None` if one is open.
+    pub(super) fn attach_standalone(&self) -> Option<mpsc::UnboundedReceiver<String>> {
+        let mut routes = self.routes();
+        let buffer = routes.streams.entry(STANDALONE).or_insert_with(|| Stream { next_seq: 1, ..Stream::default() });
+        if buffer.live.as_ref().is_some_and(|live| !live.is_closed()) {
+            return None;
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let _ = tx.send(priming(STANDALONE));
+        let delivered = buffer.delivered;
+        for (n, data) in buffer.events.iter().filter(|(n, _)| *n > delivered) {
+            let _ = tx.send(frame(STANDALONE, *n, data));
+            buffer.delivered = *n;
+        }
+        buffer.live = Some(tx);
+        Some(rx)
+    }
+
+    /// Puts an outgoing message where its route says.
+    pub(super) fn route(&self, outbound: Outbound) {
+        let mut routes = self.routes();
+        let stream = match &outbound.route {
+            Route::Reply(id) => match routes.by_request.remove(id) {
+                Some(Target::Json(waiter)) => {
+                    let _ = waiter.send(outbound.message);
+                    return;
+                }
+                Some(Target::Stream(stream)) => {
+                    routes.push(stream, &outbound.message);
+                    routes.finish(stream);
+                    return;
+                }
+                None => return, // nobody waits for it any more
+            },
+            Route::Related(id) => match routes.by_request.get(id) {
+                Some(Target::Stream(stream)) => *stream,
+                _ => STANDALONE,
+            },
+            Route::General => STANDALONE,
+        };
+        routes.push(stream, &outbound.message);
+    }
+}
+
+impl Routes {
+    fn push(&mut self, stream: u64, message: &Value) {
+        let buffer = self.streams.entry(stream).or_insert_with(|| Stream { next_seq: 1, ..Stream::default() });
+        let seq = buffer.next_seq;
+        buffer.next_seq += 1;
+        let data: Arc<str> = Arc::from(message.to_string());
+        if let Some(live) = &buffer.live {
+            if live.send(frame(stream, seq, &data)).is_ok() {
+                buffer.delivered = seq;
+            } else {
+                buffer.live = None;
+            }
+        }
+        buffer.events.push_back((seq, data));
+        if stream == STANDALONE && buffer.events.len() > STANDALONE_BACKLOG {
+            buffer.events.pop_front();
+        }
+    }
+
+    /// Ends a POST stream after its reply: the live connection closes once it has sent the
+    /// events; the buffer stays for resumption until pruned.
+    fn finish(&mut self, stream: u64) {
+        if let Some(buffer) = self.streams.get_mut(&stream) {
+            buffer.finished = true;
+            buffer.live = None;
+        }
+        self.finished.push_back(stream);
+        while self.finished.len() > FINISHED_KEPT {
+            if let Some(old) = self.finished.pop_front() {
+                self.streams.remove(&old);
+            }
+        }
+    }
+}
+
+/// Moves a session's outgoing messages to their streams until the session is gone.
+pub(super) async fn pump(http: Weak<HttpSession>, mut outgoing: mpsc::UnboundedReceiver<Outbound>) {
+    while let Some(outbound) = outgoing.recv().await {
+        let Some(http) = http.upgrade() else { return };
+        http.route(outbound);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use mcp_tasks_engine::{Engine, Policy, SystemClock};
+    use mcp_tasks_sqlite::SqliteStore;
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::http::Options;
+
+    fn app(idle: Duration) -> (App, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("t.sqlite3")).unwrap();
+        let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), Policy::default());
+        let server = Server::builder(engine).build().unwrap();
+        let options = Options { session_idle: idle, ..Options::default() };
+        (App { server, options, sessions: Mutex::new(HashMap::new()), stop: CancellationToken::new() }, dir)
+    }
+
+    fn open(app: &App, id: &str) -> Arc<HttpSession> {
+        let http = HttpSession::open(app.server.clone(), Principal::new("p"), Listing::Principal);
+        app.sessions().insert(id.to_owned(), Arc::clone(&http));
+        http
+    }
+
+    #[tokio::test]
+    async fn only_a_session_idle_for_the_whole_period_at_the_injected_now_is_ended() {
+        let (app, _dir) = app(Duration::from_secs(60));
+        let idle = open(&app, "idle");
+        let busy = open(&app, "busy");
+        let _request_in_progress = Busy::new(&busy);
+        let start = Instant::now();
+        assert_eq!(end_idle_once(&app, start + Duration::from_secs(59)), 0, "not idle for the period yet");
+        assert!(!idle.peer.conn.closed().is_cancelled());
+        assert_eq!(end_idle_once(&app, start + Duration::from_secs(61)), 1);
+        assert!(idle.peer.conn.closed().is_cancelled(), "an ended session's connection is closed");
+        assert!(!busy.peer.conn.closed().is_cancelled(), "a busy session is never idle");
+        let left: Vec<String> = app.sessions().keys().cloned().collect();
+        assert_eq!(left, ["busy"]);
+    }
+}
