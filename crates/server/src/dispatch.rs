@@ -5,7 +5,11 @@
 //! There is one protocol era so far (2025-11-25); the Modern era's codec will be chosen
 //! here and nowhere else.
 
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+
+use futures_util::FutureExt;
 
 use mcp_tasks_protocol::jsonrpc::{self, Incoming, Notification, Request, RpcError};
 use mcp_tasks_protocol::legacy::{self, CancelledNotificationParams, InitializeParams, InitializeResult, method};
@@ -49,7 +53,8 @@ fn looks_like_response(text: &str) -> bool {
 fn handle_request(session: &Arc<Session>, request: Request) {
     match request.method.as_str() {
         method::INITIALIZE => {
-            let reply = initialize(session, request.params);
+            let reply = std::panic::catch_unwind(AssertUnwindSafe(|| initialize(session, request.params)))
+                .unwrap_or_else(|panic| Err(crashed(method::INITIALIZE, panic.as_ref())));
             session.respond(&request.id, reply);
         }
         method::PING => session.respond(&request.id, Ok(json!({}))),
@@ -64,7 +69,12 @@ fn handle_request(session: &Arc<Session>, request: Request) {
             let session = Arc::clone(session);
             tokio::spawn(async move {
                 let cancel = session.begin(&request.id);
-                let reply = route(&session, &request, cancel.clone()).await;
+                // A panicking handler still gets its request answered (and ended): the
+                // client would otherwise wait for ever.
+                let reply = AssertUnwindSafe(route(&session, &request, cancel.clone()))
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|panic| Some(Err(crashed(&request.method, panic.as_ref()))));
                 session.end(&request.id);
                 // A cancelled request gets no response (2025-11-25 cancellation).
                 if let Some(reply) = reply.filter(|_| !cancel.is_cancelled()) {
@@ -73,6 +83,18 @@ fn handle_request(session: &Arc<Session>, request: Request) {
             });
         }
     }
+}
+
+/// The `-32603` answer to a request whose handler panicked; the panic is logged. The
+/// session state it may have left behind is a few maps behind mutexes that ignore poisoning.
+fn crashed(method: &str, panic: &(dyn Any + Send)) -> RpcError {
+    let what = panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a non-text panic payload");
+    tracing::error!(method, panic = what, "a request handler panicked");
+    RpcError::internal(format!("Internal error: the handler of {method} crashed"))
 }
 
 /// Routes an initialized session's request. `None`: the handler answered by itself.

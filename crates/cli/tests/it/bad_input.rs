@@ -131,3 +131,14 @@ fn a_malformed_response_from_the_client_is_not_answered() {
     assert_eq!(first["id"], ping, "no error bounced back for a response: {first}");
     server.validate_received();
 }
+
+#[test]
+fn a_non_ascii_tasks_list_cursor_is_32602_invalid_cursor_and_the_server_goes_on() {
+    let (_work, mut server) = ready();
+    for cursor in ["é", "éé", "€€€€"] {
+        let reply = server.request("tasks/list", json!({"cursor": cursor}));
+        expect_error(&reply, -32602, "invalid cursor");
+    }
+    still_serves(&mut server);
+    server.validate_received();
+}

@@ -1,8 +1,10 @@
 //! `tools/list` and `tools/call`: plain calls, and calls augmented with a task.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use mcp_tasks_engine::{ClientLink, Context, NewTask, Outcome};
+use futures_util::FutureExt;
+use mcp_tasks_engine::{ClientLink, Context, ErrorObject, NewTask, Outcome};
 use mcp_tasks_protocol::jsonrpc::{RequestId, RpcError};
 use mcp_tasks_protocol::legacy::{CallToolParams, CreateTaskResult, ListToolsResult, TaskSupport};
 use serde_json::Value;
@@ -79,7 +81,12 @@ pub(crate) async fn call(
             let link: Arc<dyn ClientLink> =
                 Arc::new(CallLink { session: Arc::clone(session), request: id.clone(), progress_token });
             let ctx = Context::plain(cancel, Some(link));
-            let outcome = session.server.engine().call_plain(&session.principal, &params.name, arguments, ctx).await;
+            let call = session.server.engine().call_plain(&session.principal, &params.name, arguments, ctx);
+            // As for a task's handler (the engine's `start`): a panic is the tool's crash.
+            let outcome = AssertUnwindSafe(call).catch_unwind().await.unwrap_or_else(|_| {
+                tracing::error!(tool = %params.name, "tool handler panicked in a plain call");
+                Ok(Outcome::Error(ErrorObject::internal("the tool's handler crashed")))
+            });
             Some(match outcome {
                 Ok(Outcome::Result(result)) => Ok(result),
                 Ok(Outcome::Error(error)) => Err(RpcError { code: error.code, message: error.message, data: error.data }),

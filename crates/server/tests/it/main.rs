@@ -6,6 +6,7 @@
 //! - `catalog`: resources, templates, prompts, completion and logging defined in code.
 //! - `conformance_fixture`: the conformance fixture server of `examples/`.
 //! - `input`: input requests inside tasks across sessions.
+//! - `panics`: handlers that panic still get their request answered (stdio and HTTP).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
@@ -15,5 +16,6 @@ mod conformance_fixture;
 mod input;
 mod interactive;
 mod limits;
+mod panics;
 mod peer;
 mod progress;
