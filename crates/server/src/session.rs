@@ -329,6 +329,12 @@ impl Session {
         }
     }
 
+    /// How many tasks this session watches.
+    #[cfg(test)]
+    pub(crate) fn watched_count(&self) -> usize {
+        self.state().watched.len()
+    }
+
     fn on_task_change(self: &Arc<Self>, record: &TaskRecord) {
         {
             let mut state = self.state();

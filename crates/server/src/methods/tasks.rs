@@ -19,7 +19,7 @@ use crate::session::{Listing, Route, Session};
 /// Tasks per `tasks/list` page.
 const PAGE_SIZE: u32 = 100;
 
-/// `tasks/get`: the task as it stands. The related-task key in the request is ignored;
+/// `tasks/get`: the task as it stands (watched from now on). The related-task key in the request is ignored;
 /// `params.taskId` is the source of truth.
 pub(crate) async fn get(session: &Session, params: TaskIdParams) -> Result<Value, RpcError> {
     let id = TaskId::from(params.task_id);
@@ -41,9 +41,10 @@ pub(crate) async fn result(
 ) -> Result<Value, RpcError> {
     let id = TaskId::from(params.task_id);
     let engine = session.server.engine();
-    session.watch(&id, None);
     let mut feed = engine.subscribe();
     let mut record = engine.get(&session.principal, &id).await.map_err(|err| rpc_error(&err))?;
+    // Only a task found is watched: a refused id must not stay in the session's memory.
+    session.watch(&id, None);
     let mut sent = HashSet::new();
     loop {
         if record.status().is_terminal() {
@@ -125,4 +126,48 @@ pub(crate) async fn cancel(session: &Session, params: TaskIdParams) -> Result<Va
 
 fn to_value(value: impl Serialize) -> Result<Value, RpcError> {
     serde_json::to_value(value).map_err(|err| RpcError::internal(err.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use mcp_tasks_engine::{Engine, Outcome, Policy, Principal, SystemClock};
+    use mcp_tasks_protocol::legacy::{CallToolParams, TaskMetadata, TaskSupport};
+    use serde_json::json;
+    use tokio::sync::mpsc;
+
+    use super::*;
+    use crate::server::{Server, ToolDef};
+    use crate::catalog::handler_fn;
+
+    /// A session on a fresh SQLite store, with one tool that may run as a task.
+    fn session() -> (Arc<Session>, mpsc::UnboundedReceiver<crate::session::Outbound>, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = mcp_tasks_sqlite::SqliteStore::open(&dir.path().join("t.sqlite3")).unwrap();
+        let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), Policy::default());
+        let handler = handler_fn(|_arguments, _ctx| async { Outcome::Result(json!({"content": []})) });
+        let tool = ToolDef::new("t", "", json!({"type": "object"}), handler).with_task_support(TaskSupport::Optional);
+        let server = Server::builder(engine).tool(tool).build().unwrap();
+        let (out, outgoing) = mpsc::unbounded_channel();
+        (Session::start(server, Principal::new("p"), Listing::Principal, out), outgoing, dir)
+    }
+
+    #[tokio::test]
+    async fn task_ids_refused_by_tasks_get_result_and_cancel_are_not_kept_as_watched() {
+        let (session, _outgoing, _dir) = session();
+        let call = CallToolParams { name: "t".into(), arguments: None, task: Some(TaskMetadata::default()), meta: None };
+        assert!(crate::methods::tools::call(&session, &RequestId::Number(0), call, CancellationToken::new()).await.is_none());
+        assert_eq!(session.watched_count(), 1, "the created task is watched");
+        for n in 1..=4 {
+            let params = TaskIdParams { task_id: format!("{}-{n}", "x".repeat(4096)), meta: None };
+            let refused = [
+                get(&session, params.clone()).await,
+                result(&session, &RequestId::Number(n), params.clone(), CancellationToken::new()).await,
+                cancel(&session, params).await,
+            ];
+            for reply in refused {
+                assert_eq!(reply.unwrap_err().code, RpcError::INVALID_PARAMS);
+            }
+        }
+        assert_eq!(session.watched_count(), 1, "no refused id is remembered");
+    }
 }
