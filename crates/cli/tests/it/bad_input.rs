@@ -49,7 +49,7 @@ fn a_batch_is_32600() {
 fn a_non_object_message_is_32600() {
     let (_work, mut server) = ready();
     server.send_raw("42");
-    expect_error(&server.recv(), -32600, "");
+    expect_error(&server.recv(), -32600, "must be a JSON object, not a number");
     still_serves(&mut server);
     server.validate_received();
 }
@@ -138,6 +138,27 @@ fn a_non_ascii_tasks_list_cursor_is_32602_invalid_cursor_and_the_server_goes_on(
     for cursor in ["é", "éé", "€€€€"] {
         let reply = server.request("tasks/list", json!({"cursor": cursor}));
         expect_error(&reply, -32602, "invalid cursor");
+    }
+    still_serves(&mut server);
+    server.validate_received();
+}
+
+/// Messages with a readable id that are not valid JSON-RPC, and what their error says.
+pub(crate) const INVALID_ENVELOPES: [(&str, &str); 4] = [
+    (r#"{"id": 7, "method": "ping"}"#, r#"missing "jsonrpc": "2.0""#),
+    (r#"{"jsonrpc": "1.0", "id": 7, "method": "ping"}"#, r#""jsonrpc" must be "2.0""#),
+    (r#"{"jsonrpc": "2.0", "id": 7, "method": 5}"#, r#""method" must be a string"#),
+    (r#"{"jsonrpc": "2.0", "id": 7, "method": "ping", "params": [1]}"#, r#""params" must be an object"#),
+];
+
+#[test]
+fn an_invalid_envelope_with_a_readable_id_is_32600_to_that_id_naming_the_problem() {
+    let (_work, mut server) = ready();
+    for (text, says) in INVALID_ENVELOPES {
+        server.send_raw(text);
+        let reply = server.recv();
+        expect_error(&reply, -32600, says);
+        assert_eq!(reply["id"], 7, "{text}");
     }
     still_serves(&mut server);
     server.validate_received();

@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use crate::bad_input::INVALID_ENVELOPES;
 use crate::harness::Workdir;
 use crate::http::{Client, HttpServer};
 
@@ -30,6 +31,22 @@ fn http_a_non_ascii_tasks_list_cursor_is_32602_invalid_cursor_and_the_session_go
     for cursor in ["é", "éé", "€€€€"] {
         let error = client.error("tasks/list", json!({"cursor": cursor}));
         expect_error(&error, -32602, "invalid cursor");
+    }
+    still_serves(&mut client);
+}
+
+#[test]
+fn http_an_invalid_envelope_with_a_readable_id_gets_the_same_32600_as_over_stdio() {
+    let (work, _server, mut client) = ready();
+    let mut stdio = work.start();
+    stdio.initialize();
+    for (text, says) in INVALID_ENVELOPES {
+        let reply = client.post_with(text, &[]);
+        assert_eq!(reply.status, 400, "{text}: {}", reply.body);
+        let over_http = reply.json();
+        expect_error(&over_http["error"], -32600, says);
+        stdio.send_raw(text);
+        assert_eq!(over_http, stdio.recv(), "{text}: HTTP and stdio answer alike");
     }
     still_serves(&mut client);
 }
