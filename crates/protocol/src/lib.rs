@@ -15,6 +15,8 @@
 //!   `initialize`, `tools/list`, `tools/call` (with `params.task`), `tasks/get`,
 //!   `tasks/result`, `tasks/list`, `tasks/cancel`, and the notifications
 //!   `notifications/tasks/status`, `notifications/progress` and `notifications/cancelled`.
+//! - [`object`]: reading the `params` fields the schema types as objects (`task`, `_meta`, …)
+//!   so that an array or a scalar is refused with an error naming the field.
 //!
 //! # Example
 //! ```
@@ -39,3 +41,4 @@
 
 pub mod jsonrpc;
 pub mod legacy;
+pub mod object;

@@ -163,3 +163,42 @@ fn an_invalid_envelope_with_a_readable_id_is_32600_to_that_id_naming_the_problem
     still_serves(&mut server);
     server.validate_received();
 }
+
+#[test]
+fn object_typed_params_given_as_arrays_or_scalars_are_32602_naming_the_field_and_create_no_task() {
+    let (_work, mut server) = ready();
+    for wrong in [json!([]), json!([60000]), json!(5), json!("x"), json!(true)] {
+        for (params, field) in [
+            (json!({"name": "echo", "task": wrong}), "`task`"),
+            (json!({"name": "echo", "arguments": wrong}), "`arguments`"),
+            (json!({"name": "echo", "_meta": wrong}), "`_meta`"),
+        ] {
+            expect_error(&server.request("tools/call", params), -32602, field);
+        }
+        let params = json!({"taskId": "0123456789abcdef0123456789abcdef", "_meta": wrong});
+        expect_error(&server.request("tasks/get", params), -32602, "`_meta`");
+    }
+    assert!(server.call("tasks/list", json!({}))["tasks"].as_array().unwrap().is_empty(), "no task created");
+    still_serves(&mut server);
+    server.validate_received();
+}
+
+#[test]
+fn initialize_with_client_info_or_capabilities_that_are_not_objects_is_32602_naming_the_field() {
+    let work = Workdir::new();
+    let mut server = work.start();
+    let client = json!({"name": "it", "version": "0"});
+    for (capabilities, client_info, field) in [
+        (json!({}), json!(["it", null, "0"]), "`clientInfo`"),
+        (json!({}), json!("it"), "`clientInfo`"),
+        (json!([]), client.clone(), "`capabilities`"),
+        (json!(true), client.clone(), "`capabilities`"),
+    ] {
+        let params = json!({"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": client_info});
+        expect_error(&server.request("initialize", params), -32602, field);
+    }
+    // None of them initialized the session.
+    server.initialize();
+    server.call("tools/list", json!({}));
+    server.validate_received();
+}
