@@ -202,3 +202,19 @@ fn initialize_with_client_info_or_capabilities_that_are_not_objects_is_32602_nam
     server.call("tools/list", json!({}));
     server.validate_received();
 }
+
+#[test]
+fn invalid_utf8_inside_a_string_is_32700_not_valid_utf8_and_the_server_goes_on() {
+    let (_work, mut server) = ready();
+    for bad in [&b"\xff"[..], b"\xc3(", b"\xed\xa0\x80", b"caf\xe9"] {
+        let mut line = br#"{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": ""#.to_vec();
+        line.extend_from_slice(bad);
+        line.extend_from_slice(br#""}}}"#);
+        server.send_bytes(&line);
+        let reply = server.recv();
+        expect_error(&reply, -32700, "not valid UTF-8");
+        assert_eq!(reply["id"], Value::Null, "the id of a message that is not text is not read: {reply}");
+    }
+    still_serves(&mut server);
+    server.validate_received();
+}
