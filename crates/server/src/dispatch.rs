@@ -105,7 +105,7 @@ async fn route(
 ) -> Option<Result<Value, RpcError>> {
     let params = request.params.clone();
     let reply = match request.method.as_str() {
-        method::TOOLS_LIST => Ok(methods::tools::list(session)),
+        method::TOOLS_LIST => methods::tools::list(session, params),
         method::TOOLS_CALL => match parse_value(method::TOOLS_CALL, params) {
             Ok(params) => return methods::tools::call(session, &request.id, params, cancel).await,
             Err(err) => Err(err),

@@ -218,3 +218,15 @@ fn invalid_utf8_inside_a_string_is_32700_not_valid_utf8_and_the_server_goes_on()
     still_serves(&mut server);
     server.validate_received();
 }
+
+#[test]
+fn a_tools_list_cursor_is_32602_since_the_one_page_of_tools_issues_none() {
+    let (_work, mut server) = ready();
+    assert!(server.call("tools/list", json!({})).get("nextCursor").is_none(), "one page: no cursor issued");
+    for cursor in ["abc", "", "é", "3a"] {
+        expect_error(&server.request("tools/list", json!({"cursor": cursor})), -32602, "invalid cursor for tools/list");
+    }
+    expect_error(&server.request("tools/list", json!({"cursor": 5})), -32602, "tools/list");
+    still_serves(&mut server);
+    server.validate_received();
+}

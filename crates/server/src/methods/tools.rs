@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures_util::FutureExt;
 use mcp_tasks_engine::{ClientLink, Context, ErrorObject, NewTask, Outcome};
 use mcp_tasks_protocol::jsonrpc::{RequestId, RpcError};
-use mcp_tasks_protocol::legacy::{CallToolParams, CreateTaskResult, ListToolsResult, TaskSupport};
+use mcp_tasks_protocol::legacy::{CallToolParams, CreateTaskResult, ListToolsResult, TaskSupport, method};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -14,10 +14,14 @@ use crate::codec;
 use crate::errors::{invalid_arguments, rpc_error};
 use crate::session::{CallLink, Session};
 
-/// `tools/list`: every tool, each with its `execution.taskSupport`.
-pub(crate) fn list(session: &Session) -> Value {
+/// `tools/list`: every tool, each with its `execution.taskSupport`, in one page.
+///
+/// # Errors
+/// `-32602` for any cursor: none is issued, so none is valid (2025-11-25 pagination).
+pub(crate) fn list(session: &Session, params: Option<Value>) -> Result<Value, RpcError> {
+    crate::catalog::first_page(method::TOOLS_LIST, params)?;
     let tools = session.server.inner.tools.values().map(|tool| tool.descriptor.clone()).collect();
-    serde_json::to_value(ListToolsResult { tools, next_cursor: None }).unwrap_or(Value::Null)
+    Ok(serde_json::to_value(ListToolsResult { tools, next_cursor: None }).unwrap_or(Value::Null))
 }
 
 /// `tools/call`. The arguments are checked against the tool's `inputSchema` first (`-32602`

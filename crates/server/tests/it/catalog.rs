@@ -402,3 +402,17 @@ async fn completion_params_given_as_arrays_are_32602_naming_the_field() {
     assert_eq!(result["completion"]["values"], json!(["ada", "alan"]));
     peer.validate();
 }
+
+#[tokio::test]
+async fn every_list_of_one_page_refuses_any_cursor_even_empty_or_non_ascii() {
+    let (mut peer, _server, _dir) = start().await;
+    for method in ["tools/list", "resources/list", "resources/templates/list", "prompts/list"] {
+        for cursor in [json!(""), json!("é"), json!("abc"), json!(5)] {
+            let error = peer.error(method, json!({"cursor": cursor})).await;
+            assert_eq!(error["code"], -32602, "{method} {cursor}: {error}");
+            assert!(error["message"].as_str().unwrap().contains(method), "{method} {cursor}: {error}");
+        }
+        assert!(peer.result(method, json!({})).await.get("nextCursor").is_none(), "{method}");
+    }
+    peer.validate();
+}
