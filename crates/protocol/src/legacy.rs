@@ -13,10 +13,12 @@
 //! and Legacy-only) are in [`method`]. The envelope around these shapes is in
 //! [`crate::jsonrpc`].
 
-use serde::{Deserialize, Serialize};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
 use crate::mcp::{self, Empty, Implementation, Meta, RequestMeta};
+use crate::object;
 
 /// The protocol revision this module implements, as sent in `protocolVersion`.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
@@ -62,13 +64,37 @@ pub struct InitializeParams {
     /// The newest protocol version the client supports.
     pub protocol_version: String,
     /// The client's `ClientCapabilities`, kept as raw JSON: the server only looks at a few
-    /// keys, and the client side of tasks is not modelled here.
+    /// keys, and the client side of tasks is not modelled here. Always an object.
+    #[serde(deserialize_with = "capabilities")]
     pub capabilities: Value,
     /// The client's name and version.
+    #[serde(deserialize_with = "client_info")]
     pub client_info: Implementation,
     /// Request `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "_meta", default, deserialize_with = "meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+}
+
+// The object-typed fields of incoming params, each named in its error (see [`object`]).
+
+fn capabilities<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Value, D::Error> {
+    object::required(deserializer, "capabilities")
+}
+
+fn client_info<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Implementation, D::Error> {
+    object::required(deserializer, "clientInfo")
+}
+
+fn meta<'de, D: Deserializer<'de>, T: DeserializeOwned>(deserializer: D) -> Result<Option<T>, D::Error> {
+    object::optional(deserializer, "_meta")
+}
+
+fn arguments<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Map<String, Value>>, D::Error> {
+    object::optional(deserializer, "arguments")
+}
+
+fn task<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<TaskMetadata>, D::Error> {
+    object::optional(deserializer, "task")
 }
 
 /// Schema `InitializeResult`: the server's answer to `initialize`.
@@ -277,13 +303,14 @@ pub struct CallToolParams {
     /// The tool to call.
     pub name: String,
     /// The tool's arguments.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "arguments", skip_serializing_if = "Option::is_none")]
     pub arguments: Option<Map<String, Value>>,
-    /// Present when the caller asks for task-augmented execution.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Present when the caller asks for task-augmented execution (an object; `null` is
+    /// read as absent).
+    #[serde(default, deserialize_with = "task", skip_serializing_if = "Option::is_none")]
     pub task: Option<TaskMetadata>,
     /// Request `_meta`, with the optional `progressToken`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "_meta", default, deserialize_with = "meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<RequestMeta>,
 }
 
@@ -381,7 +408,7 @@ pub struct TaskIdParams {
     /// The task the request is about.
     pub task_id: String,
     /// Request `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "_meta", default, deserialize_with = "meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
 }
 
@@ -437,6 +464,57 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::mcp::ProgressToken;
+
+    /// `params` whose `field` has the wrong type: read as `T`, the error must name the field.
+    fn assert_refused_naming<T: serde::de::DeserializeOwned + std::fmt::Debug>(params: Value, field: &str) {
+        match serde_json::from_value::<T>(params.clone()) {
+            Ok(read) => panic!("{params} was accepted as {read:?}"),
+            Err(err) => assert!(err.to_string().contains(&format!("`{field}`")), "{params}: {err}"),
+        }
+    }
+
+    #[test]
+    fn object_typed_params_fields_given_as_another_type_are_refused_naming_the_field() {
+        for wrong in [json!([]), json!([60000]), json!(5), json!("task"), json!(true)] {
+            assert_refused_naming::<CallToolParams>(json!({"name": "t", "task": wrong}), "task");
+            assert_refused_naming::<CallToolParams>(json!({"name": "t", "arguments": wrong}), "arguments");
+            assert_refused_naming::<CallToolParams>(json!({"name": "t", "_meta": wrong}), "_meta");
+            assert_refused_naming::<TaskIdParams>(json!({"taskId": "t", "_meta": wrong}), "_meta");
+            let client = json!({"name": "c", "version": "1"});
+            let init = |capabilities: Value, client_info: Value| {
+                json!({"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": client_info})
+            };
+            assert_refused_naming::<InitializeParams>(init(wrong.clone(), client.clone()), "capabilities");
+            assert_refused_naming::<InitializeParams>(init(json!({}), wrong.clone()), "clientInfo");
+            let mut with_meta = init(json!({}), client);
+            with_meta["_meta"] = wrong.clone();
+            assert_refused_naming::<InitializeParams>(with_meta, "_meta");
+        }
+        // An array of the right length was read as the struct's fields in order.
+        assert_refused_naming::<InitializeParams>(
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": ["c", null, "1"]}),
+            "clientInfo",
+        );
+    }
+
+    #[test]
+    fn object_typed_params_fields_still_read_objects_and_take_null_as_absent() {
+        let params: CallToolParams = serde_json::from_value(
+            json!({"name": "t", "arguments": {"a": 1}, "task": {"ttl": 5}, "_meta": {"progressToken": 3}}),
+        )
+        .unwrap();
+        assert_eq!(params.task, Some(TaskMetadata { ttl: Some(5) }));
+        assert_eq!(params.arguments.unwrap()["a"], 1);
+        assert_eq!(params.meta.unwrap().progress_token, Some(ProgressToken::Number(3)));
+        let params: CallToolParams =
+            serde_json::from_value(json!({"name": "t", "arguments": null, "task": null, "_meta": null})).unwrap();
+        assert_eq!((params.arguments, params.task, params.meta), (None, None, None));
+        let params: CallToolParams = serde_json::from_value(json!({"name": "t"})).unwrap();
+        assert_eq!((params.arguments, params.task, params.meta), (None, None, None));
+        assert_refused_naming::<CallToolParams>(json!({"name": "t", "task": {"ttl": "soon"}}), "task");
+        assert_refused_naming::<InitializeParams>(json!({"protocolVersion": "2025-11-25", "capabilities": {}}), "clientInfo");
+    }
 
     #[test]
     fn related_task_meta_has_spec_shape() {

@@ -20,6 +20,8 @@
 //!   shape of `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`, and
 //!   `notifications/tasks/status`. A `modern` module (2026-07-28 with the tasks extension)
 //!   will sit beside it.
+//! - [`object`]: reading the `params` fields the schema types as objects (`task`, `_meta`, …)
+//!   so that an array or a scalar is refused with an error naming the field.
 //!
 //! # Example
 //! ```
@@ -46,3 +48,4 @@ pub mod era;
 pub mod jsonrpc;
 pub mod legacy;
 pub mod mcp;
+pub mod object;

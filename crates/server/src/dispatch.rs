@@ -5,9 +5,12 @@
 //! Each connection is a [`Peer`]: the transport's [`Connection`] and the state each era's
 //! codec keeps on it (2025-11-25: the session `initialize` creates).
 
+use std::any::Any;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
+use futures_util::FutureExt;
 use mcp_tasks_protocol::era::Era;
 use mcp_tasks_protocol::jsonrpc::{self, Incoming, Request, RpcError};
 use serde_json::Value;
@@ -79,7 +82,8 @@ fn looks_like_response(text: &str) -> bool {
 /// Serves `request` in its own Tokio task: registers it as in flight (so that
 /// `notifications/cancelled` stops it), runs `handle` with the request's context, and sends
 /// the reply unless the request was cancelled meanwhile (a cancelled request gets no
-/// response).
+/// response). A handler that panics still gets its request answered (`-32603`) and ended:
+/// the client would otherwise wait for ever.
 pub(crate) fn spawn_request<F, Fut>(conn: &Arc<Connection>, request: Request, era: Era, client: ClientCaps, handle: F)
 where
     F: FnOnce(RequestContext, Request) -> Fut + Send + 'static,
@@ -97,10 +101,26 @@ where
             cancel: cancel.clone(),
             conn: Arc::clone(&conn),
         };
-        let reply = handle(ctx, request).await;
+        let method = request.method.clone();
+        let reply = AssertUnwindSafe(handle(ctx, request))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|panic| Some(Err(crashed(&method, panic.as_ref()))));
         conn.end(&id);
         if let Some(reply) = reply.filter(|_| !cancel.is_cancelled()) {
             conn.respond(&id, reply);
         }
     });
+}
+
+/// The `-32603` answer to a request whose handler panicked; the panic is logged. The state
+/// it may have left behind is a few maps behind mutexes that ignore poisoning.
+pub(crate) fn crashed(method: &str, panic: &(dyn Any + Send)) -> RpcError {
+    let what = panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a non-text panic payload");
+    tracing::error!(method, panic = what, "a request handler panicked");
+    RpcError::internal(format!("Internal error: the handler of {method} crashed"))
 }

@@ -62,13 +62,13 @@ pub async fn serve(
                     break Err(err);
                 }
             }
-            Ok(_) => {
-                let text = String::from_utf8_lossy(&line);
-                let text = text.trim();
-                if !text.is_empty() {
-                    peer.handle_text(text);
-                }
-            }
+            // JSON text is UTF-8 (RFC 8259): a line that is not is refused as HTTP refuses
+            // such a body, never repaired into a message the client did not send.
+            Ok(_) => match std::str::from_utf8(&line) {
+                Ok(text) if text.trim().is_empty() => {}
+                Ok(text) => peer.handle_text(text.trim()),
+                Err(_) => peer.conn.reject(None, &RpcError::parse_error("Parse error: the message is not valid UTF-8")),
+            },
             Err(err) => break Err(err),
         }
     };

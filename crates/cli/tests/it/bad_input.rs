@@ -49,7 +49,7 @@ fn a_batch_is_32600() {
 fn a_non_object_message_is_32600() {
     let (_work, mut server) = ready();
     server.send_raw("42");
-    expect_error(&server.recv(), -32600, "");
+    expect_error(&server.recv(), -32600, "must be a JSON object, not a number");
     still_serves(&mut server);
     server.validate_received();
 }
@@ -129,5 +129,104 @@ fn a_malformed_response_from_the_client_is_not_answered() {
     let ping = server.send_request("ping", json!({}));
     let first = server.recv();
     assert_eq!(first["id"], ping, "no error bounced back for a response: {first}");
+    server.validate_received();
+}
+
+#[test]
+fn a_non_ascii_tasks_list_cursor_is_32602_invalid_cursor_and_the_server_goes_on() {
+    let (_work, mut server) = ready();
+    for cursor in ["é", "éé", "€€€€"] {
+        let reply = server.request("tasks/list", json!({"cursor": cursor}));
+        expect_error(&reply, -32602, "invalid cursor");
+    }
+    still_serves(&mut server);
+    server.validate_received();
+}
+
+/// Messages with a readable id that are not valid JSON-RPC, and what their error says.
+pub(crate) const INVALID_ENVELOPES: [(&str, &str); 4] = [
+    (r#"{"id": 7, "method": "ping"}"#, r#"missing "jsonrpc": "2.0""#),
+    (r#"{"jsonrpc": "1.0", "id": 7, "method": "ping"}"#, r#""jsonrpc" must be "2.0""#),
+    (r#"{"jsonrpc": "2.0", "id": 7, "method": 5}"#, r#""method" must be a string"#),
+    (r#"{"jsonrpc": "2.0", "id": 7, "method": "ping", "params": [1]}"#, r#""params" must be an object"#),
+];
+
+#[test]
+fn an_invalid_envelope_with_a_readable_id_is_32600_to_that_id_naming_the_problem() {
+    let (_work, mut server) = ready();
+    for (text, says) in INVALID_ENVELOPES {
+        server.send_raw(text);
+        let reply = server.recv();
+        expect_error(&reply, -32600, says);
+        assert_eq!(reply["id"], 7, "{text}");
+    }
+    still_serves(&mut server);
+    server.validate_received();
+}
+
+#[test]
+fn object_typed_params_given_as_arrays_or_scalars_are_32602_naming_the_field_and_create_no_task() {
+    let (_work, mut server) = ready();
+    for wrong in [json!([]), json!([60000]), json!(5), json!("x"), json!(true)] {
+        for (params, field) in [
+            (json!({"name": "echo", "task": wrong}), "`task`"),
+            (json!({"name": "echo", "arguments": wrong}), "`arguments`"),
+            (json!({"name": "echo", "_meta": wrong}), "`_meta`"),
+        ] {
+            expect_error(&server.request("tools/call", params), -32602, field);
+        }
+        let params = json!({"taskId": "0123456789abcdef0123456789abcdef", "_meta": wrong});
+        expect_error(&server.request("tasks/get", params), -32602, "`_meta`");
+    }
+    assert!(server.call("tasks/list", json!({}))["tasks"].as_array().unwrap().is_empty(), "no task created");
+    still_serves(&mut server);
+    server.validate_received();
+}
+
+#[test]
+fn initialize_with_client_info_or_capabilities_that_are_not_objects_is_32602_naming_the_field() {
+    let work = Workdir::new();
+    let mut server = work.start();
+    let client = json!({"name": "it", "version": "0"});
+    for (capabilities, client_info, field) in [
+        (json!({}), json!(["it", null, "0"]), "`clientInfo`"),
+        (json!({}), json!("it"), "`clientInfo`"),
+        (json!([]), client.clone(), "`capabilities`"),
+        (json!(true), client.clone(), "`capabilities`"),
+    ] {
+        let params = json!({"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": client_info});
+        expect_error(&server.request("initialize", params), -32602, field);
+    }
+    // None of them initialized the session.
+    server.initialize();
+    server.call("tools/list", json!({}));
+    server.validate_received();
+}
+
+#[test]
+fn invalid_utf8_inside_a_string_is_32700_not_valid_utf8_and_the_server_goes_on() {
+    let (_work, mut server) = ready();
+    for bad in [&b"\xff"[..], b"\xc3(", b"\xed\xa0\x80", b"caf\xe9"] {
+        let mut line = br#"{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": ""#.to_vec();
+        line.extend_from_slice(bad);
+        line.extend_from_slice(br#""}}}"#);
+        server.send_bytes(&line);
+        let reply = server.recv();
+        expect_error(&reply, -32700, "not valid UTF-8");
+        assert_eq!(reply["id"], Value::Null, "the id of a message that is not text is not read: {reply}");
+    }
+    still_serves(&mut server);
+    server.validate_received();
+}
+
+#[test]
+fn a_tools_list_cursor_is_32602_since_the_one_page_of_tools_issues_none() {
+    let (_work, mut server) = ready();
+    assert!(server.call("tools/list", json!({})).get("nextCursor").is_none(), "one page: no cursor issued");
+    for cursor in ["abc", "", "é", "3a"] {
+        expect_error(&server.request("tools/list", json!({"cursor": cursor})), -32602, "invalid cursor for tools/list");
+    }
+    expect_error(&server.request("tools/list", json!({"cursor": 5})), -32602, "tools/list");
+    still_serves(&mut server);
     server.validate_received();
 }

@@ -148,6 +148,14 @@ impl Server {
         stdin.flush().expect("flush");
     }
 
+    /// Writes one raw line of bytes, which need not be UTF-8.
+    pub(crate) fn send_bytes(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).expect("write");
+        stdin.write_all(b"\n").expect("write newline");
+        stdin.flush().expect("flush");
+    }
+
     pub(crate) fn send(&mut self, message: &Value) {
         self.send_raw(&message.to_string());
     }

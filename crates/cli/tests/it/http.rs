@@ -73,7 +73,7 @@ impl Drop for HttpServer {
 }
 
 /// A client session: token and session id.
-struct Client {
+pub(crate) struct Client {
     addr: SocketAddr,
     token: Option<String>,
     session: Option<String>,
@@ -81,7 +81,7 @@ struct Client {
 }
 
 impl Client {
-    fn new(server: &HttpServer, token: Option<&str>) -> Client {
+    pub(crate) fn new(server: &HttpServer, token: Option<&str>) -> Client {
         Client { addr: server.addr, token: token.map(str::to_owned), session: None, next_id: 1 }
     }
 
@@ -100,7 +100,7 @@ impl Client {
         headers
     }
 
-    fn post_with(&self, body: &str, extra: &[(&str, &str)]) -> Reply {
+    pub(crate) fn post_with(&self, body: &str, extra: &[(&str, &str)]) -> Reply {
         let owned = self.headers();
         let mut headers: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
         for (name, value) in extra {
@@ -110,13 +110,13 @@ impl Client {
         http_peer::request(self.addr, "POST", &headers, Some(body))
     }
 
-    fn message(&mut self, method: &str, params: Value) -> String {
+    pub(crate) fn message(&mut self, method: &str, params: Value) -> String {
         let id = self.next_id;
         self.next_id += 1;
         json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
     }
 
-    fn initialize(&mut self) {
+    pub(crate) fn initialize(&mut self) {
         self.initialize_with(json!({}));
     }
 
@@ -132,7 +132,7 @@ impl Client {
     }
 
     /// A request answered with one JSON-RPC response (from a JSON body or an SSE stream).
-    fn call(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) fn call(&mut self, method: &str, params: Value) -> Value {
         let body = self.message(method, params);
         let reply = self.post_with(&body, &[]);
         assert_eq!(reply.status, 200, "{method}: {}", reply.body);
@@ -158,13 +158,13 @@ impl Client {
         }
     }
 
-    fn result(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) fn result(&mut self, method: &str, params: Value) -> Value {
         let response = self.call(method, params);
         assert!(response.get("error").is_none(), "{method} failed: {response}");
         response["result"].clone()
     }
 
-    fn error(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) fn error(&mut self, method: &str, params: Value) -> Value {
         let response = self.call(method, params);
         response.get("error").cloned().unwrap_or_else(|| panic!("{method} should fail: {response}"))
     }

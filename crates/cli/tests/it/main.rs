@@ -11,6 +11,7 @@ mod demo;
 mod harness;
 mod input;
 mod http;
+mod http_bad_input;
 mod http_peer;
 mod lifecycle;
 mod restart;

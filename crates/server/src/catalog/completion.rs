@@ -7,7 +7,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use mcp_tasks_protocol::jsonrpc::RpcError;
-use serde::Deserialize;
+use mcp_tasks_protocol::object;
+use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 
 use super::Catalog;
@@ -107,11 +108,26 @@ impl CompletionDef {
 /// The `params` of `completion/complete`.
 #[derive(Deserialize)]
 pub(crate) struct CompleteParams {
-    #[serde(rename = "ref")]
+    #[serde(rename = "ref", deserialize_with = "reference")]
     reference: WireRef,
+    #[serde(deserialize_with = "argument")]
     argument: WireArgument,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "context")]
     context: Option<WireContext>,
+}
+
+// Objects in the schema: a derived struct (or tagged enum) would read an array as its fields.
+
+fn reference<'de, D: Deserializer<'de>>(deserializer: D) -> Result<WireRef, D::Error> {
+    object::required(deserializer, "ref")
+}
+
+fn argument<'de, D: Deserializer<'de>>(deserializer: D) -> Result<WireArgument, D::Error> {
+    object::required(deserializer, "argument")
+}
+
+fn context<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<WireContext>, D::Error> {
+    object::optional(deserializer, "context")
 }
 
 #[derive(Deserialize)]

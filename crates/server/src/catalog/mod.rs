@@ -91,8 +91,12 @@ pub(crate) async fn route(server: &Server, name: &str, params: Option<Value>) ->
     Some(reply)
 }
 
-/// Checks the `params` of a list request: lists are one page, so any cursor is invalid.
-fn first_page(name: &str, params: Option<Value>) -> Result<(), RpcError> {
+/// Checks the `params` of a list request: lists are one page, so any cursor is invalid
+/// (also for `tools/list`).
+///
+/// # Errors
+/// `-32602` for params that are not `PaginatedRequestParams`, and for any cursor.
+pub(crate) fn first_page(name: &str, params: Option<Value>) -> Result<(), RpcError> {
     let params: PaginatedParams = parse_value(name, Some(params.unwrap_or_else(|| json!({}))))?;
     match params.cursor {
         Some(cursor) => Err(RpcError::invalid_params(format!("Invalid cursor for {name}: {cursor:?}"))),

@@ -186,13 +186,8 @@ impl App {
         })?;
         let text = std::str::from_utf8(&bytes)
             .map_err(|_| error(StatusCode::BAD_REQUEST, RpcError::parse_error("Parse error: the body is not UTF-8")))?;
-        let incoming = jsonrpc::parse(text).map_err(|failure| {
-            let mut response = error(StatusCode::BAD_REQUEST, failure.error);
-            if let Some(id) = failure.id {
-                *response.body_mut() = Body::from(jsonrpc::error_response(Some(&id), &RpcError::invalid_request("")).to_string());
-            }
-            response
-        })?;
+        // The error names what was wrong, as over stdio, and goes to the id if it was read.
+        let incoming = jsonrpc::parse(text).map_err(|failure| json(StatusCode::BAD_REQUEST, &failure.to_response()))?;
         if starts_session(&incoming, headers) {
             return Ok(self.initialize(principal, incoming).await);
         }

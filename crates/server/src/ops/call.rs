@@ -2,9 +2,11 @@
 //! started), with the tool's arguments checked against its `inputSchema` before anything is
 //! created or run.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use mcp_tasks_engine::{ClientLink, Context, Engine, EngineError, NewTask, Outcome, TaskRecord};
+use futures_util::FutureExt;
+use mcp_tasks_engine::{ClientLink, Context, Engine, EngineError, ErrorObject, NewTask, Outcome, TaskRecord};
 use mcp_tasks_protocol::mcp::method;
 use serde_json::Value;
 
@@ -82,7 +84,12 @@ pub(crate) async fn call_plain(
     link: Arc<dyn ClientLink>,
 ) -> Result<Outcome, EngineError> {
     let work = Context::plain(ctx.cancel.clone(), Some(link));
-    ctx.server().engine().call_plain(&ctx.principal, tool, arguments, work).await
+    let call = ctx.server().engine().call_plain(&ctx.principal, tool, arguments, work);
+    // As for a task's handler (the engine's `start`): a panic is the tool's crash.
+    AssertUnwindSafe(call).catch_unwind().await.unwrap_or_else(|_| {
+        tracing::error!(tool, "tool handler panicked in a plain call");
+        Ok(Outcome::Error(ErrorObject::internal("the tool's handler crashed")))
+    })
 }
 
 /// The kinds of input request the work of a task may send this requestor: those its client

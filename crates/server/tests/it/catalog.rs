@@ -383,3 +383,36 @@ async fn tool_def_new_makes_a_plain_tool_with_a_description() {
     assert_schema("ListToolsResult", &result);
     peer.validate();
 }
+
+#[tokio::test]
+async fn completion_params_given_as_arrays_are_32602_naming_the_field() {
+    let (mut peer, _server, _dir) = start().await;
+    let reference = json!({"type": "ref/prompt", "name": "greet"});
+    let argument = json!({"name": "name", "value": "a"});
+    for (params, field) in [
+        (json!({"ref": ["ref/prompt", "greet"], "argument": argument}), "`ref`"),
+        (json!({"ref": reference, "argument": ["name", "a"]}), "`argument`"),
+        (json!({"ref": reference, "argument": argument, "context": [{"name": "x"}]}), "`context`"),
+    ] {
+        let error = peer.error("completion/complete", params).await;
+        assert_eq!(error["code"], -32602, "{field}: {error}");
+        assert!(error["message"].as_str().unwrap().contains(field), "{field}: {error}");
+    }
+    let result = peer.result("completion/complete", json!({"ref": reference, "argument": argument})).await;
+    assert_eq!(result["completion"]["values"], json!(["ada", "alan"]));
+    peer.validate();
+}
+
+#[tokio::test]
+async fn every_list_of_one_page_refuses_any_cursor_even_empty_or_non_ascii() {
+    let (mut peer, _server, _dir) = start().await;
+    for method in ["tools/list", "resources/list", "resources/templates/list", "prompts/list"] {
+        for cursor in [json!(""), json!("é"), json!("abc"), json!(5)] {
+            let error = peer.error(method, json!({"cursor": cursor})).await;
+            assert_eq!(error["code"], -32602, "{method} {cursor}: {error}");
+            assert!(error["message"].as_str().unwrap().contains(method), "{method} {cursor}: {error}");
+        }
+        assert!(peer.result(method, json!({})).await.get("nextCursor").is_none(), "{method}");
+    }
+    peer.validate();
+}

@@ -6,6 +6,7 @@
 //! - `catalog`: resources, templates, prompts, completion and logging defined in code.
 //! - `conformance_fixture`: the conformance fixture server of `examples/`.
 //! - `input`: input requests inside tasks across sessions.
+//! - `panics`: handlers that panic still get their request answered (stdio and HTTP).
 //! - `layering`: which files may name 2025-11-25 types, and where the era is matched.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
@@ -17,5 +18,6 @@ mod input;
 mod interactive;
 mod layering;
 mod limits;
+mod panics;
 mod peer;
 mod progress;

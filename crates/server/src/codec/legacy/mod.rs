@@ -19,6 +19,7 @@ mod tasks;
 mod tools;
 mod wire;
 
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, OnceLock};
 
 use mcp_tasks_protocol::era::Era;
@@ -47,7 +48,8 @@ pub(crate) type Slot = OnceLock<Arc<LegacySession>>;
 pub(crate) fn request(slot: &Slot, conn: &Arc<Connection>, request: Request) {
     match request.method.as_str() {
         method::INITIALIZE => {
-            let reply = initialize(slot, conn, request.params);
+            let reply = std::panic::catch_unwind(AssertUnwindSafe(|| initialize(slot, conn, request.params)))
+                .unwrap_or_else(|panic| Err(dispatch::crashed(method::INITIALIZE, panic.as_ref())));
             conn.respond(&request.id, reply);
         }
         method::PING => conn.respond(&request.id, Ok(json!({}))),
@@ -91,7 +93,7 @@ async fn route(session: &Arc<LegacySession>, ctx: &RequestContext, request: Requ
     let name = request.method.as_str();
     let catalog = &ctx.server().inner.catalog;
     let reply = match name {
-        method::TOOLS_LIST => tools::list(ctx),
+        method::TOOLS_LIST => tools::list(ctx, params),
         method::TOOLS_CALL => match parse_value(name, params) {
             Ok(params) => return tools::call(session, ctx, params).await,
             Err(err) => Err(err),

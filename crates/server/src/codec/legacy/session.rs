@@ -105,6 +105,12 @@ impl LegacySession {
         }
     }
 
+    /// How many tasks this session watches.
+    #[cfg(test)]
+    pub(crate) fn watched_count(&self) -> usize {
+        self.state().watched.len()
+    }
+
     /// Sends outstanding input request `key` of task `id` to the client on `route`, tagged
     /// with the related-task metadata, and hands the answer to the engine. A client that did
     /// not declare the matching capability is not asked.

@@ -41,9 +41,10 @@ pub(crate) async fn result(
     params: TaskIdParams,
 ) -> Result<Value, RpcError> {
     let id = TaskId::from(params.task_id);
-    session.watch(&id, None);
     let mut feed = ops::tasks::changes(ctx);
     let mut record = ops::tasks::get(ctx, &id).await.map_err(|err| rpc_error(&err))?;
+    // Only a task found is watched: a refused id must not stay in the session's memory.
+    session.watch(&id, None);
     let mut sent = HashSet::new();
     loop {
         if record.status().is_terminal() {
@@ -97,4 +98,66 @@ pub(crate) async fn cancel(ctx: &RequestContext, params: TaskIdParams) -> Result
 
 fn to_value(value: impl Serialize) -> Result<Value, RpcError> {
     serde_json::to_value(value).map_err(|err| RpcError::internal(err.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use mcp_tasks_engine::{Engine, Outcome, Policy, Principal, SystemClock};
+    use mcp_tasks_protocol::era::Era;
+    use mcp_tasks_protocol::jsonrpc::RequestId;
+    use mcp_tasks_protocol::legacy::{CallToolParams, TaskMetadata};
+    use serde_json::json;
+    use tokio::sync::mpsc;
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::catalog::handler_fn;
+    use crate::codec::legacy::tools;
+    use crate::connection::{Connection, Outbound};
+    use crate::registry::{TaskMode, ToolDef};
+    use crate::server::Server;
+
+    /// A Legacy session on a fresh SQLite store, with one tool that may run as a task.
+    fn session() -> (Arc<LegacySession>, mpsc::UnboundedReceiver<Outbound>, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = mcp_tasks_sqlite::SqliteStore::open(&dir.path().join("t.sqlite3")).unwrap();
+        let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), Policy::default());
+        let handler = handler_fn(|_arguments, _ctx| async { Outcome::Result(json!({"content": []})) });
+        let tool = ToolDef::new("t", "", json!({"type": "object"}), handler).task_mode(TaskMode::Optional);
+        let server = Server::builder(engine).tool(tool).build().unwrap();
+        let (out, outgoing) = mpsc::unbounded_channel();
+        let conn = Arc::new(Connection::new(server, Principal::new("p"), Listing::Principal, out));
+        (LegacySession::new(conn, json!({})), outgoing, dir)
+    }
+
+    fn ctx(session: &LegacySession, n: i64) -> RequestContext {
+        RequestContext {
+            era: Era::Legacy,
+            principal: session.conn.principal.clone(),
+            client: session.client(),
+            id: RequestId::Number(n),
+            cancel: CancellationToken::new(),
+            conn: Arc::clone(&session.conn),
+        }
+    }
+
+    #[tokio::test]
+    async fn task_ids_refused_by_tasks_get_result_and_cancel_are_not_kept_as_watched() {
+        let (session, _outgoing, _dir) = session();
+        let call = CallToolParams { name: "t".into(), arguments: None, task: Some(TaskMetadata::default()), meta: None };
+        assert!(tools::call(&session, &ctx(&session, 0), call).await.is_none());
+        assert_eq!(session.watched_count(), 1, "the created task is watched");
+        for n in 1..=4 {
+            let params = TaskIdParams { task_id: format!("{}-{n}", "x".repeat(4096)), meta: None };
+            let refused = [
+                get(&session, &ctx(&session, n), params.clone()).await,
+                result(&session, &ctx(&session, n), params.clone()).await,
+                cancel(&ctx(&session, n), params).await,
+            ];
+            for reply in refused {
+                assert_eq!(reply.unwrap_err().code, RpcError::INVALID_PARAMS);
+            }
+        }
+        assert_eq!(session.watched_count(), 1, "no refused id is remembered");
+    }
 }

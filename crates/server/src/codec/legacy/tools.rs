@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use mcp_tasks_engine::{ClientLink, Outcome};
 use mcp_tasks_protocol::jsonrpc::RpcError;
-use mcp_tasks_protocol::legacy::{CallToolParams, CreateTaskResult, ListToolsResult};
+use mcp_tasks_protocol::legacy::{CallToolParams, CreateTaskResult, ListToolsResult, method};
 use serde_json::Value;
 
 use super::session::{CallLink, LegacySession};
@@ -17,7 +17,11 @@ use crate::ops;
 use crate::registry::TaskMode;
 
 /// `tools/list`: every tool, each with its `execution.taskSupport`, in one page.
-pub(crate) fn list(ctx: &RequestContext) -> Result<Value, RpcError> {
+///
+/// # Errors
+/// `-32602` for any cursor: none is issued, so none is valid (2025-11-25 pagination).
+pub(crate) fn list(ctx: &RequestContext, params: Option<Value>) -> Result<Value, RpcError> {
+    crate::catalog::first_page(method::TOOLS_LIST, params)?;
     let tools = ctx.server().tools().snapshot().values().map(|entry| wire::tool(&entry.def.spec)).collect();
     serde_json::to_value(ListToolsResult { tools, next_cursor: None }).map_err(|err| RpcError::internal(err.to_string()))
 }

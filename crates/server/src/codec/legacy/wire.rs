@@ -136,14 +136,18 @@ pub(crate) fn encode_cursor(record: &TaskRecord) -> String {
 /// `-32602` for anything else (2025-11-25 `tasks/list`: invalid cursor MUST be -32602).
 pub(crate) fn decode_cursor(cursor: &str) -> Result<Cursor, RpcError> {
     let invalid = || RpcError::invalid_params(format!("Invalid cursor for tasks/list: {cursor:?}"));
-    if !cursor.len().is_multiple_of(2) || cursor.len() > 512 {
+    // Only the lowercase hex digits `encode_cursor` writes: this also keeps the pairs below
+    // on character boundaries (a non-ASCII cursor would otherwise be sliced inside a
+    // character, and panic), and refuses what `from_str_radix` would let through (`+f`).
+    let hex = cursor.as_bytes();
+    if !hex.len().is_multiple_of(2) || hex.len() > 512 || !hex.iter().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f')) {
         return Err(invalid());
     }
-    let bytes = (0..cursor.len())
-        .step_by(2)
-        .map(|at| u8::from_str_radix(&cursor[at..at + 2], 16))
-        .collect::<Result<Vec<u8>, _>>()
-        .map_err(|_| invalid())?;
+    let bytes = hex
+        .chunks_exact(2)
+        .map(|pair| std::str::from_utf8(pair).ok().and_then(|pair| u8::from_str_radix(pair, 16).ok()))
+        .collect::<Option<Vec<u8>>>()
+        .ok_or_else(invalid)?;
     let plain = String::from_utf8(bytes).map_err(|_| invalid())?;
     let (created, id) = plain.split_once(':').ok_or_else(invalid)?;
     let created_at = created.parse::<i64>().map_err(|_| invalid())?;
@@ -208,6 +212,16 @@ mod tests {
         assert_eq!((cursor.created_at, cursor.id), (rec.created_at, rec.id));
         for bad in ["zz", "abc", "", "3a", "6869"] {
             assert_eq!(decode_cursor(bad).unwrap_err().code, -32602, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_cursor_with_non_ascii_or_non_hex_characters_is_32602_not_a_panic() {
+        // "é" is two bytes: an even length whose pairs split the character.
+        for bad in ["é", "aé", "éé", "€a", "\u{1F600}", "+f+f", "-1-1", "3A3A", " 3a3"] {
+            let err = decode_cursor(bad).unwrap_err();
+            assert_eq!(err.code, -32602, "{bad}");
+            assert!(err.message.contains("Invalid cursor"), "{bad}: {}", err.message);
         }
     }
 }
