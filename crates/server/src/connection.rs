@@ -27,6 +27,9 @@ pub(crate) enum Route {
     Related(RequestId),
     /// Not tied to any request (e.g. task status notifications).
     General,
+    /// No response will come for this request (it was cancelled): whoever waits for one
+    /// stops waiting, and its stream ends. Carries no message.
+    NoReply(RequestId),
 }
 
 /// An outgoing message and its route.
@@ -118,6 +121,13 @@ impl Connection {
             Err(error) => jsonrpc::error_response(Some(id), &error),
         };
         self.send(message, Route::Reply(id.clone()));
+    }
+
+    /// Tells the transport that request `id` gets no response (2025-11-25: a cancelled
+    /// request is not answered), so that an HTTP POST waiting for it ends (202) and its
+    /// stream closes instead of staying open until the session ends.
+    pub(crate) fn abandon(&self, id: &RequestId) {
+        self.send(Value::Null, Route::NoReply(id.clone()));
     }
 
     /// Answers an error to a message whose id could not be read (or that had none).

@@ -90,8 +90,10 @@ where
     Fut: Future<Output = Reply> + Send + 'static,
 {
     let conn = Arc::clone(conn);
+    // In flight from the moment it is read, so that a `notifications/cancelled` read after
+    // it always finds it.
+    let cancel = conn.begin(&request.id);
     tokio::spawn(async move {
-        let cancel = conn.begin(&request.id);
         let id = request.id.clone();
         let ctx = RequestContext {
             era,
@@ -107,8 +109,10 @@ where
             .await
             .unwrap_or_else(|panic| Some(Err(crashed(&method, panic.as_ref()))));
         conn.end(&id);
-        if let Some(reply) = reply.filter(|_| !cancel.is_cancelled()) {
-            conn.respond(&id, reply);
+        match reply {
+            _ if cancel.is_cancelled() => conn.abandon(&id),
+            Some(reply) => conn.respond(&id, reply),
+            None => {}
         }
     });
 }

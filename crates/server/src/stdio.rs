@@ -8,7 +8,7 @@ use mcp_tasks_protocol::jsonrpc::RpcError;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use crate::connection::{Connection, Listing, Outbound};
+use crate::connection::{Connection, Listing, Outbound, Route};
 use crate::dispatch::Peer;
 use crate::server::Server;
 
@@ -38,8 +38,11 @@ pub async fn serve(
     let (out, mut outgoing) = mpsc::unbounded_channel::<Outbound>();
     let peer = Peer::new(Connection::new(server, Principal::new(LOCAL_PRINCIPAL), Listing::Principal, out));
     let write = tokio::spawn(async move {
-        // Over stdio every route leads to stdout.
-        while let Some(Outbound { message, .. }) = outgoing.recv().await {
+        // Over stdio every route leads to stdout; a request that gets no reply needs nothing.
+        while let Some(Outbound { message, route }) = outgoing.recv().await {
+            if matches!(route, Route::NoReply(_)) {
+                continue;
+            }
             let mut line = serde_json::to_vec(&message).map_err(io::Error::other)?;
             line.push(b'\n');
             writer.write_all(&line).await?;

@@ -476,3 +476,62 @@ fn an_idle_session_is_ended_while_one_with_an_open_stream_or_a_waiting_request_l
     fresh.initialize();
     assert_eq!(fresh.result("tasks/get", json!({"taskId": id}))["status"], "completed", "tasks outlive sessions");
 }
+
+#[test]
+fn a_request_cancelled_by_notifications_cancelled_ends_its_post_and_its_stream_without_a_reply() {
+    let work = Workdir::new();
+    let server = HttpServer::start(&work);
+    let mut client = Client::new(&server, None);
+    client.initialize();
+    let cancel = |client: &Client, id: i64| {
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id, "reason": "test"}});
+        assert_eq!(client.post_with(&note.to_string(), &[]).status, 202);
+    };
+    // Answered as JSON: the POST waits for the reply, and ends with 202 once cancelled.
+    let body = client.message("tools/call", json!({"name": "slow", "arguments": {"seconds": 30}}));
+    let id = serde_json::from_str::<Value>(&body).unwrap()["id"].as_i64().unwrap();
+    let (done, waited) = mpsc::channel();
+    let post = {
+        let addr = server.addr;
+        let headers = client_headers(&client, "application/json");
+        std::thread::spawn(move || {
+            let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+            let reply = http_peer::request(addr, "POST", &headers, Some(&body));
+            let _ = done.send(reply.status);
+        })
+    };
+    // A cancel read before the POST is ignored (nothing is in flight yet to cancel) and no
+    // event says when the POST has been read, so the cancel is repeated until the POST ends.
+    let mut status = None;
+    for _ in 0..50 {
+        cancel(&client, id);
+        if let Ok(code) = waited.recv_timeout(Duration::from_millis(200)) {
+            status = Some(code);
+            break;
+        }
+    }
+    assert_eq!(status, Some(202), "the cancelled POST ends with 202 Accepted, not a hang");
+    post.join().unwrap();
+    // Answered on a stream: the stream ends after its priming event, with no response.
+    let body = client.message("tools/call", json!({"name": "slow", "arguments": {"seconds": 30}}));
+    let id = serde_json::from_str::<Value>(&body).unwrap()["id"].as_i64().unwrap();
+    let headers = client_headers(&client, "text/event-stream");
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    let mut stream = http_peer::open(server.addr, "POST", &headers, Some(&body));
+    assert_eq!(stream.status, 200);
+    let priming = stream.next_event().expect("the priming event");
+    assert!(priming.data.trim().is_empty(), "{}", priming.data);
+    // The priming event leaves after the request is registered in flight: this cancel
+    // always finds it.
+    cancel(&client, id);
+    assert!(stream.next_message().is_none(), "the stream of a cancelled request ends without a response");
+    assert_eq!(client.result("ping", json!({})), json!({}), "the session goes on");
+}
+
+/// The client's headers with `Accept` set to `accept` only.
+fn client_headers(client: &Client, accept: &str) -> Vec<(String, String)> {
+    let mut headers = client.headers();
+    headers.retain(|(name, _)| !name.eq_ignore_ascii_case("accept"));
+    headers.push(("Accept".to_owned(), accept.to_owned()));
+    headers
+}

@@ -246,6 +246,14 @@ impl HttpSession {
                 }
                 None => return, // nobody waits for it any more
             },
+            // No reply is due: the JSON waiter is dropped (the POST answers 202), a stream
+            // ends after the events it carried.
+            Route::NoReply(id) => {
+                if let Some(Target::Stream(stream)) = routes.by_request.remove(id) {
+                    routes.finish(stream);
+                }
+                return;
+            }
             Route::Related(id) => match routes.by_request.get(id) {
                 Some(Target::Stream(stream)) => *stream,
                 _ => STANDALONE,
