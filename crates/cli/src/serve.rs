@@ -7,7 +7,8 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use std::net::SocketAddr;
 
-use mcp_tasks_config::{Auth, CommandTool, Config, TaskSupport as ConfigTaskSupport, ToolConfig};
+use mcp_tasks_command::CommandTool;
+use mcp_tasks_config::{Auth, Config, TaskSupport as ConfigTaskSupport, ToolConfig};
 use mcp_tasks_engine::{Engine, Policy, Principal, SystemClock, ToolRuntime};
 use mcp_tasks_protocol::legacy::{TaskSupport, Tool, ToolExecution};
 use mcp_tasks_server::{Server, ToolDef, http, stdio};

@@ -152,7 +152,7 @@ pub struct ToolConfig {
     /// The JSON Schema of the arguments; always an object schema (`"type": "object"`).
     pub input_schema: Value,
     /// The argv template: the program, then its arguments. `{name}` stands for the
-    /// argument `name` (see [`CommandTool`](crate::CommandTool)); `{{` and `}}` are literal
+    /// argument `name` (see [`template`](crate::template)); `{{` and `}}` are literal
     /// braces. The program itself holds no placeholder.
     pub command: Vec<String>,
     /// Whether the tool may, must or must not be called as a task (default optional).
@@ -253,8 +253,9 @@ pub enum InheritEnv {
 }
 
 /// What a tool's command reads on stdin (`stdin`).
+///
+/// Exhaustive on purpose, as [`OutputFormat`] is.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum Stdin {
     /// The answers to the questions the command asks with the line protocol, one JSON line
     /// each; stdin stays open until the process group has ended (`stdin = "none"`, the
@@ -269,9 +270,11 @@ pub enum Stdin {
 }
 
 /// How a tool's stdout becomes its result (`output`).
+///
+/// Exhaustive on purpose: the command runner handles every format, and a new one must
+/// not compile until it does.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-#[non_exhaustive]
 pub enum OutputFormat {
     /// stdout must be exactly one JSON object (whitespace around it is fine), returned as
     /// the result's `structuredContent` and as its text (`output = "json"`). Anything else,

@@ -71,41 +71,32 @@
 //!   checked in constant time.
 //! - `hosts`: the `Host` and `Origin` values a server accepts.
 //! - `size`: byte sizes such as `"4MiB"`.
-//! - `command`: [`CommandTool`], the [`Handler`](mcp_tasks_engine::Handler) that runs a
-//!   tool's command in its own process group and ends the whole group with the call;
-//!   `command::line_protocol` reads its stdout, where lines that start with [`MARKER`]
-//!   report progress and status or ask the user (the answer goes to the command's stdin);
-//!   `command::result` turns the output into the result (text or JSON, caps) and the
-//!   final status message.
-//! - `template`: the `{name}` placeholders of command elements and `env` values.
+//! - [`template`]: the `{name}` placeholders of command elements and `env` values, checked
+//!   here and filled by the command runner (`mcp-tasks-command`).
 //!
 //! # Example
 //! ```
-//! use mcp_tasks_config::{CommandTool, Config};
-//! use serde_json::json;
+//! use mcp_tasks_config::{Config, TaskSupport};
 //!
 //! let config = Config::parse(r#"
 //!     [[tools]]
 //!     name = "greet"
 //!     command = ["echo", "hello", "{who}"]
+//!     task_support = "required"
 //!     input_schema = { type = "object", properties = { who = { type = "string" } } }
 //! "#)?;
-//! let tool = CommandTool::new(&config.tools[0]);
-//! assert_eq!(tool.argv(&json!({"who": "world; rm -rf /"})).ok(), Some(vec![
-//!     "echo".to_owned(), "hello".to_owned(), "world; rm -rf /".to_owned(),
-//! ]));
+//! assert_eq!(config.tools[0].command, ["echo", "hello", "{who}"]);
+//! assert_eq!(config.tools[0].task_support, TaskSupport::Required);
 //! # Ok::<(), mcp_tasks_config::ConfigError>(())
 //! ```
 
 mod auth;
-mod command;
 mod config;
 mod hosts;
 mod size;
-mod template;
+pub mod template;
 
 pub use auth::Auth;
-pub use command::{CommandTool, MARKER};
 pub use config::{
     Config, ConfigError, InheritEnv, OutputFormat, Problem, ServerConfig, Stdin, TaskSupport,
     ToolConfig,

@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use mcp_tasks_config::{CommandTool, Config, MARKER, TaskSupport, ToolConfig};
+use mcp_tasks_command::{CommandTool, MARKER};
+use mcp_tasks_config::{Config, TaskSupport, ToolConfig};
 use mcp_tasks_engine::{
     Change, ClientLink, Context, Engine, ErrorObject, Handler, NewTask, Outcome, Policy, Principal,
     Progress, RestartPolicy, SystemClock, TaskRecord, ToolRuntime,
@@ -1432,7 +1433,7 @@ echo "answer: $answer"
 /// The example of the README's "Talking back" section, read from the README itself so that
 /// the two cannot drift apart.
 fn readme_example() -> String {
-    let readme = include_str!("../../../README.md");
+    let readme = include_str!("../../../../README.md");
     let start = readme
         .find("[[tools]]\nname = \"clean_dir\"")
         .expect("the README has the clean_dir example");
