@@ -8,8 +8,10 @@ use anyhow::{Context as _, bail};
 use std::net::SocketAddr;
 
 use mcp_tasks_command::CommandTool;
-use mcp_tasks_config::{Auth, Config, TaskSupport as ConfigTaskSupport, ToolConfig};
-use mcp_tasks_engine::{Engine, Policy, Principal, SystemClock, ToolRuntime};
+use mcp_tasks_config::{
+    Auth, Config, RestartPolicy as ConfigRestartPolicy, TaskSupport as ConfigTaskSupport, ToolConfig,
+};
+use mcp_tasks_engine::{Engine, Policy, Principal, RestartPolicy, SystemClock, ToolRuntime};
 use mcp_tasks_protocol::legacy::{TaskSupport, Tool, ToolExecution};
 use mcp_tasks_server::{Server, ToolDef, http, stdio};
 use mcp_tasks_sqlite::SqliteStore;
@@ -138,6 +140,10 @@ fn tool_def(tool: &ToolConfig) -> ToolDef {
         ConfigTaskSupport::Optional => TaskSupport::Optional,
         ConfigTaskSupport::Required => TaskSupport::Required,
     };
+    let on_restart = match tool.on_restart {
+        ConfigRestartPolicy::Fail => RestartPolicy::Fail,
+        ConfigRestartPolicy::Retry => RestartPolicy::Retry,
+    };
     ToolDef {
         descriptor: Tool {
             name: tool.name.clone(),
@@ -150,7 +156,7 @@ fn tool_def(tool: &ToolConfig) -> ToolDef {
             meta: None,
         },
         runtime: ToolRuntime::new(CommandTool::new(tool))
-            .on_restart(tool.on_restart)
+            .on_restart(on_restart)
             .max_concurrent(tool.max_concurrent)
             .max_attempts(tool.max_attempts),
     }

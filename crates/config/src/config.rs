@@ -17,7 +17,6 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use mcp_tasks_engine::RestartPolicy;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toml::Spanned;
@@ -283,6 +282,22 @@ pub enum OutputFormat {
     /// stdout is the result's text (`output = "text"`, the default).
     #[default]
     Text,
+}
+
+/// What to do with a task of a tool that was running when its server died (`on_restart`):
+/// `"fail"` or `"retry"`.
+///
+/// Mirrors the engine's `RestartPolicy`; the config crate keeps its own copy so that it
+/// does not depend on the engine (the CLI maps one onto the other).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RestartPolicy {
+    /// Fail it with an error that says execution was interrupted by a restart (the
+    /// default in a config file).
+    #[default]
+    Fail,
+    /// Run it again, up to `max_attempts` runs in all (for idempotent tools).
+    Retry,
 }
 
 /// Whether a tool may be called as a task: `"forbidden"`, `"optional"` or `"required"`.

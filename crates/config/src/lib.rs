@@ -98,6 +98,6 @@ pub mod template;
 
 pub use auth::Auth;
 pub use config::{
-    Config, ConfigError, InheritEnv, OutputFormat, Problem, ServerConfig, Stdin, TaskSupport,
-    ToolConfig,
+    Config, ConfigError, InheritEnv, OutputFormat, Problem, RestartPolicy, ServerConfig, Stdin,
+    TaskSupport, ToolConfig,
 };

@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use mcp_tasks_command::{CommandTool, MARKER};
-use mcp_tasks_config::{Config, TaskSupport, ToolConfig};
+use mcp_tasks_config::{Config, RestartPolicy, TaskSupport, ToolConfig};
 use mcp_tasks_engine::{
     Change, ClientLink, Context, Engine, ErrorObject, Handler, NewTask, Outcome, Policy, Principal,
-    Progress, RestartPolicy, SystemClock, TaskRecord, ToolRuntime,
+    Progress, SystemClock, TaskRecord, ToolRuntime,
 };
 use mcp_tasks_sqlite::SqliteStore;
 use nix::errno::Errno;

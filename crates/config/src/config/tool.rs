@@ -8,14 +8,14 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
-use mcp_tasks_engine::RestartPolicy;
 use serde::Deserialize;
 use serde::de::value::MapAccessDeserializer;
 use serde_json::{Map, Value};
 use toml::Spanned;
 
 use super::{
-    ConfigError, InheritEnv, Lines, OutputFormat, Problem, RawSize, Stdin, TaskSupport, ToolConfig,
+    ConfigError, InheritEnv, Lines, OutputFormat, Problem, RawSize, RestartPolicy, Stdin, TaskSupport,
+    ToolConfig,
 };
 use crate::template::{self, Piece};
 
