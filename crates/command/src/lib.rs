@@ -3,7 +3,7 @@
 //!
 //! A tool is built from its [`ToolConfig`], the plain data of one `[[tools]]` entry of the
 //! configuration (`mcp-tasks-config`); this crate adds the runtime: it is the
-//! [`Handler`](mcp_tasks_engine::Handler) the engine calls.
+//! [`Handler`] the engine calls.
 //!
 //! Each call runs in its own process group, and the whole group is ended when the call
 //! ends (exit, cancellation, timeout, or the call being dropped), so that no process of a

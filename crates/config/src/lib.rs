@@ -1,4 +1,6 @@
-//! The configuration of `mcp-tasks serve`, and the command-backed tools it defines.
+//! The configuration of `mcp-tasks serve` as plain data: the server's settings and the
+//! command-backed tools it defines, parsed and checked (the command runner is the
+//! `mcp-tasks-command` crate; this one depends on no runtime).
 //!
 //! A TOML file names the server's settings and a list of tools; each tool runs a command
 //! (an argv template, never a shell line) with the call's arguments filled in:
@@ -65,8 +67,15 @@
 //! shape).
 //!
 //! # Layout
-//! - `config`: [`Config`] and its parts, parsed and checked with line numbers in errors;
-//!   `config::tool` checks the `[[tools]]` entries.
+//! - `config`: [`Config`], parsed and checked with line numbers in errors; its parts:
+//!   - `config::server`: [`ServerConfig`], the `[server]` table, and its check;
+//!   - `config::tool`: [`ToolConfig`] and the types of its settings ([`TaskSupport`],
+//!     [`RestartPolicy`], [`InheritEnv`], [`Stdin`], [`OutputFormat`]);
+//!     `config::tool::raw` checks a `[[tools]]` entry, `config::tool::checker` its
+//!     settings one by one;
+//!   - `config::problem`: [`ConfigError`] and [`Problem`];
+//!   - `config::lines`: byte spans to line numbers, and the checks of durations, sizes and
+//!     counts that name the line of what they refuse.
 //! - `auth`: [`Auth`], the bearer tokens of `[[server.auth.tokens]]` as SHA-256 digests,
 //!   checked in constant time.
 //! - `hosts`: the `Host` and `Origin` values a server accepts.

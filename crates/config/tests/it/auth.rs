@@ -19,7 +19,12 @@ fn in_child(name: &str, vars: &[(&str, &str)]) -> bool {
     }
     let exe = std::env::current_exe().expect("the test binary's path");
     let output = Command::new(exe)
-        .args(["--exact", &in_this_module(name), "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            &in_this_module(name),
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD, "1")
         .envs(vars.iter().copied())
         .output()
