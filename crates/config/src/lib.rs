@@ -78,7 +78,8 @@
 //!     counts that name the line of what they refuse.
 //! - `auth`: [`Auth`], the bearer tokens of `[[server.auth.tokens]]` as SHA-256 digests,
 //!   checked in constant time.
-//! - `hosts`: the `Host` and `Origin` values a server accepts.
+//! - [`hosts`]: the `Host` and `Origin` values a server accepts: the check of the
+//!   configured lists, and the match of a request's headers the HTTP transport uses.
 //! - `size`: byte sizes such as `"4MiB"`.
 //! - [`template`]: the `{name}` placeholders of command elements and `env` values, checked
 //!   here and filled by the command runner (`mcp-tasks-command`).
@@ -101,7 +102,7 @@
 
 mod auth;
 mod config;
-mod hosts;
+pub mod hosts;
 mod size;
 pub mod template;
 

@@ -433,18 +433,11 @@ impl App {
     }
 
     fn host_allowed(&self, host: &str) -> bool {
-        let name = host_name(host);
-        is_local(&name) || self.options.allowed_hosts.iter().any(|allowed| allowed.eq_ignore_ascii_case(&name))
+        mcp_tasks_config::hosts::host_allowed(&self.options.allowed_hosts, host)
     }
 
     fn origin_allowed(&self, origin: &str) -> bool {
-        if self.options.allowed_origins.iter().any(|allowed| allowed.eq_ignore_ascii_case(origin)) {
-            return true;
-        }
-        let Some(rest) = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")) else {
-            return false;
-        };
-        is_local(&host_name(rest))
+        mcp_tasks_config::hosts::origin_allowed(&self.options.allowed_origins, origin)
     }
 
     /// The session named by `Mcp-Session-Id`, if it belongs to `principal`.
@@ -668,20 +661,6 @@ fn accepts(headers: &HeaderMap, media: &str) -> bool {
     })
 }
 
-/// `localhost`, `127.0.0.1`, `::1`.
-fn is_local(name: &str) -> bool {
-    name.eq_ignore_ascii_case("localhost") || name == "127.0.0.1" || name == "::1"
-}
-
-/// The host name of a `Host` value or origin authority, without port or brackets.
-fn host_name(authority: &str) -> String {
-    let authority = authority.split('/').next().unwrap_or("");
-    if let Some(rest) = authority.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or("").to_owned();
-    }
-    authority.rsplit_once(':').map_or(authority, |(name, _)| name).to_ascii_lowercase()
-}
-
 /// The first event of a stream: an id to resume from and an empty `data` (2025-11-25
 /// transport: SHOULD prime the stream), with the reconnection delay. Frames are written
 /// here rather than with axum's SSE type, which drops an empty `data` field.
@@ -715,14 +694,6 @@ fn error(status: StatusCode, rpc: RpcError) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn host_names_drop_ports_and_brackets() {
-        assert_eq!(host_name("localhost:8765"), "localhost");
-        assert_eq!(host_name("[::1]:80"), "::1");
-        assert_eq!(host_name("127.0.0.1"), "127.0.0.1");
-        assert_eq!(host_name("Evil.Example.com:443"), "evil.example.com");
-    }
 
     #[test]
     fn event_ids_round_trip() {

@@ -81,6 +81,7 @@ impl ServerConfig {
     /// `[::1]` with any port or none, or a match of one of
     /// [`allowed_hosts`](ServerConfig::allowed_hosts) (host names compare without regard to
     /// ASCII case; an entry without a port accepts any port, one with a port only that).
+    /// The same check as [`hosts::host_allowed`], which the HTTP transport applies.
     #[must_use]
     pub fn allows_host(&self, host: &str) -> bool {
         hosts::host_allowed(&self.allowed_hosts, host)
@@ -90,6 +91,7 @@ impl ServerConfig {
     /// `localhost`, `127.0.0.1` or `[::1]` with any port or none, or one of
     /// [`allowed_origins`](ServerConfig::allowed_origins) (same scheme, host and port; a
     /// left-out port is the scheme's default). `null` and non-HTTP origins are refused.
+    /// The same check as [`hosts::origin_allowed`], which the HTTP transport applies.
     #[must_use]
     pub fn allows_origin(&self, origin: &str) -> bool {
         hosts::origin_allowed(&self.allowed_origins, origin)
