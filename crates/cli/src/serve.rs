@@ -7,8 +7,11 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use std::net::SocketAddr;
 
-use mcp_tasks_config::{Auth, CommandTool, Config, TaskSupport as ConfigTaskSupport, ToolConfig};
-use mcp_tasks_engine::{Engine, Policy, Principal, SystemClock, ToolRuntime};
+use mcp_tasks_command::CommandTool;
+use mcp_tasks_config::{
+    Auth, Config, RestartPolicy as ConfigRestartPolicy, TaskSupport as ConfigTaskSupport, ToolConfig,
+};
+use mcp_tasks_engine::{Engine, Policy, Principal, RestartPolicy, SystemClock, ToolRuntime};
 use mcp_tasks_server::{Server, TaskMode, ToolDef, ToolSpec, http, stdio};
 use mcp_tasks_sqlite::SqliteStore;
 use tokio_util::sync::CancellationToken;
@@ -136,6 +139,10 @@ fn tool_def(tool: &ToolConfig) -> ToolDef {
         ConfigTaskSupport::Optional => TaskMode::Optional,
         ConfigTaskSupport::Required => TaskMode::Required,
     };
+    let on_restart = match tool.on_restart {
+        ConfigRestartPolicy::Fail => RestartPolicy::Fail,
+        ConfigRestartPolicy::Retry => RestartPolicy::Retry,
+    };
     ToolDef {
         spec: ToolSpec {
             name: tool.name.clone(),
@@ -147,7 +154,7 @@ fn tool_def(tool: &ToolConfig) -> ToolDef {
             task_mode,
         },
         runtime: ToolRuntime::new(CommandTool::new(tool))
-            .on_restart(tool.on_restart)
+            .on_restart(on_restart)
             .max_concurrent(tool.max_concurrent)
             .max_attempts(tool.max_attempts),
     }

@@ -1,7 +1,10 @@
 //! `Host` and `Origin` header values: checking the configured ones and matching requests.
 //!
 //! Loopback names (`localhost`, `127.0.0.1`, `[::1]`) are always accepted with any port;
-//! `server.allowed_hosts` and `server.allowed_origins` add to them.
+//! `server.allowed_hosts` and `server.allowed_origins` add to them. The one implementation
+//! of these checks: the configuration refuses entries that do not parse, and the HTTP
+//! transport (`mcp-tasks-server`) matches each request's `Host` and `Origin` with
+//! [`host_allowed`] and [`origin_allowed`], against the lists it was given.
 
 /// The hosts accepted with any port, whatever the configuration says.
 const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
@@ -78,8 +81,10 @@ impl Authority {
 
 /// Whether a request's `Host` header value is accepted: a loopback host with any port, or
 /// one of `allowed`. An allowed entry without a port accepts any port; one with a port
-/// accepts only that port. Host names compare without regard to ASCII case.
-pub(crate) fn host_allowed(allowed: &[String], host: &str) -> bool {
+/// accepts only that port. Host names compare without regard to ASCII case. A value that is
+/// not `host[:port]` (with a port number, if any) is refused, as is an entry that is not.
+#[must_use]
+pub fn host_allowed(allowed: &[String], host: &str) -> bool {
     let Ok(presented) = Authority::parse(host) else {
         return false;
     };
@@ -128,8 +133,10 @@ impl Origin {
 
 /// Whether a request's `Origin` header value is accepted: `http` or `https` on a loopback
 /// host with any port, or one of `allowed` (scheme, host and port all equal; a left-out port
-/// is the scheme's default).
-pub(crate) fn origin_allowed(allowed: &[String], origin: &str) -> bool {
+/// is the scheme's default). `null`, other schemes, and origins with a path (even `/`), a
+/// query or a user are refused.
+#[must_use]
+pub fn origin_allowed(allowed: &[String], origin: &str) -> bool {
     let Ok(presented) = Origin::parse(origin) else {
         return false;
     };
@@ -187,6 +194,17 @@ mod tests {
         assert!(host_allowed(&allowed, "[fd00::1]:8765"));
         assert!(!host_allowed(&allowed, "example.com"));
         assert!(!host_allowed(&allowed, "sub.tasks.example.com"));
+    }
+
+    /// Moved from the HTTP transport (`crates/server/src/http.rs`), whose own `Host` parser
+    /// it tested: ports, brackets and case do not stand in the way of a match.
+    #[test]
+    fn host_names_drop_ports_and_brackets() {
+        assert!(host_allowed(&[], "localhost:8765"));
+        assert!(host_allowed(&[], "[::1]:80"));
+        assert!(host_allowed(&[], "127.0.0.1"));
+        let allowed = strings(&["evil.example.com"]);
+        assert!(host_allowed(&allowed, "Evil.Example.com:443"));
     }
 
     #[test]

@@ -1,4 +1,6 @@
-//! The configuration of `mcp-tasks serve`, and the command-backed tools it defines.
+//! The configuration of `mcp-tasks serve` as plain data: the server's settings and the
+//! command-backed tools it defines, parsed and checked (the command runner is the
+//! `mcp-tasks-command` crate; this one depends on no runtime).
 //!
 //! A TOML file names the server's settings and a list of tools; each tool runs a command
 //! (an argv template, never a shell line) with the call's arguments filled in:
@@ -65,48 +67,47 @@
 //! shape).
 //!
 //! # Layout
-//! - `config`: [`Config`] and its parts, parsed and checked with line numbers in errors;
-//!   `config::tool` checks the `[[tools]]` entries.
+//! - `config`: [`Config`], parsed and checked with line numbers in errors; its parts:
+//!   - `config::server`: [`ServerConfig`], the `[server]` table, and its check;
+//!   - `config::tool`: [`ToolConfig`] and the types of its settings ([`TaskSupport`],
+//!     [`RestartPolicy`], [`InheritEnv`], [`Stdin`], [`OutputFormat`]);
+//!     `config::tool::raw` checks a `[[tools]]` entry, `config::tool::checker` its
+//!     settings one by one;
+//!   - `config::problem`: [`ConfigError`] and [`Problem`];
+//!   - `config::lines`: byte spans to line numbers, and the checks of durations, sizes and
+//!     counts that name the line of what they refuse.
 //! - `auth`: [`Auth`], the bearer tokens of `[[server.auth.tokens]]` as SHA-256 digests,
 //!   checked in constant time.
-//! - `hosts`: the `Host` and `Origin` values a server accepts.
+//! - [`hosts`]: the `Host` and `Origin` values a server accepts: the check of the
+//!   configured lists, and the match of a request's headers the HTTP transport uses.
 //! - `size`: byte sizes such as `"4MiB"`.
-//! - `command`: [`CommandTool`], the [`Handler`](mcp_tasks_engine::Handler) that runs a
-//!   tool's command in its own process group and ends the whole group with the call;
-//!   `command::line_protocol` reads its stdout, where lines that start with [`MARKER`]
-//!   report progress and status or ask the user (the answer goes to the command's stdin);
-//!   `command::result` turns the output into the result (text or JSON, caps) and the
-//!   final status message.
-//! - `template`: the `{name}` placeholders of command elements and `env` values.
+//! - [`template`]: the `{name}` placeholders of command elements and `env` values, checked
+//!   here and filled by the command runner (`mcp-tasks-command`).
 //!
 //! # Example
 //! ```
-//! use mcp_tasks_config::{CommandTool, Config};
-//! use serde_json::json;
+//! use mcp_tasks_config::{Config, TaskSupport};
 //!
 //! let config = Config::parse(r#"
 //!     [[tools]]
 //!     name = "greet"
 //!     command = ["echo", "hello", "{who}"]
+//!     task_support = "required"
 //!     input_schema = { type = "object", properties = { who = { type = "string" } } }
 //! "#)?;
-//! let tool = CommandTool::new(&config.tools[0]);
-//! assert_eq!(tool.argv(&json!({"who": "world; rm -rf /"})).ok(), Some(vec![
-//!     "echo".to_owned(), "hello".to_owned(), "world; rm -rf /".to_owned(),
-//! ]));
+//! assert_eq!(config.tools[0].command, ["echo", "hello", "{who}"]);
+//! assert_eq!(config.tools[0].task_support, TaskSupport::Required);
 //! # Ok::<(), mcp_tasks_config::ConfigError>(())
 //! ```
 
 mod auth;
-mod command;
 mod config;
-mod hosts;
+pub mod hosts;
 mod size;
-mod template;
+pub mod template;
 
 pub use auth::Auth;
-pub use command::{CommandTool, MARKER};
 pub use config::{
-    Config, ConfigError, InheritEnv, OutputFormat, Problem, ServerConfig, Stdin, TaskSupport,
-    ToolConfig,
+    Config, ConfigError, InheritEnv, OutputFormat, Problem, RestartPolicy, ServerConfig, Stdin,
+    TaskSupport, ToolConfig,
 };

@@ -5,7 +5,7 @@
 
 /// One piece of a command element.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Piece {
+pub enum Piece {
     /// The argument with this name.
     Arg(String),
     /// Literal text (braces already unescaped).
@@ -14,7 +14,7 @@ pub(crate) enum Piece {
 
 /// A command element that is not a valid template.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum TemplateError {
+pub enum TemplateError {
     /// `{}`.
     #[error("empty placeholder `{{}}` at byte {0}")]
     Empty(usize),
@@ -30,7 +30,7 @@ pub(crate) enum TemplateError {
 ///
 /// # Errors
 /// [`TemplateError`] for an empty placeholder or an unmatched brace.
-pub(crate) fn parse(element: &str) -> Result<Vec<Piece>, TemplateError> {
+pub fn parse(element: &str) -> Result<Vec<Piece>, TemplateError> {
     let mut pieces = Vec::new();
     let mut text = String::new();
     let mut rest = element.char_indices().peekable();

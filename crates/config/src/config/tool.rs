@@ -1,417 +1,195 @@
-//! One `[[tools]]` entry as written ([`RawTool`]), and its check into a [`ToolConfig`].
-//!
-//! Every check names the line of the value it is about. Templates (command elements and
-//! `env` values) must be well formed and name only properties of the tool's input schema;
-//! `cwd` must be an existing directory; `output_schema` must compile.
+//! One `[[tools]]` entry: [`ToolConfig`] and the types of its settings. The entry as
+//! written and its check are in `raw`; the checks of single settings in `checker`.
+
+mod checker;
+mod raw;
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::path::Path;
+use std::path::PathBuf;
+use std::time::Duration;
 
-use mcp_tasks_engine::RestartPolicy;
-use serde::Deserialize;
-use serde::de::value::MapAccessDeserializer;
-use serde_json::{Map, Value};
-use toml::Spanned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use super::{
-    ConfigError, InheritEnv, Lines, OutputFormat, Problem, RawSize, Stdin, TaskSupport, ToolConfig,
-};
-use crate::template::{self, Piece};
+pub(crate) use raw::RawTool;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawTool {
-    pub(super) name: Spanned<String>,
-    #[serde(default)]
-    description: String,
-    input_schema: Option<Spanned<toml::Table>>,
-    command: Spanned<Vec<Spanned<String>>>,
-    #[serde(default)]
-    task_support: TaskSupport,
-    timeout: Option<Spanned<String>>,
-    kill_grace: Option<Spanned<String>>,
-    #[serde(default)]
-    on_restart: RestartPolicy,
-    max_attempts: Option<Spanned<i64>>,
-    max_concurrent: Option<Spanned<i64>>,
-    cwd: Option<Spanned<String>>,
-    env: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
-    inherit_env: Option<Spanned<RawInheritEnv>>,
-    stdin: Option<Spanned<RawStdin>>,
-    max_output: Option<Spanned<RawSize>>,
-    #[serde(default)]
-    output: OutputFormat,
-    output_schema: Option<Spanned<toml::Table>>,
+/// One `[[tools]]` entry: a tool backed by a command.
+///
+/// Build one by hand with [`ToolConfig::new`] and struct update syntax; the defaults are
+/// those of a config file that leaves the keys out.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolConfig {
+    /// The tool name; unique in the file.
+    pub name: String,
+    /// What the tool does, for the model (default empty).
+    pub description: String,
+    /// The JSON Schema of the arguments; always an object schema (`"type": "object"`).
+    pub input_schema: Value,
+    /// The argv template: the program, then its arguments. `{name}` stands for the
+    /// argument `name` (see [`template`](crate::template)); `{{` and `}}` are literal
+    /// braces. The program itself holds no placeholder.
+    pub command: Vec<String>,
+    /// Whether the tool may, must or must not be called as a task (default optional).
+    pub task_support: TaskSupport,
+    /// How long a call may run before its processes are ended; `None` is unlimited.
+    pub timeout: Option<Duration>,
+    /// How long the process group has between SIGTERM and SIGKILL when a call is ended
+    /// (timeout, cancellation, or processes left behind by the command) (`kill_grace`,
+    /// default [`DEFAULT_KILL_GRACE`](ToolConfig::DEFAULT_KILL_GRACE), 2 s).
+    pub kill_grace: Duration,
+    /// What to do with a task this tool was running when the server died (default fail).
+    pub on_restart: RestartPolicy,
+    /// How many times in all a task of this tool may be started when `on_restart` is
+    /// retry, the first run included (`max_attempts`, default
+    /// [`DEFAULT_MAX_ATTEMPTS`](ToolConfig::DEFAULT_MAX_ATTEMPTS), 3; at least 1). A config
+    /// file may only set it together with `on_restart = "retry"`.
+    pub max_attempts: u32,
+    /// How many calls of this tool may run at once (`max_concurrent`, default `None`:
+    /// no limit of its own; at least 1). The engine makes further calls wait.
+    pub max_concurrent: Option<u32>,
+    /// The directory the command runs in (`cwd`, default `None`: the server's). A relative
+    /// `cwd` in a file read by [`Config::load`](crate::Config::load) is taken relative to
+    /// the file's directory (and stored joined to it); it must exist when the config is
+    /// read.
+    pub cwd: Option<PathBuf>,
+    /// Environment variables set for the command, by name (`env`, default none). Values
+    /// are templates like command elements: a value that is exactly `{arg}` leaves the
+    /// variable unset when the argument is absent or `null`; a placeholder inside a longer
+    /// value becomes the empty string then. Set after the inherited variables, so they
+    /// win.
+    pub env: BTreeMap<String, String>,
+    /// Which variables of the server's environment the command inherits (`inherit_env`,
+    /// default [`InheritEnv::Minimal`]).
+    pub inherit_env: InheritEnv,
+    /// What the command's stdin carries (`stdin`, default [`Stdin::Answers`]).
+    pub stdin: Stdin,
+    /// The most bytes of stdout, and separately of stderr, that a result carries; past it
+    /// the start is cut, the tail kept, and the result says how much was cut
+    /// (`max_output`, default [`DEFAULT_MAX_OUTPUT`](ToolConfig::DEFAULT_MAX_OUTPUT),
+    /// 16 MiB).
+    pub max_output: usize,
+    /// How stdout becomes the result (`output`, default text).
+    pub output: OutputFormat,
+    /// The JSON Schema that JSON output must match (`output_schema`, default none). Always
+    /// an object schema, and only with `output = "json"`. A server lists it as the tool's
+    /// `outputSchema`.
+    pub output_schema: Option<Value>,
 }
 
-/// `inherit_env` as written: a boolean or a list of names.
-enum RawInheritEnv {
-    All(bool),
-    Names(Vec<Spanned<String>>),
-}
+impl ToolConfig {
+    /// The default of `kill_grace`.
+    pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
+    /// The default of `max_attempts`.
+    pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+    /// The default of `max_output`: 16 MiB.
+    pub const DEFAULT_MAX_OUTPUT: usize = 16 << 20;
 
-impl<'de> Deserialize<'de> for RawInheritEnv {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl<'de> serde::de::Visitor<'de> for Visitor {
-            type Value = RawInheritEnv;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("true, false, or a list of variable names")
-            }
-            fn visit_bool<E: serde::de::Error>(self, value: bool) -> Result<RawInheritEnv, E> {
-                Ok(RawInheritEnv::All(value))
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<RawInheritEnv, A::Error> {
-                let mut names = Vec::new();
-                while let Some(name) = seq.next_element()? {
-                    names.push(name);
-                }
-                Ok(RawInheritEnv::Names(names))
-            }
+    /// A tool `name` running `command`, with every other setting at its default (an input
+    /// schema of `{"type": "object"}`: no arguments). Not checked: a tool built by hand
+    /// whose template is invalid fails its calls instead.
+    pub fn new(name: impl Into<String>, command: Vec<String>) -> ToolConfig {
+        ToolConfig {
+            name: name.into(),
+            description: String::new(),
+            input_schema: serde_json::json!({"type": "object"}),
+            command,
+            task_support: TaskSupport::default(),
+            timeout: None,
+            kill_grace: ToolConfig::DEFAULT_KILL_GRACE,
+            on_restart: RestartPolicy::default(),
+            max_attempts: ToolConfig::DEFAULT_MAX_ATTEMPTS,
+            max_concurrent: None,
+            cwd: None,
+            env: BTreeMap::new(),
+            inherit_env: InheritEnv::default(),
+            stdin: Stdin::default(),
+            max_output: ToolConfig::DEFAULT_MAX_OUTPUT,
+            output: OutputFormat::default(),
+            output_schema: None,
         }
-        deserializer.deserialize_any(Visitor)
     }
 }
 
-/// `stdin` as written: `"none"` or `{ arg = "name" }`.
-enum RawStdin {
-    None,
+/// Which variables of the server's environment a tool's command inherits (`inherit_env`).
+///
+/// Exhaustive on purpose: nothing, everything, or a list.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum InheritEnv {
+    /// All of them (`inherit_env = true`), secrets included: the `token_env` variables of
+    /// `[[server.auth.tokens]]` too.
+    All,
+    /// Only `PATH`, `HOME`, `LANG` and `TZ`, those that are set (`inherit_env = false`, the
+    /// default).
+    #[default]
+    Minimal,
+    /// Those of [`Minimal`](InheritEnv::Minimal), and these (`inherit_env = ["AWS_PROFILE",
+    /// "CI"]`), those that are set.
+    Names(Vec<String>),
+}
+
+/// What a tool's command reads on stdin (`stdin`).
+///
+/// Exhaustive on purpose, as [`OutputFormat`] is.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Stdin {
+    /// The answers to the questions the command asks with the line protocol, one JSON line
+    /// each; stdin stays open until the process group has ended (`stdin = "none"`, the
+    /// default: nothing but answers).
+    #[default]
+    Answers,
+    /// The value of this argument, written verbatim, then stdin is closed (`stdin = { arg =
+    /// "document" }`). Strings are written as they are (no newline is added), other JSON
+    /// values as compact JSON, an absent or `null` argument as nothing. Such a command
+    /// cannot be answered: a question it asks with the line protocol is not asked.
     Arg(String),
 }
 
-/// The table form of `stdin`.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawStdinArg {
-    arg: String,
-}
-
-impl<'de> Deserialize<'de> for RawStdin {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl<'de> serde::de::Visitor<'de> for Visitor {
-            type Value = RawStdin;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("\"none\" or { arg = \"name\" }")
-            }
-            fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<RawStdin, E> {
-                if value == "none" {
-                    Ok(RawStdin::None)
-                } else {
-                    Err(E::invalid_value(serde::de::Unexpected::Str(value), &self))
-                }
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<RawStdin, A::Error> {
-                RawStdinArg::deserialize(MapAccessDeserializer::new(map))
-                    .map(|table| RawStdin::Arg(table.arg))
-            }
-        }
-        deserializer.deserialize_any(Visitor)
-    }
-}
-
-/// What the checks of one tool share: where the lines are, the tool's name, and the
-/// properties of its input schema that placeholders may name.
-struct Checker<'a> {
-    lines: Lines<'a>,
-    tool: &'a str,
-    properties: Map<String, Value>,
-}
-
-impl RawTool {
-    /// Checks the entry; a relative `cwd` is joined to `base`.
-    pub(super) fn check(self, lines: Lines<'_>, base: &Path) -> Result<ToolConfig, ConfigError> {
-        let name = self.name.get_ref().clone();
-        let name_line = lines.of(&self.name.span());
-        let (input_schema, schema_line) = match &self.input_schema {
-            Some(table) => {
-                let line = lines.of(&table.span());
-                let schema = serde_json::to_value(table.get_ref()).map_err(|err| {
-                    let problem = Problem::Schema {
-                        tool: name.clone(),
-                        reason: err.to_string(),
-                    };
-                    lines.error(line, problem)
-                })?;
-                (schema, line)
-            }
-            None => (serde_json::json!({"type": "object"}), name_line),
-        };
-        let properties = schema_properties(&input_schema).map_err(|reason| {
-            let problem = Problem::Schema {
-                tool: name.clone(),
-                reason,
-            };
-            lines.error(schema_line, problem)
-        })?;
-        let checker = Checker {
-            lines,
-            tool: &name,
-            properties,
-        };
-
-        let command = checker.command(self.command)?;
-        let env = checker.env(self.env.unwrap_or_default())?;
-        let inherit_env = checker.inherit_env(self.inherit_env)?;
-        let stdin = checker.stdin(self.stdin)?;
-        let cwd = match self.cwd {
-            Some(cwd) => Some(checker.cwd(&cwd, base)?),
-            None => None,
-        };
-        let output_schema = checker.output_schema(self.output, self.output_schema)?;
-        let duration = |setting: &str, value: &Spanned<String>| {
-            lines.duration(&format!("{setting} of tool `{name}`"), value)
-        };
-        let timeout = match &self.timeout {
-            Some(value) => Some(duration("timeout", value)?),
-            None => None,
-        };
-        let kill_grace = match &self.kill_grace {
-            Some(value) => duration("kill_grace", value)?,
-            None => ToolConfig::DEFAULT_KILL_GRACE,
-        };
-        let max_output = match &self.max_output {
-            Some(value) => lines.size(&format!("max_output of tool `{name}`"), value)?,
-            None => ToolConfig::DEFAULT_MAX_OUTPUT,
-        };
-        let max_attempts = match &self.max_attempts {
-            Some(value) if self.on_restart != RestartPolicy::Retry => {
-                let problem = Problem::MaxAttemptsWithoutRetry { tool: name.clone() };
-                return Err(lines.error(lines.of(&value.span()), problem));
-            }
-            Some(value) => lines.count(&format!("max_attempts of tool `{name}`"), value)?,
-            None => ToolConfig::DEFAULT_MAX_ATTEMPTS,
-        };
-        let max_concurrent = match &self.max_concurrent {
-            Some(value) => Some(lines.count(&format!("max_concurrent of tool `{name}`"), value)?),
-            None => None,
-        };
-        Ok(ToolConfig {
-            name: self.name.into_inner(),
-            description: self.description,
-            input_schema,
-            command,
-            task_support: self.task_support,
-            timeout,
-            kill_grace,
-            on_restart: self.on_restart,
-            max_attempts,
-            max_concurrent,
-            cwd,
-            env,
-            inherit_env,
-            stdin,
-            max_output,
-            output: self.output,
-            output_schema,
-        })
-    }
-}
-
-impl Checker<'_> {
-    fn error(&self, span: &std::ops::Range<usize>, problem: Problem) -> ConfigError {
-        self.lines.error(self.lines.of(span), problem)
-    }
-
-    /// Checks `template` (a command element, or the value of the `env` variable named):
-    /// its braces, and that its placeholders name properties of the input schema.
-    fn template(
-        &self,
-        env: Option<&str>,
-        template: &Spanned<String>,
-    ) -> Result<Vec<Piece>, ConfigError> {
-        let pieces = template::parse(template.get_ref()).map_err(|err| {
-            let (tool, reason) = (self.tool.to_owned(), err.to_string());
-            let problem = match env {
-                Some(name) => Problem::BadEnvTemplate {
-                    tool,
-                    name: name.to_owned(),
-                    reason,
-                },
-                None => Problem::BadTemplate {
-                    tool,
-                    element: template.get_ref().clone(),
-                    reason,
-                },
-            };
-            self.error(&template.span(), problem)
-        })?;
-        for piece in &pieces {
-            if let Piece::Arg(placeholder) = piece
-                && !self.properties.contains_key(placeholder)
-            {
-                let problem = Problem::UnknownPlaceholder {
-                    tool: self.tool.to_owned(),
-                    placeholder: placeholder.clone(),
-                };
-                return Err(self.error(&template.span(), problem));
-            }
-        }
-        Ok(pieces)
-    }
-
-    fn command(&self, command: Spanned<Vec<Spanned<String>>>) -> Result<Vec<String>, ConfigError> {
-        if command.get_ref().is_empty() {
-            let problem = Problem::EmptyCommand {
-                tool: self.tool.to_owned(),
-            };
-            return Err(self.error(&command.span(), problem));
-        }
-        let mut checked = Vec::with_capacity(command.get_ref().len());
-        for (index, element) in command.into_inner().into_iter().enumerate() {
-            let pieces = self.template(None, &element)?;
-            if index == 0 && pieces.iter().any(|piece| matches!(piece, Piece::Arg(_))) {
-                let problem = Problem::PlaceholderProgram {
-                    tool: self.tool.to_owned(),
-                };
-                return Err(self.error(&element.span(), problem));
-            }
-            checked.push(element.into_inner());
-        }
-        Ok(checked)
-    }
-
-    fn env(
-        &self,
-        env: BTreeMap<Spanned<String>, Spanned<String>>,
-    ) -> Result<BTreeMap<String, String>, ConfigError> {
-        let mut checked = BTreeMap::new();
-        for (name, value) in env {
-            self.env_name("env", &name)?;
-            self.template(Some(name.get_ref()), &value)?;
-            checked.insert(name.into_inner(), value.into_inner());
-        }
-        Ok(checked)
-    }
-
-    fn env_name(&self, setting: &str, name: &Spanned<String>) -> Result<(), ConfigError> {
-        if is_variable_name(name.get_ref()) {
-            return Ok(());
-        }
-        let problem = Problem::EnvName {
-            tool: self.tool.to_owned(),
-            setting: setting.to_owned(),
-            name: name.get_ref().clone(),
-        };
-        Err(self.error(&name.span(), problem))
-    }
-
-    fn inherit_env(&self, raw: Option<Spanned<RawInheritEnv>>) -> Result<InheritEnv, ConfigError> {
-        Ok(match raw.map(Spanned::into_inner) {
-            None | Some(RawInheritEnv::All(false)) => InheritEnv::Minimal,
-            Some(RawInheritEnv::All(true)) => InheritEnv::All,
-            Some(RawInheritEnv::Names(names)) => {
-                for name in &names {
-                    self.env_name("inherit_env", name)?;
-                }
-                InheritEnv::Names(names.into_iter().map(Spanned::into_inner).collect())
-            }
-        })
-    }
-
-    fn stdin(&self, raw: Option<Spanned<RawStdin>>) -> Result<Stdin, ConfigError> {
-        let Some(raw) = raw else {
-            return Ok(Stdin::Answers);
-        };
-        let span = raw.span();
-        match raw.into_inner() {
-            RawStdin::None => Ok(Stdin::Answers),
-            RawStdin::Arg(name) if self.properties.contains_key(&name) => Ok(Stdin::Arg(name)),
-            RawStdin::Arg(name) => {
-                let problem = Problem::UnknownArgument {
-                    tool: self.tool.to_owned(),
-                    setting: "stdin".to_owned(),
-                    name,
-                };
-                Err(self.error(&span, problem))
-            }
-        }
-    }
-
-    /// The directory, joined to `base` if relative; it must exist.
-    fn cwd(&self, cwd: &Spanned<String>, base: &Path) -> Result<std::path::PathBuf, ConfigError> {
-        let path = base.join(cwd.get_ref());
-        let reason = if cwd.get_ref().is_empty() {
-            Some("must not be empty".to_owned())
-        } else {
-            match std::fs::metadata(&path) {
-                Ok(meta) if meta.is_dir() => None,
-                Ok(_) => Some("is not a directory".to_owned()),
-                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                    Some("does not exist".to_owned())
-                }
-                Err(err) => Some(format!("cannot be read: {err}")),
-            }
-        };
-        match reason {
-            None => Ok(path),
-            Some(reason) => {
-                let problem = Problem::Cwd {
-                    tool: self.tool.to_owned(),
-                    path,
-                    reason,
-                };
-                Err(self.error(&cwd.span(), problem))
-            }
-        }
-    }
-
-    /// The output schema as JSON, checked: an object schema that compiles, and only for
-    /// JSON output.
-    fn output_schema(
-        &self,
-        output: OutputFormat,
-        raw: Option<Spanned<toml::Table>>,
-    ) -> Result<Option<Value>, ConfigError> {
-        let Some(raw) = raw else {
-            return Ok(None);
-        };
-        let bad = |reason: String| {
-            let problem = Problem::OutputSchema {
-                tool: self.tool.to_owned(),
-                reason,
-            };
-            self.error(&raw.span(), problem)
-        };
-        if output != OutputFormat::Json {
-            return Err(bad("needs output = \"json\"".to_owned()));
-        }
-        let schema = serde_json::to_value(raw.get_ref()).map_err(|err| bad(err.to_string()))?;
-        schema_properties(&schema).map_err(&bad)?;
-        jsonschema::validator_for(&schema)
-            .map_err(|err| bad(format!("is not a valid JSON Schema: {err}")))?;
-        Ok(Some(schema))
-    }
-}
-
-/// Whether `name` can be an environment variable's name: not empty, no `=`, no NUL.
-fn is_variable_name(name: &str) -> bool {
-    !name.is_empty() && !name.contains(['=', '\0'])
-}
-
-/// The `properties` of an object schema (empty if it has none).
+/// How a tool's stdout becomes its result (`output`).
 ///
-/// # Errors
-/// A reason, if `schema` is not `"type": "object"` or its `properties` is not a table.
-fn schema_properties(schema: &Value) -> Result<Map<String, Value>, String> {
-    match schema.get("type") {
-        Some(Value::String(kind)) if kind == "object" => {}
-        Some(other) => {
-            return Err(format!(
-                "must have \"type\" = \"object\" at the top, not {other}"
-            ));
-        }
-        None => return Err("must have \"type\" = \"object\" at the top".to_owned()),
-    }
-    match schema.get("properties") {
-        None => Ok(Map::new()),
-        Some(Value::Object(properties)) => Ok(properties.clone()),
-        Some(_) => Err("properties must be a table".to_owned()),
-    }
+/// Exhaustive on purpose: the command runner handles every format, and a new one must
+/// not compile until it does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputFormat {
+    /// stdout must be exactly one JSON object (whitespace around it is fine), returned as
+    /// the result's `structuredContent` and as its text (`output = "json"`). Anything else,
+    /// or an object that does not match `output_schema`, is an error result saying why.
+    Json,
+    /// stdout is the result's text (`output = "text"`, the default).
+    #[default]
+    Text,
+}
+
+/// What to do with a task of a tool that was running when its server died (`on_restart`):
+/// `"fail"` or `"retry"`.
+///
+/// Mirrors the engine's `RestartPolicy`; the config crate keeps its own copy so that it
+/// does not depend on the engine (the CLI maps one onto the other).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RestartPolicy {
+    /// Fail it with an error that says execution was interrupted by a restart (the
+    /// default in a config file).
+    #[default]
+    Fail,
+    /// Run it again, up to `max_attempts` runs in all (for idempotent tools).
+    Retry,
+}
+
+/// Whether a tool may be called as a task: `"forbidden"`, `"optional"` or `"required"`.
+///
+/// Mirrors the protocol's `execution.taskSupport`; the config crate keeps its own copy so
+/// that it does not depend on the wire types.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskSupport {
+    /// The tool must not be called as a task.
+    Forbidden,
+    /// The tool may be called either way (the default in a config file).
+    #[default]
+    Optional,
+    /// The tool must be called as a task.
+    Required,
 }
 
 #[cfg(test)]
@@ -420,9 +198,11 @@ mod tests {
 
     use serde_json::json;
 
+    use std::path::Path;
+
     use super::*;
-    use crate::config::Config;
     use crate::config::tests::invalid;
+    use crate::config::{Config, ConfigError, Problem};
 
     /// A tool `t` with a string property `text` and an integer `n`, then `settings` (line
     /// 5 onwards).
@@ -771,38 +551,6 @@ properties = { pages = { type = "integer" } }
             message.ends_with("too large (at most 4294967295)"),
             "{message}"
         );
-    }
-
-    #[test]
-    fn server_limits_parse_and_are_at_least_one() {
-        let config = Config::parse(
-            "[server]\nmax_running = 4\nmax_running_per_principal = 1\n\
-             max_retained_per_principal = 100\n",
-        )
-        .unwrap();
-        assert_eq!(config.server.max_running, 4);
-        assert_eq!(config.server.max_running_per_principal, 1);
-        assert_eq!(config.server.max_retained_per_principal, 100);
-        for key in [
-            "max_running",
-            "max_running_per_principal",
-            "max_retained_per_principal",
-        ] {
-            let (line, problem, message) = invalid(&format!("[server]\nname = \"x\"\n{key} = 0\n"));
-            assert_eq!(line, Some(3));
-            assert_eq!(
-                problem,
-                Problem::Count {
-                    field: format!("server.{key}"),
-                    value: 0,
-                    reason: "must be at least 1".into()
-                }
-            );
-            assert_eq!(
-                message,
-                format!("line 3: server.{key}: invalid value 0: must be at least 1")
-            );
-        }
     }
 
     #[test]

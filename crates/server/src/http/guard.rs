@@ -50,19 +50,14 @@ pub(super) fn guard(options: &Options, headers: &HeaderMap) -> Result<Principal,
     }
 }
 
+/// The one Host check, shared with `mcp-tasks check-config` (`mcp_tasks_config::hosts`).
 fn host_allowed(options: &Options, host: &str) -> bool {
-    let name = host_name(host);
-    is_local(&name) || options.allowed_hosts.iter().any(|allowed| allowed.eq_ignore_ascii_case(&name))
+    mcp_tasks_config::hosts::host_allowed(&options.allowed_hosts, host)
 }
 
+/// The one Origin check, shared with `mcp-tasks check-config` (`mcp_tasks_config::hosts`).
 fn origin_allowed(options: &Options, origin: &str) -> bool {
-    if options.allowed_origins.iter().any(|allowed| allowed.eq_ignore_ascii_case(origin)) {
-        return true;
-    }
-    let Some(rest) = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")) else {
-        return false;
-    };
-    is_local(&host_name(rest))
+    mcp_tasks_config::hosts::origin_allowed(&options.allowed_origins, origin)
 }
 
 pub(super) fn accepts(headers: &HeaderMap, media: &str) -> bool {
@@ -71,31 +66,4 @@ pub(super) fn accepts(headers: &HeaderMap, media: &str) -> bool {
             part.eq_ignore_ascii_case(media) || part == "*/*"
         })
     })
-}
-
-/// `localhost`, `127.0.0.1`, `::1`.
-fn is_local(name: &str) -> bool {
-    name.eq_ignore_ascii_case("localhost") || name == "127.0.0.1" || name == "::1"
-}
-
-/// The host name of a `Host` value or origin authority, without port or brackets.
-fn host_name(authority: &str) -> String {
-    let authority = authority.split('/').next().unwrap_or("");
-    if let Some(rest) = authority.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or("").to_owned();
-    }
-    authority.rsplit_once(':').map_or(authority, |(name, _)| name).to_ascii_lowercase()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn host_names_drop_ports_and_brackets() {
-        assert_eq!(host_name("localhost:8765"), "localhost");
-        assert_eq!(host_name("[::1]:80"), "::1");
-        assert_eq!(host_name("127.0.0.1"), "127.0.0.1");
-        assert_eq!(host_name("Evil.Example.com:443"), "evil.example.com");
-    }
 }

@@ -58,9 +58,11 @@ pub trait Authenticate: Send + Sync + 'static {
 /// How the HTTP transport guards itself.
 #[derive(Clone)]
 pub struct Options {
-    /// Host names accepted in `Host` besides `localhost`, `127.0.0.1` and `::1`.
+    /// `Host` values accepted besides `localhost`, `127.0.0.1` and `::1` with any port: a
+    /// host name (any port) or `host:port` (that port only).
     pub allowed_hosts: Vec<String>,
-    /// Origins accepted in `Origin` besides `http(s)://localhost|127.0.0.1|[::1][:port]`.
+    /// Origins accepted besides `http(s)://localhost|127.0.0.1|[::1][:port]`: scheme, host
+    /// and port all equal (a left-out port is the scheme's default).
     pub allowed_origins: Vec<String>,
     /// The largest request body, in bytes.
     pub max_body: usize,

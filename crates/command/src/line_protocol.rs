@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 
-use super::{CHUNK, Tail, json_kind};
+use crate::{CHUNK, Tail, json_kind};
 
 /// The start of a line-protocol line: a line of a command's stdout that begins with
 /// `@mcp-tasks ` (the word, then one space) carries one JSON object for mcp-tasks, and is

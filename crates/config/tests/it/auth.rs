@@ -19,7 +19,12 @@ fn in_child(name: &str, vars: &[(&str, &str)]) -> bool {
     }
     let exe = std::env::current_exe().expect("the test binary's path");
     let output = Command::new(exe)
-        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            &in_this_module(name),
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD, "1")
         .envs(vars.iter().copied())
         .output()
@@ -35,6 +40,14 @@ fn in_child(name: &str, vars: &[(&str, &str)]) -> bool {
         "the inner run ran no test: {stdout}"
     );
     false
+}
+
+/// The path of the test `name` of this module, as `--exact` wants it (`auth::name`).
+fn in_this_module(name: &str) -> String {
+    let module = module_path!()
+        .split_once("::")
+        .map_or("", |(_, module)| module);
+    format!("{module}::{name}")
 }
 
 fn hex(digest: &[u8; 32]) -> String {

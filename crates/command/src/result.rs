@@ -5,12 +5,12 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 
 use jsonschema::Validator;
+use mcp_tasks_config::{OutputFormat, ToolConfig};
 use mcp_tasks_engine::Outcome;
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
-use super::{Tail, json_kind};
-use crate::config::{OutputFormat, ToolConfig};
+use crate::{Tail, json_kind};
 
 /// The most schema violations a result lists.
 const VIOLATIONS_SHOWN: usize = 10;

@@ -1,14 +1,44 @@
-//! Command-backed tools: [`CommandTool`] runs a tool's `command` as a process, without a
-//! shell, and turns its exit into a `CallToolResult`.
+//! Command-backed tools of mcp-tasks: [`CommandTool`] runs a tool's `command` as a
+//! process, without a shell, and turns its exit into a `CallToolResult`.
+//!
+//! A tool is built from its [`ToolConfig`], the plain data of one `[[tools]]` entry of the
+//! configuration (`mcp-tasks-config`); this crate adds the runtime: it is the
+//! [`Handler`] the engine calls.
 //!
 //! Each call runs in its own process group, and the whole group is ended when the call
 //! ends (exit, cancellation, timeout, or the call being dropped), so that no process of a
 //! tool outlives its call.
 //!
 //! While it runs, a command can talk back through its stdout with the line protocol of
-//! [`MARKER`] (progress, status messages, questions to the user, answered on its stdin);
-//! the reader of that protocol is the `line_protocol` submodule. What becomes of its
-//! output (text or JSON, caps) is the `result` submodule.
+//! [`MARKER`] (progress, status messages, questions to the user, answered on its stdin).
+//!
+//! # Layout
+//! - the crate root: [`CommandTool`], the argv and environment of a call, spawning the
+//!   command in its own process group, reading its output with a cap, and ending and
+//!   reaping the group.
+//! - `line_protocol`: reads the command's stdout, where lines that start with [`MARKER`]
+//!   report progress and status or ask the user (the answer goes to the command's stdin).
+//! - `result`: turns the output into the result (text or JSON, caps) and the final status
+//!   message.
+//!
+//! # Example
+//! ```
+//! use mcp_tasks_command::CommandTool;
+//! use mcp_tasks_config::Config;
+//! use serde_json::json;
+//!
+//! let config = Config::parse(r#"
+//!     [[tools]]
+//!     name = "greet"
+//!     command = ["echo", "hello", "{who}"]
+//!     input_schema = { type = "object", properties = { who = { type = "string" } } }
+//! "#)?;
+//! let tool = CommandTool::new(&config.tools[0]);
+//! assert_eq!(tool.argv(&json!({"who": "world; rm -rf /"})).ok(), Some(vec![
+//!     "echo".to_owned(), "hello".to_owned(), "world; rm -rf /".to_owned(),
+//! ]));
+//! # Ok::<(), mcp_tasks_config::ConfigError>(())
+//! ```
 
 mod line_protocol;
 mod result;
@@ -19,6 +49,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use jsonschema::Validator;
+use mcp_tasks_config::template::{self, Piece};
+use mcp_tasks_config::{InheritEnv, Stdin, ToolConfig};
 use mcp_tasks_engine::{Context, ErrorObject, Handler, Outcome};
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
@@ -30,8 +62,6 @@ use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::config::{InheritEnv, Stdin, ToolConfig};
-use crate::template::{self, Piece};
 pub use line_protocol::MARKER;
 use line_protocol::Talk;
 use result::{End, Ending, Streams};

@@ -1,0 +1,729 @@
+//! The `[server]` table: [`ServerConfig`], and its check from the TOML as written
+//! (`RawServer`, with `[[server.auth.tokens]]` as `RawAuth`).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::lines::{Lines, RawSize};
+use super::{ConfigError, Problem};
+use crate::auth::{self, Auth, EnvTokenError};
+use crate::hosts::{self, Authority, Origin};
+
+/// The `[server]` table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerConfig {
+    /// The server name announced to clients (`name`, default `mcp-tasks`).
+    pub name: String,
+    /// The TTL granted to a task whose requestor asks for none (`default_ttl`, default 1h).
+    pub default_ttl: Duration,
+    /// The longest TTL granted, whatever the requestor asks (`max_ttl`, default 24h).
+    pub max_ttl: Duration,
+    /// The poll interval suggested to requestors (`poll_interval`, default 1s).
+    pub poll_interval: Duration,
+    /// How long an HTTP session may go without a request and without an open stream
+    /// before it is ended (`session_idle`, default 30m); its tasks stay, a client starts a
+    /// new session.
+    pub session_idle: Duration,
+    /// The address the HTTP transport listens on (`listen`, default
+    /// [`DEFAULT_LISTEN`](ServerConfig::DEFAULT_LISTEN), `127.0.0.1:8765`). An IP address
+    /// and a port; host names are not resolved.
+    pub listen: SocketAddr,
+    /// `Host` header values accepted besides `localhost`, `127.0.0.1` and `[::1]` (which
+    /// are always accepted, with any port) (`allowed_hosts`, default none). An entry
+    /// without a port accepts any port. See [`allows_host`](ServerConfig::allows_host).
+    pub allowed_hosts: Vec<String>,
+    /// `Origin` header values accepted besides `http(s)://` `localhost`, `127.0.0.1` and
+    /// `[::1]` with any port (`allowed_origins`, default none), e.g.
+    /// `https://app.example.com`. See [`allows_origin`](ServerConfig::allows_origin).
+    pub allowed_origins: Vec<String>,
+    /// The largest request body accepted, in bytes (`max_body`, default
+    /// [`DEFAULT_MAX_BODY`](ServerConfig::DEFAULT_MAX_BODY), 4 MiB). Written as a whole
+    /// number of bytes or with a unit: `"512KiB"`, `"4MiB"`, `"1GB"`, `1000000`.
+    pub max_body: usize,
+    /// The bearer tokens accepted (`[[server.auth.tokens]]`, default none: authentication
+    /// off). Holds SHA-256 digests only.
+    pub auth: Auth,
+    /// How many tasks may run at once, all principals together (`max_running`, default
+    /// 64; at least 1). Parsed and checked here; the engine enforces it.
+    pub max_running: u32,
+    /// How many tasks one principal may have running at once (`max_running_per_principal`,
+    /// default 16; at least 1). Parsed and checked here; the engine enforces it.
+    pub max_running_per_principal: u32,
+    /// How many tasks, in any status, are kept for one principal
+    /// (`max_retained_per_principal`, default 10000; at least 1). Parsed and checked here;
+    /// the engine enforces it.
+    pub max_retained_per_principal: u32,
+}
+
+impl ServerConfig {
+    /// The default of `listen`: loopback only, port 8765.
+    pub const DEFAULT_LISTEN: SocketAddr =
+        SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 8765);
+    /// The default of `max_body`: 4 MiB.
+    pub const DEFAULT_MAX_BODY: usize = 4 << 20;
+    /// The default of `max_running`.
+    pub const DEFAULT_MAX_RUNNING: u32 = 64;
+    /// The default of `max_running_per_principal`.
+    pub const DEFAULT_MAX_RUNNING_PER_PRINCIPAL: u32 = 16;
+    /// The default of `max_retained_per_principal`.
+    pub const DEFAULT_MAX_RETAINED_PER_PRINCIPAL: u32 = 10_000;
+
+    /// The authenticator built from `[[server.auth.tokens]]` (the same as the `auth` field).
+    #[must_use]
+    pub fn auth(&self) -> &Auth {
+        &self.auth
+    }
+
+    /// Whether a request's `Host` header value is accepted: `localhost`, `127.0.0.1` or
+    /// `[::1]` with any port or none, or a match of one of
+    /// [`allowed_hosts`](ServerConfig::allowed_hosts) (host names compare without regard to
+    /// ASCII case; an entry without a port accepts any port, one with a port only that).
+    /// The same check as [`hosts::host_allowed`], which the HTTP transport applies.
+    #[must_use]
+    pub fn allows_host(&self, host: &str) -> bool {
+        hosts::host_allowed(&self.allowed_hosts, host)
+    }
+
+    /// Whether a request's `Origin` header value is accepted: `http://` or `https://` on
+    /// `localhost`, `127.0.0.1` or `[::1]` with any port or none, or one of
+    /// [`allowed_origins`](ServerConfig::allowed_origins) (same scheme, host and port; a
+    /// left-out port is the scheme's default). `null` and non-HTTP origins are refused.
+    /// The same check as [`hosts::origin_allowed`], which the HTTP transport applies.
+    #[must_use]
+    pub fn allows_origin(&self, origin: &str) -> bool {
+        hosts::origin_allowed(&self.allowed_origins, origin)
+    }
+}
+
+impl Default for ServerConfig {
+    fn default() -> ServerConfig {
+        ServerConfig {
+            name: "mcp-tasks".to_owned(),
+            default_ttl: Duration::from_secs(60 * 60),
+            max_ttl: Duration::from_secs(24 * 60 * 60),
+            poll_interval: Duration::from_secs(1),
+            session_idle: Duration::from_secs(30 * 60),
+            listen: ServerConfig::DEFAULT_LISTEN,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            max_body: ServerConfig::DEFAULT_MAX_BODY,
+            auth: Auth::default(),
+            max_running: ServerConfig::DEFAULT_MAX_RUNNING,
+            max_running_per_principal: ServerConfig::DEFAULT_MAX_RUNNING_PER_PRINCIPAL,
+            max_retained_per_principal: ServerConfig::DEFAULT_MAX_RETAINED_PER_PRINCIPAL,
+        }
+    }
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawServer {
+    name: Option<String>,
+    default_ttl: Option<Spanned<String>>,
+    max_ttl: Option<Spanned<String>>,
+    poll_interval: Option<Spanned<String>>,
+    session_idle: Option<Spanned<String>>,
+    listen: Option<Spanned<String>>,
+    #[serde(default)]
+    allowed_hosts: Vec<Spanned<String>>,
+    #[serde(default)]
+    allowed_origins: Vec<Spanned<String>>,
+    max_body: Option<Spanned<RawSize>>,
+    #[serde(default)]
+    auth: RawAuth,
+    max_running: Option<Spanned<i64>>,
+    max_running_per_principal: Option<Spanned<i64>>,
+    max_retained_per_principal: Option<Spanned<i64>>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAuth {
+    #[serde(default)]
+    tokens: Vec<RawToken>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawToken {
+    principal: Spanned<String>,
+    token_sha256: Option<Spanned<String>>,
+    token_env: Option<Spanned<String>>,
+}
+
+impl RawAuth {
+    fn check(self, lines: Lines<'_>) -> Result<Auth, ConfigError> {
+        let mut tokens: Vec<(String, auth::TokenDigest)> = Vec::with_capacity(self.tokens.len());
+        let mut first_lines: Vec<usize> = Vec::with_capacity(self.tokens.len());
+        for raw in self.tokens {
+            let line = lines.of(&raw.principal.span());
+            let principal = raw.principal.into_inner();
+            if principal.trim().is_empty() {
+                return Err(lines.error(line, Problem::EmptyPrincipal));
+            }
+            let source = |reason: &str| Problem::TokenSource {
+                principal: principal.clone(),
+                reason: reason.to_owned(),
+            };
+            let digest = match (raw.token_sha256, raw.token_env) {
+                (Some(_), Some(_)) => return Err(lines.error(line, source("not both"))),
+                (None, None) => return Err(lines.error(line, source("not neither"))),
+                (Some(hex), None) => {
+                    let bad = |reason: String| {
+                        let problem = Problem::TokenSha256 {
+                            principal: principal.clone(),
+                            reason,
+                        };
+                        lines.error(lines.of(&hex.span()), problem)
+                    };
+                    let digest = auth::parse_hex_digest(hex.get_ref()).map_err(bad)?;
+                    if digest == Auth::digest("") {
+                        return Err(bad("is the SHA-256 of the empty string".to_owned()));
+                    }
+                    digest
+                }
+                (None, Some(variable)) => {
+                    let bad = |reason: String| {
+                        let problem = Problem::TokenEnv {
+                            principal: principal.clone(),
+                            variable: variable.get_ref().clone(),
+                            reason,
+                        };
+                        lines.error(lines.of(&variable.span()), problem)
+                    };
+                    let name = variable.get_ref();
+                    if name.is_empty() || name.contains(['=', '\0']) {
+                        return Err(bad("is not a valid variable name".to_owned()));
+                    }
+                    auth::digest_of_env(name).map_err(|err: EnvTokenError| bad(err.to_string()))?
+                }
+            };
+            if let Some(first) = tokens.iter().position(|(_, other)| *other == digest) {
+                return Err(lines.error(
+                    line,
+                    Problem::DuplicateToken {
+                        principal,
+                        first_principal: tokens[first].0.clone(),
+                        first_line: first_lines[first],
+                    },
+                ));
+            }
+            tokens.push((principal, digest));
+            first_lines.push(line);
+        }
+        Ok(Auth::from_digests(tokens))
+    }
+}
+
+impl RawServer {
+    pub(crate) fn check(self, lines: Lines<'_>) -> Result<ServerConfig, ConfigError> {
+        let defaults = ServerConfig::default();
+        let duration = |field: &str, value: Option<Spanned<String>>, default: Duration| {
+            value.map_or(Ok(default), |value| lines.duration(field, &value))
+        };
+        let ttl_line = self
+            .default_ttl
+            .as_ref()
+            .or(self.max_ttl.as_ref())
+            .map(|v| lines.of(&v.span()));
+        let listen = match self.listen {
+            None => defaults.listen,
+            Some(value) => listen(lines, &value)?,
+        };
+        let allowed_hosts = checked_entries(
+            lines,
+            self.allowed_hosts,
+            Authority::parse,
+            |value, reason| Problem::AllowedHost { value, reason },
+        )?;
+        let allowed_origins = checked_entries(
+            lines,
+            self.allowed_origins,
+            Origin::parse,
+            |value, reason| Problem::AllowedOrigin { value, reason },
+        )?;
+        let max_body = match self.max_body {
+            None => defaults.max_body,
+            Some(value) => lines.size("server.max_body", &value)?,
+        };
+        let auth = self.auth.check(lines)?;
+        let count = |field: &str, value: Option<Spanned<i64>>, default: u32| {
+            value.map_or(Ok(default), |value| lines.count(field, &value))
+        };
+        let server = ServerConfig {
+            max_running: count("server.max_running", self.max_running, defaults.max_running)?,
+            max_running_per_principal: count(
+                "server.max_running_per_principal",
+                self.max_running_per_principal,
+                defaults.max_running_per_principal,
+            )?,
+            max_retained_per_principal: count(
+                "server.max_retained_per_principal",
+                self.max_retained_per_principal,
+                defaults.max_retained_per_principal,
+            )?,
+            listen,
+            allowed_hosts,
+            allowed_origins,
+            max_body,
+            auth,
+            name: self.name.unwrap_or(defaults.name),
+            default_ttl: duration("server.default_ttl", self.default_ttl, defaults.default_ttl)?,
+            max_ttl: duration("server.max_ttl", self.max_ttl, defaults.max_ttl)?,
+            poll_interval: duration(
+                "server.poll_interval",
+                self.poll_interval,
+                defaults.poll_interval,
+            )?,
+            session_idle: duration(
+                "server.session_idle",
+                self.session_idle,
+                defaults.session_idle,
+            )?,
+        };
+        if server.default_ttl > server.max_ttl {
+            return Err(ConfigError::Invalid {
+                file: None,
+                line: ttl_line,
+                problem: Problem::TtlOrder {
+                    default_ttl: humantime::format_duration(server.default_ttl).to_string(),
+                    max_ttl: humantime::format_duration(server.max_ttl).to_string(),
+                },
+            });
+        }
+        Ok(server)
+    }
+}
+
+/// Parses `server.listen`: an IP address and a port.
+///
+/// # Errors
+/// A [`Problem::Listen`] on its line.
+fn listen(lines: Lines<'_>, value: &Spanned<String>) -> Result<SocketAddr, ConfigError> {
+    value.get_ref().parse::<SocketAddr>().map_err(|err| {
+        let problem = Problem::Listen {
+            value: value.get_ref().clone(),
+            reason: err.to_string(),
+        };
+        lines.error(lines.of(&value.span()), problem)
+    })
+}
+
+/// The entries of a list such as `allowed_hosts`, each checked with `parse`.
+///
+/// # Errors
+/// The first entry `parse` refuses, as the `problem` made of the entry and the reason, on
+/// the entry's line.
+fn checked_entries<T>(
+    lines: Lines<'_>,
+    entries: Vec<Spanned<String>>,
+    parse: impl Fn(&str) -> Result<T, String>,
+    problem: impl Fn(String, String) -> Problem,
+) -> Result<Vec<String>, ConfigError> {
+    let mut checked = Vec::with_capacity(entries.len());
+    for entry in entries {
+        if let Err(reason) = parse(entry.get_ref()) {
+            let line = lines.of(&entry.span());
+            return Err(lines.error(line, problem(entry.into_inner(), reason)));
+        }
+        checked.push(entry.into_inner());
+    }
+    Ok(checked)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::config::tests::invalid;
+
+    // ---- listen, allowed_hosts, allowed_origins, max_body ----
+
+    fn server(text: &str) -> ServerConfig {
+        Config::parse(text).unwrap().server
+    }
+
+    #[test]
+    fn listen_takes_ipv4_and_ipv6_socket_addresses() {
+        let v4 = server("[server]\nlisten = \"0.0.0.0:80\"\n");
+        assert_eq!(v4.listen, "0.0.0.0:80".parse::<SocketAddr>().unwrap());
+        let v6 = server("[server]\nlisten = \"[::1]:8765\"\n");
+        assert_eq!(v6.listen, "[::1]:8765".parse::<SocketAddr>().unwrap());
+    }
+
+    #[test]
+    fn a_bad_listen_address_is_an_error_with_its_line() {
+        for bad in [
+            "localhost:8765",
+            "127.0.0.1",
+            "127.0.0.1:99999",
+            "",
+            "::1:80",
+        ] {
+            let (line, problem, message) =
+                invalid(&format!("[server]\nname = \"x\"\nlisten = \"{bad}\"\n"));
+            assert_eq!(line, Some(3), "{bad}");
+            assert!(
+                matches!(&problem, Problem::Listen { value, .. } if value == bad),
+                "{problem:?}"
+            );
+            assert!(
+                message.starts_with(&format!(
+                    "line 3: server.listen: invalid socket address `{bad}`"
+                )),
+                "{message}"
+            );
+        }
+        let (line, problem, _) = invalid("[server]\nlisten = 8765\n");
+        assert_eq!(line, Some(2));
+        assert!(matches!(problem, Problem::Toml(_)));
+    }
+
+    #[test]
+    fn allowed_hosts_and_origins_parse() {
+        let config = server(
+            "[server]\nallowed_hosts = [\"a.example\", \"b.example:8080\", \"[fd00::1]\"]\n\
+             allowed_origins = [\"https://a.example\", \"http://b.example:8080\"]\n",
+        );
+        assert_eq!(
+            config.allowed_hosts,
+            ["a.example", "b.example:8080", "[fd00::1]"]
+        );
+        assert_eq!(
+            config.allowed_origins,
+            ["https://a.example", "http://b.example:8080"]
+        );
+        assert!(config.allows_host("A.example:1234"));
+        assert!(config.allows_host("[fd00::1]:8765"));
+        assert!(config.allows_origin("https://a.example:443"));
+        assert!(!config.allows_origin("http://a.example"));
+    }
+
+    #[test]
+    fn a_bad_allowed_host_is_an_error_with_its_line() {
+        let text =
+            "[server]\nallowed_hosts = [\n  \"ok.example\",\n  \"https://bad.example\",\n]\n";
+        let (line, problem, message) = invalid(text);
+        assert_eq!(line, Some(4));
+        assert!(
+            matches!(&problem, Problem::AllowedHost { value, .. } if value == "https://bad.example"),
+            "{problem:?}"
+        );
+        assert!(
+            message.starts_with("line 4: server.allowed_hosts: invalid host `https://bad.example`"),
+            "{message}"
+        );
+        let (line, _, _) = invalid("[server]\n\nallowed_hosts = [\"a b\"]\n");
+        assert_eq!(line, Some(3));
+    }
+
+    #[test]
+    fn a_bad_allowed_origin_is_an_error_with_its_line() {
+        let text = "[server]\nallowed_origins = [\n  \"https://ok.example\",\n  \"https://bad.example/\",\n]\n";
+        let (line, problem, message) = invalid(text);
+        assert_eq!(line, Some(4));
+        assert!(
+            matches!(&problem, Problem::AllowedOrigin { value, .. } if value == "https://bad.example/"),
+            "{problem:?}"
+        );
+        assert!(
+            message.starts_with(
+                "line 4: server.allowed_origins: invalid origin `https://bad.example/`"
+            ),
+            "{message}"
+        );
+        let (line, _, _) = invalid("[server]\nallowed_origins = [\"app.example.com\"]\n");
+        assert_eq!(line, Some(2));
+    }
+
+    #[test]
+    fn max_body_takes_sizes_with_units_and_plain_numbers() {
+        for (written, bytes) in [
+            ("\"4MiB\"", 4 << 20),
+            ("\"512KiB\"", 512 << 10),
+            ("\"512 KiB\"", 512 << 10),
+            ("\"1000000\"", 1_000_000),
+            ("1000000", 1_000_000),
+            ("\"2MB\"", 2_000_000),
+            ("\"1GiB\"", 1 << 30),
+            ("\"100B\"", 100),
+        ] {
+            assert_eq!(
+                server(&format!("[server]\nmax_body = {written}\n")).max_body,
+                bytes,
+                "{written}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_bad_max_body_is_an_error_with_its_line() {
+        for bad in [
+            "\"4 megs\"",
+            "\"1.5MiB\"",
+            "\"0\"",
+            "0",
+            "-5",
+            "\"\"",
+            "\"MiB\"",
+        ] {
+            let (line, problem, message) =
+                invalid(&format!("[server]\nname = \"x\"\nmax_body = {bad}\n"));
+            assert_eq!(line, Some(3), "{bad}");
+            assert!(
+                matches!(&problem, Problem::Size { field, .. } if field == "server.max_body"),
+                "{problem:?}"
+            );
+            assert!(
+                message.starts_with("line 3: server.max_body: invalid size"),
+                "{message}"
+            );
+        }
+        let (line, problem, message) = invalid("[server]\nmax_body = true\n");
+        assert_eq!(line, Some(2));
+        assert!(matches!(problem, Problem::Toml(_)), "{problem:?}");
+        assert!(message.contains("a size such as"), "{message}");
+    }
+
+    // ---- [[server.auth.tokens]] ----
+
+    const HUNTER2: &str = "f52fbd32b2b3b86ff88ef6c490628285f482af15ddcb29541f94bcf526a3f6c7";
+
+    #[test]
+    fn token_sha256_entries_map_tokens_to_principals() {
+        let text = format!(
+            "[[server.auth.tokens]]\nprincipal = \"alice\"\ntoken_sha256 = \"{HUNTER2}\"\n\n\
+             [[server.auth.tokens]]\nprincipal = \"bob\"\ntoken_sha256 = \"{}\"\n\n\
+             [[server.auth.tokens]]\nprincipal = \"alice\"\ntoken_sha256 = \"{}\"\n",
+            hex(&Auth::digest("bobs-token")),
+            hex(&Auth::digest("alices-laptop")),
+        );
+        let config = Config::parse(&text).unwrap();
+        let auth = config.server.auth();
+        assert!(auth.is_enabled());
+        assert_eq!(auth.principal_for("hunter2"), Some("alice"));
+        assert_eq!(auth.principal_for("bobs-token"), Some("bob"));
+        assert_eq!(auth.principal_for("alices-laptop"), Some("alice"));
+        assert_eq!(auth.principal_for("wrong"), None);
+        assert_eq!(auth.principal_for(HUNTER2), None);
+        assert_eq!(
+            auth.principals().collect::<Vec<_>>(),
+            ["alice", "bob", "alice"]
+        );
+    }
+
+    #[test]
+    fn an_empty_tokens_list_leaves_auth_off() {
+        assert!(!server("[server.auth]\ntokens = []\n").auth.is_enabled());
+        assert!(!server("[server.auth]\n").auth.is_enabled());
+    }
+
+    fn hex(digest: &[u8; 32]) -> String {
+        digest.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[test]
+    fn both_token_sha256_and_token_env_is_an_error_with_its_line() {
+        let text = format!(
+            "[server]\n\n[[server.auth.tokens]]\nprincipal = \"alice\"\ntoken_sha256 = \"{HUNTER2}\"\ntoken_env = \"X\"\n"
+        );
+        let (line, problem, message) = invalid(&text);
+        assert_eq!(line, Some(4));
+        assert!(
+            matches!(problem, Problem::TokenSource { .. }),
+            "{problem:?}"
+        );
+        assert_eq!(
+            message,
+            "line 4: server.auth.tokens: principal `alice`: give exactly one of token_sha256 \
+             and token_env, not both"
+        );
+    }
+
+    #[test]
+    fn neither_token_sha256_nor_token_env_is_an_error_with_its_line() {
+        let text = format!(
+            "[[server.auth.tokens]]\nprincipal = \"alice\"\ntoken_sha256 = \"{HUNTER2}\"\n\n\
+             [[server.auth.tokens]]\nprincipal = \"bob\"\n"
+        );
+        let (line, problem, message) = invalid(&text);
+        assert_eq!(line, Some(6));
+        assert!(
+            matches!(problem, Problem::TokenSource { .. }),
+            "{problem:?}"
+        );
+        assert!(
+            message.ends_with(
+                "principal `bob`: give exactly one of token_sha256 and token_env, not neither"
+            ),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn bad_hex_is_an_error_with_its_line() {
+        for bad in [
+            &HUNTER2[..63],
+            "hunter2",
+            &format!("{}z", &HUNTER2[..63]),
+            "",
+        ] {
+            let text = format!(
+                "[[server.auth.tokens]]\nprincipal = \"alice\"\ntoken_sha256 = \"{bad}\"\n"
+            );
+            let (line, problem, message) = invalid(&text);
+            assert_eq!(line, Some(3), "{bad}");
+            assert!(
+                matches!(problem, Problem::TokenSha256 { .. }),
+                "{problem:?}"
+            );
+            assert!(
+                message
+                    .starts_with("line 3: server.auth.tokens: principal `alice`: token_sha256: "),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_digest_of_the_empty_token_is_refused() {
+        let empty = hex(&Auth::digest(""));
+        let text =
+            format!("[[server.auth.tokens]]\nprincipal = \"a\"\ntoken_sha256 = \"{empty}\"\n");
+        let (line, _, message) = invalid(&text);
+        assert_eq!(line, Some(3));
+        assert!(
+            message.ends_with("is the SHA-256 of the empty string"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn an_empty_principal_is_an_error_with_its_line() {
+        for principal in ["", "  "] {
+            let text = format!(
+                "[[server.auth.tokens]]\ntoken_sha256 = \"{HUNTER2}\"\nprincipal = \"{principal}\"\n"
+            );
+            let (line, problem, message) = invalid(&text);
+            assert_eq!(line, Some(3));
+            assert_eq!(problem, Problem::EmptyPrincipal);
+            assert_eq!(
+                message,
+                "line 3: server.auth.tokens: principal must not be empty"
+            );
+        }
+        let (_, _, message) = invalid(&format!(
+            "[[server.auth.tokens]]\ntoken_sha256 = \"{HUNTER2}\"\n"
+        ));
+        assert!(message.contains("missing field `principal`"), "{message}");
+    }
+
+    #[test]
+    fn a_missing_token_variable_is_an_error_naming_it_and_its_line() {
+        let text = "[[server.auth.tokens]]\nprincipal = \"alice\"\ntoken_env = \"MCP_TASKS_TEST_SURELY_UNSET\"\n";
+        let (line, problem, message) = invalid(text);
+        assert_eq!(line, Some(3));
+        assert_eq!(
+            problem,
+            Problem::TokenEnv {
+                principal: "alice".into(),
+                variable: "MCP_TASKS_TEST_SURELY_UNSET".into(),
+                reason: "is not set".into(),
+            }
+        );
+        assert_eq!(
+            message,
+            "line 3: server.auth.tokens: principal `alice`: environment variable \
+             `MCP_TASKS_TEST_SURELY_UNSET` (token_env) is not set"
+        );
+        for bad in ["", "A=B"] {
+            let text =
+                format!("[[server.auth.tokens]]\nprincipal = \"alice\"\ntoken_env = \"{bad}\"\n");
+            let (line, _, message) = invalid(&text);
+            assert_eq!(line, Some(3));
+            assert!(
+                message.ends_with("is not a valid variable name"),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_same_token_twice_is_an_error_naming_both_lines() {
+        let text = format!(
+            "[[server.auth.tokens]]\nprincipal = \"alice\"\ntoken_sha256 = \"{HUNTER2}\"\n\n\
+             [[server.auth.tokens]]\nprincipal = \"bob\"\ntoken_sha256 = \"{}\"\n",
+            HUNTER2.to_ascii_uppercase()
+        );
+        let (line, problem, message) = invalid(&text);
+        assert_eq!(line, Some(6));
+        assert_eq!(
+            problem,
+            Problem::DuplicateToken {
+                principal: "bob".into(),
+                first_principal: "alice".into(),
+                first_line: 2
+            }
+        );
+        assert!(message.starts_with("line 6: "), "{message}");
+    }
+
+    #[test]
+    fn an_unknown_key_in_a_token_entry_is_an_error_with_its_line() {
+        let text = format!(
+            "[[server.auth.tokens]]\nprincipal = \"alice\"\ntoken_sha256 = \"{HUNTER2}\"\ntoken = \"hunter2\"\n"
+        );
+        let (line, _, message) = invalid(&text);
+        assert_eq!(line, Some(4));
+        assert!(message.contains("unknown field `token`"), "{message}");
+        let (line, _, message) = invalid("[server.auth]\ntokenz = []\n");
+        assert_eq!(line, Some(2));
+        assert!(message.contains("unknown field `tokenz`"), "{message}");
+    }
+
+    #[test]
+    fn debug_output_holds_no_digest() {
+        let config = Config::parse(&format!(
+            "[[server.auth.tokens]]\nprincipal = \"alice\"\ntoken_sha256 = \"{HUNTER2}\"\n"
+        ))
+        .unwrap();
+        let shown = format!("{config:?}");
+        assert!(shown.contains("alice"), "{shown}");
+        assert!(!shown.contains("245, 47"), "{shown}");
+    }
+
+    #[test]
+    fn server_limits_parse_and_are_at_least_one() {
+        let config = Config::parse(
+            "[server]\nmax_running = 4\nmax_running_per_principal = 1\n\
+             max_retained_per_principal = 100\n",
+        )
+        .unwrap();
+        assert_eq!(config.server.max_running, 4);
+        assert_eq!(config.server.max_running_per_principal, 1);
+        assert_eq!(config.server.max_retained_per_principal, 100);
+        for key in [
+            "max_running",
+            "max_running_per_principal",
+            "max_retained_per_principal",
+        ] {
+            let (line, problem, message) = invalid(&format!("[server]\nname = \"x\"\n{key} = 0\n"));
+            assert_eq!(line, Some(3));
+            assert_eq!(
+                problem,
+                Problem::Count {
+                    field: format!("server.{key}"),
+                    value: 0,
+                    reason: "must be at least 1".into()
+                }
+            );
+            assert_eq!(
+                message,
+                format!("line 3: server.{key}: invalid value 0: must be at least 1")
+            );
+        }
+    }
+}
