@@ -7,8 +7,8 @@
 //! check is skipped with a message, on CI (`CI=true`) it fails.
 //!
 //! # Eras
-//! - [`SchemaEra::Legacy`]: `mcp-2025-11-25.schema.json`, which has tasks in the core.
-//! - [`SchemaEra::Modern`]: `mcp-2026-07-28.schema.json` together with the tasks extension's
+//! - [`Era::Legacy`]: `mcp-2025-11-25.schema.json`, which has tasks in the core.
+//! - [`Era::Modern`]: `mcp-2026-07-28.schema.json` together with the tasks extension's
 //!   `ext-tasks-draft.schema.json`. The core has no tasks; the extension's file defines them
 //!   (`DetailedTask`, `CreateTaskResult`, `GetTaskRequest`, ...) and carries its own copies of
 //!   the core definitions it refers to. Neither file refers into the other (every `$ref` is a
@@ -24,6 +24,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use jsonschema::Validator;
 use serde_json::{Map, Value};
 
+use crate::era::Era;
+
 /// File name of the 2025-11-25 ("Legacy") schema inside the schemas directory.
 const LEGACY_FILE: &str = "mcp-2025-11-25.schema.json";
 
@@ -37,22 +39,11 @@ const EXT_TASKS_FILE: &str = "ext-tasks-draft.schema.json";
 /// Path of the schemas directory below a `shared` checkout's parent.
 const SCHEMAS_DIR: [&str; 3] = ["shared", "reference", "schemas"];
 
-/// Which protocol era's schema a message is validated against.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SchemaEra {
-    /// MCP 2025-11-25, with tasks in the core.
-    Legacy,
-    /// MCP 2026-07-28 with the `io.modelcontextprotocol/tasks` extension.
-    Modern,
-}
-
-impl SchemaEra {
-    /// The schema files of this era, each a set of `$defs`, merged in this order.
-    fn files(self) -> &'static [&'static str] {
-        match self {
-            SchemaEra::Legacy => &[LEGACY_FILE],
-            SchemaEra::Modern => &[MODERN_FILE, EXT_TASKS_FILE],
-        }
+/// The schema files of `era`, each a set of `$defs`, merged in this order.
+fn era_files(era: Era) -> &'static [&'static str] {
+    match era {
+        Era::Legacy => &[LEGACY_FILE],
+        Era::Modern => &[MODERN_FILE, EXT_TASKS_FILE],
     }
 }
 
@@ -76,22 +67,22 @@ pub fn legacy_schema() -> Option<&'static Value> {
 }
 
 /// Validates `value` against the definition `#/$defs/<def>` of the 2025-11-25 schema, such as
-/// `"CallToolResult"` or `"JSONRPCMessage"`: [`validate`] with [`SchemaEra::Legacy`].
+/// `"CallToolResult"` or `"JSONRPCMessage"`: [`validate`] with [`Era::Legacy`].
 ///
 /// # Errors
 /// As [`validate`].
 pub fn validate_legacy(def: &str, value: &Value) -> Result<(), String> {
-    validate(SchemaEra::Legacy, def, value)
+    validate(Era::Legacy, def, value)
 }
 
 /// Validates `value` against the definition `#/$defs/<def>` of `era`'s schema, such as
-/// `"CallToolResult"`, or, for [`SchemaEra::Modern`], a definition of the tasks extension
+/// `"CallToolResult"`, or, for [`Era::Modern`], a definition of the tasks extension
 /// such as `"DetailedTask"` or `"CreateTaskResult"`.
 ///
 /// # Errors
 /// Returns every validation error, one per line as `<instance path>: <error>`, or a message
 /// saying that a schema file or the definition is missing, or that the era's files disagree.
-pub fn validate(era: SchemaEra, def: &str, value: &Value) -> Result<(), String> {
+pub fn validate(era: Era, def: &str, value: &Value) -> Result<(), String> {
     let schema = match era_schema(era) {
         Loaded::Ready(schema) => schema,
         Loaded::Missing(message) | Loaded::Broken(message) => return Err(message.clone()),
@@ -117,12 +108,12 @@ pub fn validate(era: SchemaEra, def: &str, value: &Value) -> Result<(), String> 
 }
 
 /// Whether the official 2025-11-25 schema is present: [`era_schemas_available_or_skip`] with
-/// [`SchemaEra::Legacy`].
+/// [`Era::Legacy`].
 ///
 /// # Panics
 /// As [`era_schemas_available_or_skip`].
 pub fn schemas_available_or_skip() -> bool {
-    era_schemas_available_or_skip(SchemaEra::Legacy)
+    era_schemas_available_or_skip(Era::Legacy)
 }
 
 /// Whether every schema file of `era` is present. When one is not, prints
@@ -132,7 +123,7 @@ pub fn schemas_available_or_skip() -> bool {
 /// When a file is missing and the environment variable `CI` is `"true"`: a suite that
 /// quietly skips on CI is worse than none. Also when the era's files are present but
 /// disagree on a definition.
-pub fn era_schemas_available_or_skip(era: SchemaEra) -> bool {
+pub fn era_schemas_available_or_skip(era: Era) -> bool {
     let message = match era_schema(era) {
         Loaded::Ready(_) => return true,
         Loaded::Broken(message) => panic!("{message}"),
@@ -146,20 +137,20 @@ pub fn era_schemas_available_or_skip(era: SchemaEra) -> bool {
 }
 
 /// The era's merged schema, loaded once per process.
-fn era_schema(era: SchemaEra) -> &'static Loaded {
+fn era_schema(era: Era) -> &'static Loaded {
     static LEGACY: OnceLock<Loaded> = OnceLock::new();
     static MODERN: OnceLock<Loaded> = OnceLock::new();
     let cell = match era {
-        SchemaEra::Legacy => &LEGACY,
-        SchemaEra::Modern => &MODERN,
+        Era::Legacy => &LEGACY,
+        Era::Modern => &MODERN,
     };
     cell.get_or_init(|| load(era))
 }
 
 /// Reads the era's files and merges their `$defs`.
-fn load(era: SchemaEra) -> Loaded {
+fn load(era: Era) -> Loaded {
     let mut files = Vec::new();
-    for &file in era.files() {
+    for &file in era_files(era) {
         let schema = if file == LEGACY_FILE {
             legacy_schema().cloned()
         } else {
@@ -212,8 +203,8 @@ fn merge(files: &[(&str, Value)]) -> Result<Value, String> {
 }
 
 /// The compiled validator of one definition of one era, compiled once per process.
-fn validator(era: SchemaEra, schema: &Value, def: &str) -> Result<Arc<Validator>, String> {
-    type Cache = Mutex<HashMap<(SchemaEra, String), Arc<Validator>>>;
+fn validator(era: Era, schema: &Value, def: &str) -> Result<Arc<Validator>, String> {
+    type Cache = Mutex<HashMap<(Era, String), Arc<Validator>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(Mutex::default);
     let key = (era, def.to_owned());
@@ -311,7 +302,7 @@ mod tests {
     }
 
     /// `good` is a valid `def` of `era` and `bad` is not, with an error naming `def`.
-    fn tells_apart(era: SchemaEra, def: &str, good: &Value, bad: &Value) {
+    fn tells_apart(era: Era, def: &str, good: &Value, bad: &Value) {
         validate(era, def, good).unwrap_or_else(|err| panic!("{era:?} {def}: {err}"));
         let err = validate(era, def, bad).expect_err("the bad message is refused");
         assert!(err.starts_with(&format!("not a valid {def}:")), "{err}");
@@ -319,7 +310,7 @@ mod tests {
 
     #[test]
     fn a_legacy_task_needs_its_ttl() {
-        if !era_schemas_available_or_skip(SchemaEra::Legacy) {
+        if !era_schemas_available_or_skip(Era::Legacy) {
             return;
         }
         let good = json!({
@@ -328,10 +319,10 @@ mod tests {
         });
         let mut bad = good.clone();
         bad.as_object_mut().unwrap().remove("ttl");
-        tells_apart(SchemaEra::Legacy, "Task", &good, &bad);
+        tells_apart(Era::Legacy, "Task", &good, &bad);
         assert_eq!(
             validate_legacy("Task", &good),
-            validate(SchemaEra::Legacy, "Task", &good)
+            validate(Era::Legacy, "Task", &good)
         );
         assert!(
             validate_legacy("Task", &bad).is_err(),
@@ -341,18 +332,18 @@ mod tests {
 
     #[test]
     fn a_modern_detailed_task_needs_the_data_of_its_status() {
-        if !era_schemas_available_or_skip(SchemaEra::Modern) {
+        if !era_schemas_available_or_skip(Era::Modern) {
             return;
         }
         let mut good = modern_task("completed");
         good["result"] = json!({"content": [{"type": "text", "text": "done"}]});
         let bad = modern_task("completed"); // a completed task without its result
-        tells_apart(SchemaEra::Modern, "DetailedTask", &good, &bad);
+        tells_apart(Era::Modern, "DetailedTask", &good, &bad);
     }
 
     #[test]
     fn a_modern_create_task_result_needs_its_result_type_and_ttl_ms() {
-        if !era_schemas_available_or_skip(SchemaEra::Modern) {
+        if !era_schemas_available_or_skip(Era::Modern) {
             return;
         }
         let mut good = modern_task("working");
@@ -361,36 +352,31 @@ mod tests {
         let fields = legacy_spelling.as_object_mut().unwrap();
         fields.remove("ttlMs");
         fields.insert("ttl".to_owned(), json!(60000));
-        tells_apart(
-            SchemaEra::Modern,
-            "CreateTaskResult",
-            &good,
-            &legacy_spelling,
-        );
+        tells_apart(Era::Modern, "CreateTaskResult", &good, &legacy_spelling);
         let mut untyped = good.clone();
         untyped.as_object_mut().unwrap().remove("resultType");
-        assert!(validate(SchemaEra::Modern, "CreateTaskResult", &untyped).is_err());
+        assert!(validate(Era::Modern, "CreateTaskResult", &untyped).is_err());
     }
 
     #[test]
     fn a_modern_core_definition_validates_from_the_core_file() {
-        if !era_schemas_available_or_skip(SchemaEra::Modern) {
+        if !era_schemas_available_or_skip(Era::Modern) {
             return;
         }
         let good = json!({"resultType": "complete", "content": [{"type": "text", "text": "hi"}]});
         let bad = json!({"resultType": "complete", "content": [{"type": "text"}]});
-        tells_apart(SchemaEra::Modern, "CallToolResult", &good, &bad);
+        tells_apart(Era::Modern, "CallToolResult", &good, &bad);
     }
 
     #[test]
     fn an_unknown_definition_is_an_error_not_a_pass() {
-        if !era_schemas_available_or_skip(SchemaEra::Modern) {
+        if !era_schemas_available_or_skip(Era::Modern) {
             return;
         }
-        let err = validate(SchemaEra::Modern, "NoSuchThing", &json!({})).unwrap_err();
+        let err = validate(Era::Modern, "NoSuchThing", &json!({})).unwrap_err();
         assert!(err.contains("no definition \"NoSuchThing\""), "{err}");
         // The legacy era has no extension: its tasks are in the core, spelled the old way.
-        assert!(validate(SchemaEra::Legacy, "DetailedTask", &json!({})).is_err());
+        assert!(validate(Era::Legacy, "DetailedTask", &json!({})).is_err());
     }
 
     #[test]
