@@ -1,6 +1,8 @@
 //! Integration tests of `mcp-tasks-testkit`: the shared store suite against
 //! [`MemoryStore`], so that the suite runs on a second store beside SQLite and stays
-//! backend-neutral.
+//! backend-neutral; and the test server and peer against a real server (`server`).
+
+mod server;
 
 use std::sync::Arc;
 
