@@ -6,7 +6,7 @@
 //!   `../shared/reference/schemas/` (read at test time, never copied into the repo).
 //! - [`memory`]: [`MemoryStore`], a [`mcp_tasks_engine::TaskStore`] in memory for tests; the
 //!   store suite runs against it as well as against SQLite.
-//! - [`store_suite`]: the behaviour every [`mcp_tasks_engine::TaskStore`] must show,
+//! - [`store_suite`](mod@store_suite): the behaviour every [`mcp_tasks_engine::TaskStore`] must show,
 //!   turned into tests by [`store_suite!`].
 //! - [`server`]: [`TestServer`], a [`mcp_tasks_server::Server`] served over HTTP on
 //!   `127.0.0.1:0` or over stdio on an in-memory pipe.
