@@ -11,12 +11,16 @@
 //! to [`MAX_TTL`] ([`DEFAULT_TTL`] when none is asked); an expired task is dropped, its handler
 //! aborted, and its id then answers -32602 like an unknown one.
 //!
+//! Expiry is measured on Tokio's clock ([`tokio::time::Instant`]), which is the system's
+//! monotonic clock unless a test pauses it (`tokio::time::pause`) and drives it with
+//! `tokio::time::advance`; `createdAt` and `lastUpdatedAt` are wall-clock times.
+//!
 //! Task ids are 128 random bits in hex. There is one requestor per session, the server this
 //! client is connected to, so `tasks/list` lists every task of the session.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use mcp_tasks_protocol::jsonrpc::RpcError;
 use mcp_tasks_protocol::legacy::{
@@ -26,6 +30,7 @@ use mcp_tasks_protocol::mcp::PaginatedParams;
 use serde_json::Value;
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
+use tokio::time::Instant;
 
 use crate::client::to_value;
 use crate::connection::{Connection, tag};

@@ -293,6 +293,9 @@ impl SqliteStore {
     }
 
     /// Queues the write `f` to the writer thread and waits until its batch has committed.
+    ///
+    /// The write is queued on the future's first poll, before its first await (the group
+    /// commit tests rely on this to know a write is queued without waiting by time).
     async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,

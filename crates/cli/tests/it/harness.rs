@@ -334,6 +334,16 @@ pub(crate) fn create_task(server: &mut Server, tool: &str, arguments: Value) -> 
     result["task"]["taskId"].as_str().expect("taskId").to_owned()
 }
 
+/// Waits for the `notifications/tasks/status` whose message says the command of task `id`
+/// started (`started (pid N)`), and returns its process group N.
+pub(crate) fn started_pid(server: &mut Server, id: &str) -> nix::unistd::Pid {
+    let note = server.notification(|n| {
+        n["params"]["taskId"] == id && n["params"]["statusMessage"].as_str().is_some_and(|m| m.starts_with("started (pid "))
+    });
+    let message = note["params"]["statusMessage"].as_str().unwrap();
+    nix::unistd::Pid::from_raw(message.trim_start_matches("started (pid ").trim_end_matches(')').parse().unwrap())
+}
+
 /// Polls `tasks/get` until the task leaves `working`-ish states (a bounded number of polls
 /// at the server's own pollInterval, as a real client would).
 pub(crate) fn poll_until_terminal(server: &mut Server, id: &str) -> Value {

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::harness::{Server, Workdir, create_task};
+use crate::harness::{Server, Workdir, create_task, started_pid};
 
 const RELATED: &str = "io.modelcontextprotocol/related-task";
 
@@ -20,14 +20,6 @@ fn statuses(server: &Server, id: &str) -> Vec<String> {
         }
     }
     seen
-}
-
-fn started_pid(server: &mut Server, id: &str) -> nix::unistd::Pid {
-    let note = server.notification(|n| {
-        n["params"]["taskId"] == id && n["params"]["statusMessage"].as_str().is_some_and(|m| m.starts_with("started (pid "))
-    });
-    let message = note["params"]["statusMessage"].as_str().unwrap();
-    nix::unistd::Pid::from_raw(message.trim_start_matches("started (pid ").trim_end_matches(')').parse().unwrap())
 }
 
 fn is_status<'a>(id: &'a str, status: &'static str) -> impl Fn(&Value) -> bool + 'a {

@@ -8,24 +8,17 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use serde_json::json;
 
-use crate::harness::{Server, Workdir, create_task};
+use crate::harness::{Server, Workdir, create_task, started_pid};
 
 /// Starts a 60 s `slow` task and returns the server and the command's process group (from
-/// the "started (pid N)" status message).
+/// the "started (pid N)" status notification).
 fn a_running_slow_task(work: &Workdir) -> (Server, String, Pid) {
     let mut server = work.start();
     server.initialize();
     let id = create_task(&mut server, "slow", json!({"seconds": 60}));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let task = server.call("tasks/get", json!({"taskId": id}));
-        if let Some(pid) = task["statusMessage"].as_str().and_then(|m| m.strip_prefix("started (pid ")) {
-            let group = Pid::from_raw(pid.trim_end_matches(')').parse().unwrap());
-            return (server, id, group);
-        }
-        assert!(Instant::now() < deadline, "the command never started: {task}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let group = started_pid(&mut server, &id);
+    assert_eq!(server.call("tasks/get", json!({"taskId": id}))["status"], "working");
+    (server, id, group)
 }
 
 fn assert_group_gone(group: Pid) {
@@ -40,9 +33,12 @@ fn assert_group_gone(group: Pid) {
 fn stdin_closed_while_tasks_result_waits_ends_the_server_and_its_commands() {
     let work = Workdir::new();
     let (mut server, id, group) = a_running_slow_task(&work);
-    // A blocking tasks/result is in flight when the client leaves.
-    server.send_request("tasks/result", json!({"taskId": id}));
-    std::thread::sleep(Duration::from_millis(100));
+    // A blocking tasks/result is in flight when the client leaves: the server reads its
+    // input in order, so once a ping sent after it is answered (and `response` panics on
+    // any other response first), the tasks/result has been read and is still unanswered.
+    let blocked = server.send_request("tasks/result", json!({"taskId": id}));
+    let ping = server.send_request("ping", json!({}));
+    assert_eq!(server.response(ping)["result"], json!({}), "the ping, not the tasks/result {blocked}, is answered");
     server.close_stdin();
     let status = server.wait_exit(Duration::from_secs(10)).expect("the server exits once its stdin is closed");
     assert!(status.success(), "a clean exit, got {status:?}");

@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use mcp_tasks_engine::{Context, Engine, Outcome, Policy, Progress, SystemClock};
 use mcp_tasks_client::{ElicitationHandler, RpcError, ServerRequest};
-use mcp_tasks_server::{Server, TaskMode, ToolDef, handler_fn, http};
+use mcp_tasks_server::{Server, TaskMode, ToolDef, handler_fn};
+use mcp_tasks_testkit::TestServer;
 use mcp_tasks_sqlite::SqliteStore;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::sync::{Notify, mpsc};
 
 /// A served server; stops when dropped.
 pub(crate) struct Running {
@@ -21,7 +22,7 @@ pub(crate) struct Running {
     pub(crate) gate: Arc<Notify>,
     /// How many times `gated` started.
     pub(crate) gated_runs: Arc<AtomicUsize>,
-    _stop: oneshot::Sender<()>,
+    _server: TestServer,
     _dir: tempfile::TempDir,
 }
 
@@ -117,13 +118,9 @@ pub(crate) fn build() -> (Server, tempfile::TempDir, Arc<Notify>, Arc<AtomicUsiz
 }
 
 async fn serve(server: Server, dir: tempfile::TempDir, gate: Arc<Notify>, gated_runs: Arc<AtomicUsize>) -> Running {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(http::serve(listener, server, http::Options::default(), async move {
-        let _ = stopped.await;
-    }));
-    Running { url, gate, gated_runs, _stop: stop, _dir: dir }
+    let served = TestServer::http(server).await.unwrap();
+    let url = served.url().unwrap();
+    Running { url, gate, gated_runs, _server: served, _dir: dir }
 }
 
 /// A TCP proxy in front of a server that breaks the connection of the first `tasks/result`

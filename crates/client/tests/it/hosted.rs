@@ -5,14 +5,13 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use mcp_tasks_client::{Client, ClientBuilder, ElicitationHandler, RpcError, SamplingHandler, ServerRequest};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 
 use crate::harness::bounded;
 
@@ -143,28 +142,64 @@ async fn connect(builder: ClientBuilder) -> (Client, Peer, Value) {
     (client, peer, initialize["params"].clone())
 }
 
-/// Sets a flag when dropped: shows that a handler's future was dropped (aborted).
-struct DropFlag(Arc<AtomicBool>);
+/// Turns its flag `true` when dropped: shows that a handler's future was dropped (aborted).
+struct DropFlag(Arc<watch::Sender<bool>>);
 
 impl Drop for DropFlag {
     fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
+        self.0.send_replace(true);
     }
 }
 
 /// Acts on the elicitation's message: `wait` answers once `release` is notified, `forever`
 /// never answers, `fail` answers a JSON-RPC error, anything else is accepted at once.
-#[derive(Clone, Default)]
+///
+/// What it saw is kept in watch channels, so a test waits for it as an event.
+#[derive(Clone)]
 struct Scripted {
     release: Arc<Notify>,
-    aborted: Arc<AtomicBool>,
-    calls: Arc<AtomicUsize>,
+    /// Turns `true` when a `forever` handler's future is dropped.
+    aborted: Arc<watch::Sender<bool>>,
+    /// How many times the handler has been called.
+    calls: Arc<watch::Sender<usize>>,
+}
+
+impl Default for Scripted {
+    fn default() -> Scripted {
+        Scripted {
+            release: Arc::default(),
+            aborted: Arc::new(watch::Sender::new(false)),
+            calls: Arc::new(watch::Sender::new(0)),
+        }
+    }
+}
+
+impl Scripted {
+    /// How many times the handler has been called so far.
+    fn calls(&self) -> usize {
+        *self.calls.borrow()
+    }
+
+    /// Whether a `forever` handler's future has been dropped yet.
+    fn was_aborted(&self) -> bool {
+        *self.aborted.borrow()
+    }
+
+    /// Waits until the handler has been called at least once.
+    async fn called(&self) {
+        bounded(self.calls.subscribe().wait_for(|calls| *calls > 0)).await.unwrap();
+    }
+
+    /// Waits until a `forever` handler's future has been dropped.
+    async fn aborted(&self) {
+        bounded(self.aborted.subscribe().wait_for(|aborted| *aborted)).await.unwrap();
+    }
 }
 
 #[async_trait]
 impl ElicitationHandler for Scripted {
     async fn elicit(&self, request: ServerRequest) -> Result<Value, RpcError> {
-        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.calls.send_modify(|calls| *calls += 1);
         match request.params["message"].as_str() {
             Some("wait") => self.release.notified().await,
             Some("forever") => {
@@ -218,7 +253,7 @@ async fn legacy_13_an_elicitation_without_params_task_is_answered_plainly() {
     let params = json!({"message": "now", "requestedSchema": {"type": "object", "properties": {}}});
     let answer = peer.result("elicitation/create", params, "ElicitResult").await;
     assert_eq!(answer, json!({"action": "accept", "content": {"ok": true}}));
-    assert_eq!(handler.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(handler.calls(), 1);
 }
 
 #[tokio::test]
@@ -254,7 +289,7 @@ async fn legacy_15_22_44_48_a_task_augmented_elicitation_is_a_working_task_whose
     // Read again while retained: the same answer.
     let again = peer.result("tasks/result", json!({"taskId": id}), "ElicitResult").await;
     assert_eq!(&again, result);
-    assert_eq!(handler.calls.load(Ordering::SeqCst), 1, "the handler ran once");
+    assert_eq!(handler.calls(), 1, "the handler ran once");
     // The optional status notification, if sent, carries the whole task.
     for notification in &peer.notifications {
         assert_eq!(notification["params"]["taskId"], id.as_str());
@@ -285,23 +320,13 @@ async fn legacy_68_69_70_cancelling_a_running_task_aborts_its_handler_and_a_term
     let (_client, mut peer, _) = connect(Client::builder().elicitation(handler.clone())).await;
     let task = peer.elicit_as_task("forever", 60_000).await;
     let id = task["taskId"].as_str().unwrap().to_owned();
-    bounded(async {
-        while handler.calls.load(Ordering::SeqCst) == 0 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await;
-    assert!(!handler.aborted.load(Ordering::SeqCst));
+    handler.called().await;
+    assert!(!handler.was_aborted());
 
     let cancelled = peer.result("tasks/cancel", json!({"taskId": id}), "CancelTaskResult").await;
     assert_eq!(cancelled["status"], "cancelled");
     assert!(cancelled["statusMessage"].is_string(), "{cancelled}");
-    bounded(async {
-        while !handler.aborted.load(Ordering::SeqCst) {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await;
+    handler.aborted().await;
     assert_eq!(peer.status(&id).await["status"], "cancelled");
     let outcome = peer.error("tasks/result", json!({"taskId": id})).await;
     assert_eq!(outcome["data"]["status"], "cancelled", "{outcome}");
@@ -364,7 +389,9 @@ async fn legacy_63_64_66_67_tasks_list_pages_through_every_task_with_an_opaque_c
     assert_eq!(invalid["code"], -32602, "{invalid}");
 }
 
-#[tokio::test]
+/// Time is Tokio's, paused: the test moves it on by hand, to just before the TTL runs out
+/// and then onto it.
+#[tokio::test(start_paused = true)]
 async fn legacy_41_an_expired_task_is_dropped_and_its_handler_aborted() {
     let handler = Scripted::default();
     let (_client, mut peer, _) = connect(Client::builder().elicitation(handler.clone())).await;
@@ -372,15 +399,13 @@ async fn legacy_41_an_expired_task_is_dropped_and_its_handler_aborted() {
     assert_eq!(task["ttl"], 150);
     let id = task["taskId"].as_str().unwrap().to_owned();
     assert_eq!(peer.status(&id).await["status"], "working");
-    tokio::time::sleep(Duration::from_millis(250)).await;
+    tokio::time::advance(Duration::from_millis(149)).await;
+    assert_eq!(peer.status(&id).await["status"], "working", "1 ms before the TTL runs out");
+    assert!(!handler.was_aborted());
+    tokio::time::advance(Duration::from_millis(1)).await;
     let gone = peer.error("tasks/get", json!({"taskId": id})).await;
     assert_eq!(gone["code"], -32602, "{gone}");
-    bounded(async {
-        while !handler.aborted.load(Ordering::SeqCst) {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await;
+    handler.aborted().await;
     let listed = peer.result("tasks/list", json!({}), "ListTasksResult").await;
     assert_eq!(listed["tasks"], json!([]));
 }
@@ -390,8 +415,14 @@ async fn a_blocked_tasks_result_ends_when_the_client_is_dropped_and_the_session_
     let handler = Scripted::default();
     let (client, mut peer, _) = connect(Client::builder().elicitation(handler.clone())).await;
     let task = peer.elicit_as_task("forever", 60_000).await;
-    peer.ask("tasks/result", json!({"taskId": task["taskId"]}), "ElicitResult").await;
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    let blocked = peer.ask("tasks/result", json!({"taskId": task["taskId"]}), "ElicitResult").await;
+    // The client reads requests in order and runs each in a task of its own, spawned in
+    // order on this one-thread runtime: once a tasks/get sent after it is answered, the
+    // tasks/result has been read, has run up to its wait, and is still unanswered.
+    let probe = peer.ask("tasks/get", json!({"taskId": task["taskId"]}), "GetTaskResult").await;
+    let answered = peer.recv().await;
+    assert_eq!(answered["id"], probe, "the tasks/get is answered, not the blocked {blocked}: {answered}");
+    assert_eq!(answered["result"]["status"], "working");
     drop(client);
     // Nothing of the session stays behind: the handler is dropped and the pipe closes.
     bounded(async {
@@ -401,7 +432,7 @@ async fn a_blocked_tasks_result_ends_when_the_client_is_dropped_and_the_session_
         }
     })
     .await;
-    assert!(handler.aborted.load(Ordering::SeqCst), "the handler's future was dropped");
+    assert!(handler.was_aborted(), "the handler's future was dropped");
 }
 
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! The engine over the real SQLite store: TTL sweeping with an injected clock, fencing of
+//! The engine over the memory store of `mcp-tasks-testkit`: TTL sweeping with an injected clock, fencing of
 //! stale attempts, cancellation races, scoping by principal, event-driven waiting.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
@@ -11,7 +11,7 @@ use mcp_tasks_engine::{
     Context, Engine, EngineError, ErrorObject, FakeClock, Handler, ListQuery, NewTask, Outcome,
     Policy, Principal, RestartPolicy, Status, TaskState, Timestamp, ToolRuntime,
 };
-use mcp_tasks_sqlite::SqliteStore;
+use mcp_tasks_testkit::MemoryStore;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 use tokio::time::timeout;
@@ -51,12 +51,10 @@ struct Fixture {
     clock: FakeClock,
     release: Arc<Notify>,
     started: mpsc::UnboundedReceiver<u32>,
-    _dir: tempfile::TempDir,
 }
 
 fn fixture(on_restart: RestartPolicy, ignore_cancel: bool) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("tasks.sqlite3")).unwrap();
+    let store = MemoryStore::new();
     let clock = FakeClock::new(Timestamp(1_764_000_000_000));
     let policy = Policy { default_ttl_ms: 60_000, max_ttl_ms: Some(120_000), poll_interval_ms: 500, ..Policy::default() };
     let engine = Engine::new(Arc::new(store), Arc::new(clock.clone()), policy);
@@ -64,7 +62,7 @@ fn fixture(on_restart: RestartPolicy, ignore_cancel: bool) -> Fixture {
     let (tx, started) = mpsc::unbounded_channel();
     let gate = Gate { release: Arc::clone(&release), started: tx, ignore_cancel };
     engine.register("gate", ToolRuntime::new(gate).on_restart(on_restart));
-    Fixture { engine, clock, release, started, _dir: dir }
+    Fixture { engine, clock, release, started }
 }
 
 fn new_task(owner: &str, ttl: Option<u64>) -> NewTask {

@@ -1,5 +1,5 @@
 //! A tool that records the order in which its calls start and finishes each call only when
-//! told, and an engine over a fresh SQLite store that runs it.
+//! told, and an engine over a fresh memory store (`mcp_tasks_testkit::MemoryStore`) that runs it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -10,7 +10,7 @@ use mcp_tasks_engine::{
     Context, Engine, ErrorObject, FakeClock, Handler, NewTask, Outcome, Policy, Principal, TaskId, TaskRecord,
     Timestamp, ToolRuntime,
 };
-use mcp_tasks_sqlite::SqliteStore;
+use mcp_tasks_testkit::MemoryStore;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 use tokio::time::timeout;
@@ -61,19 +61,17 @@ pub(crate) struct Recording {
     /// The `n` of each call, in the order the calls started.
     pub(crate) started: mpsc::UnboundedReceiver<u64>,
     pub(crate) releases: Releases,
-    _dir: tempfile::TempDir,
 }
 
 /// An engine with `policy` and the recorded tool, set up by `runtime`.
 pub(crate) fn recording(policy: Policy, runtime: impl FnOnce(ToolRuntime) -> ToolRuntime) -> Recording {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("tasks.sqlite3")).unwrap();
+    let store = MemoryStore::new();
     let clock = FakeClock::new(Timestamp(1_764_000_000_000));
     let engine = Engine::new(Arc::new(store), Arc::new(clock), policy);
     let (tx, started) = mpsc::unbounded_channel();
     let releases = Releases::default();
     engine.register(TOOL, runtime(ToolRuntime::new(Recorder { started: tx, releases: releases.clone() })));
-    Recording { engine, started, releases, _dir: dir }
+    Recording { engine, started, releases }
 }
 
 impl Recording {

@@ -7,7 +7,9 @@ use tokio::sync::mpsc;
 use mcp_tasks_engine::Outcome;
 use mcp_tasks_server::{BuildError, Server, TaskMode, ToolDef, handler_fn};
 
-use crate::peer::{Peer, sqlite_engine};
+use mcp_tasks_testkit::TestPeer;
+
+use crate::sqlite_engine;
 
 fn run_tests_schema() -> Value {
     json!({
@@ -18,7 +20,7 @@ fn run_tests_schema() -> Value {
 }
 
 /// A server with `run_tests`, which reports each call's arguments on the returned channel.
-async fn start() -> (Peer, mpsc::UnboundedReceiver<Value>, tempfile::TempDir) {
+async fn start() -> (TestPeer, mpsc::UnboundedReceiver<Value>, tempfile::TempDir) {
     let (engine, dir) = sqlite_engine();
     let (tx, calls) = mpsc::unbounded_channel();
     let tool = ToolDef::new(
@@ -32,7 +34,7 @@ async fn start() -> (Peer, mpsc::UnboundedReceiver<Value>, tempfile::TempDir) {
     )
     .task_mode(TaskMode::Optional);
     let server = Server::builder(engine).tool(tool).build().unwrap();
-    (Peer::start(server).await, calls, dir)
+    (TestPeer::start(server).await, calls, dir)
 }
 
 #[tokio::test]

@@ -10,7 +10,9 @@ use mcp_tasks_server::{
 };
 use serde_json::{Value, json};
 
-use crate::peer::{Peer, assert_schema, sqlite_engine};
+use mcp_tasks_testkit::{TestPeer, peer::assert_schema};
+
+use crate::sqlite_engine;
 
 /// A server with two resources, a template, two prompts, two completion handlers and a
 /// tool that logs at three levels.
@@ -83,10 +85,10 @@ fn server(engine: mcp_tasks_engine::Engine) -> Server {
         .unwrap()
 }
 
-async fn start() -> (Peer, Server, tempfile::TempDir) {
+async fn start() -> (TestPeer, Server, tempfile::TempDir) {
     let (engine, dir) = sqlite_engine();
     let server = server(engine);
-    (Peer::start(server.clone()).await, server, dir)
+    (TestPeer::start(server.clone()).await, server, dir)
 }
 
 fn texts(messages: &[Value], method: &str) -> Vec<Value> {
@@ -96,7 +98,7 @@ fn texts(messages: &[Value], method: &str) -> Vec<Value> {
 #[tokio::test]
 async fn initialize_declares_resources_prompts_logging_and_completions() {
     let (engine, _dir) = sqlite_engine();
-    let mut peer = Peer::connect(server(engine));
+    let mut peer = TestPeer::connect(server(engine));
     let response = peer.initialize(json!({})).await;
     assert_eq!(
         response["result"]["capabilities"],
@@ -116,7 +118,7 @@ async fn initialize_declares_resources_prompts_logging_and_completions() {
 #[tokio::test]
 async fn a_server_without_resources_or_prompts_declares_neither_and_has_no_such_methods() {
     let (engine, _dir) = sqlite_engine();
-    let mut peer = Peer::connect(Server::builder(engine).build().unwrap());
+    let mut peer = TestPeer::connect(Server::builder(engine).build().unwrap());
     let response = peer.initialize(json!({})).await;
     let capabilities = &response["result"]["capabilities"];
     assert!(capabilities.get("resources").is_none() && capabilities.get("prompts").is_none(), "{capabilities}");

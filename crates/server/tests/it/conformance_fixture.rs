@@ -5,20 +5,22 @@
 
 use serde_json::{Value, json};
 
-use crate::peer::{Peer, assert_schema, sqlite_engine};
+use mcp_tasks_testkit::{TestPeer, peer::assert_schema};
+
+use crate::sqlite_engine;
 
 #[path = "../../examples/conformance/fixture.rs"]
 mod fixture;
 
 /// The fixture, initialized by a client that declares sampling and elicitation.
-async fn start() -> (Peer, Value, tempfile::TempDir) {
+async fn start() -> (TestPeer, Value, tempfile::TempDir) {
     let (engine, dir) = sqlite_engine();
-    let mut peer = Peer::connect(fixture::server(engine).unwrap());
+    let mut peer = TestPeer::connect(fixture::server(engine).unwrap());
     let response = peer.initialize(json!({"sampling": {}, "elicitation": {}})).await;
     (peer, response, dir)
 }
 
-async fn call(peer: &mut Peer, name: &str, arguments: Value) -> (Vec<Value>, Value) {
+async fn call(peer: &mut TestPeer, name: &str, arguments: Value) -> (Vec<Value>, Value) {
     let (before, response) = peer.request("tools/call", json!({"name": name, "arguments": arguments})).await;
     assert_schema("CallToolResult", &response["result"]);
     (before, response["result"].clone())
@@ -202,7 +204,7 @@ async fn test_sampling_asks_the_client_and_returns_its_answer() {
 #[tokio::test]
 async fn test_sampling_without_the_client_capability_is_a_tool_error() {
     let (engine, _dir) = sqlite_engine();
-    let mut peer = Peer::start(fixture::server(engine).unwrap()).await;
+    let mut peer = TestPeer::start(fixture::server(engine).unwrap()).await;
     let (_, result) = call(&mut peer, "test_sampling", json!({"prompt": "hi"})).await;
     assert_eq!(result["isError"], true);
     assert!(
@@ -214,7 +216,7 @@ async fn test_sampling_without_the_client_capability_is_a_tool_error() {
 
 /// Calls an elicitation tool, checks the request's schema, accepts with `content`, and
 /// returns the tool's text.
-async fn elicitation(peer: &mut Peer, tool: &str, arguments: Value, content: Value) -> (Value, String) {
+async fn elicitation(peer: &mut TestPeer, tool: &str, arguments: Value, content: Value) -> (Value, String) {
     let id = peer.send_request("tools/call", json!({"name": tool, "arguments": arguments})).await;
     let request = peer.until(|m| m["method"] == "elicitation/create").await.pop().unwrap();
     let answer = json!({"action": "accept", "content": content});

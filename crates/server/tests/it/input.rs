@@ -6,7 +6,9 @@ use serde_json::{Value, json};
 use mcp_tasks_engine::{Context, Outcome};
 use mcp_tasks_server::{Server, TaskMode, ToolDef, handler_fn};
 
-use crate::peer::{Peer, sqlite_engine};
+use mcp_tasks_testkit::TestPeer;
+
+use crate::sqlite_engine;
 
 const RELATED: &str = "io.modelcontextprotocol/related-task";
 
@@ -32,8 +34,8 @@ fn is_elicitation(message: &Value) -> bool {
     message["method"] == "elicitation/create"
 }
 
-async fn elicitation_peer(server: &Server) -> Peer {
-    let mut peer = Peer::connect(server.clone());
+async fn elicitation_peer(server: &Server) -> TestPeer {
+    let mut peer = TestPeer::connect(server.clone());
     peer.initialize(json!({"elicitation": {}})).await;
     peer
 }

@@ -7,7 +7,9 @@
 
 use serde_json::{Value, json};
 
-use crate::peer::{Peer, assert_schema, sqlite_engine};
+use mcp_tasks_testkit::{TestPeer, peer::assert_schema};
+
+use crate::sqlite_engine;
 
 #[path = "../../examples/interactive/tools.rs"]
 mod tools;
@@ -16,21 +18,21 @@ const RELATED: &str = "io.modelcontextprotocol/related-task";
 const STATUS: &str = "notifications/tasks/status";
 
 /// The example server, initialized by a client that declares `capabilities`.
-async fn start(capabilities: Value) -> (Peer, Value, tempfile::TempDir) {
+async fn start(capabilities: Value) -> (TestPeer, Value, tempfile::TempDir) {
     let (engine, dir) = sqlite_engine();
-    let mut peer = Peer::connect(tools::server(engine).unwrap());
+    let mut peer = TestPeer::connect(tools::server(engine).unwrap());
     let response = peer.initialize(capabilities).await;
     (peer, response, dir)
 }
 
 /// A client that can answer both kinds of question, as the SDK's example client declares.
-async fn start_interactive() -> (Peer, tempfile::TempDir) {
+async fn start_interactive() -> (TestPeer, tempfile::TempDir) {
     let (peer, _, dir) = start(json!({"elicitation": {"form": {}}, "sampling": {}})).await;
     (peer, dir)
 }
 
 /// Calls tool `name` as a task (`ttl` as the example client sends it); returns the task id.
-async fn create(peer: &mut Peer, name: &str, arguments: Value) -> String {
+async fn create(peer: &mut TestPeer, name: &str, arguments: Value) -> String {
     let params = json!({"name": name, "arguments": arguments, "task": {"ttl": 60000}});
     let created = peer.result("tools/call", params).await;
     assert_schema("CreateTaskResult", &created);
@@ -40,7 +42,7 @@ async fn create(peer: &mut Peer, name: &str, arguments: Value) -> String {
 
 /// Calls `tasks/result` for `id` and receives until the server asks `method`; returns the
 /// id of the waiting `tasks/result` and the server's request.
-async fn asked(peer: &mut Peer, id: &str, method: &str) -> (i64, Value) {
+async fn asked(peer: &mut TestPeer, id: &str, method: &str) -> (i64, Value) {
     let waiting = peer.send_request("tasks/result", json!({"taskId": id})).await;
     let request = peer.until(|message| message["method"] == method || message["id"] == waiting).await.pop().unwrap();
     assert_eq!(request["method"], method, "expected {method} before the result: {request}");
@@ -49,7 +51,7 @@ async fn asked(peer: &mut Peer, id: &str, method: &str) -> (i64, Value) {
 }
 
 /// Receives until the response to request `id`; returns its `result`.
-async fn response(peer: &mut Peer, id: i64) -> Value {
+async fn response(peer: &mut TestPeer, id: i64) -> Value {
     let response = peer.until(|message| message["id"] == id && message.get("method").is_none()).await.pop().unwrap();
     assert!(response.get("error").is_none(), "tasks/result failed: {response}");
     response["result"].clone()
@@ -57,7 +59,7 @@ async fn response(peer: &mut Peer, id: i64) -> Value {
 
 /// Waits for the status notification of task `id` with `status` (it may have come already:
 /// the notification and the `tasks/result` response race).
-async fn status_notified(peer: &mut Peer, id: &str, status: &str) {
+async fn status_notified(peer: &mut TestPeer, id: &str, status: &str) {
     let is_it = |message: &Value| {
         message["method"] == STATUS && message["params"]["taskId"] == id && message["params"]["status"] == status
     };
@@ -70,7 +72,7 @@ async fn status_notified(peer: &mut Peer, id: &str, status: &str) {
 /// `CreateTaskResult`), then each `notifications/tasks/status` for it, in order and
 /// schema-checked. Repeats in a row count once: a status message change repeats the status,
 /// and the notification of the creation itself may come or not (it races `watch`).
-fn statuses(peer: &Peer, id: &str) -> Vec<String> {
+fn statuses(peer: &TestPeer, id: &str) -> Vec<String> {
     let mut statuses = vec!["working".to_owned()];
     for message in peer.seen.iter().filter(|message| message["method"] == STATUS && message["params"]["taskId"] == id) {
         assert_schema("TaskStatusNotification", message);

@@ -11,11 +11,11 @@ use mcp_tasks_engine::{Engine, Outcome, Policy, SystemClock};
 use mcp_tasks_server::{LIMIT_EXCEEDED, Server, TaskMode, ToolDef, handler_fn};
 use mcp_tasks_sqlite::SqliteStore;
 
-use crate::peer::Peer;
+use mcp_tasks_testkit::TestPeer;
 
 /// A server whose `wait` tool runs until `release` is notified (once per call), under
 /// `policy`, with `max_concurrent` slots.
-async fn start(policy: Policy, max_concurrent: Option<u32>) -> (Peer, Arc<Notify>, tempfile::TempDir) {
+async fn start(policy: Policy, max_concurrent: Option<u32>) -> (TestPeer, Arc<Notify>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(&dir.path().join("t.sqlite3")).unwrap();
     let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), policy);
@@ -36,7 +36,7 @@ async fn start(policy: Policy, max_concurrent: Option<u32>) -> (Peer, Arc<Notify
     .task_mode(TaskMode::Optional)
     .max_concurrent(max_concurrent);
     let server = Server::builder(engine).tool(tool).build().unwrap();
-    (Peer::start(server).await, release, dir)
+    (TestPeer::start(server).await, release, dir)
 }
 
 fn policy(max_running: u32, per_principal: u32, retained: u64) -> Policy {
@@ -48,7 +48,7 @@ fn policy(max_running: u32, per_principal: u32, retained: u64) -> Policy {
     }
 }
 
-async fn task_count(peer: &mut Peer) -> usize {
+async fn task_count(peer: &mut TestPeer) -> usize {
     peer.result("tasks/list", json!({})).await["tasks"].as_array().unwrap().len()
 }
 

@@ -1,7 +1,6 @@
 //! The server library's integration tests, one binary: a [`mcp_tasks_server::Server`]
-//! defined in Rust, driven over an in-memory stdio pipe.
+//! defined in Rust, driven over an in-memory stdio pipe by `mcp_tasks_testkit::TestPeer`.
 //!
-//! - `peer`: the client side of the pipe (shared by every module).
 //! - `progress`: progress notifications of tasks and plain calls.
 //! - `catalog`: resources, templates, prompts, completion and logging defined in code.
 //! - `conformance_fixture`: the conformance fixture server of `examples/`.
@@ -11,6 +10,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
+use std::sync::Arc;
+
+use mcp_tasks_engine::{Engine, Policy, SystemClock};
+use mcp_tasks_sqlite::SqliteStore;
+
 mod arguments;
 mod catalog;
 mod conformance_fixture;
@@ -19,5 +23,11 @@ mod interactive;
 mod layering;
 mod limits;
 mod panics;
-mod peer;
 mod progress;
+
+/// An engine over a fresh SQLite file; keep the directory alive for the test's length.
+pub(crate) fn sqlite_engine() -> (Engine, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("t.sqlite3")).unwrap();
+    (Engine::new(Arc::new(store), Arc::new(SystemClock), Policy::default()), dir)
+}

@@ -11,7 +11,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::peer::{Peer, sqlite_engine};
+use mcp_tasks_testkit::TestPeer;
+
+use crate::sqlite_engine;
 
 /// A tool, a prompt and a resource whose handlers panic.
 fn panicking_server(engine: mcp_tasks_engine::Engine) -> Server {
@@ -60,7 +62,7 @@ fn assert_internal_error(method: &str, error: &Value, says: &str) {
 #[tokio::test]
 async fn over_stdio_a_handler_that_panics_is_answered_with_32603_and_the_server_goes_on() {
     let (engine, _dir) = sqlite_engine();
-    let mut peer = Peer::start(panicking_server(engine)).await;
+    let mut peer = TestPeer::start(panicking_server(engine)).await;
     for (method, params, says) in panicking_requests() {
         let error = peer.error(method, params).await;
         assert_internal_error(method, &error, says);

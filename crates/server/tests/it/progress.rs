@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 use tokio::time::timeout;
 
-use crate::peer::{Peer, sqlite_engine};
+use mcp_tasks_testkit::TestPeer;
+
+use crate::sqlite_engine;
 
 const RELATED: &str = "io.modelcontextprotocol/related-task";
 
@@ -38,7 +40,7 @@ impl Handler for Stepper {
 }
 
 /// A server with the stepper tool, and a peer initialized against it.
-async fn start(step: Arc<Notify>, reported_after_cancel: mpsc::UnboundedSender<()>) -> (Peer, tempfile::TempDir) {
+async fn start(step: Arc<Notify>, reported_after_cancel: mpsc::UnboundedSender<()>) -> (TestPeer, tempfile::TempDir) {
     let (engine, dir) = sqlite_engine();
     let tool = ToolDef {
         spec: ToolSpec {
@@ -53,7 +55,7 @@ async fn start(step: Arc<Notify>, reported_after_cancel: mpsc::UnboundedSender<(
         runtime: ToolRuntime::new(Stepper { step, reported_after_cancel }),
     };
     let server = Server::builder(engine).name("lib-test").tool(tool).build().unwrap();
-    (Peer::start(server).await, dir)
+    (TestPeer::start(server).await, dir)
 }
 
 fn is_progress(message: &Value) -> bool {

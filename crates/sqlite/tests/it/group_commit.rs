@@ -2,9 +2,10 @@
 //! answers for itself: durable when it returns, its own error when it fails, and the
 //! compare-and-set of `replace` exact within a batch.
 
+use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::task::Poll;
 
 use mcp_tasks_engine::{StoreError, TaskRecord, TaskState, TaskStore, Timestamp, Update, Version};
 use mcp_tasks_sqlite::SqliteStore;
@@ -20,6 +21,20 @@ fn completion(task: &TaskRecord, n: u32) -> Update {
         status_message: Some(format!("racer {n}")),
         updated_at: Timestamp(task.created_at.0 + 1),
         attempt: n,
+    }
+}
+
+/// Polls the store write `write` once, which queues it to the writer thread
+/// ([`SqliteStore`] sends a write to its queue on the first poll, before it first awaits),
+/// and then leaves the rest (the wait for its commit) to a Tokio task of its own. When this
+/// returns, the write is queued: an event, not a guess of how long queueing takes.
+async fn queue<T: Send + 'static>(
+    write: impl Future<Output = T> + Send + 'static,
+) -> tokio::task::JoinHandle<T> {
+    let mut write = Box::pin(write);
+    match std::future::poll_fn(|cx| Poll::Ready(write.as_mut().poll(cx))).await {
+        Poll::Ready(done) => tokio::spawn(async move { done }),
+        Poll::Pending => tokio::spawn(write),
     }
 }
 
@@ -159,26 +174,31 @@ async fn a_failing_write_in_a_batch_fails_alone() {
     let fresh: Vec<_> = (0..10).map(|_| sample_task("alice")).collect();
     let mut queued = fresh.clone();
     queued.insert(5, taken.clone()); // a duplicate id in the middle of the batch
-    let inserts = {
-        let (store, queued) = (store.clone(), queued.clone());
-        tokio::spawn(async move { insert_concurrently(&store, &queued).await })
-    };
-    let replaces: Vec<_> = (0..2)
-        .map(|n| {
-            let (store, task) = (store.clone(), contested.clone());
-            tokio::spawn(async move {
+    let mut inserts = Vec::new();
+    for task in queued.clone() {
+        let store = store.clone();
+        inserts.push(queue(async move { store.insert(&task).await }).await);
+    }
+    let mut replaces = Vec::new();
+    for n in 0..2 {
+        let (store, task) = (store.clone(), contested.clone());
+        replaces.push(
+            queue(async move {
                 store
                     .replace(&task.id, task.version, &completion(&task, n))
                     .await
             })
-        })
-        .collect();
-    // Every write is queued behind the lock by now; then the writer may go on.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+            .await,
+        );
+    }
+    // Every write is queued behind the lock now; then the writer may go on.
     lock.execute_batch("ROLLBACK")
         .expect("the lock is released");
 
-    let outcomes = inserts.await.expect("the inserts do not panic");
+    let mut outcomes = Vec::new();
+    for insert in inserts {
+        outcomes.push(insert.await.expect("the insert does not panic"));
+    }
     for (task, outcome) in queued.iter().zip(outcomes) {
         if task.id == taken.id {
             assert!(

@@ -1,0 +1,189 @@
+//! [`MemoryStore`]: a [`TaskStore`] in a map behind a std mutex, for tests.
+//!
+//! It keeps every contract of the trait (compare-and-set on the version, `Duplicate` on a
+//! taken id, keyset paging by creation time then id, owner scoping, a count per owner kept
+//! beside the tasks, `unfinished`/`expired`/`purge` at `now` with their limits), and the
+//! shared store suite runs against it (`crates/testkit/tests/it`), so the suite is proven
+//! against two stores. It is not durable: a test of what survives a restart needs a real
+//! file (`mcp-tasks-sqlite`).
+//!
+//! The orders follow the SQLite store's: `unfinished` by (creation time, id), `expired` and
+//! `purge` by (expiry, id).
+
+use std::collections::{BTreeSet, HashMap};
+use std::ops::Bound;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use async_trait::async_trait;
+
+use mcp_tasks_engine::{
+    ListQuery, Principal, StoreError, TaskId, TaskRecord, TaskStore, Timestamp, Update, Version,
+};
+
+/// The tasks of one [`MemoryStore`], and the indexes beside them.
+#[derive(Default)]
+struct Tables {
+    /// Every task by id.
+    tasks: HashMap<TaskId, TaskRecord>,
+    /// Each owner's tasks in listing order, and so also the owner's count.
+    by_owner: HashMap<Principal, BTreeSet<(Timestamp, TaskId)>>,
+}
+
+impl Tables {
+    /// Takes a task out of both maps.
+    fn remove(&mut self, id: &TaskId) {
+        let Some(task) = self.tasks.remove(id) else {
+            return;
+        };
+        if let Some(owned) = self.by_owner.get_mut(&task.owner) {
+            owned.remove(&(task.created_at, task.id));
+            if owned.is_empty() {
+                self.by_owner.remove(&task.owner);
+            }
+        }
+    }
+
+    /// The tasks that satisfy `keep`, sorted by `key`, at most `limit`.
+    fn select<K: Ord>(
+        &self,
+        keep: impl Fn(&TaskRecord) -> bool,
+        key: impl Fn(&TaskRecord) -> K,
+        limit: u32,
+    ) -> Vec<&TaskRecord> {
+        let mut found: Vec<&TaskRecord> = self.tasks.values().filter(|task| keep(task)).collect();
+        found.sort_by_key(|task| key(task));
+        found.truncate(limit as usize);
+        found
+    }
+}
+
+/// Whether a task with an expiry has reached it at `now` (expiry at exactly `now` counts).
+fn due(task: &TaskRecord, now: Timestamp) -> bool {
+    task.expires_at().is_some_and(|at| at <= now)
+}
+
+/// The (expiry, id) order of `expired` and `purge`.
+fn by_expiry(task: &TaskRecord) -> (Option<Timestamp>, TaskId) {
+    (task.expires_at(), task.id.clone())
+}
+
+/// A [`TaskStore`] held in memory: fast, and gone when dropped.
+///
+/// Every method takes the one lock, does its work and lets go, so each is atomic on its
+/// own, as the trait asks; none awaits while holding it.
+#[derive(Default)]
+pub struct MemoryStore {
+    tables: Mutex<Tables>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> MemoryStore {
+        MemoryStore::default()
+    }
+
+    /// The tables, ignoring poisoning (a panicking test must not fail the others).
+    fn lock(&self) -> MutexGuard<'_, Tables> {
+        self.tables.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[async_trait]
+impl TaskStore for MemoryStore {
+    async fn insert(&self, task: &TaskRecord) -> Result<(), StoreError> {
+        let mut tables = self.lock();
+        if tables.tasks.contains_key(&task.id) {
+            return Err(StoreError::Duplicate(task.id.clone()));
+        }
+        tables
+            .by_owner
+            .entry(task.owner.clone())
+            .or_default()
+            .insert((task.created_at, task.id.clone()));
+        tables.tasks.insert(task.id.clone(), task.clone());
+        Ok(())
+    }
+
+    async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
+        Ok(self.lock().tasks.get(id).cloned())
+    }
+
+    async fn replace(
+        &self,
+        id: &TaskId,
+        expected: Version,
+        update: &Update,
+    ) -> Result<TaskRecord, StoreError> {
+        let mut tables = self.lock();
+        let task = tables
+            .tasks
+            .get_mut(id)
+            .filter(|task| task.version == expected)
+            .ok_or_else(|| StoreError::Conflict(id.clone()))?;
+        task.state = update.state.clone();
+        task.status_message.clone_from(&update.status_message);
+        task.updated_at = update.updated_at;
+        task.attempt = update.attempt;
+        task.version = Version(task.version.0 + 1);
+        Ok(task.clone())
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<Vec<TaskRecord>, StoreError> {
+        let tables = self.lock();
+        let Some(owned) = tables.by_owner.get(&query.owner) else {
+            return Ok(Vec::new());
+        };
+        let from = match &query.after {
+            Some(cursor) => Bound::Excluded((cursor.created_at, cursor.id.clone())),
+            None => Bound::Unbounded,
+        };
+        Ok(owned
+            .range((from, Bound::Unbounded))
+            .take(query.limit as usize)
+            .filter_map(|(_, id)| tables.tasks.get(id).cloned())
+            .collect())
+    }
+
+    async fn count(&self, owner: &Principal) -> Result<u64, StoreError> {
+        let tables = self.lock();
+        let count = tables.by_owner.get(owner).map_or(0, BTreeSet::len);
+        Ok(count as u64)
+    }
+
+    async fn unfinished(&self, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
+        let tables = self.lock();
+        let found = tables.select(
+            |task| !task.status().is_terminal(),
+            |task| (task.created_at, task.id.clone()),
+            limit,
+        );
+        Ok(found.into_iter().cloned().collect())
+    }
+
+    async fn expired(&self, now: Timestamp, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
+        let tables = self.lock();
+        let found = tables.select(
+            |task| !task.status().is_terminal() && due(task, now),
+            by_expiry,
+            limit,
+        );
+        Ok(found.into_iter().cloned().collect())
+    }
+
+    async fn purge(&self, now: Timestamp, limit: u32) -> Result<u64, StoreError> {
+        let mut tables = self.lock();
+        let gone: Vec<TaskId> = tables
+            .select(
+                |task| task.status().is_terminal() && due(task, now),
+                by_expiry,
+                limit,
+            )
+            .into_iter()
+            .map(|task| task.id.clone())
+            .collect();
+        for id in &gone {
+            tables.remove(id);
+        }
+        Ok(gone.len() as u64)
+    }
+}

@@ -1,0 +1,12 @@
+//! Integration tests of `mcp-tasks-testkit`: the shared store suite against
+//! [`MemoryStore`], so that the suite runs on a second store beside SQLite and stays
+//! backend-neutral; and the test server and peer against a real server (`server`).
+
+mod server;
+
+use std::sync::Arc;
+
+use mcp_tasks_engine::TaskStore;
+use mcp_tasks_testkit::MemoryStore;
+
+mcp_tasks_testkit::store_suite!(async { Arc::new(MemoryStore::new()) as Arc<dyn TaskStore> });
