@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use mcp_tasks_config::{CommandTool, Config, MARKER, TaskSupport, ToolConfig};
 use mcp_tasks_engine::{
-    Change, ClientLink, Context, Engine, ErrorObject, Handler, NewTask, Outcome, Policy, Principal,
+    Change, ClientLink, Context, Engine, ErrorObject, Handler, InputKind, NewTask, Outcome, Policy, Principal,
     Progress, RestartPolicy, SystemClock, TaskRecord, ToolRuntime,
 };
 use mcp_tasks_sqlite::SqliteStore;
@@ -46,6 +46,7 @@ async fn call_result(tool: &CommandTool, arguments: Value) -> Value {
     match tool.call(arguments, ctx).await {
         Outcome::Result(result) => result,
         Outcome::Error(err) => panic!("expected a result, got error {err:?}"),
+        Outcome::Failure(failure) => panic!("expected a result, got failure {failure:?}"),
     }
 }
 
@@ -87,6 +88,7 @@ async fn call_linked(
             )
         }
         Outcome::Error(err) => panic!("expected a result, got error {err:?}"),
+        Outcome::Failure(failure) => panic!("expected a result, got failure {failure:?}"),
     }
 }
 
@@ -204,6 +206,7 @@ async fn a_call_with_arguments_that_are_not_an_object_is_an_invalid_params_error
     {
         Outcome::Error(err) => assert_eq!(err.code, -32602),
         Outcome::Result(result) => panic!("expected an error, got {result}"),
+        Outcome::Failure(failure) => panic!("expected an error, got failure {failure:?}"),
     }
 }
 
@@ -976,6 +979,20 @@ async fn a_dropped_call_kills_the_whole_process_group() {
 
 // ---- status messages ----
 
+/// The tool as the server registers it: a result with `isError: true` reports a failure,
+/// with its first text as the detail (the server's MCP tool wrapper, in short).
+struct AsMcpTool(CommandTool);
+
+#[async_trait]
+impl Handler for AsMcpTool {
+    async fn call(&self, arguments: Value, ctx: Context) -> Outcome {
+        self.0.call(arguments, ctx).await
+    }
+    fn reported_failure(&self, result: &Value) -> Option<String> {
+        (result["isError"] == true).then(|| result["content"][0]["text"].as_str().unwrap_or("no details").to_owned())
+    }
+}
+
 /// Runs `tool` with `arguments` as a task of an engine over a fresh SQLite store, and
 /// returns the task's status messages in the order they were set, and its final record.
 /// When the status message becomes `release_on`, a line is written to the fifo `release`.
@@ -987,7 +1004,7 @@ async fn status_messages(
     let dir = tempfile::tempdir().expect("a temporary directory");
     let store = SqliteStore::open(&dir.path().join("tasks.sqlite3")).expect("a store");
     let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), Policy::default());
-    engine.register("t", ToolRuntime::new(tool));
+    engine.register("t", ToolRuntime::new(AsMcpTool(tool)));
     let mut feed = engine.subscribe();
     let task = engine
         .create(NewTask {
@@ -996,7 +1013,7 @@ async fn status_messages(
             arguments,
             requested_ttl_ms: None,
             error_result_fails: true,
-            input_methods: vec![],
+            input_kinds: vec![],
         })
         .await
         .expect("the task is created");
@@ -1166,7 +1183,12 @@ impl ClientLink for TestLink {
             .push((method.to_owned(), params));
     }
 
-    async fn request(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
+    async fn request(&self, kind: InputKind, params: Value) -> Result<Value, ErrorObject> {
+        // Recorded under the 2025-11-25 method a client would have been sent.
+        let method = match kind {
+            InputKind::Elicitation => "elicitation/create",
+            InputKind::Sampling => "sampling/createMessage",
+        };
         self.requests
             .lock()
             .expect("not poisoned")

@@ -13,6 +13,8 @@
 //! - `dispatch`: message → method handler; the one place that picks an era's codec.
 //! - `codec::legacy`: the 2025-11-25 wire rules (Task shape, `isError` → `failed`,
 //!   related-task metadata, `tasks/result` replay, cursors).
+//! - `tool`: the wrapper that makes every tool's handler an MCP tool for the engine (which
+//!   results report a failure, how input requests are named).
 //! - `arguments`: `tools/call` arguments checked against each tool's `inputSchema`.
 //! - `errors`: the one mapping from engine errors (and argument violations) to JSON-RPC
 //!   errors, with [`LIMIT_EXCEEDED`] for calls over a limit.
@@ -28,6 +30,7 @@ mod errors;
 mod methods;
 mod server;
 mod session;
+mod tool;
 pub mod http;
 pub mod stdio;
 

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use crate::arguments::{ArgumentsSchema, InvalidArguments};
 use crate::catalog::{Catalog, CompletionDef, PromptDef, ResourceDef, ResourceTemplateDef, Subscriptions};
 use crate::session::Route;
+use crate::tool::McpTool;
 
 /// A tool as served: its MCP descriptor and the runtime that does its work.
 #[derive(Clone)]
@@ -218,7 +219,9 @@ impl ServerBuilder {
         if tool.descriptor.execution.is_none() {
             tool.descriptor.execution = Some(ToolExecution { task_support: Some(TaskSupport::Forbidden) });
         }
-        self.engine.register(tool.descriptor.name.clone(), tool.runtime.clone());
+        let mut runtime = tool.runtime.clone();
+        runtime.handler = Arc::new(McpTool { inner: runtime.handler });
+        self.engine.register(tool.descriptor.name.clone(), runtime);
         self.tools.insert(tool.descriptor.name.clone(), tool);
         self
     }

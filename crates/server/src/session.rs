@@ -8,7 +8,9 @@ use std::time::Duration;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use async_trait::async_trait;
-use mcp_tasks_engine::{Change, ClientLink, ErrorObject, InputRequest, Principal, Progress, TaskId, TaskRecord, TaskState};
+use mcp_tasks_engine::{
+    Change, ClientLink, ErrorObject, InputKind, InputRequest, Principal, Progress, TaskId, TaskRecord, TaskState,
+};
 use mcp_tasks_protocol::jsonrpc::{self, RequestId, Response, RpcError};
 use mcp_tasks_protocol::legacy::{self, ProgressToken, method};
 use serde_json::{Value, json};
@@ -158,12 +160,11 @@ impl Session {
         self.state().client_capabilities.get(name).is_some_and(Value::is_object)
     }
 
-    /// The input requests this client can answer, from its declared capabilities.
-    pub(crate) fn input_methods(&self) -> Vec<String> {
-        [("elicitation", method::ELICITATION_CREATE), ("sampling", method::SAMPLING_CREATE_MESSAGE)]
+    /// The kinds of input this client can answer, from its declared capabilities.
+    pub(crate) fn input_kinds(&self) -> Vec<InputKind> {
+        [InputKind::Elicitation, InputKind::Sampling]
             .into_iter()
-            .filter(|(capability, _)| self.client_declared(capability))
-            .map(|(_, name)| name.to_owned())
+            .filter(|kind| self.client_declared(input_capability(*kind)))
             .collect()
     }
 
@@ -222,13 +223,9 @@ impl Session {
     /// with the related-task metadata, and hands the answer to the engine. A client that did
     /// not declare the matching capability is not asked.
     pub(crate) fn deliver_input(self: &Arc<Self>, id: &TaskId, key: &str, input: &InputRequest, route: Route) {
-        let capability = match input.method.as_str() {
-            method::ELICITATION_CREATE => "elicitation",
-            method::SAMPLING_CREATE_MESSAGE => "sampling",
-            _ => "",
-        };
-        if !capability.is_empty() && !self.client_declared(capability) {
-            tracing::debug!(task = %id, method = %input.method, "not asking a client that lacks the capability");
+        let method = input_method(input.kind);
+        if !self.client_declared(input_capability(input.kind)) {
+            tracing::debug!(task = %id, %method, "not asking a client that lacks the capability");
             return;
         }
         let standalone = route == Route::General;
@@ -256,9 +253,9 @@ impl Session {
                 meta.extend(legacy::related_task_meta(id.as_str()));
             }
         }
-        self.send(jsonrpc::request(&request, &input.method, params), route);
+        self.send(jsonrpc::request(&request, method, params), route);
         let session = Arc::clone(self);
-        let (id, key, method) = (id.clone(), key.to_owned(), input.method.clone());
+        let (id, key) = (id.clone(), key.to_owned());
         tokio::spawn(async move {
             let answer = session.await_answer(&request, answer).await;
             if answer.is_err() && session.closed.is_cancelled() {
@@ -440,22 +437,32 @@ impl ClientLink for CallLink {
         self.session.send(jsonrpc::notification(method, params), Route::Related(self.request.clone()));
     }
 
-    async fn request(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
-        let needs = match method {
-            method::SAMPLING_CREATE_MESSAGE => Some("sampling"),
-            method::ELICITATION_CREATE => Some("elicitation"),
-            "roots/list" => Some("roots"),
-            _ => None,
-        };
-        if let Some(capability) = needs.filter(|capability| !self.session.client_declared(capability)) {
-            return Err(ErrorObject::internal(format!(
-                "cannot send {method}: the client did not declare the '{capability}' capability"
-            )));
+    async fn request(&self, kind: InputKind, params: Value) -> Result<Value, ErrorObject> {
+        let (method, capability) = (input_method(kind), input_capability(kind));
+        if !self.session.client_declared(capability) {
+            let message = format!("cannot send {method}: the client did not declare the '{capability}' capability");
+            return Err(ErrorObject { code: RpcError::INTERNAL_ERROR, message, data: None });
         }
         self.session
             .request_client(method, params, Route::Related(self.request.clone()))
             .await
             .map_err(|error| ErrorObject { code: error.code, message: error.message, data: error.data })
+    }
+}
+
+/// The 2025-11-25 request method that asks a client for input of `kind`.
+pub(crate) fn input_method(kind: InputKind) -> &'static str {
+    match kind {
+        InputKind::Elicitation => method::ELICITATION_CREATE,
+        InputKind::Sampling => method::SAMPLING_CREATE_MESSAGE,
+    }
+}
+
+/// The client capability that says it can answer input of `kind`.
+fn input_capability(kind: InputKind) -> &'static str {
+    match kind {
+        InputKind::Elicitation => "elicitation",
+        InputKind::Sampling => "sampling",
     }
 }
 

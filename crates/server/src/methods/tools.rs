@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::codec;
-use crate::errors::{invalid_arguments, rpc_error};
+use crate::errors::{invalid_arguments, rpc_error, work_error};
 use crate::session::{CallLink, Session};
 
 /// `tools/list`: every tool, each with its `execution.taskSupport`.
@@ -57,7 +57,7 @@ pub(crate) async fn call(
                 arguments,
                 requested_ttl_ms: task.ttl,
                 error_result_fails: codec::legacy::ERROR_RESULT_FAILS,
-                input_methods: session.input_methods(),
+                input_kinds: session.input_kinds(),
             };
             let engine = session.server.engine();
             let record = match engine.create(new).await {
@@ -83,6 +83,7 @@ pub(crate) async fn call(
             Some(match outcome {
                 Ok(Outcome::Result(result)) => Ok(result),
                 Ok(Outcome::Error(error)) => Err(RpcError { code: error.code, message: error.message, data: error.data }),
+                Ok(Outcome::Failure(failure)) => Err(work_error(&failure)),
                 Err(err) => Err(rpc_error(&err)),
             })
         }
