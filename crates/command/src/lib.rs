@@ -81,6 +81,14 @@ const PIPE_WAIT: Duration = Duration::from_secs(2);
 const KEPT_ENV: [&str; 4] = ["PATH", "HOME", "LANG", "TZ"];
 /// JSON-RPC invalid params.
 const INVALID_PARAMS: i64 = -32602;
+/// JSON-RPC internal error: the tool's own failures (no argv, no process), and a question
+/// that got no answer, as the command reads it on its stdin.
+const INTERNAL_ERROR: i64 = -32603;
+
+/// A JSON-RPC internal error with `message`.
+fn internal(message: impl Into<String>) -> ErrorObject {
+    ErrorObject { code: INTERNAL_ERROR, message: message.into(), data: None }
+}
 
 /// A tool that runs a command for each call, as its [`ToolConfig`] says.
 ///
@@ -164,7 +172,7 @@ impl CommandTool {
             argv.extend(self.fill("command element", element, arguments)?);
         }
         if argv.is_empty() {
-            return Err(ErrorObject::internal(format!(
+            return Err(internal(format!(
                 "tool `{}` has no program to run",
                 self.tool.name
             )));
@@ -236,7 +244,7 @@ impl CommandTool {
         arguments: &Map<String, Value>,
     ) -> Result<Option<String>, ErrorObject> {
         let pieces = template::parse(template).map_err(|err| {
-            ErrorObject::internal(format!(
+            internal(format!(
                 "tool `{}`: {setting} `{template}`: {err}",
                 self.tool.name
             ))
@@ -321,7 +329,7 @@ impl Handler for CommandTool {
             Err(err) => return Outcome::Error(err),
         };
         if let Some(Err(err)) = &self.output_validator {
-            return Outcome::Error(ErrorObject::internal(err.clone()));
+            return Outcome::Error(internal(err.clone()));
         }
         if ctx.is_cancelled() {
             return result::tool_result(true, vec!["cancelled".to_owned()]);
@@ -335,7 +343,7 @@ impl Handler for CommandTool {
             .and_then(|pid| i32::try_from(pid).ok())
             .map(Pid::from_raw)
         else {
-            return Outcome::Error(ErrorObject::internal("the started process has no pid"));
+            return Outcome::Error(internal("the started process has no pid"));
         };
         let mut guard = GroupGuard { group, armed: true };
         // Before the reader starts, so that the command's own status lines come after it.

@@ -7,7 +7,7 @@
 //! by reads, so a marker cut across two reads is still a marker, and memory stays bounded
 //! by the output cap and [`MESSAGE_CAP`], whatever the line lengths.
 
-use mcp_tasks_engine::{Context, ErrorObject, Progress};
+use mcp_tasks_engine::{Context, ErrorObject, InputError, Progress};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -270,7 +270,7 @@ impl<W: AsyncWrite + Unpin> Talk<W> {
         let answer = tokio::select! {
             biased;
             () = wait_gone(&mut self.group_gone) => return,
-            answer = self.ctx.elicit(Value::Object(params)) => answer,
+            answer = self.ctx.elicit(Value::Object(params)) => answer.map_err(answer_error),
         };
         let Some(stdin) = self.stdin.as_mut().filter(|_| !self.ctx.is_cancelled()) else {
             return;
@@ -376,6 +376,15 @@ fn parse(json: &[u8]) -> Result<Message, String> {
     }
 }
 
+/// The error the command reads for a question that got no answer: the client's as is, or
+/// an internal error with the engine's reason.
+fn answer_error(err: InputError) -> ErrorObject {
+    match err {
+        InputError::Client(error) => error,
+        other => super::internal(other.to_string()),
+    }
+}
+
 /// The line that answers a question: the client's `ElicitResult` as is, or
 /// `{"action":"error","error":{…}}`; newline-terminated.
 fn answer_line(answer: Result<Value, ErrorObject>) -> String {
@@ -409,7 +418,7 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use async_trait::async_trait;
-    use mcp_tasks_engine::ClientLink;
+    use mcp_tasks_engine::{ClientLink, InputKind};
     use tokio_util::sync::CancellationToken;
 
     use super::*;
@@ -427,7 +436,7 @@ mod tests {
             self.progress.lock().unwrap().push(progress.progress);
         }
         fn notify(&self, _method: &str, _params: Value) {}
-        async fn request(&self, _method: &str, params: Value) -> Result<Value, ErrorObject> {
+        async fn request(&self, _kind: InputKind, params: Value) -> Result<Value, ErrorObject> {
             self.asked.lock().unwrap().push(params);
             Ok(json!({"action": "accept"}))
         }
@@ -532,7 +541,7 @@ mod tests {
     #[test]
     fn a_failure_is_answered_as_an_error_action() {
         assert_eq!(
-            answer_line(Err(ErrorObject::internal("no"))),
+            answer_line(Err(super::super::internal("no"))),
             "{\"action\":\"error\",\"error\":{\"code\":-32603,\"message\":\"no\"}}\n"
         );
     }

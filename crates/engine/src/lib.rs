@@ -3,14 +3,27 @@
 //! `mcp-tasks-server` over this one engine.
 //!
 //! # Layout
-//! - [`task`]: ids, statuses, [`TaskState`] and the one transition function [`TaskState::on`].
-//! - [`store`]: the [`TaskStore`] seam (compare-and-set writes) and its errors.
-//! - [`engine`]: [`Engine`]: create, get, list, cancel, await, recover, sweep.
-//! - [`work`]: the [`Handler`] trait tools implement, the [`ToolRuntime`] they are
+//!
+//! Every type is exported here, at the root; the modules are private.
+//! - `task`: ids, statuses, [`TaskState`] and the one transition function [`TaskState::on`].
+//! - `store`: the [`TaskStore`] seam (compare-and-set writes) and its errors.
+//! - `engine`: [`Engine`]: create, get, list, cancel ([`Engine::cancel`] and the cooperative
+//!   [`Engine::request_cancel`]), await, and the one compare-and-set loop.
+//! - `admission`: the [`Policy`] and its limits on the work running in this process.
+//! - `run`: starting a task's work, recording its end, plain calls, the tools' slots.
+//! - `input`: input requests of the work and their answers.
+//! - `maintenance`: restart recovery ([`Engine::recover`]) and the TTL sweeper.
+//! - `work`: the [`Handler`] trait tools implement, the [`ToolRuntime`] they are
 //!   registered with, and the [`Context`] they receive.
 //! - `slots`: a tool's `max_concurrent` limit, a gate that admits queued calls in order.
-//! - [`error`]: [`EngineError`], and [`LimitExceeded`] for the [`Policy`] limits.
-//! - [`clock`]: injected time.
+//! - `error`: [`EngineError`], [`LimitExceeded`] for the [`Policy`] limits, and the
+//!   engine's own failures of the work, [`WorkError`] and [`InputError`].
+//! - `clock`: injected time.
+//!
+//! The engine speaks no wire dialect: which results count as failures and how input
+//! requests are named is the handler's say ([`Handler::reported_failure`],
+//! [`Handler::describe_input`]); input is asked by [`InputKind`]; the engine's own
+//! failures are [`WorkError`]s, which each era renders.
 //!
 //! # States
 //!
@@ -23,28 +36,38 @@
 //!             Complete / Fail / Cancel / Expire
 //! ```
 //!
+//! `Restart` (recovery in a new process) takes `working` or `input_required` back to
+//! `working`, with the attempt bumped in the same write.
+//!
 //! # Guarantees
 //! - A task is in the store before [`Engine::create`] returns.
 //! - Every write is a compare-and-set on the task's version; a runner's write also carries
 //!   its attempt, so a stale attempt cannot complete a task, and nothing completes twice.
+//!   Recovery writes the same way: a task that keeps changing under it is skipped.
 //! - Waiting ([`Engine::wait_terminal`]) wakes on the change feed, never on a timer.
 //! - A creation refused by a [`Policy`] limit writes nothing; plain calls count towards
 //!   the running limits too.
 
-pub mod clock;
-pub mod engine;
-pub mod error;
+mod admission;
+mod clock;
+mod engine;
+mod error;
+mod input;
+mod maintenance;
+mod run;
 mod slots;
-pub mod store;
-pub mod task;
-pub mod work;
+mod store;
+mod task;
+mod work;
 
+pub use admission::Policy;
 pub use clock::{Clock, FakeClock, SystemClock};
-pub use engine::{Change, Engine, NewTask, Policy, Recovery, Sweep};
-pub use error::{EngineError, LimitExceeded};
+pub use engine::{Change, Engine, NewTask};
+pub use error::{EngineError, InputError, LimitExceeded, WorkError};
+pub use maintenance::{Recovery, Sweep};
 pub use store::{Cursor, ListQuery, StoreError, TaskStore, Update};
 pub use task::{
-    ErrorObject, Event, EventKind, InputRequest, InputRequests, Outcome, Principal, Refused,
-    RestartPolicy, Status, TaskId, TaskRecord, TaskState, Timestamp, Version,
+    ErrorObject, Event, EventKind, InputKind, InputRequest, InputRequests, Outcome, Principal,
+    Refused, RestartPolicy, Status, TaskId, TaskRecord, TaskState, Timestamp, Version,
 };
 pub use work::{ClientLink, Context, Handler, Progress, ToolRuntime};

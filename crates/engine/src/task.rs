@@ -9,6 +9,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::error::WorkError;
+
 /// A task id: 128 bits from the operating system's CSPRNG, as 32 lowercase hex digits.
 ///
 /// 2025-11-25 tasks: without an authorization context the receiver MUST use
@@ -135,6 +137,7 @@ impl fmt::Display for Status {
 
 /// An error outcome of the work behind a task, shaped like a JSON-RPC error object because
 /// that is what the underlying request would have answered (both eras replay it as is).
+/// The engine never makes one: its own failures are [`WorkError`]s.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ErrorObject {
     /// The JSON-RPC error code.
@@ -146,54 +149,56 @@ pub struct ErrorObject {
     pub data: Option<Value>,
 }
 
-impl ErrorObject {
-    /// JSON-RPC internal error (`-32603`).
-    pub const INTERNAL: i64 = -32603;
-
-    /// An internal error with `message`.
-    pub fn internal(message: impl Into<String>) -> ErrorObject {
-        ErrorObject { code: Self::INTERNAL, message: message.into(), data: None }
-    }
-
-    /// The outcome of a task whose process died with the server (restart policy `fail`).
-    pub fn interrupted_by_restart() -> ErrorObject {
-        ErrorObject::internal(
-            "Task execution was interrupted by a server restart; the work did not finish. \
-             Call the tool again to re-run it.",
-        )
-    }
-
-    /// The outcome of a task of a tool with restart policy `retry` that restarts
-    /// interrupted `times` times, reaching the tool's `max_attempts`: it is not run again.
-    pub fn interrupted_repeatedly(times: u32, max_attempts: u32) -> ErrorObject {
-        ErrorObject::internal(format!(
-            "Task execution was interrupted by a server restart {times} times, and the tool allows \
-             {max_attempts} attempts; it is not retried again. Call the tool again to re-run it."
-        ))
-    }
-
-    /// The outcome of a task whose TTL ran out before it finished.
-    pub fn expired() -> ErrorObject {
-        ErrorObject::internal("Task expired: its TTL elapsed before the work finished")
-    }
-}
-
-/// How the work behind a task ended: with a result, or with an error.
+/// How the work behind a task ended: with a result, with the request's error, or with a
+/// failure of the engine's own.
+///
+/// Stored as `{"result": …}`, `{"error": {…}}` or `{"failure": {"type": …}}`; rows written
+/// before [`Outcome::Failure`] existed hold the engine's failures as `{"error": …}` and
+/// still read back as [`Outcome::Error`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// The request's result object (for `tools/call`, a `CallToolResult`).
     Result(Value),
-    /// The request's JSON-RPC error.
+    /// The request's error, as the handler (or the client it asked) gave it.
     Error(ErrorObject),
+    /// The engine's own failure (interrupted, expired, crashed, …); each era renders it.
+    Failure(WorkError),
 }
 
-/// One outstanding question from the work to the requestor (elicitation, sampling, …),
-/// era-neutral: the method name and its params. Answered through the engine by key.
+/// What kind of input the work asks the requestor for. Era-neutral: each codec maps a kind
+/// to its wire shape (2025-11-25: a server-to-client request method).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputKind {
+    /// Ask the user (a form or a URL).
+    Elicitation,
+    /// Ask the client's model.
+    Sampling,
+}
+
+impl InputKind {
+    /// The kind's era-neutral name: `elicitation` or `sampling`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InputKind::Elicitation => "elicitation",
+            InputKind::Sampling => "sampling",
+        }
+    }
+}
+
+impl fmt::Display for InputKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One outstanding question from the work to the requestor, era-neutral: its kind and its
+/// params. Answered through the engine by key.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct InputRequest {
-    /// The request method, e.g. `elicitation/create`.
-    pub method: String,
+    /// What is asked for.
+    pub kind: InputKind,
     /// The request params.
     pub params: Value,
 }
@@ -241,6 +246,10 @@ pub enum Event {
     Cancel,
     /// The task's TTL ran out before it finished.
     Expire,
+    /// A new process runs the unfinished task again (restart recovery). The state goes back
+    /// to `working` (outstanding input requests are dropped: the new attempt asks afresh);
+    /// the caller bumps the attempt with the same write.
+    Restart,
 }
 
 /// The kind of an [`Event`], for messages.
@@ -258,6 +267,8 @@ pub enum EventKind {
     InputAnswered,
     /// [`Event::NeedInput`]
     NeedInput,
+    /// [`Event::Restart`]
+    Restart,
 }
 
 impl fmt::Display for EventKind {
@@ -269,6 +280,7 @@ impl fmt::Display for EventKind {
             EventKind::Fail => "fail",
             EventKind::InputAnswered => "take an answer",
             EventKind::NeedInput => "ask for input",
+            EventKind::Restart => "restart",
         })
     }
 }
@@ -283,6 +295,7 @@ impl Event {
             Event::Fail(_) => EventKind::Fail,
             Event::Cancel => EventKind::Cancel,
             Event::Expire => EventKind::Expire,
+            Event::Restart => EventKind::Restart,
         }
     }
 }
@@ -313,7 +326,8 @@ impl TaskState {
     ///
     /// 2025-11-25 tasks: `working` may go to `input_required`, `completed`, `failed` or
     /// `cancelled`; `input_required` may go back to `working` or to any terminal status;
-    /// terminal statuses MUST NOT change.
+    /// terminal statuses MUST NOT change. A restart (recovery in a new process) puts an
+    /// unfinished task back in `working`.
     ///
     /// # Errors
     /// [`Refused`] for every event on a terminal task, and for `InputAnswered` on a task
@@ -329,8 +343,9 @@ impl TaskState {
             (Working | InputRequired { .. }, Event::Fail(outcome)) => Failed { outcome },
             (Working | InputRequired { .. }, Event::Cancel) => Cancelled,
             (Working | InputRequired { .. }, Event::Expire) => {
-                Failed { outcome: Outcome::Error(ErrorObject::expired()) }
+                Failed { outcome: Outcome::Failure(WorkError::Expired) }
             }
+            (Working | InputRequired { .. }, Event::Restart) => Working,
             (state, event) => {
                 return Err(Refused { from: state.status(), event: event.kind() });
             }
@@ -403,12 +418,14 @@ pub struct TaskRecord {
     pub attempt: u32,
     /// Bumped by every write; writes compare-and-set on it.
     pub version: Version,
-    /// Whether a result that reports `isError: true` ends the task `failed` rather than
-    /// `completed` (set per task by the dialect that created it).
+    /// Whether a result that the tool's handler reports as a failure
+    /// ([`Handler::reported_failure`](crate::Handler::reported_failure), e.g. `isError:
+    /// true`) ends the task `failed` rather than `completed` (set per task by the dialect
+    /// that created it).
     pub error_result_fails: bool,
-    /// The input request methods (e.g. `elicitation/create`) the requestor declared it can
-    /// answer; the work may ask for nothing else.
-    pub input_methods: Vec<String>,
+    /// The kinds of input the requestor declared it can answer; the work may ask for
+    /// nothing else.
+    pub input_kinds: Vec<InputKind>,
 }
 
 impl TaskRecord {
@@ -434,7 +451,7 @@ mod tests {
             TaskState::Working,
             TaskState::InputRequired { requests: InputRequests::new() },
             TaskState::Completed { result: json!({"content": []}) },
-            TaskState::Failed { outcome: Outcome::Error(ErrorObject::internal("x")) },
+            TaskState::Failed { outcome: Outcome::Failure(WorkError::HandlerCrashed) },
             TaskState::Cancelled,
         ]
     }
@@ -444,9 +461,10 @@ mod tests {
             Event::NeedInput(InputRequests::new()),
             Event::InputAnswered,
             Event::Complete(json!({"content": []})),
-            Event::Fail(Outcome::Error(ErrorObject::internal("boom"))),
+            Event::Fail(Outcome::Error(ErrorObject { code: -32000, message: "boom".into(), data: None })),
             Event::Cancel,
             Event::Expire,
+            Event::Restart,
         ]
     }
 
@@ -454,13 +472,13 @@ mod tests {
     #[test]
     fn legacy_23_24_transition_table_is_exactly_the_spec() {
         use Status::*;
-        let expected: [[Option<Status>; 6]; 5] = [
-            // NeedInput, InputAnswered, Complete, Fail, Cancel, Expire
-            [Some(InputRequired), None, Some(Completed), Some(Failed), Some(Cancelled), Some(Failed)],
-            [Some(InputRequired), Some(Working), Some(Completed), Some(Failed), Some(Cancelled), Some(Failed)],
-            [None; 6],
-            [None; 6],
-            [None; 6],
+        let expected: [[Option<Status>; 7]; 5] = [
+            // NeedInput, InputAnswered, Complete, Fail, Cancel, Expire, Restart
+            [Some(InputRequired), None, Some(Completed), Some(Failed), Some(Cancelled), Some(Failed), Some(Working)],
+            [Some(InputRequired), Some(Working), Some(Completed), Some(Failed), Some(Cancelled), Some(Failed), Some(Working)],
+            [None; 7],
+            [None; 7],
+            [None; 7],
         ];
         for (s, state) in states().into_iter().enumerate() {
             for (e, event) in events().into_iter().enumerate() {
@@ -484,15 +502,17 @@ mod tests {
             Just(Event::NeedInput(InputRequests::new())),
             Just(Event::InputAnswered),
             Just(Event::Complete(json!({"content": []}))),
-            Just(Event::Fail(Outcome::Error(ErrorObject::internal("e")))),
+            Just(Event::Fail(Outcome::Failure(WorkError::HandlerCrashed))),
             Just(Event::Cancel),
             Just(Event::Expire),
+            Just(Event::Restart),
         ]
     }
 
     proptest! {
         /// legacy_22_25: from `working`, no sequence of events leaves a terminal state, and
-        /// every accepted move is one the spec allows.
+        /// every accepted move is one the spec allows (`working` to `working` only by a
+        /// restart, which is recovery, not a status change).
         #[test]
         fn legacy_22_25_no_sequence_leaves_a_terminal_state(seq in proptest::collection::vec(any_event(), 0..40)) {
             let mut state = TaskState::Working;
@@ -503,7 +523,7 @@ mod tests {
                     Ok(next) => {
                         prop_assert!(terminal.is_none(), "a terminal state accepted {:?}", event);
                         let allowed = match (before, next.status()) {
-                            (Status::Working, Status::Working) => false,
+                            (Status::Working, Status::Working) => event.kind() == EventKind::Restart,
                             (Status::Working | Status::InputRequired, _) => true,
                             _ => false,
                         };

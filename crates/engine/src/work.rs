@@ -8,16 +8,36 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::Engine;
-use crate::task::{ErrorObject, InputRequest, Outcome, RestartPolicy, TaskId};
+use crate::error::{InputError, WorkError};
+use crate::task::{ErrorObject, InputKind, InputRequest, Outcome, RestartPolicy, TaskId};
 
 /// The code that runs a tool call, as a task or plainly.
 ///
 /// A handler returns the request's result (for `tools/call`, a `CallToolResult` object)
 /// or its JSON-RPC error. It should watch [`Context::cancelled`] and stop promptly.
+///
+/// The provided methods are the era's say on results and messages; an era's wrapper around
+/// a handler (the server's MCP tool) overrides them, plain handlers keep the defaults.
 #[async_trait]
 pub trait Handler: Send + Sync + 'static {
     /// Runs the call with `arguments`.
     async fn call(&self, arguments: Value, ctx: Context) -> Outcome;
+
+    /// Whether `result` reports that the work failed (e.g. an MCP tool result with
+    /// `isError`), with a short detail for the status message. Asked only for tasks created
+    /// with `error_result_fails`; such a task then ends `failed` with the result as its
+    /// outcome. By default no result reports a failure.
+    fn reported_failure(&self, result: &Value) -> Option<String> {
+        let _ = result;
+        None
+    }
+
+    /// How messages about an input request of `kind` name it (the status message while a
+    /// task waits, the errors when it cannot be asked). By default the kind's era-neutral
+    /// name (`elicitation`, `sampling`); an era names its request (e.g. its method).
+    fn describe_input(&self, kind: InputKind) -> String {
+        kind.to_string()
+    }
 }
 
 /// A handler registered with the engine, with how its calls may run: what to do after a
@@ -97,8 +117,8 @@ pub struct Progress {
 }
 
 /// The requestor's side of a plain (non-task) call: where the messages the work sends
-/// while it runs go (progress, notifications such as log messages, and requests such as
-/// `sampling/createMessage` whose answers it awaits). The transport implements it; calls
+/// while it runs go (progress, notifications such as log messages, and requests for input
+/// whose answers it awaits). The transport implements it; calls
 /// are made in order, before the call's own response.
 #[async_trait]
 pub trait ClientLink: Send + Sync + 'static {
@@ -106,8 +126,11 @@ pub trait ClientLink: Send + Sync + 'static {
     fn progress(&self, progress: Progress);
     /// Sends a notification related to the call (e.g. `notifications/message`).
     fn notify(&self, method: &str, params: Value);
-    /// Sends a request to the client and waits for its answer.
-    async fn request(&self, method: &str, params: Value) -> Result<Value, ErrorObject>;
+    /// Sends a request for input of `kind` to the client and waits for its answer.
+    ///
+    /// # Errors
+    /// The client's error, or the link's own (e.g. the client cannot answer `kind`).
+    async fn request(&self, kind: InputKind, params: Value) -> Result<Value, ErrorObject>;
 }
 
 /// What a handler can do besides its work: report progress and status, see cancellation.
@@ -192,43 +215,46 @@ impl Context {
         }
     }
 
-    /// Asks the client (e.g. `elicitation/create`, `sampling/createMessage`) and waits for
-    /// the answer. In a plain call the request goes straight to the client; in a task it
-    /// becomes an input request of the task (`input_required` until answered), delivered
-    /// to the client by the dialect (2025-11-25: while it waits in `tasks/result`).
+    /// Asks the client for input of `kind` and waits for the answer. In a plain call the
+    /// request goes straight to the client; in a task it becomes an input request of the
+    /// task (`input_required` until answered), delivered to the client by the dialect
+    /// (2025-11-25: while it waits in `tasks/result`).
     ///
     /// # Errors
-    /// The client's JSON-RPC error; `-32603` when there is no client to ask, when it did not
-    /// declare that it can answer `method`, or when the work is cancelled meanwhile.
-    pub async fn request(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
+    /// [`InputError::Client`]: the client's error. [`InputError::Work`]: no client to ask,
+    /// it did not declare that it can answer `kind`, or the work was cancelled meanwhile
+    /// (the server renders these as internal errors). `Outcome::from` turns either into the
+    /// work's outcome.
+    pub async fn request(&self, kind: InputKind, params: Value) -> Result<Value, InputError> {
         match &self.reporter {
             Reporter::Direct(Some(link)) => tokio::select! {
-                answer = link.request(method, params) => answer,
-                _ = self.cancel.cancelled() => Err(ErrorObject::internal("the call was cancelled")),
+                answer = link.request(kind, params) => answer.map_err(InputError::Client),
+                _ = self.cancel.cancelled() => Err(WorkError::CallCancelled.into()),
             },
-            Reporter::Direct(None) => Err(ErrorObject::internal(format!("no client to send {method} to"))),
+            Reporter::Direct(None) => Err(WorkError::NoClient { kind, name: kind.to_string() }.into()),
             Reporter::Task { engine, id, attempt } => {
-                let request = InputRequest { method: method.to_owned(), params };
+                let request = InputRequest { kind, params };
                 engine.ask(id, *attempt, request, &self.cancel).await
             }
         }
     }
 
-    /// Asks the user through the client: `elicitation/create` with `params` (`message`,
-    /// `requestedSchema`). The answer is the client's `ElicitResult` (`action`, `content`).
+    /// Asks the user through the client ([`InputKind::Elicitation`]) with `params`
+    /// (`message`, `requestedSchema`). The answer is the client's `ElicitResult` (`action`,
+    /// `content`).
     ///
     /// # Errors
     /// As [`Context::request`].
-    pub async fn elicit(&self, params: Value) -> Result<Value, ErrorObject> {
-        self.request("elicitation/create", params).await
+    pub async fn elicit(&self, params: Value) -> Result<Value, InputError> {
+        self.request(InputKind::Elicitation, params).await
     }
 
-    /// Asks the client's model: `sampling/createMessage` with `params`.
+    /// Asks the client's model ([`InputKind::Sampling`]) with `params`.
     ///
     /// # Errors
     /// As [`Context::request`].
-    pub async fn sample(&self, params: Value) -> Result<Value, ErrorObject> {
-        self.request("sampling/createMessage", params).await
+    pub async fn sample(&self, params: Value) -> Result<Value, InputError> {
+        self.request(InputKind::Sampling, params).await
     }
 
     /// Sets the task's status message (shown by `tasks/get`). No-op for plain calls and

@@ -1,7 +1,7 @@
 //! The one mapping from engine errors (and argument violations) to JSON-RPC errors. The
 //! engine never speaks JSON-RPC.
 
-use mcp_tasks_engine::{EngineError, EventKind, LimitExceeded};
+use mcp_tasks_engine::{EngineError, EventKind, LimitExceeded, WorkError};
 use mcp_tasks_protocol::jsonrpc::RpcError;
 use serde_json::json;
 
@@ -39,6 +39,13 @@ pub(crate) fn rpc_error(err: &EngineError) -> RpcError {
             RpcError::internal("Internal error: the task store failed; see the server log")
         }
     }
+}
+
+/// The JSON-RPC error for a failure of the engine's own that ended the work of a task or a
+/// plain call (`tasks/result` replays it, a plain `tools/call` answers it): `-32603` with
+/// the failure's message, no `data`.
+pub(crate) fn work_error(failure: &WorkError) -> RpcError {
+    RpcError::internal(failure.to_string())
 }
 
 /// A call refused by a limit: what the limit is, how far the requestor is, and what to do.

@@ -19,6 +19,8 @@
 //! - `catalog`: resources and templates ([`ResourceDef`], [`ResourceTemplateDef`],
 //!   [`UriTemplate`]), prompts ([`PromptDef`]), completion ([`CompletionDef`]), logging
 //!   ([`log_message`]), and their methods (shared by both eras).
+//! - `tool`: the wrapper that makes every tool's handler an MCP tool for the engine (which
+//!   results report a failure, how input requests are named).
 //! - `arguments`: `tools/call` arguments checked against each tool's `inputSchema`.
 //! - `errors`: the one mapping from engine errors (and argument violations) to JSON-RPC
 //!   errors, with [`LIMIT_EXCEEDED`] for calls over a limit.
@@ -37,6 +39,7 @@ mod errors;
 mod ops;
 mod registry;
 mod server;
+mod tool;
 pub mod http;
 pub mod stdio;
 

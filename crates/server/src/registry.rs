@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::arguments::{ArgumentsSchema, InvalidArguments};
 use crate::server::BuildError;
+use crate::tool::McpTool;
 
 /// Whether a tool may, must, or must not run as a task. Each era says it its own way
 /// (2025-11-25: `execution.taskSupport`; 2026-07-28: the server decides per call).
@@ -158,7 +159,11 @@ impl ToolRegistry {
     /// JSON Schema: such a tool could reject every call, or accept any, so it is refused.
     pub fn insert(&self, tool: ToolDef) -> Result<(), BuildError> {
         let arguments = ArgumentsSchema::compile(&tool.spec.name, &tool.spec.input_schema)?;
-        self.engine.register(tool.spec.name.clone(), tool.runtime.clone());
+        // The engine runs the handler as an MCP tool: which results report a failure, how
+        // input requests are named.
+        let mut runtime = tool.runtime.clone();
+        runtime.handler = Arc::new(McpTool { inner: runtime.handler });
+        self.engine.register(tool.spec.name.clone(), runtime);
         let mut tools = self.write();
         let mut next = BTreeMap::clone(&tools);
         next.insert(tool.spec.name.clone(), Arc::new(Entry { def: tool, arguments }));

@@ -72,7 +72,7 @@ fn finished_task(owner: &Principal, n: u64, count: u64, now: i64) -> TaskRecord 
         attempt: 1,
         version: Version(2),
         error_result_fails: true,
-        input_methods: Vec::new(),
+        input_kinds: Vec::new(),
     }
 }
 

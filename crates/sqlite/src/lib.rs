@@ -5,6 +5,7 @@
 //! - `store`: [`SqliteStore`]: opening, connection settings, the trait's queries.
 //! - `migrate`: the numbered migrations embedded from `migrations/000n_….sql`, applied
 //!   on open and tracked with `PRAGMA user_version`.
+//! - `compat`: reading rows written by earlier builds (input requests named by method).
 //!
 //! # Durability
 //! The file runs in WAL mode with `synchronous=FULL`: every commit fsyncs the WAL before
@@ -19,6 +20,7 @@
 //! one serving process at a time (other processes may read it; they wait up to a busy
 //! timeout for the write lock).
 
+mod compat;
 mod migrate;
 mod store;
 

@@ -37,11 +37,11 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use tokio::sync::{Semaphore, oneshot};
 
 use mcp_tasks_engine::{
-    ListQuery, Principal, StoreError, TaskId, TaskRecord, TaskState, TaskStore, Timestamp, Update,
+    ListQuery, Principal, StoreError, TaskId, TaskRecord, TaskStore, Timestamp, Update,
     Version,
 };
 
-use crate::migrate;
+use crate::{compat, migrate};
 
 /// How long a write waits for another process's lock on the file (say, an operator's
 /// `sqlite3` shell) before it fails with `SQLITE_BUSY`. Within this process only the writer
@@ -674,7 +674,7 @@ impl NewRow {
             attempt: task.attempt,
             version: to_i64(task.version.0)?,
             error_result_fails: task.error_result_fails,
-            input_methods: to_json(&task.input_methods)?,
+            input_methods: to_json(&task.input_kinds)?,
         })
     }
 }
@@ -688,7 +688,7 @@ fn read_record(row: &Row<'_>) -> rusqlite::Result<TaskRecord> {
         owner: Principal::new(row.get::<_, String>(1)?),
         tool: row.get(2)?,
         arguments: from_json(3, &arguments)?,
-        state: from_json::<TaskState>(4, &state)?,
+        state: compat::state(4, &state)?,
         status_message: row.get(5)?,
         created_at: Timestamp(row.get(6)?),
         updated_at: Timestamp(row.get(7)?),
@@ -703,7 +703,7 @@ fn read_record(row: &Row<'_>) -> rusqlite::Result<TaskRecord> {
         attempt: row.get(10)?,
         version: Version(to_u64(11, row.get(11)?)?),
         error_result_fails: row.get(12)?,
-        input_methods: from_json(13, &row.get::<_, String>(13)?)?,
+        input_kinds: compat::input_kinds(13, &row.get::<_, String>(13)?)?,
     })
 }
 

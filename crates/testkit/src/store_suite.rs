@@ -26,8 +26,8 @@ use std::sync::Arc;
 use serde_json::json;
 
 use mcp_tasks_engine::{
-    Cursor, ErrorObject, InputRequest, InputRequests, ListQuery, Outcome, Principal, StoreError,
-    TaskId, TaskRecord, TaskState, TaskStore, Timestamp, Update, Version,
+    Cursor, ErrorObject, InputKind, InputRequest, InputRequests, ListQuery, Outcome, Principal,
+    StoreError, TaskId, TaskRecord, TaskState, TaskStore, Timestamp, Update, Version, WorkError,
 };
 
 /// The creation time of [`sample_task`]: 2025-11-25T00:00:00.123Z, with milliseconds so
@@ -74,7 +74,7 @@ pub fn sample_task(owner: &str) -> TaskRecord {
         attempt: 1,
         version: Version(1),
         error_result_fails: false,
-        input_methods: vec!["elicitation/create".to_owned()],
+        input_kinds: vec![InputKind::Elicitation, InputKind::Sampling],
     }
 }
 
@@ -84,7 +84,7 @@ fn tasks_in_every_state() -> Vec<TaskRecord> {
     requests.insert(
         "q1".to_owned(),
         InputRequest {
-            method: "elicitation/create".to_owned(),
+            kind: InputKind::Elicitation,
             params: json!({"message": "Which file?", "requestedSchema": {"type": "object"}}),
         },
     );
@@ -107,7 +107,20 @@ fn tasks_in_every_state() -> Vec<TaskRecord> {
             }),
         },
         TaskState::Failed {
-            outcome: Outcome::Error(ErrorObject::internal("no data")),
+            outcome: Outcome::Error(ErrorObject {
+                code: -32603,
+                message: "no data".to_owned(),
+                data: None,
+            }),
+        },
+        TaskState::Failed {
+            outcome: Outcome::Failure(WorkError::InterruptedRepeatedly {
+                times: 2,
+                max_attempts: 3,
+            }),
+        },
+        TaskState::Failed {
+            outcome: Outcome::Failure(WorkError::Expired),
         },
         TaskState::Cancelled,
     ];
@@ -124,7 +137,7 @@ fn tasks_in_every_state() -> Vec<TaskRecord> {
             task.version = Version(7);
             task.error_result_fails = i % 2 == 0;
             if i % 3 == 0 {
-                task.input_methods.clear();
+                task.input_kinds.clear();
             }
             if i % 2 == 0 {
                 task.status_message = Some(format!("message {i}: ünïcödé 'quotes' \"and\" more"));
@@ -176,7 +189,7 @@ fn completed() -> TaskState {
 
 fn failed() -> TaskState {
     TaskState::Failed {
-        outcome: Outcome::Error(ErrorObject::internal("x")),
+        outcome: Outcome::Failure(WorkError::Expired),
     }
 }
 
@@ -277,7 +290,7 @@ pub async fn replace_bumps_the_version_and_changes_exactly_the_update(store: Arc
     requests.insert(
         "k".to_owned(),
         InputRequest {
-            method: "sampling/createMessage".to_owned(),
+            kind: InputKind::Sampling,
             params: json!({}),
         },
     );

@@ -72,7 +72,7 @@ fn write_haiku() -> ToolDef {
                     answer["model"].as_str().unwrap_or("?")
                 )}]})),
                 Err(error) => Outcome::Result(json!({
-                    "content": [{"type": "text", "text": format!("Error: {}", error.message)}],
+                    "content": [{"type": "text", "text": format!("Error: {error}")}],
                     "isError": true
                 })),
             }

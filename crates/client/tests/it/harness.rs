@@ -60,7 +60,7 @@ pub(crate) fn build() -> (Server, tempfile::TempDir, Arc<Notify>, Arc<AtomicUsiz
             let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
             match ctx.elicit(json!({"message": "Go ahead?", "requestedSchema": schema})).await {
                 Ok(answer) => text(format!("answer: {} {}", answer["action"], answer["content"])),
-                Err(error) => Outcome::Error(error),
+                Err(error) => error.into(),
             }
         }),
     )

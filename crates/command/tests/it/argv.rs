@@ -84,6 +84,7 @@ async fn a_call_with_arguments_that_are_not_an_object_is_an_invalid_params_error
     {
         Outcome::Error(err) => assert_eq!(err.code, -32602),
         Outcome::Result(result) => panic!("expected an error, got {result}"),
+        Outcome::Failure(failure) => panic!("expected an error, got failure {failure:?}"),
     }
 }
 

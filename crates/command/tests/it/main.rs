@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use mcp_tasks_command::{CommandTool, MARKER};
 use mcp_tasks_config::{Config, RestartPolicy, TaskSupport, ToolConfig};
 use mcp_tasks_engine::{
-    Change, ClientLink, Context, Engine, ErrorObject, Handler, NewTask, Outcome, Policy, Principal,
+    Change, ClientLink, Context, Engine, ErrorObject, Handler, InputKind, NewTask, Outcome, Policy, Principal,
     Progress, SystemClock, TaskRecord, ToolRuntime,
 };
 use mcp_tasks_sqlite::SqliteStore;
@@ -59,6 +59,7 @@ async fn call_result(tool: &CommandTool, arguments: Value) -> Value {
     match tool.call(arguments, ctx).await {
         Outcome::Result(result) => result,
         Outcome::Error(err) => panic!("expected a result, got error {err:?}"),
+        Outcome::Failure(failure) => panic!("expected a result, got failure {failure:?}"),
     }
 }
 
@@ -100,6 +101,7 @@ async fn call_linked(
             )
         }
         Outcome::Error(err) => panic!("expected a result, got error {err:?}"),
+        Outcome::Failure(failure) => panic!("expected a result, got failure {failure:?}"),
     }
 }
 
@@ -198,7 +200,12 @@ impl ClientLink for TestLink {
             .push((method.to_owned(), params));
     }
 
-    async fn request(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
+    async fn request(&self, kind: InputKind, params: Value) -> Result<Value, ErrorObject> {
+        // Recorded under the 2025-11-25 method a client would have been sent.
+        let method = match kind {
+            InputKind::Elicitation => "elicitation/create",
+            InputKind::Sampling => "sampling/createMessage",
+        };
         self.requests
             .lock()
             .expect("not poisoned")

@@ -4,6 +4,20 @@ use super::*;
 
 // ---- status messages ----
 
+/// The tool as the server registers it: a result with `isError: true` reports a failure,
+/// with its first text as the detail (the server's MCP tool wrapper, in short).
+struct AsMcpTool(CommandTool);
+
+#[async_trait]
+impl Handler for AsMcpTool {
+    async fn call(&self, arguments: Value, ctx: Context) -> Outcome {
+        self.0.call(arguments, ctx).await
+    }
+    fn reported_failure(&self, result: &Value) -> Option<String> {
+        (result["isError"] == true).then(|| result["content"][0]["text"].as_str().unwrap_or("no details").to_owned())
+    }
+}
+
 /// Runs `tool` with `arguments` as a task of an engine over a fresh SQLite store, and
 /// returns the task's status messages in the order they were set, and its final record.
 /// When the status message becomes `release_on`, a line is written to the fifo `release`.
@@ -15,7 +29,7 @@ async fn status_messages(
     let dir = tempfile::tempdir().expect("a temporary directory");
     let store = SqliteStore::open(&dir.path().join("tasks.sqlite3")).expect("a store");
     let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), Policy::default());
-    engine.register("t", ToolRuntime::new(tool));
+    engine.register("t", ToolRuntime::new(AsMcpTool(tool)));
     let mut feed = engine.subscribe();
     let task = engine
         .create(NewTask {
@@ -24,7 +38,7 @@ async fn status_messages(
             arguments,
             requested_ttl_ms: None,
             error_result_fails: true,
-            input_methods: vec![],
+            input_kinds: vec![],
         })
         .await
         .expect("the task is created");

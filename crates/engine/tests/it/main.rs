@@ -8,20 +8,22 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mcp_tasks_engine::{
-    Context, Engine, EngineError, ErrorObject, FakeClock, Handler, ListQuery, NewTask, Outcome,
-    Policy, Principal, RestartPolicy, Status, TaskState, Timestamp, ToolRuntime,
+    Context, Engine, EngineError, ErrorObject, FakeClock, Handler, InputKind, ListQuery, NewTask,
+    Outcome, Policy, Principal, RestartPolicy, Status, TaskState, Timestamp, ToolRuntime, WorkError,
 };
 use mcp_tasks_testkit::MemoryStore;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 use tokio::time::timeout;
 
+mod cancel;
 mod limits;
 mod queue;
 mod recording;
+mod recovery;
 mod retry;
 
-const WAIT: Duration = Duration::from_secs(10);
+pub(crate) const WAIT: Duration = Duration::from_secs(10);
 
 /// Finishes with `"attempt N"` when released; reports which attempt started.
 struct Gate {
@@ -39,21 +41,26 @@ impl Handler for Gate {
         } else {
             tokio::select! {
                 _ = self.release.notified() => {}
-                _ = ctx.cancelled() => return Outcome::Error(ErrorObject::internal("stopped")),
+                _ = ctx.cancelled() => return Outcome::Error(stopped()),
             }
         }
         Outcome::Result(json!({"content": [{"type": "text", "text": format!("attempt {}", ctx.attempt())}]}))
     }
 }
 
-struct Fixture {
+/// The error a test handler ends with when it is cancelled.
+pub(crate) fn stopped() -> ErrorObject {
+    ErrorObject { code: -32603, message: "stopped".into(), data: None }
+}
+
+pub(crate) struct Fixture {
     engine: Engine,
     clock: FakeClock,
     release: Arc<Notify>,
     started: mpsc::UnboundedReceiver<u32>,
 }
 
-fn fixture(on_restart: RestartPolicy, ignore_cancel: bool) -> Fixture {
+pub(crate) fn fixture(on_restart: RestartPolicy, ignore_cancel: bool) -> Fixture {
     let store = MemoryStore::new();
     let clock = FakeClock::new(Timestamp(1_764_000_000_000));
     let policy = Policy { default_ttl_ms: 60_000, max_ttl_ms: Some(120_000), poll_interval_ms: 500, ..Policy::default() };
@@ -65,14 +72,14 @@ fn fixture(on_restart: RestartPolicy, ignore_cancel: bool) -> Fixture {
     Fixture { engine, clock, release, started }
 }
 
-fn new_task(owner: &str, ttl: Option<u64>) -> NewTask {
+pub(crate) fn new_task(owner: &str, ttl: Option<u64>) -> NewTask {
     NewTask {
         owner: Principal::new(owner),
         tool: "gate".into(),
         arguments: json!({}),
         requested_ttl_ms: ttl,
         error_result_fails: true,
-        input_methods: vec!["elicitation/create".into()],
+        input_kinds: vec![InputKind::Elicitation],
     }
 }
 
@@ -118,7 +125,7 @@ async fn sweeper_fails_overdue_running_tasks_stops_their_work_and_purges_finishe
     assert_eq!(sweep.expired, 1);
     assert_eq!(sweep.purged, 1, "the expired task, now failed, is purged in the same pass");
     let ended = timeout(WAIT, waiter).await.unwrap().unwrap().unwrap();
-    assert_eq!(ended.state, TaskState::Failed { outcome: Outcome::Error(ErrorObject::expired()) });
+    assert_eq!(ended.state, TaskState::Failed { outcome: Outcome::Failure(WorkError::Expired) });
     assert!(matches!(f.engine.get(&owner, &running.id).await, Err(EngineError::NotFound(_))));
     assert_eq!(f.engine.get(&owner, &keeper.id).await.unwrap().status(), Status::Working);
 }
@@ -198,7 +205,7 @@ async fn restart_policy_fail_marks_interrupted_tasks_failed_with_the_restart_err
     let recovery = f.engine.recover().await.unwrap();
     assert_eq!((recovery.failed, recovery.retried), (1, 0));
     let failed = f.engine.get(&owner, &task.id).await.unwrap();
-    assert_eq!(failed.state, TaskState::Failed { outcome: Outcome::Error(ErrorObject::interrupted_by_restart()) });
+    assert_eq!(failed.state, TaskState::Failed { outcome: Outcome::Failure(WorkError::InterruptedByRestart) });
     assert!(failed.status_message.unwrap().contains("interrupted by a server restart"));
 }
 
@@ -209,6 +216,9 @@ async fn a_tool_result_with_is_error_fails_the_task_only_when_the_dialect_says_s
     impl Handler for Erring {
         async fn call(&self, _arguments: Value, _ctx: Context) -> Outcome {
             Outcome::Result(json!({"content": [{"type": "text", "text": "bad input"}], "isError": true}))
+        }
+        fn reported_failure(&self, result: &Value) -> Option<String> {
+            (result["isError"] == true).then(|| result["content"][0]["text"].as_str().unwrap_or_default().to_owned())
         }
     }
     let f = fixture(RestartPolicy::Fail, false);
@@ -221,6 +231,9 @@ async fn a_tool_result_with_is_error_fails_the_task_only_when_the_dialect_says_s
         let done = timeout(WAIT, f.engine.wait_terminal(&owner, &task.id)).await.unwrap().unwrap();
         assert_eq!(done.status(), expected);
         assert_eq!(done.state.outcome().map(|o| matches!(o, Outcome::Result(_))), Some(true), "the result is kept either way");
+        if fails {
+            assert_eq!(done.status_message.as_deref(), Some("The tool reported an error: bad input"));
+        }
     }
 }
 
@@ -235,7 +248,7 @@ impl Handler for Asker {
         let _ = self.asked.send(());
         match ctx.elicit(json!({"message": "Proceed?", "requestedSchema": {"type": "object", "properties": {}}})).await {
             Ok(answer) => Outcome::Result(json!({"content": [{"type": "text", "text": answer.to_string()}]})),
-            Err(error) => Outcome::Error(error),
+            Err(error) => error.into(),
         }
     }
 }
@@ -269,7 +282,8 @@ async fn legacy_33_36_input_goes_working_input_required_working_completed_and_ap
     let key = wait_for_input(&f.engine, &owner, &task.id).await;
     let waiting = f.engine.get(&owner, &task.id).await.unwrap();
     let TaskState::InputRequired { requests } = &waiting.state else { panic!() };
-    assert_eq!(requests[&key].method, "elicitation/create");
+    assert_eq!(requests[&key].kind, InputKind::Elicitation);
+    assert_eq!(waiting.status_message.as_deref(), Some("Waiting for the client to answer elicitation"));
     assert_eq!(requests[&key].params["message"], "Proceed?");
 
     let answer = json!({"action": "accept", "content": {}});
@@ -294,13 +308,18 @@ async fn asking_for_input_the_requestor_cannot_give_fails_at_once_instead_of_han
     let f = fixture(RestartPolicy::Fail, false);
     let mut asked = asker(&f);
     let owner = Principal::new("a");
-    let new = NewTask { tool: "asker".into(), input_methods: vec!["sampling/createMessage".into()], ..new_task("a", None) };
+    let new = NewTask { tool: "asker".into(), input_kinds: vec![InputKind::Sampling], ..new_task("a", None) };
     let task = f.engine.create(new).await.unwrap();
     f.engine.start(&task).unwrap();
     asked.recv().await.unwrap();
     let done = timeout(WAIT, f.engine.wait_terminal(&owner, &task.id)).await.unwrap().unwrap();
-    let TaskState::Failed { outcome: Outcome::Error(error) } = &done.state else { panic!("{:?}", done.state) };
-    assert!(error.message.contains("did not declare"), "{}", error.message);
+    let TaskState::Failed { outcome: Outcome::Failure(failure) } = &done.state else { panic!("{:?}", done.state) };
+    assert!(failure.to_string().contains("did not declare"), "{failure}");
+    assert_eq!(
+        failure.to_string(),
+        "cannot ask the client for input with elicitation: the client did not declare that capability when it \
+         created this task"
+    );
 }
 
 #[tokio::test]

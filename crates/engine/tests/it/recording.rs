@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mcp_tasks_engine::{
-    Context, Engine, ErrorObject, FakeClock, Handler, NewTask, Outcome, Policy, Principal, TaskId, TaskRecord,
+    Context, Engine, FakeClock, Handler, NewTask, Outcome, Policy, Principal, TaskId, TaskRecord,
     Timestamp, ToolRuntime,
 };
 use mcp_tasks_testkit::MemoryStore;
@@ -50,7 +50,7 @@ impl Handler for Recorder {
         let _ = self.started.send(n);
         tokio::select! {
             _ = release.notified() => {}
-            _ = ctx.cancelled() => return Outcome::Error(ErrorObject::internal("stopped")),
+            _ = ctx.cancelled() => return Outcome::Error(crate::stopped()),
         }
         Outcome::Result(json!({"content": [{"type": "text", "text": format!("call {n} done")}]}))
     }
@@ -114,6 +114,6 @@ pub(crate) fn new_task(owner: &str, n: u64) -> NewTask {
         arguments: json!({"n": n}),
         requested_ttl_ms: None,
         error_result_fails: true,
-        input_methods: vec![],
+        input_kinds: vec![],
     }
 }

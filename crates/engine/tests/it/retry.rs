@@ -1,7 +1,7 @@
 //! `on_restart = retry` with `max_attempts`: a task interrupted on its last attempt fails
 //! instead of running again.
 
-use mcp_tasks_engine::{ErrorObject, Outcome, Policy, Principal, RestartPolicy, Status, TaskState};
+use mcp_tasks_engine::{Outcome, Policy, Principal, RestartPolicy, Status, TaskState, WorkError};
 
 use crate::recording::recording;
 
@@ -24,11 +24,12 @@ async fn a_retried_task_interrupted_on_its_last_attempt_fails_saying_how_often_i
 
     let failed = f.engine.get(&alice, &task.id).await.unwrap();
     assert_eq!(failed.status(), Status::Failed);
-    let expected = ErrorObject::interrupted_repeatedly(3, 3);
-    assert!(expected.message.contains("interrupted by a server restart 3 times"), "{}", expected.message);
-    assert!(expected.message.contains("not retried again"), "{}", expected.message);
-    assert_eq!(failed.state, TaskState::Failed { outcome: Outcome::Error(expected.clone()) });
-    assert_eq!(failed.status_message.as_deref(), Some(expected.message.as_str()));
+    let expected = WorkError::InterruptedRepeatedly { times: 3, max_attempts: 3 };
+    let message = expected.to_string();
+    assert!(message.contains("interrupted by a server restart 3 times"), "{message}");
+    assert!(message.contains("not retried again"), "{message}");
+    assert_eq!(failed.state, TaskState::Failed { outcome: Outcome::Failure(expected.clone()) });
+    assert_eq!(failed.status_message.as_deref(), Some(message.as_str()));
     assert!(f.started.try_recv().is_err(), "it did not run again");
     assert_eq!(f.engine.recover().await.unwrap(), Default::default(), "nothing left to recover");
 }
@@ -41,5 +42,5 @@ async fn with_max_attempts_one_a_retried_tool_is_not_run_again_after_a_restart()
     let recovery = f.engine.recover().await.unwrap();
     assert_eq!((recovery.retried, recovery.failed), (0, 1));
     let failed = f.engine.get(&Principal::new("alice"), &task.id).await.unwrap();
-    assert_eq!(failed.state, TaskState::Failed { outcome: Outcome::Error(ErrorObject::interrupted_repeatedly(1, 1)) });
+    assert_eq!(failed.state, TaskState::Failed { outcome: Outcome::Failure(WorkError::InterruptedRepeatedly { times: 1, max_attempts: 1 }) });
 }

@@ -19,7 +19,7 @@
 use std::time::Duration;
 
 use mcp_tasks_engine::{Context, Engine, Outcome, Progress};
-use mcp_tasks_protocol::mcp::{Content, method};
+use mcp_tasks_protocol::mcp::Content;
 use mcp_tasks_server::{
     CompletionDef, CompletionRef, GetPromptResult, PromptArgument, PromptDef, PromptMessage,
     ResourceContents, ResourceDef, ResourceTemplateDef, Server, ToolDef, UriTemplate,
@@ -245,7 +245,7 @@ async fn sampling(arguments: Value, ctx: Context) -> Outcome {
         "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
         "maxTokens": 100
     });
-    match ctx.request(method::SAMPLING_CREATE_MESSAGE, params).await {
+    match ctx.sample(params).await {
         Ok(answer) => {
             let reply = answer["content"]["text"]
                 .as_str()
@@ -256,8 +256,7 @@ async fn sampling(arguments: Value, ctx: Context) -> Outcome {
             ))])
         }
         Err(error) => error_result(&format!(
-            "Sampling not supported or error: {}",
-            error.message
+            "Sampling not supported or error: {error}"
         )),
     }
 }
@@ -265,7 +264,7 @@ async fn sampling(arguments: Value, ctx: Context) -> Outcome {
 /// Asks the user through `elicitation/create`; answers `<prefix>: action=…, content={…}`.
 async fn elicit(ctx: &Context, message: &str, schema: Value, prefix: &str) -> Outcome {
     let params = json!({"message": message, "requestedSchema": schema});
-    match ctx.request(method::ELICITATION_CREATE, params).await {
+    match ctx.elicit(params).await {
         Ok(answer) => {
             let action = answer["action"].as_str().unwrap_or("unknown");
             let content = answer.get("content").cloned().unwrap_or_else(|| json!({}));
@@ -274,8 +273,7 @@ async fn elicit(ctx: &Context, message: &str, schema: Value, prefix: &str) -> Ou
             ))])
         }
         Err(error) => error_result(&format!(
-            "Elicitation not supported or error: {}",
-            error.message
+            "Elicitation not supported or error: {error}"
         )),
     }
 }

@@ -87,7 +87,7 @@ async fn ask_to_delete(filename: &str, ctx: &Context) -> Outcome {
                 "Deletion cancelled".to_owned()
             })
         }
-        Err(error) => error_result(&error.message),
+        Err(error) => error_result(&error.to_string()),
     }
 }
 
@@ -102,7 +102,7 @@ async fn haiku(topic: &str, ctx: &Context) -> Outcome {
             let haiku = answer["content"]["text"].as_str().unwrap_or("No response");
             text_result(format!("Haiku:\n{haiku}"))
         }
-        Err(error) => error_result(&error.message),
+        Err(error) => error_result(&error.to_string()),
     }
 }
 

@@ -6,8 +6,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures_util::FutureExt;
-use mcp_tasks_engine::{ClientLink, Context, Engine, EngineError, ErrorObject, NewTask, Outcome, TaskRecord};
-use mcp_tasks_protocol::mcp::method;
+use mcp_tasks_engine::{ClientLink, Context, Engine, EngineError, InputKind, NewTask, Outcome, TaskRecord, WorkError};
 use serde_json::Value;
 
 use crate::context::RequestContext;
@@ -65,7 +64,7 @@ pub(crate) async fn create_task(ctx: &RequestContext, call: TaskCall) -> Result<
         arguments: call.arguments,
         requested_ttl_ms: call.requested_ttl_ms,
         error_result_fails: call.error_result_fails,
-        input_methods: input_methods(ctx),
+        input_kinds: input_kinds(ctx),
     };
     let record = engine.create(new).await?;
     tracing::debug!(task = %record.id, era = %ctx.era, tool = %record.tool, "task created");
@@ -88,16 +87,16 @@ pub(crate) async fn call_plain(
     // As for a task's handler (the engine's `start`): a panic is the tool's crash.
     AssertUnwindSafe(call).catch_unwind().await.unwrap_or_else(|_| {
         tracing::error!(tool, "tool handler panicked in a plain call");
-        Ok(Outcome::Error(ErrorObject::internal("the tool's handler crashed")))
+        Ok(Outcome::Failure(WorkError::HandlerCrashed))
     })
 }
 
 /// The kinds of input request the work of a task may send this requestor: those its client
 /// declared it can answer.
-fn input_methods(ctx: &RequestContext) -> Vec<String> {
-    [(ctx.client.elicitation, method::ELICITATION_CREATE), (ctx.client.sampling, method::SAMPLING_CREATE_MESSAGE)]
+fn input_kinds(ctx: &RequestContext) -> Vec<InputKind> {
+    [(ctx.client.elicitation, InputKind::Elicitation), (ctx.client.sampling, InputKind::Sampling)]
         .into_iter()
         .filter(|(declared, _)| *declared)
-        .map(|(_, name)| name.to_owned())
+        .map(|(_, kind)| kind)
         .collect()
 }

@@ -22,7 +22,7 @@ fn server() -> (Server, tempfile::TempDir) {
             let params = json!({"message": "Go ahead?", "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}});
             match ctx.elicit(params).await {
                 Ok(answer) => Outcome::Result(json!({"content": [{"type": "text", "text": format!("answer: {}", answer["action"])}]})),
-                Err(error) => Outcome::Error(error),
+                Err(error) => error.into(),
             }
         }),
     )

@@ -28,7 +28,7 @@ fn new_task(owner: &str) -> NewTask {
         arguments: json!({}),
         requested_ttl_ms: None,
         error_result_fails: false,
-        input_methods: Vec::new(),
+        input_kinds: Vec::new(),
     }
 }
 

@@ -230,3 +230,77 @@ async fn open_with_normal_sets_synchronous_normal_for_comparison_only() {
         "production stays FULL"
     );
 }
+
+/// Rows written by builds before `InputKind` named input requests by their 2025-11-25
+/// method, in the `input_methods` column and inside the `state` JSON, and stored the
+/// engine's own failures as `-32603` error objects: they read back with the same meaning.
+#[tokio::test]
+async fn rows_in_the_format_of_earlier_builds_read_back_with_the_same_meaning() {
+    use mcp_tasks_engine::{ErrorObject, InputKind, InputRequest, Outcome};
+    use serde_json::json;
+
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("tasks.db");
+    let store = SqliteStore::open(&path).expect("the store opens");
+    let waiting = sample_task("alice");
+    let failed = sample_task("alice");
+    store.insert(&waiting).await.expect("insert succeeds");
+    store.insert(&failed).await.expect("insert succeeds");
+    // Exactly what the earlier build wrote.
+    let old_waiting = r#"{"status":"input_required","requests":{"q1":{"method":"elicitation/create","params":{"message":"Which file?"}},"q2":{"method":"sampling/createMessage","params":{"maxTokens":5}}}}"#;
+    let old_failed = r#"{"status":"failed","outcome":{"error":{"code":-32603,"message":"Task expired: its TTL elapsed before the work finished"}}}"#;
+    {
+        let conn = rusqlite_connection(&path);
+        let set = "UPDATE tasks SET status = ?1, state = ?2, input_methods = ?3 WHERE id = ?4";
+        let methods = r#"["elicitation/create","sampling/createMessage"]"#;
+        conn.execute(set, rusqlite::params!["input_required", old_waiting, methods, waiting.id.as_str()])
+            .expect("an old input_required row");
+        conn.execute(set, rusqlite::params!["failed", old_failed, r#"["sampling/createMessage"]"#, failed.id.as_str()])
+            .expect("an old failed row");
+    }
+
+    let read = store.get(&waiting.id).await.expect("get succeeds").expect("the task");
+    assert_eq!(read.input_kinds, vec![InputKind::Elicitation, InputKind::Sampling]);
+    let TaskState::InputRequired { requests } = &read.state else { panic!("{:?}", read.state) };
+    assert_eq!(
+        requests["q1"],
+        InputRequest { kind: InputKind::Elicitation, params: json!({"message": "Which file?"}) }
+    );
+    assert_eq!(requests["q2"], InputRequest { kind: InputKind::Sampling, params: json!({"maxTokens": 5}) });
+
+    let read = store.get(&failed.id).await.expect("get succeeds").expect("the task");
+    assert_eq!(read.input_kinds, vec![InputKind::Sampling]);
+    let expected = ErrorObject {
+        code: -32603,
+        message: "Task expired: its TTL elapsed before the work finished".to_owned(),
+        data: None,
+    };
+    assert_eq!(read.state, TaskState::Failed { outcome: Outcome::Error(expected) });
+
+    // A write of an old row's state stores the new form, which reads back the same.
+    let old = store.get(&waiting.id).await.expect("get succeeds").expect("the task");
+    let update = Update {
+        state: old.state.clone(),
+        status_message: None,
+        updated_at: old.updated_at,
+        attempt: old.attempt,
+    };
+    let rewritten = store
+        .replace(&waiting.id, old.version, &update)
+        .await
+        .expect("replace succeeds");
+    assert_eq!(rewritten.state, old.state);
+    let (state, methods): (String, String) = rusqlite_connection(&path)
+        .query_row(
+            "SELECT state, input_methods FROM tasks WHERE id = ?1",
+            [waiting.id.as_str()],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .expect("the row");
+    assert!(state.contains(r#""kind":"elicitation""#) && !state.contains("method"), "{state}");
+    assert_eq!(
+        methods, r#"["elicitation/create","sampling/createMessage"]"#,
+        "a replace never rewrites the column, which keeps reading as it was"
+    );
+    assert_eq!(store.get(&waiting.id).await.expect("get").expect("the task"), rewritten);
+}

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_tasks_engine::{Change, ClientLink, ErrorObject, InputRequest, Progress, TaskId, TaskRecord, TaskState};
-use mcp_tasks_protocol::jsonrpc::{self, RequestId};
+use mcp_tasks_engine::{Change, ClientLink, ErrorObject, InputKind, InputRequest, Progress, TaskId, TaskRecord, TaskState};
+use mcp_tasks_protocol::jsonrpc::{self, RequestId, RpcError};
 use mcp_tasks_protocol::legacy::{self, method};
 use mcp_tasks_protocol::mcp::ProgressToken;
 use serde_json::{Value, json};
@@ -21,6 +21,7 @@ use super::wire;
 use crate::connection::{Connection, Route};
 use crate::context::ClientCaps;
 use crate::ops;
+use crate::tool::input_method;
 
 /// A Legacy session: the state `initialize` created on one connection.
 pub(crate) struct LegacySession {
@@ -115,13 +116,9 @@ impl LegacySession {
     /// with the related-task metadata, and hands the answer to the engine. A client that did
     /// not declare the matching capability is not asked.
     pub(crate) fn deliver_input(self: &Arc<Self>, id: &TaskId, key: &str, input: &InputRequest, route: Route) {
-        let capability = match input.method.as_str() {
-            method::ELICITATION_CREATE => "elicitation",
-            method::SAMPLING_CREATE_MESSAGE => "sampling",
-            _ => "",
-        };
-        if !capability.is_empty() && !self.client_declared(capability) {
-            tracing::debug!(task = %id, method = %input.method, "not asking a client that lacks the capability");
+        let method = input_method(input.kind);
+        if !self.client_declared(input_capability(input.kind)) {
+            tracing::debug!(task = %id, %method, "not asking a client that lacks the capability");
             return;
         }
         let standalone = route == Route::General;
@@ -149,9 +146,9 @@ impl LegacySession {
                 meta.extend(legacy::related_task_meta(id.as_str()));
             }
         }
-        self.conn.send(jsonrpc::request(&request, &input.method, params), route);
+        self.conn.send(jsonrpc::request(&request, method, params), route);
         let session = Arc::clone(self);
-        let (id, key, method) = (id.clone(), key.to_owned(), input.method.clone());
+        let (id, key) = (id.clone(), key.to_owned());
         tokio::spawn(async move {
             let answer = session.conn.await_answer(&request, answer).await;
             if answer.is_err() && session.conn.closed().is_cancelled() {
@@ -280,23 +277,25 @@ impl ClientLink for CallLink {
         self.session.conn.send(jsonrpc::notification(method, params), Route::Related(self.request.clone()));
     }
 
-    async fn request(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
-        let needs = match method {
-            method::SAMPLING_CREATE_MESSAGE => Some("sampling"),
-            method::ELICITATION_CREATE => Some("elicitation"),
-            "roots/list" => Some("roots"),
-            _ => None,
-        };
-        if let Some(capability) = needs.filter(|capability| !self.session.client_declared(capability)) {
-            return Err(ErrorObject::internal(format!(
-                "cannot send {method}: the client did not declare the '{capability}' capability"
-            )));
+    async fn request(&self, kind: InputKind, params: Value) -> Result<Value, ErrorObject> {
+        let (method, capability) = (input_method(kind), input_capability(kind));
+        if !self.session.client_declared(capability) {
+            let message = format!("cannot send {method}: the client did not declare the '{capability}' capability");
+            return Err(ErrorObject { code: RpcError::INTERNAL_ERROR, message, data: None });
         }
         self.session
             .conn
             .request_client(method, params, Route::Related(self.request.clone()))
             .await
             .map_err(|error| ErrorObject { code: error.code, message: error.message, data: error.data })
+    }
+}
+
+/// The client capability (declared at `initialize`) that says it can answer input of `kind`.
+fn input_capability(kind: InputKind) -> &'static str {
+    match kind {
+        InputKind::Elicitation => "elicitation",
+        InputKind::Sampling => "sampling",
     }
 }
 

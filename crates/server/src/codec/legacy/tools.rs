@@ -12,7 +12,7 @@ use super::session::{CallLink, LegacySession};
 use super::wire;
 use crate::context::RequestContext;
 use crate::dispatch::Reply;
-use crate::errors::{invalid_arguments, rpc_error};
+use crate::errors::{invalid_arguments, rpc_error, work_error};
 use crate::ops;
 use crate::registry::TaskMode;
 
@@ -78,6 +78,7 @@ pub(crate) async fn call(session: &Arc<LegacySession>, ctx: &RequestContext, par
             Some(match ops::call::call_plain(ctx, &params.name, arguments, link).await {
                 Ok(Outcome::Result(result)) => Ok(result),
                 Ok(Outcome::Error(error)) => Err(RpcError { code: error.code, message: error.message, data: error.data }),
+                Ok(Outcome::Failure(failure)) => Err(work_error(&failure)),
                 Err(err) => Err(rpc_error(&err)),
             })
         }

@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 
 use crate::registry::{TaskMode, ToolSpec};
 use crate::server::Server;
+use crate::errors;
 
 /// 2025-11-25: a result with `isError: true` makes a `tools/call` task `failed`.
 pub(crate) const ERROR_RESULT_FAILS: bool = true;
@@ -91,7 +92,7 @@ fn rfc3339(at: Timestamp) -> String {
 /// successful result (2025-11-25 `tasks/result` MUSTs).
 ///
 /// A JSON-RPC error outcome is replayed with the same code, message and data (an error
-/// cannot carry `_meta`). A cancelled task has no outcome: it answers an error that says so.
+/// cannot carry `_meta`); a failure of the engine's own as [`errors::work_error`]. A cancelled task has no outcome: it answers an error that says so.
 pub(crate) fn task_result(record: &TaskRecord) -> Result<Value, RpcError> {
     match record.state.outcome() {
         Some(Outcome::Result(result)) => Ok(with_related_task(result, &record.id)),
@@ -99,6 +100,7 @@ pub(crate) fn task_result(record: &TaskRecord) -> Result<Value, RpcError> {
             let replay = RpcError { code: error.code, message: error.message, data: error.data };
             Err(replay)
         }
+        Some(Outcome::Failure(failure)) => Err(errors::work_error(&failure)),
         None => Err(RpcError::internal(format!(
             "Task {} was cancelled before it produced a result",
             record.id
@@ -178,7 +180,7 @@ mod tests {
             attempt: 1,
             version: Version(1),
             error_result_fails: true,
-            input_methods: Vec::new(),
+            input_kinds: Vec::new(),
         }
     }
 
@@ -203,6 +205,26 @@ mod tests {
         let state = TaskState::Failed { outcome: Outcome::Error(error) };
         let err = task_result(&record(state)).unwrap_err();
         assert_eq!((err.code, err.message.as_str(), err.data), (-32001, "boom", Some(json!({"k": 2}))));
+    }
+
+    /// The engine's own failures replay as the `-32603` error objects that rows written
+    /// before `Outcome::Failure` hold, byte for byte.
+    #[test]
+    fn a_failure_of_the_engine_replays_as_the_internal_error_it_was_stored_as_before() {
+        use mcp_tasks_engine::WorkError;
+        for failure in [
+            WorkError::InterruptedByRestart,
+            WorkError::InterruptedRepeatedly { times: 3, max_attempts: 3 },
+            WorkError::Expired,
+            WorkError::HandlerCrashed,
+        ] {
+            let old = ErrorObject { code: -32603, message: failure.to_string(), data: None };
+            let before = task_result(&record(TaskState::Failed { outcome: Outcome::Error(old) })).unwrap_err();
+            let now = task_result(&record(TaskState::Failed { outcome: Outcome::Failure(failure) })).unwrap_err();
+            let wire = |err: &RpcError| serde_json::to_string(&mcp_tasks_protocol::jsonrpc::error_response(None, err)).unwrap();
+            assert_eq!(wire(&now), wire(&before));
+            assert_eq!(now.code, -32603);
+        }
     }
 
     #[test]

@@ -1,0 +1,194 @@
+//! Admission: the [`Policy`] an engine applies at creation, and the bookkeeping of the work
+//! running in this process that its running limits bound ([`Work`]).
+
+use std::collections::HashMap;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::Engine;
+use crate::error::{EngineError, LimitExceeded};
+use crate::task::{Principal, TaskId, TaskRecord};
+
+/// Retention, polling and admission policy, applied at creation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// TTL granted when the requestor asks for none, in ms.
+    pub default_ttl_ms: u64,
+    /// The largest TTL granted, in ms; `None` grants any request.
+    pub max_ttl_ms: Option<u64>,
+    /// Suggested interval between polls, in ms.
+    pub poll_interval_ms: u64,
+    /// At most this many tasks and plain calls run at once in this process, for all
+    /// principals together; a new one over it is refused ([`LimitExceeded::Running`]). A
+    /// task counts from its creation until its work ends, including while it waits for
+    /// input or queues for a slot of its tool; tasks retried by [`Engine::recover`] count
+    /// but are never refused.
+    pub max_running: u32,
+    /// The same, for each principal alone ([`LimitExceeded::RunningPerPrincipal`]).
+    pub max_running_per_principal: u32,
+    /// At most this many tasks of one principal are kept in the store, finished or not
+    /// (finished ones leave when their TTL runs out); a new task over it is refused
+    /// ([`LimitExceeded::RetainedPerPrincipal`]). Plain calls are not stored and do not count.
+    pub max_retained_per_principal: u64,
+}
+
+impl Default for Policy {
+    /// One hour by default, a day at most, polls every second; 64 running at once, 16 per
+    /// principal; 10,000 tasks kept per principal.
+    fn default() -> Policy {
+        Policy {
+            default_ttl_ms: 3_600_000,
+            max_ttl_ms: Some(86_400_000),
+            poll_interval_ms: 1_000,
+            max_running: 64,
+            max_running_per_principal: 16,
+            max_retained_per_principal: 10_000,
+        }
+    }
+}
+
+impl Policy {
+    /// The TTL granted for `requested`: honoured up to the cap, the default when absent.
+    pub fn grant(&self, requested: Option<u64>) -> u64 {
+        let ttl = requested.unwrap_or(self.default_ttl_ms);
+        self.max_ttl_ms.map_or(ttl, |max| ttl.min(max))
+    }
+}
+
+/// Work running in this process for one task.
+pub(crate) struct Running {
+    pub(crate) attempt: u32,
+    pub(crate) owner: Principal,
+    pub(crate) cancel: CancellationToken,
+    /// Whether the handler has been called (the task is past its tool's queue).
+    pub(crate) started: bool,
+    /// Whether [`Engine::request_cancel`] asked the work to stop: the task then ends
+    /// `cancelled` when the work ends, whatever it returns.
+    pub(crate) cancel_requested: bool,
+}
+
+impl Running {
+    /// Attempt `attempt` of a task of `owner`, not started yet.
+    pub(crate) fn new(attempt: u32, owner: Principal, cancel: CancellationToken) -> Running {
+        Running { attempt, owner, cancel, started: false, cancel_requested: false }
+    }
+}
+
+/// Everything running in this process, which [`Policy::max_running`] and
+/// [`Policy::max_running_per_principal`] bound.
+#[derive(Default)]
+pub(crate) struct Work {
+    /// Tasks, from creation (or a retry's start) until their work ends or is stopped.
+    pub(crate) tasks: HashMap<TaskId, Running>,
+    /// Plain calls in progress, by principal (never zero: an entry leaves at zero).
+    pub(crate) plain: HashMap<Principal, usize>,
+    /// Creations admitted under [`Policy::max_retained_per_principal`] whose insert has not
+    /// returned yet, by principal (never zero): the store does not count them yet.
+    pub(crate) inserting: HashMap<Principal, u64>,
+}
+
+impl Work {
+    /// Whether one more task or call of `owner` fits under the policy's limits.
+    pub(crate) fn admit(&self, owner: &Principal, policy: &Policy) -> Result<(), LimitExceeded> {
+        let running = self.tasks.len() + self.plain.values().sum::<usize>();
+        if running >= policy.max_running as usize {
+            return Err(LimitExceeded::Running { running, limit: policy.max_running });
+        }
+        let mine = self.tasks.values().filter(|task| &task.owner == owner).count()
+            + self.plain.get(owner).copied().unwrap_or(0);
+        if mine >= policy.max_running_per_principal as usize {
+            return Err(LimitExceeded::RunningPerPrincipal {
+                owner: owner.clone(),
+                running: mine,
+                limit: policy.max_running_per_principal,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A plain call counted in [`Work::plain`] until dropped.
+pub(crate) struct PlainCall<'a> {
+    engine: &'a Engine,
+    owner: Principal,
+}
+
+impl<'a> PlainCall<'a> {
+    /// Admits a plain call of `owner` under the running limits and counts it.
+    pub(crate) fn admit(engine: &'a Engine, owner: &Principal) -> Result<PlainCall<'a>, LimitExceeded> {
+        let mut work = engine.work();
+        work.admit(owner, &engine.policy())?;
+        *work.plain.entry(owner.clone()).or_default() += 1;
+        Ok(PlainCall { engine, owner: owner.clone() })
+    }
+}
+
+impl Drop for PlainCall<'_> {
+    fn drop(&mut self) {
+        let mut work = self.engine.work();
+        if let Some(count) = work.plain.get_mut(&self.owner) {
+            *count -= 1;
+            if *count == 0 {
+                work.plain.remove(&self.owner);
+            }
+        }
+    }
+}
+
+/// A creation counted in [`Work::inserting`] until dropped (its insert returned, or its
+/// future was dropped).
+pub(crate) struct Inserting<'a> {
+    engine: &'a Engine,
+    owner: Principal,
+}
+
+impl<'a> Inserting<'a> {
+    pub(crate) fn new(engine: &'a Engine, owner: &Principal) -> Inserting<'a> {
+        *engine.work().inserting.entry(owner.clone()).or_insert(0) += 1;
+        Inserting { engine, owner: owner.clone() }
+    }
+}
+
+impl Drop for Inserting<'_> {
+    fn drop(&mut self) {
+        let mut work = self.engine.work();
+        if let Some(count) = work.inserting.get_mut(&self.owner) {
+            *count -= 1;
+            if *count == 0 {
+                work.inserting.remove(&self.owner);
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// Admits the new task `record` under the policy's limits: its owner keeps fewer than
+    /// [`Policy::max_retained_per_principal`] tasks, and one more fits under the running
+    /// limits, where it is counted from now on. The guard counts it among the creations
+    /// being inserted until dropped.
+    pub(crate) async fn admit_task(&self, record: &TaskRecord) -> Result<Inserting<'_>, EngineError> {
+        let policy = self.policy();
+        let admission = self.inner.admission.lock().await;
+        // The store's count, plus the creations admitted but not yet inserted. A creation
+        // whose insert just returned may be counted twice for a moment, which can refuse
+        // one at the very limit, never admit one over it.
+        let stored = self.inner.store.count(&record.owner).await?;
+        let inserting = self.work().inserting.get(&record.owner).copied().unwrap_or(0);
+        let retained = stored.saturating_add(inserting);
+        if retained >= policy.max_retained_per_principal {
+            let (owner, limit) = (record.owner.clone(), policy.max_retained_per_principal);
+            return Err(LimitExceeded::RetainedPerPrincipal { owner, retained, limit }.into());
+        }
+        // Reserved before the insert, checking and counting in one critical section, so
+        // that concurrent creations and plain calls cannot overshoot the running limits.
+        {
+            let mut work = self.work();
+            work.admit(&record.owner, &policy)?;
+            let reserved = Running::new(record.attempt, record.owner.clone(), CancellationToken::new());
+            work.tasks.insert(record.id.clone(), reserved);
+        }
+        let inserting = Inserting::new(self, &record.owner);
+        drop(admission);
+        Ok(inserting)
+    }
+}

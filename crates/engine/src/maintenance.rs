@@ -1,0 +1,165 @@
+//! Maintenance: recovery of the tasks a previous process left unfinished, and the TTL
+//! sweeper. Both write through the transition function and the compare-and-set loop.
+
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::{Engine, transition};
+use crate::error::{EngineError, WorkError};
+use crate::store::Update;
+use crate::task::{Event, Outcome, RestartPolicy, TaskRecord};
+
+/// How many tasks one sweep pass expires or purges at most.
+const SWEEP_BATCH: u32 = 1000;
+
+/// What [`Engine::recover`] did with tasks left unfinished by a previous process.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Recovery {
+    /// Failed with the interrupted-by-restart error.
+    pub failed: usize,
+    /// Started again.
+    pub retried: usize,
+    /// Left alone because they kept changing while recovery wrote them, or another process
+    /// took them over (logged).
+    pub skipped: usize,
+}
+
+/// What one sweep pass did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sweep {
+    /// Unfinished tasks failed because their TTL ran out.
+    pub expired: usize,
+    /// Finished tasks deleted.
+    pub purged: u64,
+}
+
+impl Engine {
+    /// Resolves tasks a previous process left unfinished, by their tool's restart policy:
+    /// `fail` (also for tools no longer registered) or `retry`. A task that keeps changing
+    /// while it is written (a compare-and-set conflict each time) is skipped and logged; the
+    /// others are still recovered.
+    ///
+    /// Call once at start, before serving, while this process is the only one running
+    /// tasks on the store (the embedded SQLite store).
+    ///
+    /// # Errors
+    /// A store failure.
+    pub async fn recover(&self) -> Result<Recovery, EngineError> {
+        let mut report = Recovery::default();
+        for task in self.inner.store.unfinished(u32::MAX).await? {
+            let runtime = self.tool(&task.tool);
+            let done = match runtime.map(|tool| (tool.on_restart, tool.max_attempts.max(1))) {
+                Some((RestartPolicy::Retry, max_attempts)) if task.attempt < max_attempts => {
+                    match self.restart(&task).await {
+                        Ok(Some(restarted)) => {
+                            self.start(&restarted)?;
+                            report.retried += 1;
+                            Ok(())
+                        }
+                        Ok(None) => Err(EngineError::Contended(task.id.clone())),
+                        Err(err) => Err(err),
+                    }
+                }
+                Some((RestartPolicy::Retry, max_attempts)) => {
+                    tracing::warn!(task = %task.id, tool = %task.tool, attempts = task.attempt, "a retried task was interrupted on its last attempt; failing it");
+                    let failure = WorkError::InterruptedRepeatedly { times: task.attempt, max_attempts };
+                    self.fail_interrupted(&task, failure).await.map(|()| report.failed += 1)
+                }
+                Some((RestartPolicy::Fail, _)) | None => {
+                    self.fail_interrupted(&task, WorkError::InterruptedByRestart).await.map(|()| report.failed += 1)
+                }
+            };
+            match done {
+                Ok(()) => {}
+                Err(EngineError::Contended(_) | EngineError::Refused { .. } | EngineError::NotFound(_)) => {
+                    tracing::warn!(task = %task.id, "the task changed while it was recovered; skipping it");
+                    report.skipped += 1;
+                }
+                Err(err) => return Err(err),
+            }
+        }
+        if report != Recovery::default() {
+            tracing::info!(failed = report.failed, retried = report.retried, skipped = report.skipped, "recovered tasks from a previous run");
+        }
+        Ok(report)
+    }
+
+    /// Gives `task` a new attempt in `working` ([`Event::Restart`]), for a retry after a
+    /// restart. `None`: the task's attempt moved on since `task` was read (someone else
+    /// took it).
+    async fn restart(&self, task: &TaskRecord) -> Result<Option<TaskRecord>, EngineError> {
+        let attempt = task.attempt + 1;
+        let message = format!("Running again after a server restart (attempt {attempt})");
+        self.write(&task.id, None, |current| {
+            if current.attempt != task.attempt {
+                return Ok(None);
+            }
+            Ok(Some(Update {
+                state: transition(current, Event::Restart)?,
+                status_message: Some(message.clone()),
+                updated_at: self.inner.clock.now(),
+                attempt,
+            }))
+        })
+        .await
+    }
+
+    /// Fails a task a previous process left unfinished with `failure`; a task that finished
+    /// or vanished meanwhile is left alone. Any place the task still holds among this
+    /// process's running work is given up.
+    async fn fail_interrupted(&self, task: &TaskRecord, failure: WorkError) -> Result<(), EngineError> {
+        let failed = self
+            .apply(&task.id, None, None, |_| {
+                (Event::Fail(Outcome::Failure(failure.clone())), Some(failure.to_string()))
+            })
+            .await;
+        self.stop_work(&task.id);
+        match failed {
+            Ok(_) | Err(EngineError::Refused { .. } | EngineError::NotFound(_)) => Ok(()),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// One pass of the TTL sweeper at the clock's `now`: fails unfinished tasks whose TTL
+    /// ran out (stopping their work), then deletes finished ones.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub async fn sweep_once(&self) -> Result<Sweep, EngineError> {
+        let now = self.inner.clock.now();
+        let mut sweep = Sweep::default();
+        for task in self.inner.store.expired(now, SWEEP_BATCH).await? {
+            match self.apply(&task.id, None, None, |_| (Event::Expire, Some(WorkError::Expired.to_string()))).await {
+                Ok(_) => sweep.expired += 1,
+                Err(EngineError::Refused { .. } | EngineError::NotFound(_)) => {}
+                Err(err) => return Err(err),
+            }
+            self.stop_work(&task.id);
+        }
+        sweep.purged = self.inner.store.purge(now, SWEEP_BATCH).await?;
+        if sweep != Sweep::default() {
+            tracing::debug!(expired = sweep.expired, purged = sweep.purged, "swept expired tasks");
+        }
+        Ok(sweep)
+    }
+
+    /// Runs [`Engine::sweep_once`] every `every` until `shutdown` fires.
+    pub fn spawn_sweeper(&self, every: Duration, shutdown: CancellationToken) -> JoinHandle<()> {
+        let engine = self.clone();
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(every);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    _ = ticks.tick() => {}
+                }
+                if let Err(err) = engine.sweep_once().await {
+                    tracing::warn!(error = %err, "TTL sweep failed; will try again");
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,161 @@
+//! Restart recovery writes through the transition function (`Event::Restart`) and the
+//! compare-and-set loop: a task whose write keeps conflicting is skipped, the rest are
+//! still recovered.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use mcp_tasks_engine::{
+    Engine, FakeClock, ListQuery, Outcome, Policy, Principal, RestartPolicy, Status, StoreError, TaskId, TaskRecord,
+    TaskState, TaskStore, Timestamp, ToolRuntime, Update, Version, WorkError,
+};
+use mcp_tasks_testkit::MemoryStore;
+use serde_json::json;
+
+
+/// The memory store, except that every write of one chosen task conflicts, as if another
+/// process wrote it each time just before.
+struct Conflicting {
+    inner: MemoryStore,
+    doomed: Mutex<HashSet<TaskId>>,
+}
+
+#[async_trait]
+impl TaskStore for Conflicting {
+    async fn insert(&self, task: &TaskRecord) -> Result<(), StoreError> {
+        self.inner.insert(task).await
+    }
+    async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
+        self.inner.get(id).await
+    }
+    async fn replace(&self, id: &TaskId, expected: Version, update: &Update) -> Result<TaskRecord, StoreError> {
+        if self.doomed.lock().unwrap().contains(id) {
+            return Err(StoreError::Conflict(id.clone()));
+        }
+        self.inner.replace(id, expected, update).await
+    }
+    async fn list(&self, query: &ListQuery) -> Result<Vec<TaskRecord>, StoreError> {
+        self.inner.list(query).await
+    }
+    async fn count(&self, owner: &Principal) -> Result<u64, StoreError> {
+        self.inner.count(owner).await
+    }
+    async fn unfinished(&self, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
+        self.inner.unfinished(limit).await
+    }
+    async fn expired(&self, now: Timestamp, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
+        self.inner.expired(now, limit).await
+    }
+    async fn purge(&self, now: Timestamp, limit: u32) -> Result<u64, StoreError> {
+        self.inner.purge(now, limit).await
+    }
+}
+
+/// A handler that never finishes (the work of a process that is about to "die").
+struct Forever;
+
+#[async_trait]
+impl mcp_tasks_engine::Handler for Forever {
+    async fn call(&self, _arguments: serde_json::Value, ctx: mcp_tasks_engine::Context) -> Outcome {
+        ctx.cancelled().await;
+        Outcome::Result(json!({"content": []}))
+    }
+}
+
+fn engine() -> (Engine, Arc<Conflicting>) {
+    let inner = MemoryStore::new();
+    let store = Arc::new(Conflicting { inner, doomed: Mutex::default() });
+    let clock = FakeClock::new(Timestamp(1_764_000_000_000));
+    let engine = Engine::new(Arc::clone(&store) as Arc<dyn TaskStore>, Arc::new(clock), Policy::default());
+    engine.register("retried", ToolRuntime::new(Forever).on_restart(RestartPolicy::Retry));
+    engine.register("failed", ToolRuntime::new(Forever).on_restart(RestartPolicy::Fail));
+    (engine, store)
+}
+
+fn new_task(tool: &str) -> mcp_tasks_engine::NewTask {
+    mcp_tasks_engine::NewTask {
+        owner: Principal::new("a"),
+        tool: tool.into(),
+        arguments: json!({}),
+        requested_ttl_ms: None,
+        error_result_fails: true,
+        input_kinds: vec![],
+    }
+}
+
+#[tokio::test]
+async fn a_task_whose_recovery_keeps_conflicting_is_skipped_and_the_others_are_recovered() {
+    let (engine, store) = engine();
+    let owner = Principal::new("a");
+    let doomed_retry = engine.create(new_task("retried")).await.unwrap();
+    let retried = engine.create(new_task("retried")).await.unwrap();
+    let doomed_fail = engine.create(new_task("failed")).await.unwrap();
+    let failed = engine.create(new_task("failed")).await.unwrap();
+
+    store.doomed.lock().unwrap().extend([doomed_retry.id.clone(), doomed_fail.id.clone()]);
+    let first = engine.recover().await.unwrap();
+    assert_eq!((first.retried, first.failed, first.skipped), (1, 1, 2), "two skipped, the others recovered");
+    for skipped in [&doomed_retry, &doomed_fail] {
+        let stored = engine.get(&owner, &skipped.id).await.unwrap();
+        assert_eq!((stored.status(), stored.attempt, stored.version), (Status::Working, 1, skipped.version), "left as it was");
+    }
+    let restarted = engine.get(&owner, &retried.id).await.unwrap();
+    assert_eq!((restarted.status(), restarted.attempt), (Status::Working, 2));
+    assert_eq!(restarted.status_message.as_deref(), Some("Running again after a server restart (attempt 2)"));
+    let ended = engine.get(&owner, &failed.id).await.unwrap();
+    let interrupted = WorkError::InterruptedByRestart;
+    assert_eq!(ended.state, TaskState::Failed { outcome: Outcome::Failure(interrupted.clone()) });
+    assert_eq!(ended.status_message, Some(interrupted.to_string()));
+
+    // Once the writes go through again, the skipped tasks are recovered too.
+    store.doomed.lock().unwrap().clear();
+    let second = engine.recover().await.unwrap();
+    assert_eq!((second.retried, second.failed, second.skipped), (2, 1, 0));
+    assert_eq!(engine.get(&owner, &doomed_retry.id).await.unwrap().attempt, 2);
+    assert_eq!(engine.get(&owner, &doomed_fail.id).await.unwrap().status(), Status::Failed);
+}
+
+/// The engine's own failures say what they said when they were JSON-RPC error objects.
+#[test]
+fn work_errors_display_the_messages_of_before() {
+    let cases = [
+        (
+            WorkError::InterruptedByRestart,
+            "Task execution was interrupted by a server restart; the work did not finish. Call the tool again to re-run it.",
+        ),
+        (
+            WorkError::InterruptedRepeatedly { times: 2, max_attempts: 2 },
+            "Task execution was interrupted by a server restart 2 times, and the tool allows 2 attempts; it is not \
+             retried again. Call the tool again to re-run it.",
+        ),
+        (WorkError::Expired, "Task expired: its TTL elapsed before the work finished"),
+        (WorkError::HandlerCrashed, "the tool's handler crashed"),
+        (WorkError::CancelledInQueue { tool: "build".into() }, "the call was cancelled while it waited for a slot of tool build"),
+        (WorkError::CallCancelled, "the call was cancelled"),
+        (WorkError::CancelledWhileWaiting, "the task was cancelled while waiting for input"),
+        (WorkError::InputDropped, "the input request was dropped"),
+        (WorkError::InputNotRecorded { reason: "x".into() }, "could not record the input request: x"),
+    ];
+    for (failure, message) in cases {
+        assert_eq!(failure.to_string(), message);
+    }
+}
+
+#[tokio::test]
+async fn recovery_restarts_a_task_waiting_for_input_in_working_through_the_transition_function() {
+    let (engine, store) = engine();
+    let owner = Principal::new("a");
+    let task = engine.create(new_task("retried")).await.unwrap();
+    // As a previous process left it: waiting for an answer.
+    let mut requests = mcp_tasks_engine::InputRequests::new();
+    let request = mcp_tasks_engine::InputRequest { kind: mcp_tasks_engine::InputKind::Elicitation, params: json!({}) };
+    requests.insert("k".into(), request);
+    let waiting = Update { state: TaskState::InputRequired { requests }, status_message: None, updated_at: task.updated_at, attempt: 1 };
+    store.replace(&task.id, task.version, &waiting).await.unwrap();
+
+    let recovery = engine.recover().await.unwrap();
+    assert_eq!((recovery.retried, recovery.skipped), (1, 0));
+    let restarted = engine.get(&owner, &task.id).await.unwrap();
+    assert_eq!((restarted.state, restarted.attempt), (TaskState::Working, 2));
+}
