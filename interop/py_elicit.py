@@ -34,52 +34,27 @@ One JSON line on stdout; exit 0 only if every check held. Logs go to stderr.
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
-import os
 import sys
-import time
-import warnings
-from datetime import timedelta
 from typing import Any
 
-# mcp 1.30.0 marks the whole experimental tasks API deprecated; it still works.
-warnings.filterwarnings("ignore", category=DeprecationWarning)
+import py_common  # first: it silences the SDK's DeprecationWarnings
+from py_common import RELATED_TASK, Run, compress, err, text_of
 
-import anyio  # noqa: E402
-import httpx  # noqa: E402
-import mcp.types as types  # noqa: E402
-from mcp import ClientSession  # noqa: E402
-from mcp.client.streamable_http import streamable_http_client  # noqa: E402
-from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT  # noqa: E402
-from mcp.shared.context import RequestContext  # noqa: E402
-from mcp.shared.exceptions import McpError  # noqa: E402
+import anyio
+import httpx
+import mcp.types as types
+from mcp import ClientSession
+from mcp.shared.context import RequestContext
 
-RELATED_TASK = "io.modelcontextprotocol/related-task"
 BODY_CAP = 1 << 20
 
 
-def parse_args() -> argparse.Namespace:
-    env = os.environ.get
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--url", default=env("MCP_URL"))
+def add_options(p: argparse.ArgumentParser, env) -> None:
     p.add_argument("--tool", default=env("MCP_ELICIT_TOOL", "interop_confirm"))
     p.add_argument("--item", default="widget")
     p.add_argument("--decline-item", default="gadget")
     p.add_argument("--sync-item", default="gizmo", help="'' skips the plain tools/call scenario")
-    p.add_argument("--ttl", type=int, default=int(env("MCP_TTL", "60000")))
-    p.add_argument("--timeout", type=float, default=float(env("MCP_TIMEOUT", "90")))
-    p.add_argument("--header", action="append", default=[], help="'Name: value', repeatable")
-    a = p.parse_args()
-    if not a.url:
-        p.error("--url is required")
-    a.headers = {}
-    for h in a.header:
-        name, sep, value = h.partition(":")
-        if not sep or not name.strip():
-            p.error(f"--header wants 'Name: value', got {h!r}")
-        a.headers[name.strip()] = value.strip()
-    return a
 
 
 # ------------------------------------------------------------------------------ wire tap
@@ -153,39 +128,7 @@ def body_messages(ex: dict) -> list[Any]:
         return []
 
 
-# ------------------------------------------------------------------------------ run state
-class Run:
-    def __init__(self, opts: argparse.Namespace) -> None:
-        self.opts = opts
-        self.checks: list[dict] = []
-        self.info: dict = {}
-        self.started = time.monotonic()
-
-    def check(self, name: str, ok, detail=None) -> bool:
-        entry = {"name": name, "ok": bool(ok)}
-        if detail is not None:
-            entry["detail"] = detail
-        self.checks.append(entry)
-        print(f"[py_elicit] {'PASS' if ok else 'FAIL'} {name} {json.dumps(detail, default=str) if detail is not None else ''}",
-              file=sys.stderr)
-        return bool(ok)
-
-    def summary(self) -> dict:
-        ok = bool(self.checks) and all(c["ok"] for c in self.checks)
-        return {
-            "driver": "py_elicit",
-            "peer": f"mcp=={importlib.metadata.version('mcp')}",
-            "url": self.opts.url,
-            "tool": self.opts.tool,
-            "ok": ok,
-            "passed": sum(c["ok"] for c in self.checks),
-            "failed": sum(not c["ok"] for c in self.checks),
-            "elapsedMs": int((time.monotonic() - self.started) * 1000),
-            **self.info,
-            "checks": self.checks,
-        }
-
-
+# ------------------------------------------------------------------------------ scenarios
 class Scenario:
     """What the elicitation callback answers now, and what it saw."""
 
@@ -205,29 +148,6 @@ class Scenario:
         if a.action == "accept":
             return "confirmed" if (a.content or {}).get("confirm") is True else "not confirmed"
         return {"decline": "declined", "cancel": "cancelled"}[a.action]
-
-
-def err(e: BaseException) -> dict:
-    if isinstance(e, McpError):
-        return {"code": e.error.code, "message": e.error.message}
-    if isinstance(e, BaseExceptionGroup):
-        leaves = [err(x) for x in e.exceptions]
-        return leaves[0] if len(leaves) == 1 else {"message": f"{len(leaves)} errors", "errors": leaves}
-    return {"message": f"{type(e).__name__}: {e}"}
-
-
-def compress(items: list[str]) -> list[str]:
-    out: list[list] = []
-    for s in items:
-        if out and out[-1][0] == s:
-            out[-1][1] += 1
-        else:
-            out.append([s, 1])
-    return [f"{s}*{n}" if n > 1 else s for s, n in out]
-
-
-def text_of(result: types.CallToolResult) -> str:
-    return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
 
 
 def kind(m: Any) -> str:
@@ -256,172 +176,147 @@ async def drive(run: Run, tap: Tap) -> None:
         seen = {"requestId": ctx.request_id, "mode": getattr(params, "mode", None), "message": params.message,
                 "requestedSchema": getattr(params, "requestedSchema", None),
                 "relatedTask": (meta or {}).get(RELATED_TASK), "duringResult": bool(s and s.in_result)}
-        print(f"[py_elicit] elicitation/create {json.dumps(seen, default=str)}", file=sys.stderr)
+        run.log(f"elicitation/create {json.dumps(seen, default=str)}")
         if s is None:
             run.check("unexpected-elicitation", False, seen)
             return types.ErrorData(code=types.INVALID_REQUEST, message="no scenario running")
         s.seen.append(seen)
         return s.answer
 
-    http = httpx.AsyncClient(headers=o.headers or None, transport=tap,
-                             timeout=httpx.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT))
-    async with http, streamable_http_client(o.url, http_client=http) as (read, write, get_session_id):
-        async with ClientSession(read, write, read_timeout_seconds=timedelta(seconds=min(o.timeout, 60)),
-                                 elicitation_callback=on_elicit,
-                                 client_info=types.Implementation(name="mcp-tasks-interop-py-elicit",
-                                                                  version="1.0.0")) as session:
+    async with py_common.connect(run, "mcp-tasks-interop-py-elicit", transport=tap,
+                                 elicitation_callback=on_elicit) as conn:
+        if conn is None:
+            return
+        sent_init = next((x["sent"] for x in tap.exchanges
+                          if isinstance(x["sent"], dict) and x["sent"].get("method") == "initialize"), None)
+        client_caps = ((sent_init or {}).get("params") or {}).get("capabilities")
+        py_common.check_connected(run, conn, clientElicitationCapability=(client_caps or {}).get("elicitation"))
+        session = conn.session
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        t = tools.get(o.tool)
+        run.check("tools-list", t is not None,
+                  {"tool": o.tool, "taskSupport": t.execution.taskSupport if t and t.execution else None})
+        if t is None:
+            return
+        exp = session.experimental
+
+        # ------------------------------------------------------------------ task scenarios
+        for s in (Scenario("accept", o.item, types.ElicitResult(action="accept", content={"confirm": True})),
+                  Scenario("decline", o.decline_item, types.ElicitResult(action="decline"))):
+            current["s"] = s
+            n = s.name
             try:
-                with anyio.fail_after(30):
-                    init = await session.initialize()
+                created = await exp.call_tool_as_task(o.tool, {"item": s.item}, ttl=o.ttl)
             except Exception as e:  # noqa: BLE001
-                run.check("connect", False, err(e))
-                return
-            run.info["protocolVersion"] = init.protocolVersion
-            sent_init = next((x["sent"] for x in tap.exchanges
-                              if isinstance(x["sent"], dict) and x["sent"].get("method") == "initialize"), None)
-            client_caps = ((sent_init or {}).get("params") or {}).get("capabilities")
-            run.check("connect", True, {"protocolVersion": init.protocolVersion, "server": init.serverInfo.name,
-                                        "sessionId": bool(get_session_id()),
-                                        "clientElicitationCapability": (client_caps or {}).get("elicitation")})
-            caps = init.capabilities.tasks
-            run.check("server-tasks-capability",
-                      caps is not None and caps.requests is not None and caps.requests.tools is not None
-                      and caps.requests.tools.call is not None,
-                      caps.model_dump(exclude_none=True) if caps else None)
-            tools = {t.name: t for t in (await session.list_tools()).tools}
-            t = tools.get(o.tool)
-            run.check("tools-list", t is not None,
-                      {"tool": o.tool, "taskSupport": t.execution.taskSupport if t and t.execution else None})
-            if t is None:
-                return
-            exp = session.experimental
+                run.check(f"{n}:call_tool_as_task", False, err(e))
+                continue
+            task_id = created.task.taskId
+            run.info[f"{n}TaskId"] = task_id
+            run.check(f"{n}:call_tool_as_task", created.task.status in ("working", "input_required"),
+                      {"taskId": task_id, "status": created.task.status})
+            statuses: list[str] = []
+            try:
+                with anyio.fail_after(max(5.0, min(30.0, o.timeout / 3))):
+                    async for st in exp.poll_task(task_id):
+                        statuses.append(st.status)
+                        if st.status == "input_required":
+                            break
+            except TimeoutError:
+                statuses.append("(timeout)")
+            run.check(f"{n}:input_required", statuses[-1:] == ["input_required"],
+                      {"statuses": compress(statuses)})
+            run.check(f"{n}:no-elicitation-before-result", not s.seen, {"seen": s.seen} if s.seen else None)
 
-            # ------------------------------------------------------------------ task scenarios
-            for s in (Scenario("accept", o.item, types.ElicitResult(action="accept", content={"confirm": True})),
-                      Scenario("decline", o.decline_item, types.ElicitResult(action="decline"))):
-                current["s"] = s
-                n = s.name
-                try:
-                    created = await exp.call_tool_as_task(o.tool, {"item": s.item}, ttl=o.ttl)
-                except Exception as e:  # noqa: BLE001
-                    run.check(f"{n}:call_tool_as_task", False, err(e))
-                    continue
-                task_id = created.task.taskId
-                run.info[f"{n}TaskId"] = task_id
-                run.check(f"{n}:call_tool_as_task", created.task.status in ("working", "input_required"),
-                          {"taskId": task_id, "status": created.task.status})
-                statuses: list[str] = []
-                try:
-                    with anyio.fail_after(max(5.0, min(30.0, o.timeout / 3))):
-                        async for st in exp.poll_task(task_id):
-                            statuses.append(st.status)
-                            if st.status == "input_required":
-                                break
-                except TimeoutError:
-                    statuses.append("(timeout)")
-                run.check(f"{n}:input_required", statuses[-1:] == ["input_required"],
-                          {"statuses": compress(statuses)})
-                run.check(f"{n}:no-elicitation-before-result", not s.seen, {"seen": s.seen} if s.seen else None)
+            first_ex = len(tap.exchanges)
+            s.in_result = True
+            result = None
+            try:
+                with anyio.fail_after(max(5.0, min(60.0, o.timeout / 2))):
+                    result = await exp.get_task_result(task_id, types.CallToolResult)
+            except Exception as e:  # noqa: BLE001
+                run.check(f"{n}:get_task_result", False, err(e))
+            s.in_result = False
 
-                first_ex = len(tap.exchanges)
-                s.in_result = True
-                result = None
-                try:
-                    with anyio.fail_after(max(5.0, min(60.0, o.timeout / 2))):
-                        result = await exp.get_task_result(task_id, types.CallToolResult)
-                except Exception as e:  # noqa: BLE001
-                    run.check(f"{n}:get_task_result", False, err(e))
-                s.in_result = False
+            e0 = s.seen[0] if s.seen else {}
+            related = e0.get("relatedTask")
+            run.check(f"{n}:elicitation",
+                      len(s.seen) == 1 and e0.get("duringResult") and e0.get("message") == f"Confirm {s.item}?"
+                      and schema_ok(e0.get("requestedSchema"))
+                      and isinstance(related, dict) and related.get("taskId") == task_id,
+                      {"count": len(s.seen), **({k: e0[k] for k in ("message", "relatedTask", "duringResult")}
+                                                if e0 else {})})
 
-                e0 = s.seen[0] if s.seen else {}
-                related = e0.get("relatedTask")
-                run.check(f"{n}:elicitation",
-                          len(s.seen) == 1 and e0.get("duringResult") and e0.get("message") == f"Confirm {s.item}?"
-                          and schema_ok(e0.get("requestedSchema"))
-                          and isinstance(related, dict) and related.get("taskId") == task_id,
-                          {"count": len(s.seen), **({k: e0[k] for k in ("message", "relatedTask", "duringResult")}
-                                                    if e0 else {})})
+            # the wire: which HTTP response carried the elicitation/create, and our answer's POST
+            exs = tap.exchanges[first_ex:]
+            res_ex = next((x for x in exs if isinstance(x["sent"], dict) and x["sent"].get("method") == "tasks/result"
+                           and (x["sent"].get("params") or {}).get("taskId") == task_id), None)
+            wire = [m for m in (body_messages(res_ex) if res_ex else [])
+                    if isinstance(m, dict) and m.get("method") == "elicitation/create"]
+            wire_id = wire[0].get("id") if wire else None
+            answer_ex = next((x for x in exs if isinstance(x["sent"], dict) and "method" not in x["sent"]
+                              and x["sent"].get("id") == wire_id and wire), None)
+            wire_related = ((wire[0].get("params") or {}).get("_meta") or {}).get(RELATED_TASK) if wire else None
+            if wire:
+                run.info[f"{n}WireElicitation"] = wire[0]
+            if answer_ex:
+                run.info[f"{n}WireAnswer"] = answer_ex["sent"]
+            run.check(f"{n}:elicitation-on-result-stream",
+                      res_ex is not None and len(wire) == 1 and isinstance(wire_related, dict)
+                      and wire_related.get("taskId") == task_id and answer_ex is not None
+                      and answer_ex["status"] == 202,
+                      {"resultPost": {"status": res_ex["status"], "contentType": res_ex["contentType"],
+                                      "contentEncoding": res_ex["contentEncoding"],
+                                      "messages": [kind(m) for m in body_messages(res_ex)]}
+                                     if res_ex else None,
+                       "relatedTask": wire_related,
+                       "answerPostStatus": answer_ex["status"] if answer_ex else None})
 
-                # the wire: which HTTP response carried the elicitation/create, and our answer's POST
-                exs = tap.exchanges[first_ex:]
-                res_ex = next((x for x in exs if isinstance(x["sent"], dict) and x["sent"].get("method") == "tasks/result"
-                               and (x["sent"].get("params") or {}).get("taskId") == task_id), None)
-                wire = [m for m in (body_messages(res_ex) if res_ex else [])
-                        if isinstance(m, dict) and m.get("method") == "elicitation/create"]
-                wire_id = wire[0].get("id") if wire else None
-                answer_ex = next((x for x in exs if isinstance(x["sent"], dict) and "method" not in x["sent"]
-                                  and x["sent"].get("id") == wire_id and wire), None)
-                wire_related = ((wire[0].get("params") or {}).get("_meta") or {}).get(RELATED_TASK) if wire else None
-                if wire:
-                    run.info[f"{n}WireElicitation"] = wire[0]
-                if answer_ex:
-                    run.info[f"{n}WireAnswer"] = answer_ex["sent"]
-                run.check(f"{n}:elicitation-on-result-stream",
-                          res_ex is not None and len(wire) == 1 and isinstance(wire_related, dict)
-                          and wire_related.get("taskId") == task_id and answer_ex is not None
-                          and answer_ex["status"] == 202,
-                          {"resultPost": {"status": res_ex["status"], "contentType": res_ex["contentType"],
-                                          "contentEncoding": res_ex["contentEncoding"],
-                                          "messages": [kind(m) for m in body_messages(res_ex)]}
-                                         if res_ex else None,
-                           "relatedTask": wire_related,
-                           "answerPostStatus": answer_ex["status"] if answer_ex else None})
+            if result is not None:
+                meta_rel = (result.meta or {}).get(RELATED_TASK)
+                text = text_of(result)
+                run.info[f"{n}ResultText"] = text
+                run.check(f"{n}:get_task_result",
+                          not result.isError and isinstance(meta_rel, dict) and meta_rel.get("taskId") == task_id,
+                          {"isError": result.isError, "relatedTask": meta_rel})
+                expect = f"{s.verdict} {s.item}: {s.answer_line}"
+                run.check(f"{n}:result-text", expect in text, {"expected": expect, "text": text[:300]})
+            try:
+                got = await exp.get_task(task_id)
+                run.check(f"{n}:getTask-completed", got.status == "completed",
+                          {"status": got.status, "statusMessage": got.statusMessage})
+            except Exception as e:  # noqa: BLE001
+                run.check(f"{n}:getTask-completed", False, err(e))
 
-                if result is not None:
-                    meta_rel = (result.meta or {}).get(RELATED_TASK)
-                    text = text_of(result)
-                    run.info[f"{n}ResultText"] = text
-                    run.check(f"{n}:get_task_result",
-                              not result.isError and isinstance(meta_rel, dict) and meta_rel.get("taskId") == task_id,
-                              {"isError": result.isError, "relatedTask": meta_rel})
-                    expect = f"{s.verdict} {s.item}: {s.answer_line}"
-                    run.check(f"{n}:result-text", expect in text, {"expected": expect, "text": text[:300]})
-                try:
-                    got = await exp.get_task(task_id)
-                    run.check(f"{n}:getTask-completed", got.status == "completed",
-                              {"status": got.status, "statusMessage": got.statusMessage})
-                except Exception as e:  # noqa: BLE001
-                    run.check(f"{n}:getTask-completed", False, err(e))
-
-            # ------------------------------------------------------------------ plain tools/call
-            if o.sync_item:
-                s = Scenario("sync", o.sync_item, types.ElicitResult(action="cancel"))
-                current["s"] = s
-                s.in_result = True
-                result = None
-                try:
-                    with anyio.fail_after(max(5.0, min(60.0, o.timeout / 2))):
-                        result = await session.call_tool(o.tool, {"item": s.item})
-                    run.check("sync:call_tool", not result.isError, {"isError": result.isError})
-                except Exception as e:  # noqa: BLE001
-                    run.check("sync:call_tool", False, err(e))
-                s.in_result = False
-                e0 = s.seen[0] if s.seen else {}
-                run.check("sync:elicitation",
-                          len(s.seen) == 1 and e0.get("message") == f"Confirm {s.item}?" and e0.get("relatedTask") is None,
-                          {"count": len(s.seen), **({k: e0[k] for k in ("message", "relatedTask")} if e0 else {})})
-                if result is not None:
-                    text = text_of(result)
-                    run.info["syncResultText"] = text
-                    expect = f"{s.verdict} {s.item}: {s.answer_line}"
-                    run.check("sync:result-text", expect in text, {"expected": expect, "text": text[:300]})
-            current["s"] = None
+        # ------------------------------------------------------------------ plain tools/call
+        if o.sync_item:
+            s = Scenario("sync", o.sync_item, types.ElicitResult(action="cancel"))
+            current["s"] = s
+            s.in_result = True
+            result = None
+            try:
+                with anyio.fail_after(max(5.0, min(60.0, o.timeout / 2))):
+                    result = await session.call_tool(o.tool, {"item": s.item})
+                run.check("sync:call_tool", not result.isError, {"isError": result.isError})
+            except Exception as e:  # noqa: BLE001
+                run.check("sync:call_tool", False, err(e))
+            s.in_result = False
+            e0 = s.seen[0] if s.seen else {}
+            run.check("sync:elicitation",
+                      len(s.seen) == 1 and e0.get("message") == f"Confirm {s.item}?" and e0.get("relatedTask") is None,
+                      {"count": len(s.seen), **({k: e0[k] for k in ("message", "relatedTask")} if e0 else {})})
+            if result is not None:
+                text = text_of(result)
+                run.info["syncResultText"] = text
+                expect = f"{s.verdict} {s.item}: {s.answer_line}"
+                run.check("sync:result-text", expect in text, {"expected": expect, "text": text[:300]})
+        current["s"] = None
 
 
 async def main() -> int:
-    opts = parse_args()
-    run = Run(opts)
+    opts = py_common.parse_args(__doc__, add_options, required=("url",))
+    run = Run("py_elicit", opts)
     tap = Tap()
-    try:
-        with anyio.fail_after(opts.timeout):
-            await drive(run, tap)
-    except TimeoutError:
-        run.check("overall-timeout", False, f"run exceeded {opts.timeout}s")
-    except BaseException as e:  # noqa: BLE001  (ExceptionGroup from anyio task groups too)
-        run.check("unexpected-exception", False, err(e))
-    s = run.summary()
-    print(json.dumps(s, default=str), flush=True)
-    return 0 if s["ok"] else 1
+    return await py_common.main(run, lambda: drive(run, tap))
 
 
 if __name__ == "__main__":
