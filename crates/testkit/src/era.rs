@@ -1,35 +1,10 @@
-//! [`Era`]: the protocol era a test speaks or validates against.
+//! [`Era`]: the protocol era a test speaks or validates against (the protocol crate's), and
+//! [`NotImplemented`] for what a helper cannot do yet in an era.
 
 use std::fmt;
 
-/// A protocol era of MCP tasks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Era {
-    /// MCP 2025-11-25, with tasks in the core: a session negotiated by `initialize`.
-    Legacy,
-    /// MCP 2026-07-28 with the `io.modelcontextprotocol/tasks` extension: no session, the
-    /// era carried by each request's `_meta`.
-    Modern,
-}
-
-impl Era {
-    /// The protocol revision of the era, as `protocolVersion` spells it.
-    pub fn protocol_version(self) -> &'static str {
-        match self {
-            Era::Legacy => "2025-11-25",
-            Era::Modern => "2026-07-28",
-        }
-    }
-}
-
-impl fmt::Display for Era {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Era::Legacy => write!(f, "legacy ({})", self.protocol_version()),
-            Era::Modern => write!(f, "modern ({})", self.protocol_version()),
-        }
-    }
-}
+/// The protocol eras, as the server's dispatch knows them (one type for the whole tree).
+pub use mcp_tasks_protocol::era::Era;
 
 /// What a test helper cannot do yet in an era: the modern era's peer is still to come.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,8 +19,10 @@ impl fmt::Display for NotImplemented {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} is not implemented yet for the {} era",
-            self.what, self.era
+            "{} is not implemented yet for the {} ({}) era",
+            self.what,
+            format!("{:?}", self.era).to_lowercase(),
+            self.era.revision()
         )
     }
 }

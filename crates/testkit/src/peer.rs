@@ -82,7 +82,7 @@ impl TestPeer {
     pub async fn initialize(&mut self, capabilities: Value) -> Value {
         let client = json!({"name": "t", "version": "0"});
         let params = json!({
-            "protocolVersion": self.era.protocol_version(),
+            "protocolVersion": self.era.revision(),
             "capabilities": capabilities,
             "clientInfo": client,
         });
