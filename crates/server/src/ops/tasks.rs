@@ -84,6 +84,17 @@ pub(crate) async fn cancel(ctx: &RequestContext, id: &TaskId) -> Result<TaskReco
     ctx.server().engine().cancel(&ctx.principal, id).await
 }
 
+/// Asks for the task to be cancelled, cooperatively: an acknowledgement that never refuses a
+/// terminal task (it comes back unchanged); running work is told to stop and the task ends
+/// `cancelled` when it has (2026-07-28 tasks extension `tasks/cancel`).
+///
+/// # Errors
+/// [`EngineError::NotFound`]; a store failure.
+#[allow(dead_code)] // the 2026-07-28 codec's `tasks/cancel` (next issue) is its caller
+pub(crate) async fn request_cancel(ctx: &RequestContext, id: &TaskId) -> Result<TaskRecord, EngineError> {
+    ctx.server().engine().request_cancel(&ctx.principal, id).await
+}
+
 /// Hands the client's answer to input request `key` of `owner`'s task `id` to the work.
 /// `Ok(false)`: the request was no longer outstanding (answered already, or moved on).
 ///
@@ -97,4 +108,72 @@ pub(crate) async fn answer(
     answer: Result<Value, mcp_tasks_engine::ErrorObject>,
 ) -> Result<bool, EngineError> {
     server.engine().answer(owner, id, key, answer).await
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use mcp_tasks_engine::{Engine, EventKind, NewTask, Outcome, Policy, Principal, Status, SystemClock};
+    use mcp_tasks_protocol::era::Era;
+    use mcp_tasks_protocol::jsonrpc::RequestId;
+    use serde_json::json;
+    use tokio::sync::mpsc;
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::catalog::handler_fn;
+    use crate::connection::{Connection, Listing};
+    use crate::context::ClientCaps;
+    use crate::registry::{TaskMode, ToolDef};
+
+    fn ctx() -> (RequestContext, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = mcp_tasks_sqlite::SqliteStore::open(&dir.path().join("t.sqlite3")).unwrap();
+        let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), Policy::default());
+        let handler = handler_fn(|_arguments, ctx| async move {
+            ctx.cancelled().await;
+            Outcome::Result(json!({"content": []}))
+        });
+        let tool = ToolDef::new("wait", "", json!({"type": "object"}), handler).task_mode(TaskMode::Optional);
+        let server = Server::builder(engine).tool(tool).build().unwrap();
+        let (out, _outgoing) = mpsc::unbounded_channel();
+        let conn = Arc::new(Connection::new(server, Principal::new("p"), Listing::Principal, out));
+        let ctx = RequestContext {
+            era: Era::Modern,
+            principal: Principal::new("p"),
+            client: ClientCaps::default(),
+            id: RequestId::Number(1),
+            cancel: CancellationToken::new(),
+            conn,
+        };
+        (ctx, dir)
+    }
+
+    #[tokio::test]
+    async fn a_requested_cancel_stops_the_work_and_acknowledges_a_terminal_task_unchanged() {
+        let (ctx, _dir) = ctx();
+        let engine = ctx.server().engine().clone();
+        let new = NewTask {
+            owner: ctx.principal.clone(),
+            tool: "wait".into(),
+            arguments: json!({}),
+            requested_ttl_ms: None,
+            error_result_fails: true,
+            input_kinds: vec![],
+        };
+        let record = engine.create(new).await.unwrap();
+        let mut feed = changes(&ctx);
+        engine.start(&record).unwrap();
+        request_cancel(&ctx, &record.id).await.unwrap();
+        let mut last = get(&ctx, &record.id).await.unwrap();
+        while !last.status().is_terminal() {
+            last = next_change(&ctx, &mut feed, &record.id).await.unwrap().unwrap();
+        }
+        assert_eq!(last.status(), Status::Cancelled);
+        let again = request_cancel(&ctx, &record.id).await.unwrap();
+        assert_eq!((again.status(), again.version), (Status::Cancelled, last.version), "unchanged, not refused");
+        let refused = cancel(&ctx, &record.id).await.unwrap_err();
+        assert!(matches!(refused, EngineError::Refused { event: EventKind::Cancel, .. }), "{refused}");
+    }
 }
