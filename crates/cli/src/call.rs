@@ -4,8 +4,7 @@
 use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
-use mcp_tasks_client::Client;
-use mcp_tasks_client::protocol::{TaskSupport, Tool};
+use mcp_tasks_client::{Client, TaskMode, ToolInfo};
 use serde_json::{Map, Value, json};
 
 use crate::args::{CallArgs, ToolsArgs};
@@ -19,18 +18,17 @@ pub(crate) async fn tools(args: ToolsArgs) -> anyhow::Result<u8> {
         println!("{}", json!({ "tools": tools }));
         return Ok(COMPLETED);
     }
-    let width = tools.iter().map(|tool| tool.base.name.len()).max().unwrap_or(0);
+    let width = tools.iter().map(|tool| tool.name.len()).max().unwrap_or(0);
     for tool in &tools {
-        let support = format!("{:?}", tool.task_support()).to_lowercase();
+        let support = tool.task_mode.as_str();
         let description = tool
-            .base
             .description
             .as_deref()
             .unwrap_or("")
             .lines()
             .next()
             .unwrap_or("");
-        println!("{:width$}  {support:9}  {description}", tool.base.name);
+        println!("{:width$}  {support:9}  {description}", tool.name);
     }
     Ok(COMPLETED)
 }
@@ -46,8 +44,8 @@ pub(crate) async fn call(args: CallArgs) -> anyhow::Result<u8> {
 async fn call_on(client: &Client, args: &CallArgs, display: &Arc<Display>) -> anyhow::Result<u8> {
     let json = args.remote.json;
     let tools = client.list_tools().await.context("listing the tools")?;
-    let Some(tool) = tools.iter().find(|tool| tool.base.name == args.tool) else {
-        let names: Vec<&str> = tools.iter().map(|tool| tool.base.name.as_str()).collect();
+    let Some(tool) = tools.iter().find(|tool| tool.name == args.tool) else {
+        let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
         bail!(
             "the server has no tool {:?} (it has: {})",
             args.tool,
@@ -55,33 +53,33 @@ async fn call_on(client: &Client, args: &CallArgs, display: &Arc<Display>) -> an
         );
     };
     let arguments = Value::Object(arguments(tool, args.args.as_ref(), &args.arg)?);
-    let as_task = client.server_runs_tool_tasks() && tool.task_support() != TaskSupport::Forbidden;
+    let as_task = client.server_runs_tool_tasks() && tool.task_mode != TaskMode::Forbidden;
     if !as_task {
         if args.detach {
             bail!(
                 "--detach: tool {:?} does not run as a task on this server; call it without --detach",
-                tool.base.name
+                tool.name
             );
         }
         let result = client
-            .call_tool(&tool.base.name, arguments)
+            .call_tool(&tool.name, arguments)
             .await
-            .with_context(|| format!("calling {}", tool.base.name))?;
+            .with_context(|| format!("calling {}", tool.name))?;
         return Ok(remote::print_result(&result, json));
     }
     let tracker = crate::ledger::Tracker::open(&args.ledger, &args.remote.connect);
     let notifications = client.notifications();
     let handle = client
-        .call_tool_as_task(&tool.base.name, arguments.clone(), None)
+        .call_tool_as_task(&tool.name, arguments.clone(), None)
         .await
-        .with_context(|| format!("calling {} as a task", tool.base.name))?;
+        .with_context(|| format!("calling {} as a task", tool.name))?;
     // Recorded before anything waits: a process killed from here on leaves the task in
     // the ledger, for `tasks pending` and `tasks wait ID`.
     let mut recorded = false;
     if let Some(tracker) = &tracker {
         let status = handle.last_seen().map(|task| task.status);
         recorded = tracker
-            .record(handle.id(), &tool.base.name, &arguments, status)
+            .record(handle.id(), &tool.name, &arguments, status)
             .await;
     }
     if args.detach {
@@ -109,7 +107,7 @@ async fn call_on(client: &Client, args: &CallArgs, display: &Arc<Display>) -> an
 
 /// The call's arguments: `--args`, then each `--arg` typed by the tool's input schema.
 fn arguments(
-    tool: &Tool,
+    tool: &ToolInfo,
     args: Option<&Value>,
     pairs: &[String],
 ) -> anyhow::Result<Map<String, Value>> {
@@ -123,12 +121,11 @@ fn arguments(
             bail!("--arg {pair:?}: write it KEY=VALUE");
         };
         let property = tool
-            .base
             .input_schema
             .get("properties")
             .and_then(|properties| properties.get(key));
         let value = typed(raw, property)
-            .with_context(|| format!("--arg {pair:?} for tool {:?}", tool.base.name))?;
+            .with_context(|| format!("--arg {pair:?} for tool {:?}", tool.name))?;
         arguments.insert(key.to_owned(), value);
     }
     Ok(arguments)
@@ -184,8 +181,8 @@ fn json_kind(value: &Value) -> &'static str {
 mod tests {
     use super::*;
 
-    fn tool() -> Tool {
-        Tool::new(
+    fn tool() -> ToolInfo {
+        ToolInfo::new(
             "t",
             json!({"type": "object", "properties": {
                 "text": {"type": "string"}, "n": {"type": "integer"}, "x": {"type": "number"},

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use anyhow::{Context as _, bail};
+use mcp_tasks_client::TaskStatus;
 use mcp_tasks_client::ledger::{Endpoint, Ledger, LedgerEntry};
-use mcp_tasks_client::protocol::TaskStatus;
 use serde_json::{Value, json};
 
 use crate::args::{ConnectArgs, ForgetArgs, LedgerArgs, PendingArgs};

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use mcp_tasks_client::protocol::{CallToolResult, Content, Task};
-use mcp_tasks_client::{Client, ClientError};
+use mcp_tasks_client::protocol::{CallToolResult, Content};
+use mcp_tasks_client::{Client, ClientError, TaskInfo};
 use serde_json::{Value, json};
 
 use crate::args::{AnswerArgs, ConnectArgs, RemoteArgs};
@@ -151,7 +151,7 @@ impl Display {
     }
 
     /// Shows the task's status and status message.
-    pub(crate) fn show(&self, task: &Task) {
+    pub(crate) fn show(&self, task: &TaskInfo) {
         if !self.enabled {
             return;
         }
@@ -366,7 +366,7 @@ pub(crate) fn report(
 }
 
 /// One line for a task: id, status, message, last update.
-pub(crate) fn task_line(task: &Task) -> String {
+pub(crate) fn task_line(task: &TaskInfo) -> String {
     let message = task
         .status_message
         .as_deref()
@@ -374,12 +374,12 @@ pub(crate) fn task_line(task: &Task) -> String {
         .unwrap_or_default();
     format!(
         "{}  {}  {}{message}",
-        task.task_id, task.status, task.last_updated_at
+        task.id, task.status, task.last_updated_at
     )
 }
 
 /// Prints a task (its JSON, or one line).
-pub(crate) fn print_task(task: &Task, json: bool) {
+pub(crate) fn print_task(task: &TaskInfo, json: bool) {
     if json {
         println!("{}", serde_json::to_value(task).unwrap_or(Value::Null));
     } else {

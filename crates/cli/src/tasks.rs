@@ -52,9 +52,9 @@ async fn get(args: TaskArgs) -> anyhow::Result<u8> {
 }
 
 /// Notes a status learned in the ledger, for a task it recorded.
-async fn note(args: &TaskArgs, task: &mcp_tasks_client::protocol::Task) {
+async fn note(args: &TaskArgs, task: &mcp_tasks_client::TaskInfo) {
     if let Some(tracker) = Tracker::open(&args.ledger, &args.remote.connect) {
-        tracker.note(&task.task_id, task.status).await;
+        tracker.note(&task.id, task.status).await;
     }
 }
 

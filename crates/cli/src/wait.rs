@@ -7,8 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use mcp_tasks_client::protocol::{Task, TaskStatus};
-use mcp_tasks_client::{ClientError, ServerNotification, TaskHandle};
+use mcp_tasks_client::{ClientError, ServerNotification, TaskHandle, TaskStatus};
 use serde_json::Value;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
@@ -233,7 +232,7 @@ async fn follow(
                 let pause = match handle.status().await {
                     Ok(task) => {
                         display.show(&task);
-                        task.poll_interval.map_or(Duration::from_secs(1), Duration::from_millis)
+                        task.poll_interval_ms.map_or(Duration::from_secs(1), Duration::from_millis)
                     }
                     Err(_) => Duration::from_secs(1),
                 };
@@ -273,7 +272,7 @@ fn shown(
             });
         }
         "notifications/tasks/status" if notification.task_id().as_deref() == Some(handle.id()) => {
-            if let Ok(task) = serde_json::from_value::<Task>(notification.params.clone()) {
+            if let Some(task) = notification.task_status() {
                 display.show(&task);
             }
         }

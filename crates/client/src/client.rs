@@ -5,10 +5,6 @@ use std::process::ExitStatus;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use mcp_tasks_protocol::legacy::{
-    CallToolParams, CreateTaskResult, InitializeParams, InitializeResult, ListTasksResult, ListToolsResult,
-    PROTOCOL_VERSION, TaskMetadata, TaskSupport, Tool, method,
-};
 use mcp_tasks_protocol::mcp::{CallToolResult, Implementation, ProgressToken, RequestMeta};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
@@ -18,8 +14,10 @@ use crate::connection::{Connection, Handlers, Transport};
 use crate::error::ClientError;
 use crate::handlers::{ElicitationHandler, SamplingHandler};
 use crate::http::HttpTransport;
+use crate::legacy::{self, method};
 use crate::stdio::{LineReader, StdioTransport};
 use crate::task::TaskHandle;
+use crate::types::{ServerInfo, TaskInfo, TaskMode, ToolInfo};
 
 /// How long [`Client::close`] waits for a stdio server before each signal.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
@@ -152,20 +150,9 @@ impl ClientBuilder {
         if !requests.is_empty() {
             capabilities.insert("tasks".into(), json!({"list": {}, "cancel": {}, "requests": requests}));
         }
-        let params = InitializeParams {
-            protocol_version: PROTOCOL_VERSION.to_owned(),
-            capabilities: Value::Object(capabilities),
-            client_info: self.info,
-            meta: None,
-        };
-        let answer = connection.request(method::INITIALIZE, to_value(&params)).await?;
-        let server: InitializeResult = from_value(answer, method::INITIALIZE)?;
-        if server.protocol_version != PROTOCOL_VERSION {
-            return Err(ClientError::Protocol(format!(
-                "the server speaks MCP {}, this client only {PROTOCOL_VERSION}",
-                server.protocol_version
-            )));
-        }
+        let params = legacy::initialize_params(Value::Object(capabilities), self.info);
+        let answer = connection.request(method::INITIALIZE, params).await?;
+        let server = legacy::server_info(answer)?;
         connection.transport.set_initialized();
         connection.notify(method::INITIALIZED, json!({})).await?;
         connection.open_standalone();
@@ -194,9 +181,9 @@ pub struct Client {
 
 struct Inner {
     connection: Arc<Connection>,
-    server: InitializeResult,
-    /// `tools/list`, once fetched (for `taskSupport`).
-    tools: Mutex<Option<Vec<Tool>>>,
+    server: ServerInfo,
+    /// `tools/list`, once fetched (for the tools' task modes).
+    tools: Mutex<Option<Vec<ToolInfo>>>,
     /// The next progress token's number.
     next_token: std::sync::atomic::AtomicU64,
 }
@@ -208,7 +195,7 @@ impl std::fmt::Debug for Client {
             Transport::Stdio(_) => "stdio",
         };
         f.debug_struct("Client")
-            .field("server", &self.inner.server.server_info.name)
+            .field("server", &self.inner.server.implementation.name)
             .field("transport", &transport)
             .finish_non_exhaustive()
     }
@@ -279,8 +266,9 @@ impl Client {
         outcome
     }
 
-    /// What the server answered to `initialize`: its name, version, capabilities.
-    pub fn server(&self) -> &InitializeResult {
+    /// Who the server is and what it does: its name and version, its instructions, the
+    /// protocol revision spoken, whether it runs tool calls as tasks.
+    pub fn server(&self) -> &ServerInfo {
         &self.inner.server
     }
 
@@ -289,14 +277,14 @@ impl Client {
     ///
     /// # Errors
     /// Transport, HTTP or JSON-RPC errors.
-    pub async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
+    pub async fn list_tools(&self) -> Result<Vec<ToolInfo>, ClientError> {
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
         loop {
             let params = cursor.map_or_else(|| json!({}), |cursor| json!({ "cursor": cursor }));
-            let page: ListToolsResult = self.call(method::TOOLS_LIST, params).await?;
-            tools.extend(page.tools);
-            match page.next_cursor {
+            let (page, next_cursor) = legacy::tools_page(self.request(method::TOOLS_LIST, params).await?)?;
+            tools.extend(page);
+            match next_cursor {
                 Some(next) => cursor = Some(next),
                 None => break,
             }
@@ -312,28 +300,22 @@ impl Client {
     /// `arguments` that are not an object or null, transport errors, or a JSON-RPC error
     /// (an unknown tool, arguments that do not fit its schema, a tool that requires a task).
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, ClientError> {
-        let meta = Some(self.progress_meta());
-        let params = CallToolParams { name: name.to_owned(), arguments: arguments_map(arguments)?, task: None, meta };
-        self.call(method::TOOLS_CALL, to_value(&params)).await
+        let params = legacy::call_params(name, arguments_map(arguments)?, None, self.progress_meta());
+        from_value(self.request(method::TOOLS_CALL, params).await?, method::TOOLS_CALL)
     }
 
-    /// Whether the server declared `tasks.requests.tools.call`: it runs `tools/call` as a
-    /// task when asked (for the tools whose `taskSupport` allows it).
+    /// Whether the server runs `tools/call` as a task when asked (for the tools whose
+    /// [`TaskMode`] allows it): [`ServerInfo::runs_tool_tasks`]. In 2025-11-25, whether it
+    /// declared `tasks.requests.tools.call`.
     pub fn server_runs_tool_tasks(&self) -> bool {
-        self.inner
-            .server
-            .capabilities
-            .tasks
-            .as_ref()
-            .and_then(|tasks| tasks.requests.as_ref())
-            .and_then(|requests| requests.tools.as_ref())
-            .is_some_and(|tools| tools.call.is_some())
+        self.inner.server.runs_tool_tasks
     }
 
     /// Calls a tool as a task and returns a [`TaskHandle`] that drives it to its end.
     ///
-    /// Refuses (without calling) when the server does not declare `tasks.requests.tools.call`
-    /// or the tool's `execution.taskSupport` is absent or `forbidden`: a task was asked
+    /// Refuses (without calling) when the server does not run tool calls as tasks
+    /// (`tasks.requests.tools.call`) or the tool's [`TaskMode`] is `forbidden`
+    /// (`execution.taskSupport` absent or `forbidden`): a task was asked
     /// for, and silently running the call plainly would lose what a task gives (the
     /// detach, the id to resume with). Use [`Client::call_tool`] for those tools. `ttl` is
     /// the retention asked for; the server may grant another.
@@ -350,25 +332,18 @@ impl Client {
         if !self.server_runs_tool_tasks() {
             return Err(unsupported("the server does not declare tasks.requests.tools.call"));
         }
-        if self.tool(name).await?.task_support() == TaskSupport::Forbidden {
+        if self.tool(name).await?.task_mode == TaskMode::Forbidden {
             return Err(unsupported("its execution.taskSupport is \"forbidden\""));
         }
-        let task = TaskMetadata { ttl: ttl.map(|ttl| u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)) };
+        let ttl = ttl.map(|ttl| u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
         let meta = self.progress_meta();
         let token = match &meta.progress_token {
             Some(ProgressToken::String(token)) => Some(token.clone()),
             _ => None,
         };
-        let params =
-            CallToolParams { name: name.to_owned(), arguments: arguments_map(arguments)?, task: Some(task), meta: Some(meta) };
-        let answer = self.inner.connection.request(method::TOOLS_CALL, to_value(&params)).await?;
-        if answer.get("task").is_none() {
-            return Err(ClientError::Protocol(format!(
-                "tools/call of {name:?} with a task was answered with a plain result, not a CreateTaskResult"
-            )));
-        }
-        let created: CreateTaskResult = from_value(answer, method::TOOLS_CALL)?;
-        Ok(TaskHandle::new(Arc::clone(&self.inner.connection), created.task).with_progress_token(token))
+        let params = legacy::call_params(name, arguments_map(arguments)?, Some(ttl), meta);
+        let created = legacy::created_task(name, self.request(method::TOOLS_CALL, params).await?)?;
+        Ok(TaskHandle::new(Arc::clone(&self.inner.connection), created).with_progress_token(token))
     }
 
     /// A `_meta` asking for progress under a token unique in this session
@@ -395,14 +370,14 @@ impl Client {
     ///
     /// # Errors
     /// Transport, HTTP or JSON-RPC errors (a server without `tasks.list` answers -32601).
-    pub async fn list_tasks(&self) -> Result<Vec<mcp_tasks_protocol::legacy::Task>, ClientError> {
+    pub async fn list_tasks(&self) -> Result<Vec<TaskInfo>, ClientError> {
         let mut tasks = Vec::new();
         let mut cursor: Option<String> = None;
         loop {
             let params = cursor.map_or_else(|| json!({}), |cursor| json!({ "cursor": cursor }));
-            let page: ListTasksResult = self.call(method::TASKS_LIST, params).await?;
-            tasks.extend(page.tasks);
-            match page.next_cursor {
+            let (page, next_cursor) = legacy::tasks_page(self.request(method::TASKS_LIST, params).await?)?;
+            tasks.extend(page);
+            match next_cursor {
                 Some(next) => cursor = Some(next),
                 None => break,
             }
@@ -410,17 +385,17 @@ impl Client {
         Ok(tasks)
     }
 
-    async fn tool(&self, name: &str) -> Result<Tool, ClientError> {
+    async fn tool(&self, name: &str) -> Result<ToolInfo, ClientError> {
         let known = self.inner.tools.lock().unwrap_or_else(PoisonError::into_inner).clone();
         let tools = match known {
-            Some(tools) if tools.iter().any(|tool| tool.base.name == name) => tools,
+            Some(tools) if tools.iter().any(|tool| tool.name == name) => tools,
             _ => self.list_tools().await?,
         };
-        tools.into_iter().find(|tool| tool.base.name == name).ok_or_else(|| ClientError::UnknownTool(name.to_owned()))
+        tools.into_iter().find(|tool| tool.name == name).ok_or_else(|| ClientError::UnknownTool(name.to_owned()))
     }
 
-    async fn call<T: DeserializeOwned>(&self, method: &str, params: Value) -> Result<T, ClientError> {
-        from_value(self.inner.connection.request(method, params).await?, method)
+    async fn request(&self, method: &str, params: Value) -> Result<Value, ClientError> {
+        self.inner.connection.request(method, params).await
     }
 }
 

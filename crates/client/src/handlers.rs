@@ -3,9 +3,9 @@
 
 use async_trait::async_trait;
 use mcp_tasks_protocol::jsonrpc::RpcError;
-use mcp_tasks_protocol::legacy::RelatedTaskMetadata;
-use mcp_tasks_protocol::mcp::Meta;
 use serde_json::Value;
+
+use crate::types::TaskInfo;
 
 /// A request the server sent to the client.
 #[derive(Clone, Debug, PartialEq)]
@@ -22,11 +22,7 @@ pub struct ServerRequest {
 impl ServerRequest {
     pub(crate) fn new(method: String, params: Option<Value>) -> ServerRequest {
         let params = params.unwrap_or_else(|| Value::Object(Default::default()));
-        let related_task = params
-            .get("_meta")
-            .and_then(|meta| serde_json::from_value::<Meta>(meta.clone()).ok())
-            .and_then(|meta| RelatedTaskMetadata::from_meta(&meta))
-            .map(|related| related.task_id);
+        let related_task = crate::legacy::related_task(&params);
         ServerRequest { method, params, related_task }
     }
 }
@@ -59,6 +55,15 @@ impl ServerNotification {
             return Some(id.clone());
         }
         ServerRequest::new(self.method.clone(), Some(self.params.clone())).related_task
+    }
+
+    /// The task state a `notifications/tasks/status` carries (`None` for other
+    /// notifications, or params that are not a task).
+    pub fn task_status(&self) -> Option<TaskInfo> {
+        if self.method != crate::legacy::method::NOTIFY_TASK_STATUS {
+            return None;
+        }
+        crate::legacy::task_status_notification(&self.params)
     }
 }
 

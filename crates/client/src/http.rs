@@ -13,7 +13,6 @@ use hyper::{Method, Request, StatusCode, Uri};
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use mcp_tasks_protocol::legacy::PROTOCOL_VERSION;
 use serde_json::Value;
 
 use crate::error::ClientError;
@@ -136,7 +135,7 @@ impl HttpTransport {
             builder = builder.header(SESSION_HEADER, session);
         }
         if *self.initialized.lock().unwrap_or_else(PoisonError::into_inner) {
-            builder = builder.header(VERSION_HEADER, PROTOCOL_VERSION);
+            builder = builder.header(VERSION_HEADER, crate::legacy::PROTOCOL_VERSION);
         }
         if let Some(token) = &self.token {
             builder = builder.header(AUTHORIZATION, format!("Bearer {token}"));

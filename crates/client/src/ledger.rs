@@ -35,10 +35,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use mcp_tasks_protocol::legacy::TaskStatus;
 use rusqlite::{Connection, OptionalExtension as _, Row, params};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
+
+use crate::types::TaskStatus;
 
 /// How long a write waits for another process's lock on the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);

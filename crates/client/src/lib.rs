@@ -12,6 +12,10 @@
 //!   `params.task`, such a request becomes a task this client hosts for the server (`hosted`:
 //!   in memory, for the session, serving the server's `tasks/get`, `tasks/result`,
 //!   `tasks/list` and `tasks/cancel`).
+//! - [`ServerInfo`], [`ToolInfo`] ([`TaskMode`]), [`TaskInfo`] ([`TaskStatus`]): the
+//!   client's own view of the server, its tools and its tasks, whatever protocol revision
+//!   the session speaks (each revision's wire shapes are converted privately: `legacy` for
+//!   2025-11-25).
 //! - [`ClientError`]: every failure, with what to do about it.
 //! - [`ledger`]: a local SQLite record of the tasks a host started, to resume them after
 //!   a crash or a detach.
@@ -24,7 +28,7 @@
 //! use mcp_tasks_client::Client;
 //! let client = Client::connect_http("http://127.0.0.1:8765/mcp", None).await?;
 //! for tool in client.list_tools().await? {
-//!     println!("{} ({:?})", tool.base.name, tool.task_support());
+//!     println!("{} ({})", tool.name, tool.task_mode);
 //! }
 //! # Ok(()) }
 //! ```
@@ -37,15 +41,18 @@ mod error;
 mod handlers;
 mod hosted;
 mod http;
+mod legacy;
 pub mod ledger;
 mod sse;
 mod stdio;
 mod task;
+mod types;
 
 pub use client::{Client, ClientBuilder};
 pub use error::ClientError;
 pub use handlers::{ElicitationHandler, SamplingHandler, ServerNotification, ServerRequest};
 pub use task::TaskHandle;
+pub use types::{ServerInfo, TaskInfo, TaskMode, TaskStatus, ToolInfo};
 /// Limits on the tasks a client hosts for its server (task-augmented `elicitation/create`
 /// and `sampling/createMessage`): at most [`HOSTED_MAX_RUNNING`] running at once (more are
 /// refused with error `-32010`), at most [`HOSTED_MAX_KEPT`] kept (the oldest finished ones
@@ -53,14 +60,11 @@ pub use task::TaskHandle;
 /// it asked none).
 pub use hosted::{MAX_KEPT as HOSTED_MAX_KEPT, MAX_RUNNING as HOSTED_MAX_RUNNING};
 
-/// The wire types the client's API uses: the shapes both eras share (`CallToolResult`,
-/// `Content`, …) and, until the client speaks 2026-07-28 too, the 2025-11-25 task and tool
-/// shapes (`Task`, `TaskStatus`, `Tool` with its `TaskSupport`).
+/// The wire types the client's API uses: the shapes both protocol revisions share
+/// (`CallToolResult`, `Content`, `Implementation`, …). Tasks and tools, whose shapes differ
+/// by revision, are the client's own [`TaskInfo`] and [`ToolInfo`].
 pub mod protocol {
-    pub use mcp_tasks_protocol::legacy::{
-        CreateTaskResult, ListTasksResult, ListToolsResult, RelatedTaskMetadata, Task, TaskStatus, TaskSupport, Tool,
-        ToolExecution,
-    };
     pub use mcp_tasks_protocol::mcp::*;
 }
+pub use mcp_tasks_protocol::era::Era;
 pub use mcp_tasks_protocol::jsonrpc::RpcError;

@@ -3,13 +3,14 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use mcp_tasks_protocol::legacy::{Task, TaskStatus, method};
 use mcp_tasks_protocol::mcp::CallToolResult;
 use serde_json::{Value, json};
 
 use crate::client::from_value;
 use crate::connection::Connection;
 use crate::error::ClientError;
+use crate::legacy::{self, method};
+use crate::types::{TaskInfo, TaskStatus};
 
 /// Poll interval when the server suggests none.
 const DEFAULT_POLL: Duration = Duration::from_secs(1);
@@ -24,14 +25,14 @@ pub struct TaskHandle {
     connection: Arc<Connection>,
     id: String,
     /// The last state seen (`None` for a handle attached by id and not yet polled).
-    last: Arc<Mutex<Option<Task>>>,
+    last: Arc<Mutex<Option<TaskInfo>>>,
     /// The `progressToken` the creating request carried, if this handle made the task.
     progress_token: Option<String>,
 }
 
 impl TaskHandle {
-    pub(crate) fn new(connection: Arc<Connection>, task: Task) -> TaskHandle {
-        TaskHandle { connection, id: task.task_id.clone(), last: Arc::new(Mutex::new(Some(task))), progress_token: None }
+    pub(crate) fn new(connection: Arc<Connection>, task: TaskInfo) -> TaskHandle {
+        TaskHandle { connection, id: task.id.clone(), last: Arc::new(Mutex::new(Some(task))), progress_token: None }
     }
 
     pub(crate) fn unseen(connection: Arc<Connection>, id: &str) -> TaskHandle {
@@ -56,7 +57,7 @@ impl TaskHandle {
     }
 
     /// The last state seen, without asking the server.
-    pub fn last_seen(&self) -> Option<Task> {
+    pub fn last_seen(&self) -> Option<TaskInfo> {
         self.last.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
@@ -64,8 +65,8 @@ impl TaskHandle {
     ///
     /// # Errors
     /// Transport errors, or -32602 for a task that is unknown or expired.
-    pub async fn status(&self) -> Result<Task, ClientError> {
-        let task: Task = from_value(self.connection.request(method::TASKS_GET, self.params()).await?, method::TASKS_GET)?;
+    pub async fn status(&self) -> Result<TaskInfo, ClientError> {
+        let task = legacy::task(self.connection.request(method::TASKS_GET, self.params()).await?, method::TASKS_GET)?;
         self.remember(&task);
         Ok(task)
     }
@@ -74,9 +75,9 @@ impl TaskHandle {
     ///
     /// # Errors
     /// Transport errors, or -32602 for a task that is unknown or already terminal.
-    pub async fn cancel(&self) -> Result<Task, ClientError> {
+    pub async fn cancel(&self) -> Result<TaskInfo, ClientError> {
         let answer = self.connection.request(method::TASKS_CANCEL, self.params()).await?;
-        let task: Task = from_value(answer, method::TASKS_CANCEL)?;
+        let task = legacy::task(answer, method::TASKS_CANCEL)?;
         self.remember(&task);
         Ok(task)
     }
@@ -113,13 +114,13 @@ impl TaskHandle {
     }
 
     /// Polls `tasks/get` until the task is `input_required` or terminal.
-    async fn poll_until_actionable(&self) -> Result<Task, ClientError> {
+    async fn poll_until_actionable(&self) -> Result<TaskInfo, ClientError> {
         loop {
             let task = self.status().await?;
             if task.status.is_terminal() || task.status == TaskStatus::InputRequired {
                 return Ok(task);
             }
-            let pause = task.poll_interval.map_or(DEFAULT_POLL, Duration::from_millis);
+            let pause = task.poll_interval_ms.map_or(DEFAULT_POLL, Duration::from_millis);
             tokio::select! {
                 () = tokio::time::sleep(pause) => {}
                 () = self.connection.stop.cancelled() => return Err(ClientError::Closed),
@@ -146,7 +147,7 @@ impl TaskHandle {
         json!({ "taskId": self.id })
     }
 
-    fn remember(&self, task: &Task) {
+    fn remember(&self, task: &TaskInfo) {
         *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(task.clone());
     }
 }

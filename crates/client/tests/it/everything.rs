@@ -71,7 +71,7 @@ async fn everything_server_runs_elicitation_and_sampling_as_tasks_hosted_by_this
     .unwrap();
     // The async tools are registered once the server has our capabilities.
     let tools = bounded(client.list_tools()).await.unwrap();
-    let names: Vec<&str> = tools.iter().map(|tool| tool.base.name.as_str()).collect();
+    let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
     assert!(names.contains(&"trigger-elicitation-request-async"), "{names:?}");
     assert!(names.contains(&"trigger-sampling-request-async"), "{names:?}");
 

@@ -9,6 +9,7 @@
 //!   client hosting its async elicitation and sampling tasks (skipped when not installed).
 //! - `hosted`: tasks the client hosts for the server (task-augmented elicitation and
 //!   sampling), driven by a wire-level peer over a duplex.
+//! - `public_api`: the public API hands out the client's own types, never 2025-11-25 ones.
 //! - `resume`: a broken `tasks/result` stream, resumed or replaced by polling.
 //! - `stdio`: the stdio transport, against `mcp_tasks_server::stdio::serve` over an
 //!   in-memory duplex, and against the real binary when it was built.
@@ -19,6 +20,7 @@ mod close;
 mod everything;
 mod harness;
 mod hosted;
+mod public_api;
 mod resume;
 mod stdio;
 mod tasks;

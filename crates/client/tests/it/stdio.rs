@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use mcp_tasks_client::protocol::{Content, TaskStatus, TaskSupport};
-use mcp_tasks_client::{Client, ClientBuilder, ClientError};
+use mcp_tasks_client::protocol::Content;
+use mcp_tasks_client::{Client, ClientBuilder, ClientError, Era, TaskMode, TaskStatus};
 use mcp_tasks_server::stdio;
 use serde_json::json;
 use tokio::io::BufReader;
@@ -35,12 +35,14 @@ async fn connect(builder: ClientBuilder) -> (Client, JoinHandle<std::io::Result<
 #[tokio::test]
 async fn stdio_lists_tools_and_calls_plainly_and_as_a_task() {
     let (client, _served, _dir) = connect(Client::builder()).await;
-    assert!(client.server().capabilities.tasks.is_some());
+    let server = client.server();
+    assert!(server.runs_tool_tasks && server.lists_tasks && server.cancels_tasks, "{server:?}");
+    assert_eq!(server.era, Era::Legacy);
     assert_eq!(client.server_process_id(), None);
     let tools = bounded(client.list_tools()).await.unwrap();
-    let support = |name: &str| tools.iter().find(|tool| tool.base.name == name).unwrap().task_support();
-    assert_eq!(support("echo"), TaskSupport::Optional);
-    assert_eq!(support("plain_echo"), TaskSupport::Forbidden);
+    let support = |name: &str| tools.iter().find(|tool| tool.name == name).unwrap().task_mode;
+    assert_eq!(support("echo"), TaskMode::Optional);
+    assert_eq!(support("plain_echo"), TaskMode::Forbidden);
 
     let plain = bounded(client.call_tool("plain_echo", json!({"text": "hi"}))).await.unwrap();
     assert_eq!(first_text(&plain.content), "echo: hi");
@@ -50,7 +52,7 @@ async fn stdio_lists_tools_and_calls_plainly_and_as_a_task() {
     assert_eq!(first_text(&result.content), "echo: later");
     assert_eq!(bounded(task.status()).await.unwrap().status, TaskStatus::Completed);
     let listed = bounded(client.list_tasks()).await.unwrap();
-    assert!(listed.iter().any(|listed| listed.task_id == task.id()));
+    assert!(listed.iter().any(|listed| listed.id == task.id()));
 }
 
 #[tokio::test]

@@ -2,8 +2,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use mcp_tasks_client::protocol::{Content, TaskStatus, TaskSupport};
-use mcp_tasks_client::{Client, ClientError};
+use mcp_tasks_client::protocol::Content;
+use mcp_tasks_client::{Client, ClientError, Era, TaskMode, TaskStatus};
 use serde_json::json;
 
 use crate::harness::{Accept, bounded, start};
@@ -19,11 +19,13 @@ fn first_text(content: &[Content]) -> String {
 async fn connects_and_lists_tools_with_their_task_support() {
     let server = start().await;
     let client = bounded(Client::connect_http(&server.url, None)).await.unwrap();
-    assert!(client.server().capabilities.tasks.is_some());
+    let server = client.server();
+    assert!(server.runs_tool_tasks && server.lists_tasks && server.cancels_tasks, "{server:?}");
+    assert_eq!(server.era, Era::Legacy);
     let tools = bounded(client.list_tools()).await.unwrap();
-    let support = |name: &str| tools.iter().find(|tool| tool.base.name == name).unwrap().task_support();
-    assert_eq!(support("echo"), TaskSupport::Optional);
-    assert_eq!(support("plain_echo"), TaskSupport::Forbidden);
+    let support = |name: &str| tools.iter().find(|tool| tool.name == name).unwrap().task_mode;
+    assert_eq!(support("echo"), TaskMode::Optional);
+    assert_eq!(support("plain_echo"), TaskMode::Forbidden);
 }
 
 #[tokio::test]
@@ -45,7 +47,7 @@ async fn a_task_call_is_driven_to_its_result() {
     assert_eq!(first_text(&result.content), "echo: later");
     assert_eq!(bounded(task.status()).await.unwrap().status, TaskStatus::Completed);
     let listed = bounded(client.list_tasks()).await.unwrap();
-    assert!(listed.iter().any(|listed| listed.task_id == task.id()));
+    assert!(listed.iter().any(|listed| listed.id == task.id()));
 }
 
 #[tokio::test]
