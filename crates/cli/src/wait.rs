@@ -107,38 +107,45 @@ pub(crate) async fn drive(handle: &TaskHandle, waiting: Waiting<'_>) -> anyhow::
             }
             report(outcome, json)
         }
-        Ok(Choice::Detach) => {
-            if stdio {
-                eprintln!(
-                    "mcp-tasks: detached from task {}; the --cmd server stops with mcp-tasks, so the task is \
-                     interrupted now and the next server on its store resumes or fails it (the tool's \
-                     on_restart); resume with: {resume}",
-                    handle.id()
-                );
-            } else {
-                eprintln!(
-                    "mcp-tasks: detached from task {} (it keeps running); resume with: {resume}",
-                    handle.id()
-                );
-            }
-            Ok(DETACHED)
-        }
-        Ok(Choice::Cancel) => {
-            eprintln!("mcp-tasks: interrupted: cancelling task {}", handle.id());
-            let task = handle.cancel().await.with_context(|| {
-                format!(
-                    "cancelling task {} (it may still run: mcp-tasks tasks cancel {})",
-                    handle.id(),
-                    handle.id()
-                )
-            })?;
-            if let Some(tracker) = tracker {
-                tracker.note(handle.id(), task.status).await;
-            }
-            crate::remote::print_task(&task, json);
-            Ok(CANCELLED)
-        }
+        Ok(Choice::Detach) => Ok(detach(handle, &resume, stdio)),
+        Ok(Choice::Cancel) => cancel(handle, tracker, json).await,
     }
+}
+
+/// Leaves the task running (or, over `--cmd`, to the next server on its store) and says
+/// how to resume the wait.
+fn detach(handle: &TaskHandle, resume: &str, stdio: bool) -> u8 {
+    if stdio {
+        eprintln!(
+            "mcp-tasks: detached from task {}; the --cmd server stops with mcp-tasks, so the task is \
+             interrupted now and the next server on its store resumes or fails it (the tool's \
+             on_restart); resume with: {resume}",
+            handle.id()
+        );
+    } else {
+        eprintln!(
+            "mcp-tasks: detached from task {} (it keeps running); resume with: {resume}",
+            handle.id()
+        );
+    }
+    DETACHED
+}
+
+/// Cancels the task after a Ctrl-C, notes its status, and prints it.
+async fn cancel(handle: &TaskHandle, tracker: Option<&Tracker>, json: bool) -> anyhow::Result<u8> {
+    eprintln!("mcp-tasks: interrupted: cancelling task {}", handle.id());
+    let task = handle.cancel().await.with_context(|| {
+        format!(
+            "cancelling task {} (it may still run: mcp-tasks tasks cancel {})",
+            handle.id(),
+            handle.id()
+        )
+    })?;
+    if let Some(tracker) = tracker {
+        tracker.note(handle.id(), task.status).await;
+    }
+    crate::remote::print_task(&task, json);
+    Ok(CANCELLED)
 }
 
 /// Asks on the terminal what Ctrl-C is for; a second Ctrl-C (or the end of input) cancels.
