@@ -169,11 +169,15 @@ impl Engine {
     pub(crate) async fn admit_task(&self, record: &TaskRecord) -> Result<Inserting<'_>, EngineError> {
         let policy = self.policy();
         let admission = self.inner.admission.lock().await;
-        // The store's count, plus the creations admitted but not yet inserted. A creation
-        // whose insert just returned may be counted twice for a moment, which can refuse
+        // The creations admitted but not yet inserted, then the store's count. In this
+        // order a creation is always seen at least once: one still inserting when the first
+        // is read is counted there; one done by then committed before its guard dropped,
+        // so the count, read after, has it. (Read the other way round, a creation that
+        // commits and drops its guard between the two reads was seen by neither, and one
+        // over the limit was admitted.) Counted twice for a moment, a creation can refuse
         // one at the very limit, never admit one over it.
-        let stored = self.inner.store.count(&record.owner).await?;
         let inserting = self.work().inserting.get(&record.owner).copied().unwrap_or(0);
+        let stored = self.inner.store.count(&record.owner).await?;
         let retained = stored.saturating_add(inserting);
         if retained >= policy.max_retained_per_principal {
             let (owner, limit) = (record.owner.clone(), policy.max_retained_per_principal);
