@@ -157,6 +157,7 @@ fn tool_def(tool: &ToolConfig) -> ToolDef {
             .on_restart(on_restart)
             .max_concurrent(tool.max_concurrent)
             .max_attempts(tool.max_attempts),
+        inline_wait: None,
     }
 }
 

@@ -18,8 +18,9 @@
 //! - [`legacy`]: the shapes only protocol revision **2025-11-25** ("Legacy") has:
 //!   `initialize`, `Tool.execution.taskSupport`, `tools/call` with `params.task`, the `Task`
 //!   shape of `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`, and
-//!   `notifications/tasks/status`. A `modern` module (2026-07-28 with the tasks extension)
-//!   will sit beside it.
+//!   `notifications/tasks/status`.
+//! - [`modern`]: what only revision **2026-07-28** ("Modern") has, with the tasks extension:
+//!   the per-request `_meta`, `server/discover`, its error codes, `tasks/update`.
 //! - [`object`]: reading the `params` fields the schema types as objects (`task`, `_meta`, …)
 //!   so that an array or a scalar is refused with an error naming the field.
 //!
@@ -48,4 +49,5 @@ pub mod era;
 pub mod jsonrpc;
 pub mod legacy;
 pub mod mcp;
+pub mod modern;
 pub mod object;

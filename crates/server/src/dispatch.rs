@@ -11,7 +11,8 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures_util::FutureExt;
-use mcp_tasks_protocol::era::Era;
+use mcp_tasks_protocol::era::{Era, per_request_version};
+use mcp_tasks_protocol::modern;
 use mcp_tasks_protocol::jsonrpc::{self, Incoming, Request, RpcError};
 use serde_json::Value;
 
@@ -55,10 +56,7 @@ impl Peer {
         match incoming {
             Incoming::Request(request) => match era_of(&request) {
                 Era::Legacy => codec::legacy::request(&self.legacy, &self.conn, request),
-                Era::Modern => self.conn.respond(
-                    &request.id,
-                    Err(RpcError::invalid_request("Protocol revision 2026-07-28 is not served yet; use initialize (2025-11-25)")),
-                ),
+                Era::Modern => codec::modern::request(&self.conn, request),
             },
             Incoming::Notification(notification) => codec::legacy::notification(&self.conn, &notification),
             Incoming::Response(response) => self.conn.on_response(response),
@@ -66,11 +64,29 @@ impl Peer {
     }
 }
 
-/// The era a request speaks. Every request is 2025-11-25 until the 2026-07-28 codec
-/// serves requests that carry their revision in their own `_meta`
-/// ([`mcp_tasks_protocol::era::per_request_version`]).
-fn era_of(_request: &Request) -> Era {
-    Era::Legacy
+/// The era a request speaks, decided per message (2026-07-28 versioning, "Backward
+/// Compatibility"): `initialize` selects 2025-11-25, whatever version it names, for the
+/// connection (or HTTP session) it opens; a request that names its revision in its own
+/// `_meta`, and `server/discover` (the probe a 2026-07-28 client sends first), are
+/// 2026-07-28 and served statelessly; anything else is 2025-11-25. Both eras are served
+/// on one connection at once.
+fn era_of(request: &Request) -> Era {
+    if codec::legacy::opens_session(request) {
+        Era::Legacy
+    } else if request.method == modern::method::SERVER_DISCOVER || per_request_version(request.params.as_ref()).is_some() {
+        Era::Modern
+    } else {
+        Era::Legacy
+    }
+}
+
+/// Whether `request` is served statelessly, on no session (a 2026-07-28 request): the
+/// HTTP transport then gives it a connection of its own.
+pub(crate) fn is_stateless(request: &Request) -> bool {
+    match era_of(request) {
+        Era::Modern => true,
+        Era::Legacy => false,
+    }
 }
 
 fn looks_like_response(text: &str) -> bool {

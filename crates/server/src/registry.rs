@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
 
 use mcp_tasks_engine::{Engine, Handler, RestartPolicy, ToolRuntime};
 use serde_json::Value;
@@ -52,6 +53,10 @@ pub struct ToolDef {
     pub spec: ToolSpec,
     /// The handler and restart policy.
     pub runtime: ToolRuntime,
+    /// 2026-07-28, a [`TaskMode::Optional`] tool called by a client that declared the tasks
+    /// extension: how long the call may wait for the work to end and answer inline before
+    /// it answers with a task instead (`None`: the server's, [`ServerBuilder::inline_wait`](crate::ServerBuilder::inline_wait)).
+    pub inline_wait: Option<Duration>,
 }
 
 impl ToolDef {
@@ -76,7 +81,7 @@ impl ToolDef {
             annotations: None,
             task_mode: TaskMode::Forbidden,
         };
-        ToolDef { spec, runtime: ToolRuntime::new(handler) }
+        ToolDef { spec, runtime: ToolRuntime::new(handler), inline_wait: None }
     }
 
     /// Sets whether the tool may ([`TaskMode::Optional`]), must ([`TaskMode::Required`]) or
@@ -84,6 +89,14 @@ impl ToolDef {
     #[must_use]
     pub fn task_mode(mut self, mode: TaskMode) -> ToolDef {
         self.spec.task_mode = mode;
+        self
+    }
+
+    /// Sets how long a 2026-07-28 call of this (optional) tool waits to answer inline before
+    /// it becomes a task; zero: it is a task at once.
+    #[must_use]
+    pub fn inline_wait(mut self, wait: Duration) -> ToolDef {
+        self.inline_wait = Some(wait);
         self
     }
 

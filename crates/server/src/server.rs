@@ -3,6 +3,7 @@
 //! these facts in its own shapes.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use mcp_tasks_engine::Engine;
 use mcp_tasks_protocol::mcp::Implementation;
@@ -24,6 +25,9 @@ pub(crate) struct Inner {
     pub(crate) instructions: Option<String>,
     pub(crate) tools: ToolRegistry,
     pub(crate) catalog: Catalog,
+    /// 2026-07-28: how long an optional tool's call waits to answer inline before it answers
+    /// with a task.
+    pub(crate) inline_wait: Duration,
     /// 2025-11-25 `resources/subscribe`: which Legacy sessions want which URIs.
     pub(crate) subscriptions: codec::legacy::Subscriptions,
 }
@@ -41,6 +45,7 @@ impl Server {
                 website_url: None,
             },
             instructions: None,
+            inline_wait: ServerBuilder::DEFAULT_INLINE_WAIT,
             tools: Vec::new(),
             catalog: Catalog::default(),
         }
@@ -69,11 +74,24 @@ pub struct ServerBuilder {
     engine: Engine,
     info: Implementation,
     instructions: Option<String>,
+    inline_wait: Duration,
     tools: Vec<ToolDef>,
     catalog: Catalog,
 }
 
 impl ServerBuilder {
+    /// How long a 2026-07-28 call of an optional tool waits to answer inline, unless the
+    /// tool or [`ServerBuilder::inline_wait`] says otherwise.
+    pub const DEFAULT_INLINE_WAIT: Duration = Duration::from_secs(1);
+
+    /// Sets how long a 2026-07-28 call of an optional tool (from a client that declared the
+    /// tasks extension) waits for its work to end and answer inline; past it, the answer
+    /// is a task. Zero makes every such call a task at once.
+    pub fn inline_wait(mut self, wait: Duration) -> ServerBuilder {
+        self.inline_wait = wait;
+        self
+    }
+
     /// Sets the name in `serverInfo`.
     pub fn name(mut self, name: impl Into<String>) -> ServerBuilder {
         self.info.name = name.into();
@@ -145,6 +163,7 @@ impl ServerBuilder {
                 engine: self.engine,
                 info: self.info,
                 instructions: self.instructions,
+                inline_wait: self.inline_wait,
                 tools,
                 catalog: self.catalog,
                 subscriptions: codec::legacy::Subscriptions::default(),

@@ -15,3 +15,18 @@ use serde_json::{Value, json};
 pub fn log_message(ctx: &Context, level: &str, data: Value) {
     ctx.notify(method::NOTIFY_MESSAGE, json!({ "level": level, "data": data }));
 }
+
+/// The level of a `notifications/message` (RFC 5424 severities, lowest first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum LogLevel {
+    Debug,
+    Info,
+    Notice,
+    Warning,
+    Error,
+    Critical,
+    Alert,
+    Emergency,
+}
+

@@ -29,6 +29,7 @@ use serde_json::{Value, json};
 
 pub use completion::{CompletionDef, CompletionRef, CompletionRequest};
 pub use logging::log_message;
+pub(crate) use logging::LogLevel;
 pub use prompts::{GetPromptResult, Prompt, PromptArgument, PromptDef, PromptMessage, PromptRequest, Role};
 pub(crate) use resources::UriParams;
 pub use resources::{

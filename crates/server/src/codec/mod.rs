@@ -7,13 +7,26 @@
 //!   creates (`legacy::session`), `tools/*` with `params.task`, `tasks/get|result|list|cancel`,
 //!   `logging/setLevel`, `resources/subscribe`, and the `Task` shape (`legacy::wire`).
 //!
-//! The 2026-07-28 codec (`modern`) joins beside it.
+//! - [`modern`]: 2026-07-28 with the tasks extension: per-request `_meta` (no lifecycle),
+//!   `server/discover`, `resultType` on every result, the server deciding tasks, the flat
+//!   `CreateTaskResult`, `tasks/get` (DetailedTask), `tasks/update`, `tasks/cancel` (an ack).
 
 pub(crate) mod legacy;
+pub(crate) mod modern;
 
+use std::time::{Duration, UNIX_EPOCH};
+
+use mcp_tasks_engine::Timestamp;
 use mcp_tasks_protocol::jsonrpc::RpcError;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+
+/// A timestamp as both eras write it: RFC 3339 in UTC with milliseconds,
+/// `2025-11-25T10:30:00.123Z`.
+pub(crate) fn rfc3339(at: Timestamp) -> String {
+    let ms = u64::try_from(at.0).unwrap_or(0);
+    humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+}
 
 /// Parses required params.
 ///

@@ -18,6 +18,7 @@
 //! - `sse`: event framing, ids, keep-alive, one-write quick replies.
 
 mod guard;
+mod modern;
 mod session;
 mod sse;
 
@@ -36,6 +37,7 @@ use axum::routing::post;
 use axum::serve::ListenerExt;
 use mcp_tasks_engine::{Principal, TaskId};
 use mcp_tasks_protocol::jsonrpc::{self, Incoming, RpcError};
+use mcp_tasks_protocol::modern::PROTOCOL_VERSION as MODERN_VERSION;
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -44,6 +46,7 @@ use self::guard::{accepts, guard};
 use self::session::{Busy, HttpSession, SUPPORTED_VERSIONS, end_idle_sessions, starts_session, streams};
 use self::sse::{parse_event_id, sse, sse_coalesced};
 use crate::connection::Listing;
+use crate::dispatch;
 use crate::server::Server;
 
 /// The principal of every request when no tokens are configured. Such requestors are not
@@ -190,9 +193,21 @@ impl App {
             .map_err(|_| error(StatusCode::BAD_REQUEST, RpcError::parse_error("Parse error: the body is not UTF-8")))?;
         // The error names what was wrong, as over stdio, and goes to the id if it was read.
         let incoming = jsonrpc::parse(text).map_err(|failure| json(StatusCode::BAD_REQUEST, &failure.to_response()))?;
-        if starts_session(&incoming, headers) {
-            return Ok(self.initialize(principal, incoming).await);
+        match incoming {
+            // 2026-07-28: served on its own, no session.
+            Incoming::Request(request) if dispatch::is_stateless(&request) => {
+                return Ok(modern::serve(self, headers, principal, request).await);
+            }
+            // 2026-07-28 defines no notification over HTTP (a disconnect is the cancel): a
+            // sessionless one is accepted and dropped.
+            Incoming::Notification(_) if modern_without_session(headers) => Ok(StatusCode::ACCEPTED.into_response()),
+            incoming if starts_session(&incoming, headers) => Ok(self.initialize(principal, incoming).await),
+            incoming => self.post_legacy(headers, principal, incoming).await,
         }
+    }
+
+    /// A 2025-11-25 message of a session.
+    async fn post_legacy(&self, headers: &HeaderMap, principal: Principal, incoming: Incoming) -> Result<Response, Response> {
         let (id, http) = self.session_for(headers, &principal).map_err(|r| *r)?;
         let _busy = Busy::new(&http);
         if let Some(version) = headers.get("mcp-protocol-version") {
@@ -299,6 +314,12 @@ impl App {
 
 fn json(status: StatusCode, message: &Value) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], message.to_string()).into_response()
+}
+
+/// A message without `Mcp-Session-Id` whose `MCP-Protocol-Version` is 2026-07-28.
+fn modern_without_session(headers: &HeaderMap) -> bool {
+    !headers.contains_key("mcp-session-id")
+        && headers.get("mcp-protocol-version").is_some_and(|version| version.as_bytes() == MODERN_VERSION.as_bytes())
 }
 
 /// An HTTP error whose body is a JSON-RPC error without id.

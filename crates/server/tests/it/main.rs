@@ -5,6 +5,7 @@
 //! - `catalog`: resources, templates, prompts, completion and logging defined in code.
 //! - `conformance_fixture`: the conformance fixture server of `examples/`.
 //! - `input`: input requests inside tasks across sessions.
+//! - `modern`: 2026-07-28 with the tasks extension, beside 2025-11-25 on one server.
 //! - `panics`: handlers that panic still get their request answered (stdio and HTTP).
 //! - `layering`: which files may name 2025-11-25 types, and where the era is matched.
 
@@ -22,6 +23,7 @@ mod input;
 mod interactive;
 mod layering;
 mod limits;
+mod modern;
 mod panics;
 mod progress;
 

@@ -32,8 +32,7 @@ use serde_json::{Value, json};
 pub(crate) use session::LegacySession;
 pub(crate) use subscriptions::Subscriptions;
 
-use self::session::LogLevel;
-use crate::catalog::UriParams;
+use crate::catalog::{LogLevel, UriParams};
 use super::parse_value;
 use crate::connection::Connection;
 use crate::context::RequestContext;
@@ -69,6 +68,11 @@ pub(crate) fn request(slot: &Slot, conn: &Arc<Connection>, request: Request) {
             }
         },
     }
+}
+
+/// Whether `request` opens a 2025-11-25 session: `initialize`.
+pub(crate) fn opens_session(request: &Request) -> bool {
+    request.method == method::INITIALIZE
 }
 
 /// Handles a notification of the Legacy era.

@@ -20,6 +20,7 @@ use tokio::sync::broadcast;
 use super::wire;
 use crate::connection::{Connection, Route};
 use crate::context::ClientCaps;
+use crate::catalog::LogLevel;
 use crate::ops;
 use crate::tool::input_method;
 
@@ -234,20 +235,6 @@ pub(crate) fn progress_notification(token: &ProgressToken, progress: &Progress, 
         params["_meta"] = Value::Object(legacy::related_task_meta(id.as_str()));
     }
     jsonrpc::notification(method::NOTIFY_PROGRESS, params)
-}
-
-/// The level of a `notifications/message` (RFC 5424 severities, lowest first).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum LogLevel {
-    Debug,
-    Info,
-    Notice,
-    Warning,
-    Error,
-    Critical,
-    Alert,
-    Emergency,
 }
 
 /// The client side of one plain call (2025-11-25: the work asks the client directly): its

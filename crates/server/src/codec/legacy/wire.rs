@@ -2,8 +2,6 @@
 //! what `tasks/result` replays, related-task metadata, opaque `tasks/list` cursors, a tool's
 //! `execution.taskSupport`, and the capabilities `initialize` declares.
 
-use std::time::{Duration, UNIX_EPOCH};
-
 use mcp_tasks_engine::{Cursor, Outcome, TaskId, TaskRecord, TaskState, Timestamp};
 use mcp_tasks_protocol::jsonrpc::RpcError;
 use mcp_tasks_protocol::legacy::{
@@ -15,6 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::registry::{TaskMode, ToolSpec};
 use crate::server::Server;
+use crate::codec::rfc3339;
 use crate::errors;
 
 /// 2025-11-25: a result with `isError: true` makes a `tools/call` task `failed`.
@@ -81,11 +80,6 @@ fn status(state: &TaskState) -> TaskStatus {
     }
 }
 
-/// `2025-11-25T10:30:00.123Z`.
-fn rfc3339(at: Timestamp) -> String {
-    let ms = u64::try_from(at.0).unwrap_or(0);
-    humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
-}
 
 /// What `tasks/result` answers for a terminal task: exactly what the underlying request
 /// would have answered, with `_meta["io.modelcontextprotocol/related-task"]` merged into a

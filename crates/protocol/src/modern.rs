@@ -1,0 +1,215 @@
+//! Shapes only protocol revision 2026-07-28 ("Modern") has, with the tasks extension
+//! `io.modelcontextprotocol/tasks` (SEP-2663): the per-request `_meta` every request carries
+//! (there is no `initialize`), `server/discover`, the error codes of the revision, and the
+//! `params` of `tools/call`, `tasks/get`, `tasks/update` and `tasks/cancel`.
+//!
+//! Results are written by the server's Modern codec and checked against the official
+//! `mcp-2026-07-28.schema.json` and `ext-tasks-draft.schema.json` in its tests.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+use crate::era::PROTOCOL_VERSION_META;
+use crate::mcp::{Implementation, Meta, ProgressToken};
+use crate::object;
+
+/// The protocol revision this module implements.
+pub const PROTOCOL_VERSION: &str = "2026-07-28";
+/// The `params._meta` key of the client's capabilities for this one request (required).
+pub const CLIENT_CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
+/// The `params._meta` key of the client's `Implementation` (SHOULD be on every request).
+pub const CLIENT_INFO_META: &str = "io.modelcontextprotocol/clientInfo";
+/// The `params._meta` key of the lowest log level this request wants `notifications/message` at.
+pub const LOG_LEVEL_META: &str = "io.modelcontextprotocol/logLevel";
+/// The result `_meta` key of the server's `Implementation` (SHOULD be on every result).
+pub const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
+/// The identifier of the tasks extension, under `capabilities.extensions` on both sides.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// `-32020` HeaderMismatch: HTTP headers missing, malformed, or different from the body.
+pub const HEADER_MISMATCH: i64 = -32020;
+/// `-32021` MissingRequiredClientCapability, with `data.requiredCapabilities`.
+pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
+/// `-32022` UnsupportedProtocolVersion, with `data.supported` and `data.requested`.
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// Method names only this revision has (the shared ones are in [`crate::mcp::method`]).
+pub mod method {
+    /// Request: the server's versions, capabilities and instructions.
+    pub const SERVER_DISCOVER: &str = "server/discover";
+    /// Request (tasks extension): answers to a task's `inputRequests`.
+    pub const TASKS_UPDATE: &str = "tasks/update";
+    /// Request: a stream of change notifications.
+    pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+    /// Notification (tasks extension): a task's `DetailedTask` after a change.
+    pub const NOTIFY_TASKS: &str = "notifications/tasks";
+}
+
+/// What a request's `params._meta` says about the request (schema `RequestMetaObject`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RequestMeta {
+    /// The revision of this request.
+    pub protocol_version: String,
+    /// The client's capabilities for this request only (`ClientCapabilities`, an object).
+    pub client_capabilities: Map<String, Value>,
+    /// Who the client says it is, if it said.
+    pub client_info: Option<Implementation>,
+    /// The lowest log level it wants `notifications/message` at, if any.
+    pub log_level: Option<String>,
+    /// Asks for `notifications/progress` with this token.
+    pub progress_token: Option<ProgressToken>,
+}
+
+impl RequestMeta {
+    /// Reads the `_meta` of `params`.
+    ///
+    /// # Errors
+    /// What is missing or malformed, for a `-32602` (HTTP 400): a request without the
+    /// protocol version or the client capabilities is malformed in this revision.
+    pub fn read(params: Option<&Value>) -> Result<RequestMeta, String> {
+        let meta = params.and_then(|params| params.get("_meta"));
+        let Some(meta) = meta.and_then(Value::as_object) else {
+            return Err(format!(
+                "request _meta is missing: a 2026-07-28 request carries params._meta with \
+                 {PROTOCOL_VERSION_META:?} and {CLIENT_CAPABILITIES_META:?}"
+            ));
+        };
+        let protocol_version = match meta.get(PROTOCOL_VERSION_META) {
+            Some(Value::String(version)) => version.clone(),
+            Some(_) => return Err(format!("request _meta {PROTOCOL_VERSION_META:?} must be a string")),
+            None => return Err(format!("request _meta is missing {PROTOCOL_VERSION_META:?}")),
+        };
+        let client_capabilities = match meta.get(CLIENT_CAPABILITIES_META) {
+            Some(Value::Object(capabilities)) => capabilities.clone(),
+            Some(_) => return Err(format!("request _meta {CLIENT_CAPABILITIES_META:?} must be an object")),
+            None => return Err(format!("request _meta is missing {CLIENT_CAPABILITIES_META:?}")),
+        };
+        let client_info = match meta.get(CLIENT_INFO_META) {
+            None => None,
+            Some(info) => Some(
+                serde_json::from_value(info.clone())
+                    .map_err(|err| format!("request _meta {CLIENT_INFO_META:?} is not an Implementation: {err}"))?,
+            ),
+        };
+        let log_level = match meta.get(LOG_LEVEL_META) {
+            None => None,
+            Some(Value::String(level)) => Some(level.clone()),
+            Some(_) => return Err(format!("request _meta {LOG_LEVEL_META:?} must be a string")),
+        };
+        let progress_token = match meta.get("progressToken") {
+            None | Some(Value::Null) => None,
+            Some(token) => Some(
+                serde_json::from_value(token.clone())
+                    .map_err(|_| "request _meta \"progressToken\" must be a string or an integer".to_owned())?,
+            ),
+        };
+        Ok(RequestMeta { protocol_version, client_capabilities, client_info, log_level, progress_token })
+    }
+
+    /// Whether the client declared `extension` under `clientCapabilities.extensions`.
+    pub fn declares_extension(&self, extension: &str) -> bool {
+        self.client_capabilities
+            .get("extensions")
+            .and_then(|extensions| extensions.get(extension))
+            .is_some_and(Value::is_object)
+    }
+
+    /// Whether the client declared capability `name` (e.g. `elicitation`, `sampling`).
+    pub fn declares(&self, name: &str) -> bool {
+        self.client_capabilities.get(name).is_some_and(Value::is_object)
+    }
+}
+
+/// Schema `CallToolRequestParams` (2026-07-28): no `task` member (a 2025-11-25 `params.task`
+/// that arrives is ignored, as the extension requires).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallToolParams {
+    /// The tool to call.
+    pub name: String,
+    /// The tool's arguments.
+    #[serde(default, deserialize_with = "arguments", skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Map<String, Value>>,
+}
+
+/// The `params` of `tasks/get` and `tasks/cancel` (tasks extension).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskIdParams {
+    /// The task the request is about.
+    pub task_id: String,
+}
+
+/// The `params` of `tasks/update` (tasks extension): answers to some or all of the task's
+/// `inputRequests`, by key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateTaskParams {
+    /// The task.
+    pub task_id: String,
+    /// Answers by input request key (`ElicitResult`, `CreateMessageResult`, `ListRootsResult`).
+    #[serde(deserialize_with = "input_responses")]
+    pub input_responses: Map<String, Value>,
+}
+
+/// A result `_meta` with the server's `Implementation`.
+pub fn server_info_meta(server: &Implementation) -> Meta {
+    let mut meta = Meta::new();
+    meta.insert(SERVER_INFO_META.to_owned(), serde_json::to_value(server).unwrap_or(Value::Null));
+    meta
+}
+
+fn arguments<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Map<String, Value>>, D::Error> {
+    object::optional(deserializer, "arguments")
+}
+
+fn input_responses<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Map<String, Value>, D::Error> {
+    object::required(deserializer, "inputResponses")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn meta(meta: Value) -> Value {
+        json!({"name": "t", "_meta": meta})
+    }
+
+    #[test]
+    fn modern_1_2_the_version_and_the_capabilities_are_required_in_request_meta() {
+        let full = meta(json!({PROTOCOL_VERSION_META: "2026-07-28", CLIENT_CAPABILITIES_META: {}}));
+        let read = RequestMeta::read(Some(&full)).unwrap();
+        assert_eq!(read.protocol_version, "2026-07-28");
+        assert!(!read.declares_extension(TASKS_EXTENSION));
+        for (bad, says) in [
+            (json!({"name": "t"}), "missing"),
+            (meta(json!({CLIENT_CAPABILITIES_META: {}})), "protocolVersion"),
+            (meta(json!({PROTOCOL_VERSION_META: "2026-07-28"})), "clientCapabilities"),
+            (meta(json!({PROTOCOL_VERSION_META: 7, CLIENT_CAPABILITIES_META: {}})), "must be a string"),
+            (meta(json!({PROTOCOL_VERSION_META: "2026-07-28", CLIENT_CAPABILITIES_META: []})), "must be an object"),
+        ] {
+            let err = RequestMeta::read(Some(&bad)).unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn the_tasks_extension_is_declared_under_client_capability_extensions() {
+        let declared = meta(json!({
+            PROTOCOL_VERSION_META: "2026-07-28",
+            CLIENT_CAPABILITIES_META: {"extensions": {TASKS_EXTENSION: {}}, "elicitation": {}},
+            "progressToken": "p-1",
+        }));
+        let read = RequestMeta::read(Some(&declared)).unwrap();
+        assert!(read.declares_extension(TASKS_EXTENSION) && read.declares("elicitation") && !read.declares("sampling"));
+        assert_eq!(read.progress_token, Some(ProgressToken::String("p-1".into())));
+    }
+
+    #[test]
+    fn a_legacy_task_member_in_tools_call_params_is_ignored() {
+        let params: CallToolParams = serde_json::from_value(json!({"name": "t", "task": {"ttl": 5}})).unwrap();
+        assert_eq!(params.name, "t");
+        assert!(serde_json::from_value::<UpdateTaskParams>(json!({"taskId": "x", "inputResponses": []})).is_err());
+    }
+}

@@ -1,0 +1,192 @@
+//! The 2026-07-28 ("Modern") codec, with the tasks extension `io.modelcontextprotocol/tasks`.
+//! There is no lifecycle: every request carries its revision and the client's capabilities
+//! in `params._meta`, and is served on its own, from nothing an earlier request said.
+//!
+//! - this file: the checks every request passes first (`_meta`, revision), the method table,
+//!   and what every result gets (`resultType`, `serverInfo` in `_meta`, cache hints);
+//! - `tools`: `tools/list` (no `execution`) and `tools/call` (the server decides a task);
+//! - `tasks`: `tasks/get` (a DetailedTask), `tasks/update`, `tasks/cancel` (acks);
+//! - `link`: what the work of a plain call may send the client (progress, log messages);
+//! - `wire`: the DetailedTask, the flat `CreateTaskResult`, `server/discover`.
+//!
+//! Methods of 2025-11-25 only (`initialize`, `ping`, `tasks/result`, `tasks/list`,
+//! `logging/setLevel`, `resources/subscribe`…) are unknown here: `-32601`.
+
+mod link;
+mod tasks;
+mod tools;
+mod wire;
+
+use std::sync::Arc;
+
+use mcp_tasks_protocol::era::Era;
+use mcp_tasks_protocol::jsonrpc::{Request, RpcError};
+use mcp_tasks_protocol::mcp::method;
+use mcp_tasks_protocol::modern::{
+    self, MISSING_CLIENT_CAPABILITY, RequestMeta, TASKS_EXTENSION, UNSUPPORTED_PROTOCOL_VERSION,
+};
+use serde_json::{Map, Value, json};
+
+use super::parse_value;
+use crate::catalog::RESOURCE_NOT_FOUND;
+use crate::connection::Connection;
+use crate::context::{ClientCaps, RequestContext};
+use crate::dispatch::{self, Reply};
+
+/// The revisions served per request (2025-11-25 is served through `initialize` only, so it
+/// is not listed: clients pick from this list for later requests).
+pub(crate) const SUPPORTED_VERSIONS: &[&str] = &[modern::PROTOCOL_VERSION];
+
+/// How long a client may cache a cacheable result (`ttlMs`): not at all, since the tools a
+/// server serves can change while it runs.
+const CACHE_TTL_MS: u64 = 0;
+
+/// The `data` of a `-32602` for a missing or malformed request `_meta`; the HTTP transport
+/// answers such an error with 400.
+const META_PROBLEM: &str = "_meta";
+
+/// Serves one request of the Modern era.
+pub(crate) fn request(conn: &Arc<Connection>, request: Request) {
+    let meta = match check(&request) {
+        Ok(meta) => meta,
+        Err(error) => return conn.respond(&request.id, Err(error)),
+    };
+    let client = ClientCaps {
+        elicitation: meta.declares("elicitation"),
+        sampling: meta.declares("sampling"),
+        roots: meta.declares("roots"),
+    };
+    dispatch::spawn_request(conn, request, Era::Modern, client, move |ctx, request| async move {
+        let method = request.method.clone();
+        route(&meta, &ctx, request).await.map(|reply| finish(&ctx, &method, reply))
+    });
+}
+
+/// The checks before a request is served: its `_meta` (`-32602`) and its revision
+/// (`-32022` with `data.supported` and `data.requested`).
+///
+/// # Errors
+/// The JSON-RPC error to answer; see [`http_status`] for its HTTP status.
+pub(crate) fn check(request: &Request) -> Result<RequestMeta, RpcError> {
+    let meta = RequestMeta::read(request.params.as_ref()).map_err(|problem| {
+        RpcError::invalid_params(format!("Invalid params for {}: {problem}", request.method))
+            .with_data(json!({"invalid": META_PROBLEM}))
+    })?;
+    if !SUPPORTED_VERSIONS.contains(&meta.protocol_version.as_str()) {
+        let requested = &meta.protocol_version;
+        return Err(RpcError::new(
+            UNSUPPORTED_PROTOCOL_VERSION,
+            format!(
+                "Unsupported protocol version {requested:?}: requests may name {}; a 2025-11-25 client \
+                 starts with initialize",
+                SUPPORTED_VERSIONS.join(", ")
+            ),
+        )
+        .with_data(json!({"supported": SUPPORTED_VERSIONS, "requested": requested})));
+    }
+    Ok(meta)
+}
+
+/// The HTTP status of a Modern error answer: 400 for header, capability, version and
+/// `_meta` problems, 404 for an unknown method, 200 for the rest (2026-07-28 transport).
+pub(crate) fn http_status(error: &RpcError) -> u16 {
+    match error.code {
+        modern::HEADER_MISMATCH | MISSING_CLIENT_CAPABILITY | UNSUPPORTED_PROTOCOL_VERSION => 400,
+        RpcError::METHOD_NOT_FOUND => 404,
+        RpcError::INVALID_PARAMS if error.data.as_ref().and_then(|data| data.get("invalid")) == Some(&json!(META_PROBLEM)) => {
+            400
+        }
+        _ => 200,
+    }
+}
+
+/// The method table.
+async fn route(meta: &RequestMeta, ctx: &RequestContext, request: Request) -> Reply {
+    let params = request.params;
+    let name = request.method.as_str();
+    let tasks = meta.declares_extension(TASKS_EXTENSION);
+    let reply = match name {
+        modern::method::SERVER_DISCOVER => Ok(wire::discover(ctx.server())),
+        method::TOOLS_LIST => tools::list(ctx, params),
+        method::TOOLS_CALL => match parse_value(name, params) {
+            Ok(params) => return tools::call(meta, ctx, params).await,
+            Err(err) => Err(err),
+        },
+        method::TASKS_GET | modern::method::TASKS_UPDATE | method::TASKS_CANCEL if !tasks => Err(missing_extension(name)),
+        method::TASKS_GET => async { tasks::get(ctx, parse_value(name, params)?).await }.await,
+        modern::method::TASKS_UPDATE => async { tasks::update(ctx, parse_value(name, params)?).await }.await,
+        method::TASKS_CANCEL => async { tasks::cancel(ctx, parse_value(name, params)?).await }.await,
+        // Shared methods without a lifecycle rule; `ping` and the 2025-11-25-only ones are
+        // not in the catalog's table either, and fall through to -32601.
+        method::PING => Err(unknown(name)),
+        other => match crate::catalog::route(ctx.server(), other, params).await {
+            Some(reply) => reply.map_err(resource_not_found_is_invalid_params),
+            None => Err(unknown(other)),
+        },
+    };
+    Some(reply)
+}
+
+/// What every result of this era gets: `resultType` (`complete` unless the result says),
+/// the server's `Implementation` in `_meta`, and the cache hints the schema requires of
+/// lists, reads and `server/discover`.
+fn finish(ctx: &RequestContext, method_name: &str, reply: Result<Value, RpcError>) -> Result<Value, RpcError> {
+    let mut result = match reply? {
+        Value::Object(result) => result,
+        other => {
+            let mut result = Map::new();
+            result.insert("result".to_owned(), other);
+            result
+        }
+    };
+    result.entry("resultType").or_insert_with(|| json!("complete"));
+    if cacheable(method_name) {
+        result.entry("ttlMs").or_insert_with(|| json!(CACHE_TTL_MS));
+        result.entry("cacheScope").or_insert_with(|| json!("private"));
+    }
+    let meta = result.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(meta) = meta {
+        meta.extend(modern::server_info_meta(&ctx.server().inner.info));
+    }
+    Ok(Value::Object(result))
+}
+
+/// The methods whose results are `CacheableResult`s (2026-07-28 schema).
+fn cacheable(method_name: &str) -> bool {
+    matches!(
+        method_name,
+        modern::method::SERVER_DISCOVER
+            | method::TOOLS_LIST
+            | method::PROMPTS_LIST
+            | method::RESOURCES_LIST
+            | method::RESOURCES_TEMPLATES_LIST
+            | method::RESOURCES_READ
+    )
+}
+
+/// `-32601` for a method this era does not have.
+fn unknown(name: &str) -> RpcError {
+    RpcError::method_not_found(format!("Method not found: {name} (not a 2026-07-28 method)"))
+}
+
+/// `-32021`: the request needs the tasks extension, which this request's client
+/// capabilities do not declare.
+pub(crate) fn missing_extension(what: &str) -> RpcError {
+    RpcError::new(
+        MISSING_CLIENT_CAPABILITY,
+        format!(
+            "Missing required client capability: {what} needs the {TASKS_EXTENSION} extension; declare it in \
+             _meta[\"io.modelcontextprotocol/clientCapabilities\"].extensions"
+        ),
+    )
+    .with_data(json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}))
+}
+
+/// 2026-07-28: a resource that is not found is `-32602` (with `data.uri`), not `-32002`.
+fn resource_not_found_is_invalid_params(error: RpcError) -> RpcError {
+    if error.code == RESOURCE_NOT_FOUND {
+        RpcError { code: RpcError::INVALID_PARAMS, ..error }
+    } else {
+        error
+    }
+}

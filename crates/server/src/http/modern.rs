@@ -1,0 +1,197 @@
+//! 2026-07-28 requests over Streamable HTTP: POST only, no session. Each request is served
+//! on a connection of its own, after its headers are checked against its body
+//! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`: `-32020`, 400) and its `_meta` and
+//! revision against what the server serves (`-32602` or `-32022`, 400). The answer is one
+//! JSON body, or an SSE stream when the work sends notifications first (progress, log
+//! messages); an error's HTTP status follows the revision (400, 404 for an unknown method).
+//! Closing the response cancels the request (2026-07-28: a disconnect is cancellation).
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use mcp_tasks_engine::Principal;
+use mcp_tasks_protocol::jsonrpc::{self, Incoming, Request, RpcError};
+use mcp_tasks_protocol::mcp::method;
+use mcp_tasks_protocol::modern::{self, HEADER_MISMATCH};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::guard::accepts;
+use super::{App, json};
+use crate::codec;
+use crate::connection::{Connection, Listing, Outbound, Route};
+use crate::dispatch::Peer;
+
+/// Serves one 2026-07-28 request.
+pub(super) async fn serve(app: &App, headers: &HeaderMap, principal: Principal, request: Request) -> Response {
+    let checked = check_headers(headers, &request).and_then(|()| codec::modern::check(&request).map(|_| ()));
+    if let Err(error) = checked {
+        return answer_error(&request, &error);
+    }
+    let (out, outgoing) = mpsc::unbounded_channel();
+    let peer = Peer::new(Connection::new(app.server.clone(), principal, Listing::Principal, out));
+    let cancel_on_close = AbortOnDrop(Arc::clone(&peer.conn));
+    let streams = accepts(headers, "text/event-stream");
+    peer.handle_incoming(Incoming::Request(request));
+    respond(outgoing, streams, cancel_on_close).await
+}
+
+/// The answer: the reply alone as JSON (with its status), or, when notifications come
+/// first and the client takes SSE, a stream of them ending with the reply.
+async fn respond(mut outgoing: mpsc::UnboundedReceiver<Outbound>, streams: bool, guard: AbortOnDrop) -> Response {
+    let mut early = Vec::new();
+    while let Some(Outbound { message, route }) = outgoing.recv().await {
+        match route {
+            Route::Reply(_) if early.is_empty() || !streams => return json(status_of(&message), &message),
+            Route::Reply(_) => {
+                early.push(message);
+                return sse(early, None, guard);
+            }
+            Route::NoReply(_) => return StatusCode::ACCEPTED.into_response(),
+            Route::Related(_) | Route::General if streams => {
+                early.push(message);
+                return sse(early, Some(outgoing), guard);
+            }
+            // Without SSE, notifications before the reply cannot be delivered.
+            Route::Related(_) | Route::General => {}
+        }
+    }
+    json(StatusCode::INTERNAL_SERVER_ERROR, &jsonrpc::error_response(None, &RpcError::internal("the request got no answer")))
+}
+
+/// An SSE response with `first` and then every message of `rest` up to the reply. Each
+/// event is `data: <message>`: this revision has no event ids and no resumption.
+fn sse(first: Vec<Value>, rest: Option<mpsc::UnboundedReceiver<Outbound>>, guard: AbortOnDrop) -> Response {
+    let state = (first.into_iter(), rest, guard, false);
+    let stream = futures_util::stream::unfold(state, |(mut first, mut rest, guard, done)| async move {
+        if done {
+            return None;
+        }
+        let (message, last) = match first.next() {
+            Some(message) => {
+                let last = message.get("method").is_none();
+                (message, last)
+            }
+            None => {
+                let outbound = rest.as_mut()?.recv().await?;
+                let last = matches!(outbound.route, Route::Reply(_) | Route::NoReply(_));
+                if matches!(outbound.route, Route::NoReply(_)) {
+                    return None;
+                }
+                (outbound.message, last)
+            }
+        };
+        let frame = Bytes::from(format!("data: {message}\n\n"));
+        Some((Ok::<_, std::convert::Infallible>(frame), (first, rest, guard, last)))
+    });
+    let headers = [
+        (header::CONTENT_TYPE, "text/event-stream"),
+        (header::CACHE_CONTROL, "no-cache"),
+        (header::HeaderName::from_static("x-accel-buffering"), "no"),
+    ];
+    (StatusCode::OK, headers, Body::from_stream(stream)).into_response()
+}
+
+/// The HTTP status of a reply message (2026-07-28: 400 for header, capability, version and
+/// `_meta` errors; 404 for an unknown method; 200 otherwise).
+fn status_of(message: &Value) -> StatusCode {
+    let Some(error) = message.get("error") else { return StatusCode::OK };
+    let error = RpcError {
+        code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+        message: String::new(),
+        data: error.get("data").cloned(),
+    };
+    StatusCode::from_u16(codec::modern::http_status(&error)).unwrap_or(StatusCode::OK)
+}
+
+fn answer_error(request: &Request, error: &RpcError) -> Response {
+    let status = StatusCode::from_u16(codec::modern::http_status(error)).unwrap_or(StatusCode::BAD_REQUEST);
+    json(status, &jsonrpc::error_response(Some(&request.id), error))
+}
+
+/// The mirrored headers of 2026-07-28 against the body: `MCP-Protocol-Version` equal to the
+/// `_meta` revision, `Mcp-Method` to the method, `Mcp-Name` to the name, URI or task id of
+/// the methods that have one (values in `=?base64?…?=` are decoded first).
+///
+/// # Errors
+/// `-32020` HeaderMismatch saying which header and why.
+fn check_headers(headers: &HeaderMap, request: &Request) -> Result<(), RpcError> {
+    let params = request.params.as_ref();
+    if let Some(version) = mcp_tasks_protocol::era::per_request_version(params) {
+        match header_value(headers, "mcp-protocol-version")? {
+            Some(header) if header == version => {}
+            Some(header) => {
+                return Err(mismatch(format!(
+                    "MCP-Protocol-Version header value {header:?} does not match the body's _meta version {version:?}"
+                )));
+            }
+            None => return Err(mismatch("the MCP-Protocol-Version header is required".to_owned())),
+        }
+    }
+    match header_value(headers, "mcp-method")? {
+        Some(header) if header == request.method => {}
+        Some(header) => {
+            return Err(mismatch(format!(
+                "Mcp-Method header value {header:?} does not match body value {:?}",
+                request.method
+            )));
+        }
+        None => return Err(mismatch("the Mcp-Method header is required".to_owned())),
+    }
+    if let Some(field) = name_field(&request.method) {
+        let body = params.and_then(|params| params.get(field)).and_then(Value::as_str);
+        match (header_value(headers, "mcp-name")?, body) {
+            (Some(header), Some(body)) if header == body => {}
+            (Some(header), body) => {
+                return Err(mismatch(format!(
+                    "Mcp-Name header value {header:?} does not match body value {:?} (params.{field})",
+                    body.unwrap_or("")
+                )));
+            }
+            (None, _) => return Err(mismatch(format!("the Mcp-Name header is required on {} (params.{field})", request.method))),
+        }
+    }
+    Ok(())
+}
+
+/// The body field `Mcp-Name` mirrors, for the methods that have one.
+fn name_field(name: &str) -> Option<&'static str> {
+    match name {
+        method::TOOLS_CALL | method::PROMPTS_GET => Some("name"),
+        method::RESOURCES_READ => Some("uri"),
+        method::TASKS_GET | method::TASKS_CANCEL | modern::method::TASKS_UPDATE => Some("taskId"),
+        _ => None,
+    }
+}
+
+/// A header's value, decoded from `=?base64?…?=` if so written.
+///
+/// # Errors
+/// `-32020` for a value that is not visible ASCII, or not valid Base64 of UTF-8.
+fn header_value(headers: &HeaderMap, name: &str) -> Result<Option<String>, RpcError> {
+    let Some(value) = headers.get(name) else { return Ok(None) };
+    let text = value.to_str().map_err(|_| mismatch(format!("the {name} header has invalid characters")))?;
+    let Some(encoded) = text.strip_prefix("=?base64?").and_then(|rest| rest.strip_suffix("?=")) else {
+        return Ok(Some(text.to_owned()));
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .map_err(|_| mismatch(format!("the {name} header is not valid Base64")))?;
+    String::from_utf8(bytes).map(Some).map_err(|_| mismatch(format!("the {name} header is not Base64 of UTF-8")))
+}
+
+fn mismatch(message: String) -> RpcError {
+    RpcError::new(HEADER_MISMATCH, format!("Header mismatch: {message}"))
+}
+
+/// Cancels the request when the response (or its stream) is dropped: the client closed it.
+struct AbortOnDrop(Arc<Connection>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
