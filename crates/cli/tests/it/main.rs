@@ -12,6 +12,7 @@ mod harness;
 mod input;
 mod http;
 mod http_bad_input;
+mod http_modern;
 mod http_peer;
 mod lifecycle;
 mod restart;

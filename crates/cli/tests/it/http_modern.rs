@@ -1,0 +1,150 @@
+//! 2026-07-28 over Streamable HTTP against the real binary, on the endpoint that serves
+//! 2025-11-25 sessions too: POST without a session, the mirrored headers checked against the
+//! body, the statuses of the era's errors, and a command tool run as a task (created,
+//! read, answered, cancelled) by the server's decision.
+
+use std::net::SocketAddr;
+
+use serde_json::{Value, json};
+
+use crate::harness::Workdir;
+use crate::http::{Client, HttpServer};
+use crate::http_peer::{self, Reply};
+
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+/// `params` with the per-request `_meta` of a client declaring `capabilities`.
+fn with_meta(mut params: Value, capabilities: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "http-modern-test", "version": "0"},
+    });
+    params
+}
+
+fn tasks_client() -> Value {
+    json!({"extensions": {TASKS: {}}, "elicitation": {}})
+}
+
+/// POSTs a 2026-07-28 request with the headers a client mirrors (`name` for `Mcp-Name`),
+/// then `extra` (which replace them by name).
+fn post(addr: SocketAddr, method: &str, params: &Value, name: Option<&str>, extra: &[(&str, &str)]) -> Reply {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let mut headers = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+    ];
+    if let Some(name) = name {
+        headers.push(("Mcp-Name", name));
+    }
+    for (key, value) in extra {
+        headers.retain(|(n, _)| !n.eq_ignore_ascii_case(key));
+        headers.push((key, value));
+    }
+    http_peer::request(addr, "POST", &headers, Some(&body))
+}
+
+/// The JSON-RPC response of a reply (a JSON body, or the last message of an SSE body).
+fn response(reply: &Reply) -> Value {
+    if reply.header("content-type").is_some_and(|kind| kind.starts_with("text/event-stream")) {
+        let data = reply.body.lines().rev().find_map(|line| line.strip_prefix("data: ")).expect("an event");
+        serde_json::from_str(data).expect("JSON")
+    } else {
+        reply.json()
+    }
+}
+
+fn ready() -> (Workdir, HttpServer) {
+    let work = Workdir::new();
+    let server = HttpServer::start(&work);
+    (work, server)
+}
+
+#[test]
+fn modern_http_discover_and_a_plain_call_need_no_session_and_answer_with_result_type() {
+    let (_work, server) = ready();
+    let reply = post(server.addr, "server/discover", &with_meta(json!({}), json!({})), None, &[]);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert!(reply.header("mcp-session-id").is_none(), "no session in this era");
+    let discover = response(&reply)["result"].clone();
+    assert_eq!(discover["supportedVersions"], json!(["2026-07-28"]));
+    let params = with_meta(json!({"name": "echo", "arguments": {"text": "hi"}}), json!({}));
+    let reply = post(server.addr, "tools/call", &params, Some("echo"), &[]);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let result = response(&reply)["result"].clone();
+    assert_eq!((result["resultType"].clone(), result["content"][0]["text"].clone()), (json!("complete"), json!("hi")));
+}
+
+#[test]
+fn modern_http_headers_that_disagree_with_the_body_are_400_32020_and_the_server_goes_on() {
+    let (_work, server) = ready();
+    let params = with_meta(json!({"name": "echo", "arguments": {"text": "x"}}), json!({}));
+    type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>, &'a str);
+    let cases: [Case; 5] = [
+        (&[("Mcp-Method", "tools/list")], Some("echo"), "Mcp-Method"),
+        (&[("MCP-Protocol-Version", "2025-11-25")], Some("echo"), "MCP-Protocol-Version"),
+        (&[], Some("other"), "Mcp-Name"),
+        (&[], None, "Mcp-Name"),
+        (&[("Mcp-Name", "=?base64?!!!?=")], None, "Base64"),
+    ];
+    for (extra, name, says) in cases {
+        let reply = post(server.addr, "tools/call", &params, name, extra);
+        assert_eq!(reply.status, 400, "{says}: {}", reply.body);
+        let error = response(&reply)["error"].clone();
+        assert_eq!(error["code"], -32020, "{error}");
+        assert!(error["message"].as_str().unwrap().contains(says), "{says}: {error}");
+    }
+    // The same name, Base64-encoded as a client must when it is not a plain header value.
+    let encoded = "=?base64?ZWNobw==?=";
+    let reply = post(server.addr, "tools/call", &params, Some(encoded), &[]);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+}
+
+#[test]
+fn modern_http_errors_of_the_era_have_their_statuses() {
+    let (_work, server) = ready();
+    let reply = post(server.addr, "server/discover", &json!({}), None, &[]);
+    assert_eq!((reply.status, response(&reply)["error"]["code"].clone()), (400, json!(-32602)), "{}", reply.body);
+    let mut other = with_meta(json!({}), json!({}));
+    other["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
+    let reply = post(server.addr, "tools/list", &other, None, &[("MCP-Protocol-Version", "2099-01-01")]);
+    assert_eq!((reply.status, response(&reply)["error"]["code"].clone()), (400, json!(-32022)), "{}", reply.body);
+    let reply = post(server.addr, "ping", &with_meta(json!({}), json!({})), None, &[]);
+    assert_eq!((reply.status, response(&reply)["error"]["code"].clone()), (404, json!(-32601)), "{}", reply.body);
+    let reply = post(server.addr, "tools/call", &with_meta(json!({"name": "task_only"}), json!({})), Some("task_only"), &[]);
+    assert_eq!((reply.status, response(&reply)["error"]["code"].clone()), (400, json!(-32021)), "{}", reply.body);
+}
+
+#[test]
+fn modern_http_a_command_tool_becomes_a_task_that_is_read_cancelled_and_read_by_a_legacy_session() {
+    let (_work, server) = ready();
+    let params = with_meta(json!({"name": "slow", "arguments": {"seconds": 30}}), tasks_client());
+    let reply = post(server.addr, "tools/call", &params, Some("slow"), &[]);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let created = response(&reply)["result"].clone();
+    assert_eq!(created["resultType"], "task", "past the inline wait the call is a task: {created}");
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    let get = |id: &str| {
+        let reply = post(server.addr, "tasks/get", &with_meta(json!({"taskId": id}), tasks_client()), Some(id), &[]);
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        response(&reply)["result"].clone()
+    };
+    assert_eq!(get(&id)["status"], "working");
+    // The same task through a 2025-11-25 session of the same (anonymous) principal.
+    let mut legacy = Client::new(&server, None);
+    legacy.initialize();
+    let seen = legacy.result("tasks/get", json!({"taskId": id}));
+    assert_eq!((seen["status"].clone(), seen["ttl"].is_u64()), (json!("working"), true), "{seen}");
+    let reply = post(server.addr, "tasks/cancel", &with_meta(json!({"taskId": id}), tasks_client()), Some(&id), &[]);
+    assert_eq!((reply.status, response(&reply)["result"]["resultType"].clone()), (200, json!("complete")));
+    let reply = post(server.addr, "tasks/cancel", &with_meta(json!({"taskId": id}), tasks_client()), Some("not-it"), &[]);
+    assert_eq!(reply.status, 400, "Mcp-Name must be the task id: {}", reply.body);
+    let mut status = get(&id)["status"].clone();
+    while status == "working" {
+        status = get(&id)["status"].clone();
+    }
+    assert_eq!(status, "cancelled");
+}
