@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Evaluate the output of `conformance server ... -o DIR` runs (stdlib only).
 
-  python3 interop/checks.py DIR [DIR ...] [--strict] [--scenarios a,b,...]
+  python3 interop/checks.py DIR [DIR ...] [--strict] [--revision 2025-11-25|2026-07-28] [--scenarios a,b,...]
 
 Each DIR is one run's output directory: it holds one folder per scenario,
 `server-<scenario>-<timestamp>/checks.json` (a JSON list of checks, each with `id`, `name`,
@@ -11,8 +11,9 @@ DIR, the newest folder counts.
 
 Prints to stderr, per DIR, one line per scenario with its check counts, the failing checks with
 their messages, and every WARNING / INFO / SKIPPED check. Prints one JSON summary line on
-stdout. Exit status 0 only if, in every DIR, each of the 30 scored server scenarios of the
-2025-11-25 requirement set is present and none of its checks has status FAILURE (or an unknown
+stdout. Exit status 0 only if, in every DIR, each scored server scenario (the 30 of the 2025-11-25
+requirement set; or, for a DIR whose name contains 2026-07-28 or with --revision 2026-07-28, the 37
+of the 2026-07-28 set) is present and none of its checks has status FAILURE (or an unknown
 status). WARNING, INFO and SKIPPED are reported but do not fail the run unless --strict is given
 (then every check of a scored scenario must be SUCCESS; INFO checks are still allowed, they are
 traffic logs, not verdicts). Scenarios outside that set (for example the unscored
@@ -38,6 +39,26 @@ SCORED_2025_11_25 = [
     "prompts-list", "prompts-get-simple", "prompts-get-with-args", "prompts-get-embedded-resource",
     "prompts-get-with-image", "dns-rebinding-protection",
 ]
+# The frozen 2026-07-28 requirement set, server side: 37 scored scenarios
+# (`conformance list --requirements 2026-07-28` of 0.2.0-alpha.12). The run also reports, unscored,
+# the ten tasks-* scenarios (extension), json-schema-2020-12, http-header-validation and
+# http-custom-header-server-validation (pending). interop/conformance-2026.md has what each needs.
+SCORED_2026_07_28 = [
+    "server-stateless", "completion-complete", "tools-list", "tools-call-simple-text", "tools-call-image",
+    "tools-call-audio", "tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-error",
+    "tools-call-with-progress", "server-sse-multiple-streams", "resources-list", "resources-read-text",
+    "resources-read-binary", "resources-templates-read", "sep-2164-resource-not-found", "prompts-list",
+    "prompts-get-simple", "prompts-get-with-args", "prompts-get-embedded-resource", "prompts-get-with-image",
+    "dns-rebinding-protection", "caching",
+    "input-required-result-basic-elicitation", "input-required-result-basic-sampling",
+    "input-required-result-basic-list-roots", "input-required-result-request-state",
+    "input-required-result-multiple-input-requests", "input-required-result-multi-round",
+    "input-required-result-missing-input-response", "input-required-result-non-tool-request",
+    "input-required-result-result-type", "input-required-result-unsupported-methods",
+    "input-required-result-tampered-state", "input-required-result-capability-check",
+    "input-required-result-ignore-extra-params", "input-required-result-validate-input",
+]
+SCORED = {"2025-11-25": SCORED_2025_11_25, "2026-07-28": SCORED_2026_07_28}
 KNOWN = {"SUCCESS", "FAILURE", "WARNING", "INFO", "SKIPPED"}
 DIR_RE = re.compile(r"^(?:server-)?(?P<scenario>.+)-(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z)$")
 
@@ -135,15 +156,22 @@ def main():
     p = argparse.ArgumentParser(description="Evaluate conformance checks.json output")
     p.add_argument("dirs", nargs="+", help="output directories of `conformance server -o DIR`")
     p.add_argument("--strict", action="store_true", help="WARNING and SKIPPED checks fail a scored scenario too")
-    p.add_argument("--scenarios", help="comma-separated scored scenario list (default: the 30 of 2025-11-25)")
+    p.add_argument("--scenarios", help="comma-separated scored scenario list (default: by --revision)")
+    p.add_argument("--revision", choices=sorted(SCORED),
+                   help="whose scored set applies (default: 2026-07-28 for a DIR whose name contains "
+                        "'2026-07-28', else 2025-11-25)")
     a = p.parse_args()
-    scored = a.scenarios.split(",") if a.scenarios else SCORED_2025_11_25
     runs = []
     for d in a.dirs:
         if not os.path.isdir(d):
             err(f"== {d}: not a directory")
             runs.append({"dir": d, "ok": False, "error": "not a directory"})
             continue
+        if a.scenarios:
+            scored = a.scenarios.split(",")
+        else:
+            revision = a.revision or ("2026-07-28" if "2026-07-28" in os.path.basename(os.path.normpath(d)) else "2025-11-25")
+            scored = SCORED[revision]
         runs.append(evaluate(d, scored, a.strict))
     ok = all(r["ok"] for r in runs)
     print(json.dumps({"driver": "conformance-checks", "ok": ok, "strict": a.strict, "runs": runs}))

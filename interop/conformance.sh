@@ -2,18 +2,22 @@
 # Run the official MCP conformance suite (server side) against a server at URL, with both
 # pinned versions, then evaluate every checks.json with interop/checks.py.
 #
-#   interop/conformance.sh --url http://localhost:PORT/mcp [--out DIR] [--only stable|alpha]
+#   interop/conformance.sh --url http://localhost:PORT/mcp [--out DIR] [--only stable|alpha|modern]
 #                          [--strict] [--timeout SECONDS] [--expected-failures FILE.yaml]
 #
 #   stable: conformance 0.1.16          `server --url URL -o DIR/stable-0.1.16`            (active suite, 30 scenarios)
 #   alpha:  conformance 0.2.0-alpha.12  `server --url URL --requirements 2025-11-25 -o DIR/alpha-0.2.0-alpha.12`
 #           (the frozen 2025-11-25 set: 30 scored + 3 unscored scenarios)
+#   modern: conformance 0.2.0-alpha.12  `server --url URL --requirements 2026-07-28 -o DIR/alpha-2026-07-28`
+#           (the frozen 2026-07-28 set, stateless wire: 37 scored + 13 unscored, among them the ten
+#           tasks-* and http-header-validation; interop/conformance-2026.md). Only with --only modern:
+#           the default runs stable and alpha, as CI does.
 #
 # The URL host must be `localhost` (the dns-rebinding-protection scenario sends foreign
 # Host/Origin headers and expects a 4xx, and a localhost Host to be accepted).
 # The conformance tools' own output goes to DIR/<run>.log; the per-scenario table of
 # checks.py goes to stderr; stdout gets one JSON summary line (from checks.py, plus the exit
-# codes of the runs). Exit 0 only if all 30 scored scenarios pass in every run (see checks.py).
+# codes of the runs). Exit 0 only if every scored scenario passes in every run (see checks.py).
 # DIR defaults to interop/results/conformance-<timestamp>. There are no task scenarios for
 # 2025-11-25 in either version (see /work/shared/reference/peers-and-conformance.md §2).
 set -uo pipefail
@@ -25,7 +29,7 @@ ONLY=
 STRICT=()
 TIMEOUT=${MCP_TIMEOUT:-300}
 EXPECTED=()
-usage() { sed -n '2,20p' "$0" >&2; exit 2; }
+usage() { sed -n '2,24p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --url) URL=$2; shift 2 ;;
@@ -39,7 +43,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$URL" ] || usage
-case "$ONLY" in ""|stable|alpha) ;; *) echo "--only must be stable or alpha" >&2; exit 2 ;; esac
+case "$ONLY" in ""|stable|alpha|modern) ;; *) echo "--only must be stable, alpha or modern" >&2; exit 2 ;; esac
 case "$URL" in http://localhost:*|https://localhost:*) ;; *) echo "[conformance] warning: URL host is not localhost; dns-rebinding-protection will not be meaningful" >&2 ;; esac
 
 # shellcheck source=env.sh
@@ -65,8 +69,10 @@ run() { # label binary args...
   log "$label: exit $rc in $((SECONDS - t0)) s; $(grep -E '^Total:' "$OUT/$label.log" | tail -1)"
   dirs+=("$dir"); codes+=("\"$label\":$rc")
 }
-[ "$ONLY" = alpha ] || run stable-0.1.16 "$INTEROP_CONFORMANCE_STABLE"
-[ "$ONLY" = stable ] || run alpha-0.2.0-alpha.12 "$INTEROP_CONFORMANCE_ALPHA" --requirements 2025-11-25
+case "$ONLY" in ""|stable) run stable-0.1.16 "$INTEROP_CONFORMANCE_STABLE" ;; esac
+case "$ONLY" in ""|alpha) run alpha-0.2.0-alpha.12 "$INTEROP_CONFORMANCE_ALPHA" --requirements 2025-11-25 ;; esac
+# checks.py scores a folder named *2026-07-28* against the 2026-07-28 set
+[ "$ONLY" = modern ] && run alpha-2026-07-28 "$INTEROP_CONFORMANCE_ALPHA" --requirements 2026-07-28
 
 summary=$(python3 "$HERE/checks.py" "${STRICT[@]}" "${dirs[@]}")
 rc=$?

@@ -2,7 +2,9 @@
 //! that the official conformance suite's 2025-11-25 server scenarios call
 //! (`@modelcontextprotocol/conformance`, see `shared/reference/peers-and-conformance.md` §2.4),
 //! with the behaviour of the suite's reference server (`everything-server.ts`), built with the
-//! public library API only.
+//! public library API only; and, in `modern.rs`, the tools its 2026-07-28 server scenarios
+//! call (the `tasks-*`, `input-required-result-*`, `server-stateless` and header scenarios;
+//! `interop/conformance-2026.md` has the table). One fixture serves both eras.
 //!
 //! This file is not an example of its own (it sits in a subdirectory without `main.rs`). It is
 //! included with `#[path]` by `examples/conformance_server.rs`, which serves it, and by the
@@ -27,6 +29,9 @@ use mcp_tasks_server::{
 };
 use serde_json::{Value, json};
 
+#[path = "modern.rs"]
+mod modern;
+
 /// A valid 1×1 red PNG (RGBA), base64: the reference server's test image.
 pub(crate) const IMAGE_PNG_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 
@@ -49,7 +54,8 @@ const STEP: Duration = Duration::from_millis(50);
 /// schema did not compile, which they do not.
 pub(crate) fn server(engine: Engine) -> Result<Server, Box<dyn std::error::Error>> {
     let mut builder = Server::builder(engine).name(SERVER_NAME).version("1.0.0");
-    for tool in tools() {
+    let cell = modern::ServerCell::default();
+    for tool in tools().into_iter().chain(modern::tools(&cell)) {
         builder = builder.tool(tool);
     }
     for resource in resources() {
@@ -58,7 +64,7 @@ pub(crate) fn server(engine: Engine) -> Result<Server, Box<dyn std::error::Error
     for prompt in prompts() {
         builder = builder.prompt(prompt);
     }
-    Ok(builder
+    let server = builder
         .resource_template(template()?)
         .completion(CompletionDef::new(
             CompletionRef::prompt("test_prompt_with_arguments"),
@@ -72,7 +78,10 @@ pub(crate) fn server(engine: Engine) -> Result<Server, Box<dyn std::error::Error
                     .collect())
             },
         ))
-        .build()?)
+        .build()?;
+    // `test_trigger_tool_change` changes this server's tool list.
+    let _ = cell.set(server.clone());
+    Ok(server)
 }
 
 // ===== tools =====
