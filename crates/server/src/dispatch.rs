@@ -65,15 +65,19 @@ impl Peer {
 }
 
 /// The era a request speaks, decided per message (2026-07-28 versioning, "Backward
-/// Compatibility"): `initialize` selects 2025-11-25, whatever version it names, for the
-/// connection (or HTTP session) it opens; a request that names its revision in its own
-/// `_meta`, and `server/discover` (the probe a 2026-07-28 client sends first), are
-/// 2026-07-28 and served statelessly; anything else is 2025-11-25. Both eras are served
+/// Compatibility"): a request that names its revision in its own `_meta`, and
+/// `server/discover` (the probe a 2026-07-28 client sends first), are 2026-07-28 and served
+/// statelessly; `initialize` (without that `_meta`) selects 2025-11-25, whatever version it
+/// names, for the connection (or HTTP session) it opens; anything else is 2025-11-25. Both eras are served
 /// on one connection at once.
 fn era_of(request: &Request) -> Era {
-    if codec::legacy::opens_session(request) {
+    if per_request_version(request.params.as_ref()).is_some() {
+        // Even `initialize`: a request that names its revision per request is not a
+        // 2025-11-25 handshake (and `initialize` is an unknown method in 2026-07-28).
+        Era::Modern
+    } else if codec::legacy::opens_session(request) {
         Era::Legacy
-    } else if request.method == modern::method::SERVER_DISCOVER || per_request_version(request.params.as_ref()).is_some() {
+    } else if request.method == modern::method::SERVER_DISCOVER {
         Era::Modern
     } else {
         Era::Legacy

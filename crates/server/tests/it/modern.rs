@@ -280,3 +280,15 @@ async fn one_task_two_eras_a_task_made_in_a_legacy_session_is_read_by_modern_req
     assert!(read.get("ttl").is_some() && read.get("resultType").is_none(), "{read}");
     release.notify_waiters();
 }
+
+#[tokio::test]
+async fn modern_15_a_plain_call_whose_work_needs_an_undeclared_capability_is_32021() {
+    let (server, _dir) = server(Arc::new(Notify::new()), Duration::ZERO);
+    let mut peer = TestPeer::connect(server);
+    let error = peer.error("tools/call", plain(json!({"name": "asks"}))).await;
+    assert_eq!(error["code"], -32021, "{error}");
+    assert_eq!(error["data"]["requiredCapabilities"], json!({"elicitation": {}}));
+    // `initialize` that names its revision per request is a 2026-07-28 request: unknown there.
+    let error = peer.error("initialize", plain(json!({"protocolVersion": "2026-07-28", "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}}))).await;
+    assert_eq!(error["code"], -32601, "{error}");
+}

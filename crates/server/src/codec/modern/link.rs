@@ -8,10 +8,12 @@ use async_trait::async_trait;
 use mcp_tasks_engine::{ClientLink, ErrorObject, InputKind, Progress};
 use mcp_tasks_protocol::jsonrpc::{self, RequestId, RpcError};
 use mcp_tasks_protocol::mcp::{ProgressToken, method};
+use mcp_tasks_protocol::modern::MISSING_CLIENT_CAPABILITY;
 use serde_json::{Value, json};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::catalog::LogLevel;
+use crate::context::ClientCaps;
 use crate::connection::{Connection, Route};
 use crate::tool::input_method;
 
@@ -22,6 +24,18 @@ pub(crate) struct ModernLink {
     pub(crate) progress_token: Option<ProgressToken>,
     /// The request's `logLevel`: without one, no `notifications/message` is sent.
     pub(crate) log_level: Option<LogLevel>,
+    /// What the request declared it can answer.
+    pub(crate) client: ClientCaps,
+    /// The first kind of input the work asked for that the request did not declare: the
+    /// call then answers `-32021` whatever the work made of the refusal.
+    pub(crate) missing: Mutex<Option<InputKind>>,
+}
+
+impl ModernLink {
+    /// The input kind the work needed and the request did not declare, if any.
+    pub(crate) fn missing_capability(&self) -> Option<InputKind> {
+        *self.missing.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 #[async_trait]
@@ -52,6 +66,18 @@ impl ClientLink for ModernLink {
     }
 
     async fn request(&self, kind: InputKind, _params: Value) -> Result<Value, ErrorObject> {
+        let declared = match kind {
+            InputKind::Elicitation => self.client.elicitation,
+            InputKind::Sampling => self.client.sampling,
+        };
+        if !declared {
+            self.missing.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert(kind);
+            return Err(ErrorObject {
+                code: MISSING_CLIENT_CAPABILITY,
+                message: format!("the request did not declare the client capability {} needs", input_method(kind)),
+                data: None,
+            });
+        }
         Err(ErrorObject {
             code: RpcError::INTERNAL_ERROR,
             message: format!(

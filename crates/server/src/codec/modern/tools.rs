@@ -4,13 +4,13 @@
 //! one answers inline when its work ends within the tool's inline wait, and as a task
 //! otherwise; a `forbidden` one never does. A 2025-11-25 `params.task` is ignored.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_tasks_engine::{ClientLink, Outcome, TaskRecord, TaskState};
+use mcp_tasks_engine::{ClientLink, InputKind, Outcome, TaskRecord, TaskState};
 use mcp_tasks_protocol::jsonrpc::RpcError;
 use mcp_tasks_protocol::mcp::method;
-use mcp_tasks_protocol::modern::{CallToolParams, RequestMeta, TASKS_EXTENSION};
+use mcp_tasks_protocol::modern::{CallToolParams, MISSING_CLIENT_CAPABILITY, RequestMeta, TASKS_EXTENSION};
 use serde_json::{Value, json};
 
 use super::link::ModernLink;
@@ -101,16 +101,39 @@ fn inline_result(record: &TaskRecord) -> Result<Value, RpcError> {
     }
 }
 
+/// `-32021` for a request whose work needed input of `kind` that it did not declare.
+fn missing_capability(kind: InputKind) -> RpcError {
+    let capability = match kind {
+        InputKind::Elicitation => "elicitation",
+        InputKind::Sampling => "sampling",
+    };
+    RpcError::new(
+        MISSING_CLIENT_CAPABILITY,
+        format!(
+            "Missing required client capability: the tool asks the client for {capability}; declare it in \
+             _meta[\"io.modelcontextprotocol/clientCapabilities\"]"
+        ),
+    )
+    .with_data(json!({"requiredCapabilities": {capability: {}}}))
+}
+
 /// A plain call: the work's progress and log messages go on the request's stream.
 async fn plain(meta: &RequestMeta, ctx: &RequestContext, tool: &str, arguments: Value) -> Result<Value, RpcError> {
     let log_level = meta.log_level.as_ref().and_then(|level| serde_json::from_value(json!(level)).ok());
-    let link: Arc<dyn ClientLink> = Arc::new(ModernLink {
+    let link = Arc::new(ModernLink {
         conn: Arc::clone(&ctx.conn),
         request: ctx.id.clone(),
         progress_token: meta.progress_token.clone(),
         log_level,
+        client: ctx.client,
+        missing: Mutex::new(None),
     });
-    match ops::call::call_plain(ctx, tool, arguments, link).await {
+    let outcome = ops::call::call_plain(ctx, tool, arguments, Arc::clone(&link) as Arc<dyn ClientLink>).await;
+    // 2026-07-28: processing needed a capability the request did not declare.
+    if let Some(kind) = link.missing_capability() {
+        return Err(missing_capability(kind));
+    }
+    match outcome {
         Ok(Outcome::Result(result)) => Ok(result),
         Ok(Outcome::Error(error)) => Err(RpcError { code: error.code, message: error.message, data: error.data }),
         Ok(Outcome::Failure(failure)) => Err(work_error(&failure)),
