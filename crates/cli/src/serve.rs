@@ -27,7 +27,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let path = store_path(args.store.as_deref())?;
     let store = SqliteStore::open(&path).with_context(|| format!("opening task store {}", path.display()))?;
     let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), policy(&config));
-    let mut builder = Server::builder(engine.clone()).name(config.server.name.clone());
+    let mut builder =
+        Server::builder(engine.clone()).name(config.server.name.clone()).inline_wait(config.server.inline_wait);
     for tool in &config.tools {
         builder = builder.tool(tool_def(tool));
     }
@@ -157,7 +158,7 @@ fn tool_def(tool: &ToolConfig) -> ToolDef {
             .on_restart(on_restart)
             .max_concurrent(tool.max_concurrent)
             .max_attempts(tool.max_attempts),
-        inline_wait: None,
+        inline_wait: tool.inline_wait,
     }
 }
 

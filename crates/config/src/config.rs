@@ -200,6 +200,7 @@ default_ttl = "30m"
 max_ttl = "2days"
 poll_interval = "500ms"
 session_idle = "5m"
+inline_wait = "3s"
 listen = "0.0.0.0:9000"
 allowed_hosts = ["tasks.example.com", "box.lan:9000"]
 allowed_origins = ["https://app.example.com"]
@@ -254,6 +255,7 @@ task_support = "forbidden"
                 max_ttl: Duration::from_secs(2 * 24 * 60 * 60),
                 poll_interval: Duration::from_millis(500),
                 session_idle: Duration::from_secs(5 * 60),
+                inline_wait: Duration::from_secs(3),
                 listen: "0.0.0.0:9000".parse().unwrap(),
                 allowed_hosts: vec!["tasks.example.com".into(), "box.lan:9000".into()],
                 allowed_origins: vec!["https://app.example.com".into()],

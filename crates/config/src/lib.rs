@@ -32,7 +32,7 @@
 //! # Keys
 //!
 //! `[server]`, each optional: `name` (`"mcp-tasks"`), `default_ttl` (`"1h"`), `max_ttl`
-//! (`"24h"`), `poll_interval` (`"1s"`), `listen` (`"127.0.0.1:8765"`), `allowed_hosts`
+//! (`"24h"`), `poll_interval` (`"1s"`), `inline_wait` (`"1s"`, 2026-07-28 task decision), `listen` (`"127.0.0.1:8765"`), `allowed_hosts`
 //! and `allowed_origins` (`[]`), `max_body` (`"4MiB"`), `max_running` (64 tasks running
 //! at once overall), `max_running_per_principal` (16), `max_retained_per_principal`
 //! (10000 tasks kept per principal), and `[[server.auth.tokens]]` (`principal` and one of
@@ -43,6 +43,8 @@
 //! brackets).
 //! - `description` (`""`), `input_schema` (`{ type = "object" }`), `task_support`
 //!   (`"optional"`, or `"required"`, `"forbidden"`).
+//! - `inline_wait` (`[server] inline_wait`): how long a 2026-07-28 call waits to answer
+//!   inline before it becomes a task.
 //! - `timeout` (none): a duration such as `"30s"`; then the process group gets SIGTERM,
 //!   and SIGKILL after `kill_grace` (`"2s"`).
 //! - `cwd` (the server's): an existing directory; a relative one is relative to the

@@ -27,6 +27,10 @@ pub struct ServerConfig {
     /// before it is ended (`session_idle`, default 30m); its tasks stay, a client starts a
     /// new session.
     pub session_idle: Duration,
+    /// 2026-07-28: how long a call of an `optional` tool, from a client that declared the
+    /// tasks extension, waits for its work to end and answer inline before it answers with
+    /// a task (`inline_wait`, default 1s; a tool's own `inline_wait` overrides it).
+    pub inline_wait: Duration,
     /// The address the HTTP transport listens on (`listen`, default
     /// [`DEFAULT_LISTEN`](ServerConfig::DEFAULT_LISTEN), `127.0.0.1:8765`). An IP address
     /// and a port; host names are not resolved.
@@ -106,6 +110,7 @@ impl Default for ServerConfig {
             max_ttl: Duration::from_secs(24 * 60 * 60),
             poll_interval: Duration::from_secs(1),
             session_idle: Duration::from_secs(30 * 60),
+            inline_wait: Duration::from_secs(1),
             listen: ServerConfig::DEFAULT_LISTEN,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
@@ -126,6 +131,7 @@ pub(crate) struct RawServer {
     max_ttl: Option<Spanned<String>>,
     poll_interval: Option<Spanned<String>>,
     session_idle: Option<Spanned<String>>,
+    inline_wait: Option<Spanned<String>>,
     listen: Option<Spanned<String>>,
     #[serde(default)]
     allowed_hosts: Vec<Spanned<String>>,
@@ -283,6 +289,7 @@ impl RawServer {
                 self.session_idle,
                 defaults.session_idle,
             )?,
+            inline_wait: duration("server.inline_wait", self.inline_wait, defaults.inline_wait)?,
         };
         if server.default_ttl > server.max_ttl {
             return Err(ConfigError::Invalid {
@@ -344,6 +351,15 @@ mod tests {
 
     fn server(text: &str) -> ServerConfig {
         Config::parse(text).unwrap().server
+    }
+
+    #[test]
+    fn inline_wait_defaults_to_a_second_and_is_checked_with_its_line() {
+        assert_eq!(server("").inline_wait, Duration::from_secs(1));
+        assert_eq!(server("[server]\ninline_wait = \"250ms\"\n").inline_wait, Duration::from_millis(250));
+        let (line, _, message) = invalid("[server]\nname = \"x\"\ninline_wait = \"soon\"\n");
+        assert_eq!(line, Some(3));
+        assert!(message.contains("server.inline_wait"), "{message}");
     }
 
     #[test]

@@ -33,6 +33,10 @@ pub struct ToolConfig {
     pub task_support: TaskSupport,
     /// How long a call may run before its processes are ended; `None` is unlimited.
     pub timeout: Option<Duration>,
+    /// 2026-07-28, a task-capable (`optional`) tool called by a client that declared the
+    /// tasks extension: how long the call waits for the command to end and answer inline
+    /// before it answers with a task (`inline_wait`; `None`: `[server] inline_wait`).
+    pub inline_wait: Option<Duration>,
     /// How long the process group has between SIGTERM and SIGKILL when a call is ended
     /// (timeout, cancellation, or processes left behind by the command) (`kill_grace`,
     /// default [`DEFAULT_KILL_GRACE`](ToolConfig::DEFAULT_KILL_GRACE), 2 s).
@@ -95,6 +99,7 @@ impl ToolConfig {
             command,
             task_support: TaskSupport::default(),
             timeout: None,
+            inline_wait: None,
             kill_grace: ToolConfig::DEFAULT_KILL_GRACE,
             on_restart: RestartPolicy::default(),
             max_attempts: ToolConfig::DEFAULT_MAX_ATTEMPTS,
@@ -478,6 +483,15 @@ properties = { pages = { type = "integer" } }
             message.starts_with("line 7: tool `t`: output_schema is not a valid JSON Schema: "),
             "{message}"
         );
+    }
+
+    #[test]
+    fn a_tools_inline_wait_overrides_the_servers_and_is_checked_with_its_line() {
+        assert_eq!(tool("inline_wait = \"50ms\"").inline_wait, Some(Duration::from_millis(50)));
+        assert_eq!(tool("").inline_wait, None);
+        let (line, _, message) = invalid(&with("inline_wait = \"0s\""));
+        assert_eq!(line, Some(5));
+        assert!(message.contains("inline_wait of tool `t`"), "{message}");
     }
 
     #[test]

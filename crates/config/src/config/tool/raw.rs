@@ -27,6 +27,7 @@ pub(crate) struct RawTool {
     #[serde(default)]
     task_support: TaskSupport,
     timeout: Option<Spanned<String>>,
+    inline_wait: Option<Spanned<String>>,
     kill_grace: Option<Spanned<String>>,
     #[serde(default)]
     on_restart: RestartPolicy,
@@ -165,6 +166,10 @@ impl RawTool {
         let duration = |setting: &str, value: &Spanned<String>| {
             lines.duration(&format!("{setting} of tool `{name}`"), value)
         };
+        let inline_wait = match &self.inline_wait {
+            Some(value) => Some(duration("inline_wait", value)?),
+            None => None,
+        };
         let timeout = match &self.timeout {
             Some(value) => Some(duration("timeout", value)?),
             None => None,
@@ -196,6 +201,7 @@ impl RawTool {
             command,
             task_support: self.task_support,
             timeout,
+            inline_wait,
             kill_grace,
             on_restart: self.on_restart,
             max_attempts,
