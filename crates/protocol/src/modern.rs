@@ -123,12 +123,19 @@ impl RequestMeta {
 /// Schema `CallToolRequestParams` (2026-07-28): no `task` member (a 2025-11-25 `params.task`
 /// that arrives is ignored, as the extension requires).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct CallToolParams {
     /// The tool to call.
     pub name: String,
     /// The tool's arguments.
     #[serde(default, deserialize_with = "arguments", skip_serializing_if = "Option::is_none")]
     pub arguments: Option<Map<String, Value>>,
+    /// A Multi Round-Trip retry: the answers to the previous round's `inputRequests`, by key.
+    #[serde(default, deserialize_with = "optional_input_responses", skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<Map<String, Value>>,
+    /// A Multi Round-Trip retry: the `requestState` of the previous round, echoed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
 }
 
 /// The `params` of `tasks/get` and `tasks/cancel` (tasks extension).
@@ -160,6 +167,10 @@ pub fn server_info_meta(server: &Implementation) -> Meta {
 
 fn arguments<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Map<String, Value>>, D::Error> {
     object::optional(deserializer, "arguments")
+}
+
+fn optional_input_responses<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Map<String, Value>>, D::Error> {
+    object::optional(deserializer, "inputResponses")
 }
 
 fn input_responses<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Map<String, Value>, D::Error> {

@@ -28,6 +28,8 @@ pub(crate) struct Inner {
     /// 2026-07-28: how long an optional tool's call waits to answer inline before it answers
     /// with a task.
     pub(crate) inline_wait: Duration,
+    /// 2026-07-28 plain calls waiting for their client's retry (Multi Round-Trip Requests).
+    pub(crate) parked: codec::modern::mrtr::Parked,
     /// 2025-11-25 `resources/subscribe`: which Legacy sessions want which URIs.
     pub(crate) subscriptions: codec::legacy::Subscriptions,
 }
@@ -166,6 +168,7 @@ impl ServerBuilder {
                 inline_wait: self.inline_wait,
                 tools,
                 catalog: self.catalog,
+                parked: codec::modern::mrtr::Parked::default(),
                 subscriptions: codec::legacy::Subscriptions::default(),
             }),
         })

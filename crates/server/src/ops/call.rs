@@ -8,6 +8,7 @@ use std::sync::Arc;
 use futures_util::FutureExt;
 use mcp_tasks_engine::{ClientLink, Context, Engine, EngineError, InputKind, NewTask, Outcome, TaskRecord, WorkError};
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use crate::context::RequestContext;
 use crate::registry::Entry;
@@ -72,7 +73,8 @@ pub(crate) async fn create_task(ctx: &RequestContext, call: TaskCall) -> Result<
 }
 
 /// Runs a plain call of `tool`; what the work sends the client meanwhile goes through
-/// `link`. Stops when the request is cancelled.
+/// `link`. Stops when `cancel` fires (the request's, or the call's own when its work
+/// outlives one request, as a 2026-07-28 Multi Round-Trip Request does).
 ///
 /// # Errors
 /// A limit of the engine, or an unknown tool.
@@ -81,8 +83,9 @@ pub(crate) async fn call_plain(
     tool: &str,
     arguments: Value,
     link: Arc<dyn ClientLink>,
+    cancel: CancellationToken,
 ) -> Result<Outcome, EngineError> {
-    let work = Context::plain(ctx.cancel.clone(), Some(link));
+    let work = Context::plain(cancel, Some(link));
     let call = ctx.server().engine().call_plain(&ctx.principal, tool, arguments, work);
     // As for a task's handler (the engine's `start`): a panic is the tool's crash.
     AssertUnwindSafe(call).catch_unwind().await.unwrap_or_else(|_| {

@@ -292,3 +292,37 @@ async fn modern_15_a_plain_call_whose_work_needs_an_undeclared_capability_is_320
     let error = peer.error("initialize", plain(json!({"protocolVersion": "2026-07-28", "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}}))).await;
     assert_eq!(error["code"], -32601, "{error}");
 }
+
+/// `params` with the `_meta` of a client that declared elicitation but not the tasks extension.
+fn elicits(mut params: Value) -> Value {
+    params["_meta"] = meta(json!({"elicitation": {}}));
+    params
+}
+
+#[tokio::test]
+async fn modern_mrtr_a_plain_call_that_asks_answers_input_required_and_the_retry_continues_the_same_work() {
+    let (server, _dir) = server(Arc::new(Notify::new()), Duration::ZERO);
+    let mut peer = TestPeer::connect(server);
+    let round = peer.result("tools/call", elicits(json!({"name": "asks"}))).await;
+    assert_era_schema(Era::Modern, "InputRequiredResult", &round);
+    assert_eq!(round["resultType"], "input_required", "{round}");
+    let requests = round["inputRequests"].as_object().unwrap();
+    let (key, request) = requests.iter().next().unwrap();
+    assert_eq!((requests.len(), request["method"].clone()), (1, json!("elicitation/create")));
+    let state = round["requestState"].as_str().unwrap().to_owned();
+    // A retry without the answer asks again, under a new state; the old one is used up.
+    let again = peer.result("tools/call", elicits(json!({"name": "asks", "requestState": state, "inputResponses": {}}))).await;
+    assert_eq!(again["resultType"], "input_required");
+    let state2 = again["requestState"].as_str().unwrap().to_owned();
+    assert_ne!(state, state2);
+    let replayed = peer.error("tools/call", elicits(json!({"name": "asks", "requestState": state, "inputResponses": {}}))).await;
+    assert_eq!(replayed["code"], -32602, "a used requestState is refused: {replayed}");
+    let forged = peer.error("tools/call", elicits(json!({"name": "asks", "requestState": "made-up", "inputResponses": {}}))).await;
+    assert_eq!(forged["code"], -32602);
+    let other_tool = peer.error("tools/call", elicits(json!({"name": "echo", "requestState": state2, "inputResponses": {}}))).await;
+    assert_eq!(other_tool["code"], -32602, "a state names one call of one tool: {other_tool}");
+    let answer = json!({key.clone(): {"action": "accept", "content": {"name": "Ada"}}});
+    let done = peer.result("tools/call", elicits(json!({"name": "asks", "requestState": state2, "inputResponses": answer}))).await;
+    assert_era_schema(Era::Modern, "CallToolResult", &done);
+    assert_eq!((done["resultType"].clone(), done["content"][0]["text"].clone()), (json!("complete"), json!("hello Ada")), "{done}");
+}

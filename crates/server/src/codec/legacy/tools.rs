@@ -75,7 +75,7 @@ pub(crate) async fn call(session: &Arc<LegacySession>, ctx: &RequestContext, par
         (None, _) => {
             let link: Arc<dyn ClientLink> =
                 Arc::new(CallLink { session: Arc::clone(session), request: ctx.id.clone(), progress_token });
-            Some(match ops::call::call_plain(ctx, &params.name, arguments, link).await {
+            Some(match ops::call::call_plain(ctx, &params.name, arguments, link, ctx.cancel.clone()).await {
                 Ok(Outcome::Result(result)) => Ok(result),
                 Ok(Outcome::Error(error)) => Err(RpcError { code: error.code, message: error.message, data: error.data }),
                 Ok(Outcome::Failure(failure)) => Err(work_error(&failure)),

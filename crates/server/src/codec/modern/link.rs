@@ -1,8 +1,8 @@
 //! The client side of a plain call in 2026-07-28: what the work sends while it runs goes on
 //! the request's own stream (progress under the request's `progressToken`, log messages at
 //! or above the request's `logLevel`). The server sends no requests in this era: a question
-//! from the work of a plain call needs a Multi Round-Trip Request, which is not served yet,
-//! so it is refused and the work decides what to do.
+//! of the work becomes a round of a Multi Round-Trip Request (`mrtr`), or `-32021` when the
+//! request did not declare the capability it needs.
 
 use async_trait::async_trait;
 use mcp_tasks_engine::{ClientLink, ErrorObject, InputKind, Progress};
@@ -10,11 +10,15 @@ use mcp_tasks_protocol::jsonrpc::{self, RequestId, RpcError};
 use mcp_tasks_protocol::mcp::{ProgressToken, method};
 use mcp_tasks_protocol::modern::MISSING_CLIENT_CAPABILITY;
 use serde_json::{Value, json};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::{mpsc, oneshot};
 
 use crate::catalog::LogLevel;
 use crate::context::ClientCaps;
 use crate::connection::{Connection, Route};
+use super::mrtr::Event;
 use crate::tool::input_method;
 
 /// A plain call's link to its client.
@@ -29,6 +33,10 @@ pub(crate) struct ModernLink {
     /// The first kind of input the work asked for that the request did not declare: the
     /// call then answers `-32021` whatever the work made of the refusal.
     pub(crate) missing: Mutex<Option<InputKind>>,
+    /// Where the questions of the work go (a Multi Round-Trip Request round each).
+    pub(crate) asks: mpsc::UnboundedSender<Event>,
+    /// Numbers the questions: their keys in `inputRequests`.
+    pub(crate) asked: AtomicU64,
 }
 
 impl ModernLink {
@@ -65,7 +73,7 @@ impl ClientLink for ModernLink {
         self.conn.send(jsonrpc::notification(name, params), Route::Related(self.request.clone()));
     }
 
-    async fn request(&self, kind: InputKind, _params: Value) -> Result<Value, ErrorObject> {
+    async fn request(&self, kind: InputKind, params: Value) -> Result<Value, ErrorObject> {
         let declared = match kind {
             InputKind::Elicitation => self.client.elicitation,
             InputKind::Sampling => self.client.sampling,
@@ -78,15 +86,17 @@ impl ClientLink for ModernLink {
                 data: None,
             });
         }
-        Err(ErrorObject {
+        let key = format!("input-{}", self.asked.fetch_add(1, Ordering::Relaxed) + 1);
+        let (answer, answered) = oneshot::channel();
+        let asked = self.asks.send(Event::Asked { key, kind, params, answer });
+        let lost = || ErrorObject {
             code: RpcError::INTERNAL_ERROR,
-            message: format!(
-                "cannot ask the client ({}) during a plain 2026-07-28 call: that needs a Multi Round-Trip \
-                 Request, which this server does not serve yet; call the tool as a task (declare the \
-                 io.modelcontextprotocol/tasks extension)",
-                input_method(kind)
-            ),
+            message: format!("the call ended before the client answered {}", input_method(kind)),
             data: None,
-        })
+        };
+        if asked.is_err() {
+            return Err(lost());
+        }
+        answered.await.map_err(|_| lost())
     }
 }

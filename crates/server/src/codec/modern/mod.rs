@@ -13,6 +13,7 @@
 //! `logging/setLevel`, `resources/subscribe`…) are unknown here: `-32601`.
 
 mod link;
+pub(crate) mod mrtr;
 mod tasks;
 mod tools;
 mod wire;

@@ -4,6 +4,7 @@
 //! one answers inline when its work ends within the tool's inline wait, and as a task
 //! otherwise; a `forbidden` one never does. A 2025-11-25 `params.task` is ignored.
 
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,9 +12,12 @@ use mcp_tasks_engine::{ClientLink, InputKind, Outcome, TaskRecord, TaskState};
 use mcp_tasks_protocol::jsonrpc::RpcError;
 use mcp_tasks_protocol::mcp::method;
 use mcp_tasks_protocol::modern::{CallToolParams, MISSING_CLIENT_CAPABILITY, RequestMeta, TASKS_EXTENSION};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use super::link::ModernLink;
+use super::mrtr::{self, Event, Running};
 use super::{missing_extension, wire};
 use crate::context::RequestContext;
 use crate::dispatch::Reply;
@@ -47,6 +51,9 @@ pub(crate) async fn call(meta: &RequestMeta, ctx: &RequestContext, params: CallT
         }
         (_, true) => true,
     };
+    if let Some(state) = &params.request_state {
+        return Some(retry(ctx, &params.name, state, params.input_responses.unwrap_or_default()).await);
+    }
     if !as_task {
         return Some(plain(meta, ctx, &params.name, arguments).await);
     }
@@ -117,9 +124,12 @@ fn missing_capability(kind: InputKind) -> RpcError {
     .with_data(json!({"requiredCapabilities": {capability: {}}}))
 }
 
-/// A plain call: the work's progress and log messages go on the request's stream.
+/// A plain call: the work's progress and log messages go on the request's stream; its
+/// questions become rounds of a Multi Round-Trip Request. The work runs in a task of its own,
+/// so that it outlives a round (it waits, parked, for the client's retry).
 async fn plain(meta: &RequestMeta, ctx: &RequestContext, tool: &str, arguments: Value) -> Result<Value, RpcError> {
     let log_level = meta.log_level.as_ref().and_then(|level| serde_json::from_value(json!(level)).ok());
+    let (asks, events) = mpsc::unbounded_channel();
     let link = Arc::new(ModernLink {
         conn: Arc::clone(&ctx.conn),
         request: ctx.id.clone(),
@@ -127,16 +137,32 @@ async fn plain(meta: &RequestMeta, ctx: &RequestContext, tool: &str, arguments: 
         log_level,
         client: ctx.client,
         missing: Mutex::new(None),
+        asks: asks.clone(),
+        asked: AtomicU64::new(0),
     });
-    let outcome = ops::call::call_plain(ctx, tool, arguments, Arc::clone(&link) as Arc<dyn ClientLink>).await;
-    // 2026-07-28: processing needed a capability the request did not declare.
-    if let Some(kind) = link.missing_capability() {
-        return Err(missing_capability(kind));
-    }
-    match outcome {
-        Ok(Outcome::Result(result)) => Ok(result),
-        Ok(Outcome::Error(error)) => Err(RpcError { code: error.code, message: error.message, data: error.data }),
-        Ok(Outcome::Failure(failure)) => Err(work_error(&failure)),
-        Err(err) => Err(rpc_error(&err)),
-    }
+    let cancel = CancellationToken::new();
+    let (work_ctx, work_tool, work_cancel) = (ctx.clone(), tool.to_owned(), cancel.clone());
+    tokio::spawn(async move {
+        let handle = Arc::clone(&link) as Arc<dyn ClientLink>;
+        let outcome = ops::call::call_plain(&work_ctx, &work_tool, arguments, handle, work_cancel).await;
+        let reply = match (link.missing_capability(), outcome) {
+            // 2026-07-28: processing needed a capability the request did not declare.
+            (Some(kind), _) => Err(missing_capability(kind)),
+            (None, Ok(Outcome::Result(result))) => Ok(result),
+            (None, Ok(Outcome::Error(error))) => Err(RpcError { code: error.code, message: error.message, data: error.data }),
+            (None, Ok(Outcome::Failure(failure))) => Err(work_error(&failure)),
+            (None, Err(err)) => Err(rpc_error(&err)),
+        };
+        let _ = asks.send(Event::Done(reply));
+    });
+    let running = Running { owner: ctx.principal.clone(), tool: tool.to_owned(), events, open: Default::default(), cancel };
+    mrtr::drive(&ctx.server().inner.parked, running, &ctx.cancel).await
+}
+
+/// A retry of a Multi Round-Trip Request: the answers go to the parked work, which goes on.
+async fn retry(ctx: &RequestContext, tool: &str, state: &str, answers: Map<String, Value>) -> Result<Value, RpcError> {
+    let parked = &ctx.server().inner.parked;
+    let mut running = parked.take(state, &ctx.principal, tool)?;
+    mrtr::answer(&mut running, answers)?;
+    mrtr::drive(parked, running, &ctx.cancel).await
 }
