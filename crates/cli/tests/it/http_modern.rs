@@ -148,3 +148,23 @@ fn modern_http_a_command_tool_becomes_a_task_that_is_read_cancelled_and_read_by_
     }
     assert_eq!(status, "cancelled");
 }
+
+#[test]
+fn modern_http_mrtr_a_command_that_asks_keeps_running_and_reads_the_retrys_answer_on_stdin() {
+    let (_work, server) = ready();
+    let caps = json!({"elicitation": {}});
+    let reply = post(server.addr, "tools/call", &with_meta(json!({"name": "confirm"}), caps.clone()), Some("confirm"), &[]);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let round = response(&reply)["result"].clone();
+    assert_eq!(round["resultType"], "input_required", "{round}");
+    let key = round["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
+    let state = round["requestState"].as_str().unwrap().to_owned();
+    let answers = json!({key: {"action": "accept", "content": {"ok": true}}});
+    let retry = with_meta(json!({"name": "confirm", "requestState": state, "inputResponses": answers}), caps);
+    let reply = post(server.addr, "tools/call", &retry, Some("confirm"), &[]);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let done = response(&reply)["result"].clone();
+    assert_eq!(done["resultType"], "complete", "{done}");
+    let text = done["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains(r#"answer: {"action":"accept","content":{"ok":true}}"#), "{text}");
+}
