@@ -4,7 +4,7 @@
 
 use mcp_tasks_engine::{Outcome, TaskRecord, TaskState};
 use mcp_tasks_protocol::mcp;
-use mcp_tasks_protocol::modern::{self, TASKS_EXTENSION};
+use mcp_tasks_protocol::modern::TASKS_EXTENSION;
 use serde_json::{Map, Value, json};
 
 use super::SUPPORTED_VERSIONS;
@@ -119,6 +119,5 @@ pub(crate) fn discover(server: &Server) -> Value {
     if let Some(instructions) = &server.inner.instructions {
         result["instructions"] = json!(instructions);
     }
-    let _ = modern::PROTOCOL_VERSION;
     result
 }
