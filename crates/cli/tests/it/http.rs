@@ -59,7 +59,7 @@ impl HttpServer {
         HttpServer { child, addr: addr.parse().expect("socket address") }
     }
 
-    fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         self.child.kill().expect("SIGKILL");
         self.child.wait().expect("reap");
     }

@@ -168,3 +168,38 @@ fn modern_http_mrtr_a_command_that_asks_keeps_running_and_reads_the_retrys_answe
     let text = done["content"][0]["text"].as_str().unwrap();
     assert!(text.contains(r#"answer: {"action":"accept","content":{"ok":true}}"#), "{text}");
 }
+
+#[test]
+fn modern_http_tasks_survive_a_sigkill_and_are_read_in_this_era_after_the_restart() {
+    let work = Workdir::new();
+    let mut server = HttpServer::start(&work);
+    let call = |addr, name: &str, arguments: Value| {
+        let reply = post(addr, "tools/call", &with_meta(json!({"name": name, "arguments": arguments}), tasks_client()), Some(name), &[]);
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        let created = response(&reply)["result"].clone();
+        assert_eq!(created["resultType"], "task", "{created}");
+        created["taskId"].as_str().unwrap().to_owned()
+    };
+    let get = |addr, id: &str| {
+        let reply = post(addr, "tasks/get", &with_meta(json!({"taskId": id}), tasks_client()), Some(id), &[]);
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        response(&reply)["result"].clone()
+    };
+    let done = call(server.addr, "task_only", json!({}));
+    let mut finished = get(server.addr, &done);
+    while finished["status"] == "working" {
+        finished = get(server.addr, &done);
+    }
+    assert_eq!(finished["status"], "completed", "{finished}");
+    let running = call(server.addr, "slow", json!({"seconds": 30}));
+    assert_eq!(get(server.addr, &running)["status"], "working");
+    server.kill();
+
+    let server = HttpServer::start(&work);
+    let again = get(server.addr, &done);
+    assert_eq!(again["result"], finished["result"], "the result outlives the restart unchanged");
+    let interrupted = get(server.addr, &running);
+    assert_eq!(interrupted["status"], "failed", "{interrupted}");
+    let message = interrupted["error"]["message"].as_str().unwrap();
+    assert!(message.contains("interrupted by a server restart"), "{message}");
+}
