@@ -203,3 +203,43 @@ fn modern_http_tasks_survive_a_sigkill_and_are_read_in_this_era_after_the_restar
     let message = interrupted["error"]["message"].as_str().unwrap();
     assert!(message.contains("interrupted by a server restart"), "{message}");
 }
+
+#[test]
+fn modern_http_closing_the_response_of_a_plain_call_cancels_its_work() {
+    let work = Workdir::new();
+    let config = std::fs::read_to_string(work.config()).unwrap().replacen("name = \"test-server\"", "name = \"test-server\"\nmax_running = 1", 1);
+    std::fs::write(work.config(), config).unwrap();
+    let server = HttpServer::start(&work);
+    let plain_call = |name: &str, arguments: Value| {
+        let params = with_meta(json!({"name": name, "arguments": arguments}), json!({}));
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string()
+    };
+    // The slow call, written by hand on a socket of its own, whose answer is never read.
+    let body = plain_call("slow", json!({"seconds": 60}));
+    let mut socket = std::net::TcpStream::connect(server.addr).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: slow\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    std::io::Write::write_all(&mut socket, format!("{head}{body}").as_bytes()).unwrap();
+    // It holds the one running slot: another call is refused by the limit while it runs.
+    let echo = |addr| post(addr, "tools/call", &with_meta(json!({"name": "echo", "arguments": {"text": "x"}}), json!({})), Some("echo"), &[]);
+    let mut refused = response(&echo(server.addr));
+    while refused.get("result").is_some() {
+        // The slow call was not admitted yet; ask again.
+        refused = response(&echo(server.addr));
+    }
+    assert_eq!(refused["error"]["code"], -32010, "{refused}");
+    // Closing its response cancels it: its process group is ended and the slot freed.
+    drop(socket);
+    // The 60 s call would hold the slot for a minute; the bound is far below that.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let reply = response(&echo(server.addr));
+        if reply.get("result").is_some() {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the slot was never freed: {reply}");
+    }
+}
