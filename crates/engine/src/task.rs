@@ -175,14 +175,17 @@ pub enum InputKind {
     Elicitation,
     /// Ask the client's model.
     Sampling,
+    /// Ask the client for its roots (the directories or files it exposes).
+    Roots,
 }
 
 impl InputKind {
-    /// The kind's era-neutral name: `elicitation` or `sampling`.
+    /// The kind's era-neutral name: `elicitation`, `sampling` or `roots`.
     pub fn as_str(self) -> &'static str {
         match self {
             InputKind::Elicitation => "elicitation",
             InputKind::Sampling => "sampling",
+            InputKind::Roots => "roots",
         }
     }
 }

@@ -257,6 +257,15 @@ impl Context {
         self.request(InputKind::Sampling, params).await
     }
 
+    /// Asks the client for its roots ([`InputKind::Roots`]); the answer is its
+    /// `ListRootsResult`.
+    ///
+    /// # Errors
+    /// As [`Context::request`].
+    pub async fn list_roots(&self) -> Result<Value, InputError> {
+        self.request(InputKind::Roots, serde_json::json!({})).await
+    }
+
     /// Sets the task's status message (shown by `tasks/get`). No-op for plain calls and
     /// once cancelled (the task's final message stays).
     pub async fn status(&self, message: impl Into<String>) {

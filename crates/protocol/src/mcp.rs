@@ -340,6 +340,8 @@ pub mod method {
     pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
     /// Server → client: ask the user.
     pub const ELICITATION_CREATE: &str = "elicitation/create";
+    /// Server → client: the client's roots.
+    pub const ROOTS_LIST: &str = "roots/list";
 }
 
 /// Serializers that write whole-number floats as integers.

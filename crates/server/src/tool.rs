@@ -43,6 +43,7 @@ pub(crate) fn input_method(kind: InputKind) -> &'static str {
     match kind {
         InputKind::Elicitation => method::ELICITATION_CREATE,
         InputKind::Sampling => method::SAMPLING_CREATE_MESSAGE,
+        InputKind::Roots => method::ROOTS_LIST,
     }
 }
 

@@ -14,6 +14,7 @@ fn kind_of(name: &str) -> Option<InputKind> {
     match name {
         "elicitation" | "elicitation/create" => Some(InputKind::Elicitation),
         "sampling" | "sampling/createMessage" => Some(InputKind::Sampling),
+        "roots" => Some(InputKind::Roots),
         _ => None,
     }
 }

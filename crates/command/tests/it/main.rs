@@ -205,6 +205,7 @@ impl ClientLink for TestLink {
         let method = match kind {
             InputKind::Elicitation => "elicitation/create",
             InputKind::Sampling => "sampling/createMessage",
+            InputKind::Roots => "roots/list",
         };
         self.requests
             .lock()

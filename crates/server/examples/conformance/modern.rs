@@ -263,22 +263,45 @@ fn mrtr_tools() -> Vec<ToolDef> {
         ),
         ToolDef::new(
             "test_input_required_result_multiple_inputs",
-            "Asks for a name (elicitation) and a greeting (sampling) at once",
+            "Asks for a name (elicitation), a greeting (sampling) and the roots (roots/list) at once",
             no_arguments(),
             handler_fn(|_, ctx| async move {
                 let greeting = json!({
                     "messages": [{"role": "user", "content": {"type": "text", "text": "Generate a greeting"}}],
                     "maxTokens": 50
                 });
-                let (name, greeting) =
-                    tokio::join!(ctx.elicit(name_question("What is your name?")), ctx.sample(greeting));
-                match (name, greeting) {
-                    (Ok(name), Ok(greeting)) => result(vec![text(format!(
-                        "Name: {}; Greeting: {}",
+                let (name, greeting, roots) = tokio::join!(
+                    ctx.elicit(name_question("What is your name?")),
+                    ctx.sample(greeting),
+                    ctx.list_roots()
+                );
+                match (name, greeting, roots) {
+                    (Ok(name), Ok(greeting), Ok(roots)) => result(vec![text(format!(
+                        "Name: {}; Greeting: {}; Roots: {}",
                         name["content"]["name"].as_str().unwrap_or("stranger"),
-                        sampled_text(&greeting)
+                        sampled_text(&greeting),
+                        roots["roots"].as_array().map_or(0, Vec::len)
                     ))]),
-                    (Err(error), _) | (_, Err(error)) => error_result(&format!("Input failed: {error}")),
+                    (Err(error), _, _) | (_, Err(error), _) | (_, _, Err(error)) => {
+                        error_result(&format!("Input failed: {error}"))
+                    }
+                }
+            }),
+        ),
+        ToolDef::new(
+            "test_input_required_result_list_roots",
+            "Asks the client for its roots (roots/list), then lists them",
+            no_arguments(),
+            handler_fn(|_, ctx| async move {
+                match ctx.list_roots().await {
+                    Ok(roots) => {
+                        let uris: Vec<&str> = roots["roots"]
+                            .as_array()
+                            .map(|roots| roots.iter().filter_map(|root| root["uri"].as_str()).collect())
+                            .unwrap_or_default();
+                        result(vec![text(format!("Roots: {}", uris.join(", ")))])
+                    }
+                    Err(error) => error_result(&format!("Listing roots failed: {error}")),
                 }
             }),
         ),

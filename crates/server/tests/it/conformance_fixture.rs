@@ -71,6 +71,7 @@ async fn tools_list_names_every_fixture_tool_with_a_description_and_keeps_the_20
             "test_image_content",
             "test_input_required_result_capabilities",
             "test_input_required_result_elicitation",
+            "test_input_required_result_list_roots",
             "test_input_required_result_multi_round",
             "test_input_required_result_multiple_inputs",
             "test_input_required_result_request_state",

@@ -326,3 +326,28 @@ async fn modern_mrtr_a_plain_call_that_asks_answers_input_required_and_the_retry
     assert_era_schema(Era::Modern, "CallToolResult", &done);
     assert_eq!((done["resultType"].clone(), done["content"][0]["text"].clone()), (json!("complete"), json!("hello Ada")), "{done}");
 }
+
+#[tokio::test]
+async fn modern_mrtr_a_roots_question_is_a_roots_list_input_request_and_needs_the_roots_capability() {
+    let (engine, _dir) = sqlite_engine();
+    let roots = ToolDef::new("roots", "Lists the client's roots", json!({"type": "object"}), handler_fn(|_arguments, ctx: Context| async move {
+        match ctx.list_roots().await {
+            Ok(roots) => Outcome::Result(json!({"content": [{"type": "text", "text": format!("{} roots", roots["roots"].as_array().map_or(0, Vec::len))}]})),
+            Err(error) => error.into(),
+        }
+    }));
+    let server = Server::builder(engine).name("modern-test").tool(roots).build().unwrap();
+    let mut peer = TestPeer::connect(server);
+    let mut declared = json!({"name": "roots"});
+    declared["_meta"] = meta(json!({"roots": {}}));
+    let round = peer.result("tools/call", declared.clone()).await;
+    assert_era_schema(Era::Modern, "InputRequiredResult", &round);
+    let (key, request) = round["inputRequests"].as_object().unwrap().iter().next().unwrap();
+    assert_eq!(request["method"], "roots/list", "{round}");
+    declared["requestState"] = round["requestState"].clone();
+    declared["inputResponses"] = json!({key.clone(): {"roots": [{"uri": "file:///work"}]}});
+    let done = peer.result("tools/call", declared).await;
+    assert_eq!(done["content"][0]["text"], "1 roots", "{done}");
+    let error = peer.error("tools/call", plain(json!({"name": "roots"}))).await;
+    assert_eq!((error["code"].clone(), error["data"]["requiredCapabilities"].clone()), (json!(-32021), json!({"roots": {}})));
+}

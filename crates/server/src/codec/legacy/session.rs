@@ -283,6 +283,7 @@ fn input_capability(kind: InputKind) -> &'static str {
     match kind {
         InputKind::Elicitation => "elicitation",
         InputKind::Sampling => "sampling",
+        InputKind::Roots => "roots",
     }
 }
 

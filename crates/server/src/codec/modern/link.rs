@@ -77,6 +77,7 @@ impl ClientLink for ModernLink {
         let declared = match kind {
             InputKind::Elicitation => self.client.elicitation,
             InputKind::Sampling => self.client.sampling,
+            InputKind::Roots => self.client.roots,
         };
         if !declared {
             self.missing.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert(kind);

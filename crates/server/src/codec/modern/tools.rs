@@ -113,6 +113,7 @@ fn missing_capability(kind: InputKind) -> RpcError {
     let capability = match kind {
         InputKind::Elicitation => "elicitation",
         InputKind::Sampling => "sampling",
+        InputKind::Roots => "roots",
     };
     RpcError::new(
         MISSING_CLIENT_CAPABILITY,
