@@ -216,20 +216,39 @@ fn modern_http_closing_the_response_of_a_plain_call_cancels_its_work() {
     };
     // The slow call, written by hand on a socket of its own, whose answer is never read.
     let body = plain_call("slow", json!({"seconds": 60}));
-    let mut socket = std::net::TcpStream::connect(server.addr).unwrap();
     let head = format!(
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
          MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: slow\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
-    std::io::Write::write_all(&mut socket, format!("{head}{body}").as_bytes()).unwrap();
-    // It holds the one running slot: another call is refused by the limit while it runs.
+    let send_slow = || {
+        let mut socket = std::net::TcpStream::connect(server.addr).unwrap();
+        std::io::Write::write_all(&mut socket, format!("{head}{body}").as_bytes()).unwrap();
+        socket
+    };
+    let has_answer = |socket: &std::net::TcpStream| {
+        socket.set_nonblocking(true).unwrap();
+        let answered = !matches!(socket.peek(&mut [0u8; 1]), Err(err) if err.kind() == std::io::ErrorKind::WouldBlock);
+        socket.set_nonblocking(false).unwrap();
+        answered
+    };
+    // It holds the one running slot: another call is refused by the limit while it runs. A
+    // slow call that came while an echo ran was itself refused (its socket has an answer),
+    // and is sent again.
     let echo = |addr| post(addr, "tools/call", &with_meta(json!({"name": "echo", "arguments": {"text": "x"}}), json!({})), Some("echo"), &[]);
-    let mut refused = response(&echo(server.addr));
-    while refused.get("result").is_some() {
-        // The slow call was not admitted yet; ask again.
-        refused = response(&echo(server.addr));
-    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut socket = send_slow();
+    let refused = loop {
+        assert!(std::time::Instant::now() < deadline, "the slow call never held the slot");
+        if has_answer(&socket) {
+            socket = send_slow();
+            continue;
+        }
+        let reply = response(&echo(server.addr));
+        if reply.get("error").is_some() {
+            break reply;
+        }
+    };
     assert_eq!(refused["error"]["code"], -32010, "{refused}");
     // Closing its response cancels it: its process group is ended and the slot freed.
     drop(socket);
