@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use mcp_tasks_engine::Principal;
+use mcp_tasks_engine::{InputKind, Principal};
 use mcp_tasks_protocol::era::Era;
 use mcp_tasks_protocol::jsonrpc::RequestId;
 use tokio_util::sync::CancellationToken;
@@ -22,6 +22,17 @@ pub(crate) struct ClientCaps {
     pub(crate) sampling: bool,
     /// It answers `roots/list`.
     pub(crate) roots: bool,
+}
+
+impl ClientCaps {
+    /// Whether the client can answer input of `kind`.
+    pub(crate) fn declares(&self, kind: InputKind) -> bool {
+        match kind {
+            InputKind::Elicitation => self.elicitation,
+            InputKind::Sampling => self.sampling,
+            InputKind::Roots => self.roots,
+        }
+    }
 }
 
 /// One request being served.

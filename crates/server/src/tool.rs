@@ -47,6 +47,16 @@ pub(crate) fn input_method(kind: InputKind) -> &'static str {
     }
 }
 
+/// The client capability that says it can answer input of `kind` (the same name in both
+/// eras: declared at `initialize` in 2025-11-25, per request in 2026-07-28).
+pub(crate) fn input_capability(kind: InputKind) -> &'static str {
+    match kind {
+        InputKind::Elicitation => "elicitation",
+        InputKind::Sampling => "sampling",
+        InputKind::Roots => "roots",
+    }
+}
+
 /// Whether a result object says `isError: true` (a `CallToolResult` that failed).
 fn reports_error(result: &Value) -> bool {
     result.get("isError").and_then(Value::as_bool) == Some(true)

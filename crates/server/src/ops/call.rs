@@ -97,13 +97,8 @@ pub(crate) async fn call_plain(
 /// The kinds of input request the work of a task may send this requestor: those its client
 /// declared it can answer.
 fn input_kinds(ctx: &RequestContext) -> Vec<InputKind> {
-    [
-        (ctx.client.elicitation, InputKind::Elicitation),
-        (ctx.client.sampling, InputKind::Sampling),
-        (ctx.client.roots, InputKind::Roots),
-    ]
+    [InputKind::Elicitation, InputKind::Sampling, InputKind::Roots]
         .into_iter()
-        .filter(|(declared, _)| *declared)
-        .map(|(_, kind)| kind)
+        .filter(|kind| ctx.client.declares(*kind))
         .collect()
 }

@@ -22,7 +22,7 @@ use crate::connection::{Connection, Route};
 use crate::context::ClientCaps;
 use crate::catalog::LogLevel;
 use crate::ops;
-use crate::tool::input_method;
+use crate::tool::{input_capability, input_method};
 
 /// A Legacy session: the state `initialize` created on one connection.
 pub(crate) struct LegacySession {
@@ -275,15 +275,6 @@ impl ClientLink for CallLink {
             .request_client(method, params, Route::Related(self.request.clone()))
             .await
             .map_err(|error| ErrorObject { code: error.code, message: error.message, data: error.data })
-    }
-}
-
-/// The client capability (declared at `initialize`) that says it can answer input of `kind`.
-fn input_capability(kind: InputKind) -> &'static str {
-    match kind {
-        InputKind::Elicitation => "elicitation",
-        InputKind::Sampling => "sampling",
-        InputKind::Roots => "roots",
     }
 }
 

@@ -74,12 +74,7 @@ impl ClientLink for ModernLink {
     }
 
     async fn request(&self, kind: InputKind, params: Value) -> Result<Value, ErrorObject> {
-        let declared = match kind {
-            InputKind::Elicitation => self.client.elicitation,
-            InputKind::Sampling => self.client.sampling,
-            InputKind::Roots => self.client.roots,
-        };
-        if !declared {
+        if !self.client.declares(kind) {
             self.missing.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert(kind);
             return Err(ErrorObject {
                 code: MISSING_CLIENT_CAPABILITY,

@@ -24,6 +24,7 @@ use crate::dispatch::Reply;
 use crate::errors::{invalid_arguments, rpc_error, work_error};
 use crate::ops;
 use crate::registry::TaskMode;
+use crate::tool::input_capability;
 
 /// `tools/list`: every tool, in one page (any cursor is `-32602`: none is issued).
 pub(crate) fn list(ctx: &RequestContext, params: Option<Value>) -> Result<Value, RpcError> {
@@ -110,11 +111,7 @@ fn inline_result(record: &TaskRecord) -> Result<Value, RpcError> {
 
 /// `-32021` for a request whose work needed input of `kind` that it did not declare.
 fn missing_capability(kind: InputKind) -> RpcError {
-    let capability = match kind {
-        InputKind::Elicitation => "elicitation",
-        InputKind::Sampling => "sampling",
-        InputKind::Roots => "roots",
-    };
+    let capability = input_capability(kind);
     RpcError::new(
         MISSING_CLIENT_CAPABILITY,
         format!(
