@@ -8,6 +8,8 @@ export INTEROP_DIR INTEROP_PEERS
 export INTEROP_NODE="$INTEROP_NODE_BIN/node"
 export INTEROP_NPM_MAIN="$INTEROP_PEERS/npm-main"
 export INTEROP_NPM_ALPHA="$INTEROP_PEERS/npm-alpha"
+export INTEROP_NPM_MODERN="$INTEROP_PEERS/npm-modern"   # client 2.4.0, ext-tasks 0.2.2, claude-code 2.1.328
+export INTEROP_CLAUDE="$INTEROP_NPM_MODERN/node_modules/.bin/claude"
 export INTEROP_PYTHON="$INTEROP_PEERS/venv/bin/python"
 export INTEROP_CONFORMANCE_STABLE="$INTEROP_NPM_MAIN/node_modules/.bin/conformance"   # 0.1.16
 export INTEROP_CONFORMANCE_ALPHA="$INTEROP_NPM_ALPHA/node_modules/.bin/conformance"   # 0.2.0-alpha.12

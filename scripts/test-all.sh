@@ -6,7 +6,12 @@
 # the conformance fixture server, the TypeScript SDK 1.32.2 and Python mcp 1.30.0 task
 # clients and the MCP Inspector 2.12.0 mcpdo CLI on `mcp-tasks serve`, and the TS SDK's
 # own simpleTaskInteractiveClient on examples/interactive.rs; and our mcp-tasks CLI against
-# server-everything (stdio and HTTP) and the TS SDK's simpleTaskInteractive example server.
+# server-everything (stdio and HTTP) and the TS SDK's simpleTaskInteractive example server;
+# and the Modern-era (2026-07-28) peers (interop/run-modern.sh): ext-tasks 0.2.2 on the TS SDK
+# client 2.4.0 (tasks extension: a task to its result, input through tasks/update, cancel, an
+# inline answer), the TS client 2.4.0 pinned to 2026-07-28 (MRTR; prompts and resources on the
+# conformance fixture server), the Inspector 2.12.0 `mcpdo --era modern`, and Claude Code
+# 2.1.328's MCP health check over stdio and HTTP (`server/discover` first, no `initialize`).
 #
 # Prints a closing line "total: N passed, M failed" (Rust tests plus interop suites).
 set -uo pipefail
@@ -34,6 +39,8 @@ if bash interop/install.sh; then
       bash interop/interactive.sh --no-build
     suite "mcp-tasks CLI against server-everything and simpleTaskInteractive" \
       env CLI_PEERS_BIN=target/debug/mcp-tasks bash interop/cli-peers.sh --no-build
+    suite "Modern peers: ext-tasks, TS client 2.4.0, Inspector --era modern, Claude Code" bash interop/run-modern.sh \
+      --bin target/debug/mcp-tasks --conformance-bin target/debug/examples/conformance_server
   else
     echo "=== interop: building the binaries FAILED" >&2; failed=$((failed + 1))
   fi
