@@ -33,7 +33,7 @@ pub use logging::log_message;
 pub(crate) use logging::LogLevel;
 pub(crate) use prompts::{GetParams as PromptGetParams, getter as prompt_getter};
 pub use prompts::{GetPromptResult, Prompt, PromptArgument, PromptDef, PromptMessage, PromptRequest, Role};
-pub(crate) use resources::UriParams;
+pub(crate) use resources::{UriParams, reading as resource_reading};
 pub use resources::{
     RESOURCE_NOT_FOUND, ReadRequest, Resource, ResourceContents, ResourceDef, ResourceTemplate, ResourceTemplateDef,
     resource_not_found,
@@ -83,7 +83,7 @@ pub(crate) async fn route(server: &Server, name: &str, params: Option<Value>, ct
             first_page(name, params).map(|()| resources::list_templates(catalog))
         }
         method::RESOURCES_READ if catalog.has_resources() => {
-            async { resources::read(catalog, parse_value(name, params)?).await }.await
+            async { resources::read(catalog, parse_value(name, params)?, ctx).await }.await
         }
         method::PROMPTS_LIST if catalog.has_prompts() => first_page(name, params).map(|()| prompts::list(catalog)),
         method::PROMPTS_GET if catalog.has_prompts() => {

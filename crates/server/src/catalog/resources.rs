@@ -7,6 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use mcp_tasks_engine::Context;
 use mcp_tasks_protocol::jsonrpc::RpcError;
 use mcp_tasks_protocol::mcp::{Content, Meta};
 use serde::{Deserialize, Serialize};
@@ -154,14 +155,14 @@ impl ReadRequest {
 }
 
 type ReadFuture = Pin<Box<dyn Future<Output = Result<Vec<ResourceContents>, RpcError>> + Send>>;
-type ReadFn = Arc<dyn Fn(ReadRequest) -> ReadFuture + Send + Sync>;
+type ReadFn = Arc<dyn Fn(ReadRequest, Context) -> ReadFuture + Send + Sync>;
 
 fn boxed_reader<F, Fut>(read: F) -> ReadFn
 where
-    F: Fn(ReadRequest) -> Fut + Send + Sync + 'static,
+    F: Fn(ReadRequest, Context) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Vec<ResourceContents>, RpcError>> + Send + 'static,
 {
-    Arc::new(move |request| Box::pin(read(request)))
+    Arc::new(move |request, ctx| Box::pin(read(request, ctx)))
 }
 
 /// A static resource as served: its descriptor and the handler that reads it.
@@ -185,6 +186,17 @@ impl ResourceDef {
     pub fn new<F, Fut>(uri: impl Into<String>, name: impl Into<String>, read: F) -> ResourceDef
     where
         F: Fn(ReadRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<ResourceContents>, RpcError>> + Send + 'static,
+    {
+        ResourceDef::asking(uri, name, move |request, _| read(request))
+    }
+
+    /// A resource whose `read` may ask the client while it reads ([`Context::elicit`],
+    /// [`Context::request_named`]…): in 2025-11-25 as a request to the client, in
+    /// 2026-07-28 as rounds of a Multi Round-Trip Request (`InputRequiredResult`).
+    pub fn asking<F, Fut>(uri: impl Into<String>, name: impl Into<String>, read: F) -> ResourceDef
+    where
+        F: Fn(ReadRequest, Context) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Vec<ResourceContents>, RpcError>> + Send + 'static,
     {
         let descriptor = Resource {
@@ -259,6 +271,15 @@ impl ResourceTemplateDef {
         F: Fn(ReadRequest) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Vec<ResourceContents>, RpcError>> + Send + 'static,
     {
+        ResourceTemplateDef::asking(template, name, move |request, _| read(request))
+    }
+
+    /// A template whose `read` may ask the client, as [`ResourceDef::asking`].
+    pub fn asking<F, Fut>(template: UriTemplate, name: impl Into<String>, read: F) -> ResourceTemplateDef
+    where
+        F: Fn(ReadRequest, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<ResourceContents>, RpcError>> + Send + 'static,
+    {
         let descriptor = ResourceTemplate {
             uri_template: template.as_str().to_owned(),
             name: name.into(),
@@ -322,11 +343,27 @@ pub(crate) fn list_templates(catalog: &Catalog) -> Value {
 }
 
 /// `resources/read`: a static resource with exactly this URI, else the first template (in
-/// registration order) that matches it, else `-32002`.
-pub(crate) async fn read(catalog: &Catalog, params: UriParams) -> Result<Value, RpcError> {
-    let (read, request) = catalog.reader(&params.uri).ok_or_else(|| resource_not_found(&params.uri))?;
-    let contents = read(request).await?;
-    Ok(json!({ "contents": contents }))
+/// registration order) that matches it, else `-32002`; its handler asks through `ctx`.
+pub(crate) async fn read(catalog: &Catalog, params: UriParams, ctx: Context) -> Result<Value, RpcError> {
+    reading(catalog, &params.uri)?(ctx).await
+}
+
+/// The `resources/read` of `uri`, to run with a context: the work of the request, which in
+/// 2026-07-28 may outlive a round.
+///
+/// # Errors
+/// `-32002` for a URI no resource or template serves.
+pub(crate) fn reading(
+    catalog: &Catalog,
+    uri: &str,
+) -> Result<impl FnOnce(Context) -> Pin<Box<dyn Future<Output = Result<Value, RpcError>> + Send>> + use<>, RpcError> {
+    let (read, request) = catalog.reader(uri).ok_or_else(|| resource_not_found(uri))?;
+    Ok(move |ctx: Context| -> Pin<Box<dyn Future<Output = Result<Value, RpcError>> + Send>> {
+        Box::pin(async move {
+            let contents = read(request, ctx).await?;
+            Ok(json!({ "contents": contents }))
+        })
+    })
 }
 
 impl Catalog {

@@ -9,7 +9,9 @@ use std::time::Duration;
 use mcp_tasks_engine::{Context, InputKind, Outcome};
 use mcp_tasks_protocol::jsonrpc::RpcError;
 use mcp_tasks_protocol::mcp::Content;
-use mcp_tasks_server::{GetPromptResult, PromptDef, PromptMessage, Server, TaskMode, ToolDef, handler_fn};
+use mcp_tasks_server::{
+    GetPromptResult, PromptDef, PromptMessage, ResourceContents, ResourceDef, Server, TaskMode, ToolDef, handler_fn,
+};
 use mcp_tasks_testkit::peer::assert_era_schema;
 use mcp_tasks_testkit::{Era, TestPeer};
 use serde_json::{Value, json};
@@ -96,12 +98,21 @@ fn server(release: Arc<Notify>, stopped: Arc<Notify>, inline_wait: Duration, ret
         Ok(GetPromptResult::new(vec![PromptMessage::user(Content::text(format!("Use {context}")))]))
     })
     .description("Asks which context to use");
+    let resource = ResourceDef::asking("test://asks", "asks", |request, ctx| async move {
+        let form = json!({"message": "Which part?", "requestedSchema": {"type": "object", "properties": {"part": {"type": "string"}}, "required": ["part"]}});
+        let answer = ctx
+            .request_named("part", InputKind::Elicitation, form)
+            .await
+            .map_err(|error| RpcError::internal(error.to_string()))?;
+        Ok(vec![ResourceContents::text(request.uri, format!("part {}", answer["content"]["part"].as_str().unwrap_or("?")))])
+    });
     let server = Server::builder(engine)
         .name("mrtr-test")
         .retry_wait(retry_wait)
         .tool(named)
         .tool(greeter)
         .prompt(prompt)
+        .resource(resource)
         .build()
         .unwrap();
     (server, dir)
@@ -170,6 +181,24 @@ async fn modern_mrtr_a_prompt_that_asks_answers_input_required_and_its_retry_ret
 }
 
 #[tokio::test]
+async fn modern_mrtr_a_resource_that_asks_answers_input_required_and_its_retry_returns_the_contents() {
+    let (mut peer, _, _, _dir) = start(LONG, LONG);
+    let round = peer.result("resources/read", elicits(json!({"uri": "test://asks"}))).await;
+    assert_era_schema(Era::Modern, "InputRequiredResult", &round);
+    assert_eq!(round["inputRequests"]["part"]["method"], "elicitation/create", "{round}");
+    let retry = json!({
+        "uri": "test://asks",
+        "requestState": round["requestState"],
+        "inputResponses": {"part": {"action": "accept", "content": {"part": "two"}}}
+    });
+    let read = peer.result("resources/read", elicits(retry)).await;
+    assert_era_schema(Era::Modern, "ReadResourceResult", &read);
+    assert_eq!(read["contents"][0]["text"], "part two", "{read}");
+    let missing = peer.error("resources/read", elicits(json!({"uri": "test://nothing-here"}))).await;
+    assert_eq!((missing["code"].clone(), missing["data"]["uri"].clone()), (json!(-32602), json!("test://nothing-here")), "{missing}");
+}
+
+#[tokio::test]
 async fn tasks_mrtr_composition_a_task_that_asks_within_the_inline_wait_asks_in_rounds_then_is_shown_as_a_task() {
     let (mut peer, release, _, _dir) = start(Duration::from_millis(200), LONG);
     let round = peer.result("tools/call", elicits_with_tasks(json!({"name": "slow_greeter"}))).await;
@@ -222,4 +251,17 @@ async fn modern_mrtr_an_expired_request_state_is_refused_and_its_work_was_stoppe
     // The server goes on serving.
     let again = peer.result("tools/call", elicits(json!({"name": "named"}))).await;
     assert_eq!(again["resultType"], "input_required", "{again}");
+}
+
+#[tokio::test]
+async fn legacy_the_same_prompt_asks_with_an_elicitation_create_request_during_prompts_get() {
+    let (mut peer, _, _, _dir) = start(LONG, LONG);
+    peer.initialize(json!({"elicitation": {}})).await;
+    let get = peer.send_request("prompts/get", json!({"name": "ask_context"})).await;
+    let asked = peer.until(|message| message["method"] == "elicitation/create").await.pop().unwrap();
+    assert_eq!(asked["params"]["message"], "Which context?", "{asked}");
+    peer.send_result(&asked["id"], json!({"action": "accept", "content": {"context": "the wiki"}})).await;
+    let response = peer.until(|message| message["id"] == get && message.get("method").is_none()).await.pop().unwrap();
+    assert_eq!(response["result"]["messages"][0]["content"]["text"], "Use the wiki", "{response}");
+    peer.validate();
 }

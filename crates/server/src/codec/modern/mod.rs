@@ -33,7 +33,7 @@ use mcp_tasks_protocol::modern::{
 use serde_json::{Map, Value, json};
 
 use super::parse_value;
-use crate::catalog::{PromptGetParams, RESOURCE_NOT_FOUND, prompt_getter};
+use crate::catalog::{PromptGetParams, RESOURCE_NOT_FOUND, UriParams, prompt_getter, resource_reading};
 use crate::connection::Connection;
 use crate::context::{ClientCaps, RequestContext};
 use crate::dispatch::{self, Reply};
@@ -126,6 +126,7 @@ async fn route(meta: &RequestMeta, ctx: &RequestContext, request: Request) -> Re
         // not in the catalog's table either, and fall through to -32601.
         method::PING => Err(unknown(name)),
         method::PROMPTS_GET if ctx.server().inner.catalog.has_prompts() => prompts_get(meta, ctx, params).await,
+        method::RESOURCES_READ if ctx.server().inner.catalog.has_resources() => resources_read(meta, ctx, params).await,
         other => match crate::catalog::route(ctx.server(), other, params, Context::plain(ctx.cancel.clone(), None)).await {
             Some(reply) => reply.map_err(resource_not_found_is_invalid_params),
             None => Err(unknown(other)),
@@ -141,18 +142,36 @@ async fn prompts_get(meta: &RequestMeta, ctx: &RequestContext, params: Option<Va
     let retry: RetryParams = parse_value(name, params.clone())?;
     let params: PromptGetParams = parse_value(name, params)?;
     let what = format!("{name} {}", params.name);
-    let parked = &ctx.server().inner.parked;
     if let Some(state) = retry.request_state {
-        return match parked.take(&state, &ctx.principal, &what)? {
-            mrtr::Round::Work(running) => {
-                mrtr::resume(parked, running, retry.input_responses.unwrap_or_default(), &ctx.cancel).await
-            }
-            mrtr::Round::Task { .. } => Err(RpcError::internal("a prompt's round names a task")),
-        };
+        return resume(ctx, &state, &what, retry.input_responses.unwrap_or_default()).await;
     }
     let get = prompt_getter(&ctx.server().inner.catalog, params)?;
     let ahead = retry.input_responses.unwrap_or_default();
     mrtr::run(meta, ctx, what, ahead, move |link, cancel| get(Context::plain(cancel, Some(link)))).await
+}
+
+/// `resources/read`: a resource that asks the client answers in rounds, as `prompts/get`.
+async fn resources_read(meta: &RequestMeta, ctx: &RequestContext, params: Option<Value>) -> Result<Value, RpcError> {
+    let name = method::RESOURCES_READ;
+    let retry: RetryParams = parse_value(name, params.clone())?;
+    let params: UriParams = parse_value(name, params)?;
+    let what = format!("{name} {}", params.uri);
+    if let Some(state) = retry.request_state {
+        return resume(ctx, &state, &what, retry.input_responses.unwrap_or_default()).await;
+    }
+    let read = resource_reading(&ctx.server().inner.catalog, &params.uri).map_err(resource_not_found_is_invalid_params)?;
+    let ahead = retry.input_responses.unwrap_or_default();
+    mrtr::run(meta, ctx, what, ahead, move |link, cancel| read(Context::plain(cancel, Some(link)))).await
+}
+
+/// The retry of a round of `what` (a request other than `tools/call`, whose rounds are
+/// always in-process work).
+async fn resume(ctx: &RequestContext, state: &str, what: &str, answers: Map<String, Value>) -> Result<Value, RpcError> {
+    let parked = &ctx.server().inner.parked;
+    match parked.take(state, &ctx.principal, what)? {
+        mrtr::Round::Work(running) => mrtr::resume(parked, running, answers, &ctx.cancel).await,
+        mrtr::Round::Task { .. } => Err(RpcError::internal(format!("a round of {what} names a task"))),
+    }
 }
 
 /// What every result of this era gets: `resultType` (`complete` unless the result says),
