@@ -22,7 +22,7 @@ pub mod schema;
 pub mod server;
 pub mod store_suite;
 
-pub use era::{Era, NotImplemented};
+pub use era::Era;
 pub use memory::MemoryStore;
 pub use peer::TestPeer;
 pub use server::{StdioPipe, TestServer};

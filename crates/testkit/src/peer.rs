@@ -2,9 +2,9 @@
 //! ([`TestServer::stdio`]). It writes JSON-RPC lines, reads every line back and keeps them
 //! all, so that a test can check each against its era's official schema at the end.
 //!
-//! Eras: [`Era::Legacy`] (a session opened by `initialize`) is implemented;
-//! [`Era::Modern`] (per-request `_meta`, no session) is not yet, and
-//! [`TestPeer::connect_era`] says so with [`NotImplemented`].
+//! Eras: [`Era::Legacy`] opens a session with [`TestPeer::initialize`]; [`Era::Modern`] has
+//! no session: every request it sends gets the per-request `_meta` (revision, the
+//! capabilities set by [`TestPeer::declare`], client info) unless its params carry their own.
 //!
 //! Every method panics when the server breaks the exchange (a closed pipe, a line that is
 //! not JSON, no message within [`RECV_WAIT`]): a test helper's failure is the test's.
@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use tokio::time::timeout;
 
-use crate::era::{Era, NotImplemented};
+use crate::era::Era;
 use crate::schema;
 use crate::server::TestServer;
 
@@ -29,6 +29,8 @@ pub struct TestPeer {
     writer: DuplexStream,
     lines: Lines<BufReader<DuplexStream>>,
     next_id: i64,
+    /// [`Era::Modern`]: the client capabilities every request declares.
+    capabilities: Value,
     /// Every message received, in order.
     pub seen: Vec<Value>,
     /// The server; kept so that it lives as long as the peer.
@@ -45,24 +47,22 @@ impl TestPeer {
             writer: pipe.to_server,
             lines: BufReader::new(pipe.from_server).lines(),
             next_id: 1,
+            capabilities: json!({}),
             seen: Vec::new(),
             _server: server,
         }
     }
 
     /// Serves `server` on a pipe and connects to it as a client of `era`, without
-    /// initializing.
-    ///
-    /// # Errors
-    /// [`NotImplemented`] for [`Era::Modern`], whose peer is still to come.
-    pub fn connect_era(era: Era, server: Server) -> Result<TestPeer, NotImplemented> {
-        match era {
-            Era::Legacy => Ok(TestPeer::connect(server)),
-            Era::Modern => Err(NotImplemented {
-                era,
-                what: "TestPeer (per-request _meta instead of initialize)",
-            }),
-        }
+    /// initializing (a [`Era::Modern`] client never does).
+    pub fn connect_era(era: Era, server: Server) -> TestPeer {
+        TestPeer { era, ..TestPeer::connect(server) }
+    }
+
+    /// [`Era::Modern`]: the client capabilities later requests declare in their `_meta`
+    /// (e.g. `{"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}`).
+    pub fn declare(&mut self, capabilities: Value) {
+        self.capabilities = capabilities;
     }
 
     /// Connects as a [`Era::Legacy`] client and initializes with no client capabilities.
@@ -79,7 +79,11 @@ impl TestPeer {
 
     /// `initialize` with `capabilities`, then `notifications/initialized`; returns the
     /// `initialize` response.
+    ///
+    /// # Panics
+    /// On a [`Era::Modern`] peer: that era has no `initialize`.
     pub async fn initialize(&mut self, capabilities: Value) -> Value {
+        assert_eq!(self.era, Era::Legacy, "a 2026-07-28 client does not initialize");
         let client = json!({"name": "t", "version": "0"});
         let params = json!({
             "protocolVersion": self.era.revision(),
@@ -92,10 +96,23 @@ impl TestPeer {
         response
     }
 
-    /// Sends a request (with no `params` member when `params` is `null`); returns its id.
-    pub async fn send_request(&mut self, method: &str, params: Value) -> i64 {
+    /// Sends a request (with no `params` member when `params` is `null`, in
+    /// [`Era::Legacy`]); returns its id. A [`Era::Modern`] peer adds the per-request `_meta`.
+    pub async fn send_request(&mut self, method: &str, mut params: Value) -> i64 {
         let id = self.next_id;
         self.next_id += 1;
+        if self.era == Era::Modern {
+            if params.is_null() {
+                params = json!({});
+            }
+            if params.get("_meta").is_none() {
+                params["_meta"] = json!({
+                    "io.modelcontextprotocol/protocolVersion": self.era.revision(),
+                    "io.modelcontextprotocol/clientCapabilities": self.capabilities,
+                    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"},
+                });
+            }
+        }
         let mut message = json!({"jsonrpc": "2.0", "id": id, "method": method});
         if !params.is_null() {
             message["params"] = params;
@@ -203,6 +220,10 @@ impl TestPeer {
                 Some("notifications/resources/updated") => "ResourceUpdatedNotification",
                 Some("sampling/createMessage") => "CreateMessageRequest",
                 Some("elicitation/create") => "ElicitRequest",
+                Some("notifications/tools/list_changed") => "ToolListChangedNotification",
+                Some("notifications/subscriptions/acknowledged") => "SubscriptionsAcknowledgedNotification",
+                Some("notifications/tasks") => "TaskStatusNotification",
+                Some("notifications/tasks/status") => "TaskStatusNotification",
                 _ => continue,
             };
             if let Err(errors) = schema::validate(self.era, def, message) {

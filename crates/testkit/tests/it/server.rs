@@ -33,16 +33,19 @@ async fn a_legacy_peer_opens_a_session_over_stdio_and_what_it_got_fits_the_schem
 }
 
 #[tokio::test]
-async fn the_modern_peer_says_it_is_not_implemented_yet() {
-    let refused = TestPeer::connect_era(Era::Modern, server()).err();
-    let refused = refused.expect("no modern peer yet");
-    assert_eq!(refused.era, Era::Modern);
-    assert!(
-        refused
-            .to_string()
-            .contains("not implemented yet for the modern (2026-07-28) era"),
-        "{refused}"
-    );
+async fn a_modern_peer_sends_the_per_request_meta_and_never_initializes() {
+    let mut peer = TestPeer::connect_era(Era::Modern, server());
+    assert_eq!(peer.era(), Era::Modern);
+    let discover = peer.result("server/discover", json!(null)).await;
+    assert_eq!(discover["supportedVersions"], json!(["2026-07-28"]), "{discover}");
+    assert_eq!(discover["resultType"], "complete");
+    peer.declare(json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}));
+    let unknown = peer.result("tools/list", json!({})).await;
+    assert_eq!(unknown["tools"], json!([]));
+    // A request that brings its own _meta keeps it: here one of another revision.
+    let other = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2099-01-01", "io.modelcontextprotocol/clientCapabilities": {}}});
+    assert_eq!(peer.error("tools/list", other).await["code"], -32022);
+    peer.validate();
 }
 
 #[tokio::test]
