@@ -8,7 +8,8 @@ export INTEROP_DIR INTEROP_PEERS
 export INTEROP_NODE="$INTEROP_NODE_BIN/node"
 export INTEROP_NPM_MAIN="$INTEROP_PEERS/npm-main"
 export INTEROP_NPM_ALPHA="$INTEROP_PEERS/npm-alpha"
-export INTEROP_PYTHON="$INTEROP_PEERS/venv/bin/python"
+export INTEROP_PYTHON="$INTEROP_PEERS/venv/bin/python"                                # mcp 1.30.0 (Legacy)
+export INTEROP_PYTHON_MODERN="$INTEROP_PEERS/venv-modern/bin/python"                  # mcp 2.3.0 (2026-07-28)
 export INTEROP_CONFORMANCE_STABLE="$INTEROP_NPM_MAIN/node_modules/.bin/conformance"   # 0.1.16
 export INTEROP_CONFORMANCE_ALPHA="$INTEROP_NPM_ALPHA/node_modules/.bin/conformance"   # 0.2.0-alpha.12
 export INTEROP_MCPDO="$INTEROP_NPM_MAIN/node_modules/.bin/mcpdo"                      # inspector 2.12.0
