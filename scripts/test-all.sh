@@ -6,7 +6,10 @@
 # the conformance fixture server, the TypeScript SDK 1.32.2 and Python mcp 1.30.0 task
 # clients and the MCP Inspector 2.12.0 mcpdo CLI on `mcp-tasks serve`, and the TS SDK's
 # own simpleTaskInteractiveClient on examples/interactive.rs; and our mcp-tasks CLI against
-# server-everything (stdio and HTTP) and the TS SDK's simpleTaskInteractive example server.
+# server-everything (stdio and HTTP) and the TS SDK's simpleTaskInteractive example server;
+# and the Modern-era (2026-07-28) peers: Python mcp 2.3.0 (plain calls, MRTR) on `mcp-tasks
+# serve` and the conformance fixture server, and an rmcp 3.11.0 tasks client (its own Cargo
+# project interop/rmcp-client, built here in debug) on `mcp-tasks serve`.
 #
 # Prints a closing line "total: N passed, M failed" (Rust tests plus interop suites).
 set -uo pipefail
@@ -34,6 +37,8 @@ if bash interop/install.sh; then
       bash interop/interactive.sh --no-build
     suite "mcp-tasks CLI against server-everything and simpleTaskInteractive" \
       env CLI_PEERS_BIN=target/debug/mcp-tasks bash interop/cli-peers.sh --no-build
+    suite "Modern peers: Python mcp 2.3.0 (MRTR), rmcp 3.11.0 tasks client" bash interop/run-modern-core.sh \
+      --bin target/debug/mcp-tasks --conformance-bin target/debug/examples/conformance_server
   else
     echo "=== interop: building the binaries FAILED" >&2; failed=$((failed + 1))
   fi
