@@ -11,10 +11,11 @@
 //! with rmcp's low-level task calls (`call_tool_once`, `get_task`, `update_task`,
 //! `cancel_task`; rmcp has no polling helper):
 //!
-//! * `input`: `interop_confirm {item: "widget"}` → a task; `tasks/get` until `input_required`
-//!   with one `elicitation/create` ("Confirm widget?"); `tasks/update` with an accept
-//!   `{confirm: true}`; `tasks/get` until `completed`, the inlined result read as rmcp's
-//!   `CallToolResult`, text `confirmed widget: …`;
+//! * `accept` / `decline`: `interop_confirm {item: "widget" | "gadget"}` → a task; `tasks/get`
+//!   until `input_required` with one `elicitation/create` ("Confirm ITEM?"); `tasks/update`
+//!   answering accept `{confirm: true}` / decline; `tasks/get` until `completed`, the inlined
+//!   result read as rmcp's `CallToolResult`, text `confirmed widget: …` / `declined gadget: …`
+//!   naming the answer the command read on stdin;
 //! * `sleep`: `interop_sleep {seconds: 2}` → a task that completes with `slept`, no input asked;
 //! * `cancel`: `interop_sleep {seconds: 60}` → a task, seen `working`, `tasks/cancel`, then
 //!   `tasks/get` until `cancelled`; a second `tasks/cancel` is acknowledged too (idempotent);
@@ -302,20 +303,24 @@ fn check_completed(run: &mut Run, name: &str, got: &GetTaskResult, want: &str) {
         name,
         parsed.as_ref().is_ok_and(|r| r.is_error != Some(true)) && text.starts_with(want),
         json!({"text": text, "expect": want, "isError": result.get("isError"),
-               "asCallToolResult": parsed.as_ref().map(|_| "ok".to_owned()).unwrap_or_else(|e| e.to_string())}),
+               "asCallToolResult": parsed.as_ref().map_or_else(ToString::to_string, |_| "ok".to_owned())}),
     );
 }
 
-async fn task_with_input(run: &mut Run, peer: &Peer<RoleClient>) {
-    let Some(id) = create(
-        run,
-        peer,
-        "input",
-        "interop_confirm",
-        json!({"item": "widget"}),
-    )
-    .await
-    else {
+/// One task that asks `Confirm ITEM?` and gets `answer` through `tasks/update`.
+struct Ask {
+    scenario: &'static str,
+    item: &'static str,
+    answer: Value,
+    /// The start of the result text: `<verdict> ITEM: `.
+    verdict: &'static str,
+}
+
+async fn task_with_input(run: &mut Run, peer: &Peer<RoleClient>, ask: Ask) {
+    let sc = ask.scenario;
+    let name = |check: &str| format!("{sc}:{check}");
+    let arguments = json!({"item": ask.item});
+    let Some(id) = create(run, peer, sc, "interop_confirm", arguments).await else {
         return;
     };
     let (got, seen) = poll(peer, &id, Duration::from_secs(30), |g| {
@@ -325,12 +330,8 @@ async fn task_with_input(run: &mut Run, peer: &Peer<RoleClient>) {
     let got = match got {
         Ok(got) => got,
         Err(e) => {
-            run.check(
-                "input:input_required",
-                false,
-                json!({"error": e, "statuses": seen}),
-            );
-            return;
+            let detail = json!({"error": e, "statuses": seen});
+            return run.check(&name("input_required"), false, detail);
         }
     };
     let TaskPayload::InputRequired { input_requests } = &got.task.payload else {
@@ -344,48 +345,50 @@ async fn task_with_input(run: &mut Run, peer: &Peer<RoleClient>) {
     };
     let asks = one
         && request["method"] == "elicitation/create"
-        && request["params"]["message"] == "Confirm widget?"
+        && request["params"]["message"] == format!("Confirm {}?", ask.item).as_str()
         && request["params"]["requestedSchema"]["properties"]["confirm"]["type"] == "boolean";
-    run.check(
-        "input:input_required",
-        asks,
-        json!({"statuses": seen, "inputRequests": requests}),
-    );
+    let detail = json!({"statuses": seen, "inputRequests": requests});
+    run.check(&name("input_required"), asks, detail);
     if !one {
         return;
     }
     let mut responses = InputResponses::new();
-    responses.insert(
-        key.clone(),
-        json!({"action": "accept", "content": {"confirm": true}}),
-    );
-    match peer
-        .update_task(UpdateTaskParams::new(id.clone(), responses))
-        .await
-    {
-        Ok(()) => run.check("input:update", true, json!({"key": key})),
-        Err(e) => return run.check("input:update", false, err(&e)),
-    };
+    responses.insert(key.clone(), ask.answer.clone());
+    let update = UpdateTaskParams::new(id.clone(), responses);
+    match peer.update_task(update).await {
+        Ok(()) => run.check(
+            &name("update"),
+            true,
+            json!({"key": key, "answer": ask.answer}),
+        ),
+        Err(e) => return run.check(&name("update"), false, err(&e)),
+    }
     let (got, seen) = poll(peer, &id, Duration::from_secs(30), |g| {
         g.task.status() == TaskStatus::Completed
     })
     .await;
-    match got {
-        Ok(got) => {
-            run.info.insert("inputStatuses".into(), json!(seen));
-            check_completed(run, "input:result", &got, "confirmed widget: ");
-            let text = match &got.task.payload {
-                TaskPayload::Completed { result } => text_of(result),
-                _ => String::new(),
-            };
-            run.check(
-                "input:answer-delivered",
-                text.contains(r#""action":"accept""#) && text.contains(r#""confirm":true"#),
-                json!({"text": text}),
-            );
+    let got = match got {
+        Ok(got) => got,
+        Err(e) => {
+            let detail = json!({"error": e, "statuses": seen});
+            return run.check(&name("result"), false, detail);
         }
-        Err(e) => run.check("input:result", false, json!({"error": e, "statuses": seen})),
-    }
+    };
+    let want = format!("{} {}: ", ask.verdict, ask.item);
+    check_completed(run, &name("result"), &got, &want);
+    // the command echoes the answer line it read on stdin
+    let text = match &got.task.payload {
+        TaskPayload::Completed { result } => text_of(result),
+        _ => String::new(),
+    };
+    let action = format!(r#""action":{}"#, ask.answer["action"]);
+    let content_ok = ask.answer.get("content").is_none() || text.contains(r#""confirm":true"#);
+    let detail = json!({"text": text, "expect": action});
+    run.check(
+        &name("answer-delivered"),
+        text.contains(&action) && content_ok,
+        detail,
+    );
 }
 
 async fn task_without_input(run: &mut Run, peer: &Peer<RoleClient>) {
@@ -418,12 +421,12 @@ async fn cancel_running(run: &mut Run, peer: &Peer<RoleClient>) {
             json!({"status": status_name(got.task.status())}),
         ),
         Err(e) => run.check("cancel:running", false, err(&e)),
-    };
+    }
     let t0 = Instant::now();
     match peer.cancel_task(CancelTaskParams::new(id.clone())).await {
         Ok(()) => run.check("cancel:ack", true, json!({})),
         Err(e) => return run.check("cancel:ack", false, err(&e)),
-    };
+    }
     let (got, seen) = poll(peer, &id, Duration::from_secs(15), |g| {
         g.task.status() == TaskStatus::Cancelled
     })
@@ -436,7 +439,7 @@ async fn cancel_running(run: &mut Run, peer: &Peer<RoleClient>) {
     match peer.cancel_task(CancelTaskParams::new(id.clone())).await {
         Ok(()) => run.check("cancel:again-ack", true, json!({})),
         Err(e) => run.check("cancel:again-ack", false, err(&e)),
-    };
+    }
 }
 
 async fn drive(run: &mut Run, o: &Options) {
@@ -472,7 +475,20 @@ async fn drive(run: &mut Run, o: &Options) {
         }
         Err(e) => run.check("tools-list", false, err(&e)),
     }
-    task_with_input(run, &peer).await;
+    let accept = Ask {
+        scenario: "accept",
+        item: "widget",
+        answer: json!({"action": "accept", "content": {"confirm": true}}),
+        verdict: "confirmed",
+    };
+    task_with_input(run, &peer, accept).await;
+    let decline = Ask {
+        scenario: "decline",
+        item: "gadget",
+        answer: json!({"action": "decline"}),
+        verdict: "declined",
+    };
+    task_with_input(run, &peer, decline).await;
     task_without_input(run, &peer).await;
     cancel_running(run, &peer).await;
     match peer
@@ -489,7 +505,7 @@ async fn drive(run: &mut Run, o: &Options) {
             matches!(e, ServiceError::McpError(_)),
             err(&e),
         ),
-    };
+    }
     let _ = tokio::time::timeout(Duration::from_secs(5), client.cancel()).await;
 }
 
