@@ -19,8 +19,10 @@ its prompts and resources are read, and its prompt `test_input_required_result_p
 through MRTR ('What context should the prompt use?', key `user_context`, `{context}`).
 
 Checks (the "checks" list of the one JSON line printed on stdout):
-  discover (Client(mode="2026-07-28") sends no handshake; an explicit server/discover lists
-  2026-07-28 in supportedVersions and declares the tasks extension), tools-list, echo:call (result text),
+  auto:negotiate (Client(mode="auto"): the SDK's own server/discover probe picks 2026-07-28
+  and sees the tasks extension), discover (Client(mode="2026-07-28") sends no handshake; an
+  explicit server/discover lists 2026-07-28 in supportedVersions and declares the tasks
+  extension), tools-list, echo:call (result text),
   accept:call / decline:call (interop_confirm: the callback is asked once, with the message and
   schema; the result text names the answer), accept:wire / decline:wire (round 1 answered
   `resultType:"input_required"` with one `elicitation/create` in `inputRequests` and a
@@ -280,8 +282,29 @@ async def confirm(run: Run, client: Client, tap: Tap, answers: Answers, scenario
     check_wire(run, f"{scenario}:wire", tap.calls("tools/call", "name", "interop_confirm")[-2:], message, "confirm")
 
 
+async def negotiate_auto(run: Run) -> None:
+    """`Client(mode="auto")`: the SDK's own probe (server/discover, its DiscoverResult validated
+    and adopted; a legacy fallback to `initialize` would show as 2025-11-25)."""
+    o = run.opts
+    http = httpx2.AsyncClient(headers=o.headers or None,
+                              timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT))
+    client = Client(streamable_http_client(o.url, http_client=http), mode="auto",
+                    client_info=types.Implementation(name="mcp-tasks-interop-py-modern", version="1.0.0"))
+    try:
+        with anyio.fail_after(30):
+            async with http, client:
+                caps = client.server_capabilities
+                info = client.server_info
+                run.check("auto:negotiate", client.protocol_version == MODERN and TASKS_EXTENSION in (caps.extensions or {}),
+                          {"protocolVersion": client.protocol_version, "extensions": list(caps.extensions or {}),
+                           "server": info.name if info else None})
+    except Exception as e:  # noqa: BLE001
+        run.check("auto:negotiate", False, err(e))
+
+
 async def drive_tasks_server(run: Run) -> None:
     o = run.opts
+    await negotiate_auto(run)
     tap, answers = Tap(), Answers()
     client, http = connect(o, o.url, o.headers, tap, answers)
     async with http, client:
