@@ -8,6 +8,8 @@ export INTEROP_DIR INTEROP_PEERS
 export INTEROP_NODE="$INTEROP_NODE_BIN/node"
 export INTEROP_NPM_MAIN="$INTEROP_PEERS/npm-main"
 export INTEROP_NPM_ALPHA="$INTEROP_PEERS/npm-alpha"
+export INTEROP_NPM_MODERN="$INTEROP_PEERS/npm-modern"   # client 2.4.0, ext-tasks 0.2.2, claude-code 2.1.328
+export INTEROP_CLAUDE="$INTEROP_NPM_MODERN/node_modules/.bin/claude"
 export INTEROP_PYTHON="$INTEROP_PEERS/venv/bin/python"                                # mcp 1.30.0 (Legacy)
 export INTEROP_PYTHON_MODERN="$INTEROP_PEERS/venv-modern/bin/python"                  # mcp 2.3.0 (2026-07-28)
 export INTEROP_CONFORMANCE_STABLE="$INTEROP_NPM_MAIN/node_modules/.bin/conformance"   # 0.1.16

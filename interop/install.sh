@@ -8,6 +8,8 @@
 #   .peers/npm-main   npm ci of interop/npm/main   node@22.23.3, @modelcontextprotocol/conformance@0.1.16,
 #                                                   inspector@2.12.0, sdk@1.32.2, server-everything@2026.8.31
 #   .peers/npm-alpha  npm ci of interop/npm/alpha  @modelcontextprotocol/conformance@0.2.0-alpha.12
+#   .peers/npm-modern npm ci of interop/npm/modern @modelcontextprotocol/client@2.4.0, ext-tasks@0.2.2,
+#                                                   @anthropic-ai/claude-code@2.1.328 (~375 MB: its native binary)
 #   .peers/venv       python venv, pip install -r interop/python/requirements.txt (mcp==1.30.0, Legacy)
 #   .peers/venv-modern  python venv, pip install -r interop/python/requirements-modern.txt
 #                     (mcp==2.3.0, Modern 2026-07-28: py_modern_client.py)
@@ -43,16 +45,29 @@ sdk=1.32.2
 server-everything=2026.8.31
 python-mcp=1.30.0
 python-mcp-modern=2.3.0
+ts-client-v2=2.4.0
+ext-tasks=0.2.2
+claude-code=2.1.328
 npm-main-lock=$(hash_of "$HERE/npm/main/package-lock.json")
 npm-main-package=$(hash_of "$HERE/npm/main/package.json")
 npm-alpha-lock=$(hash_of "$HERE/npm/alpha/package-lock.json")
 npm-alpha-package=$(hash_of "$HERE/npm/alpha/package.json")
+npm-modern-lock=$(hash_of "$HERE/npm/modern/package-lock.json")
+npm-modern-package=$(hash_of "$HERE/npm/modern/package.json")
 python-requirements=$(hash_of "$HERE/python/requirements.txt")
 python-requirements-modern=$(hash_of "$HERE/python/requirements-modern.txt")
 EOF
 }
 
 node22="$PEERS/npm-main/node_modules/node/bin/node"
+claude_version() { # in a scratch HOME, so that nothing is written to the real one
+  local h rc=0
+  h=$(mktemp -d)
+  HOME=$h timeout 30 "$PEERS/npm-modern/node_modules/.bin/claude" --version 2>/dev/null || rc=$?
+  rm -rf "$h"
+  return $rc
+}
+pkg_version() { sed -n 's/^  "version": "\(.*\)",$/\1/p' "$1/package.json" 2>/dev/null; }
 py_mcp_version() { # python -> the installed mcp version (empty if it cannot import mcp)
   [ -x "$1" ] && "$1" -c 'import importlib.metadata as m, mcp; print(m.version("mcp"))' 2>/dev/null
 }
@@ -63,6 +78,9 @@ sanity() {
     [ -f "$PEERS/npm-main/node_modules/@modelcontextprotocol/server-everything/dist/index.js" ] &&
     [ -x "$PEERS/npm-alpha/node_modules/.bin/conformance" ] &&
     [ -d "$HERE/node_modules/@modelcontextprotocol/sdk" ] &&
+    [ "$(pkg_version "$PEERS/npm-modern/node_modules/@modelcontextprotocol/client")" = 2.4.0 ] &&
+    [ "$(pkg_version "$PEERS/npm-modern/node_modules/@modelcontextprotocol/ext-tasks")" = 0.2.2 ] &&
+    [ "$(claude_version)" = "2.1.328 (Claude Code)" ] &&
     [ "$(py_mcp_version "$PEERS/venv/bin/python")" = 1.30.0 ] &&
     [ "$(py_mcp_version "$PEERS/venv-modern/bin/python")" = 2.3.0 ]
 }
@@ -97,6 +115,10 @@ fi
 ln -sfn .peers/npm-main/node_modules "$HERE/node_modules"
 log "node 22: $node22 ($("$node22" --version))"
 npm_project alpha
+# Modern-era peers (ext_tasks_client.mjs, ts_modern_client.mjs, claude_code.sh); a project of
+# its own since npm-main holds client 2.3.1 (the Inspector's). claude-code's postinstall
+# (install.cjs) links the native binary of its platform package to bin/claude.exe.
+PATH="$(dirname "$node22"):$PATH" npm_project modern
 
 # ---------------------------------------------------------------- python venvs
 python_env() { # venv-dir requirements-file: a venv with the pinned requirements

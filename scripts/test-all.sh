@@ -7,7 +7,12 @@
 # clients and the MCP Inspector 2.12.0 mcpdo CLI on `mcp-tasks serve`, and the TS SDK's
 # own simpleTaskInteractiveClient on examples/interactive.rs; and our mcp-tasks CLI against
 # server-everything (stdio and HTTP) and the TS SDK's simpleTaskInteractive example server;
-# and the Modern-era (2026-07-28) peers: Python mcp 2.3.0 (plain calls, MRTR) on `mcp-tasks
+# and the Modern-era (2026-07-28) peers (interop/run-modern.sh): ext-tasks 0.2.2 on the TS SDK
+# client 2.4.0 (tasks extension: a task to its result, input through tasks/update, cancel, an
+# inline answer), the TS client 2.4.0 pinned to 2026-07-28 (MRTR; prompts and resources on the
+# conformance fixture server), the Inspector 2.12.0 `mcpdo --era modern`, and Claude Code
+# 2.1.328's MCP health check over stdio and HTTP (`server/discover` first, no `initialize`);
+# and (interop/run-modern-core.sh) Python mcp 2.3.0 (plain calls, MRTR) on `mcp-tasks
 # serve` and the conformance fixture server, and an rmcp 3.11.0 tasks client (its own Cargo
 # project interop/rmcp-client, built here in debug) on `mcp-tasks serve`.
 #
@@ -37,6 +42,8 @@ if bash interop/install.sh; then
       bash interop/interactive.sh --no-build
     suite "mcp-tasks CLI against server-everything and simpleTaskInteractive" \
       env CLI_PEERS_BIN=target/debug/mcp-tasks bash interop/cli-peers.sh --no-build
+    suite "Modern peers: ext-tasks, TS client 2.4.0, Inspector --era modern, Claude Code" bash interop/run-modern.sh \
+      --bin target/debug/mcp-tasks --conformance-bin target/debug/examples/conformance_server
     suite "Modern peers: Python mcp 2.3.0 (MRTR), rmcp 3.11.0 tasks client" bash interop/run-modern-core.sh \
       --bin target/debug/mcp-tasks --conformance-bin target/debug/examples/conformance_server
   else

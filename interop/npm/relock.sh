@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Regenerate interop/npm/{main,alpha}/package-lock.json after a change of package.json.
+# Regenerate interop/npm/{main,alpha,modern}/package-lock.json after a change of package.json.
 # Maintainer tool only (install.sh never runs it). Needs the npm registry.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-for proj in main alpha; do
+for proj in main alpha modern; do
   tmp=$(mktemp -d)
   cp "$here/$proj/package.json" "$here/$proj/.npmrc" "$tmp/"
   echo "relock: $proj" >&2

@@ -154,6 +154,13 @@ pub enum WorkError {
         /// Its name in messages (see [`Handler::describe_input`](crate::Handler::describe_input)).
         name: String,
     },
+    /// The work named its question with a key that names a question of the task still
+    /// waiting for its answer ([`Context::request_named`](crate::Context::request_named)).
+    #[error("the task already waits for the answer to an input request named {key:?}")]
+    InputKeyInUse {
+        /// The key.
+        key: String,
+    },
     /// The input request could not be written to the task.
     #[error("could not record the input request: {reason}")]
     InputNotRecorded {

@@ -30,13 +30,15 @@ impl Drop for WaiterGuard<'_> {
 
 impl Engine {
     /// Asks the requestor of task `id` for input on behalf of attempt `attempt`: records the
-    /// request in the store under a fresh key (the task becomes `input_required`) and waits
+    /// request in the store under `key` or a fresh random one (the task becomes
+    /// `input_required`) and waits
     /// for [`Engine::answer`]. The requestor must have declared it can answer the request's
     /// kind.
     pub(crate) async fn ask(
         &self,
         id: &TaskId,
         attempt: u32,
+        key: Option<&str>,
         request: InputRequest,
         cancel: &CancellationToken,
     ) -> Result<Value, InputError> {
@@ -46,9 +48,15 @@ impl Engine {
         if !task.is_some_and(|task| task.input_kinds.contains(&kind)) {
             return Err(WorkError::InputUndeclared { kind, name }.into());
         }
-        let key = TaskId::random().to_string();
+        let key = key.map_or_else(|| TaskId::random().to_string(), str::to_owned);
         let (tx, rx) = oneshot::channel();
-        self.inputs().insert((id.clone(), key.clone()), tx);
+        {
+            let mut inputs = self.inputs();
+            if inputs.contains_key(&(id.clone(), key.clone())) {
+                return Err(WorkError::InputKeyInUse { key }.into());
+            }
+            inputs.insert((id.clone(), key.clone()), tx);
+        }
         // However this wait ends (answer, cancellation, or the work being dropped), the
         // waiter leaves the map.
         let _waiter = WaiterGuard { engine: self, key: (id.clone(), key.clone()) };

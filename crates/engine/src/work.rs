@@ -131,6 +131,17 @@ pub trait ClientLink: Send + Sync + 'static {
     /// # Errors
     /// The client's error, or the link's own (e.g. the client cannot answer `kind`).
     async fn request(&self, kind: InputKind, params: Value) -> Result<Value, ErrorObject>;
+
+    /// As [`ClientLink::request`], with the name the work gave the question
+    /// ([`Context::request_named`]). Eras whose requests carry no names (2025-11-25) ignore
+    /// it; a 2026-07-28 round uses it as the key in `inputRequests`.
+    ///
+    /// # Errors
+    /// As [`ClientLink::request`].
+    async fn request_named(&self, key: &str, kind: InputKind, params: Value) -> Result<Value, ErrorObject> {
+        let _ = key;
+        self.request(kind, params).await
+    }
 }
 
 /// What a handler can do besides its work: report progress and status, see cancellation.
@@ -226,15 +237,38 @@ impl Context {
     /// (the server renders these as internal errors). `Outcome::from` turns either into the
     /// work's outcome.
     pub async fn request(&self, kind: InputKind, params: Value) -> Result<Value, InputError> {
+        self.ask(None, kind, params).await
+    }
+
+    /// As [`Context::request`], with a name for the question: the key of the input request
+    /// where the era shows one (2026-07-28 `inputRequests`, a task's input requests), so a
+    /// client may know the question by it (e.g. `user_name`). A key must not name another
+    /// question of the task still waiting for its answer.
+    ///
+    /// # Errors
+    /// As [`Context::request`]; [`WorkError::InputKeyInUse`] for a key in use.
+    pub async fn request_named(&self, key: &str, kind: InputKind, params: Value) -> Result<Value, InputError> {
+        self.ask(Some(key), kind, params).await
+    }
+
+    async fn ask(&self, key: Option<&str>, kind: InputKind, params: Value) -> Result<Value, InputError> {
         match &self.reporter {
-            Reporter::Direct(Some(link)) => tokio::select! {
-                answer = link.request(kind, params) => answer.map_err(InputError::Client),
-                _ = self.cancel.cancelled() => Err(WorkError::CallCancelled.into()),
-            },
+            Reporter::Direct(Some(link)) => {
+                let asked = async {
+                    match key {
+                        Some(key) => link.request_named(key, kind, params).await,
+                        None => link.request(kind, params).await,
+                    }
+                };
+                tokio::select! {
+                    answer = asked => answer.map_err(InputError::Client),
+                    _ = self.cancel.cancelled() => Err(WorkError::CallCancelled.into()),
+                }
+            }
             Reporter::Direct(None) => Err(WorkError::NoClient { kind, name: kind.to_string() }.into()),
             Reporter::Task { engine, id, attempt } => {
                 let request = InputRequest { kind, params };
-                engine.ask(id, *attempt, request, &self.cancel).await
+                engine.ask(id, *attempt, key, request, &self.cancel).await
             }
         }
     }

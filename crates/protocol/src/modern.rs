@@ -138,6 +138,19 @@ pub struct CallToolParams {
     pub request_state: Option<String>,
 }
 
+/// The Multi Round-Trip members of the `params` of a retried request (`prompts/get`,
+/// `resources/read`; `tools/call` has them in [`CallToolParams`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RetryParams {
+    /// The answers to the previous round's `inputRequests`, by key.
+    #[serde(default, deserialize_with = "optional_input_responses", skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<Map<String, Value>>,
+    /// The `requestState` of the previous round, echoed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+}
+
 /// The `params` of `tasks/get` and `tasks/cancel` (tasks extension).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -48,6 +48,7 @@ impl Server {
             },
             instructions: None,
             inline_wait: ServerBuilder::DEFAULT_INLINE_WAIT,
+            retry_wait: ServerBuilder::DEFAULT_RETRY_WAIT,
             tools: Vec::new(),
             catalog: Catalog::default(),
         }
@@ -77,6 +78,7 @@ pub struct ServerBuilder {
     info: Implementation,
     instructions: Option<String>,
     inline_wait: Duration,
+    retry_wait: Duration,
     tools: Vec<ToolDef>,
     catalog: Catalog,
 }
@@ -91,6 +93,19 @@ impl ServerBuilder {
     /// is a task. Zero makes every such call a task at once.
     pub fn inline_wait(mut self, wait: Duration) -> ServerBuilder {
         self.inline_wait = wait;
+        self
+    }
+
+    /// How long the work of a 2026-07-28 request that asked the client waits for the
+    /// client's retry, unless [`ServerBuilder::retry_wait`] says otherwise.
+    pub const DEFAULT_RETRY_WAIT: Duration = Duration::from_secs(10 * 60);
+
+    /// Sets how long the work of a 2026-07-28 request that asked the client something (an
+    /// `InputRequiredResult` round) waits for the retry with the answers; past it the work
+    /// is stopped (a task not yet shown to the client is cancelled) and its `requestState`
+    /// is refused.
+    pub fn retry_wait(mut self, wait: Duration) -> ServerBuilder {
+        self.retry_wait = wait;
         self
     }
 
@@ -168,7 +183,7 @@ impl ServerBuilder {
                 inline_wait: self.inline_wait,
                 tools,
                 catalog: self.catalog,
-                parked: codec::modern::mrtr::Parked::default(),
+                parked: codec::modern::mrtr::Parked::with_limit(self.retry_wait),
                 subscriptions: codec::legacy::Subscriptions::default(),
             }),
         })

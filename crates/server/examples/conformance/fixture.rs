@@ -61,7 +61,7 @@ pub(crate) fn server(engine: Engine) -> Result<Server, Box<dyn std::error::Error
     for resource in resources() {
         builder = builder.resource(resource);
     }
-    for prompt in prompts() {
+    for prompt in prompts().into_iter().chain(modern::prompts()) {
         builder = builder.prompt(prompt);
     }
     let server = builder

@@ -6,15 +6,16 @@
 //! `InputRequiredResult` round (plain call) or the task's `inputRequests`; how a tool runs as a
 //! task is its [`TaskMode`] alone.
 //!
-//! Included by `fixture.rs`. What these scenarios need and the library cannot yet express
-//! (named input-request keys, `roots/list` input, prompts that ask for input, a per-tool
-//! inline wait) is listed in `interop/conformance-2026.md`, "Gaps".
+//! Included by `fixture.rs`. The questions the scenarios know by name (`user_name`,
+//! `capital_question`, `step1`…) are asked with [`Context::request_named`].
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use mcp_tasks_engine::{Context, ErrorObject, Outcome};
-use mcp_tasks_server::{Server, TaskMode, ToolDef, handler_fn, log_message};
+use mcp_tasks_engine::{Context, ErrorObject, InputKind, Outcome};
+use mcp_tasks_protocol::jsonrpc::RpcError;
+use mcp_tasks_protocol::mcp::Content;
+use mcp_tasks_server::{GetPromptResult, PromptDef, PromptMessage, Server, TaskMode, ToolDef, handler_fn, log_message};
 use serde_json::{Value, json};
 
 use super::{error_result, no_arguments, result, text};
@@ -138,7 +139,7 @@ fn task_tools() -> Vec<ToolDef> {
              era: an InputRequiredResult round, then a task)",
             no_arguments(),
             handler_fn(|_, ctx| async move {
-                let name = match ctx.elicit(name_question("What is your name?")).await {
+                let name = match ctx.request_named("user_name", InputKind::Elicitation, name_question("What is your name?")).await {
                     Ok(answer) => answer["content"]["name"].as_str().unwrap_or("stranger").to_owned(),
                     Err(error) => return error_result(&format!("Elicitation failed: {error}")),
                 };
@@ -229,7 +230,7 @@ fn mrtr_tools() -> Vec<ToolDef> {
             "Asks for the user's name (elicitation), answers `Hello, <name>!`",
             no_arguments(),
             handler_fn(|_, ctx| async move {
-                match ctx.elicit(name_question("What is your name?")).await {
+                match ctx.request_named("user_name", InputKind::Elicitation, name_question("What is your name?")).await {
                     Ok(answer) => {
                         let name = answer["content"]["name"].as_str().unwrap_or("stranger");
                         result(vec![text(format!("Hello, {name}!"))])
@@ -243,7 +244,7 @@ fn mrtr_tools() -> Vec<ToolDef> {
             "Asks the client's model for the capital of France, answers with its reply",
             no_arguments(),
             handler_fn(|_, ctx| async move {
-                match ctx.sample(capital_question()).await {
+                match ctx.request_named("capital_question", InputKind::Sampling, capital_question()).await {
                     Ok(answer) => result(vec![text(format!("Model says: {}", sampled_text(&answer)))]),
                     Err(error) => error_result(&format!("Sampling failed: {error}")),
                 }
@@ -271,9 +272,9 @@ fn mrtr_tools() -> Vec<ToolDef> {
                     "maxTokens": 50
                 });
                 let (name, greeting, roots) = tokio::join!(
-                    ctx.elicit(name_question("What is your name?")),
-                    ctx.sample(greeting),
-                    ctx.list_roots()
+                    ctx.request_named("user_name", InputKind::Elicitation, name_question("What is your name?")),
+                    ctx.request_named("greeting", InputKind::Sampling, greeting),
+                    ctx.request_named("client_roots", InputKind::Roots, json!({}))
                 );
                 match (name, greeting, roots) {
                     (Ok(name), Ok(greeting), Ok(roots)) => result(vec![text(format!(
@@ -293,7 +294,7 @@ fn mrtr_tools() -> Vec<ToolDef> {
             "Asks the client for its roots (roots/list), then lists them",
             no_arguments(),
             handler_fn(|_, ctx| async move {
-                match ctx.list_roots().await {
+                match ctx.request_named("client_roots", InputKind::Roots, json!({})).await {
                     Ok(roots) => {
                         let uris: Vec<&str> = roots["roots"]
                             .as_array()
@@ -332,7 +333,7 @@ async fn confirm_ok(ctx: &Context, done: &str) -> Outcome {
         "message": "Please confirm",
         "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
     });
-    match ctx.elicit(params).await {
+    match ctx.request_named("confirm", InputKind::Elicitation, params).await {
         Ok(answer) if answer["content"]["ok"] == true => result(vec![text(done)]),
         Ok(answer) => result(vec![text(format!("not confirmed: {answer}"))]),
         Err(error) => error_result(&format!("Elicitation failed: {error}")),
@@ -340,7 +341,7 @@ async fn confirm_ok(ctx: &Context, done: &str) -> Outcome {
 }
 
 async fn multi_round(ctx: &Context) -> Outcome {
-    let name = match ctx.elicit(name_question("Step 1: What is your name?")).await {
+    let name = match ctx.request_named("step1", InputKind::Elicitation, name_question("Step 1: What is your name?")).await {
         Ok(answer) => answer["content"]["name"].as_str().unwrap_or("stranger").to_owned(),
         Err(error) => return error_result(&format!("Elicitation failed: {error}")),
     };
@@ -348,7 +349,7 @@ async fn multi_round(ctx: &Context) -> Outcome {
         "message": "Step 2: What is your favorite color?",
         "requestedSchema": {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]}
     });
-    match ctx.elicit(color).await {
+    match ctx.request_named("step2", InputKind::Elicitation, color).await {
         Ok(answer) => {
             let color = answer["content"]["color"].as_str().unwrap_or("none");
             result(vec![text(format!("Hello, {name}! Your favorite color is {color}."))])
@@ -459,4 +460,33 @@ fn custom_header_tool() -> ToolDef {
             result(vec![text(format!("region={}", arguments["region"].as_str().unwrap_or_default()))])
         }),
     )
+}
+
+// ===== input-required-result-non-tool-request: a prompt that asks =====
+
+/// `test_input_required_result_prompt`: asks the user (key `user_context`) what context the
+/// prompt should use, then fills it in with the answer.
+pub(crate) fn prompts() -> Vec<PromptDef> {
+    vec![
+        PromptDef::asking("test_input_required_result_prompt", |_, ctx| async move {
+            let question = json!({
+                "message": "What context should the prompt use?",
+                "requestedSchema": {
+                    "type": "object",
+                    "properties": {"context": {"type": "string"}},
+                    "required": ["context"]
+                }
+            });
+            let answer = ctx
+                .request_named("user_context", InputKind::Elicitation, question)
+                .await
+                .map_err(|error| RpcError::internal(format!("Elicitation failed: {error}")))?;
+            let context = answer["content"]["context"].as_str().unwrap_or("none");
+            Ok(GetPromptResult::new(vec![PromptMessage::user(Content::text(format!(
+                "Use this context: {context}"
+            )))]))
+        })
+        .title("Prompt That Asks")
+        .description("Asks the user for the context to use (an InputRequiredResult round in 2026-07-28)"),
+    ]
 }

@@ -23,6 +23,7 @@ mod uri_template;
 
 use std::collections::{BTreeMap, HashMap};
 
+use mcp_tasks_engine::Context;
 use mcp_tasks_protocol::jsonrpc::RpcError;
 use mcp_tasks_protocol::mcp::{PaginatedParams, method};
 use serde_json::{Value, json};
@@ -30,6 +31,7 @@ use serde_json::{Value, json};
 pub use completion::{CompletionDef, CompletionRef, CompletionRequest};
 pub use logging::log_message;
 pub(crate) use logging::LogLevel;
+pub(crate) use prompts::{GetParams as PromptGetParams, getter as prompt_getter};
 pub use prompts::{GetPromptResult, Prompt, PromptArgument, PromptDef, PromptMessage, PromptRequest, Role};
 pub(crate) use resources::UriParams;
 pub use resources::{
@@ -70,7 +72,8 @@ impl Catalog {
 /// Routes a method this module serves; `None` for any other method, and for the resource
 /// and prompt methods of a server without resources or prompts (their capability is not
 /// declared, so they do not exist).
-pub(crate) async fn route(server: &Server, name: &str, params: Option<Value>) -> Option<Result<Value, RpcError>> {
+/// `ctx` is the request's: how a prompt asks the client.
+pub(crate) async fn route(server: &Server, name: &str, params: Option<Value>, ctx: Context) -> Option<Result<Value, RpcError>> {
     let catalog = &server.inner.catalog;
     let reply = match name {
         method::RESOURCES_LIST if catalog.has_resources() => {
@@ -84,7 +87,7 @@ pub(crate) async fn route(server: &Server, name: &str, params: Option<Value>) ->
         }
         method::PROMPTS_LIST if catalog.has_prompts() => first_page(name, params).map(|()| prompts::list(catalog)),
         method::PROMPTS_GET if catalog.has_prompts() => {
-            async { prompts::get(catalog, parse_value(name, params)?).await }.await
+            async { prompts::get(catalog, parse_value(name, params)?, ctx).await }.await
         }
         method::COMPLETION_COMPLETE => async { completion::complete(catalog, parse_value(name, params)?).await }.await,
         _ => return None,

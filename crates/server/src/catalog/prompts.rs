@@ -7,6 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use mcp_tasks_engine::Context;
 use mcp_tasks_protocol::jsonrpc::RpcError;
 use mcp_tasks_protocol::mcp::{Content, Meta};
 use serde::{Deserialize, Serialize};
@@ -152,7 +153,7 @@ impl PromptRequest {
 }
 
 type GetFuture = Pin<Box<dyn Future<Output = Result<GetPromptResult, RpcError>> + Send>>;
-type GetFn = Arc<dyn Fn(PromptRequest) -> GetFuture + Send + Sync>;
+type GetFn = Arc<dyn Fn(PromptRequest, Context) -> GetFuture + Send + Sync>;
 
 /// A prompt as served: its descriptor and the handler that fills it in.
 ///
@@ -179,8 +180,19 @@ impl PromptDef {
         F: Fn(PromptRequest) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<GetPromptResult, RpcError>> + Send + 'static,
     {
+        PromptDef::asking(name, move |request, _| get(request))
+    }
+
+    /// A prompt named `name` whose `get` may ask the client while it fills the prompt in
+    /// ([`Context::elicit`], [`Context::request_named`]…): in 2025-11-25 as a request to the
+    /// client, in 2026-07-28 as rounds of a Multi Round-Trip Request (`InputRequiredResult`).
+    pub fn asking<F, Fut>(name: impl Into<String>, get: F) -> PromptDef
+    where
+        F: Fn(PromptRequest, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<GetPromptResult, RpcError>> + Send + 'static,
+    {
         let descriptor = Prompt { name: name.into(), title: None, description: None, arguments: None, meta: None };
-        PromptDef { descriptor, get: Arc::new(move |request| Box::pin(get(request))) }
+        PromptDef { descriptor, get: Arc::new(move |request, ctx| Box::pin(get(request, ctx))) }
     }
 
     /// Sets the display name.
@@ -213,7 +225,7 @@ impl PromptDef {
 /// The `params` of `prompts/get`.
 #[derive(Deserialize)]
 pub(crate) struct GetParams {
-    name: String,
+    pub(crate) name: String,
     #[serde(default)]
     arguments: Option<BTreeMap<String, String>>,
 }
@@ -224,9 +236,22 @@ pub(crate) fn list(catalog: &Catalog) -> Value {
     json!({ "prompts": prompts })
 }
 
-/// `prompts/get`. An unknown prompt and a missing required argument are `-32602`
-/// (2025-11-25 prompts page, error handling).
-pub(crate) async fn get(catalog: &Catalog, params: GetParams) -> Result<Value, RpcError> {
+/// `prompts/get`, its handler asking the client through `ctx`. An unknown prompt and a
+/// missing required argument are `-32602` (2025-11-25 prompts page, error handling).
+pub(crate) async fn get(catalog: &Catalog, params: GetParams, ctx: Context) -> Result<Value, RpcError> {
+    let get = getter(catalog, params)?;
+    get(ctx).await
+}
+
+/// The checked `prompts/get` of `params`, to run with a context: the work of the request,
+/// which in 2026-07-28 may outlive a round.
+///
+/// # Errors
+/// `-32602` for an unknown prompt or a missing required argument.
+pub(crate) fn getter(
+    catalog: &Catalog,
+    params: GetParams,
+) -> Result<impl FnOnce(Context) -> Pin<Box<dyn Future<Output = Result<Value, RpcError>> + Send>> + use<>, RpcError> {
     let def = catalog.prompts.get(&params.name).ok_or_else(|| unknown_prompt(&params.name))?;
     let arguments = params.arguments.unwrap_or_default();
     let missing = def
@@ -242,8 +267,13 @@ pub(crate) async fn get(catalog: &Catalog, params: GetParams) -> Result<Value, R
         )));
     }
     let get = Arc::clone(&def.get);
-    let result = get(PromptRequest { name: params.name, arguments }).await?;
-    serde_json::to_value(result).map_err(|err| RpcError::internal(err.to_string()))
+    let request = PromptRequest { name: params.name, arguments };
+    Ok(move |ctx: Context| -> Pin<Box<dyn Future<Output = Result<Value, RpcError>> + Send>> {
+        Box::pin(async move {
+            let result = get(request, ctx).await?;
+            serde_json::to_value(result).map_err(|err| RpcError::internal(err.to_string()))
+        })
+    })
 }
 
 /// `-32602` for a prompt name the server does not have.

@@ -24,10 +24,13 @@ use super::{App, json};
 use crate::codec;
 use crate::connection::{Connection, Listing, Outbound, Route};
 use crate::dispatch::Peer;
+use crate::server::Server;
 
 /// Serves one 2026-07-28 request.
 pub(super) async fn serve(app: &App, headers: &HeaderMap, principal: Principal, request: Request) -> Response {
-    let checked = check_headers(headers, &request).and_then(|()| codec::modern::check(&request).map(|_| ()));
+    let checked = check_headers(headers, &request)
+        .and_then(|()| check_param_headers(&app.server, headers, &request))
+        .and_then(|()| codec::modern::check(&request).map(|_| ()));
     if let Err(error) = checked {
         return answer_error(&request, &error);
     }
@@ -155,6 +158,65 @@ fn check_headers(headers: &HeaderMap, request: &Request) -> Result<(), RpcError>
         }
     }
     Ok(())
+}
+
+/// The `Mcp-Param-{Name}` headers of a `tools/call` against its arguments: each argument
+/// the tool's `inputSchema` marks with `"x-mcp-header": "{Name}"` that the body has (not
+/// null) must be mirrored, equal once decoded (integers compared as numbers); a header for
+/// an argument the body lacks disagrees with it. Unknown tools pass (the call answers).
+///
+/// # Errors
+/// `-32020` HeaderMismatch saying which header and why.
+fn check_param_headers(server: &Server, headers: &HeaderMap, request: &Request) -> Result<(), RpcError> {
+    if request.method != method::TOOLS_CALL {
+        return Ok(());
+    }
+    let params = request.params.as_ref();
+    let Some(tool) = params.and_then(|params| params["name"].as_str()).and_then(|name| server.tools().get(name)) else {
+        return Ok(());
+    };
+    let Some(properties) = tool.def.spec.input_schema.get("properties").and_then(Value::as_object) else {
+        return Ok(());
+    };
+    let arguments = params.and_then(|params| params.get("arguments"));
+    for (property, schema) in properties {
+        let Some(name) = schema.get("x-mcp-header").and_then(Value::as_str) else { continue };
+        let header = format!("mcp-param-{name}");
+        let body = arguments.and_then(|arguments| arguments.get(property)).filter(|value| !value.is_null());
+        match (header_value(headers, &header)?, body) {
+            (None, None) => {}
+            (Some(mirrored), Some(body)) if mirrors(&mirrored, body) => {}
+            (Some(mirrored), Some(body)) => {
+                return Err(mismatch(format!(
+                    "Mcp-Param-{name} header value {mirrored:?} does not match body value {body} (arguments.{property})"
+                )));
+            }
+            (Some(mirrored), None) => {
+                return Err(mismatch(format!(
+                    "Mcp-Param-{name} header value {mirrored:?} has no value in the body (arguments.{property})"
+                )));
+            }
+            (None, Some(_)) => {
+                return Err(mismatch(format!(
+                    "the Mcp-Param-{name} header is required: arguments.{property} is marked x-mcp-header"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether a mirrored header value says what the body's value does.
+fn mirrors(header: &str, body: &Value) -> bool {
+    match body {
+        Value::String(text) => header == text,
+        Value::Bool(flag) => header == if *flag { "true" } else { "false" },
+        Value::Number(number) => match (header.parse::<f64>(), number.as_f64()) {
+            (Ok(header), Some(body)) => header == body,
+            _ => false,
+        },
+        _ => false,
+    }
 }
 
 /// The body field `Mcp-Name` mirrors, for the methods that have one.

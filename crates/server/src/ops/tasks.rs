@@ -90,7 +90,6 @@ pub(crate) async fn cancel(ctx: &RequestContext, id: &TaskId) -> Result<TaskReco
 ///
 /// # Errors
 /// [`EngineError::NotFound`]; a store failure.
-#[allow(dead_code)] // the 2026-07-28 codec's `tasks/cancel` (next issue) is its caller
 pub(crate) async fn request_cancel(ctx: &RequestContext, id: &TaskId) -> Result<TaskRecord, EngineError> {
     ctx.server().engine().request_cancel(&ctx.principal, id).await
 }

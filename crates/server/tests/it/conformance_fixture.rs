@@ -349,7 +349,7 @@ async fn resources_list_read_template_and_subscriptions_behave_as_the_scenarios_
 }
 
 #[tokio::test]
-async fn prompts_list_and_get_return_the_four_fixture_prompts() {
+async fn prompts_list_and_get_return_the_fixture_prompts() {
     let (mut peer, _, _dir) = start().await;
     let list = peer.result("prompts/list", json!({})).await;
     assert_schema("ListPromptsResult", &list);
@@ -357,6 +357,7 @@ async fn prompts_list_and_get_return_the_four_fixture_prompts() {
     assert_eq!(
         names,
         [
+            "test_input_required_result_prompt",
             "test_prompt_with_arguments",
             "test_prompt_with_embedded_resource",
             "test_prompt_with_image",

@@ -22,6 +22,7 @@ mod wire;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, OnceLock};
 
+use mcp_tasks_engine::{ClientLink, Context};
 use mcp_tasks_protocol::era::Era;
 use mcp_tasks_protocol::jsonrpc::{Notification, Request, RpcError};
 use mcp_tasks_protocol::legacy::{self, InitializeParams, InitializeResult, method};
@@ -126,9 +127,13 @@ async fn route(session: &Arc<LegacySession>, ctx: &RequestContext, request: Requ
             ctx.server().inner.subscriptions.unsubscribe(session, &params.uri);
             json!({})
         }),
-        other => crate::catalog::route(ctx.server(), other, params)
-            .await
-            .unwrap_or_else(|| Err(RpcError::method_not_found(format!("Method not found: {other}")))),
+        other => {
+            let link: Arc<dyn ClientLink> =
+                Arc::new(session::CallLink { session: Arc::clone(session), request: ctx.id.clone(), progress_token: None });
+            crate::catalog::route(ctx.server(), other, params, Context::plain(ctx.cancel.clone(), Some(link)))
+                .await
+                .unwrap_or_else(|| Err(RpcError::method_not_found(format!("Method not found: {other}"))))
+        }
     };
     Some(reply)
 }

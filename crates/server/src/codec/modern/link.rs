@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use mcp_tasks_engine::{ClientLink, ErrorObject, InputKind, Progress};
 use mcp_tasks_protocol::jsonrpc::{self, RequestId, RpcError};
 use mcp_tasks_protocol::mcp::{ProgressToken, method};
-use mcp_tasks_protocol::modern::MISSING_CLIENT_CAPABILITY;
+use mcp_tasks_protocol::modern::{MISSING_CLIENT_CAPABILITY, RequestMeta};
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::catalog::LogLevel;
-use crate::context::ClientCaps;
+use crate::context::{ClientCaps, RequestContext};
 use crate::connection::{Connection, Route};
 use super::mrtr::Event;
 use crate::tool::input_method;
@@ -40,6 +40,21 @@ pub(crate) struct ModernLink {
 }
 
 impl ModernLink {
+    /// The link of the plain request `ctx` whose `_meta` is `meta`; the work's questions go
+    /// to `asks`.
+    pub(crate) fn new(ctx: &RequestContext, meta: &RequestMeta, asks: mpsc::UnboundedSender<Event>) -> ModernLink {
+        ModernLink {
+            conn: Arc::clone(&ctx.conn),
+            request: ctx.id.clone(),
+            progress_token: meta.progress_token.clone(),
+            log_level: meta.log_level.as_ref().and_then(|level| serde_json::from_value(json!(level)).ok()),
+            client: ctx.client,
+            missing: Mutex::new(None),
+            asks,
+            asked: AtomicU64::new(0),
+        }
+    }
+
     /// The input kind the work needed and the request did not declare, if any.
     pub(crate) fn missing_capability(&self) -> Option<InputKind> {
         *self.missing.lock().unwrap_or_else(PoisonError::into_inner)
@@ -74,6 +89,18 @@ impl ClientLink for ModernLink {
     }
 
     async fn request(&self, kind: InputKind, params: Value) -> Result<Value, ErrorObject> {
+        self.ask(None, kind, params).await
+    }
+
+    async fn request_named(&self, key: &str, kind: InputKind, params: Value) -> Result<Value, ErrorObject> {
+        self.ask(Some(key), kind, params).await
+    }
+}
+
+impl ModernLink {
+    /// A question of the work: a round's input request under `key` (the work's name for it,
+    /// else `input-N`), or `-32021` for a kind the request did not declare.
+    async fn ask(&self, key: Option<&str>, kind: InputKind, params: Value) -> Result<Value, ErrorObject> {
         if !self.client.declares(kind) {
             self.missing.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert(kind);
             return Err(ErrorObject {
@@ -82,7 +109,8 @@ impl ClientLink for ModernLink {
                 data: None,
             });
         }
-        let key = format!("input-{}", self.asked.fetch_add(1, Ordering::Relaxed) + 1);
+        let number = self.asked.fetch_add(1, Ordering::Relaxed) + 1;
+        let key = key.map_or_else(|| format!("input-{number}"), str::to_owned);
         let (answer, answered) = oneshot::channel();
         let asked = self.asks.send(Event::Asked { key, kind, params, answer });
         let lost = || ErrorObject {

@@ -23,13 +23,14 @@ use std::sync::Arc;
 use mcp_tasks_protocol::era::Era;
 use mcp_tasks_protocol::jsonrpc::{Request, RpcError};
 use mcp_tasks_protocol::mcp::method;
+use mcp_tasks_engine::Context;
 use mcp_tasks_protocol::modern::{
-    self, MISSING_CLIENT_CAPABILITY, RequestMeta, TASKS_EXTENSION, UNSUPPORTED_PROTOCOL_VERSION,
+    self, MISSING_CLIENT_CAPABILITY, RequestMeta, RetryParams, TASKS_EXTENSION, UNSUPPORTED_PROTOCOL_VERSION,
 };
 use serde_json::{Map, Value, json};
 
 use super::parse_value;
-use crate::catalog::RESOURCE_NOT_FOUND;
+use crate::catalog::{PromptGetParams, RESOURCE_NOT_FOUND, prompt_getter};
 use crate::connection::Connection;
 use crate::context::{ClientCaps, RequestContext};
 use crate::dispatch::{self, Reply};
@@ -120,12 +121,34 @@ async fn route(meta: &RequestMeta, ctx: &RequestContext, request: Request) -> Re
         // Shared methods without a lifecycle rule; `ping` and the 2025-11-25-only ones are
         // not in the catalog's table either, and fall through to -32601.
         method::PING => Err(unknown(name)),
-        other => match crate::catalog::route(ctx.server(), other, params).await {
+        method::PROMPTS_GET if ctx.server().inner.catalog.has_prompts() => prompts_get(meta, ctx, params).await,
+        other => match crate::catalog::route(ctx.server(), other, params, Context::plain(ctx.cancel.clone(), None)).await {
             Some(reply) => reply.map_err(resource_not_found_is_invalid_params),
             None => Err(unknown(other)),
         },
     };
     Some(reply)
+}
+
+/// `prompts/get`: a prompt that asks the client answers in rounds of a Multi Round-Trip
+/// Request, as a plain `tools/call` does.
+async fn prompts_get(meta: &RequestMeta, ctx: &RequestContext, params: Option<Value>) -> Result<Value, RpcError> {
+    let name = method::PROMPTS_GET;
+    let retry: RetryParams = parse_value(name, params.clone())?;
+    let params: PromptGetParams = parse_value(name, params)?;
+    let what = format!("{name} {}", params.name);
+    let parked = &ctx.server().inner.parked;
+    if let Some(state) = retry.request_state {
+        return match parked.take(&state, &ctx.principal, &what)? {
+            mrtr::Round::Work(running) => {
+                mrtr::resume(parked, running, retry.input_responses.unwrap_or_default(), &ctx.cancel).await
+            }
+            mrtr::Round::Task { .. } => Err(RpcError::internal("a prompt's round names a task")),
+        };
+    }
+    let get = prompt_getter(&ctx.server().inner.catalog, params)?;
+    let ahead = retry.input_responses.unwrap_or_default();
+    mrtr::run(meta, ctx, what, ahead, move |link, cancel| get(Context::plain(cancel, Some(link)))).await
 }
 
 /// What every result of this era gets: `resultType` (`complete` unless the result says),

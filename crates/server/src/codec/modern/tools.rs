@@ -1,30 +1,26 @@
 //! 2026-07-28 `tools/list` and `tools/call`. The server decides whether a call becomes a
 //! task (tasks extension): only for a client that declared the extension on this request;
 //! a `required` tool always does (and without the extension is `-32021`); an `optional`
-//! one answers inline when its work ends within the tool's inline wait, and as a task
+//! one answers inline when its work ends within the tool's inline wait, with rounds of a
+//! Multi Round-Trip Request when it asks the client within that wait, and as a task
 //! otherwise; a `forbidden` one never does. A 2025-11-25 `params.task` is ignored.
 
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_tasks_engine::{ClientLink, InputKind, Outcome, TaskRecord, TaskState};
+use mcp_tasks_engine::{Change, Outcome, TaskId, TaskRecord, TaskState};
 use mcp_tasks_protocol::jsonrpc::RpcError;
 use mcp_tasks_protocol::mcp::method;
-use mcp_tasks_protocol::modern::{CallToolParams, MISSING_CLIENT_CAPABILITY, RequestMeta, TASKS_EXTENSION};
+use mcp_tasks_protocol::modern::{CallToolParams, RequestMeta, TASKS_EXTENSION};
 use serde_json::{Map, Value, json};
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
+use tokio::sync::broadcast;
 
-use super::link::ModernLink;
-use super::mrtr::{self, Event, Running};
+use super::mrtr::{self, Round};
 use super::{missing_extension, wire};
 use crate::context::RequestContext;
 use crate::dispatch::Reply;
 use crate::errors::{invalid_arguments, rpc_error, work_error};
 use crate::ops;
 use crate::registry::TaskMode;
-use crate::tool::input_capability;
 
 /// `tools/list`: every tool, in one page (any cursor is `-32602`: none is issued).
 pub(crate) fn list(ctx: &RequestContext, params: Option<Value>) -> Result<Value, RpcError> {
@@ -56,7 +52,7 @@ pub(crate) async fn call(meta: &RequestMeta, ctx: &RequestContext, params: CallT
         return Some(retry(ctx, &params.name, state, params.input_responses.unwrap_or_default()).await);
     }
     if !as_task {
-        return Some(plain(meta, ctx, &params.name, arguments).await);
+        return Some(plain(meta, ctx, &params.name, arguments, params.input_responses.unwrap_or_default()).await);
     }
     let call = ops::call::TaskCall { tool: params.name, arguments, requested_ttl_ms: None, error_result_fails: false };
     let created = match ops::call::create_task(ctx, call).await {
@@ -73,25 +69,50 @@ pub(crate) async fn call(meta: &RequestMeta, ctx: &RequestContext, params: CallT
         created.start();
         return Some(Ok(result));
     }
-    let id = created.record().id.clone();
-    let mut feed = ops::tasks::changes(ctx);
+    let (id, tool) = (created.record().id.clone(), created.record().tool.clone());
+    let feed = ops::tasks::changes(ctx);
     created.start();
+    Some(settle(ctx, &tool, &id, inline, feed).await)
+}
+
+/// The answer to a call whose task runs, after waiting up to `inline` for it: what a plain
+/// call would have answered if it ended; an `InputRequiredResult` round if it asks the
+/// client first (the task is shown only once its first questions are answered, on retries
+/// of the call: MRTR composed with task creation); else its `CreateTaskResult`. `feed` was
+/// subscribed before the task last changed.
+async fn settle(
+    ctx: &RequestContext,
+    tool: &str,
+    id: &TaskId,
+    inline: Duration,
+    mut feed: broadcast::Receiver<Change>,
+) -> Result<Value, RpcError> {
     let settled = tokio::time::timeout(inline, async {
-        let mut record = ops::tasks::get(ctx, &id).await.ok()?;
+        let mut record = ops::tasks::get(ctx, id).await.ok()?;
         while matches!(record.state, TaskState::Working) {
-            record = ops::tasks::next_change(ctx, &mut feed, &id).await?.ok()?;
+            record = ops::tasks::next_change(ctx, &mut feed, id).await?.ok()?;
         }
         Some(record)
     })
     .await;
-    Some(match settled {
+    match settled {
         Ok(Some(record)) if record.status().is_terminal() => inline_result(&record),
-        // Still working, or waiting for input (which the client answers through tasks/update).
-        _ => match ops::tasks::get(ctx, &id).await {
+        Ok(Some(TaskRecord { state: TaskState::InputRequired { requests }, .. })) => {
+            let round = Round::Task {
+                owner: ctx.principal.clone(),
+                tool: mrtr::call_of(tool),
+                id: id.clone(),
+                engine: ctx.server().engine().clone(),
+            };
+            let state = ctx.server().inner.parked.park(round);
+            Ok(json!({"resultType": "input_required", "inputRequests": wire::input_requests(&requests), "requestState": state}))
+        }
+        // Still working (or gone by a race: the task as it stands says what happened).
+        _ => match ops::tasks::get(ctx, id).await {
             Ok(record) => Ok(wire::create_task_result(&record)),
             Err(err) => Err(rpc_error(&err)),
         },
-    })
+    }
 }
 
 /// The answer of a task that ended within the inline wait: what a plain call would have
@@ -109,58 +130,49 @@ fn inline_result(record: &TaskRecord) -> Result<Value, RpcError> {
     }
 }
 
-/// `-32021` for a request whose work needed input of `kind` that it did not declare.
-fn missing_capability(kind: InputKind) -> RpcError {
-    let capability = input_capability(kind);
-    RpcError::new(
-        MISSING_CLIENT_CAPABILITY,
-        format!(
-            "Missing required client capability: the tool asks the client for {capability}; declare it in \
-             _meta[\"io.modelcontextprotocol/clientCapabilities\"]"
-        ),
-    )
-    .with_data(json!({"requiredCapabilities": {capability: {}}}))
-}
-
 /// A plain call: the work's progress and log messages go on the request's stream; its
-/// questions become rounds of a Multi Round-Trip Request. The work runs in a task of its own,
-/// so that it outlives a round (it waits, parked, for the client's retry).
-async fn plain(meta: &RequestMeta, ctx: &RequestContext, tool: &str, arguments: Value) -> Result<Value, RpcError> {
-    let log_level = meta.log_level.as_ref().and_then(|level| serde_json::from_value(json!(level)).ok());
-    let (asks, events) = mpsc::unbounded_channel();
-    let link = Arc::new(ModernLink {
-        conn: Arc::clone(&ctx.conn),
-        request: ctx.id.clone(),
-        progress_token: meta.progress_token.clone(),
-        log_level,
-        client: ctx.client,
-        missing: Mutex::new(None),
-        asks: asks.clone(),
-        asked: AtomicU64::new(0),
-    });
-    let cancel = CancellationToken::new();
-    let (work_ctx, work_tool, work_cancel) = (ctx.clone(), tool.to_owned(), cancel.clone());
-    tokio::spawn(async move {
-        let handle = Arc::clone(&link) as Arc<dyn ClientLink>;
-        let outcome = ops::call::call_plain(&work_ctx, &work_tool, arguments, handle, work_cancel).await;
-        let reply = match (link.missing_capability(), outcome) {
-            // 2026-07-28: processing needed a capability the request did not declare.
-            (Some(kind), _) => Err(missing_capability(kind)),
-            (None, Ok(Outcome::Result(result))) => Ok(result),
-            (None, Ok(Outcome::Error(error))) => Err(RpcError { code: error.code, message: error.message, data: error.data }),
-            (None, Ok(Outcome::Failure(failure))) => Err(work_error(&failure)),
-            (None, Err(err)) => Err(rpc_error(&err)),
-        };
-        let _ = asks.send(Event::Done(reply));
-    });
-    let running = Running { owner: ctx.principal.clone(), tool: tool.to_owned(), events, open: Default::default(), cancel };
-    mrtr::drive(&ctx.server().inner.parked, running, &ctx.cancel).await
+/// questions become rounds of a Multi Round-Trip Request (unless `ahead` has their answers).
+async fn plain(
+    meta: &RequestMeta,
+    ctx: &RequestContext,
+    tool: &str,
+    arguments: Value,
+    ahead: Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let (work_ctx, work_tool) = (ctx.clone(), tool.to_owned());
+    mrtr::run(meta, ctx, mrtr::call_of(tool), ahead, move |link, cancel| async move {
+        match ops::call::call_plain(&work_ctx, &work_tool, arguments, link, cancel).await {
+            Ok(Outcome::Result(result)) => Ok(result),
+            Ok(Outcome::Error(error)) => Err(RpcError { code: error.code, message: error.message, data: error.data }),
+            Ok(Outcome::Failure(failure)) => Err(work_error(&failure)),
+            Err(err) => Err(rpc_error(&err)),
+        }
+    })
+    .await
 }
 
 /// A retry of a Multi Round-Trip Request: the answers go to the parked work, which goes on.
 async fn retry(ctx: &RequestContext, tool: &str, state: &str, answers: Map<String, Value>) -> Result<Value, RpcError> {
     let parked = &ctx.server().inner.parked;
-    let mut running = parked.take(state, &ctx.principal, tool)?;
-    mrtr::answer(&mut running, answers)?;
-    mrtr::drive(parked, running, &ctx.cancel).await
+    match parked.take(state, &ctx.principal, &mrtr::call_of(tool))? {
+        Round::Work(running) => mrtr::resume(parked, running, answers, &ctx.cancel).await,
+        Round::Task { id, .. } => {
+            let record = ops::tasks::get(ctx, &id).await.map_err(|err| rpc_error(&err))?;
+            if let TaskState::InputRequired { requests } = &record.state
+                && let Err(invalid) = mrtr::check_answers(requests.keys(), &answers)
+            {
+                // The round is used up: its task goes, like the work of a plain call.
+                let _ = ops::tasks::request_cancel(ctx, &id).await;
+                return Err(invalid);
+            }
+            let feed = ops::tasks::changes(ctx);
+            for (key, answer) in answers {
+                ops::tasks::answer(ctx.server(), &ctx.principal, &id, &key, Ok(answer)).await.map_err(|err| rpc_error(&err))?;
+            }
+            let inline = ops::call::tool(ctx, tool)
+                .and_then(|tool| tool.def.inline_wait)
+                .unwrap_or(ctx.server().inner.inline_wait);
+            settle(ctx, tool, &id, inline, feed).await
+        }
+    }
 }

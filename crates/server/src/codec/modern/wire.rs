@@ -2,7 +2,7 @@
 //! result, error or input requests inlined) and as the flat `CreateTaskResult`, a tool as
 //! the base `Tool` (no `execution`), and the `server/discover` result.
 
-use mcp_tasks_engine::{Outcome, TaskRecord, TaskState};
+use mcp_tasks_engine::{InputRequests, Outcome, TaskRecord, TaskState};
 use mcp_tasks_protocol::mcp;
 use mcp_tasks_protocol::modern::TASKS_EXTENSION;
 use serde_json::{Map, Value, json};
@@ -46,11 +46,7 @@ pub(crate) fn detailed_task(record: &TaskRecord) -> Value {
     let mut detailed = task(record);
     match &record.state {
         TaskState::InputRequired { requests } => {
-            let requests: Map<String, Value> = requests
-                .iter()
-                .map(|(key, input)| (key.clone(), json!({"method": input_method(input.kind), "params": input.params})))
-                .collect();
-            detailed.insert("inputRequests".into(), Value::Object(requests));
+            detailed.insert("inputRequests".into(), Value::Object(input_requests(requests)));
         }
         TaskState::Completed { result } => {
             let mut result = match result {
@@ -66,6 +62,14 @@ pub(crate) fn detailed_task(record: &TaskRecord) -> Value {
         TaskState::Working | TaskState::Cancelled => {}
     }
     Value::Object(detailed)
+}
+
+/// The `inputRequests` of a task's outstanding questions, each a bare `{method, params}`.
+pub(crate) fn input_requests(requests: &InputRequests) -> Map<String, Value> {
+    requests
+        .iter()
+        .map(|(key, input)| (key.clone(), json!({"method": input_method(input.kind), "params": input.params})))
+        .collect()
 }
 
 /// The `error` of a failed task. A task that a 2025-11-25 client created and whose tool
