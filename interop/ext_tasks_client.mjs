@@ -7,6 +7,7 @@
 //   node interop/ext_tasks_client.mjs --url http://127.0.0.1:PORT/mcp [--header 'Authorization: Bearer T']
 //        [--tool interop_sleep --args '{"seconds":2}' --expect-text slept]          (a) runs past the inline wait
 //        [--confirm-tool interop_confirm --item widget]                             (b) asks for input
+//        [--mrtr-tool interop_confirm]                        (b2) asks at once: an MRTR round, no task
 //        [--long-tool interop_sleep --long-args '{"seconds":60}']                   (c) cancelled while running
 //        [--quick-tool interop_sleep --quick-args '{"seconds":0}' --quick-text slept] (d) answers inline
 //        [--timeout 90] [--wire FILE]
@@ -23,6 +24,8 @@
 //          task's id, message "Confirm ITEM?"), wire-input-requests (a tasks/get showed
 //          inputRequests, one tasks/update answered it), settle -> completed,
 //          result-text ("confirmed ITEM"), get-completed;
+//   mrtr (with --mrtr-tool): onInputRequest (delivery request-retry, "Confirm gadget?"), no-task
+//          (kind "immediate": the question was a round of the call), result-text;
 //   cancel: callTool -> kind "task", running-before (tasks/get: working), tasks-cancel (acknowledged),
 //          get-cancelled (tasks/get reads cancelled within 15 s), settle-cancelled;
 //   plain: callTool -> kind "immediate", result-text;
@@ -39,6 +42,7 @@ const USAGE = "ext_tasks_client.mjs --url URL [--header 'Name: value']... [--too
 const opts = parseOptions(process.argv.slice(2), {
   "--tool": ["tool", "interop_sleep"], "--args": ["args", '{"seconds":2}'], "--expect-text": ["expectText", "slept"],
   "--confirm-tool": ["confirmTool", "interop_confirm"], "--item": ["item", "widget"],
+  "--mrtr-tool": ["mrtrTool", ""],
   "--long-tool": ["longTool", "interop_sleep"], "--long-args": ["longArgs", '{"seconds":60}'],
   "--quick-tool": ["quickTool", "interop_sleep"], "--quick-args": ["quickArgs", '{"seconds":0}'],
   "--quick-text": ["quickText", "slept"],
@@ -145,6 +149,19 @@ await run.main(async () => {
           { expected: `confirmed ${opts.item}`, text: text.slice(0, 160) });
       }
       if (taskId) await checkCompleted("input", session, taskId);
+    }
+
+    // ------------------------------------------- (b2) a question before any task: an MRTR round of the call
+    if (opts.mrtrTool) {
+      const before = elicitations.length;
+      const ex = await session.callTool(opts.mrtrTool, { item: "gadget" }, callOpts);
+      const { outcome } = await withDeadline(ex.settle(), REQ_MS, "settle");
+      const asked = elicitations.slice(before);
+      run.check("mrtr:onInputRequest", asked.length === 1 && asked[0].delivery === "request-retry" &&
+        asked[0].message === "Confirm gadget?", { asked });
+      run.check("mrtr:no-task", ex.kind === "immediate", { kind: ex.kind });
+      const text = outcome.status === "completed" ? textOf(outcome.result) : "";
+      run.check("mrtr:result-text", text.includes("confirmed gadget"), { status: outcome.status, text: text.slice(0, 160) });
     }
 
     // ---------------------------------------------------------------- (c) cancel of a running task

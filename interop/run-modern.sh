@@ -80,10 +80,13 @@ run() { # name command...
   log "$name: exit $rc ($((SECONDS - t0)) s)$([ $rc != 0 ] && echo "; see $OUT/$name.err")"
   [ $rc = 0 ] || status=1
 }
+# The task that asks is interop_confirm_later (a task before it asks); interop_confirm asks at
+# once, which in this era is a round of the call before any task (MRTR composition).
 run ext_tasks_client timeout 120 "$INTEROP_NODE" "$HERE/ext_tasks_client.mjs" --url "$URL" "${AUTH[@]}" \
-  --wire "$OUT/ext_tasks_client.wire.jsonl"
+  --confirm-tool interop_confirm_later --mrtr-tool interop_confirm --wire "$OUT/ext_tasks_client.wire.jsonl"
 run ts_modern_client timeout 120 "$INTEROP_NODE" "$HERE/ts_modern_client.mjs" --url "$URL" "${AUTH[@]}" "${FIXTURE[@]}"
-run inspector_modern timeout 240 "$HERE/inspector_modern.sh" --url "$URL" --server-log "$OUT/mcp-tasks.log" "${AUTH[@]}"
+run inspector_modern timeout 240 "$HERE/inspector_modern.sh" --url "$URL" --server-log "$OUT/mcp-tasks.log" "${AUTH[@]}" \
+  --confirm-tool interop_confirm_later
 run claude_code timeout 180 "$HERE/claude_code.sh" --bin "$BIN" --out "$OUT/claude-code"
 
 log "done: $([ $status = 0 ] && echo OK || echo FAILED); results in $OUT"

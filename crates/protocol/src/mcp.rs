@@ -322,6 +322,8 @@ pub mod method {
     pub const NOTIFY_CANCELLED: &str = "notifications/cancelled";
     /// Server → client log message.
     pub const NOTIFY_MESSAGE: &str = "notifications/message";
+    /// The tool list changed (2025-11-25: on the session; 2026-07-28: on a listen stream).
+    pub const NOTIFY_TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
     /// Resource changed (after `resources/subscribe`).
     pub const NOTIFY_RESOURCE_UPDATED: &str = "notifications/resources/updated";
     /// Lists resources.

@@ -43,6 +43,43 @@ pub mod method {
     pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
     /// Notification (tasks extension): a task's `DetailedTask` after a change.
     pub const NOTIFY_TASKS: &str = "notifications/tasks";
+    /// Notification: the first message of a `subscriptions/listen` stream, with the filter
+    /// the server agreed to.
+    pub const NOTIFY_SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+}
+
+/// The `_meta` key that tags every message of a `subscriptions/listen` stream with the id
+/// of its request.
+pub const SUBSCRIPTION_ID_META: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// Schema `SubscriptionFilter` (with the tasks extension's `taskIds`): what a
+/// `subscriptions/listen` asks for, and, in its acknowledgement, what the server agreed to.
+/// An absent member is not subscribed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscriptionFilter {
+    /// `notifications/tools/list_changed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_list_changed: Option<bool>,
+    /// `notifications/prompts/list_changed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts_list_changed: Option<bool>,
+    /// `notifications/resources/list_changed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources_list_changed: Option<bool>,
+    /// `notifications/resources/updated` for these URIs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_subscriptions: Option<Vec<String>>,
+    /// Tasks extension: `notifications/tasks` for these tasks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_ids: Option<Vec<String>>,
+}
+
+/// The `params` of `subscriptions/listen`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListenParams {
+    /// What the client asks for.
+    pub notifications: SubscriptionFilter,
 }
 
 /// What a request's `params._meta` says about the request (schema `RequestMetaObject`).

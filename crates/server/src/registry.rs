@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use mcp_tasks_engine::{Engine, Handler, RestartPolicy, ToolRuntime};
 use serde_json::Value;
+use tokio::sync::watch;
 
 use crate::arguments::{ArgumentsSchema, InvalidArguments};
 use crate::server::BuildError;
@@ -157,11 +158,13 @@ pub struct ToolRegistry {
     engine: Engine,
     /// A std lock: held only to clone or swap the `Arc`, never across an await.
     tools: RwLock<Arc<BTreeMap<String, Arc<Entry>>>>,
+    /// Counts the changes of the tool set, for `notifications/tools/list_changed`.
+    changes: watch::Sender<u64>,
 }
 
 impl ToolRegistry {
     pub(crate) fn new(engine: Engine) -> ToolRegistry {
-        ToolRegistry { engine, tools: RwLock::new(Arc::new(BTreeMap::new())) }
+        ToolRegistry { engine, tools: RwLock::new(Arc::new(BTreeMap::new())), changes: watch::Sender::new(0) }
     }
 
     /// Adds `tool`, or replaces the tool of the same name, and registers its runtime with
@@ -181,6 +184,7 @@ impl ToolRegistry {
         let mut next = BTreeMap::clone(&tools);
         next.insert(tool.spec.name.clone(), Arc::new(Entry { def: tool, arguments }));
         *tools = Arc::new(next);
+        self.changes.send_modify(|count| *count += 1);
         Ok(())
     }
 
@@ -194,6 +198,7 @@ impl ToolRegistry {
         let mut next = BTreeMap::clone(&tools);
         next.remove(name);
         *tools = Arc::new(next);
+        self.changes.send_modify(|count| *count += 1);
         true
     }
 
@@ -205,6 +210,11 @@ impl ToolRegistry {
     /// The tool `name`.
     pub(crate) fn get(&self, name: &str) -> Option<Arc<Entry>> {
         self.snapshot().get(name).cloned()
+    }
+
+    /// Wakes on each later change of the tool set.
+    pub(crate) fn watch(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     /// Every tool, sorted by name (so that listings are stable).

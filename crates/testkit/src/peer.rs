@@ -104,6 +104,11 @@ impl TestPeer {
         id
     }
 
+    /// Sends a notification.
+    pub async fn send_notification(&mut self, method: &str, params: Value) {
+        self.write(&json!({"jsonrpc": "2.0", "method": method, "params": params})).await;
+    }
+
     /// Answers a request the server sent us.
     pub async fn send_result(&mut self, id: &Value, result: Value) {
         self.write(&json!({"jsonrpc": "2.0", "id": id, "result": result}))

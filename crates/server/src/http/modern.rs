@@ -38,6 +38,13 @@ pub(super) async fn serve(app: &App, headers: &HeaderMap, principal: Principal, 
     let peer = Peer::new(Connection::new(app.server.clone(), principal, Listing::Principal, out));
     let cancel_on_close = AbortOnDrop(Arc::clone(&peer.conn));
     let streams = accepts(headers, "text/event-stream");
+    if request.method == modern::method::SUBSCRIPTIONS_LISTEN && !streams {
+        let error = RpcError::new(
+            RpcError::INVALID_REQUEST,
+            "subscriptions/listen answers with an SSE stream: send Accept: text/event-stream".to_owned(),
+        );
+        return json(StatusCode::NOT_ACCEPTABLE, &jsonrpc::error_response(Some(&request.id), &error));
+    }
     peer.handle_incoming(Incoming::Request(request));
     respond(outgoing, streams, cancel_on_close).await
 }

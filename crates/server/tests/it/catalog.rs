@@ -108,7 +108,7 @@ async fn initialize_declares_resources_prompts_logging_and_completions() {
             "prompts": {"listChanged": false},
             "resources": {"subscribe": true, "listChanged": false},
             "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
-            "tools": {"listChanged": false}
+            "tools": {"listChanged": true}
         })
     );
     assert_schema("InitializeResult", &response["result"]);

@@ -6,6 +6,7 @@
 //! - `conformance_fixture`: the conformance fixture server of `examples/`.
 //! - `input`: input requests inside tasks across sessions.
 //! - `modern`: 2026-07-28 with the tasks extension, beside 2025-11-25 on one server.
+//! - `modern_listen`: 2026-07-28 `subscriptions/listen`: list changes and task notifications.
 //! - `modern_mrtr`: 2026-07-28 Multi Round-Trip Requests: named questions, prompts, rounds before a task.
 //! - `panics`: handlers that panic still get their request answered (stdio and HTTP).
 //! - `layering`: which files may name 2025-11-25 types, and where the era is matched.
@@ -25,6 +26,7 @@ mod interactive;
 mod layering;
 mod limits;
 mod modern;
+mod modern_listen;
 mod modern_mrtr;
 mod panics;
 mod progress;

@@ -279,9 +279,19 @@ impl ClientLink for CallLink {
 }
 
 async fn forward_changes(session: Arc<LegacySession>, mut feed: broadcast::Receiver<Change>) {
+    let mut tools = session.conn.server.tools().watch();
+    tools.mark_unchanged();
+    let mut tools_changing = true;
     loop {
         let change = tokio::select! {
             _ = session.conn.closed().cancelled() => return,
+            changed = tools.changed(), if tools_changing => {
+                match changed {
+                    Ok(()) => session.conn.send(jsonrpc::notification(method::NOTIFY_TOOLS_LIST_CHANGED, json!({})), Route::General),
+                    Err(_) => tools_changing = false,
+                }
+                continue;
+            }
             change = feed.recv() => change,
         };
         match change {

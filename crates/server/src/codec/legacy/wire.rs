@@ -40,7 +40,8 @@ pub(crate) fn task_support(mode: TaskMode) -> TaskSupport {
 
 /// What `initialize` declares: tools, tasks, logging and completions always; resources
 /// (with subscriptions) when there is a resource or template; prompts when there is a
-/// prompt. No list change is announced (`listChanged: false`).
+/// prompt. The tool list announces its changes (`notifications/tools/list_changed`); the
+/// prompt and resource lists do not change while the server runs (`listChanged: false`).
 pub(crate) fn capabilities(server: &Server) -> ServerCapabilities {
     let catalog = &server.inner.catalog;
     ServerCapabilities {
@@ -52,7 +53,7 @@ pub(crate) fn capabilities(server: &Server) -> ServerCapabilities {
             .has_resources()
             .then_some(ResourcesCapability { subscribe: Some(true), list_changed: Some(false) }),
         tasks: Some(ServerTasksCapability::full()),
-        tools: Some(ToolsCapability { list_changed: Some(false) }),
+        tools: Some(ToolsCapability { list_changed: Some(true) }),
     }
 }
 

@@ -7,12 +7,15 @@
 //! - `tools`: `tools/list` (no `execution`) and `tools/call` (the server decides a task);
 //! - `tasks`: `tasks/get` (a DetailedTask), `tasks/update`, `tasks/cancel` (acks);
 //! - `link`: what the work of a plain call may send the client (progress, log messages);
+//! - `listen`: `subscriptions/listen`, the stream of change notifications;
+//! - `mrtr`: Multi Round-Trip Requests, the rounds of a request whose work asks the client;
 //! - `wire`: the DetailedTask, the flat `CreateTaskResult`, `server/discover`.
 //!
 //! Methods of 2025-11-25 only (`initialize`, `ping`, `tasks/result`, `tasks/list`,
 //! `logging/setLevel`, `resources/subscribe`…) are unknown here: `-32601`.
 
 mod link;
+mod listen;
 pub(crate) mod mrtr;
 mod tasks;
 mod tools;
@@ -109,6 +112,7 @@ async fn route(meta: &RequestMeta, ctx: &RequestContext, request: Request) -> Re
     let tasks = meta.declares_extension(TASKS_EXTENSION);
     let reply = match name {
         modern::method::SERVER_DISCOVER => Ok(wire::discover(ctx.server())),
+        modern::method::SUBSCRIPTIONS_LISTEN => listen::listen(meta, ctx, params).await,
         method::TOOLS_LIST => tools::list(ctx, params),
         method::TOOLS_CALL => match parse_value(name, params) {
             Ok(params) => return tools::call(meta, ctx, params).await,

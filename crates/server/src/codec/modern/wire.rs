@@ -105,7 +105,7 @@ pub(crate) fn tool(spec: &ToolSpec) -> mcp::Tool {
 pub(crate) fn discover(server: &Server) -> Value {
     let catalog = &server.inner.catalog;
     let mut capabilities = json!({
-        "tools": {"listChanged": false},
+        "tools": {"listChanged": true},
         "completions": {},
         "extensions": {TASKS_EXTENSION: {}},
     });
@@ -113,7 +113,7 @@ pub(crate) fn discover(server: &Server) -> Value {
         capabilities["prompts"] = json!({"listChanged": false});
     }
     if catalog.has_resources() {
-        capabilities["resources"] = json!({"listChanged": false});
+        capabilities["resources"] = json!({"listChanged": false, "subscribe": true});
     }
     let mut result = json!({
         "supportedVersions": SUPPORTED_VERSIONS,
