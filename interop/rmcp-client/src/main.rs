@@ -11,11 +11,15 @@
 //! with rmcp's low-level task calls (`call_tool_once`, `get_task`, `update_task`,
 //! `cancel_task`; rmcp has no polling helper):
 //!
-//! * `accept` / `decline`: `interop_confirm {item: "widget" | "gadget"}` → a task; `tasks/get`
+//! * `accept` / `decline`: `interop_confirm_later {item: "widget" | "gadget"}` (it asks after
+//!   ~2 s, longer than the server's inline wait) → a task; `tasks/get`
 //!   until `input_required` with one `elicitation/create` ("Confirm ITEM?"); `tasks/update`
 //!   answering accept `{confirm: true}` / decline; `tasks/get` until `completed`, the inlined
 //!   result read as rmcp's `CallToolResult`, text `confirmed widget: …` / `declined gadget: …`
 //!   naming the answer the command read on stdin;
+//! * `mrtr`: `interop_confirm {item: "gizmo"}` (it asks at once) → an `InputRequiredResult`
+//!   round before any task (one `elicitation/create` and a `requestState`); the retry with the
+//!   answer and the state ends `confirmed gizmo: …` (inline, or as a task that completes);
 //! * `sleep`: `interop_sleep {seconds: 2}` → a task that completes with `slept`, no input asked;
 //! * `cancel`: `interop_sleep {seconds: 60}` → a task, seen `working`, `tasks/cancel`, then
 //!   `tasks/get` until `cancelled`; a second `tasks/cancel` is acknowledged too (idempotent);
@@ -310,6 +314,8 @@ fn check_completed(run: &mut Run, name: &str, got: &GetTaskResult, want: &str) {
 /// One task that asks `Confirm ITEM?` and gets `answer` through `tasks/update`.
 struct Ask {
     scenario: &'static str,
+    /// A tool that asks only after the server's inline wait, so the call is a task first.
+    tool: &'static str,
     item: &'static str,
     answer: Value,
     /// The start of the result text: `<verdict> ITEM: `.
@@ -320,7 +326,7 @@ async fn task_with_input(run: &mut Run, peer: &Peer<RoleClient>, ask: Ask) {
     let sc = ask.scenario;
     let name = |check: &str| format!("{sc}:{check}");
     let arguments = json!({"item": ask.item});
-    let Some(id) = create(run, peer, sc, "interop_confirm", arguments).await else {
+    let Some(id) = create(run, peer, sc, ask.tool, arguments).await else {
         return;
     };
     let (got, seen) = poll(peer, &id, Duration::from_secs(30), |g| {
@@ -389,6 +395,76 @@ async fn task_with_input(run: &mut Run, peer: &Peer<RoleClient>, ask: Ask) {
         text.contains(&action) && content_ok,
         detail,
     );
+}
+
+/// A tool that asks at once (`interop_confirm`), called with the extension declared: the
+/// question is a round of the call (MRTR, `InputRequiredResult`) before any task is shown; the
+/// retry with the answer and the echoed `requestState` then ends inline, or as a task that
+/// completes.
+async fn mrtr_before_task(run: &mut Run, peer: &Peer<RoleClient>) {
+    let Value::Object(arguments) = json!({"item": "gizmo"}) else {
+        unreachable!("an object")
+    };
+    let params = CallToolRequestParams::new("interop_confirm").with_arguments(arguments);
+    let round1 = match peer.call_tool_once(params.clone()).await {
+        Ok(CallToolResponse::InputRequired(r)) => r,
+        Ok(other) => {
+            let detail = json!({"expected": "input_required", "got": format!("{other:?}")});
+            return run.check("mrtr:input_required", false, detail);
+        }
+        Err(e) => return run.check("mrtr:input_required", false, err(&e)),
+    };
+    let requests = round1.input_requests.clone().unwrap_or_default();
+    let (key, request) = match requests.iter().next() {
+        Some((k, r)) => (k.clone(), serde_json::to_value(r).unwrap_or(Value::Null)),
+        None => (String::new(), Value::Null),
+    };
+    let state = round1.request_state.clone();
+    let asks = requests.len() == 1
+        && request["method"] == "elicitation/create"
+        && request["params"]["message"] == "Confirm gizmo?"
+        && state.as_deref().is_some_and(|s| !s.is_empty());
+    let detail = json!({"inputRequests": requests, "requestState": state.is_some()});
+    run.check("mrtr:input_required", asks, detail);
+    if requests.len() != 1 {
+        return;
+    }
+    let mut responses = InputResponses::new();
+    responses.insert(
+        key,
+        json!({"action": "accept", "content": {"confirm": true}}),
+    );
+    let mut retry = params.with_input_responses(responses);
+    if let Some(state) = state {
+        retry = retry.with_request_state(state);
+    }
+    let (shape, result) = match peer.call_tool_once(retry).await {
+        Ok(CallToolResponse::Complete(r)) => ("complete", serde_json::to_value(&r).ok()),
+        Ok(CallToolResponse::Task(t)) => {
+            let id = t.task.task_id.clone();
+            let (got, seen) = poll(peer, &id, Duration::from_secs(30), |g| {
+                g.task.status() == TaskStatus::Completed
+            })
+            .await;
+            run.info.insert("mrtrTaskStatuses".into(), json!(seen));
+            let result = got.ok().and_then(|g| match g.task.payload {
+                TaskPayload::Completed { result } => Some(Value::Object(result)),
+                _ => None,
+            });
+            ("task", result)
+        }
+        Ok(other) => ("other", Some(json!(format!("{other:?}")))),
+        Err(e) => ("error", Some(err(&e))),
+    };
+    let text = match &result {
+        Some(Value::Object(r)) => text_of(r),
+        _ => String::new(),
+    };
+    let ok = matches!(shape, "complete" | "task")
+        && text.starts_with("confirmed gizmo: ")
+        && text.contains(r#""confirm":true"#);
+    let detail = json!({"retryAnswered": shape, "text": text, "result": result});
+    run.check("mrtr:result", ok, detail);
 }
 
 async fn task_without_input(run: &mut Run, peer: &Peer<RoleClient>) {
@@ -469,7 +545,7 @@ async fn drive(run: &mut Run, o: &Options) {
             let has = |n: &str| names.iter().any(|x| x == n);
             run.check(
                 "tools-list",
-                has("interop_confirm") && has("interop_sleep"),
+                has("interop_confirm") && has("interop_confirm_later") && has("interop_sleep"),
                 json!({"count": names.len(), "names": names}),
             );
         }
@@ -477,6 +553,7 @@ async fn drive(run: &mut Run, o: &Options) {
     }
     let accept = Ask {
         scenario: "accept",
+        tool: "interop_confirm_later",
         item: "widget",
         answer: json!({"action": "accept", "content": {"confirm": true}}),
         verdict: "confirmed",
@@ -484,11 +561,13 @@ async fn drive(run: &mut Run, o: &Options) {
     task_with_input(run, &peer, accept).await;
     let decline = Ask {
         scenario: "decline",
+        tool: "interop_confirm_later",
         item: "gadget",
         answer: json!({"action": "decline"}),
         verdict: "declined",
     };
     task_with_input(run, &peer, decline).await;
+    mrtr_before_task(run, &peer).await;
     task_without_input(run, &peer).await;
     cancel_running(run, &peer).await;
     match peer
