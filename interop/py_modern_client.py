@@ -28,7 +28,8 @@ Checks (the "checks" list of the one JSON line printed on stdout):
   `resultType:"input_required"` with one `elicitation/create` in `inputRequests` and a
   `requestState`; the retry carried the same key and state and got `resultType:"complete"`);
   with --conformance-url: prompts-list, prompts-get, resources-list, resources-read,
-  resource-template-read, prompt-mrtr:get + prompt-mrtr:wire.
+  resource-template-read, prompt-mrtr:get + prompt-mrtr:wire, tool-mrtr-multi-round:call +
+  tool-mrtr-multi-round:wire (two MRTR rounds in turn, a new requestState for the second).
 Exit 0 only if every check held. Progress and PASS/FAIL lines go to stderr.
 """
 from __future__ import annotations
@@ -342,12 +343,39 @@ async def drive_tasks_server(run: Run) -> None:
 # ------------------------------------------------------------------------------ conformance fixture
 PROMPT_MRTR = "test_input_required_result_prompt"
 PROMPT_MRTR_MESSAGE = "What context should the prompt use?"
+MULTI_ROUND = "test_input_required_result_multi_round"
+STEP1, STEP2 = "Step 1: What is your name?", "Step 2: What is your favorite color?"
+
+
+def check_multi_round_wire(run: Run, rounds: list[tuple[dict, dict | None]]) -> None:
+    """Three POSTs: input_required (step1, state A), input_required (step2, a new state B) after
+    the step1 answer with A, complete after the step2 answer with B."""
+    res = [((a or {}).get("result") or {}) for _, a in rounds]
+    sent = [p for p, _ in rounds]
+    detail = {"posts": len(rounds),
+              "resultTypes": [r.get("resultType") for r in res],
+              "keys": [sorted((r.get("inputRequests") or {}).keys()) for r in res],
+              "sentResponses": [sorted((p.get("inputResponses") or {}).keys()) for p in sent],
+              "newStateEachRound": len(res) == 3 and res[0].get("requestState") != res[1].get("requestState"),
+              "errors": [(a or {}).get("error") for _, a in rounds if (a or {}).get("error")]}
+    ok = (len(rounds) == 3
+          and [r.get("resultType") for r in res] == ["input_required", "input_required", "complete"]
+          and list((res[0].get("inputRequests") or {}).keys()) == ["step1"]
+          and list((res[1].get("inputRequests") or {}).keys()) == ["step2"]
+          and "step1" in (sent[1].get("inputResponses") or {})
+          and sent[1].get("requestState") == res[0].get("requestState")
+          and "step2" in (sent[2].get("inputResponses") or {})
+          and sent[2].get("requestState") == res[1].get("requestState")
+          and bool(res[0].get("requestState")) and res[0].get("requestState") != res[1].get("requestState"))
+    run.check("tool-mrtr-multi-round:wire", ok, detail)
 
 
 async def drive_fixture(run: Run) -> None:
     o = run.opts
     tap, answers = Tap(), Answers()
     answers.by_message[PROMPT_MRTR_MESSAGE] = types.ElicitResult(action="accept", content={"context": "interop-context"})
+    answers.by_message[STEP1] = types.ElicitResult(action="accept", content={"name": "Ada"})
+    answers.by_message[STEP2] = types.ElicitResult(action="accept", content={"color": "teal"})
     client, http = connect(o, o.conformance_url, {}, tap, answers)
     async with http, client:
         async def step(name: str, fn) -> None:
@@ -397,11 +425,21 @@ async def drive_fixture(run: Run) -> None:
                       {"asked": asked, "messages": len(r.messages), "text": text,
                        "answerEchoed": "interop-context" in text})
 
+        async def multi_round() -> None:
+            r = await client.call_tool(MULTI_ROUND, {})
+            text = texts(r.content)
+            asked = [s["message"] for s in answers.seen if s["message"] in (STEP1, STEP2)]
+            run.check("tool-mrtr-multi-round:call",
+                      asked == [STEP1, STEP2] and text == "Hello, Ada! Your favorite color is teal." and not r.is_error,
+                      {"asked": asked, "text": text, "isError": r.is_error})
+
         for name, fn in (("prompts-list", prompts_list), ("prompts-get", prompts_get),
                          ("resources-list", resources_list), ("resources-read", resources_read),
-                         ("resource-template-read", template_read), ("prompt-mrtr:get", prompt_mrtr)):
+                         ("resource-template-read", template_read), ("prompt-mrtr:get", prompt_mrtr),
+                         ("tool-mrtr-multi-round:call", multi_round)):
             await step(name, fn)
         check_wire(run, "prompt-mrtr:wire", tap.calls("prompts/get", "name", PROMPT_MRTR), PROMPT_MRTR_MESSAGE, "context")
+        check_multi_round_wire(run, tap.calls("tools/call", "name", MULTI_ROUND))
 
 
 async def drive(run: Run) -> None:
