@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Evaluate the output of `conformance server ... -o DIR` runs (stdlib only).
 
-  python3 interop/checks.py DIR [DIR ...] [--strict] [--revision 2025-11-25|2026-07-28] [--scenarios a,b,...]
+  python3 interop/checks.py DIR [DIR ...] [--strict] [--unscored] [--revision 2025-11-25|2026-07-28] [--scenarios a,b,...]
 
 Each DIR is one run's output directory: it holds one folder per scenario,
 `server-<scenario>-<timestamp>/checks.json` (a JSON list of checks, each with `id`, `name`,
@@ -95,7 +95,7 @@ def short(text, n=160):
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def evaluate(path, scored, strict):
+def evaluate(path, scored, strict, unscored_too=False):
     run = load_run(path)
     label = os.path.basename(os.path.normpath(path))
     err(f"== {label} ({path}): {len(run)} scenario folders")
@@ -135,15 +135,17 @@ def evaluate(path, scored, strict):
     for s in missing:
         err(f"  FAIL {s}: MISSING (no result folder)")
     failed_scored = [s for s in scored if s in scenarios and not scenarios[s]["ok"]] + missing
+    failed_unscored = [s for s, v in scenarios.items() if not v["scored"] and not v["ok"]] if unscored_too else []
     if notes:
         err("  WARNING/INFO/SKIPPED checks:")
         for n in notes:
             err(f"    {n['status']:<8} {n['scenario']} / {n['id']}{': ' + n['message'] if n.get('message') else ''}")
     passed_scored = len(scored) - len(failed_scored)
     err(f"  => {label}: {passed_scored}/{len(scored)} scored scenarios pass"
-        + (f"; failing: {', '.join(failed_scored)}" if failed_scored else ""))
+        + (f"; failing: {', '.join(failed_scored)}" if failed_scored else "")
+        + (f"; failing unscored (they count here): {', '.join(failed_unscored)}" if failed_unscored else ""))
     return {
-        "dir": path, "label": label, "ok": not failed_scored,
+        "dir": path, "label": label, "ok": not failed_scored and not failed_unscored,
         "scoredPassed": passed_scored, "scoredTotal": len(scored),
         "failingScored": failed_scored, "missing": missing,
         "unscored": {s: v["ok"] for s, v in scenarios.items() if not v["scored"]},
@@ -156,6 +158,8 @@ def main():
     p = argparse.ArgumentParser(description="Evaluate conformance checks.json output")
     p.add_argument("dirs", nargs="+", help="output directories of `conformance server -o DIR`")
     p.add_argument("--strict", action="store_true", help="WARNING and SKIPPED checks fail a scored scenario too")
+    p.add_argument("--unscored", action="store_true",
+                   help="the scenarios run but not scored (tasks-*, http-header-validation…) must pass too")
     p.add_argument("--scenarios", help="comma-separated scored scenario list (default: by --revision)")
     p.add_argument("--revision", choices=sorted(SCORED),
                    help="whose scored set applies (default: 2026-07-28 for a DIR whose name contains "
@@ -172,7 +176,7 @@ def main():
         else:
             revision = a.revision or ("2026-07-28" if "2026-07-28" in os.path.basename(os.path.normpath(d)) else "2025-11-25")
             scored = SCORED[revision]
-        runs.append(evaluate(d, scored, a.strict))
+        runs.append(evaluate(d, scored, a.strict, a.unscored))
     ok = all(r["ok"] for r in runs)
     print(json.dumps({"driver": "conformance-checks", "ok": ok, "strict": a.strict, "runs": runs}))
     return 0 if ok else 1

@@ -27,8 +27,10 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let path = store_path(args.store.as_deref())?;
     let store = SqliteStore::open(&path).with_context(|| format!("opening task store {}", path.display()))?;
     let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), policy(&config));
-    let mut builder =
-        Server::builder(engine.clone()).name(config.server.name.clone()).inline_wait(config.server.inline_wait);
+    let mut builder = Server::builder(engine.clone())
+        .name(config.server.name.clone())
+        .inline_wait(config.server.inline_wait)
+        .retry_wait(config.server.retry_wait);
     for tool in &config.tools {
         builder = builder.tool(tool_def(tool));
     }

@@ -201,6 +201,7 @@ max_ttl = "2days"
 poll_interval = "500ms"
 session_idle = "5m"
 inline_wait = "3s"
+retry_wait = "2m"
 listen = "0.0.0.0:9000"
 allowed_hosts = ["tasks.example.com", "box.lan:9000"]
 allowed_origins = ["https://app.example.com"]
@@ -256,6 +257,7 @@ task_support = "forbidden"
                 poll_interval: Duration::from_millis(500),
                 session_idle: Duration::from_secs(5 * 60),
                 inline_wait: Duration::from_secs(3),
+                retry_wait: Duration::from_secs(120),
                 listen: "0.0.0.0:9000".parse().unwrap(),
                 allowed_hosts: vec!["tasks.example.com".into(), "box.lan:9000".into()],
                 allowed_origins: vec!["https://app.example.com".into()],

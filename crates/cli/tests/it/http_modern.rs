@@ -7,8 +7,8 @@ use std::net::SocketAddr;
 
 use serde_json::{Value, json};
 
-use crate::harness::Workdir;
-use crate::http::{Client, HttpServer};
+use crate::harness::{CONFIG, Workdir};
+use crate::http::{Client, HttpServer, TOKENS};
 use crate::http_peer::{self, Reply};
 
 const TASKS: &str = "io.modelcontextprotocol/tasks";
@@ -261,4 +261,64 @@ fn modern_http_closing_the_response_of_a_plain_call_cancels_its_work() {
         }
         assert!(std::time::Instant::now() < deadline, "the slot was never freed: {reply}");
     }
+}
+
+#[test]
+fn modern_http_mrtr_another_principals_request_state_is_refused_like_a_forged_one() {
+    let work = Workdir::new();
+    std::fs::write(work.config(), format!("{CONFIG}\n{TOKENS}")).unwrap();
+    let server = HttpServer::start(&work);
+    let caps = json!({"elicitation": {}});
+    let as_alice = [("Authorization", "Bearer alice-secret")];
+    let as_bob = [("Authorization", "Bearer bob-secret-from-env")];
+    let reply = post(server.addr, "tools/call", &with_meta(json!({"name": "confirm"}), caps.clone()), Some("confirm"), &as_alice);
+    let round = response(&reply)["result"].clone();
+    assert_eq!(round["resultType"], "input_required", "{round}");
+    let key = round["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
+    let answers = json!({key: {"action": "accept", "content": {"ok": true}}});
+    let retry = with_meta(json!({"name": "confirm", "requestState": round["requestState"], "inputResponses": answers}), caps.clone());
+    let stolen = response(&post(server.addr, "tools/call", &retry, Some("confirm"), &as_bob))["error"].clone();
+    let forged_retry = with_meta(json!({"name": "confirm", "requestState": "0123456789abcdef0123456789abcdef", "inputResponses": answers}), caps);
+    let forged = response(&post(server.addr, "tools/call", &forged_retry, Some("confirm"), &as_bob))["error"].clone();
+    assert_eq!(stolen["code"], -32602, "{stolen}");
+    let same = |error: &Value| error["message"].as_str().unwrap().replace(retry["requestState"].as_str().unwrap(), "S").replace("0123456789abcdef0123456789abcdef", "S");
+    assert_eq!(same(&stolen), same(&forged), "another's state reads exactly like a made-up one");
+    // Bob's attempt did not use it up: Alice's retry still continues her work.
+    let done = response(&post(server.addr, "tools/call", &retry, Some("confirm"), &as_alice))["result"].clone();
+    assert_eq!(done["resultType"], "complete", "{done}");
+}
+
+#[test]
+fn modern_http_subscriptions_listen_is_an_sse_stream_acknowledged_first_then_the_tasks_changes() {
+    use std::io::{BufRead, BufReader, Write};
+    let (_work, server) = ready();
+    let params = with_meta(json!({"name": "slow", "arguments": {"seconds": 2}}), tasks_client());
+    let created = response(&post(server.addr, "tools/call", &params, Some("slow"), &[]))["result"].clone();
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    let listen = with_meta(json!({"notifications": {"taskIds": [id]}}), tasks_client());
+    let body = json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen", "params": listen}).to_string();
+    // Without SSE there is no stream to answer on.
+    let reply = post(server.addr, "subscriptions/listen", &listen, None, &[("Accept", "application/json")]);
+    assert_eq!(reply.status, 406, "{}", reply.body);
+    let mut socket = std::net::TcpStream::connect(server.addr).unwrap();
+    socket.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    socket.write_all(format!("{head}{body}").as_bytes()).unwrap();
+    let mut events = BufReader::new(socket).lines().map_while(Result::ok).filter_map(|line| {
+        line.strip_prefix("data: ").map(|data| serde_json::from_str::<Value>(data).expect("JSON"))
+    });
+    let ack = events.next().expect("the acknowledgement");
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged", "{ack}");
+    assert_eq!(ack["params"]["notifications"], json!({"taskIds": [id]}));
+    assert_eq!(ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "listen-1");
+    let done = events
+        .find(|event| event["params"]["status"] != "working")
+        .expect("a notification of the task's end");
+    assert_eq!((done["method"].clone(), done["params"]["taskId"].clone()), (json!("notifications/tasks"), json!(id)));
+    assert_eq!(done["params"]["status"], "completed", "{done}");
+    assert_eq!(done["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "listen-1");
 }

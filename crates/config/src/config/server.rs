@@ -31,6 +31,10 @@ pub struct ServerConfig {
     /// tasks extension, waits for its work to end and answer inline before it answers with
     /// a task (`inline_wait`, default 1s; a tool's own `inline_wait` overrides it).
     pub inline_wait: Duration,
+    /// 2026-07-28: how long the work of a request that asked the client (an
+    /// `InputRequiredResult` round) waits for the client's retry before it is stopped
+    /// (`retry_wait`, default 10m).
+    pub retry_wait: Duration,
     /// The address the HTTP transport listens on (`listen`, default
     /// [`DEFAULT_LISTEN`](ServerConfig::DEFAULT_LISTEN), `127.0.0.1:8765`). An IP address
     /// and a port; host names are not resolved.
@@ -111,6 +115,7 @@ impl Default for ServerConfig {
             poll_interval: Duration::from_secs(1),
             session_idle: Duration::from_secs(30 * 60),
             inline_wait: Duration::from_secs(1),
+            retry_wait: Duration::from_secs(10 * 60),
             listen: ServerConfig::DEFAULT_LISTEN,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
@@ -132,6 +137,7 @@ pub(crate) struct RawServer {
     poll_interval: Option<Spanned<String>>,
     session_idle: Option<Spanned<String>>,
     inline_wait: Option<Spanned<String>>,
+    retry_wait: Option<Spanned<String>>,
     listen: Option<Spanned<String>>,
     #[serde(default)]
     allowed_hosts: Vec<Spanned<String>>,
@@ -290,6 +296,7 @@ impl RawServer {
                 defaults.session_idle,
             )?,
             inline_wait: duration("server.inline_wait", self.inline_wait, defaults.inline_wait)?,
+            retry_wait: duration("server.retry_wait", self.retry_wait, defaults.retry_wait)?,
         };
         if server.default_ttl > server.max_ttl {
             return Err(ConfigError::Invalid {
@@ -360,6 +367,15 @@ mod tests {
         let (line, _, message) = invalid("[server]\nname = \"x\"\ninline_wait = \"soon\"\n");
         assert_eq!(line, Some(3));
         assert!(message.contains("server.inline_wait"), "{message}");
+    }
+
+    #[test]
+    fn retry_wait_defaults_to_ten_minutes_and_is_checked_with_its_line() {
+        assert_eq!(server("").retry_wait, Duration::from_secs(600));
+        assert_eq!(server("[server]\nretry_wait = \"90s\"\n").retry_wait, Duration::from_secs(90));
+        let (line, _, message) = invalid("[server]\nretry_wait = \"later\"\n");
+        assert_eq!(line, Some(2));
+        assert!(message.contains("server.retry_wait"), "{message}");
     }
 
     #[test]
