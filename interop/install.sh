@@ -10,7 +10,9 @@
 #   .peers/npm-alpha  npm ci of interop/npm/alpha  @modelcontextprotocol/conformance@0.2.0-alpha.12
 #   .peers/npm-modern npm ci of interop/npm/modern @modelcontextprotocol/client@2.4.0, ext-tasks@0.2.2,
 #                                                   @anthropic-ai/claude-code@2.1.328 (~375 MB: its native binary)
-#   .peers/venv       python venv, pip install -r interop/python/requirements.txt (mcp==1.30.0)
+#   .peers/venv       python venv, pip install -r interop/python/requirements.txt (mcp==1.30.0, Legacy)
+#   .peers/venv-modern  python venv, pip install -r interop/python/requirements-modern.txt
+#                     (mcp==2.3.0, Modern 2026-07-28: py_modern_client.py)
 #   .peers/installed.txt  marker: versions + hashes of the lock files
 #
 # Everything it does is logged to stderr; stdout stays empty.
@@ -34,7 +36,7 @@ hash_of() { sha256sum "$1" | cut -c1-16; }
 
 expected_marker() {
   cat <<EOF
-interop peers marker v1
+interop peers marker v2
 node=$NODE22_VERSION
 conformance-stable=0.1.16
 conformance-alpha=0.2.0-alpha.12
@@ -42,6 +44,7 @@ inspector=2.12.0
 sdk=1.32.2
 server-everything=2026.8.31
 python-mcp=1.30.0
+python-mcp-modern=2.3.0
 ts-client-v2=2.4.0
 ext-tasks=0.2.2
 claude-code=2.1.328
@@ -52,6 +55,7 @@ npm-alpha-package=$(hash_of "$HERE/npm/alpha/package.json")
 npm-modern-lock=$(hash_of "$HERE/npm/modern/package-lock.json")
 npm-modern-package=$(hash_of "$HERE/npm/modern/package.json")
 python-requirements=$(hash_of "$HERE/python/requirements.txt")
+python-requirements-modern=$(hash_of "$HERE/python/requirements-modern.txt")
 EOF
 }
 
@@ -64,6 +68,9 @@ claude_version() { # in a scratch HOME, so that nothing is written to the real o
   return $rc
 }
 pkg_version() { sed -n 's/^  "version": "\(.*\)",$/\1/p' "$1/package.json" 2>/dev/null; }
+py_mcp_version() { # python -> the installed mcp version (empty if it cannot import mcp)
+  [ -x "$1" ] && "$1" -c 'import importlib.metadata as m, mcp; print(m.version("mcp"))' 2>/dev/null
+}
 sanity() {
   [ -x "$node22" ] && [ "$("$node22" --version 2>/dev/null)" = "v$NODE22_VERSION" ] &&
     [ -x "$PEERS/npm-main/node_modules/.bin/conformance" ] &&
@@ -74,7 +81,8 @@ sanity() {
     [ "$(pkg_version "$PEERS/npm-modern/node_modules/@modelcontextprotocol/client")" = 2.4.0 ] &&
     [ "$(pkg_version "$PEERS/npm-modern/node_modules/@modelcontextprotocol/ext-tasks")" = 0.2.2 ] &&
     [ "$(claude_version)" = "2.1.328 (Claude Code)" ] &&
-    "$PEERS/venv/bin/python" -c 'import mcp' 2>/dev/null
+    [ "$(py_mcp_version "$PEERS/venv/bin/python")" = 1.30.0 ] &&
+    [ "$(py_mcp_version "$PEERS/venv-modern/bin/python")" = 2.3.0 ]
 }
 
 if [ "$FORCE" = 0 ] && [ -f "$MARKER" ] && [ "$(cat "$MARKER")" = "$(expected_marker)" ] && sanity; then
@@ -112,34 +120,39 @@ npm_project alpha
 # (install.cjs) links the native binary of its platform package to bin/claude.exe.
 PATH="$(dirname "$node22"):$PATH" npm_project modern
 
-# ---------------------------------------------------------------- python venv
-venv="$PEERS/venv"
-make_venv() {
-  rm -rf "$venv"
-  python3 -m venv "$venv" >&2 2>&1 && "$venv/bin/python" -m pip --version >/dev/null 2>&1
+# ---------------------------------------------------------------- python venvs
+python_env() { # venv-dir requirements-file: a venv with the pinned requirements
+  local venv=$1 req=$2
+  log "python venv -> $venv ($(basename "$req"))"
+  make_venv() {
+    rm -rf "$venv"
+    python3 -m venv "$venv" >&2 2>&1 && "$venv/bin/python" -m pip --version >/dev/null 2>&1
+  }
+  local venv_ok=0
+  if make_venv; then
+    venv_ok=1
+  elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    log "python3 -m venv failed (no ensurepip?); installing python3-venv from Debian"
+    run timeout 600 apt-get update -q || true
+    run timeout 600 apt-get install -y -q python3-venv || true
+    make_venv && venv_ok=1
+  fi
+  if [ "$venv_ok" = 1 ]; then
+    run timeout 900 "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$req"
+  else
+    # last resort: plain pip --target, and a wrapper that looks like a venv python
+    local lib="$venv-lib"
+    log "no venv possible; using pip install --target $lib"
+    rm -rf "$venv" "$lib"
+    run timeout 900 python3 -m pip install --disable-pip-version-check -q --target "$lib" -r "$req"
+    mkdir -p "$venv/bin"
+    printf '#!/bin/sh\nPYTHONPATH="%s${PYTHONPATH:+:$PYTHONPATH}" exec python3 "$@"\n' "$lib" > "$venv/bin/python"
+    chmod +x "$venv/bin/python"
+  fi
+  log "python $venv: mcp $(py_mcp_version "$venv/bin/python")"
 }
-log "python venv -> $venv"
-venv_ok=0
-if make_venv; then
-  venv_ok=1
-elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  log "python3 -m venv failed (no ensurepip?); installing python3-venv from Debian"
-  run timeout 600 apt-get update -q || true
-  run timeout 600 apt-get install -y -q python3-venv || true
-  make_venv && venv_ok=1
-fi
-if [ "$venv_ok" = 1 ]; then
-  run timeout 900 "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$HERE/python/requirements.txt"
-else
-  # last resort: plain pip --target, and a wrapper that looks like a venv python
-  log "no venv possible; using pip install --target $PEERS/pylib"
-  rm -rf "$venv" "$PEERS/pylib"
-  run timeout 900 python3 -m pip install --disable-pip-version-check -q --target "$PEERS/pylib" -r "$HERE/python/requirements.txt"
-  mkdir -p "$venv/bin"
-  printf '#!/bin/sh\nPYTHONPATH="%s${PYTHONPATH:+:$PYTHONPATH}" exec python3 "$@"\n' "$PEERS/pylib" > "$venv/bin/python"
-  chmod +x "$venv/bin/python"
-fi
-log "python: $("$venv/bin/python" -c 'import importlib.metadata as m; print("mcp", m.version("mcp"))')"
+python_env "$PEERS/venv" "$HERE/python/requirements.txt"
+python_env "$PEERS/venv-modern" "$HERE/python/requirements-modern.txt"
 
 # ---------------------------------------------------------------- check + marker
 sanity || die "post-install sanity check failed"

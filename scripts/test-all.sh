@@ -11,7 +11,10 @@
 # client 2.4.0 (tasks extension: a task to its result, input through tasks/update, cancel, an
 # inline answer), the TS client 2.4.0 pinned to 2026-07-28 (MRTR; prompts and resources on the
 # conformance fixture server), the Inspector 2.12.0 `mcpdo --era modern`, and Claude Code
-# 2.1.328's MCP health check over stdio and HTTP (`server/discover` first, no `initialize`).
+# 2.1.328's MCP health check over stdio and HTTP (`server/discover` first, no `initialize`);
+# and (interop/run-modern-core.sh) Python mcp 2.3.0 (plain calls, MRTR) on `mcp-tasks
+# serve` and the conformance fixture server, and an rmcp 3.11.0 tasks client (its own Cargo
+# project interop/rmcp-client, built here in debug) on `mcp-tasks serve`.
 #
 # Prints a closing line "total: N passed, M failed" (Rust tests plus interop suites).
 set -uo pipefail
@@ -40,6 +43,8 @@ if bash interop/install.sh; then
     suite "mcp-tasks CLI against server-everything and simpleTaskInteractive" \
       env CLI_PEERS_BIN=target/debug/mcp-tasks bash interop/cli-peers.sh --no-build
     suite "Modern peers: ext-tasks, TS client 2.4.0, Inspector --era modern, Claude Code" bash interop/run-modern.sh \
+      --bin target/debug/mcp-tasks --conformance-bin target/debug/examples/conformance_server
+    suite "Modern peers: Python mcp 2.3.0 (MRTR), rmcp 3.11.0 tasks client" bash interop/run-modern-core.sh \
       --bin target/debug/mcp-tasks --conformance-bin target/debug/examples/conformance_server
   else
     echo "=== interop: building the binaries FAILED" >&2; failed=$((failed + 1))
