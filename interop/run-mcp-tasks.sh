@@ -27,51 +27,17 @@ while [ $# -gt 0 ]; do
     *) sed -n '2,15p' "$0" >&2; exit 2 ;;
   esac
 done
-if [ -z "$BIN" ]; then
-  for b in "$ROOT/target/release/mcp-tasks" "$ROOT/target/debug/mcp-tasks"; do [ -x "$b" ] && { BIN=$b; break; }; done
-fi
-[ -n "$BIN" ] && [ -x "$BIN" ] || { echo "no mcp-tasks binary (build it, or pass --bin)" >&2; exit 2; }
+NAME=run-mcp-tasks
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+BIN=$(pick_bin "$BIN") || exit 2
 # shellcheck source=env.sh
 . "$HERE/env.sh"
-mkdir -p "$OUT"
-log() { printf '[run-mcp-tasks] %s\n' "$*" >&2; }
-
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done; }
-trap cleanup EXIT
-
-wait_url() { # logfile pid -> prints http://ADDR/mcp
-  local f=$1 pid=$2
-  for _ in $(seq 1 150); do
-    local u
-    u=$(grep -oE 'http://[^ /]+/mcp' "$f" 2>/dev/null | head -1)
-    [ -n "$u" ] && { echo "$u"; return 0; }
-    kill -0 "$pid" 2>/dev/null || return 1
-    sleep 0.2
-  done
-  return 1
-}
-
-TOKEN=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
-INTEROP_TOKEN=$TOKEN "$BIN" serve --config "$HERE/fixtures/mcp-tasks.toml" --listen 127.0.0.1:0 \
-  --store "$OUT/tasks.sqlite3" >"$OUT/mcp-tasks.log" 2>&1 &
-PIDS+=($!)
-URL=$(wait_url "$OUT/mcp-tasks.log" "${PIDS[0]}") || { log "mcp-tasks did not start:"; cat "$OUT/mcp-tasks.log" >&2; exit 1; }
-log "mcp-tasks ($BIN) pid ${PIDS[0]} at $URL (log $OUT/mcp-tasks.log)"
+start_mcp_tasks "$BIN"
 
 AUTH=(--header "Authorization: Bearer $TOKEN")
 T=(--tool interop_echo --args '{"word":"hello"}' --expect-text 'interop-ok: hello'
    --long-tool interop_sleep --long-args '{"seconds":60}')
-status=0
-run() { # name command...
-  local name=$1; shift
-  local t0=$SECONDS
-  "$@" >"$OUT/$name.json" 2>"$OUT/$name.err"
-  local rc=$?
-  cat "$OUT/$name.json"
-  log "$name: exit $rc ($((SECONDS - t0)) s)$([ $rc != 0 ] && echo "; see $OUT/$name.err")"
-  [ $rc = 0 ] || status=1
-}
 run ts_client timeout 120 "$INTEROP_NODE" "$HERE/ts_client.mjs" --url "$URL" "${T[@]}" "${AUTH[@]}"
 run py_client timeout 120 "$INTEROP_PYTHON" "$HERE/py_client.py" --url "$URL" "${T[@]}" "${AUTH[@]}"
 # elicitation from a command tool (line protocol) inside a task, answered by the Python SDK
@@ -79,11 +45,7 @@ run py_elicit timeout 120 "$INTEROP_PYTHON" "$HERE/py_elicit.py" --url "$URL" --
 run inspector timeout 180 "$HERE/inspector.sh" --url "$URL" "${T[@]}" "${AUTH[@]}" --cancel-running observer
 
 if [ -n "$CBIN" ]; then
-  "$CBIN" --listen 127.0.0.1:0 >"$OUT/conformance-server.log" 2>&1 &
-  PIDS+=($!)
-  CURL=$(wait_url "$OUT/conformance-server.log" "${PIDS[1]}") || { log "conformance server did not start"; cat "$OUT/conformance-server.log" >&2; exit 1; }
-  CURL=${CURL/127.0.0.1/localhost}
-  log "conformance fixture server pid ${PIDS[1]} at $CURL"
+  start_fixture "$CBIN"
   run conformance timeout 600 "$HERE/conformance.sh" --url "$CURL" --out "$OUT/conformance"
 fi
 log "done: $([ $status = 0 ] && echo OK || echo FAILED); results in $OUT"

@@ -2,8 +2,8 @@
 # The whole test suite, as CI runs it: the Rust tests (unit, integration, golden files,
 # schema checks, real processes, real SQLite files), then the interop suites against peers
 # written by others, installed by pinned version from npm and PyPI (interop/install.sh):
-# the official conformance suite (0.1.16 and 0.2.0-alpha.12 --requirements 2025-11-25) on
-# the conformance fixture server, the TypeScript SDK 1.32.2 and Python mcp 1.30.0 task
+# the official conformance suite (0.1.16, and 0.2.0-alpha.12 --requirements 2025-11-25 and
+# --requirements 2026-07-28 with the tasks-* scenarios) on the conformance fixture server, the TypeScript SDK 1.32.2 and Python mcp 1.30.0 task
 # clients and the MCP Inspector 2.12.0 mcpdo CLI on `mcp-tasks serve`, and the TS SDK's
 # own simpleTaskInteractiveClient on examples/interactive.rs; and our mcp-tasks CLI against
 # server-everything (stdio and HTTP) and the TS SDK's simpleTaskInteractive example server;
@@ -11,10 +11,10 @@
 # client 2.4.0 (tasks extension: a task to its result, input through tasks/update, cancel, an
 # inline answer), the TS client 2.4.0 pinned to 2026-07-28 (MRTR; prompts and resources on the
 # conformance fixture server), the Inspector 2.12.0 `mcpdo --era modern`, and Claude Code
-# 2.1.328's MCP health check over stdio and HTTP (`server/discover` first, no `initialize`);
-# and (interop/run-modern-core.sh) Python mcp 2.3.0 (plain calls, MRTR) on `mcp-tasks
-# serve` and the conformance fixture server, and an rmcp 3.11.0 tasks client (its own Cargo
-# project interop/rmcp-client, built here in debug) on `mcp-tasks serve`.
+# 2.1.328's MCP health check over stdio and HTTP (`server/discover` first, no `initialize`),
+# Python mcp 2.3.0 (plain calls, MRTR) on `mcp-tasks serve` and the conformance fixture
+# server, and an rmcp 3.11.0 tasks client (its own Cargo project interop/rmcp-client, built
+# here in debug) on `mcp-tasks serve`.
 #
 # Prints a closing line "total: N passed, M failed" (Rust tests plus interop suites).
 set -uo pipefail
@@ -42,10 +42,8 @@ if bash interop/install.sh; then
       bash interop/interactive.sh --no-build
     suite "mcp-tasks CLI against server-everything and simpleTaskInteractive" \
       env CLI_PEERS_BIN=target/debug/mcp-tasks bash interop/cli-peers.sh --no-build
-    suite "Modern peers: ext-tasks, TS client 2.4.0, Inspector --era modern, Claude Code" bash interop/run-modern.sh \
-      --bin target/debug/mcp-tasks --conformance-bin target/debug/examples/conformance_server
-    suite "Modern peers: Python mcp 2.3.0 (MRTR), rmcp 3.11.0 tasks client" bash interop/run-modern-core.sh \
-      --bin target/debug/mcp-tasks --conformance-bin target/debug/examples/conformance_server
+    suite "Modern peers: ext-tasks, TS client 2.4.0, Python mcp 2.3.0, rmcp 3.11.0, Inspector --era modern, Claude Code" \
+      bash interop/run-modern.sh --bin target/debug/mcp-tasks --conformance-bin target/debug/examples/conformance_server
   else
     echo "=== interop: building the binaries FAILED" >&2; failed=$((failed + 1))
   fi
