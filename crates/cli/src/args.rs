@@ -72,6 +72,24 @@ pub(crate) struct ConnectArgs {
     /// Example: --cmd "mcp-tasks serve --stdio --config tools.toml"
     #[arg(long, value_name = "COMMAND", conflicts_with = "url")]
     pub(crate) cmd: Option<String>,
+
+    /// Which MCP revision to speak: legacy (2025-11-25: initialize, then a session), modern
+    /// (2026-07-28 with the tasks extension: no session, the server decides which calls
+    /// become tasks; fails against a server that does not serve it) or auto (ask with
+    /// server/discover, fall back to 2025-11-25).
+    #[arg(long, value_enum, default_value = "legacy", env = "MCP_TASKS_ERA")]
+    pub(crate) era: EraArg,
+}
+
+/// The values of `--era`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum EraArg {
+    /// Ask with server/discover; speak 2026-07-28 if the server serves it, else 2025-11-25.
+    Auto,
+    /// 2025-11-25 only.
+    Legacy,
+    /// 2026-07-28 only.
+    Modern,
 }
 
 /// The server, and how to print.

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
-use mcp_tasks_client::{Client, TaskMode, ToolInfo};
+use mcp_tasks_client::{Called, Client, Era, ServerNotification, TaskHandle, TaskMode, ToolInfo};
 use serde_json::{Map, Value, json};
 
 use crate::args::{CallArgs, ToolsArgs};
@@ -53,6 +53,25 @@ async fn call_on(client: &Client, args: &CallArgs, display: &Arc<Display>) -> an
         );
     };
     let arguments = Value::Object(arguments(tool, args.args.as_ref(), &args.arg)?);
+    if client.era() == Era::Modern {
+        // 2026-07-28: the server decides whether the call becomes a task.
+        let tracker = crate::ledger::Tracker::open(&args.ledger, &args.remote.connect);
+        let notifications = client.notifications();
+        let called = client
+            .call(&tool.name, arguments.clone())
+            .await
+            .with_context(|| format!("calling {}", tool.name))?;
+        let handle = match called {
+            Called::Result(result) => {
+                if args.detach {
+                    eprintln!("mcp-tasks: the server answered at once; there is no task to detach from");
+                }
+                return Ok(remote::print_result(&result, json));
+            }
+            Called::Task(handle) => handle,
+        };
+        return follow(handle, &tool.name, &arguments, tracker, notifications, args, display).await;
+    }
     let as_task = client.server_runs_tool_tasks() && tool.task_mode != TaskMode::Forbidden;
     if !as_task {
         if args.detach {
@@ -73,13 +92,28 @@ async fn call_on(client: &Client, args: &CallArgs, display: &Arc<Display>) -> an
         .call_tool_as_task(&tool.name, arguments.clone(), None)
         .await
         .with_context(|| format!("calling {} as a task", tool.name))?;
+    follow(handle, &tool.name, &arguments, tracker, notifications, args, display).await
+}
+
+/// A task the call made: recorded in the ledger, then printed (`--detach`) or driven to
+/// its end.
+async fn follow(
+    handle: TaskHandle,
+    tool: &str,
+    arguments: &Value,
+    tracker: Option<crate::ledger::Tracker>,
+    notifications: tokio::sync::broadcast::Receiver<ServerNotification>,
+    args: &CallArgs,
+    display: &Arc<Display>,
+) -> anyhow::Result<u8> {
+    let json = args.remote.json;
     // Recorded before anything waits: a process killed from here on leaves the task in
     // the ledger, for `tasks pending` and `tasks wait ID`.
     let mut recorded = false;
     if let Some(tracker) = &tracker {
         let status = handle.last_seen().map(|task| task.status);
         recorded = tracker
-            .record(handle.id(), &tool.name, &arguments, status)
+            .record(handle.id(), tool, arguments, status)
             .await;
     }
     if args.detach {

@@ -9,10 +9,10 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use mcp_tasks_client::protocol::{CallToolResult, Content};
-use mcp_tasks_client::{Client, ClientError, TaskInfo};
+use mcp_tasks_client::{Client, ClientError, Era, TaskInfo};
 use serde_json::{Value, json};
 
-use crate::args::{AnswerArgs, ConnectArgs, RemoteArgs};
+use crate::args::{AnswerArgs, ConnectArgs, EraArg, RemoteArgs};
 use crate::prompt::TerminalElicitation;
 use crate::sampling::CommandSampling;
 
@@ -35,7 +35,7 @@ pub(crate) async fn connect(
     answer: Option<&AnswerArgs>,
     display: &Arc<Display>,
 ) -> anyhow::Result<Client> {
-    let ConnectArgs { url, token, cmd } = &args.connect;
+    let ConnectArgs { url, token, cmd, era } = &args.connect;
     let handler = TerminalElicitation::new(
         answer.and_then(|answer| answer.answer.clone()),
         Arc::clone(display),
@@ -45,6 +45,11 @@ pub(crate) async fn connect(
         Arc::clone(display),
     )?;
     let mut builder = Client::builder().elicitation(handler).sampling(sampling);
+    builder = match era {
+        EraArg::Auto => builder,
+        EraArg::Legacy => builder.era(Era::Legacy),
+        EraArg::Modern => builder.era(Era::Modern),
+    };
     if let Some(cmd) = cmd {
         // Split into words like a shell would, but spawned without one.
         return builder

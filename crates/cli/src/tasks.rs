@@ -116,7 +116,7 @@ async fn wait(args: WaitArgs) -> anyhow::Result<u8> {
             None
         };
         let remote = RemoteArgs {
-            connect: ConnectArgs { url, token, cmd },
+            connect: ConnectArgs { url, token, cmd, era: given.era },
             json,
         };
         eprintln!(

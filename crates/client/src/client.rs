@@ -15,6 +15,9 @@ use crate::error::ClientError;
 use crate::handlers::{ElicitationHandler, SamplingHandler};
 use crate::http::HttpTransport;
 use crate::legacy::{self, method};
+use crate::modern::{self, Identity};
+use mcp_tasks_protocol::era::Era;
+use mcp_tasks_protocol::modern::method::SERVER_DISCOVER;
 use crate::stdio::{LineReader, StdioTransport};
 use crate::task::TaskHandle;
 use crate::types::{ServerInfo, TaskInfo, TaskMode, ToolInfo};
@@ -28,6 +31,8 @@ pub struct ClientBuilder {
     token: Option<String>,
     handlers: Handlers,
     info: Implementation,
+    /// The era to speak; `None`: the server's newest (probe, then fall back).
+    era: Option<Era>,
 }
 
 impl ClientBuilder {
@@ -52,6 +57,15 @@ impl ClientBuilder {
     /// [`ClientBuilder::elicitation`] says.
     pub fn sampling(mut self, handler: impl SamplingHandler) -> ClientBuilder {
         self.handlers.sampling = Some(Arc::new(handler));
+        self
+    }
+
+    /// Speaks only `era`, instead of negotiating: [`Era::Modern`] fails against a server
+    /// that does not serve 2026-07-28, [`Era::Legacy`] never probes with `server/discover`.
+    /// By default the client probes with `server/discover` and speaks 2026-07-28 when the
+    /// server serves it, else falls back to `initialize` (2025-11-25).
+    pub fn era(mut self, era: Era) -> ClientBuilder {
+        self.era = Some(era);
         self
     }
 
@@ -129,8 +143,43 @@ impl ClientBuilder {
         connected
     }
 
-    /// `initialize`, `notifications/initialized`, then (HTTP) the standalone SSE stream.
+    /// The era: `server/discover` first (unless pinned to 2025-11-25); a server that
+    /// serves 2026-07-28 is spoken to in it, per request; else `initialize`.
     async fn handshake(self, connection: Arc<Connection>) -> Result<Client, ClientError> {
+        let identity = Identity { capabilities: self.modern_capabilities(), info: self.info.clone() };
+        if self.era != Some(Era::Legacy) {
+            match discover(&connection, &identity).await? {
+                Some(server) => {
+                    let inner = Inner::new(connection, server, Some(identity));
+                    return Ok(Client { inner: Arc::new(inner) });
+                }
+                None if self.era == Some(Era::Modern) => {
+                    return Err(ClientError::Protocol(
+                        "the server does not serve MCP 2026-07-28 (server/discover did not list it); connect in \
+                         auto or 2025-11-25 mode"
+                            .to_owned(),
+                    ));
+                }
+                None => tracing::debug!("the server does not serve 2026-07-28; falling back to initialize"),
+            }
+        }
+        self.initialize(connection).await
+    }
+
+    /// The 2026-07-28 client capabilities: what a handler answers.
+    fn modern_capabilities(&self) -> Map<String, Value> {
+        let mut capabilities = Map::new();
+        if self.handlers.elicitation.is_some() {
+            capabilities.insert("elicitation".into(), json!({"form": {}}));
+        }
+        if self.handlers.sampling.is_some() {
+            capabilities.insert("sampling".into(), json!({}));
+        }
+        capabilities
+    }
+
+    /// `initialize`, `notifications/initialized`, then (HTTP) the standalone SSE stream.
+    async fn initialize(self, connection: Arc<Connection>) -> Result<Client, ClientError> {
         let mut capabilities = Map::new();
         if self.handlers.elicitation.is_some() {
             capabilities.insert("elicitation".into(), json!({}));
@@ -156,9 +205,29 @@ impl ClientBuilder {
         connection.transport.set_initialized();
         connection.notify(method::INITIALIZED, json!({})).await?;
         connection.open_standalone();
-        let inner = Arc::new(Inner { connection, server, tools: Mutex::new(None), next_token: std::sync::atomic::AtomicU64::new(1) });
-        Ok(Client { inner })
+        Ok(Client { inner: Arc::new(Inner::new(connection, server, None)) })
     }
+}
+
+/// How long a `server/discover` probe waits before the client falls back to `initialize`
+/// (a 2025-11-25 server over stdio may not answer an unknown request before `initialize`).
+const DISCOVER_WAIT: Duration = Duration::from_secs(10);
+
+/// The probe: `server/discover` as a 2026-07-28 request. `None` (and the transport back in
+/// 2025-11-25) when the server refuses it, answers another way, or does not answer in time.
+async fn discover(connection: &Arc<Connection>, identity: &Identity) -> Result<Option<ServerInfo>, ClientError> {
+    connection.transport.set_modern(true);
+    let probe = connection.request(SERVER_DISCOVER, identity.frame(json!({}), false));
+    let answer = match tokio::time::timeout(DISCOVER_WAIT, probe).await {
+        Ok(Ok(answer)) => modern::server_info(answer),
+        // Refused (a 2025-11-25 server: unknown method, no session, bad request).
+        Ok(Err(ClientError::Rpc { .. } | ClientError::Http { .. } | ClientError::Protocol(_))) | Err(_) => Ok(None),
+        Ok(Err(other)) => Err(other),
+    };
+    if !matches!(answer, Ok(Some(_))) {
+        connection.transport.set_modern(false);
+    }
+    answer
 }
 
 /// An initialized MCP session (2025-11-25) with a server, over Streamable HTTP or stdio.
@@ -186,6 +255,33 @@ struct Inner {
     tools: Mutex<Option<Vec<ToolInfo>>>,
     /// The next progress token's number.
     next_token: std::sync::atomic::AtomicU64,
+    /// 2026-07-28: what every request says of the client; `None` in 2025-11-25.
+    modern: Option<Arc<Identity>>,
+}
+
+impl Inner {
+    fn new(connection: Arc<Connection>, server: ServerInfo, modern: Option<Identity>) -> Inner {
+        Inner {
+            connection,
+            server,
+            tools: Mutex::new(None),
+            next_token: std::sync::atomic::AtomicU64::new(1),
+            modern: modern.map(Arc::new),
+        }
+    }
+}
+
+/// How many Multi Round-Trip rounds (2026-07-28 `InputRequiredResult`) one call may take
+/// before the client gives up on it.
+pub(crate) const MAX_ROUNDS: usize = 16;
+
+/// What a call came to: its result, or the task the server made of it.
+#[derive(Debug)]
+pub enum Called {
+    /// The tool's result (which may have `isError`).
+    Result(CallToolResult),
+    /// A task; [`TaskHandle::wait`] drives it to its result.
+    Task(TaskHandle),
 }
 
 impl std::fmt::Debug for Client {
@@ -212,7 +308,7 @@ impl Client {
     /// A builder, to set handlers or a token before connecting.
     pub fn builder() -> ClientBuilder {
         let info = Implementation::new("mcp-tasks-client", env!("CARGO_PKG_VERSION"));
-        ClientBuilder { token: None, handlers: Handlers::default(), info }
+        ClientBuilder { token: None, handlers: Handlers::default(), info, era: None }
     }
 
     /// Connects to `url` with an optional bearer token and no handlers: see
@@ -282,7 +378,11 @@ impl Client {
         let mut cursor: Option<String> = None;
         loop {
             let params = cursor.map_or_else(|| json!({}), |cursor| json!({ "cursor": cursor }));
-            let (page, next_cursor) = legacy::tools_page(self.request(method::TOOLS_LIST, params).await?)?;
+            let answer = self.request(method::TOOLS_LIST, params).await?;
+            let (page, next_cursor) = match self.inner.modern {
+                Some(_) => modern::tools_page(answer)?,
+                None => legacy::tools_page(answer)?,
+            };
             tools.extend(page);
             match next_cursor {
                 Some(next) => cursor = Some(next),
@@ -299,9 +399,78 @@ impl Client {
     /// # Errors
     /// `arguments` that are not an object or null, transport errors, or a JSON-RPC error
     /// (an unknown tool, arguments that do not fit its schema, a tool that requires a task).
+    ///
+    /// In 2026-07-28 the call declares no tasks extension (so the server answers it
+    /// plainly), and a work that asks the client is answered in rounds
+    /// (`InputRequiredResult`) by the handlers, at most 16.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, ClientError> {
-        let params = legacy::call_params(name, arguments_map(arguments)?, None, self.progress_meta());
+        let arguments = arguments_map(arguments)?;
+        if self.inner.modern.is_some() {
+            return match self.rounds(name, arguments, false).await? {
+                modern::Answer::Complete(result) => from_value(result, method::TOOLS_CALL),
+                _ => Err(ClientError::Protocol(format!("tools/call of {name:?} made a task that was not asked for"))),
+            };
+        }
+        let params = legacy::call_params(name, arguments, None, self.progress_meta());
         from_value(self.request(method::TOOLS_CALL, params).await?, method::TOOLS_CALL)
+    }
+
+    /// Calls a tool, as a task where that is how the era and the tool have it: in
+    /// 2025-11-25 as a task when the server runs tool calls as tasks and the tool's
+    /// [`TaskMode`] allows it, plainly otherwise; in 2026-07-28 the server decides (the
+    /// client declares the tasks extension when the server offers it).
+    ///
+    /// # Errors
+    /// As [`Client::call_tool`] and [`Client::call_tool_as_task`].
+    pub async fn call(&self, name: &str, arguments: Value) -> Result<Called, ClientError> {
+        if self.inner.modern.is_some() {
+            return self.call_modern(name, arguments_map(arguments)?).await;
+        }
+        if self.server_runs_tool_tasks() && self.tool(name).await?.task_mode != TaskMode::Forbidden {
+            return self.call_tool_as_task(name, arguments, None).await.map(Called::Task);
+        }
+        self.call_tool(name, arguments).await.map(Called::Result)
+    }
+
+    /// 2026-07-28 [`Client::call`]: the server decides.
+    async fn call_modern(&self, name: &str, arguments: Option<Map<String, Value>>) -> Result<Called, ClientError> {
+        match self.rounds(name, arguments, self.server_runs_tool_tasks()).await? {
+            modern::Answer::Complete(result) => from_value(result, method::TOOLS_CALL).map(Called::Result),
+            modern::Answer::Task(task) => Ok(Called::Task(self.handle(task))),
+            modern::Answer::InputRequired { .. } => {
+                Err(ClientError::Protocol(format!("tools/call of {name:?} ended its rounds asking for input")))
+            }
+        }
+    }
+
+    /// 2026-07-28: `tools/call` (with the tasks extension when `tasks`), its rounds
+    /// answered by the handlers, to a result that is not `input_required`.
+    async fn rounds(&self, name: &str, arguments: Option<Map<String, Value>>, tasks: bool) -> Result<modern::Answer, ClientError> {
+        let mut params = json!({"name": name, "_meta": self.progress_meta()});
+        if let Some(arguments) = arguments {
+            params["arguments"] = Value::Object(arguments);
+        }
+        for _ in 0..MAX_ROUNDS {
+            let answer = self.request_framed(method::TOOLS_CALL, params.clone(), tasks).await?;
+            match modern::answer(answer, method::TOOLS_CALL)? {
+                modern::Answer::InputRequired { requests, state } => {
+                    let responses = modern::answer_all(&self.inner.connection.handlers, &requests, None).await?;
+                    params["inputResponses"] = Value::Object(responses);
+                    match state {
+                        Some(state) => params["requestState"] = json!(state),
+                        None => {
+                            params.as_object_mut().map(|params| params.remove("requestState"));
+                        }
+                    }
+                }
+                done => return Ok(done),
+            }
+        }
+        Err(ClientError::Protocol(format!("tools/call of {name:?} asked for input more than {MAX_ROUNDS} rounds")))
+    }
+
+    fn handle(&self, task: TaskInfo) -> TaskHandle {
+        TaskHandle::new(Arc::clone(&self.inner.connection), task).in_era(self.inner.modern.clone())
     }
 
     /// Whether the server runs `tools/call` as a task when asked (for the tools whose
@@ -329,6 +498,15 @@ impl Client {
         ttl: Option<Duration>,
     ) -> Result<TaskHandle, ClientError> {
         let unsupported = |reason: &str| ClientError::TasksUnsupported { tool: name.to_owned(), reason: reason.to_owned() };
+        if self.inner.modern.is_some() {
+            if !self.server_runs_tool_tasks() {
+                return Err(unsupported("the server does not offer the io.modelcontextprotocol/tasks extension"));
+            }
+            return match self.call_modern(name, arguments_map(arguments)?).await? {
+                Called::Task(handle) => Ok(handle),
+                Called::Result(result) => Err(ClientError::AnsweredInline { tool: name.to_owned(), result: Box::new(result) }),
+            };
+        }
         if !self.server_runs_tool_tasks() {
             return Err(unsupported("the server does not declare tasks.requests.tools.call"));
         }
@@ -353,6 +531,11 @@ impl Client {
         RequestMeta { progress_token: Some(ProgressToken::String(format!("mcp-tasks-{n}"))), rest: Default::default() }
     }
 
+    /// The era the session speaks.
+    pub fn era(&self) -> Era {
+        self.inner.server.era
+    }
+
     /// Every notification the server sends from now on (progress, task status, log
     /// messages, list changes), on all of this session's streams. A subscriber that falls
     /// more than 256 behind loses the oldest (`RecvError::Lagged`).
@@ -363,14 +546,21 @@ impl Client {
     /// A handle on a task created earlier (e.g. by another process of the same principal),
     /// by its id; call [`TaskHandle::status`] to learn where it stands.
     pub fn task(&self, task_id: &str) -> TaskHandle {
-        TaskHandle::unseen(Arc::clone(&self.inner.connection), task_id)
+        TaskHandle::unseen(Arc::clone(&self.inner.connection), task_id).in_era(self.inner.modern.clone())
     }
 
     /// Every task the server lists for this requestor (all pages of `tasks/list`).
     ///
     /// # Errors
-    /// Transport, HTTP or JSON-RPC errors (a server without `tasks.list` answers -32601).
+    /// Transport, HTTP or JSON-RPC errors (a server without `tasks.list` answers -32601);
+    /// [`ClientError::NotInEra`] in 2026-07-28, which has no `tasks/list`.
     pub async fn list_tasks(&self) -> Result<Vec<TaskInfo>, ClientError> {
+        if self.inner.modern.is_some() {
+            return Err(ClientError::NotInEra {
+                what: "tasks/list",
+                instead: "a client keeps the ids of the tasks it made (the mcp-tasks ledger does)",
+            });
+        }
         let mut tasks = Vec::new();
         let mut cursor: Option<String> = None;
         loop {
@@ -394,7 +584,17 @@ impl Client {
         tools.into_iter().find(|tool| tool.name == name).ok_or_else(|| ClientError::UnknownTool(name.to_owned()))
     }
 
+    /// A request in the session's era (2026-07-28: with the per-request `_meta`, the tasks
+    /// extension declared on `tasks/*`).
     async fn request(&self, method: &str, params: Value) -> Result<Value, ClientError> {
+        self.request_framed(method, params, method.starts_with("tasks/")).await
+    }
+
+    async fn request_framed(&self, method: &str, params: Value, tasks: bool) -> Result<Value, ClientError> {
+        let params = match &self.inner.modern {
+            Some(identity) => identity.frame(params, tasks),
+            None => params,
+        };
         self.inner.connection.request(method, params).await
     }
 }

@@ -80,6 +80,14 @@ impl Transport {
         }
     }
 
+    /// Speaks 2026-07-28 from now on (`true`), or 2025-11-25 (HTTP: the headers each POST
+    /// carries; stdio has none).
+    pub(crate) fn set_modern(&self, modern: bool) {
+        if let Transport::Http(http) = self {
+            http.set_modern(modern);
+        }
+    }
+
     /// Ends the transport's resources now (stdio: kills the child).
     pub(crate) fn shutdown(&self) {
         if let Transport::Stdio(stdio) = self {

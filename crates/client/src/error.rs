@@ -37,7 +37,7 @@ pub enum ClientError {
         data: Option<Value>,
     },
     /// The server broke the protocol (a malformed or unexpected message).
-    #[error("protocol error: {0} (the server does not speak MCP 2025-11-25 as expected)")]
+    #[error("protocol error: {0} (the server does not speak MCP as expected)")]
     Protocol(String),
     /// The SSE stream carrying an answer broke and could not be resumed with
     /// `Last-Event-ID`.
@@ -86,6 +86,31 @@ pub enum ClientError {
     /// The client was closed while a call was under way.
     #[error("the client was closed")]
     Closed,
+    /// 2026-07-28: a task was asked for, and the server answered the call at once (in this
+    /// era the server decides); the result is here.
+    #[error("tool {tool:?} answered at once instead of making a task (in MCP 2026-07-28 the server decides); use the result, or Client::call")]
+    AnsweredInline {
+        /// The tool.
+        tool: String,
+        /// Its result.
+        result: Box<mcp_tasks_protocol::mcp::CallToolResult>,
+    },
+    /// A method the session's revision does not have.
+    #[error("{what} does not exist in MCP 2026-07-28: {instead}")]
+    NotInEra {
+        /// The method.
+        what: &'static str,
+        /// What to do instead.
+        instead: &'static str,
+    },
+    /// The server asked the client something (an input request) that no handler answered.
+    #[error("the server asked {method} and the client could not answer: {message}")]
+    InputUnanswered {
+        /// What was asked.
+        method: String,
+        /// The handler's error.
+        message: String,
+    },
     /// The stdio server could not be started.
     #[error("cannot start the server {program:?}: {reason} (check the command and that the program is on PATH)")]
     Spawn {

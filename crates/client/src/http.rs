@@ -40,6 +40,8 @@ pub(crate) struct HttpTransport {
     session: Mutex<Option<HeaderValue>>,
     /// Whether `initialize` is done (from then on every request names the version).
     initialized: Mutex<bool>,
+    /// 2026-07-28: no session; every POST mirrors its revision, method and name in headers.
+    modern: Mutex<bool>,
 }
 
 impl HttpTransport {
@@ -55,7 +57,14 @@ impl HttpTransport {
             return Err(invalid("the URL has no host"));
         }
         let client = HyperClient::builder(TokioExecutor::new()).build_http();
-        Ok(HttpTransport { client, url: uri, token, session: Mutex::new(None), initialized: Mutex::new(false) })
+        Ok(HttpTransport {
+            client,
+            url: uri,
+            token,
+            session: Mutex::new(None),
+            initialized: Mutex::new(false),
+            modern: Mutex::new(false),
+        })
     }
 
     /// Marks the handshake done: later requests carry `MCP-Protocol-Version`.
@@ -63,12 +72,22 @@ impl HttpTransport {
         *self.initialized.lock().unwrap_or_else(PoisonError::into_inner) = true;
     }
 
+    /// Speaks 2026-07-28 (`true`) or 2025-11-25 from now on.
+    pub(crate) fn set_modern(&self, modern: bool) {
+        *self.modern.lock().unwrap_or_else(PoisonError::into_inner) = modern;
+    }
+
     /// POSTs one JSON-RPC message.
     pub(crate) async fn post(&self, message: &Value) -> Result<Reply, ClientError> {
-        let builder = self
+        let mut builder = self
             .request(Method::POST)
             .header(ACCEPT, "application/json, text/event-stream")
             .header(CONTENT_TYPE, "application/json");
+        if *self.modern.lock().unwrap_or_else(PoisonError::into_inner) {
+            for (name, value) in mirrored_headers(message) {
+                builder = builder.header(name, value);
+            }
+        }
         let request = builder
             .body(Full::new(Bytes::from(message.to_string())))
             .map_err(|e| ClientError::Transport(e.to_string()))?;
@@ -141,6 +160,40 @@ impl HttpTransport {
             builder = builder.header(AUTHORIZATION, format!("Bearer {token}"));
         }
         builder
+    }
+}
+
+/// The 2026-07-28 headers that mirror a message's body: `MCP-Protocol-Version`,
+/// `Mcp-Method`, and `Mcp-Name` (the tool or prompt name, the URI, the task id) for the
+/// methods that have one; a value that is not a plain header value goes Base64-encoded as
+/// `=?base64?…?=`.
+fn mirrored_headers(message: &Value) -> Vec<(&'static str, String)> {
+    let Some(method) = message.get("method").and_then(Value::as_str) else { return Vec::new() };
+    let mut headers = vec![(VERSION_HEADER, mcp_tasks_protocol::modern::PROTOCOL_VERSION.to_owned()), ("mcp-method", method.to_owned())];
+    let field = match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
+        _ => None,
+    };
+    if let Some(name) = field.and_then(|field| message["params"].get(field)).and_then(Value::as_str) {
+        headers.push(("mcp-name", header_safe(name)));
+    }
+    headers
+}
+
+/// `value` as is when it is a plain header value (visible ASCII, no surrounding space, not
+/// itself a Base64 sentinel), else `=?base64?…?=`.
+fn header_safe(value: &str) -> String {
+    use base64::Engine as _;
+    let plain = !value.is_empty()
+        && value.bytes().all(|byte| (0x20..0x7f).contains(&byte))
+        && value.trim() == value
+        && !value.starts_with("=?base64?");
+    if plain {
+        value.to_owned()
+    } else {
+        format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(value))
     }
 }
 

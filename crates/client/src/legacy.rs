@@ -160,7 +160,7 @@ fn support(mode: TaskMode) -> wire::TaskSupport {
 impl Serialize for ToolInfo {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let execution = match (self.declared, self.task_mode) {
-            (Declared::Absent, TaskMode::Forbidden) => None,
+            (Declared::Absent, TaskMode::Forbidden) | (Declared::ServerDecides, _) => None,
             (Declared::Empty, TaskMode::Forbidden) => Some(ToolExecution { task_support: None }),
             (_, mode) => Some(ToolExecution { task_support: Some(support(mode)) }),
         };

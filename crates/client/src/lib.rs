@@ -43,12 +43,13 @@ mod hosted;
 mod http;
 mod legacy;
 pub mod ledger;
+mod modern;
 mod sse;
 mod stdio;
 mod task;
 mod types;
 
-pub use client::{Client, ClientBuilder};
+pub use client::{Called, Client, ClientBuilder};
 pub use error::ClientError;
 pub use handlers::{ElicitationHandler, SamplingHandler, ServerNotification, ServerRequest};
 pub use task::TaskHandle;

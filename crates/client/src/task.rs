@@ -1,16 +1,23 @@
 //! [`TaskHandle`]: a task on the server, and the one loop that drives it to its end.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use mcp_tasks_protocol::mcp::CallToolResult;
+use mcp_tasks_protocol::modern::method as modern_method;
 use serde_json::{Value, json};
 
 use crate::client::from_value;
 use crate::connection::Connection;
 use crate::error::ClientError;
 use crate::legacy::{self, method};
+use crate::modern::{self, Identity};
 use crate::types::{TaskInfo, TaskStatus};
+
+/// 2026-07-28: how long [`TaskHandle::cancel`] polls after the acknowledgement for the task
+/// to reach its end.
+const CANCEL_WAIT: Duration = Duration::from_secs(10);
 
 /// Poll interval when the server suggests none.
 const DEFAULT_POLL: Duration = Duration::from_secs(1);
@@ -28,15 +35,38 @@ pub struct TaskHandle {
     last: Arc<Mutex<Option<TaskInfo>>>,
     /// The `progressToken` the creating request carried, if this handle made the task.
     progress_token: Option<String>,
+    /// 2026-07-28: how requests say who the client is; `None` in 2025-11-25.
+    modern: Option<Arc<Identity>>,
+    /// 2026-07-28: the input request keys answered already (each is answered once, however
+    /// many polls show it).
+    answered: Arc<Mutex<HashSet<String>>>,
 }
 
 impl TaskHandle {
     pub(crate) fn new(connection: Arc<Connection>, task: TaskInfo) -> TaskHandle {
-        TaskHandle { connection, id: task.id.clone(), last: Arc::new(Mutex::new(Some(task))), progress_token: None }
+        let id = task.id.clone();
+        TaskHandle::make(connection, id, Some(task))
     }
 
     pub(crate) fn unseen(connection: Arc<Connection>, id: &str) -> TaskHandle {
-        TaskHandle { connection, id: id.to_owned(), last: Arc::new(Mutex::new(None)), progress_token: None }
+        TaskHandle::make(connection, id.to_owned(), None)
+    }
+
+    fn make(connection: Arc<Connection>, id: String, last: Option<TaskInfo>) -> TaskHandle {
+        TaskHandle {
+            connection,
+            id,
+            last: Arc::new(Mutex::new(last)),
+            progress_token: None,
+            modern: None,
+            answered: Arc::default(),
+        }
+    }
+
+    /// The handle of a 2026-07-28 session (`Some`), or of a 2025-11-25 one.
+    pub(crate) fn in_era(mut self, modern: Option<Arc<Identity>>) -> TaskHandle {
+        self.modern = modern;
+        self
     }
 
     pub(crate) fn with_progress_token(mut self, token: Option<String>) -> TaskHandle {
@@ -66,16 +96,49 @@ impl TaskHandle {
     /// # Errors
     /// Transport errors, or -32602 for a task that is unknown or expired.
     pub async fn status(&self) -> Result<TaskInfo, ClientError> {
+        if self.modern.is_some() {
+            return self.detailed().await.map(|detailed| detailed.task);
+        }
         let task = legacy::task(self.connection.request(method::TASKS_GET, self.params()).await?, method::TASKS_GET)?;
         self.remember(&task);
         Ok(task)
+    }
+
+    /// 2026-07-28 `tasks/get`: the task and what it inlines.
+    async fn detailed(&self) -> Result<modern::Detailed, ClientError> {
+        let answer = self.request(method::TASKS_GET, self.params()).await?;
+        let detailed = modern::detailed(answer, method::TASKS_GET)?;
+        self.remember(&detailed.task);
+        Ok(detailed)
+    }
+
+    async fn request(&self, name: &str, params: Value) -> Result<Value, ClientError> {
+        let params = match &self.modern {
+            Some(identity) => identity.frame(params, true),
+            None => params,
+        };
+        self.connection.request(name, params).await
     }
 
     /// Cancels the task (`tasks/cancel`); returns it, now `cancelled`.
     ///
     /// # Errors
     /// Transport errors, or -32602 for a task that is unknown or already terminal.
+    ///
+    /// In 2026-07-28 `tasks/cancel` is an acknowledgement: the task is then polled until it
+    /// ends, for at most 10 s, and returned as it stands.
     pub async fn cancel(&self) -> Result<TaskInfo, ClientError> {
+        if self.modern.is_some() {
+            self.request(method::TASKS_CANCEL, self.params()).await?;
+            let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
+            loop {
+                let task = self.status().await?;
+                if task.status.is_terminal() || tokio::time::Instant::now() >= deadline {
+                    return Ok(task);
+                }
+                self.pause(&task).await?;
+            }
+        }
         let answer = self.connection.request(method::TASKS_CANCEL, self.params()).await?;
         let task = legacy::task(answer, method::TASKS_CANCEL)?;
         self.remember(&task);
@@ -92,7 +155,14 @@ impl TaskHandle {
     /// # Errors
     /// [`ClientError::TaskCancelled`], [`ClientError::TaskFailed`] (the underlying call
     /// ended in a JSON-RPC error), or transport and protocol errors.
+    ///
+    /// In 2026-07-28 it polls `tasks/get` at `pollIntervalMs`; the questions of an
+    /// `input_required` task go to the handlers, each key once, and their answers to
+    /// `tasks/update`; the result (or error) comes inlined in the terminal task.
     pub async fn wait(&self) -> Result<CallToolResult, ClientError> {
+        if self.modern.is_some() {
+            return self.wait_modern().await;
+        }
         let mut lost = 0;
         loop {
             match self.connection.request(method::TASKS_RESULT, self.params()).await {
@@ -110,6 +180,62 @@ impl TaskHandle {
                 }
                 Err(other) => return Err(other),
             }
+        }
+    }
+
+    async fn wait_modern(&self) -> Result<CallToolResult, ClientError> {
+        loop {
+            let detailed = self.detailed().await?;
+            match detailed.task.status {
+                TaskStatus::Completed => {
+                    let result = detailed.result.unwrap_or_else(|| json!({"content": []}));
+                    return from_value(result, method::TASKS_GET);
+                }
+                TaskStatus::Failed => {
+                    let error = detailed.error.unwrap_or_else(|| json!({}));
+                    let code = error.get("code").and_then(Value::as_i64).unwrap_or(-32603);
+                    let message = error.get("message").and_then(Value::as_str).map_or_else(
+                        || detailed.task.status_message.clone().unwrap_or_else(|| "the task failed".to_owned()),
+                        str::to_owned,
+                    );
+                    return Err(ClientError::TaskFailed { task_id: self.id.clone(), code, message, data: error.get("data").cloned() });
+                }
+                TaskStatus::Cancelled => {
+                    return Err(ClientError::TaskCancelled { task_id: self.id.clone(), message: detailed.task.status_message });
+                }
+                TaskStatus::InputRequired => {
+                    if self.answer(&detailed.input_requests).await? {
+                        continue;
+                    }
+                }
+                TaskStatus::Working => {}
+            }
+            self.pause(&detailed.task).await?;
+        }
+    }
+
+    /// Answers the questions of `requests` not answered yet, in one `tasks/update`; `true`
+    /// if it sent one.
+    async fn answer(&self, requests: &serde_json::Map<String, Value>) -> Result<bool, ClientError> {
+        let fresh: serde_json::Map<String, Value> = {
+            let answered = self.answered.lock().unwrap_or_else(PoisonError::into_inner);
+            requests.iter().filter(|(key, _)| !answered.contains(*key)).map(|(k, v)| (k.clone(), v.clone())).collect()
+        };
+        if fresh.is_empty() {
+            return Ok(false);
+        }
+        let answers = modern::answer_all(&self.connection.handlers, &fresh, Some(&self.id)).await?;
+        self.request(modern_method::TASKS_UPDATE, json!({"taskId": self.id, "inputResponses": answers})).await?;
+        self.answered.lock().unwrap_or_else(PoisonError::into_inner).extend(fresh.keys().cloned());
+        Ok(true)
+    }
+
+    /// Waits the task's poll interval (or 1 s), unless the client closes.
+    async fn pause(&self, task: &TaskInfo) -> Result<(), ClientError> {
+        let pause = task.poll_interval_ms.map_or(DEFAULT_POLL, Duration::from_millis);
+        tokio::select! {
+            () = tokio::time::sleep(pause) => Ok(()),
+            () = self.connection.stop.cancelled() => Err(ClientError::Closed),
         }
     }
 

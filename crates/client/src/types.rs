@@ -68,6 +68,9 @@ pub(crate) enum Declared {
     Empty,
     /// Written out.
     Explicit,
+    /// 2026-07-28: tools declare no task mode, the server decides per call (read as
+    /// `optional`, serialized without `execution`).
+    ServerDecides,
 }
 
 /// One tool of the server, as `tools/list` gives it.

@@ -34,7 +34,7 @@ async fn spawn(flags: &[&str]) -> Option<(Client, u32, PathBuf, tempfile::TempDi
     let marker = dir.path().join("marker");
     let mut args = vec!["--marker".to_owned(), marker.display().to_string()];
     args.extend(flags.iter().map(|flag| (*flag).to_owned()));
-    let client = bounded(Client::builder().connect_process(&binary.display().to_string(), &args)).await.unwrap();
+    let client = bounded(crate::harness::legacy().connect_process(&binary.display().to_string(), &args)).await.unwrap();
     let pid = client.server_process_id().expect("a child");
     Some((client, pid, marker, dir))
 }
@@ -78,7 +78,7 @@ async fn close_kills_a_server_that_ignores_stdin_eof_and_sigterm() {
 #[tokio::test]
 async fn close_over_http_ends_the_session_with_delete() {
     let server = start().await;
-    let client = bounded(Client::connect_http(&server.url, None)).await.unwrap();
+    let client = bounded(crate::harness::legacy_http(&server.url, None)).await.unwrap();
     let other = client.clone();
     assert_eq!(bounded(client.close()).await.unwrap(), None);
     // The session is gone on the server: the same session id now gets 404.

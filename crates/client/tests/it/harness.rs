@@ -225,3 +225,22 @@ impl ElicitationHandler for Accept {
         Ok(json!({"action": "accept", "content": {"ok": true}}))
     }
 }
+
+/// A client builder pinned to 2025-11-25: for the tests of that era's behaviour (our
+/// server serves both eras, and a client negotiates the newest by default).
+pub(crate) fn legacy() -> mcp_tasks_client::ClientBuilder {
+    mcp_tasks_client::Client::builder().era(mcp_tasks_client::Era::Legacy)
+}
+
+/// [`mcp_tasks_client::Client::connect_http`] pinned to 2025-11-25.
+pub(crate) async fn legacy_http(
+    url: &str,
+    token: Option<String>,
+) -> Result<mcp_tasks_client::Client, mcp_tasks_client::ClientError> {
+    match token {
+        Some(token) => legacy().token(token),
+        None => legacy(),
+    }
+    .connect_http(url)
+    .await
+}

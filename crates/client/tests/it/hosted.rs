@@ -229,7 +229,7 @@ fn related_task(result: &Value) -> &Value {
 
 #[tokio::test]
 async fn legacy_2_the_client_declares_task_support_only_for_the_requests_it_has_handlers_for() {
-    let (_client, _peer, params) = connect(Client::builder().elicitation(Scripted::default())).await;
+    let (_client, _peer, params) = connect(crate::harness::legacy().elicitation(Scripted::default())).await;
     let capabilities = &params["capabilities"];
     assert_eq!(
         capabilities["tasks"],
@@ -237,10 +237,10 @@ async fn legacy_2_the_client_declares_task_support_only_for_the_requests_it_has_
         "{capabilities}"
     );
     let (_client, _peer, params) =
-        connect(Client::builder().elicitation(Scripted::default()).sampling(Model)).await;
+        connect(crate::harness::legacy().elicitation(Scripted::default()).sampling(Model)).await;
     assert_eq!(params["capabilities"]["tasks"]["requests"], json!({"elicitation": {"create": {}}, "sampling": {"createMessage": {}}}));
 
-    let (_client, mut peer, params) = connect(Client::builder()).await;
+    let (_client, mut peer, params) = connect(crate::harness::legacy()).await;
     assert!(params["capabilities"].get("tasks").is_none(), "{params}");
     let refused = peer.error("tasks/get", json!({"taskId": "0123"})).await;
     assert_eq!(refused["code"], -32601, "no task support declared: {refused}");
@@ -249,7 +249,7 @@ async fn legacy_2_the_client_declares_task_support_only_for_the_requests_it_has_
 #[tokio::test]
 async fn legacy_13_an_elicitation_without_params_task_is_answered_plainly() {
     let handler = Scripted::default();
-    let (_client, mut peer, _) = connect(Client::builder().elicitation(handler.clone())).await;
+    let (_client, mut peer, _) = connect(crate::harness::legacy().elicitation(handler.clone())).await;
     let params = json!({"message": "now", "requestedSchema": {"type": "object", "properties": {}}});
     let answer = peer.result("elicitation/create", params, "ElicitResult").await;
     assert_eq!(answer, json!({"action": "accept", "content": {"ok": true}}));
@@ -259,7 +259,7 @@ async fn legacy_13_an_elicitation_without_params_task_is_answered_plainly() {
 #[tokio::test]
 async fn legacy_15_22_44_48_a_task_augmented_elicitation_is_a_working_task_whose_result_blocks_until_answered() {
     let handler = Scripted::default();
-    let (_client, mut peer, _) = connect(Client::builder().elicitation(handler.clone())).await;
+    let (_client, mut peer, _) = connect(crate::harness::legacy().elicitation(handler.clone())).await;
     let task = peer.elicit_as_task("wait", 60_000).await;
     assert_eq!(task["status"], "working");
     assert_eq!(task["ttl"], 60_000, "the ttl asked for is granted");
@@ -299,7 +299,7 @@ async fn legacy_15_22_44_48_a_task_augmented_elicitation_is_a_working_task_whose
 
 #[tokio::test]
 async fn legacy_43_a_task_augmented_sampling_request_returns_the_models_message_through_tasks_result() {
-    let (_client, mut peer, _) = connect(Client::builder().sampling(Model)).await;
+    let (_client, mut peer, _) = connect(crate::harness::legacy().sampling(Model)).await;
     let params = json!({
         "messages": [{"role": "user", "content": {"type": "text", "text": "shout"}}],
         "maxTokens": 10,
@@ -317,7 +317,7 @@ async fn legacy_43_a_task_augmented_sampling_request_returns_the_models_message_
 #[tokio::test]
 async fn legacy_68_69_70_cancelling_a_running_task_aborts_its_handler_and_a_terminal_one_is_refused() {
     let handler = Scripted::default();
-    let (_client, mut peer, _) = connect(Client::builder().elicitation(handler.clone())).await;
+    let (_client, mut peer, _) = connect(crate::harness::legacy().elicitation(handler.clone())).await;
     let task = peer.elicit_as_task("forever", 60_000).await;
     let id = task["taskId"].as_str().unwrap().to_owned();
     handler.called().await;
@@ -345,7 +345,7 @@ async fn legacy_68_69_70_cancelling_a_running_task_aborts_its_handler_and_a_term
 
 #[tokio::test]
 async fn legacy_76_an_unknown_task_id_is_invalid_params_everywhere() {
-    let (_client, mut peer, _) = connect(Client::builder().elicitation(Scripted::default())).await;
+    let (_client, mut peer, _) = connect(crate::harness::legacy().elicitation(Scripted::default())).await;
     for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
         let error = peer.error(method, json!({"taskId": "00000000000000000000000000000000"})).await;
         assert_eq!(error["code"], -32602, "{method}: {error}");
@@ -356,7 +356,7 @@ async fn legacy_76_an_unknown_task_id_is_invalid_params_everywhere() {
 
 #[tokio::test]
 async fn legacy_46_79_a_handler_error_fails_the_task_and_tasks_result_replays_it() {
-    let (_client, mut peer, _) = connect(Client::builder().elicitation(Scripted::default())).await;
+    let (_client, mut peer, _) = connect(crate::harness::legacy().elicitation(Scripted::default())).await;
     let task = peer.elicit_as_task("fail", 60_000).await;
     let id = task["taskId"].as_str().unwrap().to_owned();
     let error = peer.error("tasks/result", json!({"taskId": id})).await;
@@ -368,7 +368,7 @@ async fn legacy_46_79_a_handler_error_fails_the_task_and_tasks_result_replays_it
 
 #[tokio::test]
 async fn legacy_63_64_66_67_tasks_list_pages_through_every_task_with_an_opaque_cursor() {
-    let (_client, mut peer, _) = connect(Client::builder().elicitation(Scripted::default())).await;
+    let (_client, mut peer, _) = connect(crate::harness::legacy().elicitation(Scripted::default())).await;
     let mut ids = Vec::new();
     for _ in 0..51 {
         ids.push(peer.elicit_as_task("at once", 60_000).await["taskId"].as_str().unwrap().to_owned());
@@ -394,7 +394,7 @@ async fn legacy_63_64_66_67_tasks_list_pages_through_every_task_with_an_opaque_c
 #[tokio::test(start_paused = true)]
 async fn legacy_41_an_expired_task_is_dropped_and_its_handler_aborted() {
     let handler = Scripted::default();
-    let (_client, mut peer, _) = connect(Client::builder().elicitation(handler.clone())).await;
+    let (_client, mut peer, _) = connect(crate::harness::legacy().elicitation(handler.clone())).await;
     let task = peer.elicit_as_task("forever", 150).await;
     assert_eq!(task["ttl"], 150);
     let id = task["taskId"].as_str().unwrap().to_owned();
@@ -413,7 +413,7 @@ async fn legacy_41_an_expired_task_is_dropped_and_its_handler_aborted() {
 #[tokio::test]
 async fn a_blocked_tasks_result_ends_when_the_client_is_dropped_and_the_session_closes() {
     let handler = Scripted::default();
-    let (client, mut peer, _) = connect(Client::builder().elicitation(handler.clone())).await;
+    let (client, mut peer, _) = connect(crate::harness::legacy().elicitation(handler.clone())).await;
     let task = peer.elicit_as_task("forever", 60_000).await;
     let blocked = peer.ask("tasks/result", json!({"taskId": task["taskId"]}), "ElicitResult").await;
     // The client reads requests in order and runs each in a task of its own, spawned in
@@ -438,7 +438,7 @@ async fn a_blocked_tasks_result_ends_when_the_client_is_dropped_and_the_session_
 #[tokio::test]
 async fn legacy_88_92_running_hosted_tasks_are_capped_and_a_finished_one_frees_a_place() {
     let handler = Scripted::default();
-    let (_client, mut peer, _) = connect(Client::builder().elicitation(handler.clone())).await;
+    let (_client, mut peer, _) = connect(crate::harness::legacy().elicitation(handler.clone())).await;
     let mut running = Vec::new();
     for _ in 0..mcp_tasks_client::HOSTED_MAX_RUNNING {
         running.push(peer.elicit_as_task("forever", 60_000).await["taskId"].as_str().unwrap().to_owned());

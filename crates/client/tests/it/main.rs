@@ -9,6 +9,7 @@
 //!   client hosting its async elicitation and sampling tasks (skipped when not installed).
 //! - `hosted`: tasks the client hosts for the server (task-augmented elicitation and
 //!   sampling), driven by a wire-level peer over a duplex.
+//! - `modern`: 2026-07-28: the era negotiated, rounds, the server deciding tasks, polling, cancel.
 //! - `public_api`: the public API hands out the client's own types, never 2025-11-25 ones.
 //! - `resume`: a broken `tasks/result` stream, resumed or replaced by polling.
 //! - `stdio`: the stdio transport, against `mcp_tasks_server::stdio::serve` over an
@@ -20,6 +21,7 @@ mod close;
 mod everything;
 mod harness;
 mod hosted;
+mod modern;
 mod public_api;
 mod resume;
 mod stdio;

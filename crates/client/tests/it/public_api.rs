@@ -24,7 +24,7 @@ const ALLOWED: [&str; 3] = ["legacy.rs", "connection.rs", "hosted.rs"];
 #[tokio::test]
 async fn the_api_hands_out_the_clients_own_types() {
     let server = start().await;
-    let client: Client = bounded(Client::connect_http(&server.url, None)).await.unwrap();
+    let client: Client = bounded(crate::harness::legacy_http(&server.url, None)).await.unwrap();
     let info: &ServerInfo = client.server();
     let _: &Implementation = &info.implementation;
     let _: Option<&String> = info.instructions.as_ref();

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use mcp_tasks_client::Client;
+
 use mcp_tasks_client::protocol::Content;
 use serde_json::json;
 
@@ -13,7 +13,7 @@ use crate::harness::{bounded, proxy, start};
 async fn drive_through_a_cut(refuse_resume: bool) -> usize {
     let server = start().await;
     let mut proxy = proxy(&server, refuse_resume).await;
-    let client = bounded(Client::connect_http(&proxy.url, None)).await.unwrap();
+    let client = bounded(crate::harness::legacy_http(&proxy.url, None)).await.unwrap();
     let task = bounded(client.call_tool_as_task("gated", json!({}), None)).await.unwrap();
     let waiting = tokio::spawn({
         let task = task.clone();

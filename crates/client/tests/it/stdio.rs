@@ -34,7 +34,7 @@ async fn connect(builder: ClientBuilder) -> (Client, JoinHandle<std::io::Result<
 
 #[tokio::test]
 async fn stdio_lists_tools_and_calls_plainly_and_as_a_task() {
-    let (client, _served, _dir) = connect(Client::builder()).await;
+    let (client, _served, _dir) = connect(crate::harness::legacy()).await;
     let server = client.server();
     assert!(server.runs_tool_tasks && server.lists_tasks && server.cancels_tasks, "{server:?}");
     assert_eq!(server.era, Era::Legacy);
@@ -58,7 +58,7 @@ async fn stdio_lists_tools_and_calls_plainly_and_as_a_task() {
 #[tokio::test]
 async fn stdio_routes_an_elicitation_inside_a_task_to_the_handler() {
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let (client, _served, _dir) = connect(Client::builder().elicitation(Accept { seen: Arc::clone(&seen) })).await;
+    let (client, _served, _dir) = connect(crate::harness::legacy().elicitation(Accept { seen: Arc::clone(&seen) })).await;
     let task = bounded(client.call_tool_as_task("ask", json!({}), None)).await.unwrap();
     let result = bounded(task.wait()).await.unwrap();
     assert_eq!(first_text(&result.content), r#"answer: "accept" {"ok":true}"#);
@@ -70,7 +70,7 @@ async fn stdio_routes_an_elicitation_inside_a_task_to_the_handler() {
 
 #[tokio::test]
 async fn stdio_cancel_reaches_a_running_task() {
-    let (client, _served, _dir) = connect(Client::builder()).await;
+    let (client, _served, _dir) = connect(crate::harness::legacy()).await;
     let task = bounded(client.call_tool_as_task("block", json!({}), None)).await.unwrap();
     let waiting = tokio::spawn({
         let task = task.clone();
@@ -87,7 +87,7 @@ async fn stdio_requests_fail_once_the_server_output_ends() {
     let (client_end, server_end) = tokio::io::duplex(1024);
     drop(server_end);
     let (read, write) = tokio::io::split(client_end);
-    let refused = bounded(Client::builder().connect_stdio(read, write)).await.unwrap_err();
+    let refused = bounded(crate::harness::legacy().connect_stdio(read, write)).await.unwrap_err();
     assert!(
         matches!(refused, ClientError::ServerExited { .. } | ClientError::Transport(_)),
         "{refused}"
@@ -96,18 +96,18 @@ async fn stdio_requests_fail_once_the_server_output_ends() {
 
 #[tokio::test]
 async fn a_command_line_is_refused_when_empty_unbalanced_or_not_found() {
-    let empty = bounded(Client::builder().connect_command("  ")).await.unwrap_err();
+    let empty = bounded(crate::harness::legacy().connect_command("  ")).await.unwrap_err();
     assert!(matches!(empty, ClientError::InvalidArguments(_)), "{empty}");
-    let unbalanced = bounded(Client::builder().connect_command("server 'serve")).await.unwrap_err();
+    let unbalanced = bounded(crate::harness::legacy().connect_command("server 'serve")).await.unwrap_err();
     assert!(matches!(unbalanced, ClientError::InvalidArguments(_)), "{unbalanced}");
-    let missing = bounded(Client::builder().connect_command("/nonexistent/mcp-server --stdio")).await.unwrap_err();
+    let missing = bounded(crate::harness::legacy().connect_command("/nonexistent/mcp-server --stdio")).await.unwrap_err();
     assert!(matches!(missing, ClientError::Spawn { .. }), "{missing}");
 }
 
 #[tokio::test]
 async fn a_process_that_exits_before_initialize_is_reported() {
     // `true` reads nothing and exits 0: its stdout ends before any answer.
-    let refused = bounded(Client::builder().connect_process("true", &[] as &[&str])).await.unwrap_err();
+    let refused = bounded(crate::harness::legacy().connect_process("true", &[] as &[&str])).await.unwrap_err();
     assert!(
         matches!(refused, ClientError::ServerExited { .. } | ClientError::Transport(_)),
         "{refused}"
@@ -141,7 +141,7 @@ async fn a_spawned_server_is_used_then_killed_and_reaped_when_the_client_is_drop
     .unwrap();
     let store = dir.path().join("tasks.sqlite3");
     let args = ["serve".into(), "--stdio".into(), "--config".into(), config.display().to_string(), "--store".into(), store.display().to_string()];
-    let client = bounded(Client::builder().connect_process(&binary.display().to_string(), &args)).await.unwrap();
+    let client = bounded(crate::harness::legacy().connect_process(&binary.display().to_string(), &args)).await.unwrap();
     let pid = client.server_process_id().expect("a child process");
     let result = bounded(client.call_tool("hello", json!({}))).await.unwrap();
     assert_eq!(first_text(&result.content).trim(), "hello");

@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use mcp_tasks_client::protocol::Content;
-use mcp_tasks_client::{Client, ClientError, Era, TaskMode, TaskStatus};
+use mcp_tasks_client::{ClientError, Era, TaskMode, TaskStatus};
 use serde_json::json;
 
 use crate::harness::{Accept, bounded, start};
@@ -18,7 +18,7 @@ fn first_text(content: &[Content]) -> String {
 #[tokio::test]
 async fn connects_and_lists_tools_with_their_task_support() {
     let server = start().await;
-    let client = bounded(Client::connect_http(&server.url, None)).await.unwrap();
+    let client = bounded(crate::harness::legacy_http(&server.url, None)).await.unwrap();
     let server = client.server();
     assert!(server.runs_tool_tasks && server.lists_tasks && server.cancels_tasks, "{server:?}");
     assert_eq!(server.era, Era::Legacy);
@@ -31,7 +31,7 @@ async fn connects_and_lists_tools_with_their_task_support() {
 #[tokio::test]
 async fn a_plain_call_returns_the_tool_result() {
     let server = start().await;
-    let client = bounded(Client::connect_http(&server.url, None)).await.unwrap();
+    let client = bounded(crate::harness::legacy_http(&server.url, None)).await.unwrap();
     let result = bounded(client.call_tool("plain_echo", json!({"text": "hi"}))).await.unwrap();
     assert_eq!(first_text(&result.content), "echo: hi");
     assert_ne!(result.is_error, Some(true));
@@ -40,7 +40,7 @@ async fn a_plain_call_returns_the_tool_result() {
 #[tokio::test]
 async fn a_task_call_is_driven_to_its_result() {
     let server = start().await;
-    let client = bounded(Client::connect_http(&server.url, None)).await.unwrap();
+    let client = bounded(crate::harness::legacy_http(&server.url, None)).await.unwrap();
     let task = bounded(client.call_tool_as_task("echo", json!({"text": "later"}), None)).await.unwrap();
     assert_eq!(task.last_seen().unwrap().status, TaskStatus::Working);
     let result = bounded(task.wait()).await.unwrap();
@@ -53,7 +53,7 @@ async fn a_task_call_is_driven_to_its_result() {
 #[tokio::test]
 async fn a_tool_that_forbids_tasks_is_refused_before_the_call() {
     let server = start().await;
-    let client = bounded(Client::connect_http(&server.url, None)).await.unwrap();
+    let client = bounded(crate::harness::legacy_http(&server.url, None)).await.unwrap();
     let refused = bounded(client.call_tool_as_task("plain_echo", json!({}), None)).await.unwrap_err();
     assert!(matches!(refused, ClientError::TasksUnsupported { .. }), "{refused}");
     let unknown = bounded(client.call_tool_as_task("nope", json!({}), None)).await.unwrap_err();
@@ -64,7 +64,7 @@ async fn a_tool_that_forbids_tasks_is_refused_before_the_call() {
 async fn an_elicitation_inside_a_task_reaches_the_handler_and_its_answer_the_tool() {
     let server = start().await;
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let client = Client::builder().elicitation(Accept { seen: Arc::clone(&seen) });
+    let client = crate::harness::legacy().elicitation(Accept { seen: Arc::clone(&seen) });
     let client = bounded(client.connect_http(&server.url)).await.unwrap();
     let task = bounded(client.call_tool_as_task("ask", json!({}), None)).await.unwrap();
     let result = bounded(task.wait()).await.unwrap();
@@ -79,7 +79,7 @@ async fn an_elicitation_inside_a_task_reaches_the_handler_and_its_answer_the_too
 #[tokio::test]
 async fn a_running_task_is_working_then_cancelled() {
     let server = start().await;
-    let client = bounded(Client::connect_http(&server.url, None)).await.unwrap();
+    let client = bounded(crate::harness::legacy_http(&server.url, None)).await.unwrap();
     let task = bounded(client.call_tool_as_task("block", json!({}), None)).await.unwrap();
     assert_eq!(bounded(task.status()).await.unwrap().status, TaskStatus::Working);
     let waiting = tokio::spawn({
@@ -95,7 +95,7 @@ async fn a_running_task_is_working_then_cancelled() {
 #[tokio::test]
 async fn progress_notifications_carry_the_tasks_progress_token() {
     let server = start().await;
-    let client = bounded(Client::connect_http(&server.url, None)).await.unwrap();
+    let client = bounded(crate::harness::legacy_http(&server.url, None)).await.unwrap();
     let mut notifications = client.notifications();
     let task = bounded(client.call_tool_as_task("steps", json!({}), None)).await.unwrap();
     let token = task.progress_token().expect("a task this client created has a progress token").to_owned();
