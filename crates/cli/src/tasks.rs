@@ -23,6 +23,13 @@ pub(crate) async fn run(command: TasksCommand) -> anyhow::Result<u8> {
 async fn list(args: ToolsArgs) -> anyhow::Result<u8> {
     let display = Display::new(args.remote.json);
     let client = remote::connect(&args.remote, None, &display).await?;
+    if client.era() == mcp_tasks_client::Era::Modern {
+        bail!(
+            "the server speaks MCP 2026-07-28, which has no tasks/list: a server does not list tasks in this era. \
+             `mcp-tasks tasks pending` lists the tasks this CLI started (from its ledger); `mcp-tasks tasks get ID` \
+             shows one"
+        );
+    }
     let tasks = client.list_tasks().await.context("listing the tasks")?;
     if args.remote.json {
         println!("{}", json!({ "tasks": tasks }));

@@ -548,3 +548,54 @@ fn tasks_forget_removes_a_ledger_entry_without_asking_the_server() {
     let got = json(&run(get));
     assert_eq!(got["status"], "working");
 }
+
+// ---- 2026-07-28 (--era modern): the same commands; the server decides tasks ----
+
+/// `mcp-tasks ARGS --era modern` against the server.
+fn modern(server: &HttpServer, args: &[&str]) -> Output {
+    let mut with_era = args.to_vec();
+    with_era.extend(["--era", "modern"]);
+    cli(server, &with_era)
+}
+
+#[test]
+fn modern_call_prints_a_quick_result_and_polls_a_slow_task_to_its_result() {
+    let (_work, server) = server();
+    let output = modern(&server, &["call", "echo", "--arg", "text=hi"]);
+    assert_eq!((output.status.code(), stdout(&output)), (Some(0), "hi\n".to_owned()), "{}", stderr(&output));
+    let output = modern(&server, &["call", "slow", "--arg", "seconds=2", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(json(&output)["content"][0]["text"], "done\n");
+    let output = modern(&server, &["call", "fails"]);
+    assert_eq!(output.status.code(), Some(1), "a tool error exits 1: {}", stderr(&output));
+}
+
+#[test]
+fn modern_a_question_of_a_plain_call_is_answered_with_answer_in_a_round() {
+    let (_work, server) = server();
+    let output = modern(&server, &["call", "confirm", "--answer", r#"{"ok":true}"#]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains(r#""action":"accept","content":{"ok":true}"#), "{}", stdout(&output));
+}
+
+#[test]
+fn modern_a_detached_task_is_collected_by_tasks_wait_and_tasks_list_says_what_to_use() {
+    let (_work, server) = server();
+    let output = modern(&server, &["call", "slow", "--arg", "seconds=2", "--detach", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let id = json(&output)["taskId"].as_str().expect("--detach --json prints the task").to_owned();
+    let output = modern(&server, &["tasks", "get", &id, "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(json(&output)["taskId"], id);
+    let output = modern(&server, &["tasks", "wait", &id]);
+    assert_eq!((output.status.code(), stdout(&output)), (Some(0), "done\n".to_owned()), "{}", stderr(&output));
+    let output = modern(&server, &["tasks", "list"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("tasks pending"), "{}", stderr(&output));
+    // A cancelled task exits 3, in this era too.
+    let output = modern(&server, &["call", "slow", "--arg", "seconds=30", "--detach"]);
+    let id = stdout(&output).trim().to_owned();
+    let output = modern(&server, &["tasks", "cancel", &id, "--json"]);
+    assert_eq!((output.status.code(), json(&output)["status"].clone()), (Some(0), serde_json::json!("cancelled")), "{}", stderr(&output));
+    assert_eq!(modern(&server, &["tasks", "wait", &id]).status.code(), Some(3));
+}
