@@ -238,6 +238,17 @@ def check_rmcp(p: Peer) -> None:
     p.wire["subscriptions_listen"] = m["message"]
     p.check("subscriptions-listen-recorded", True, f"subscriptions/listen: {short(m['message'])}")
     p.wire["content_type_of_answers"] = p.post("tools/list", {}, caps)["content_type"]
+    legacy_initialize(p)
+
+
+def legacy_initialize(p: Peer) -> None:
+    """A 2025-11-25 initialize: each peer is run Modern-only, so it must be refused (-32022)."""
+    m = p.post("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                              "clientInfo": {"name": "modern-selfcheck", "version": "0"}}, meta=False,
+               headers={"MCP-Protocol-Version": "2025-11-25"})
+    p.wire["legacy_initialize"] = {"http_status": m["status"], "message": m["message"]}
+    p.check("legacy-initialize-refused", ((m["message"] or {}).get("error") or {}).get("code") == -32022,
+            f"a 2025-11-25 initialize: HTTP {m['status']}, {short(m['message'])}")
 
 
 # ---------------------------------------------------------------------------------- MRTR (ts, py)
@@ -286,11 +297,7 @@ def check_mrtr(p: Peer, echo: str, confirm: str, key: str | None) -> None:
     p.wire["asking_tool_without_elicitation_capability"] = m.get("error", m.get("result"))
     p.check("no-elicitation-capability-recorded", True,
             f"{confirm} with no elicitation capability declared: {short(m.get('error', m.get('result')))}")
-    m = p.post("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                              "clientInfo": {"name": "modern-selfcheck", "version": "0"}}, meta=False,
-               headers={"MCP-Protocol-Version": "2025-11-25"})
-    p.wire["legacy_initialize"] = {"http_status": m["status"], "message": m["message"]}
-    p.check("legacy-initialize-recorded", True, f"a 2025-11-25 initialize: HTTP {m['status']}, {short(m['message'])}")
+    legacy_initialize(p)
     p.wire["content_type_of_answers"] = p.post("tools/list", {}, caps)["content_type"]
 
 

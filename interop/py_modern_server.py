@@ -3,11 +3,14 @@
 tasks extension), for testing a Modern client (ours: `mcp-tasks call --era modern`,
 interop/client-peers-modern.sh); checked on its own by interop/modern-servers-selfcheck.sh.
 
-    .peers/venv-modern/bin/python interop/py_modern_server.py [--listen 127.0.0.1:0]
+    .peers/venv-modern/bin/python interop/py_modern_server.py [--listen 127.0.0.1:0] [--serve-legacy]
 
 Prints `listening on http://ADDR/mcp` on stdout once bound (uvicorn on a socket bound here, so
 port 0 works); stops on SIGTERM / SIGINT. DNS-rebinding protection for loopback is the SDK's
-default for host 127.0.0.1.
+default for host 127.0.0.1. The SDK serves 2025-11-25 (initialize, sessions) on the same
+endpoint; so that a client that falls back to it cannot pass for a Modern one, a small ASGI
+guard in front answers `initialize` with HTTP 400 and -32022 "Unsupported protocol version"
+(as the TS server's `legacy: 'reject'` does), unless --serve-legacy.
 
 Tools:
   * py_echo {text}: answers `py_echo: TEXT`;
@@ -23,6 +26,7 @@ Tools:
 from __future__ import annotations
 
 import argparse
+import json
 import socket
 import sys
 from typing import Annotated
@@ -62,12 +66,54 @@ def build() -> MCPServer:
     return server
 
 
-async def serve(host: str, port: int) -> None:
+def reject_legacy(app):
+    """ASGI guard: an `initialize` POST gets -32022 (no 2025-11-25 serving); the rest pass on."""
+
+    async def guarded(scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "POST":
+            return await app(scope, receive, send)
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        try:
+            request = json.loads(body)
+        except ValueError:
+            request = None
+        if isinstance(request, dict) and request.get("method") == "initialize":
+            error = {"jsonrpc": "2.0", "id": request.get("id"), "error": {
+                "code": -32022, "message": "Unsupported protocol version: "
+                + str((request.get("params") or {}).get("protocolVersion")),
+                "data": {"supported": ["2026-07-28"], "requested": (request.get("params") or {}).get("protocolVersion")}}}
+            payload = json.dumps(error).encode()
+            await send({"type": "http.response.start", "status": 400,
+                        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]})
+            await send({"type": "http.response.body", "body": payload})
+            return None
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return await app(scope, replay, send)
+
+    return guarded
+
+
+async def serve(host: str, port: int, serve_legacy: bool) -> None:
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     bound = sock.getsockname()[1]
     app = build().streamable_http_app(host=host)
+    if not serve_legacy:
+        app = reject_legacy(app)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     shown = f"[{host}]" if ":" in host else host
@@ -88,9 +134,10 @@ async def serve(host: str, port: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--listen", default="127.0.0.1:0", help="HOST:PORT (port 0: a free one)")
+    parser.add_argument("--serve-legacy", action="store_true", help="serve 2025-11-25 initialize too")
     args = parser.parse_args()
     host, _, port = args.listen.rpartition(":")
-    anyio.run(serve, host.strip("[]"), int(port))
+    anyio.run(serve, host.strip("[]"), int(port), args.serve_legacy)
 
 
 if __name__ == "__main__":

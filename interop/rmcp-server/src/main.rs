@@ -3,12 +3,14 @@
 //! (ours: `mcp-tasks call --era modern`).
 //!
 //! ```text
-//! rmcp-tasks-server [--listen 127.0.0.1:0]
+//! rmcp-tasks-server [--listen 127.0.0.1:0] [--serve-legacy]
 //! ```
 //!
 //! It prints `listening on http://ADDR/mcp` on stdout once bound, serves rmcp's
-//! `StreamableHttpService` at `/mcp` (requests negotiating 2026-07-28 are served statelessly;
-//! older ones get rmcp's sessions) and stops on SIGTERM or Ctrl-C.
+//! `StreamableHttpService` at `/mcp` (requests of 2026-07-28 are served statelessly) and stops on
+//! SIGTERM or Ctrl-C. Its supported versions are 2026-07-28 only (`supported_protocol_versions`),
+//! so that a client that falls back to a 2025-era `initialize` cannot pass for a Modern one;
+//! `--serve-legacy` restores rmcp's default (every known version; sessions for the older ones).
 //!
 //! Tools. The task tools become tasks through rmcp's `TaskManager` (`poll_interval_ms` 200)
 //! only when the request's `_meta` client capabilities declare the tasks extension; otherwise
@@ -26,6 +28,7 @@
 //!   `confirm`), then completes with `rmcp_asks ITEM: <the inputResponse as JSON>`;
 //! * `rmcp_plain {text?="hello"}`: a plain tool, answered inline `rmcp_plain: TEXT`.
 
+use std::borrow::Cow;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -33,8 +36,8 @@ use axum::serve::ListenerExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
     ContentBlock, CreateTaskResult, GetTaskParams, GetTaskResult, Implementation, InputRequest,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    UpdateTaskParams,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    Tool, UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::task_manager::{TaskExit, TaskFuture, TaskManager, TaskOptions};
@@ -54,6 +57,8 @@ const MAX_SLOW_SECONDS: u64 = 600;
 #[derive(Clone)]
 struct Peer {
     tasks: TaskManager,
+    /// Whether 2025-era `initialize` is served too (`--serve-legacy`).
+    serve_legacy: bool,
 }
 
 impl Peer {
@@ -174,6 +179,14 @@ impl ServerHandler for Peer {
         self.tasks.cancel_task(&request.task_id)
     }
 
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        if self.serve_legacy {
+            Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+        } else {
+            Cow::Owned(vec![ProtocolVersion::V_2026_07_28])
+        }
+    }
+
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tasks().build());
         info.server_info = Implementation::new("rmcp-tasks-server", "0.0.0");
@@ -239,12 +252,14 @@ fn str_arg<'a>(args: &'a JsonObject, key: &str) -> Result<Option<&'a str>, Error
 #[tokio::main]
 async fn main() -> ExitCode {
     let mut listen = String::from("127.0.0.1:0");
+    let mut serve_legacy = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        match (arg.as_str(), args.next()) {
-            ("--listen", Some(value)) => listen = value,
+        match arg.as_str() {
+            "--listen" if let Some(value) = args.next() => listen = value,
+            "--serve-legacy" => serve_legacy = true,
             _ => {
-                eprintln!("usage: rmcp-tasks-server [--listen ADDR]");
+                eprintln!("usage: rmcp-tasks-server [--listen ADDR] [--serve-legacy]");
                 return ExitCode::from(2);
             }
         }
@@ -260,7 +275,7 @@ async fn main() -> ExitCode {
     let stop = CancellationToken::new();
     let tasks = TaskManager::new();
     let service: StreamableHttpService<Peer, LocalSessionManager> = StreamableHttpService::new(
-        move || Ok(Peer { tasks: tasks.clone() }),
+        move || Ok(Peer { tasks: tasks.clone(), serve_legacy }),
         Default::default(),
         StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token()),
     );
