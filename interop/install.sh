@@ -8,7 +8,8 @@
 #   .peers/npm-main   npm ci of interop/npm/main   node@22.23.3, @modelcontextprotocol/conformance@0.1.16,
 #                                                   inspector@2.12.0, sdk@1.32.2, server-everything@2026.8.31
 #   .peers/npm-alpha  npm ci of interop/npm/alpha  @modelcontextprotocol/conformance@0.2.0-alpha.12
-#   .peers/npm-modern npm ci of interop/npm/modern @modelcontextprotocol/client@2.4.0, ext-tasks@0.2.2,
+#   .peers/npm-modern npm ci of interop/npm/modern @modelcontextprotocol/client@2.4.0, server@2.4.0
+#                                                   (ts-modern-server.mjs), ext-tasks@0.2.2,
 #                                                   @anthropic-ai/claude-code@2.1.328 (~375 MB: its native binary)
 #   .peers/venv       python venv, pip install -r interop/python/requirements.txt (mcp==1.30.0, Legacy)
 #   .peers/venv-modern  python venv, pip install -r interop/python/requirements-modern.txt
@@ -46,6 +47,7 @@ server-everything=2026.8.31
 python-mcp=1.30.0
 python-mcp-modern=2.3.0
 ts-client-v2=2.4.0
+ts-server-v2=2.4.0
 ext-tasks=0.2.2
 claude-code=2.1.328
 npm-main-lock=$(hash_of "$HERE/npm/main/package-lock.json")
@@ -79,6 +81,7 @@ sanity() {
     [ -x "$PEERS/npm-alpha/node_modules/.bin/conformance" ] &&
     [ -d "$HERE/node_modules/@modelcontextprotocol/sdk" ] &&
     [ "$(pkg_version "$PEERS/npm-modern/node_modules/@modelcontextprotocol/client")" = 2.4.0 ] &&
+    [ "$(pkg_version "$PEERS/npm-modern/node_modules/@modelcontextprotocol/server")" = 2.4.0 ] &&
     [ "$(pkg_version "$PEERS/npm-modern/node_modules/@modelcontextprotocol/ext-tasks")" = 0.2.2 ] &&
     [ "$(claude_version)" = "2.1.328 (Claude Code)" ] &&
     [ "$(py_mcp_version "$PEERS/venv/bin/python")" = 1.30.0 ] &&
@@ -115,7 +118,7 @@ fi
 ln -sfn .peers/npm-main/node_modules "$HERE/node_modules"
 log "node 22: $node22 ($("$node22" --version))"
 npm_project alpha
-# Modern-era peers (ext_tasks_client.mjs, ts_modern_client.mjs, claude_code.sh); a project of
+# Modern-era peers (ext_tasks_client.mjs, ts_modern_client.mjs, ts-modern-server.mjs, claude_code.sh); a project of
 # its own since npm-main holds client 2.3.1 (the Inspector's). claude-code's postinstall
 # (install.cjs) links the native binary of its platform package to bin/claude.exe.
 PATH="$(dirname "$node22"):$PATH" npm_project modern

@@ -14,7 +14,9 @@
 # 2.1.328's MCP health check over stdio and HTTP (`server/discover` first, no `initialize`),
 # Python mcp 2.3.0 (plain calls, MRTR) on `mcp-tasks serve` and the conformance fixture
 # server, and an rmcp 3.11.0 tasks client (its own Cargo project interop/rmcp-client, built
-# here in debug) on `mcp-tasks serve`.
+# here in debug) on `mcp-tasks serve`; and the Modern peer SERVERS our client will be tested
+# against (interop/modern-servers-selfcheck.sh: rmcp 3.11.0 TaskManager, TS server 2.4.0, Python
+# mcp 2.3.0), checked on their own with raw HTTP.
 #
 # Prints a closing line "total: N passed, M failed" (Rust tests plus interop suites).
 set -uo pipefail
@@ -35,6 +37,10 @@ suite() { # name command...
 }
 
 if bash interop/install.sh; then
+  # the Modern peer servers our client is tested against, checked on their own (raw HTTP; builds
+  # interop/rmcp-server in debug), so that a broken peer is not taken for a client bug
+  suite "Modern peer servers self-check: rmcp 3.11.0 tasks server, TS server 2.4.0, Python mcp 2.3.0" \
+    bash interop/modern-servers-selfcheck.sh
   if cargo build --locked -p mcp-tasks --bin mcp-tasks -p mcp-tasks-server --example conformance_server --example interactive; then
     suite "TS + Python clients, Inspector, conformance" bash interop/run-mcp-tasks.sh \
       --bin target/debug/mcp-tasks --conformance-bin target/debug/examples/conformance_server
