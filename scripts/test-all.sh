@@ -14,9 +14,10 @@
 # 2.1.328's MCP health check over stdio and HTTP (`server/discover` first, no `initialize`),
 # Python mcp 2.3.0 (plain calls, MRTR) on `mcp-tasks serve` and the conformance fixture
 # server, and an rmcp 3.11.0 tasks client (its own Cargo project interop/rmcp-client, built
-# here in debug) on `mcp-tasks serve`; and the Modern peer SERVERS our client will be tested
-# against (interop/modern-servers-selfcheck.sh: rmcp 3.11.0 TaskManager, TS server 2.4.0, Python
-# mcp 2.3.0), checked on their own with raw HTTP.
+# here in debug) on `mcp-tasks serve`; and the Modern peer SERVERS our client is tested
+# against (rmcp 3.11.0 TaskManager, TS server 2.4.0, Python mcp 2.3.0: first checked on their
+# own with raw HTTP, interop/modern-servers-selfcheck.sh, then driven by our CLI with --era
+# modern and auto, interop/client-peers-modern.sh).
 #
 # Prints a closing line "total: N passed, M failed" (Rust tests plus interop suites).
 set -uo pipefail
@@ -50,6 +51,8 @@ if bash interop/install.sh; then
       env CLI_PEERS_BIN=target/debug/mcp-tasks bash interop/cli-peers.sh --no-build
     suite "Modern peers: ext-tasks, TS client 2.4.0, Python mcp 2.3.0, rmcp 3.11.0, Inspector --era modern, Claude Code" \
       bash interop/run-modern.sh --bin target/debug/mcp-tasks --conformance-bin target/debug/examples/conformance_server
+    suite "mcp-tasks CLI in 2026-07-28 against the rmcp 3.11.0 tasks server, the TS server 2.4.0 and Python mcp 2.3.0" \
+      bash interop/client-peers-modern.sh --bin target/debug/mcp-tasks
   else
     echo "=== interop: building the binaries FAILED" >&2; failed=$((failed + 1))
   fi
