@@ -27,7 +27,8 @@
 # Environment: BENCH_TASKS (2000), BENCH_CONCURRENCY ("1 8 32"), BENCH_ROUNDS (3),
 # BENCH_PHASES ("fresh retained"), BENCH_RETAINED (40000), BENCH_FILL_C (32),
 # BENCH_TTL_MS (3600000), BENCH_OUT (a file for the raw JSON lines; default: in the temporary
-# directory). Exit status: non-zero if any lifecycle failed its check, a server did not start,
+# directory), BENCH_REPORT (the raw JSON lines of an earlier run: only print its table; with
+# the same BENCH_RETAINED). Exit status: non-zero if any lifecycle failed its check, a server did not start,
 # or a retained task was gone.
 set -euo pipefail
 
@@ -45,16 +46,6 @@ ttl_ms=${BENCH_TTL_MS:-3600000}
 source "$root/benches/lib.sh"
 bench_init mcp-tasks-rmcp-modern
 out=${BENCH_OUT:-$work/results.jsonl}
-: >"$out"
-
-echo "== building (release)" >&2
-cargo build --release -p mcp-tasks-bench --example bench_server --bin load >&2
-target_dir=$(cargo metadata --format-version 1 --no-deps | jq -r .target_directory)
-(cd benches/peers/rmcp && CARGO_TARGET_DIR="$root/benches/peers/rmcp/target" cargo build --release --locked >&2)
-mkdir -p "$work/bin"
-cp "$target_dir/release/examples/bench_server" "$target_dir/release/load" \
-  benches/peers/rmcp/target/release/rmcp-bench-peer "$work/bin/"
-load=$work/bin/load
 
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 rss_field() { awk -v f="$1" '$1 == f {print $2}' "/proc/$server_pid/status"; }
@@ -133,17 +124,36 @@ phase() {
   stop_server
 }
 
-echo "== $(nproc) cores; uptime before: $(uptime)" >&2
-for round in $(seq 1 "$rounds"); do
-  order="rmcp ours"
-  ((round % 2 == 0)) && order="ours rmcp"
-  for p in $phases; do
-    for name in $order; do
-      phase "$name" "$round" "$p"
+# measure_all: builds, runs every round and phase, and writes the raw results to $out.
+measure_all() {
+  : >"$out"
+  echo "== building (release)" >&2
+  cargo build --release -p mcp-tasks-bench --example bench_server --bin load >&2
+  target_dir=$(cargo metadata --format-version 1 --no-deps | jq -r .target_directory)
+  (cd benches/peers/rmcp && CARGO_TARGET_DIR="$root/benches/peers/rmcp/target" cargo build --release --locked >&2)
+  mkdir -p "$work/bin"
+  cp "$target_dir/release/examples/bench_server" "$target_dir/release/load" \
+    benches/peers/rmcp/target/release/rmcp-bench-peer "$work/bin/"
+  load=$work/bin/load
+
+  echo "== $(nproc) cores; uptime before: $(uptime)" >&2
+  for round in $(seq 1 "$rounds"); do
+    order="rmcp ours"
+    ((round % 2 == 0)) && order="ours rmcp"
+    for p in $phases; do
+      for name in $order; do
+        phase "$name" "$round" "$p"
+      done
     done
   done
-done
-echo "== uptime after: $(uptime)" >&2
+  echo "== uptime after: $(uptime)" >&2
+}
+
+if [[ -n ${BENCH_REPORT:-} ]]; then
+  out=$BENCH_REPORT
+else
+  measure_all
+fi
 
 # The table: medians over the rounds (per phase, server and concurrency), ratio ours / rmcp.
 jq -rs --argjson retained "$retained" '
@@ -154,12 +164,14 @@ jq -rs --argjson retained "$retained" '
   def ratio($a; $b): if $a == null or $b == null or $b == 0 then "-" else (($a / $b) * 100 | round / 100 | tostring) + "x" end;
   (map(select(.run.concurrency)) | map(.run + {server, phase, kind, round})) as $runs
   | def med($p; $k; $s; $c; f): $runs | map(select(.phase == $p and .kind == $k and .server == $s and .concurrency == $c) | f) | median;
+  def one($p; $k; $s; $c; $r): $runs | map(select(.phase == $p and .kind == $k and .server == $s and .concurrency == $c and .round == $r) | .per_second) | .[0];
+  def paired($p; $c): [$runs | map(.round) | unique | .[] as $r | ratio(one($p; "run"; "ours"; $c; $r); one($p; "run"; "rmcp"; $c; $r))] | join(" / ");
   def rss($p; $s; f): map(select(.phase == $p and .server == $s and (f != null)) | f) | median;
-  "| phase | c | rmcp 3.11 tasks/s | ours tasks/s | ratio ours / rmcp | rmcp e2e p50 / p99 ms | ours e2e p50 / p99 ms | gets per task rmcp / ours | rounds |",
+  "| phase | c | rmcp 3.11 tasks/s | ours tasks/s | ratio ours / rmcp | rmcp e2e p50 / p99 ms | ours e2e p50 / p99 ms | gets per task rmcp / ours | ratio in each round |",
   "|---|---|---|---|---|---|---|---|---|",
   ((["fresh", "retained"] - (["fresh", "retained"] - ($runs | map(.phase))))[] as $p
    | ($runs | map(select(.phase == $p and .kind == "run") | .concurrency) | unique)[] as $c
-   | "| \(if $p == "retained" then "\($retained) retained" else $p end) | \($c) | \(med($p; "run"; "rmcp"; $c; .per_second) | round) | \(med($p; "run"; "ours"; $c; .per_second) | round) | \(ratio(med($p; "run"; "ours"; $c; .per_second); med($p; "run"; "rmcp"; $c; .per_second))) | \(med($p; "run"; "rmcp"; $c; .end_to_end.p50_us) | ms) / \(med($p; "run"; "rmcp"; $c; .end_to_end.p99_us) | ms) | \(med($p; "run"; "ours"; $c; .end_to_end.p50_us) | ms) / \(med($p; "run"; "ours"; $c; .end_to_end.p99_us) | ms) | \(med($p; "run"; "rmcp"; $c; .gets_per_task) | g) / \(med($p; "run"; "ours"; $c; .gets_per_task) | g) | \($runs | map(select(.phase == $p and .kind == "run" and .server == "ours" and .concurrency == $c)) | length) |"),
+   | "| \(if $p == "retained" then "\($retained) retained" else $p end) | \($c) | \(med($p; "run"; "rmcp"; $c; .per_second) | round) | \(med($p; "run"; "ours"; $c; .per_second) | round) | \(ratio(med($p; "run"; "ours"; $c; .per_second); med($p; "run"; "rmcp"; $c; .per_second))) | \(med($p; "run"; "rmcp"; $c; .end_to_end.p50_us) | ms) / \(med($p; "run"; "rmcp"; $c; .end_to_end.p99_us) | ms) | \(med($p; "run"; "ours"; $c; .end_to_end.p50_us) | ms) / \(med($p; "run"; "ours"; $c; .end_to_end.p99_us) | ms) | \(med($p; "run"; "rmcp"; $c; .gets_per_task) | g) / \(med($p; "run"; "ours"; $c; .gets_per_task) | g) | \(paired($p; $c)) |"),
   "",
   (($runs | map(select(.kind == "fill")) | .[0].concurrency) as $fc
    | if $fc == null then empty else
