@@ -34,6 +34,9 @@ bench_cleanup() {
 start() {
   local name=$1
   shift
+  # Emptied here, before the server starts: the child truncates it only once it runs, so a
+  # file left by an earlier server of the same name could be read first, with its old URL.
+  : >"$work/$name.err"
   "$@" 2>"$work/$name.err" &
   server_pid=$!
   url=""

@@ -3,7 +3,12 @@
 //!
 //! ```text
 //! cargo run --release --example bench_server -- --listen 127.0.0.1:PORT --store PATH [--sync full|normal]
+//!     [--inline-wait-ms MS]
 //! ```
+//!
+//! `--inline-wait-ms` sets how long a 2026-07-28 call of an optional tool waits to answer
+//! inline before it becomes a task (default: the server's, 1000); `0` makes every call of a
+//! client that declared the tasks extension a task at once (the Modern lifecycle benchmark).
 //!
 //! `--sync normal` (WAL fsynced at checkpoints only, not at each commit) is for measuring
 //! what the fsync per commit costs; the default and the production setting is `full`.
@@ -14,7 +19,9 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
+use mcp_tasks_bench::server::Settings;
 use mcp_tasks_sqlite::{SqliteStore, Synchronous};
 use tokio::net::TcpListener;
 
@@ -23,6 +30,7 @@ async fn main() -> ExitCode {
     let mut listen = String::from("127.0.0.1:0");
     let mut store: Option<PathBuf> = None;
     let mut synchronous = Synchronous::Full;
+    let mut settings = Settings::default();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match (arg.as_str(), args.next()) {
@@ -30,8 +38,13 @@ async fn main() -> ExitCode {
             ("--store", Some(value)) => store = Some(value.into()),
             ("--sync", Some(value)) if value == "full" => synchronous = Synchronous::Full,
             ("--sync", Some(value)) if value == "normal" => synchronous = Synchronous::Normal,
+            ("--inline-wait-ms", Some(value)) if value.parse::<u64>().is_ok() => {
+                settings.inline_wait = value.parse().ok().map(Duration::from_millis);
+            }
             _ => {
-                eprintln!("usage: bench_server --listen ADDR --store PATH [--sync full|normal]");
+                eprintln!(
+                    "usage: bench_server --listen ADDR --store PATH [--sync full|normal] [--inline-wait-ms MS]"
+                );
                 return ExitCode::from(2);
             }
         }
@@ -67,7 +80,9 @@ async fn main() -> ExitCode {
         .local_addr()
         .map_or_else(|_| listen.clone(), |addr| addr.to_string());
     let ready = || eprintln!("listening on http://{addr}/mcp");
-    match mcp_tasks_bench::server::serve_store(listener, store, ready, stop_signal()).await {
+    match mcp_tasks_bench::server::serve_store(listener, store, settings, ready, stop_signal())
+        .await
+    {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("bench_server: {err}");

@@ -9,7 +9,8 @@
 # (SEP-2663; it ignores the 2025-11-25 params.task), driven by benches/peers/rmcp's
 # `modern_load` (tools/call -> task, tasks/get until completed), and ours in Legacy poll mode
 # (tools/call with params.task, tasks/get until terminal, tasks/result) by our harness; a
-# fresh server for each run, as the figures are.
+# fresh server for each run, as the figures are. (The like-for-like Modern lifecycle,
+# one driver for both servers, is benches/peers/rmcp-modern.sh.)
 # The binaries are copied to a temporary directory first, so a rebuild in the shared target
 # dir during the run does not touch them.
 #

@@ -1,14 +1,21 @@
-//! The load harness: `N` tool calls from `C` concurrent MCP sessions over keep-alive HTTP/1.1
-//! (one connection per session), in the 2025-11-25 ("Legacy") dialect, every result checked.
+//! The load harness: `N` tool calls from `C` concurrent MCP clients over keep-alive HTTP/1.1
+//! (one connection per client), every result checked.
 //!
-//! Each worker opens its own session (`initialize`, then `notifications/initialized`; later
-//! requests carry `Mcp-Session-Id` and `MCP-Protocol-Version`), waits until every worker is
-//! ready, then takes calls from a shared counter until `N` have run. One call is, by [`Mode`]:
+//! In the 2025-11-25 ("Legacy") dialect each worker opens its own session (`initialize`, then
+//! `notifications/initialized`; later requests carry `Mcp-Session-Id` and
+//! `MCP-Protocol-Version`); in the 2026-07-28 ("Modern") one ([`Mode::Modern`]) there is no
+//! session: every request carries the protocol version, client info and the tasks extension
+//! in `_meta`, and the `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers. Workers
+//! wait until every one is ready, then take calls from a shared counter until `N` have run.
+//! One call is, by [`Mode`]:
 //! - [`Mode::Poll`]: `tools/call` with `params.task` (→ `CreateTaskResult`), `tasks/get` in a
 //!   loop without pause until the task is terminal, then `tasks/result`;
 //! - [`Mode::Block`]: `tools/call` with `params.task`, then `tasks/result`, which blocks
 //!   until the task is done;
-//! - [`Mode::Plain`]: `tools/call` without a task.
+//! - [`Mode::Plain`]: `tools/call` without a task;
+//! - [`Mode::Modern`]: `tools/call` (the server must answer with a task, `resultType:
+//!   "task"`), then `tasks/get` in a loop without pause until the task is `completed`, whose
+//!   inline `result` is checked (the Modern task lifecycle, SEP-2663).
 //!
 //! Requests accept JSON and SSE (or JSON only, [`Config::json_only`]); an SSE answer is read to its end and the response with the
 //! request's id is taken from its `data` lines. A call whose answer is not what the tool
@@ -39,6 +46,8 @@ pub enum Mode {
     Block,
     /// A plain `tools/call`, no task.
     Plain,
+    /// 2026-07-28: `tools/call` → a task, `tasks/get` until `completed` (result inline).
+    Modern,
 }
 
 impl Mode {
@@ -48,12 +57,13 @@ impl Mode {
             Mode::Poll => "poll",
             Mode::Block => "block",
             Mode::Plain => "plain",
+            Mode::Modern => "modern",
         }
     }
 
     /// The mode named `name`.
     pub fn parse(name: &str) -> Option<Mode> {
-        [Mode::Poll, Mode::Block, Mode::Plain]
+        [Mode::Poll, Mode::Block, Mode::Plain, Mode::Modern]
             .into_iter()
             .find(|mode| mode.name() == name)
     }
@@ -154,8 +164,10 @@ pub struct Report {
     pub end_to_end: Option<Percentiles>,
     /// For `sleep`: the result's arrival minus the completion time the tool reported.
     pub lag: Option<Percentiles>,
-    /// `tasks/get` requests per call (poll mode), on average.
+    /// `tasks/get` requests per call (poll and modern modes), on average.
     pub gets_per_task: Option<f64>,
+    /// The id of the first task the first worker created (task modes), to look it up later.
+    pub first_task_id: Option<String>,
     /// The server's `VmRSS` at the end, KiB.
     pub rss_kib: Option<u64>,
     /// The server's `VmHWM` (peak RSS since it started), KiB.
@@ -192,6 +204,7 @@ impl Report {
             "end_to_end": self.end_to_end.map(Percentiles::json),
             "lag": self.lag.map(Percentiles::json),
             "gets_per_task": self.gets_per_task,
+            "first_task_id": self.first_task_id,
             "rss_kib": self.rss_kib,
             "peak_rss_kib": self.peak_rss_kib,
         })
@@ -275,7 +288,7 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
             Arc::clone(&next),
         );
         handles.push(tokio::spawn(async move {
-            let session = Session::open(&target, config.json_only).await;
+            let session = Session::open(&target, config.mode, config.json_only).await;
             barrier.wait().await;
             let mut session = session?;
             let mut samples = Samples::default();
@@ -321,7 +334,11 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
         create: Percentiles::of(all.create),
         end_to_end: Percentiles::of(all.end_to_end),
         lag: Percentiles::of(all.lag),
-        gets_per_task: (config.mode == Mode::Poll && ok > 0).then(|| all.gets as f64 / ok as f64),
+        gets_per_task: matches!(config.mode, Mode::Poll | Mode::Modern)
+            .then_some(ok)
+            .filter(|&ok| ok > 0)
+            .map(|ok| all.gets as f64 / ok as f64),
+        first_task_id: all.first_task_id,
         rss_kib,
         peak_rss_kib,
         ok,
@@ -352,6 +369,7 @@ struct Samples {
     end_to_end: Vec<u64>,
     lag: Vec<u64>,
     gets: u64,
+    first_task_id: Option<String>,
 }
 
 impl Samples {
@@ -363,6 +381,9 @@ impl Samples {
             self.lag.push(lag);
         }
         self.gets += sample.gets;
+        if self.first_task_id.is_none() {
+            self.first_task_id = sample.task_id;
+        }
     }
 
     fn merge(&mut self, other: Samples) {
@@ -375,6 +396,9 @@ impl Samples {
         self.end_to_end.extend(other.end_to_end);
         self.lag.extend(other.lag);
         self.gets += other.gets;
+        if self.first_task_id.is_none() {
+            self.first_task_id = other.first_task_id;
+        }
     }
 }
 
@@ -384,6 +408,7 @@ struct Sample {
     end_to_end_us: u64,
     lag_us: Option<u64>,
     gets: u64,
+    task_id: Option<String>,
 }
 
 /// A failed call; `fatal` when the connection is gone.
@@ -426,17 +451,23 @@ impl Target {
     }
 }
 
-/// One MCP session on one keep-alive connection.
+/// The protocol revision of [`Mode::Modern`].
+const MODERN_VERSION: &str = "2026-07-28";
+/// The tasks extension a [`Mode::Modern`] client declares on every request.
+const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// One MCP client on one keep-alive connection: a Legacy session, or a stateless Modern client.
 struct Session {
     sender: SendRequest<Full<Bytes>>,
     target: Target,
     session_id: Option<String>,
     next_id: u64,
     accept: &'static str,
+    modern: bool,
 }
 
 impl Session {
-    async fn open(target: &Target, json_only: bool) -> Result<Session, LoadError> {
+    async fn open(target: &Target, mode: Mode, json_only: bool) -> Result<Session, LoadError> {
         let stream = TcpStream::connect(&target.authority)
             .await
             .map_err(|err| LoadError(format!("cannot connect to {}: {err}", target.authority)))?;
@@ -455,14 +486,18 @@ impl Session {
             } else {
                 "application/json, text/event-stream"
             },
+            modern: mode == Mode::Modern,
         };
+        if session.modern {
+            return Ok(session);
+        }
         let init = json!({
             "protocolVersion": "2025-11-25",
             "capabilities": {},
             "clientInfo": {"name": "mcp-tasks-bench-load", "version": "1"}
         });
         let (headers, answer) = session
-            .post(&request_message(0, "initialize", init))
+            .post(&request_message(0, "initialize", init), None)
             .await
             .map_err(|failure| LoadError(format!("initialize: {}", failure.message)))?;
         let answer = answer.ok_or_else(|| LoadError("initialize: no answer".to_owned()))?;
@@ -473,7 +508,7 @@ impl Session {
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        session.post(&initialized).await.map_err(|failure| {
+        session.post(&initialized, None).await.map_err(|failure| {
             LoadError(format!("notifications/initialized: {}", failure.message))
         })?;
         Ok(session)
@@ -492,7 +527,11 @@ impl Session {
                 end_to_end_us: elapsed,
                 lag_us: lag,
                 gets: 0,
+                task_id: None,
             });
+        }
+        if mode == Mode::Modern {
+            return self.modern_lifecycle(tool, params, start).await;
         }
         params["task"] = json!({ "ttl": 600_000 });
         let created = self.request("tools/call", params).await?;
@@ -532,14 +571,78 @@ impl Session {
             end_to_end_us,
             lag_us,
             gets,
+            task_id: Some(id),
         })
     }
 
+    /// The Modern lifecycle: `tools/call` must answer with a task; `tasks/get` until it is
+    /// `completed`, its inline result checked.
+    async fn modern_lifecycle(
+        &mut self,
+        tool: Tool,
+        params: Value,
+        start: Instant,
+    ) -> Result<Sample, Failure> {
+        let created = self.request("tools/call", params).await?;
+        let create_us = micros(start.elapsed());
+        if created.get("resultType").and_then(Value::as_str) != Some("task") {
+            return Err(Failure::check(format!("tools/call: not a task: {created}")));
+        }
+        let id = created
+            .get("taskId")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Failure::check(format!("no taskId: {created}")))?
+            .to_owned();
+        let mut gets = 0;
+        loop {
+            let got = self.request("tasks/get", json!({ "taskId": id })).await?;
+            gets += 1;
+            match got.get("status").and_then(Value::as_str) {
+                Some("completed") => {
+                    let arrival = unix_micros();
+                    let end_to_end_us = micros(start.elapsed());
+                    let result = got.get("result").ok_or_else(|| {
+                        Failure::check(format!("task {id}: completed without a result: {got}"))
+                    })?;
+                    let lag_us = check_result(result, tool, arrival)?;
+                    return Ok(Sample {
+                        create_us,
+                        end_to_end_us,
+                        lag_us,
+                        gets,
+                        task_id: Some(id),
+                    });
+                }
+                Some("working") => {}
+                other => {
+                    return Err(Failure::check(format!(
+                        "task {id}: unexpected status {other:?}: {got}"
+                    )));
+                }
+            }
+        }
+    }
+
     /// Sends request `method` and returns its `result`.
-    async fn request(&mut self, method: &str, params: Value) -> Result<Value, Failure> {
+    async fn request(&mut self, method: &str, mut params: Value) -> Result<Value, Failure> {
         let id = self.next_id;
         self.next_id += 1;
-        let (_, answer) = self.post(&request_message(id, method, params)).await?;
+        // Modern: the name (tool, or task id) the `Mcp-Name` header mirrors.
+        let name = if self.modern {
+            params["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+                "io.modelcontextprotocol/clientInfo": {"name": "mcp-tasks-bench-load", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS_EXTENSION: {}}}
+            });
+            ["name", "taskId"]
+                .into_iter()
+                .find_map(|field| params.get(field).and_then(Value::as_str))
+                .map(str::to_owned)
+        } else {
+            None
+        };
+        let message = request_message(id, method, params);
+        let (_, answer) = self.post(&message, name.as_deref()).await?;
         let answer = answer.ok_or_else(|| Failure::check(format!("{method}: no answer")))?;
         response_result(&answer, id).map_err(|failure| Failure {
             message: format!("{method}: {}", failure.message),
@@ -548,9 +651,11 @@ impl Session {
     }
 
     /// POSTs `message`; the answer's headers and, unless it is 202, the messages it carried.
+    /// A Modern request also carries the headers that mirror its body (`name`: `Mcp-Name`).
     async fn post(
         &mut self,
         message: &Value,
+        name: Option<&str>,
     ) -> Result<(hyper::HeaderMap, Option<Vec<Value>>), Failure> {
         let mut builder = Request::builder()
             .method(Method::POST)
@@ -562,6 +667,15 @@ impl Session {
             builder = builder
                 .header("mcp-session-id", id)
                 .header("mcp-protocol-version", "2025-11-25");
+        }
+        if self.modern {
+            let method = message.get("method").and_then(Value::as_str).unwrap_or("");
+            builder = builder
+                .header("mcp-protocol-version", MODERN_VERSION)
+                .header("mcp-method", method);
+            if let Some(name) = name {
+                builder = builder.header("mcp-name", name);
+            }
         }
         let request = builder
             .body(Full::new(Bytes::from(message.to_string())))

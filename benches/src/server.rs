@@ -5,6 +5,12 @@
 //! its production durability (WAL, `synchronous=FULL`: a task is on disk before its
 //! `CreateTaskResult` leaves).
 //!
+//! In the 2026-07-28 era the server decides whether a call becomes a task: an optional tool
+//! answers inline if its work ends within the inline wait (the server's default, 1 s, unless
+//! [`Settings::inline_wait`] sets another). With an inline wait of zero every call of a
+//! client that declared the tasks extension is a task at once, as the Modern lifecycle
+//! benchmark needs (`bench_server --inline-wait-ms 0`).
+//!
 //! The engine's admission limits are raised ([`policy`]): the peers we compare with have
 //! none, and at 32 concurrent clients the default 16 running tasks per principal would
 //! refuse calls rather than measure them.
@@ -42,11 +48,19 @@ pub fn policy() -> Policy {
     }
 }
 
+/// How the bench server is set up beyond its store.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Settings {
+    /// 2026-07-28: how long a call of an optional tool waits to answer inline before it is
+    /// a task (`None`: the server's default; zero: a task at once).
+    pub inline_wait: Option<Duration>,
+}
+
 /// The server with tools `noop` and `sleep` over `engine`.
 ///
 /// # Errors
 /// Only if a tool's input schema did not compile, which they do.
-pub fn server(engine: Engine) -> Result<Server, BuildError> {
+pub fn server(engine: Engine, settings: Settings) -> Result<Server, BuildError> {
     let noop = ToolDef::new(
         "noop",
         "Answers the text \"ok\" at once",
@@ -69,11 +83,11 @@ pub fn server(engine: Engine) -> Result<Server, BuildError> {
         }),
     )
     .task_mode(TaskMode::Optional);
-    Server::builder(engine)
-        .name("mcp-tasks-bench")
-        .tool(noop)
-        .tool(sleep)
-        .build()
+    let mut builder = Server::builder(engine).name("mcp-tasks-bench");
+    if let Some(wait) = settings.inline_wait {
+        builder = builder.inline_wait(wait);
+    }
+    builder.tool(noop).tool(sleep).build()
 }
 
 /// What `sleep` answers after `ms` milliseconds, finished at `done_at_us` (unix µs).
@@ -98,10 +112,18 @@ pub fn unix_micros() -> u64 {
 pub async fn serve(
     listener: TcpListener,
     store: &Path,
+    settings: Settings,
     ready: impl FnOnce(),
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Box<dyn Error + Send + Sync>> {
-    serve_store(listener, SqliteStore::open(store)?, ready, shutdown).await
+    serve_store(
+        listener,
+        SqliteStore::open(store)?,
+        settings,
+        ready,
+        shutdown,
+    )
+    .await
 }
 
 /// Recovers `store`, calls `ready` (the server serves from then on), and serves the bench
@@ -113,11 +135,12 @@ pub async fn serve(
 pub async fn serve_store(
     listener: TcpListener,
     store: SqliteStore,
+    settings: Settings,
     ready: impl FnOnce(),
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Box<dyn Error + Send + Sync>> {
     let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), policy());
-    let server = server(engine.clone())?;
+    let server = server(engine.clone(), settings)?;
     engine.recover().await?;
     let stop = CancellationToken::new();
     let sweeper = engine.spawn_sweeper(SWEEP_EVERY, stop.clone());

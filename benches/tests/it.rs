@@ -1,23 +1,31 @@
 //! The load harness against the bench server, both in this process: a temporary SQLite store,
-//! an ephemeral port, 100 calls from 4 sessions in each mode, every result checked.
+//! an ephemeral port, 100 calls from 4 sessions in each mode, every result checked; the
+//! Modern lifecycle against a bench server whose calls are tasks at once (inline wait 0), and
+//! refused as "not a task" against one that answers inline.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 
 use mcp_tasks_bench::load::{self, Config, Mode, Report, Tool};
+use mcp_tasks_bench::server::Settings;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 /// Serves the bench server on a fresh store and runs `runs` against it.
 async fn against_bench_server(runs: &[(Mode, Tool, bool)]) -> Vec<Report> {
+    against(Settings::default(), runs).await
+}
+
+/// Serves the bench server with `settings` on a fresh store and runs `runs` against it.
+async fn against(settings: Settings, runs: &[(Mode, Tool, bool)]) -> Vec<Report> {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("bench.sqlite3");
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let (stop, stopped) = oneshot::channel::<()>();
     let server = tokio::spawn(async move {
-        mcp_tasks_bench::server::serve(listener, &store, || {}, async {
+        mcp_tasks_bench::server::serve(listener, &store, settings, || {}, async {
             let _ = stopped.await;
         })
         .await
@@ -95,6 +103,39 @@ async fn every_mode_checks_every_result_against_the_bench_server() {
     assert_eq!(json["mode"], "block");
     assert_eq!(json["ok"], 100);
     assert!(json["end_to_end"]["p99_us"].as_u64().is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_modern_lifecycle_makes_every_call_a_task_with_no_inline_wait() {
+    let at_once = Settings {
+        inline_wait: Some(Duration::ZERO),
+    };
+    let runs = [
+        (Mode::Modern, Tool::Noop, false),
+        (Mode::Modern, Tool::Sleep(2), false),
+        (Mode::Modern, Tool::Noop, true),
+    ];
+    let reports = against(at_once, &runs).await;
+    for report in &reports {
+        assert_all_checked(report);
+        // Every call was a task (else a failure), polled at least once.
+        assert!(report.gets_per_task.is_some_and(|gets| gets >= 1.0));
+        assert!(report.first_task_id.is_some());
+    }
+    assert!(reports[1].lag.is_some());
+    assert!(reports[1].end_to_end.unwrap().p50 >= 2_000);
+    let json = reports[0].json();
+    assert_eq!(json["mode"], "modern");
+    assert!(json["first_task_id"].as_str().is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_modern_lifecycle_fails_a_call_answered_inline() {
+    // The default inline wait (1 s): noop answers inline, which is not a task lifecycle.
+    let reports = against(Settings::default(), &[(Mode::Modern, Tool::Noop, false)]).await;
+    assert_eq!((reports[0].ok, reports[0].failures), (0, 100));
+    let first = reports[0].first_failure.as_deref().unwrap_or("");
+    assert!(first.contains("not a task"), "{first}");
 }
 
 #[tokio::test]

@@ -1,7 +1,7 @@
 //! The load harness's command line (see `mcp_tasks_bench::load`):
 //!
 //! ```text
-//! load --url http://127.0.0.1:PORT/mcp [--tasks N] [--concurrency C] [--mode poll|block|plain]
+//! load --url http://127.0.0.1:PORT/mcp [--tasks N] [--concurrency C] [--mode poll|block|plain|modern]
 //!      [--tool noop|sleep] [--ms MS] [--server-pid PID] [--json-only] [--json]
 //! ```
 //!
@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use mcp_tasks_bench::load::{self, Config, Mode, Tool};
 
-const USAGE: &str = "usage: load --url URL [--tasks N] [--concurrency C] [--mode poll|block|plain] \
+const USAGE: &str = "usage: load --url URL [--tasks N] [--concurrency C] [--mode poll|block|plain|modern] \
 [--tool noop|sleep] [--ms MS] [--server-pid PID] [--json-only] [--json]";
 
 fn main() -> ExitCode {
@@ -96,7 +96,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<(Config, bool), Strin
             }
             "--mode" => {
                 config.mode = Mode::parse(&value)
-                    .ok_or_else(|| format!("--mode {value}: poll, block or plain"))?
+                    .ok_or_else(|| format!("--mode {value}: poll, block, plain or modern"))?
             }
             "--tool" => {
                 sleep = match value.as_str() {

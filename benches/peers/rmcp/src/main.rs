@@ -6,8 +6,13 @@
 //! server sets it; without it every SSE answer waits ~40 ms for a delayed ACK).
 //!
 //! ```text
-//! rmcp-bench-peer --listen 127.0.0.1:PORT
+//! rmcp-bench-peer --listen 127.0.0.1:PORT [--ttl-ms MS]
 //! ```
+//!
+//! `--ttl-ms` is the TTL of its tasks (default: rmcp's, `DEFAULT_TASK_TTL_MS` = 300 000 ms).
+//! rmcp's `TaskManager` evicts a finished task one TTL after it finished, so a benchmark that
+//! keeps tens of thousands of finished tasks for longer than 5 minutes sets it higher (ours
+//! keep theirs for an hour by default).
 //!
 //! Both tools are plain tools. A client that declares the tasks extension (SEP-2663, the
 //! "Modern" dialect rmcp 3.11 implements) gets them as task tools instead, on rmcp's
@@ -51,14 +56,17 @@ struct SleepArgs {
 struct BenchPeer {
     tool_router: ToolRouter<BenchPeer>,
     tasks: TaskManager,
+    /// The TTL of its tasks (`None`: rmcp's default).
+    ttl_ms: Option<u64>,
 }
 
 #[tool_router]
 impl BenchPeer {
-    fn new(tasks: TaskManager) -> Self {
+    fn new(tasks: TaskManager, ttl_ms: Option<u64>) -> Self {
         Self {
             tool_router: Self::tool_router(),
             tasks,
+            ttl_ms,
         }
     }
 
@@ -117,7 +125,11 @@ impl ServerHandler for BenchPeer {
             } else {
                 None
             };
-            let task = self.tasks.spawn(TaskOptions::new(), move |ctx| {
+            let options = match self.ttl_ms {
+                Some(ttl_ms) => TaskOptions::new().with_ttl_ms(ttl_ms),
+                None => TaskOptions::new(),
+            };
+            let task = self.tasks.spawn(options, move |ctx| {
                 Box::pin(async move {
                     let work = async move {
                         match sleep_ms {
@@ -180,12 +192,14 @@ impl ServerHandler for BenchPeer {
 #[tokio::main]
 async fn main() -> ExitCode {
     let mut listen = String::from("127.0.0.1:0");
+    let mut ttl_ms = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match (arg.as_str(), args.next()) {
             ("--listen", Some(value)) => listen = value,
+            ("--ttl-ms", Some(value)) if value.parse::<u64>().is_ok() => ttl_ms = value.parse().ok(),
             _ => {
-                eprintln!("usage: rmcp-bench-peer --listen ADDR");
+                eprintln!("usage: rmcp-bench-peer --listen ADDR [--ttl-ms MS]");
                 return ExitCode::from(2);
             }
         }
@@ -203,7 +217,7 @@ async fn main() -> ExitCode {
     let stop = CancellationToken::new();
     let tasks = TaskManager::new();
     let service: StreamableHttpService<BenchPeer, LocalSessionManager> = StreamableHttpService::new(
-        move || Ok(BenchPeer::new(tasks.clone())),
+        move || Ok(BenchPeer::new(tasks.clone(), ttl_ms)),
         Default::default(),
         StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token()),
     );

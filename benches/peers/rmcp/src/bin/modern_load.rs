@@ -1,11 +1,14 @@
-//! A small load driver for the Modern (SEP-2663, protocol 2026-07-28) task lifecycle, which our
-//! load harness does not speak: `N` lifecycles of the `noop` tool from `C` concurrent workers,
-//! each on its own keep-alive HTTP/1.1 connection, stateless (no `initialize`; every request
+//! A small load driver for the Modern (SEP-2663, protocol 2026-07-28) task lifecycle, written
+//! before our load harness had `--mode modern` (which `benches/peers/rmcp-modern.sh` now uses
+//! for both servers; this one stays as an independent cross-check): `N` lifecycles of the
+//! `noop` tool from `C` concurrent workers, each on its own keep-alive HTTP/1.1 connection,
+//! stateless (no `initialize`; every request
 //! carries the protocol version, client info and the tasks extension in `_meta`, and the
 //! `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` headers). One lifecycle is `tools/call`
 //! (→ a task, `resultType: "task"`), then `tasks/get` without pause until the task is
 //! `completed`, whose inline result must be the text "ok". Used against the rmcp 3.11 peer to
-//! reproduce the issue's rmcp task figures in the same run; it is not a harness for our server.
+//! reproduce the issue's rmcp task figures in the same run (against our bench server it needs
+//! `--inline-wait-ms 0`, else `noop` answers inline and every call fails as "not a task").
 //!
 //! ```text
 //! modern_load --url http://127.0.0.1:PORT/mcp [--tasks N] [--concurrency C]
