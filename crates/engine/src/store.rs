@@ -100,6 +100,7 @@ pub trait TaskStore: Send + Sync + 'static {
 
 /// What [`TaskStore::insert`] did.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(clippy::large_enum_variant)] // one per insert, returned and matched at once, never kept
 pub enum Inserted {
     /// The task is stored now.
     New,
