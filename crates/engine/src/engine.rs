@@ -17,8 +17,8 @@ use crate::error::EngineError;
 use crate::input::InputWaiters;
 use crate::run::Registered;
 use crate::slots::Slots;
-use crate::store::{ListQuery, StoreError, TaskStore, Update};
-use crate::task::{Event, InputKind, Principal, TaskId, TaskRecord, TaskState, Version};
+use crate::store::{Inserted, ListQuery, StoreError, TaskStore, Update};
+use crate::task::{Event, IdempotencyKey, InputKind, Principal, TaskId, TaskRecord, TaskState, Version};
 use crate::work::{Progress, ToolRuntime};
 
 /// How many times a write is re-read and re-applied after a version conflict.
@@ -45,6 +45,37 @@ pub struct NewTask {
     pub error_result_fails: bool,
     /// The kinds of input the requestor can answer.
     pub input_kinds: Vec<InputKind>,
+}
+
+/// What [`Engine::create_with_key`] did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Creation {
+    /// A new task, committed; the caller answers with it, then [`Engine::start`]s it.
+    New(TaskRecord),
+    /// The task the owner made earlier with the same key and the same call, as it stands
+    /// now. Nothing was created; its work is not started again.
+    Existing(TaskRecord),
+}
+
+impl Creation {
+    /// The task, new or existing.
+    pub fn record(&self) -> &TaskRecord {
+        match self {
+            Creation::New(record) | Creation::Existing(record) => record,
+        }
+    }
+
+    /// Whether the task was created by this call.
+    pub fn is_new(&self) -> bool {
+        matches!(self, Creation::New(_))
+    }
+
+    /// The task, new or existing.
+    pub fn into_record(self) -> TaskRecord {
+        match self {
+            Creation::New(record) | Creation::Existing(record) => record,
+        }
+    }
 }
 
 /// Something that changed, published to every subscriber of [`Engine::subscribe`].
@@ -141,6 +172,48 @@ impl Engine {
     /// [`EngineError::UnknownTool`]; [`EngineError::Limit`] if the principal keeps too many
     /// tasks or too many tasks and calls run (nothing is written then); or a store failure.
     pub async fn create(&self, new: NewTask) -> Result<TaskRecord, EngineError> {
+        // A keyless task never meets another: always a new one.
+        Ok(self.insert_new(new, None).await?.into_record())
+    }
+
+    /// Creates a task like [`Engine::create`], at most once per idempotency key and owner
+    /// (exactly-once submission): if `new.owner` already has a task made with `key` that is
+    /// still retained (within its TTL), that task is returned as [`Creation::Existing`] and
+    /// nothing is written, admitted or started. Concurrent calls with one key make one
+    /// task: the store decides ([`TaskStore::insert`]), the others get it. The key is
+    /// stored with the task, so this holds across restarts. Another owner's task with the
+    /// same key is never found: keys are per principal.
+    ///
+    /// # Errors
+    /// As [`Engine::create`], and [`EngineError::KeyReused`] if the owner's task with this
+    /// key was made for another tool or other arguments (nothing is created then either).
+    pub async fn create_with_key(&self, new: NewTask, key: IdempotencyKey) -> Result<Creation, EngineError> {
+        if self.tool(&new.tool).is_none() {
+            return Err(EngineError::UnknownTool(new.tool));
+        }
+        let now = self.inner.clock.now();
+        // A retry finds its task here without counting against any limit: it adds nothing.
+        if let Some(existing) = self.inner.store.find_by_key(&new.owner, &key, now).await? {
+            return same_call(existing, &new, &key);
+        }
+        match self.insert_new(new.clone(), Some(key.clone())).await {
+            Ok(Creation::New(record)) => Ok(Creation::New(record)),
+            // Lost a race with a concurrent call with this key: the winner's task.
+            Ok(Creation::Existing(existing)) => same_call(existing, &new, &key),
+            // Refused by a limit while a concurrent call with this key committed its task:
+            // that task is still the answer.
+            Err(err @ EngineError::Limit(_)) => match self.inner.store.find_by_key(&new.owner, &key, now).await? {
+                Some(existing) => same_call(existing, &new, &key),
+                None => Err(err),
+            },
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Builds the record of `new` (with `key`), admits it under the policy's limits and
+    /// inserts it. On [`Creation::Existing`] (the store held a retained task of the owner
+    /// with `key`) the new record was not stored and is forgotten.
+    async fn insert_new(&self, new: NewTask, key: Option<IdempotencyKey>) -> Result<Creation, EngineError> {
         if self.tool(&new.tool).is_none() {
             return Err(EngineError::UnknownTool(new.tool));
         }
@@ -161,17 +234,27 @@ impl Engine {
             version: Version(1),
             error_result_fails: new.error_result_fails,
             input_kinds: new.input_kinds,
+            idempotency_key: key,
         };
         let inserting = self.admit_task(&record).await?;
         let inserted = self.inner.store.insert(&record).await;
         drop(inserting);
-        if let Err(err) = inserted {
-            self.forget(&record.id, record.attempt);
-            return Err(err.into());
+        match inserted {
+            Err(err) => {
+                self.forget(&record.id, record.attempt);
+                Err(err.into())
+            }
+            Ok(Inserted::Existing(existing)) => {
+                self.forget(&record.id, record.attempt);
+                tracing::info!(task = %existing.id, owner = %existing.owner, "task found by its idempotency key");
+                Ok(Creation::Existing(existing))
+            }
+            Ok(Inserted::New) => {
+                tracing::info!(task = %record.id, owner = %record.owner, tool = %record.tool, "task created");
+                self.publish_task(&record);
+                Ok(Creation::New(record))
+            }
         }
-        tracing::info!(task = %record.id, owner = %record.owner, tool = %record.tool, "task created");
-        self.publish_task(&record);
-        Ok(record)
     }
 
     /// Reads `owner`'s task `id`.
@@ -362,6 +445,16 @@ impl Engine {
 
     pub(crate) fn work(&self) -> MutexGuard<'_, Work> {
         self.inner.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// `existing` if it was made for the call `new` (the same tool and arguments), else the
+/// refusal that `key` was used for another call.
+fn same_call(existing: TaskRecord, new: &NewTask, key: &IdempotencyKey) -> Result<Creation, EngineError> {
+    if existing.tool == new.tool && existing.arguments == new.arguments {
+        Ok(Creation::Existing(existing))
+    } else {
+        Err(EngineError::KeyReused(key.clone()))
     }
 }
 

@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::store::StoreError;
-use crate::task::{ErrorObject, EventKind, InputKind, Outcome, Principal, Status, TaskId};
+use crate::task::{ErrorObject, EventKind, IdempotencyKey, InputKind, Outcome, Principal, Status, TaskId};
 
 /// What can go wrong in an engine call.
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +36,11 @@ pub enum EngineError {
     /// was created or started. The requestor may try again later.
     #[error(transparent)]
     Limit(#[from] LimitExceeded),
+    /// The requestor's task with this idempotency key was made for another call (another
+    /// tool or other arguments); nothing was created. Says nothing about other principals:
+    /// their keys are theirs.
+    #[error("idempotency key {0:?} was used for another call (another tool or other arguments)")]
+    KeyReused(IdempotencyKey),
     /// The task kept changing under us; the caller may retry.
     #[error("task {0} kept changing while we tried to update it")]
     Contended(TaskId),

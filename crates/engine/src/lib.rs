@@ -41,6 +41,9 @@
 //!
 //! # Guarantees
 //! - A task is in the store before [`Engine::create`] returns.
+//! - With an idempotency key ([`Engine::create_with_key`]) an owner gets at most one
+//!   retained task per key, however many calls race and across restarts; the store
+//!   enforces it ([`TaskStore::insert`]).
 //! - Every write is a compare-and-set on the task's version; a runner's write also carries
 //!   its attempt, so a stale attempt cannot complete a task, and nothing completes twice.
 //!   Recovery writes the same way: a task that keeps changing under it is skipped.
@@ -62,12 +65,12 @@ mod work;
 
 pub use admission::Policy;
 pub use clock::{Clock, FakeClock, SystemClock};
-pub use engine::{Change, Engine, NewTask};
+pub use engine::{Change, Creation, Engine, NewTask};
 pub use error::{EngineError, InputError, LimitExceeded, WorkError};
 pub use maintenance::{Recovery, Sweep};
-pub use store::{Cursor, ListQuery, StoreError, TaskStore, Update};
+pub use store::{Cursor, Inserted, ListQuery, StoreError, TaskStore, Update};
 pub use task::{
-    ErrorObject, Event, EventKind, InputKind, InputRequest, InputRequests, Outcome, Principal,
+    ErrorObject, Event, EventKind, IdempotencyKey, InputKind, InputRequest, InputRequests, Outcome, Principal,
     Refused, RestartPolicy, Status, TaskId, TaskRecord, TaskState, Timestamp, Version,
 };
 pub use work::{ClientLink, Context, Handler, Progress, ToolRuntime};

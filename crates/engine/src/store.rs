@@ -10,7 +10,7 @@ use std::error::Error as StdError;
 
 use async_trait::async_trait;
 
-use crate::task::{Principal, TaskId, TaskRecord, TaskState, Timestamp, Version};
+use crate::task::{IdempotencyKey, Principal, TaskId, TaskRecord, TaskState, Timestamp, Version};
 
 /// Durable storage for tasks.
 ///
@@ -20,9 +20,30 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Inserts a new task and makes it durable before returning (invariant 1: a task is
     /// committed before its CreateTaskResult leaves).
     ///
+    /// Idempotency keys: if `task` has one and the store holds a task of the same owner
+    /// with the same key that is retained at `task.created_at`
+    /// ([`TaskRecord::retained_at`]), nothing is written and that task is returned as
+    /// [`Inserted::Existing`]. The check and the insert are one atomic step, so of
+    /// concurrent inserts with one owner and key exactly one is [`Inserted::New`] (SQLite: a
+    /// unique index on owner and key). A task past its TTL but not yet purged gives its key
+    /// up to the new task. Keyless tasks never conflict with each other.
+    ///
     /// # Errors
     /// [`StoreError::Duplicate`] if the id exists; [`StoreError::Backend`] otherwise.
-    async fn insert(&self, task: &TaskRecord) -> Result<(), StoreError>;
+    async fn insert(&self, task: &TaskRecord) -> Result<Inserted, StoreError>;
+
+    /// The task of `owner` created with `key`, if the store holds one that is retained at
+    /// `now` ([`TaskRecord::retained_at`]). Another owner's task with the same key is never
+    /// found. Served from an index (one lookup), not a scan.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn find_by_key(
+        &self,
+        owner: &Principal,
+        key: &IdempotencyKey,
+        now: Timestamp,
+    ) -> Result<Option<TaskRecord>, StoreError>;
 
     /// Reads a task. `None` if it never existed or has been purged.
     ///
@@ -75,6 +96,17 @@ pub trait TaskStore: Send + Sync + 'static {
     /// # Errors
     /// [`StoreError::Backend`].
     async fn purge(&self, now: Timestamp, limit: u32) -> Result<u64, StoreError>;
+}
+
+/// What [`TaskStore::insert`] did.
+#[derive(Clone, Debug, PartialEq)]
+#[allow(clippy::large_enum_variant)] // one per insert, returned and matched at once, never kept
+pub enum Inserted {
+    /// The task is stored now.
+    New,
+    /// Nothing was written: the owner's retained task with the same idempotency key, as it
+    /// stands.
+    Existing(TaskRecord),
 }
 
 /// The new values written by [`TaskStore::replace`].

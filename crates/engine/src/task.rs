@@ -84,6 +84,35 @@ impl fmt::Display for Principal {
     }
 }
 
+/// A requestor's idempotency key: names one submission of a call, so that a retry of the
+/// same call (after a lost answer, a crash, a reconnect) gets the task the first attempt
+/// made instead of a second one. Keys are scoped to a principal: the same key from two
+/// principals names two different submissions.
+///
+/// The engine takes any string; the wire's rules (non-empty, at most 200 characters) are
+/// checked by the server before a key gets here.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct IdempotencyKey(String);
+
+impl IdempotencyKey {
+    /// Wraps a key the requestor chose.
+    pub fn new(key: impl Into<String>) -> IdempotencyKey {
+        IdempotencyKey(key.into())
+    }
+
+    /// The key as the requestor sent it.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for IdempotencyKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// The five statuses of the spec. Derived from [`TaskState`], never stored beside it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Status {
@@ -429,6 +458,10 @@ pub struct TaskRecord {
     /// The kinds of input the requestor declared it can answer; the work may ask for
     /// nothing else.
     pub input_kinds: Vec<InputKind>,
+    /// The requestor's idempotency key, if the task was created with one: while the task
+    /// is retained (until its TTL runs out), its owner's calls with this key get this task
+    /// instead of a new one. At most one task of an owner holds a given key.
+    pub idempotency_key: Option<IdempotencyKey>,
 }
 
 impl TaskRecord {
@@ -440,6 +473,12 @@ impl TaskRecord {
     /// When the task may be purged, if ever.
     pub fn expires_at(&self) -> Option<Timestamp> {
         self.ttl_ms.map(|ttl| self.created_at.plus_ms(ttl))
+    }
+
+    /// Whether the task is still retained at `now`: its TTL has not run out (a task whose
+    /// expiry is exactly `now` is not). Only a retained task holds its idempotency key.
+    pub fn retained_at(&self, now: Timestamp) -> bool {
+        self.expires_at().is_none_or(|at| at > now)
     }
 }
 

@@ -143,6 +143,42 @@ pub struct RequestMeta {
     pub rest: Meta,
 }
 
+/// The `params._meta` key of a `tools/call` that names this submission of the call, in both
+/// eras (an mcp-tasks extension, hence our own prefix): a non-empty string of at most
+/// [`MAX_IDEMPOTENCY_KEY_CHARS`] characters. A call that makes a task, retried with the
+/// same key by the same principal, gets the task the first call made while that task is
+/// retained; a plain call ignores the key.
+///
+/// `{"name": "deploy", "arguments": {…}, "_meta": {"dev.mcp-tasks/idempotency-key": "deploy-7f3a"}}`
+pub const IDEMPOTENCY_KEY_META: &str = "dev.mcp-tasks/idempotency-key";
+
+/// The longest [`IDEMPOTENCY_KEY_META`] value accepted, in characters (Unicode scalar
+/// values): room for a UUID or a hash with a prefix, not for a payload.
+pub const MAX_IDEMPOTENCY_KEY_CHARS: usize = 200;
+
+/// The idempotency key of a request's `_meta` ([`IDEMPOTENCY_KEY_META`]), if it has one.
+///
+/// # Errors
+/// What is wrong with the key, for a `-32602`: not a string, empty, or too long.
+pub fn idempotency_key(meta: Option<&Meta>) -> Result<Option<String>, String> {
+    let Some(value) = meta.and_then(|meta| meta.get(IDEMPOTENCY_KEY_META)) else {
+        return Ok(None);
+    };
+    let Some(key) = value.as_str() else {
+        return Err(format!("_meta {IDEMPOTENCY_KEY_META:?} must be a string, not {value}"));
+    };
+    if key.is_empty() {
+        return Err(format!("_meta {IDEMPOTENCY_KEY_META:?} must not be empty"));
+    }
+    let chars = key.chars().count();
+    if chars > MAX_IDEMPOTENCY_KEY_CHARS {
+        return Err(format!(
+            "_meta {IDEMPOTENCY_KEY_META:?} is {chars} characters long; at most {MAX_IDEMPOTENCY_KEY_CHARS} are allowed"
+        ));
+    }
+    Ok(Some(key.to_owned()))
+}
+
 /// Schema `ContentBlock`: one item of `CallToolResult.content`, tagged by `type`.
 ///
 /// Exhaustive on purpose: these are the five block types of 2025-11-25.
@@ -415,6 +451,24 @@ mod tests {
             serde_json::to_value(&params).unwrap(),
             json!({"progressToken": "p", "progress": 0.25})
         );
+    }
+
+    #[test]
+    fn an_idempotency_key_is_a_non_empty_string_of_at_most_200_characters() {
+        let meta = |value: Value| json!({IDEMPOTENCY_KEY_META: value}).as_object().cloned();
+        assert_eq!(idempotency_key(None), Ok(None));
+        assert_eq!(idempotency_key(meta(json!("k-1")).as_ref()), Ok(Some("k-1".to_owned())));
+        let longest = "é".repeat(MAX_IDEMPOTENCY_KEY_CHARS);
+        assert_eq!(idempotency_key(meta(json!(longest)).as_ref()), Ok(Some(longest.clone())));
+        for (bad, problem) in [
+            (json!(""), "must not be empty"),
+            (json!(7), "must be a string"),
+            (json!(null), "must be a string"),
+            (json!(format!("{longest}x")), "201 characters long; at most 200"),
+        ] {
+            let err = idempotency_key(meta(bad.clone()).as_ref()).unwrap_err();
+            assert!(err.contains(problem) && err.contains(IDEMPOTENCY_KEY_META), "{bad}: {err}");
+        }
     }
 
     #[test]

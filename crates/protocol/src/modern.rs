@@ -173,6 +173,10 @@ pub struct CallToolParams {
     /// A Multi Round-Trip retry: the `requestState` of the previous round, echoed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_state: Option<String>,
+    /// The request's `_meta` (read for [`crate::mcp::IDEMPOTENCY_KEY_META`]; the rest of
+    /// it is [`RequestMeta`]).
+    #[serde(rename = "_meta", default, deserialize_with = "optional_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
 }
 
 /// The Multi Round-Trip members of the `params` of a retried request (`prompts/get`,
@@ -217,6 +221,10 @@ pub fn server_info_meta(server: &Implementation) -> Meta {
 
 fn arguments<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Map<String, Value>>, D::Error> {
     object::optional(deserializer, "arguments")
+}
+
+fn optional_meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Meta>, D::Error> {
+    object::optional(deserializer, "_meta")
 }
 
 fn optional_input_responses<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Map<String, Value>>, D::Error> {

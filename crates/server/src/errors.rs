@@ -3,6 +3,7 @@
 
 use mcp_tasks_engine::{EngineError, EventKind, LimitExceeded, WorkError};
 use mcp_tasks_protocol::jsonrpc::RpcError;
+use mcp_tasks_protocol::mcp::IDEMPOTENCY_KEY_META;
 use serde_json::json;
 
 use crate::arguments::InvalidArguments;
@@ -22,7 +23,8 @@ pub const LIMIT_EXCEEDED: i64 = -32010;
 /// 2025-11-25 tasks: an unknown, expired or foreign task id is `-32602` (the same answer
 /// for another principal's task, so existence is not revealed); cancelling a terminal task
 /// is `-32602`; internal failures are `-32603` with a generic message (the cause is logged).
-/// A limit is [`LIMIT_EXCEEDED`].
+/// A limit is [`LIMIT_EXCEEDED`]. An idempotency key reused for another call is `-32602`
+/// (about the requestor's own tasks only: keys are per principal).
 pub(crate) fn rpc_error(err: &EngineError) -> RpcError {
     match err {
         EngineError::NotFound(id) => {
@@ -34,6 +36,11 @@ pub(crate) fn rpc_error(err: &EngineError) -> RpcError {
         EngineError::Refused { .. } => RpcError::invalid_params(err.to_string()),
         EngineError::UnknownTool(name) => RpcError::invalid_params(format!("Unknown tool: {name}")),
         EngineError::Limit(limit) => limit_error(limit),
+        EngineError::KeyReused(_) => RpcError::invalid_params(format!(
+            "This idempotency key was used for another call: your task made with _meta \
+             \"{IDEMPOTENCY_KEY_META}\" of this value is for a different tool or different \
+             arguments. Nothing was created; use a new key for a new call."
+        )),
         other => {
             tracing::error!(error = %other, "internal error while serving a request");
             RpcError::internal("Internal error: the task store failed; see the server log")

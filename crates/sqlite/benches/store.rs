@@ -86,7 +86,9 @@ async fn run(
             tokio::spawn(async move {
                 for task in share {
                     match op {
-                        Op::Insert => store.insert(&task).await.expect("insert succeeds"),
+                        Op::Insert => {
+                            store.insert(&task).await.expect("insert succeeds");
+                        }
                         Op::Complete => {
                             store
                                 .replace(&task.id, task.version, &completion(&task))

@@ -73,6 +73,7 @@ fn finished_task(owner: &Principal, n: u64, count: u64, now: i64) -> TaskRecord 
         version: Version(2),
         error_result_fails: true,
         input_kinds: Vec::new(),
+        idempotency_key: None,
     }
 }
 

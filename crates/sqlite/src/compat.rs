@@ -4,6 +4,9 @@
 //! each outstanding request inside the `state` JSON. Such rows read back with the same
 //! meaning; rows are written in the new form (`["elicitation"]`, `{"kind": "elicitation",
 //! …}`), so no migration rewrites the old ones.
+//!
+//! Rows written before migration 0004 have no idempotency key: the column is NULL and reads
+//! back as `None`, as for any task created without a key.
 
 use mcp_tasks_engine::{InputKind, TaskState};
 use rusqlite::types::Type;

@@ -37,8 +37,8 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use tokio::sync::{Semaphore, oneshot};
 
 use mcp_tasks_engine::{
-    ListQuery, Principal, StoreError, TaskId, TaskRecord, TaskStore, Timestamp, Update,
-    Version,
+    IdempotencyKey, Inserted, ListQuery, Principal, StoreError, TaskId, TaskRecord, TaskStore,
+    Timestamp, Update, Version,
 };
 
 use crate::{compat, migrate};
@@ -66,7 +66,7 @@ const READER_CACHE_KIB: u32 = 4 * 1024;
 /// The columns every read selects, in the order [`read_record`] decodes them.
 const COLUMNS: &str = "id, owner, tool, arguments, state, status_message, created_at, \
                        updated_at, ttl_ms, poll_interval_ms, attempt, version, error_result_fails, \
-                       input_methods";
+                       input_methods, idempotency_key";
 
 /// The statuses of tasks that may still change, as an SQL list. It must match the
 /// `WHERE` of the partial indexes `tasks_unfinished` and `tasks_unfinished_by_expiry` word
@@ -463,42 +463,64 @@ fn configure(
 
 #[async_trait]
 impl TaskStore for SqliteStore {
-    async fn insert(&self, task: &TaskRecord) -> Result<(), StoreError> {
+    async fn insert(&self, task: &TaskRecord) -> Result<Inserted, StoreError> {
         let row = NewRow::from_record(task).map_err(StoreError::backend)?;
         let id = task.id.clone();
         self.write(move |conn| {
-            let inserted = conn
-                .prepare_cached(
-                    "INSERT INTO tasks (id, owner, tool, arguments, status, state, status_message, \
-                     created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, attempt, version, \
-                     error_result_fails, input_methods) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-                )
-                .and_then(|mut stmt| {
-                    stmt.execute(params![
-                        row.id,
-                        row.owner,
-                        row.tool,
-                        row.arguments,
-                        row.status,
-                        row.state,
-                        row.status_message,
-                        row.created_at,
-                        row.updated_at,
-                        row.ttl_ms,
-                        row.expires_at,
-                        row.poll_interval_ms,
-                        row.attempt,
-                        row.version,
-                        row.error_result_fails,
-                        row.input_methods,
-                    ])
-                });
-            match inserted {
-                Ok(_) => Ok(()),
-                Err(err) if is_duplicate_key(&err) => Err(StoreError::Duplicate(id)),
-                Err(err) => Err(StoreError::backend(err)),
+            // One write on the writer thread: the lookup of a held key and the insert are
+            // atomic, and a concurrent insert with the same key, queued behind this one,
+            // sees this one's row.
+            match insert_row(conn, &row) {
+                Ok(1) => return Ok(Inserted::New),
+                Ok(_) => {}
+                Err(err) if is_duplicate_key(&err) => return Err(StoreError::Duplicate(id)),
+                Err(err) => return Err(StoreError::backend(err)),
             }
+            // The key is taken (a keyless row never conflicts): by a retained task, which is
+            // the answer, or by one past its TTL, which gives it up.
+            let (owner, key) = (row.owner.as_str(), row.idempotency_key.as_deref());
+            let holder = conn
+                .prepare_cached(&format!(
+                    "SELECT {COLUMNS} FROM tasks WHERE owner = ?1 AND idempotency_key = ?2"
+                ))
+                .and_then(|mut stmt| stmt.query_row(params![owner, key], read_record).optional())
+                .map_err(StoreError::backend)?;
+            match holder {
+                Some(existing) if existing.retained_at(Timestamp(row.created_at)) => {
+                    Ok(Inserted::Existing(existing))
+                }
+                _ => {
+                    conn.prepare_cached(
+                        "UPDATE tasks SET idempotency_key = NULL WHERE owner = ?1 AND idempotency_key = ?2",
+                    )
+                    .and_then(|mut stmt| stmt.execute(params![owner, key]))
+                    .map_err(StoreError::backend)?;
+                    match insert_row(conn, &row) {
+                        Ok(_) => Ok(Inserted::New),
+                        Err(err) if is_duplicate_key(&err) => Err(StoreError::Duplicate(id)),
+                        Err(err) => Err(StoreError::backend(err)),
+                    }
+                }
+            }
+        })
+        .await
+    }
+
+    async fn find_by_key(
+        &self,
+        owner: &Principal,
+        key: &IdempotencyKey,
+        now: Timestamp,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        let (owner, key) = (owner.as_str().to_owned(), key.as_str().to_owned());
+        self.read(move |conn| {
+            // One lookup in `tasks_by_idempotency_key` (migration 0004).
+            conn.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM tasks WHERE owner = ?1 AND idempotency_key = ?2 \
+                 AND (expires_at IS NULL OR expires_at > ?3)"
+            ))
+            .and_then(|mut stmt| stmt.query_row(params![owner, key, now.0], read_record).optional())
+            .map_err(StoreError::backend)
         })
         .await
     }
@@ -654,6 +676,7 @@ struct NewRow {
     version: i64,
     error_result_fails: bool,
     input_methods: String,
+    idempotency_key: Option<String>,
 }
 
 impl NewRow {
@@ -675,8 +698,40 @@ impl NewRow {
             version: to_i64(task.version.0)?,
             error_result_fails: task.error_result_fails,
             input_methods: to_json(&task.input_kinds)?,
+            idempotency_key: task.idempotency_key.as_ref().map(|key| key.as_str().to_owned()),
         })
     }
+}
+
+/// Inserts `row` unless its owner's idempotency key is taken; how many rows went in (0: the
+/// key is taken). A taken id is an error, as before keys existed.
+fn insert_row(conn: &Connection, row: &NewRow) -> rusqlite::Result<usize> {
+    conn.prepare_cached(
+        "INSERT INTO tasks (id, owner, tool, arguments, status, state, status_message, \
+         created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, attempt, version, \
+         error_result_fails, input_methods, idempotency_key) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17) \
+         ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING",
+    )?
+    .execute(params![
+        row.id,
+        row.owner,
+        row.tool,
+        row.arguments,
+        row.status,
+        row.state,
+        row.status_message,
+        row.created_at,
+        row.updated_at,
+        row.ttl_ms,
+        row.expires_at,
+        row.poll_interval_ms,
+        row.attempt,
+        row.version,
+        row.error_result_fails,
+        row.input_methods,
+        row.idempotency_key,
+    ])
 }
 
 /// Decodes a row selected with [`COLUMNS`].
@@ -704,6 +759,7 @@ fn read_record(row: &Row<'_>) -> rusqlite::Result<TaskRecord> {
         version: Version(to_u64(11, row.get(11)?)?),
         error_result_fails: row.get(12)?,
         input_kinds: compat::input_kinds(13, &row.get::<_, String>(13)?)?,
+        idempotency_key: row.get::<_, Option<String>>(14)?.map(IdempotencyKey::new),
     })
 }
 

@@ -1,7 +1,8 @@
 //! [`MemoryStore`]: a [`TaskStore`] in a map behind a std mutex, for tests.
 //!
 //! It keeps every contract of the trait (compare-and-set on the version, `Duplicate` on a
-//! taken id, keyset paging by creation time then id, owner scoping, a count per owner kept
+//! taken id, one retained task per owner and idempotency key (a map beside the tasks, as
+//! SQLite's unique index), keyset paging by creation time then id, owner scoping, a count per owner kept
 //! beside the tasks, `unfinished`/`expired`/`purge` at `now` with their limits), and the
 //! shared store suite runs against it (`crates/testkit/tests/it`), so the suite is proven
 //! against two stores. It is not durable: a test of what survives a restart needs a real
@@ -17,7 +18,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use async_trait::async_trait;
 
 use mcp_tasks_engine::{
-    ListQuery, Principal, StoreError, TaskId, TaskRecord, TaskStore, Timestamp, Update, Version,
+    IdempotencyKey, Inserted, ListQuery, Principal, StoreError, TaskId, TaskRecord, TaskStore,
+    Timestamp, Update, Version,
 };
 
 /// The tasks of one [`MemoryStore`], and the indexes beside them.
@@ -27,6 +29,8 @@ struct Tables {
     tasks: HashMap<TaskId, TaskRecord>,
     /// Each owner's tasks in listing order, and so also the owner's count.
     by_owner: HashMap<Principal, BTreeSet<(Timestamp, TaskId)>>,
+    /// The task holding each owner's idempotency key (the unique index on owner and key).
+    by_key: HashMap<(Principal, IdempotencyKey), TaskId>,
 }
 
 impl Tables {
@@ -35,12 +39,24 @@ impl Tables {
         let Some(task) = self.tasks.remove(id) else {
             return;
         };
+        if let Some(key) = task.idempotency_key.clone() {
+            let slot = (task.owner.clone(), key);
+            if self.by_key.get(&slot) == Some(&task.id) {
+                self.by_key.remove(&slot);
+            }
+        }
         if let Some(owned) = self.by_owner.get_mut(&task.owner) {
             owned.remove(&(task.created_at, task.id));
             if owned.is_empty() {
                 self.by_owner.remove(&task.owner);
             }
         }
+    }
+
+    /// The task of `owner` holding `key`, if it is retained at `now`.
+    fn keyed(&self, owner: &Principal, key: &IdempotencyKey, now: Timestamp) -> Option<&TaskRecord> {
+        let id = self.by_key.get(&(owner.clone(), key.clone()))?;
+        self.tasks.get(id).filter(|task| task.retained_at(now))
     }
 
     /// The tasks that satisfy `keep`, sorted by `key`, at most `limit`.
@@ -90,10 +106,17 @@ impl MemoryStore {
 
 #[async_trait]
 impl TaskStore for MemoryStore {
-    async fn insert(&self, task: &TaskRecord) -> Result<(), StoreError> {
+    async fn insert(&self, task: &TaskRecord) -> Result<Inserted, StoreError> {
         let mut tables = self.lock();
         if tables.tasks.contains_key(&task.id) {
             return Err(StoreError::Duplicate(task.id.clone()));
+        }
+        if let Some(key) = &task.idempotency_key {
+            if let Some(existing) = tables.keyed(&task.owner, key, task.created_at) {
+                return Ok(Inserted::Existing(existing.clone()));
+            }
+            // Free, or held by a task past its TTL, which gives it up.
+            tables.by_key.insert((task.owner.clone(), key.clone()), task.id.clone());
         }
         tables
             .by_owner
@@ -101,7 +124,16 @@ impl TaskStore for MemoryStore {
             .or_default()
             .insert((task.created_at, task.id.clone()));
         tables.tasks.insert(task.id.clone(), task.clone());
-        Ok(())
+        Ok(Inserted::New)
+    }
+
+    async fn find_by_key(
+        &self,
+        owner: &Principal,
+        key: &IdempotencyKey,
+        now: Timestamp,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        Ok(self.lock().keyed(owner, key, now).cloned())
     }
 
     async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {

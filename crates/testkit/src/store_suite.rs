@@ -31,9 +31,11 @@ use mcp_tasks_engine::{
 };
 
 mod fixtures;
+mod keys;
 
 pub use fixtures::{StoreFixture, T0, TTL_MS, sample_task};
 use fixtures::*;
+pub use keys::*;
 
 /// Insert, then get, returns every field as written, for every state variant, including
 /// absent optional fields and timestamps to the millisecond.
@@ -625,6 +627,12 @@ macro_rules! store_suite {
             expired_respects_now_and_skips_terminal_tasks,
             purge_deletes_only_terminal_tasks_past_expiry,
             purge_respects_its_limit,
+            a_keyed_insert_returns_the_retained_task_with_that_key,
+            idempotency_keys_are_per_owner,
+            keyless_tasks_never_conflict,
+            a_key_is_free_again_once_its_task_is_past_its_ttl,
+            a_purged_task_frees_its_key,
+            of_racing_keyed_inserts_exactly_one_is_new,
         );
     };
     (@cases $make:expr; $($case:ident),+ $(,)?) => {

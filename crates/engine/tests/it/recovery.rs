@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use mcp_tasks_engine::{
-    Engine, FakeClock, ListQuery, Outcome, Policy, Principal, RestartPolicy, Status, StoreError, TaskId, TaskRecord,
+    Engine, FakeClock, IdempotencyKey, Inserted, ListQuery, Outcome, Policy, Principal, RestartPolicy, Status, StoreError, TaskId, TaskRecord,
     TaskState, TaskStore, Timestamp, ToolRuntime, Update, Version, WorkError,
 };
 use mcp_tasks_testkit::MemoryStore;
@@ -23,8 +23,16 @@ struct Conflicting {
 
 #[async_trait]
 impl TaskStore for Conflicting {
-    async fn insert(&self, task: &TaskRecord) -> Result<(), StoreError> {
+    async fn insert(&self, task: &TaskRecord) -> Result<Inserted, StoreError> {
         self.inner.insert(task).await
+    }
+    async fn find_by_key(
+        &self,
+        owner: &Principal,
+        key: &IdempotencyKey,
+        now: Timestamp,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        self.inner.find_by_key(owner, key, now).await
     }
     async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
         self.inner.get(id).await

@@ -1,14 +1,21 @@
 //! Calling a tool: plainly (the result is the answer), or as a task (committed first, then
 //! started), with the tool's arguments checked against its `inputSchema` before anything is
-//! created or run.
+//! created or run. A task call with an idempotency key (`dev.mcp-tasks/idempotency-key`,
+//! both eras) makes at most one task per principal and key: a retry gets the existing task,
+//! which is not started again.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures_util::FutureExt;
-use mcp_tasks_engine::{ClientLink, Context, Engine, EngineError, InputKind, NewTask, Outcome, TaskRecord, WorkError};
+use mcp_tasks_engine::{
+    ClientLink, Context, Creation, Engine, EngineError, IdempotencyKey, InputKind, NewTask, Outcome, TaskRecord,
+    WorkError,
+};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+
+use mcp_tasks_protocol::jsonrpc::RpcError;
 
 use crate::context::RequestContext;
 use crate::registry::Entry;
@@ -29,34 +36,49 @@ pub(crate) struct TaskCall {
     pub(crate) requested_ttl_ms: Option<u64>,
     /// Whether a result that reports an error ends the task `failed` (an era rule).
     pub(crate) error_result_fails: bool,
+    /// The requestor's idempotency key, already checked against the wire's rules.
+    pub(crate) idempotency_key: Option<IdempotencyKey>,
 }
 
 /// A task committed to the store whose work has not started: answer the requestor with it
 /// first (invariant 1: the task is durable before its id leaves), then [`Created::start`].
+/// Or the task an earlier call with the same idempotency key made, as it stands: the answer
+/// is that task, and [`Created::start`] does nothing.
 #[must_use = "a created task runs only once started"]
 pub(crate) struct Created {
     engine: Engine,
-    record: TaskRecord,
+    creation: Creation,
 }
 
 impl Created {
     /// The committed task.
     pub(crate) fn record(&self) -> &TaskRecord {
-        &self.record
+        self.creation.record()
     }
 
-    /// Starts the work (so no notification of it can precede the answer).
+    /// Whether this call made the task (`false`: an earlier call with its idempotency key did).
+    pub(crate) fn is_new(&self) -> bool {
+        self.creation.is_new()
+    }
+
+    /// Starts the work of a new task (so no notification of it can precede the answer); a
+    /// task found by its idempotency key already has its work.
     pub(crate) fn start(self) {
-        if let Err(err) = self.engine.start(&self.record) {
-            tracing::error!(task = %self.record.id, error = %err, "could not start a created task");
+        let Creation::New(record) = self.creation else { return };
+        if let Err(err) = self.engine.start(&record) {
+            tracing::error!(task = %record.id, error = %err, "could not start a created task");
         }
     }
 }
 
 /// Creates the task for `call` under the request's principal, within the engine's limits.
 ///
+/// With an idempotency key, the principal's retained task made with it is the answer
+/// instead, if there is one ([`Engine::create_with_key`]).
+///
 /// # Errors
-/// A limit of the engine, or a store failure; nothing was created.
+/// A limit of the engine, a store failure, or the key used for another call; nothing was
+/// created.
 pub(crate) async fn create_task(ctx: &RequestContext, call: TaskCall) -> Result<Created, EngineError> {
     let engine = ctx.server().engine().clone();
     let new = NewTask {
@@ -67,9 +89,17 @@ pub(crate) async fn create_task(ctx: &RequestContext, call: TaskCall) -> Result<
         error_result_fails: call.error_result_fails,
         input_kinds: input_kinds(ctx),
     };
-    let record = engine.create(new).await?;
-    tracing::debug!(task = %record.id, era = %ctx.era, tool = %record.tool, "task created");
-    Ok(Created { engine, record })
+    let creation = match call.idempotency_key {
+        Some(key) => engine.create_with_key(new, key).await?,
+        None => Creation::New(engine.create(new).await?),
+    };
+    let record = creation.record();
+    if creation.is_new() {
+        tracing::debug!(task = %record.id, era = %ctx.era, tool = %record.tool, "task created");
+    } else {
+        tracing::debug!(task = %record.id, era = %ctx.era, tool = %record.tool, "task found by its idempotency key");
+    }
+    Ok(Created { engine, creation })
 }
 
 /// Runs a plain call of `tool`; what the work sends the client meanwhile goes through
@@ -92,6 +122,19 @@ pub(crate) async fn call_plain(
         tracing::error!(tool, "tool handler panicked in a plain call");
         Ok(Outcome::Failure(WorkError::HandlerCrashed))
     })
+}
+
+/// The idempotency key of a `tools/call`'s `_meta`, checked against the wire's rules. Read
+/// for every call, plain ones too (where it has no effect): a malformed key is refused
+/// whether or not the call would have become a task, so a client learns of its bug at once.
+///
+/// # Errors
+/// `-32602` saying what is wrong with the key.
+pub(crate) fn idempotency_key(meta: Option<&mcp_tasks_protocol::mcp::Meta>) -> Result<Option<IdempotencyKey>, RpcError> {
+    match mcp_tasks_protocol::mcp::idempotency_key(meta) {
+        Ok(key) => Ok(key.map(IdempotencyKey::new)),
+        Err(problem) => Err(RpcError::invalid_params(problem)),
+    }
 }
 
 /// The kinds of input request the work of a task may send this requestor: those its client

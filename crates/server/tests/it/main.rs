@@ -4,6 +4,7 @@
 //! - `progress`: progress notifications of tasks and plain calls.
 //! - `catalog`: resources, templates, prompts, completion and logging defined in code.
 //! - `conformance_fixture`: the conformance fixture server of `examples/`.
+//! - `idempotency`: idempotency keys on `tools/call`, in both eras and across a restart.
 //! - `input`: input requests inside tasks across sessions.
 //! - `modern`: 2026-07-28 with the tasks extension, beside 2025-11-25 on one server.
 //! - `modern_listen`: 2026-07-28 `subscriptions/listen`: list changes and task notifications.
@@ -21,6 +22,7 @@ use mcp_tasks_sqlite::SqliteStore;
 mod arguments;
 mod catalog;
 mod conformance_fixture;
+mod idempotency;
 mod input;
 mod interactive;
 mod layering;

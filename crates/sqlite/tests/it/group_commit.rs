@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::task::Poll;
 
-use mcp_tasks_engine::{StoreError, TaskRecord, TaskState, TaskStore, Timestamp, Update, Version};
+use mcp_tasks_engine::{Inserted, StoreError, TaskRecord, TaskState, TaskStore, Timestamp, Update, Version};
 use mcp_tasks_sqlite::SqliteStore;
 use mcp_tasks_testkit::store_suite::sample_task;
 use serde_json::json;
@@ -42,7 +42,7 @@ async fn queue<T: Send + 'static>(
 async fn insert_concurrently(
     store: &SqliteStore,
     tasks: &[TaskRecord],
-) -> Vec<Result<(), StoreError>> {
+) -> Vec<Result<Inserted, StoreError>> {
     let inserts: Vec<_> = tasks
         .iter()
         .map(|task| {

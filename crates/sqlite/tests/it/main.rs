@@ -47,7 +47,7 @@ async fn tasks_survive_closing_and_reopening_the_file() {
     );
     assert_eq!(replaced.version, Version(2));
     // Reopening does not run the migration again (it would fail: the table exists).
-    assert_eq!(reopened.pragma("user_version").await.expect("pragma"), "3");
+    assert_eq!(reopened.pragma("user_version").await.expect("pragma"), "4");
 }
 
 #[tokio::test]
@@ -196,7 +196,7 @@ async fn migration_0003_counts_the_tasks_already_stored() {
         }
     }
     let store = SqliteStore::open(&path).expect("the store opens and migrates");
-    assert_eq!(store.pragma("user_version").await.expect("pragma"), "3");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "4");
     let count = |owner: &'static str| {
         let store = store.clone();
         async move { store.count(&Principal::new(owner)).await.expect("count") }
@@ -303,4 +303,102 @@ async fn rows_in_the_format_of_earlier_builds_read_back_with_the_same_meaning() 
         "a replace never rewrites the column, which keeps reading as it was"
     );
     assert_eq!(store.get(&waiting.id).await.expect("get").expect("the task"), rewritten);
+}
+
+/// A store written before migration 0004 (schema version 3) reads its rows back without a
+/// key, and from then on keeps one retained task per owner and key.
+#[tokio::test]
+async fn migration_0004_keeps_old_rows_readable_and_adds_idempotency_keys() {
+    use mcp_tasks_engine::{IdempotencyKey, Inserted};
+
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("tasks.db");
+    {
+        let conn = rusqlite_connection(&path);
+        for sql in [
+            include_str!("../../migrations/0001_tasks.sql"),
+            include_str!("../../migrations/0002_input_methods.sql"),
+            include_str!("../../migrations/0003_retention_at_scale.sql"),
+        ] {
+            conn.execute_batch(sql).expect("an earlier migration");
+        }
+        conn.pragma_update(None, "user_version", 3).expect("user_version");
+        conn.execute(
+            "INSERT INTO tasks (id, owner, tool, arguments, status, state, created_at, \
+             updated_at, attempt, version, error_result_fails, input_methods) \
+             VALUES ('old', 'alice', 'echo', '{}', 'cancelled', '{\"status\":\"cancelled\"}', 1, 1, 1, 1, 0, '[]')",
+            [],
+        )
+        .expect("a version 3 row");
+    }
+    let store = SqliteStore::open(&path).expect("the store opens and migrates");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "4");
+    let old = store
+        .get(&"old".into())
+        .await
+        .expect("get succeeds")
+        .expect("the old row");
+    assert_eq!((old.state, old.idempotency_key), (TaskState::Cancelled, None));
+    let mut keyed = sample_task("alice");
+    keyed.idempotency_key = Some(IdempotencyKey::new("k"));
+    assert_eq!(store.insert(&keyed).await.expect("insert succeeds"), Inserted::New);
+    let mut retry = sample_task("alice");
+    retry.idempotency_key = Some(IdempotencyKey::new("k"));
+    assert_eq!(
+        store.insert(&retry).await.expect("insert succeeds"),
+        Inserted::Existing(keyed)
+    );
+}
+
+/// The key is in the task's row: after the file is closed and reopened, a retry with the
+/// key still gets the task made before.
+#[tokio::test]
+async fn an_idempotency_key_survives_closing_and_reopening_the_file() {
+    use mcp_tasks_engine::{IdempotencyKey, Inserted};
+
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("tasks.db");
+    let mut task = sample_task("alice");
+    task.idempotency_key = Some(IdempotencyKey::new("deploy-42"));
+    {
+        let store = SqliteStore::open(&path).expect("the store opens");
+        assert_eq!(store.insert(&task).await.expect("insert succeeds"), Inserted::New);
+    }
+    let reopened = SqliteStore::open(&path).expect("the store opens again");
+    let key = IdempotencyKey::new("deploy-42");
+    assert_eq!(
+        reopened
+            .find_by_key(&task.owner, &key, task.created_at)
+            .await
+            .expect("find succeeds"),
+        Some(task.clone())
+    );
+    let mut retry = sample_task("alice");
+    retry.idempotency_key = Some(key);
+    assert_eq!(
+        reopened.insert(&retry).await.expect("insert succeeds"),
+        Inserted::Existing(task)
+    );
+}
+
+/// `find_by_key` is one lookup in the unique index, whatever the number of tasks.
+#[tokio::test]
+async fn find_by_key_uses_the_unique_index_of_owner_and_key() {
+    let (_, dir) = fresh();
+    let conn = rusqlite_connection(&dir.path().join("tasks.db"));
+    let plan: String = conn
+        .prepare(
+            "EXPLAIN QUERY PLAN SELECT * FROM tasks WHERE owner = 'a' AND idempotency_key = 'k' \
+             AND (expires_at IS NULL OR expires_at > 5)",
+        )
+        .expect("explain")
+        .query_map([], |row| row.get::<_, String>(3))
+        .expect("plan")
+        .collect::<Result<Vec<_>, _>>()
+        .expect("plan rows")
+        .join("; ");
+    assert!(
+        plan.contains("USING INDEX tasks_by_idempotency_key (owner=? AND idempotency_key=?)"),
+        "{plan}"
+    );
 }

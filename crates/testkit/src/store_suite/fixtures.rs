@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use mcp_tasks_engine::{
-    ErrorObject, InputKind, InputRequest, InputRequests, ListQuery, Outcome, Principal, TaskId, TaskRecord,
+    ErrorObject, IdempotencyKey, InputKind, InputRequest, InputRequests, ListQuery, Outcome, Principal, TaskId, TaskRecord,
     TaskState, TaskStore, Timestamp, Version, WorkError,
 };
 
@@ -55,6 +55,7 @@ pub fn sample_task(owner: &str) -> TaskRecord {
         version: Version(1),
         error_result_fails: false,
         input_kinds: vec![InputKind::Elicitation, InputKind::Sampling],
+        idempotency_key: None,
     }
 }
 
@@ -120,6 +121,7 @@ pub(crate) fn tasks_in_every_state() -> Vec<TaskRecord> {
                 task.input_kinds.clear();
             }
             if i % 2 == 0 {
+                task.idempotency_key = Some(IdempotencyKey::new(format!("key {i}: ünïcödé")));
                 task.status_message = Some(format!("message {i}: ünïcödé 'quotes' \"and\" more"));
             } else {
                 task.ttl_ms = None;

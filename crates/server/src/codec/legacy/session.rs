@@ -78,9 +78,13 @@ impl LegacySession {
         self.client_capabilities.get(name).is_some_and(Value::is_object)
     }
 
-    /// Records that this session created `id`.
+    /// Records that this session created `id` (or got it by its idempotency key).
     pub(crate) fn created(&self, id: &TaskId) {
-        self.state().created.push(id.clone());
+        let mut state = self.state();
+        // A retry with an idempotency key gets a task this session may have listed already.
+        if !state.created.contains(id) {
+            state.created.push(id.clone());
+        }
     }
 
     /// The tasks this session created, oldest first.

@@ -30,12 +30,20 @@ pub(crate) fn list(ctx: &RequestContext, params: Option<Value>) -> Result<Value,
 /// naming the failing fields; no task is created). With `params.task` it creates a task,
 /// commits it, answers with `CreateTaskResult`, and only then starts the work; without it,
 /// it runs the call and answers with its result. Either way the engine's limits apply.
+/// A task call with an idempotency key (`_meta["dev.mcp-tasks/idempotency-key"]`) that an
+/// earlier call of the principal used for the same tool and arguments answers with that
+/// task as it stands, and starts nothing; used for another call, it is `-32602`. A
+/// malformed key is `-32602` on any call; a plain call ignores a well-formed one.
 /// `None`: the reply has already been sent.
 pub(crate) async fn call(session: &Arc<LegacySession>, ctx: &RequestContext, params: CallToolParams) -> Reply {
     let Some(tool) = ops::call::tool(ctx, &params.name) else {
         return Some(Err(RpcError::invalid_params(format!("Unknown tool: {}", params.name))));
     };
     let arguments = Value::Object(params.arguments.unwrap_or_default());
+    let idempotency_key = match ops::call::idempotency_key(params.meta.as_ref().map(|meta| &meta.rest)) {
+        Ok(key) => key,
+        Err(invalid) => return Some(Err(invalid)),
+    };
     let progress_token = params.meta.and_then(|meta| meta.progress_token);
     match (params.task, tool.def.spec.task_mode) {
         // 2025-11-25 tools: a task on a forbidden tool SHOULD be -32601.
@@ -57,13 +65,16 @@ pub(crate) async fn call(session: &Arc<LegacySession>, ctx: &RequestContext, par
                 arguments,
                 requested_ttl_ms: task.ttl,
                 error_result_fails: wire::ERROR_RESULT_FAILS,
+                idempotency_key,
             };
             let created = match ops::call::create_task(ctx, call).await {
                 Ok(created) => created,
                 Err(err) => return Some(Err(rpc_error(&err))),
             };
             // Invariant 1: the task is committed; now the CreateTaskResult may leave, and
-            // only after it the work starts, so no notification precedes the response.
+            // only after it the work starts, so no notification precedes the response. A
+            // task found by its idempotency key is answered the same way; its work runs
+            // already (or has ended), so nothing starts.
             let record = created.record();
             let result = CreateTaskResult { task: wire::task(record), meta: None };
             ctx.conn.respond(&ctx.id, serde_json::to_value(result).map_err(|err| RpcError::internal(err.to_string())));

@@ -176,6 +176,7 @@ mod tests {
             version: Version(1),
             error_result_fails: true,
             input_kinds: Vec::new(),
+            idempotency_key: None,
         }
     }
 

@@ -31,7 +31,12 @@ pub(crate) fn list(ctx: &RequestContext, params: Option<Value>) -> Result<Value,
 
 /// `tools/call`. The arguments are checked against the tool's `inputSchema` first
 /// (`-32602`, nothing created or run); then the call runs plainly, or as a task committed
-/// before its `CreateTaskResult` is sent.
+/// before its `CreateTaskResult` is sent. A call that becomes a task with an idempotency key
+/// (`_meta["dev.mcp-tasks/idempotency-key"]`) that an earlier call of the principal used
+/// for the same tool and arguments answers at once with that task's `CreateTaskResult`, as
+/// the task stands, without waiting inline or starting anything; used for another call, it
+/// is `-32602`. A malformed key is `-32602` on any call; a plain call ignores a well-formed
+/// one.
 pub(crate) async fn call(meta: &RequestMeta, ctx: &RequestContext, params: CallToolParams) -> Reply {
     let Some(tool) = ops::call::tool(ctx, &params.name) else {
         return Some(Err(RpcError::invalid_params(format!("Unknown tool: {}", params.name))));
@@ -40,6 +45,10 @@ pub(crate) async fn call(meta: &RequestMeta, ctx: &RequestContext, params: CallT
     if let Err(invalid) = tool.check(&arguments) {
         return Some(Err(invalid_arguments(&invalid)));
     }
+    let idempotency_key = match ops::call::idempotency_key(params.meta.as_ref()) {
+        Ok(key) => key,
+        Err(invalid) => return Some(Err(invalid)),
+    };
     let mode = tool.def.spec.task_mode;
     let as_task = match (mode, meta.declares_extension(TASKS_EXTENSION)) {
         (TaskMode::Forbidden, _) | (TaskMode::Optional, false) => false,
@@ -54,7 +63,13 @@ pub(crate) async fn call(meta: &RequestMeta, ctx: &RequestContext, params: CallT
     if !as_task {
         return Some(plain(meta, ctx, &params.name, arguments, params.input_responses.unwrap_or_default()).await);
     }
-    let call = ops::call::TaskCall { tool: params.name, arguments, requested_ttl_ms: None, error_result_fails: false };
+    let call = ops::call::TaskCall {
+        tool: params.name,
+        arguments,
+        requested_ttl_ms: None,
+        error_result_fails: false,
+        idempotency_key,
+    };
     let created = match ops::call::create_task(ctx, call).await {
         Ok(created) => created,
         Err(err) => return Some(Err(rpc_error(&err))),
@@ -63,8 +78,10 @@ pub(crate) async fn call(meta: &RequestMeta, ctx: &RequestContext, params: CallT
         TaskMode::Optional => tool.def.inline_wait.unwrap_or(ctx.server().inner.inline_wait),
         _ => Duration::ZERO,
     };
-    if inline.is_zero() {
-        // Invariant 1: committed; the CreateTaskResult leaves before the work starts.
+    if inline.is_zero() || !created.is_new() {
+        // Invariant 1: committed; the CreateTaskResult leaves before the work starts. A
+        // task found by its idempotency key is answered as it stands (its work runs, or
+        // ran, already; `start` does nothing).
         let result = wire::create_task_result(created.record());
         created.start();
         return Some(Ok(result));
