@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
-use mcp_tasks_client::{Called, Client, Era, ServerNotification, TaskHandle, TaskMode, ToolInfo};
+use mcp_tasks_client::ledger::new_idempotency_key;
+use mcp_tasks_client::{Called, Client, ClientError, Era, ServerNotification, TaskHandle, TaskMode, ToolInfo};
 use serde_json::{Map, Value, json};
 
 use crate::args::{CallArgs, ToolsArgs};
@@ -53,26 +54,8 @@ async fn call_on(client: &Client, args: &CallArgs, display: &Arc<Display>) -> an
         );
     };
     let arguments = Value::Object(arguments(tool, args.args.as_ref(), &args.arg)?);
-    if client.era() == Era::Modern {
-        // 2026-07-28: the server decides whether the call becomes a task.
-        let tracker = crate::ledger::Tracker::open(&args.ledger, &args.remote.connect);
-        let notifications = client.notifications();
-        let called = client
-            .call(&tool.name, arguments.clone())
-            .await
-            .with_context(|| format!("calling {}", tool.name))?;
-        let handle = match called {
-            Called::Result(result) => {
-                if args.detach {
-                    eprintln!("mcp-tasks: the server answered at once; there is no task to detach from");
-                }
-                return Ok(remote::print_result(&result, json));
-            }
-            Called::Task(handle) => handle,
-        };
-        return follow(handle, &tool.name, &arguments, tracker, notifications, args, display).await;
-    }
-    let as_task = client.server_runs_tool_tasks() && tool.task_mode != TaskMode::Forbidden;
+    let as_task = client.era() == Era::Modern
+        || (client.server_runs_tool_tasks() && tool.task_mode != TaskMode::Forbidden);
     if !as_task {
         if args.detach {
             bail!(
@@ -86,13 +69,49 @@ async fn call_on(client: &Client, args: &CallArgs, display: &Arc<Display>) -> an
             .with_context(|| format!("calling {}", tool.name))?;
         return Ok(remote::print_result(&result, json));
     }
+    // Exactly once: the call is recorded with a fresh idempotency key before it is sent, so
+    // that a CLI killed before the answer comes can send it again (`tasks wait KEY`) and get
+    // the one task the server made of it.
     let tracker = crate::ledger::Tracker::open(&args.ledger, &args.remote.connect);
+    let key = new_idempotency_key();
+    if let Some(tracker) = &tracker {
+        tracker.submit(&key, &tool.name, &arguments).await;
+    }
     let notifications = client.notifications();
-    let handle = client
-        .call_tool_as_task(&tool.name, arguments.clone(), None)
+    // 2025-11-25: as a task; 2026-07-28: the server decides.
+    let called = client
+        .call_with_key(&tool.name, arguments.clone(), &key)
         .await
-        .with_context(|| format!("calling {} as a task", tool.name))?;
-    follow(handle, &tool.name, &arguments, tracker, notifications, args, display).await
+        .with_context(|| format!("calling {}", tool.name));
+    let called = match called {
+        Ok(called) => called,
+        Err(err) => {
+            // Refused (the call made nothing): no task to come back for.
+            if let (Some(tracker), true) = (&tracker, refused(&err)) {
+                tracker.settle(&key).await;
+            }
+            return Err(err);
+        }
+    };
+    let handle = match called {
+        Called::Result(result) => {
+            if let Some(tracker) = &tracker {
+                tracker.settle(&key).await;
+            }
+            if args.detach {
+                eprintln!("mcp-tasks: the server answered at once; there is no task to detach from");
+            }
+            return Ok(remote::print_result(&result, json));
+        }
+        Called::Task(handle) => handle,
+    };
+    follow(handle, &tool.name, &arguments, tracker.map(|tracker| (tracker, key)), notifications, args, display).await
+}
+
+/// Whether a call's error means the server refused it (nothing was created), rather than
+/// an answer that was lost.
+fn refused(err: &anyhow::Error) -> bool {
+    matches!(err.downcast_ref::<ClientError>(), Some(ClientError::Rpc { .. } | ClientError::Http { .. }))
 }
 
 /// A task the call made: recorded in the ledger, then printed (`--detach`) or driven to
@@ -101,21 +120,25 @@ async fn follow(
     handle: TaskHandle,
     tool: &str,
     arguments: &Value,
-    tracker: Option<crate::ledger::Tracker>,
+    tracker: Option<(crate::ledger::Tracker, String)>,
     notifications: tokio::sync::broadcast::Receiver<ServerNotification>,
     args: &CallArgs,
     display: &Arc<Display>,
 ) -> anyhow::Result<u8> {
     let json = args.remote.json;
     // Recorded before anything waits: a process killed from here on leaves the task in
-    // the ledger, for `tasks pending` and `tasks wait ID`.
+    // the ledger, for `tasks pending` and `tasks wait ID`; then its submission goes.
     let mut recorded = false;
-    if let Some(tracker) = &tracker {
+    if let Some((tracker, key)) = &tracker {
         let status = handle.last_seen().map(|task| task.status);
         recorded = tracker
             .record(handle.id(), tool, arguments, status)
             .await;
+        if recorded {
+            tracker.settle(key).await;
+        }
     }
+    let tracker = tracker.map(|(tracker, _)| tracker);
     if args.detach {
         match handle.last_seen() {
             Some(task) if json => remote::print_task(&task, true),

@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use anyhow::{Context as _, bail};
 use mcp_tasks_client::TaskStatus;
-use mcp_tasks_client::ledger::{Endpoint, Ledger, LedgerEntry};
+use mcp_tasks_client::ledger::{Endpoint, Ledger, LedgerEntry, Submission};
 use serde_json::{Value, json};
 
 use crate::args::{ConnectArgs, ForgetArgs, LedgerArgs, PendingArgs};
@@ -83,6 +83,25 @@ impl Tracker {
         }
     }
 
+    /// Records a call about to be sent with idempotency `key` (with its arguments, until
+    /// [`Tracker::settle`]); whether it was.
+    pub(crate) async fn submit(&self, key: &str, tool: &str, arguments: &Value) -> bool {
+        match self.ledger.submit(&self.endpoint, key, tool, arguments).await {
+            Ok(()) => true,
+            Err(err) => {
+                eprintln!("mcp-tasks: warning: the call is not recorded in the ledger: {err}");
+                false
+            }
+        }
+    }
+
+    /// The call of `key` got its answer: its submission goes.
+    pub(crate) async fn settle(&self, key: &str) {
+        if let Err(err) = self.ledger.settle(key).await {
+            eprintln!("mcp-tasks: warning: cannot update the ledger: {err}");
+        }
+    }
+
     /// Notes a status just learned (for tasks in the ledger; others are left out).
     pub(crate) async fn note(&self, task_id: &str, status: TaskStatus) {
         if let Err(err) = self
@@ -125,10 +144,32 @@ pub(crate) async fn pending(args: PendingArgs) -> anyhow::Result<u8> {
         .pending()
         .await
         .with_context(|| format!("reading the ledger {}", ledger.path().display()))?;
+    let submissions = ledger
+        .submissions()
+        .await
+        .with_context(|| format!("reading the ledger {}", ledger.path().display()))?;
     if args.json {
         let tasks: Vec<Value> = entries.iter().map(entry_json).collect();
-        println!("{}", json!({ "tasks": tasks }));
-    } else if entries.is_empty() {
+        let sent: Vec<Value> = submissions.iter().map(submission_json).collect();
+        println!("{}", json!({ "tasks": tasks, "submissions": sent }));
+        return Ok(COMPLETED);
+    }
+    for submission in &submissions {
+        println!(
+            "{}  sent, no answer  {}  {}  at {}",
+            submission.key,
+            submission.tool,
+            submission.endpoint,
+            time(submission.created_at)
+        );
+    }
+    if !submissions.is_empty() {
+        eprintln!(
+            "mcp-tasks: a call sent without an answer (the CLI stopped before it came) is sent again, with the same \
+             idempotency key, by: mcp-tasks tasks wait KEY (the server gives back its one task)"
+        );
+    }
+    if entries.is_empty() {
         eprintln!(
             "mcp-tasks: no pending tasks in the ledger {}",
             ledger.path().display()
@@ -185,6 +226,20 @@ fn entry_json(entry: &LedgerEntry) -> Value {
         "lastSeenAt": time(entry.last_seen_at),
     });
     let (key, address) = match &entry.endpoint {
+        Endpoint::Url(url) => ("url", url),
+        Endpoint::Command(cmd) => ("cmd", cmd),
+    };
+    object[key] = Value::String(address.clone());
+    object
+}
+
+fn submission_json(submission: &Submission) -> Value {
+    let mut object = json!({
+        "idempotencyKey": submission.key,
+        "tool": submission.tool,
+        "createdAt": time(submission.created_at),
+    });
+    let (key, address) = match &submission.endpoint {
         Endpoint::Url(url) => ("url", url),
         Endpoint::Command(cmd) => ("cmd", cmd),
     };

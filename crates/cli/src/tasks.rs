@@ -100,6 +100,63 @@ async fn result(args: TaskArgs) -> anyhow::Result<u8> {
     remote::report(handle.wait().await, json)
 }
 
+/// `tasks wait KEY` of a call sent without an answer: sent again to its server with the
+/// same idempotency key, which answers with the one task the first sending made (or makes
+/// it, if the first never arrived); recorded, then driven to its end.
+async fn resend(
+    args: &WaitArgs,
+    ledger: mcp_tasks_client::ledger::Ledger,
+    submission: mcp_tasks_client::ledger::Submission,
+    display: &std::sync::Arc<Display>,
+) -> anyhow::Result<u8> {
+    let json = args.task.remote.json;
+    let given = &args.task.remote.connect;
+    let (url, cmd) = match &submission.endpoint {
+        mcp_tasks_client::ledger::Endpoint::Url(url) => (Some(url.clone()), None),
+        mcp_tasks_client::ledger::Endpoint::Command(cmd) => (None, Some(cmd.clone())),
+    };
+    let token = if url.is_some() { given.token.clone() } else { None };
+    let remote = RemoteArgs { connect: ConnectArgs { url, token, cmd, era: given.era }, json };
+    eprintln!(
+        "mcp-tasks: sending the call of {} to {} again, with its idempotency key {}",
+        submission.tool, submission.endpoint, submission.key
+    );
+    let client = remote::connect(&remote, Some(&args.answer), display).await?;
+    let tracker = Tracker::new(ledger, submission.endpoint.clone());
+    let notifications = client.notifications();
+    let outcome = async {
+        let called = client
+            .call_with_key(&submission.tool, submission.arguments.clone(), &submission.key)
+            .await
+            .with_context(|| format!("calling {} again", submission.tool))?;
+        let handle = match called {
+            mcp_tasks_client::Called::Result(result) => {
+                tracker.settle(&submission.key).await;
+                return Ok(remote::print_result(&result, json));
+            }
+            mcp_tasks_client::Called::Task(handle) => handle,
+        };
+        let status = handle.last_seen().map(|task| task.status);
+        let recorded = tracker.record(handle.id(), &submission.tool, &submission.arguments, status).await;
+        if recorded {
+            tracker.settle(&submission.key).await;
+        }
+        eprintln!("mcp-tasks: the call is task {}", handle.id());
+        let waiting = crate::wait::Waiting {
+            display,
+            json,
+            tracker: Some(&tracker),
+            notifications,
+            resume: crate::wait::resume_command(handle.id(), &remote.connect, &args.task.ledger, recorded),
+            stdio: remote.connect.cmd.is_some(),
+        };
+        crate::wait::drive(&handle, waiting).await
+    }
+    .await;
+    remote::close(client, &remote.connect).await;
+    outcome
+}
+
 /// Drives a task to its end. The server is --url/--cmd, or else the one the ledger
 /// recorded for the task (reconnected to, the token given again if any).
 async fn wait(args: WaitArgs) -> anyhow::Result<u8> {
@@ -112,6 +169,9 @@ async fn wait(args: WaitArgs) -> anyhow::Result<u8> {
         (None, tracker)
     } else {
         let ledger = crate::ledger::open(&args.task.ledger)?;
+        if let Some(submission) = ledger.submission(&args.task.id).await.context("reading the ledger")? {
+            return resend(&args, ledger, submission, &display).await;
+        }
         let entry = crate::ledger::locate(&ledger, &args.task.id).await?;
         let (url, cmd) = match &entry.endpoint {
             mcp_tasks_client::ledger::Endpoint::Url(url) => (Some(url.clone()), None),

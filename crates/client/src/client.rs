@@ -17,6 +17,7 @@ use crate::http::HttpTransport;
 use crate::legacy::{self, method};
 use crate::modern::{self, Identity};
 use mcp_tasks_protocol::era::Era;
+use mcp_tasks_protocol::mcp::IDEMPOTENCY_KEY_META;
 use mcp_tasks_protocol::modern::method::SERVER_DISCOVER;
 use crate::stdio::{LineReader, StdioTransport};
 use crate::task::TaskHandle;
@@ -406,7 +407,7 @@ impl Client {
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, ClientError> {
         let arguments = arguments_map(arguments)?;
         if self.inner.modern.is_some() {
-            return match self.rounds(name, arguments, false).await? {
+            return match self.rounds(name, arguments, false, None).await? {
                 modern::Answer::Complete(result) => from_value(result, method::TOOLS_CALL),
                 _ => Err(ClientError::Protocol(format!("tools/call of {name:?} made a task that was not asked for"))),
             };
@@ -423,18 +424,39 @@ impl Client {
     /// # Errors
     /// As [`Client::call_tool`] and [`Client::call_tool_as_task`].
     pub async fn call(&self, name: &str, arguments: Value) -> Result<Called, ClientError> {
+        self.call_keyed(name, arguments, None).await
+    }
+
+    /// [`Client::call`] made once-only by idempotency `key`
+    /// (`_meta["dev.mcp-tasks/idempotency-key"]`, see the README): a call that makes a
+    /// task, sent again with the same key (after a crash, a lost answer), gets the task the
+    /// first one made from a server that honours the key (mcp-tasks does), never a second
+    /// one. A plain call runs each time (2025-11-25: it is sent without the key).
+    ///
+    /// # Errors
+    /// As [`Client::call`]; `-32602` from the server for a key used for another call.
+    pub async fn call_with_key(&self, name: &str, arguments: Value, key: &str) -> Result<Called, ClientError> {
+        self.call_keyed(name, arguments, Some(key)).await
+    }
+
+    async fn call_keyed(&self, name: &str, arguments: Value, key: Option<&str>) -> Result<Called, ClientError> {
         if self.inner.modern.is_some() {
-            return self.call_modern(name, arguments_map(arguments)?).await;
+            return self.call_modern(name, arguments_map(arguments)?, key).await;
         }
         if self.server_runs_tool_tasks() && self.tool(name).await?.task_mode != TaskMode::Forbidden {
-            return self.call_tool_as_task(name, arguments, None).await.map(Called::Task);
+            return self.as_task_legacy(name, arguments, None, key).await.map(Called::Task);
         }
         self.call_tool(name, arguments).await.map(Called::Result)
     }
 
     /// 2026-07-28 [`Client::call`]: the server decides.
-    async fn call_modern(&self, name: &str, arguments: Option<Map<String, Value>>) -> Result<Called, ClientError> {
-        match self.rounds(name, arguments, self.server_runs_tool_tasks()).await? {
+    async fn call_modern(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        key: Option<&str>,
+    ) -> Result<Called, ClientError> {
+        match self.rounds(name, arguments, self.server_runs_tool_tasks(), key).await? {
             modern::Answer::Complete(result) => from_value(result, method::TOOLS_CALL).map(Called::Result),
             modern::Answer::Task(task) => Ok(Called::Task(self.handle(task))),
             modern::Answer::InputRequired { .. } => {
@@ -445,8 +467,17 @@ impl Client {
 
     /// 2026-07-28: `tools/call` (with the tasks extension when `tasks`), its rounds
     /// answered by the handlers, to a result that is not `input_required`.
-    async fn rounds(&self, name: &str, arguments: Option<Map<String, Value>>, tasks: bool) -> Result<modern::Answer, ClientError> {
+    async fn rounds(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        tasks: bool,
+        key: Option<&str>,
+    ) -> Result<modern::Answer, ClientError> {
         let mut params = json!({"name": name, "_meta": self.progress_meta()});
+        if let Some(key) = key {
+            params["_meta"][IDEMPOTENCY_KEY_META] = json!(key);
+        }
         if let Some(arguments) = arguments {
             params["arguments"] = Value::Object(arguments);
         }
@@ -502,11 +533,23 @@ impl Client {
             if !self.server_runs_tool_tasks() {
                 return Err(unsupported("the server does not offer the io.modelcontextprotocol/tasks extension"));
             }
-            return match self.call_modern(name, arguments_map(arguments)?).await? {
+            return match self.call_modern(name, arguments_map(arguments)?, None).await? {
                 Called::Task(handle) => Ok(handle),
                 Called::Result(result) => Err(ClientError::AnsweredInline { tool: name.to_owned(), result: Box::new(result) }),
             };
         }
+        self.as_task_legacy(name, arguments, ttl, None).await
+    }
+
+    /// 2025-11-25 [`Client::call_tool_as_task`], with an idempotency key if any.
+    async fn as_task_legacy(
+        &self,
+        name: &str,
+        arguments: Value,
+        ttl: Option<Duration>,
+        key: Option<&str>,
+    ) -> Result<TaskHandle, ClientError> {
+        let unsupported = |reason: &str| ClientError::TasksUnsupported { tool: name.to_owned(), reason: reason.to_owned() };
         if !self.server_runs_tool_tasks() {
             return Err(unsupported("the server does not declare tasks.requests.tools.call"));
         }
@@ -514,7 +557,10 @@ impl Client {
             return Err(unsupported("its execution.taskSupport is \"forbidden\""));
         }
         let ttl = ttl.map(|ttl| u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
-        let meta = self.progress_meta();
+        let mut meta = self.progress_meta();
+        if let Some(key) = key {
+            meta.rest.insert(IDEMPOTENCY_KEY_META.to_owned(), json!(key));
+        }
         let token = match &meta.progress_token {
             Some(ProgressToken::String(token)) => Some(token.clone()),
             _ => None,

@@ -45,8 +45,12 @@ use crate::types::TaskStatus;
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The schema version this build writes (`PRAGMA user_version`). Version 1 kept the
-/// arguments in full; [`migrate_v1`] turns them into digests.
-const SCHEMA_VERSION: i64 = 2;
+/// arguments in full; [`migrate_v1`] turns them into digests. Version 3 adds the calls
+/// sent but not yet answered (`submissions`) and the kept results (`results`).
+const SCHEMA_VERSION: i64 = 3;
+
+/// The largest result [`Ledger::keep_result`] keeps, as JSON bytes.
+pub const MAX_KEPT_RESULT: usize = 1024 * 1024;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS tasks (
@@ -61,6 +65,21 @@ CREATE TABLE IF NOT EXISTS tasks (
     PRIMARY KEY (endpoint_kind, endpoint, task_id)
 );
 CREATE INDEX IF NOT EXISTS tasks_by_id ON tasks (task_id);
+CREATE TABLE IF NOT EXISTS submissions (
+    key TEXT PRIMARY KEY,
+    endpoint_kind TEXT NOT NULL CHECK (endpoint_kind IN ('url', 'cmd')),
+    endpoint TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    arguments TEXT NOT NULL,
+    created_at_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS results (
+    endpoint_kind TEXT NOT NULL,
+    endpoint TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    result TEXT NOT NULL,
+    PRIMARY KEY (endpoint_kind, endpoint, task_id)
+);
 ";
 
 /// The columns every read selects, in the order [`read_entry`] decodes them.
@@ -120,6 +139,41 @@ pub struct LedgerEntry {
     pub status: TaskStatus,
     /// When the host last learned the task's status.
     pub last_seen_at: SystemTime,
+}
+
+/// A call sent (or about to be) with an idempotency key, whose task is not known yet: the
+/// host crashed, or lost the answer, between sending it and recording its task. Sending
+/// the same call again with the same key gets the one task the server made of it
+/// (`dev.mcp-tasks/idempotency-key`; see the README), never a second one.
+///
+/// Unlike a recorded task, a submission keeps the call's arguments (they are needed to
+/// send it again), until its task is recorded ([`Ledger::settle`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Submission {
+    /// The idempotency key.
+    pub key: String,
+    /// The server it went to.
+    pub endpoint: Endpoint,
+    /// The tool called.
+    pub tool: String,
+    /// The arguments.
+    pub arguments: Value,
+    /// When it was recorded (just before it was sent).
+    pub created_at: SystemTime,
+}
+
+/// A fresh idempotency key: `mcp-tasks-` and 128 random bits in hex.
+///
+/// # Panics
+/// If the operating system has no randomness to give.
+pub fn new_idempotency_key() -> String {
+    let mut bytes = [0u8; 16];
+    #[allow(clippy::expect_used)] // no randomness: nothing safe to do
+    getrandom::fill(&mut bytes).expect("the operating system gives random bytes");
+    bytes.iter().fold(String::from("mcp-tasks-"), |mut key, byte| {
+        key.push_str(&format!("{byte:02x}"));
+        key
+    })
 }
 
 /// A ledger that could not be opened, read or written.
@@ -318,6 +372,103 @@ impl Ledger {
         .await
     }
 
+    /// Records a call about to be sent with idempotency `key`, with its arguments (kept until
+    /// [`Ledger::settle`]). Recording the same key again replaces it.
+    ///
+    /// # Errors
+    /// [`LedgerError::Database`] if the write fails.
+    pub async fn submit(&self, endpoint: &Endpoint, key: &str, tool: &str, arguments: &Value) -> Result<(), LedgerError> {
+        let (kind, address, key, tool) = (endpoint.kind(), endpoint.address().to_owned(), key.to_owned(), tool.to_owned());
+        let arguments = arguments.to_string();
+        let now = millis(SystemTime::now());
+        self.call(move |conn| {
+            conn.execute(
+                "INSERT OR REPLACE INTO submissions (key, endpoint_kind, endpoint, tool, arguments, created_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![key, kind, address, tool, arguments, now],
+            )
+            .map(|_| ())
+        })
+        .await
+    }
+
+    /// The submission of `key`, if its task is not recorded yet.
+    ///
+    /// # Errors
+    /// [`LedgerError::Database`] if the read fails.
+    pub async fn submission(&self, key: &str) -> Result<Option<Submission>, LedgerError> {
+        let key = key.to_owned();
+        self.call(move |conn| {
+            conn.query_row(&format!("SELECT {SUBMISSION_COLUMNS} FROM submissions WHERE key = ?1"), params![key], read_submission)
+                .optional()
+        })
+        .await
+    }
+
+    /// Every call sent whose task is not recorded yet, oldest first.
+    ///
+    /// # Errors
+    /// [`LedgerError::Database`] if the read fails.
+    pub async fn submissions(&self) -> Result<Vec<Submission>, LedgerError> {
+        self.call(move |conn| {
+            let mut statement =
+                conn.prepare(&format!("SELECT {SUBMISSION_COLUMNS} FROM submissions ORDER BY created_at_ms, key"))?;
+            statement.query_map([], read_submission)?.collect()
+        })
+        .await
+    }
+
+    /// The call of `key` has its task (recorded with [`Ledger::record`]) or needs none: its
+    /// submission, and its arguments, go. Returns whether it was there.
+    ///
+    /// # Errors
+    /// [`LedgerError::Database`] if the write fails.
+    pub async fn settle(&self, key: &str) -> Result<bool, LedgerError> {
+        let key = key.to_owned();
+        self.call(move |conn| conn.execute("DELETE FROM submissions WHERE key = ?1", params![key]).map(|n| n > 0)).await
+    }
+
+    /// Keeps the result of a finished task (a `CallToolResult`, as JSON), so that it can be
+    /// read after the server has forgotten the task; `false` (nothing kept) for a result
+    /// over [`MAX_KEPT_RESULT`] bytes.
+    ///
+    /// # Errors
+    /// [`LedgerError::Database`] if the write fails.
+    pub async fn keep_result(&self, endpoint: &Endpoint, task_id: &str, result: &Value) -> Result<bool, LedgerError> {
+        let text = result.to_string();
+        if text.len() > MAX_KEPT_RESULT {
+            return Ok(false);
+        }
+        let (kind, address, task_id) = (endpoint.kind(), endpoint.address().to_owned(), task_id.to_owned());
+        self.call(move |conn| {
+            conn.execute(
+                "INSERT OR REPLACE INTO results (endpoint_kind, endpoint, task_id, result) VALUES (?1, ?2, ?3, ?4)",
+                params![kind, address, task_id, text],
+            )
+            .map(|_| true)
+        })
+        .await
+    }
+
+    /// The result kept for a task, if any.
+    ///
+    /// # Errors
+    /// [`LedgerError::Database`] if the read fails.
+    pub async fn kept_result(&self, endpoint: &Endpoint, task_id: &str) -> Result<Option<Value>, LedgerError> {
+        let (kind, address, task_id) = (endpoint.kind(), endpoint.address().to_owned(), task_id.to_owned());
+        let text: Option<String> = self
+            .call(move |conn| {
+                conn.query_row(
+                    "SELECT result FROM results WHERE endpoint_kind = ?1 AND endpoint = ?2 AND task_id = ?3",
+                    params![kind, address, task_id],
+                    |row| row.get(0),
+                )
+                .optional()
+            })
+            .await?;
+        Ok(text.and_then(|text| serde_json::from_str(&text).ok()))
+    }
+
     /// Runs `f` on the connection, on the blocking pool.
     async fn call<T, F>(&self, f: F) -> Result<T, LedgerError>
     where
@@ -430,6 +581,20 @@ fn read_entry(row: &Row<'_>) -> rusqlite::Result<LedgerEntry> {
     })
 }
 
+/// The columns of a submission, in the order [`read_submission`] decodes them.
+const SUBMISSION_COLUMNS: &str = "key, endpoint_kind, endpoint, tool, arguments, created_at_ms";
+
+fn read_submission(row: &Row<'_>) -> rusqlite::Result<Submission> {
+    let kind: String = row.get(1)?;
+    let address: String = row.get(2)?;
+    let endpoint = if kind == "cmd" { Endpoint::Command(address) } else { Endpoint::Url(address) };
+    let arguments: String = row.get(4)?;
+    let arguments = serde_json::from_str(&arguments).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(4, rusqlite::types::Type::Text, format!("arguments: {e}").into())
+    })?;
+    Ok(Submission { key: row.get(0)?, endpoint, tool: row.get(3)?, arguments, created_at: from_millis(row.get(5)?) })
+}
+
 fn millis(time: SystemTime) -> i64 {
     time.duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
@@ -523,5 +688,40 @@ mod tests {
             let bytes = std::fs::read(file.unwrap().path()).unwrap();
             assert!(!bytes.windows(6).any(|w| w == b"s3cret"), "the secret argument is gone from the files");
         }
+    }
+
+    #[tokio::test]
+    async fn a_submission_keeps_its_arguments_until_settled_and_survives_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.sqlite3");
+        let endpoint = Endpoint::Url("http://127.0.0.1:1/mcp".into());
+        let key = new_idempotency_key();
+        assert!(key.starts_with("mcp-tasks-") && key.len() == "mcp-tasks-".len() + 32, "{key}");
+        assert_ne!(key, new_idempotency_key());
+        {
+            let ledger = Ledger::open(&path).unwrap();
+            ledger.submit(&endpoint, &key, "slow", &serde_json::json!({"seconds": 2})).await.unwrap();
+        }
+        let ledger = Ledger::open(&path).unwrap();
+        let submitted = ledger.submission(&key).await.unwrap().unwrap();
+        assert_eq!((submitted.tool.as_str(), submitted.arguments.clone()), ("slow", serde_json::json!({"seconds": 2})));
+        assert_eq!(ledger.submissions().await.unwrap(), vec![submitted]);
+        assert!(ledger.settle(&key).await.unwrap());
+        assert!(!ledger.settle(&key).await.unwrap());
+        assert!(ledger.submissions().await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_kept_result_is_read_back_and_an_oversized_one_is_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::open(&dir.path().join("ledger.sqlite3")).unwrap();
+        let endpoint = Endpoint::Command("mcp-tasks serve --stdio".into());
+        let result = serde_json::json!({"content": [{"type": "text", "text": "done"}]});
+        assert!(ledger.keep_result(&endpoint, "t1", &result).await.unwrap());
+        assert_eq!(ledger.kept_result(&endpoint, "t1").await.unwrap(), Some(result));
+        assert_eq!(ledger.kept_result(&endpoint, "t2").await.unwrap(), None);
+        let huge = serde_json::json!({"content": [{"type": "text", "text": "x".repeat(MAX_KEPT_RESULT)}]});
+        assert!(!ledger.keep_result(&endpoint, "t3", &huge).await.unwrap());
+        assert_eq!(ledger.kept_result(&endpoint, "t3").await.unwrap(), None);
     }
 }

@@ -599,3 +599,56 @@ fn modern_a_detached_task_is_collected_by_tasks_wait_and_tasks_list_says_what_to
     assert_eq!((output.status.code(), json(&output)["status"].clone()), (Some(0), serde_json::json!("cancelled")), "{}", stderr(&output));
     assert_eq!(modern(&server, &["tasks", "wait", &id]).status.code(), Some(3));
 }
+
+#[test]
+fn modern_ledger_a_cli_killed_between_sending_a_call_and_its_answer_gets_the_one_task_from_tasks_wait() {
+    let work = Workdir::new();
+    let marker = work.path("runs.txt");
+    // `once` counts its runs in the marker file, works 2 s, and (inline wait 30 s) is only
+    // answered when it ends: the CLI is killed after the call was sent, before its answer.
+    let once = r#"
+[[tools]]
+name = "once"
+inline_wait = "30s"
+command = ["sh", "-c", "echo run >> \"$1\"; sleep 2; echo done", "_", "{marker}"]
+[tools.input_schema]
+type = "object"
+properties = { marker = { type = "string" } }
+"#;
+    std::fs::write(work.config(), format!("{CONFIG}\n{once}")).unwrap();
+    let server = HttpServer::start(&work);
+    let ledger = work.path("ledger.sqlite3").display().to_string();
+    let marker_arg = format!("marker={}", marker.display());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
+        .args(["call", "once", "--arg", &marker_arg, "--url", &url(&server), "--ledger", &ledger, "--era", "modern"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn mcp-tasks");
+    let pid = Pid::from_raw(i32::try_from(child.id()).unwrap());
+    let deadline = std::time::Instant::now() + DEADLINE;
+    while !marker.exists() {
+        if std::time::Instant::now() > deadline {
+            let _ = kill(pid, Signal::SIGKILL);
+            panic!("the tool never started");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    kill(pid, Signal::SIGKILL).unwrap();
+    assert_eq!(child.wait().unwrap().code(), None, "killed by a signal");
+
+    let output = bare(&["tasks", "pending", "--ledger", &ledger, "--json"]);
+    let listed = json(&output);
+    let submissions = listed["submissions"].as_array().expect("a submissions array").clone();
+    assert_eq!(submissions.len(), 1, "{listed}");
+    assert_eq!((submissions[0]["tool"].clone(), submissions[0]["url"].clone()), (serde_json::json!("once"), serde_json::json!(url(&server))));
+    assert!(listed["tasks"].as_array().unwrap().is_empty(), "no task id came back: {listed}");
+    let key = submissions[0]["idempotencyKey"].as_str().unwrap().to_owned();
+
+    let output = bare(&["tasks", "wait", &key, "--ledger", &ledger, "--era", "modern"]);
+    assert_eq!((output.status.code(), stdout(&output)), (Some(0), "done\n".to_owned()), "{}", stderr(&output));
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "run\n", "the command ran once");
+    let listed = json(&bare(&["tasks", "pending", "--ledger", &ledger, "--json"]));
+    assert!(listed["submissions"].as_array().unwrap().is_empty(), "{listed}");
+}
