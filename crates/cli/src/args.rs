@@ -110,6 +110,12 @@ pub(crate) struct LedgerArgs {
     /// in the platform's data directory (e.g. ~/.local/share/mcp-tasks/).
     #[arg(long, value_name = "PATH", env = "MCP_TASKS_LEDGER")]
     pub(crate) ledger: Option<PathBuf>,
+
+    /// Keep each finished task's result in the ledger (up to 1 MiB), so that `tasks result
+    /// ID` answers after the server has forgotten the task (its TTL ran out). Off by
+    /// default: the ledger keeps no argument or result text unless asked.
+    #[arg(long, env = "MCP_TASKS_KEEP", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false)]
+    pub(crate) keep: bool,
 }
 
 /// How to answer the server's requests (elicitation, sampling) while waiting.

@@ -40,11 +40,13 @@ pub(crate) fn endpoint(connect: &ConnectArgs) -> Option<Endpoint> {
 pub(crate) struct Tracker {
     ledger: Ledger,
     endpoint: Endpoint,
+    /// `--keep`: finished results go to the ledger too.
+    keep: bool,
 }
 
 impl Tracker {
-    pub(crate) fn new(ledger: Ledger, endpoint: Endpoint) -> Tracker {
-        Tracker { ledger, endpoint }
+    pub(crate) fn new(ledger: Ledger, endpoint: Endpoint, args: &LedgerArgs) -> Tracker {
+        Tracker { ledger, endpoint, keep: args.keep }
     }
 
     /// A tracker for the server of `connect`, or `None` (with a warning) when the ledger
@@ -52,7 +54,7 @@ impl Tracker {
     pub(crate) fn open(args: &LedgerArgs, connect: &ConnectArgs) -> Option<Tracker> {
         let endpoint = endpoint(connect)?;
         match open(args) {
-            Ok(ledger) => Some(Tracker { ledger, endpoint }),
+            Ok(ledger) => Some(Tracker { ledger, endpoint, keep: args.keep }),
             Err(err) => {
                 eprintln!("mcp-tasks: warning: tasks are not recorded: {err:#}");
                 None
@@ -100,6 +102,24 @@ impl Tracker {
         if let Err(err) = self.ledger.settle(key).await {
             eprintln!("mcp-tasks: warning: cannot update the ledger: {err}");
         }
+    }
+
+    /// With `--keep`, keeps the result of a finished task.
+    pub(crate) async fn keep(&self, task_id: &str, result: &mcp_tasks_client::protocol::CallToolResult) {
+        if !self.keep {
+            return;
+        }
+        let value = serde_json::to_value(result).unwrap_or(Value::Null);
+        match self.ledger.keep_result(&self.endpoint, task_id, &value).await {
+            Ok(true) => {}
+            Ok(false) => eprintln!("mcp-tasks: warning: the result of task {task_id} is over 1 MiB: not kept"),
+            Err(err) => eprintln!("mcp-tasks: warning: the result of task {task_id} is not kept: {err}"),
+        }
+    }
+
+    /// The result kept for a task (`--keep`), if any.
+    pub(crate) async fn kept(&self, task_id: &str) -> Option<Value> {
+        self.ledger.kept_result(&self.endpoint, task_id).await.ok().flatten()
     }
 
     /// Notes a status just learned (for tasks in the ledger; others are left out).

@@ -84,10 +84,22 @@ async fn result(args: TaskArgs) -> anyhow::Result<u8> {
     let display = Display::new(json);
     let client = remote::connect(&args.remote, None, &display).await?;
     let handle = client.task(&args.id);
-    let task = handle
-        .status()
-        .await
-        .with_context(|| format!("getting task {}", args.id))?;
+    let task = match handle.status().await {
+        Ok(task) => task,
+        Err(err) => {
+            // Gone from the server (its TTL ran out): the ledger may have kept the result.
+            let kept = match Tracker::open(&args.ledger, &args.remote.connect) {
+                Some(tracker) => tracker.kept(&args.id).await,
+                None => None,
+            };
+            if let Some(kept) = kept {
+                eprintln!("mcp-tasks: the server no longer has task {}; its result, as the ledger kept it:", args.id);
+                let result = serde_json::from_value(kept).context("reading the kept result")?;
+                return Ok(remote::print_result(&result, json));
+            }
+            return Err(err).with_context(|| format!("getting task {}", args.id));
+        }
+    };
     if !task.status.is_terminal() {
         bail!(
             "task {} is {}, it has no result yet (wait for it: mcp-tasks tasks wait {})",
@@ -122,7 +134,7 @@ async fn resend(
         submission.tool, submission.endpoint, submission.key
     );
     let client = remote::connect(&remote, Some(&args.answer), display).await?;
-    let tracker = Tracker::new(ledger, submission.endpoint.clone());
+    let tracker = Tracker::new(ledger, submission.endpoint.clone(), &args.task.ledger);
     let notifications = client.notifications();
     let outcome = async {
         let called = client
@@ -190,7 +202,7 @@ async fn wait(args: WaitArgs) -> anyhow::Result<u8> {
             "mcp-tasks: task {} lives at {}",
             entry.task_id, entry.endpoint
         );
-        (Some(remote), Some(Tracker::new(ledger, entry.endpoint)))
+        (Some(remote), Some(Tracker::new(ledger, entry.endpoint, &args.task.ledger)))
     };
     let remote = remote.as_ref().unwrap_or(&args.task.remote);
     let client = remote::connect(remote, Some(&args.answer), &display).await?;

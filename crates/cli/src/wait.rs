@@ -104,6 +104,9 @@ pub(crate) async fn drive(handle: &TaskHandle, waiting: Waiting<'_>) -> anyhow::
                 && let Some(status) = learned(handle, &outcome).await
             {
                 tracker.note(handle.id(), status).await;
+                if let Ok(result) = &outcome {
+                    tracker.keep(handle.id(), result).await;
+                }
             }
             report(outcome, json)
         }

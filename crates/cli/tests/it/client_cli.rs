@@ -652,3 +652,44 @@ properties = { marker = { type = "string" } }
     let listed = json(&bare(&["tasks", "pending", "--ledger", &ledger, "--json"]));
     assert!(listed["submissions"].as_array().unwrap().is_empty(), "{listed}");
 }
+
+#[test]
+fn keep_a_result_kept_in_the_ledger_is_read_after_the_server_forgot_its_task() {
+    let work = Workdir::new();
+    let config = CONFIG.replacen("default_ttl = \"1h\"", "default_ttl = \"3s\"", 1);
+    assert_ne!(config, CONFIG, "the test config sets default_ttl");
+    std::fs::write(work.config(), config).unwrap();
+    let server = HttpServer::start(&work);
+    let ledger = work.path("ledger.sqlite3").display().to_string();
+    let output = bare(&["call", "echo", "--arg", "text=kept", "--keep", "--json", "--url", &url(&server), "--ledger", &ledger]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let output = bare(&["call", "echo", "--arg", "text=kept", "--detach", "--json", "--url", &url(&server), "--ledger", &ledger]);
+    let id = json(&output)["taskId"].as_str().expect("a task").to_owned();
+    let output = bare(&["tasks", "wait", &id, "--keep", "--ledger", &ledger]);
+    assert_eq!((output.status.code(), stdout(&output)), (Some(0), "kept\n".to_owned()), "{}", stderr(&output));
+    // The server forgets the task when its TTL runs out.
+    let deadline = std::time::Instant::now() + DEADLINE;
+    loop {
+        let output = bare(&["tasks", "get", &id, "--url", &url(&server), "--ledger", &ledger]);
+        if output.status.code() == Some(2) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the task outlived its TTL");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let output = bare(&["tasks", "result", &id, "--json", "--url", &url(&server), "--ledger", &ledger]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(json(&output)["content"][0]["text"], "kept");
+    assert!(stderr(&output).contains("as the ledger kept it"), "{}", stderr(&output));
+    // Without --keep nothing is kept.
+    let output = bare(&["call", "echo", "--arg", "text=gone", "--detach", "--json", "--url", &url(&server), "--ledger", &ledger]);
+    let other = json(&output)["taskId"].as_str().expect("a task").to_owned();
+    assert_eq!(bare(&["tasks", "wait", &other, "--ledger", &ledger]).status.code(), Some(0));
+    let deadline = std::time::Instant::now() + DEADLINE;
+    while bare(&["tasks", "get", &other, "--url", &url(&server), "--ledger", &ledger]).status.code() != Some(2) {
+        assert!(std::time::Instant::now() < deadline, "the task outlived its TTL");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let output = bare(&["tasks", "result", &other, "--url", &url(&server), "--ledger", &ledger]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+}
