@@ -1,5 +1,8 @@
-//! The host side of mcp-tasks: an MCP client (protocol revision 2025-11-25, core Tasks) that
-//! owns the polling of the tasks it starts, so that neither the model nor each host has to.
+//! The host side of mcp-tasks: an MCP client that owns the polling of the tasks it starts, so
+//! that neither the model nor each host has to. It speaks both revisions: it asks with
+//! `server/discover` and speaks 2026-07-28 (per-request `_meta`, the tasks extension, Multi
+//! Round-Trip Requests) to a server that serves it, else falls back to `initialize`
+//! (2025-11-25, core Tasks); [`ClientBuilder::era`] pins one. The API is the same in both.
 //!
 //! # Layout
 //! - [`Client`] ([`ClientBuilder`]): connect over Streamable HTTP or stdio (a spawned
@@ -15,7 +18,8 @@
 //! - [`ServerInfo`], [`ToolInfo`] ([`TaskMode`]), [`TaskInfo`] ([`TaskStatus`]): the
 //!   client's own view of the server, its tools and its tasks, whatever protocol revision
 //!   the session speaks (each revision's wire shapes are converted privately: `legacy` for
-//!   2025-11-25).
+//!   2025-11-25, `modern` for 2026-07-28). [`Called`]: what a call came to (a result, or the
+//!   task the server made of it).
 //! - [`ClientError`]: every failure, with what to do about it.
 //! - [`ledger`]: a local SQLite record of the tasks a host started, to resume them after
 //!   a crash or a detach.
