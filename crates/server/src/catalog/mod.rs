@@ -22,6 +22,8 @@ mod tools;
 mod uri_template;
 
 use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::pin::Pin;
 
 use mcp_tasks_engine::Context;
 use mcp_tasks_protocol::jsonrpc::RpcError;
@@ -43,6 +45,10 @@ pub use uri_template::{UriTemplate, UriTemplateError};
 
 use crate::codec::parse_value;
 use crate::server::Server;
+
+/// The work of a `prompts/get` or `resources/read`, checked and ready to run with the
+/// request's context (in 2026-07-28 it may outlive a round of the request).
+pub(crate) type Work = Box<dyn FnOnce(Context) -> Pin<Box<dyn Future<Output = Result<Value, RpcError>> + Send>> + Send>;
 
 /// The resources, templates, prompts and completion handlers of a server.
 #[derive(Default)]

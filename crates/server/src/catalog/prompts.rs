@@ -13,7 +13,7 @@ use mcp_tasks_protocol::mcp::{Content, Meta};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::Catalog;
+use super::{Catalog, Work};
 
 /// Schema `Prompt`: one entry of `prompts/list`. `icons` is not modelled.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -251,7 +251,7 @@ pub(crate) async fn get(catalog: &Catalog, params: GetParams, ctx: Context) -> R
 pub(crate) fn getter(
     catalog: &Catalog,
     params: GetParams,
-) -> Result<impl FnOnce(Context) -> Pin<Box<dyn Future<Output = Result<Value, RpcError>> + Send>> + use<>, RpcError> {
+) -> Result<Work, RpcError> {
     let def = catalog.prompts.get(&params.name).ok_or_else(|| unknown_prompt(&params.name))?;
     let arguments = params.arguments.unwrap_or_default();
     let missing = def
@@ -268,12 +268,12 @@ pub(crate) fn getter(
     }
     let get = Arc::clone(&def.get);
     let request = PromptRequest { name: params.name, arguments };
-    Ok(move |ctx: Context| -> Pin<Box<dyn Future<Output = Result<Value, RpcError>> + Send>> {
+    Ok(Box::new(move |ctx: Context| -> Pin<Box<dyn Future<Output = Result<Value, RpcError>> + Send>> {
         Box::pin(async move {
             let result = get(request, ctx).await?;
             serde_json::to_value(result).map_err(|err| RpcError::internal(err.to_string()))
         })
-    })
+    }))
 }
 
 /// `-32602` for a prompt name the server does not have.

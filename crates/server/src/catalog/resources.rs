@@ -13,7 +13,7 @@ use mcp_tasks_protocol::mcp::{Content, Meta};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::Catalog;
+use super::{Catalog, Work};
 use super::uri_template::UriTemplate;
 
 /// The JSON-RPC code of "resource not found" (2025-11-25 resources page: `-32002`, with the
@@ -356,14 +356,14 @@ pub(crate) async fn read(catalog: &Catalog, params: UriParams, ctx: Context) -> 
 pub(crate) fn reading(
     catalog: &Catalog,
     uri: &str,
-) -> Result<impl FnOnce(Context) -> Pin<Box<dyn Future<Output = Result<Value, RpcError>> + Send>> + use<>, RpcError> {
+) -> Result<Work, RpcError> {
     let (read, request) = catalog.reader(uri).ok_or_else(|| resource_not_found(uri))?;
-    Ok(move |ctx: Context| -> Pin<Box<dyn Future<Output = Result<Value, RpcError>> + Send>> {
+    Ok(Box::new(move |ctx: Context| -> Pin<Box<dyn Future<Output = Result<Value, RpcError>> + Send>> {
         Box::pin(async move {
             let contents = read(request, ctx).await?;
             Ok(json!({ "contents": contents }))
         })
-    })
+    }))
 }
 
 impl Catalog {
