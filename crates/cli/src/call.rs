@@ -139,6 +139,10 @@ async fn follow(
         }
     }
     let tracker = tracker.map(|(tracker, _)| tracker);
+    let handle = match &tracker {
+        Some(tracker) => tracker.remember(handle),
+        None => handle,
+    };
     if args.detach {
         match handle.last_seen() {
             Some(task) if json => remote::print_task(&task, true),

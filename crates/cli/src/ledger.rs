@@ -104,6 +104,12 @@ impl Tracker {
         }
     }
 
+    /// `handle`, remembering in the ledger the input requests it answers (a restarted CLI
+    /// does not ask them again).
+    pub(crate) fn remember(&self, handle: mcp_tasks_client::TaskHandle) -> mcp_tasks_client::TaskHandle {
+        handle.remembering(self.ledger.clone(), self.endpoint.clone())
+    }
+
     /// With `--keep`, keeps the result of a finished task.
     pub(crate) async fn keep(&self, task_id: &str, result: &mcp_tasks_client::protocol::CallToolResult) {
         if !self.keep {

@@ -146,7 +146,7 @@ async fn resend(
                 tracker.settle(&submission.key).await;
                 return Ok(remote::print_result(&result, json));
             }
-            mcp_tasks_client::Called::Task(handle) => handle,
+            mcp_tasks_client::Called::Task(handle) => tracker.remember(handle),
         };
         let status = handle.last_seen().map(|task| task.status);
         let recorded = tracker.record(handle.id(), &submission.tool, &submission.arguments, status).await;
@@ -208,6 +208,10 @@ async fn wait(args: WaitArgs) -> anyhow::Result<u8> {
     let client = remote::connect(remote, Some(&args.answer), &display).await?;
     let notifications = client.notifications();
     let handle = client.task(&args.task.id);
+    let handle = match &tracker {
+        Some(tracker) => tracker.remember(handle),
+        None => handle,
+    };
     let outcome = async {
         let task = handle
             .status()

@@ -46,7 +46,8 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The schema version this build writes (`PRAGMA user_version`). Version 1 kept the
 /// arguments in full; [`migrate_v1`] turns them into digests. Version 3 adds the calls
-/// sent but not yet answered (`submissions`) and the kept results (`results`).
+/// sent but not yet answered (`submissions`), the input requests answered (`answers`, by
+/// key) and the kept results (`results`).
 const SCHEMA_VERSION: i64 = 3;
 
 /// The largest result [`Ledger::keep_result`] keeps, as JSON bytes.
@@ -72,6 +73,13 @@ CREATE TABLE IF NOT EXISTS submissions (
     tool TEXT NOT NULL,
     arguments TEXT NOT NULL,
     created_at_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS answers (
+    endpoint_kind TEXT NOT NULL,
+    endpoint TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    PRIMARY KEY (endpoint_kind, endpoint, task_id, key)
 );
 CREATE TABLE IF NOT EXISTS results (
     endpoint_kind TEXT NOT NULL,
@@ -426,6 +434,38 @@ impl Ledger {
     pub async fn settle(&self, key: &str) -> Result<bool, LedgerError> {
         let key = key.to_owned();
         self.call(move |conn| conn.execute("DELETE FROM submissions WHERE key = ?1", params![key]).map(|n| n > 0)).await
+    }
+
+    /// Notes that the host answered input request `key` of a task (2026-07-28
+    /// `inputRequests`), so that a restarted host does not ask its user again.
+    ///
+    /// # Errors
+    /// [`LedgerError::Database`] if the write fails.
+    pub async fn note_answered(&self, endpoint: &Endpoint, task_id: &str, key: &str) -> Result<(), LedgerError> {
+        let (kind, address, task_id, key) = (endpoint.kind(), endpoint.address().to_owned(), task_id.to_owned(), key.to_owned());
+        self.call(move |conn| {
+            conn.execute(
+                "INSERT OR IGNORE INTO answers (endpoint_kind, endpoint, task_id, key) VALUES (?1, ?2, ?3, ?4)",
+                params![kind, address, task_id, key],
+            )
+            .map(|_| ())
+        })
+        .await
+    }
+
+    /// The keys of the input requests of a task the host answered.
+    ///
+    /// # Errors
+    /// [`LedgerError::Database`] if the read fails.
+    pub async fn answered(&self, endpoint: &Endpoint, task_id: &str) -> Result<Vec<String>, LedgerError> {
+        let (kind, address, task_id) = (endpoint.kind(), endpoint.address().to_owned(), task_id.to_owned());
+        self.call(move |conn| {
+            let mut statement = conn.prepare(
+                "SELECT key FROM answers WHERE endpoint_kind = ?1 AND endpoint = ?2 AND task_id = ?3 ORDER BY key",
+            )?;
+            statement.query_map(params![kind, address, task_id], |row| row.get(0))?.collect()
+        })
+        .await
     }
 
     /// Keeps the result of a finished task (a `CallToolResult`, as JSON), so that it can be

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use crate::client::from_value;
 use crate::connection::Connection;
 use crate::error::ClientError;
+use crate::ledger::{Endpoint, Ledger};
 use crate::legacy::{self, method};
 use crate::modern::{self, Identity};
 use crate::types::{TaskInfo, TaskStatus};
@@ -40,6 +41,9 @@ pub struct TaskHandle {
     /// 2026-07-28: the input request keys answered already (each is answered once, however
     /// many polls show it).
     answered: Arc<Mutex<HashSet<String>>>,
+    /// Where the answered keys are remembered across a restart of the host, if anywhere;
+    /// and whether they were read from there yet.
+    memory: Option<Arc<(Ledger, Endpoint, std::sync::atomic::AtomicBool)>>,
 }
 
 impl TaskHandle {
@@ -60,7 +64,18 @@ impl TaskHandle {
             progress_token: None,
             modern: None,
             answered: Arc::default(),
+            memory: None,
         }
+    }
+
+    /// Remembers the input requests this handle answers in `ledger` (for the task on
+    /// `endpoint`), and skips those a previous host process answered: a restarted host
+    /// neither asks its user again nor answers twice (2026-07-28 `inputRequests`; a key is
+    /// noted right after its `tasks/update` was acknowledged).
+    #[must_use]
+    pub fn remembering(mut self, ledger: Ledger, endpoint: Endpoint) -> TaskHandle {
+        self.memory = Some(Arc::new((ledger, endpoint, std::sync::atomic::AtomicBool::new(false))));
+        self
     }
 
     /// The handle of a 2026-07-28 session (`Some`), or of a 2025-11-25 one.
@@ -217,6 +232,14 @@ impl TaskHandle {
     /// Answers the questions of `requests` not answered yet, in one `tasks/update`; `true`
     /// if it sent one.
     async fn answer(&self, requests: &serde_json::Map<String, Value>) -> Result<bool, ClientError> {
+        if let Some(memory) = &self.memory
+            && !memory.2.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            match memory.0.answered(&memory.1, &self.id).await {
+                Ok(keys) => self.answered.lock().unwrap_or_else(PoisonError::into_inner).extend(keys),
+                Err(err) => tracing::warn!(task = %self.id, error = %err, "cannot read the answered input requests"),
+            }
+        }
         let fresh: serde_json::Map<String, Value> = {
             let answered = self.answered.lock().unwrap_or_else(PoisonError::into_inner);
             requests.iter().filter(|(key, _)| !answered.contains(*key)).map(|(k, v)| (k.clone(), v.clone())).collect()
@@ -227,6 +250,13 @@ impl TaskHandle {
         let answers = modern::answer_all(&self.connection.handlers, &fresh, Some(&self.id)).await?;
         self.request(modern_method::TASKS_UPDATE, json!({"taskId": self.id, "inputResponses": answers})).await?;
         self.answered.lock().unwrap_or_else(PoisonError::into_inner).extend(fresh.keys().cloned());
+        if let Some(memory) = &self.memory {
+            for key in fresh.keys() {
+                if let Err(err) = memory.0.note_answered(&memory.1, &self.id, key).await {
+                    tracing::warn!(task = %self.id, error = %err, "cannot note an answered input request");
+                }
+            }
+        }
         Ok(true)
     }
 

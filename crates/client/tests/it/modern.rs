@@ -228,3 +228,79 @@ async fn modern_an_input_request_shown_on_ten_polls_is_answered_once() {
     assert_eq!(call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"], json!({"io.modelcontextprotocol/tasks": {}}));
     assert_era_schema(Era::Modern, "UpdateTaskRequest", updates[0]);
 }
+
+/// The fake of [`modern_an_input_request_answered_before_a_restart_of_the_host_is_not_asked_again`]:
+/// a task that shows the input request `confirm` on every poll until `release` polls after
+/// the answer, as a server slow to apply it would.
+struct Slow {
+    gets: usize,
+    updates: usize,
+    gets_after_update: usize,
+}
+
+fn slow_server(state: Arc<Mutex<Slow>>) -> impl FnMut(&Value) -> Option<Value> + Send + 'static {
+    let discover = json!({"supportedVersions": ["2026-07-28"], "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+                          "resultType": "complete", "ttlMs": 0, "cacheScope": "public"});
+    move |message| match message["method"].as_str() {
+        Some("server/discover") => Some(discover.clone()),
+        Some("tools/list") => Some(json!({"tools": [{"name": "slow", "inputSchema": {"type": "object"}}], "resultType": "complete"})),
+        Some("tools/call") => Some({
+            let mut created = task("working");
+            created["resultType"] = json!("task");
+            created
+        }),
+        Some("tasks/get") => {
+            let mut state = state.lock().unwrap();
+            state.gets += 1;
+            if state.updates > 0 {
+                state.gets_after_update += 1;
+            }
+            let mut shown = if state.gets_after_update < 20 { task("input_required") } else { task("completed") };
+            if state.gets_after_update < 20 {
+                shown["inputRequests"] = json!({"confirm": {"method": "elicitation/create",
+                    "params": {"message": "Sure?", "requestedSchema": {"type": "object", "properties": {}}}}});
+            } else {
+                shown["result"] = json!({"content": [{"type": "text", "text": "done"}], "resultType": "complete"});
+            }
+            shown["resultType"] = json!("complete");
+            Some(shown)
+        }
+        Some("tasks/update") => {
+            state.lock().unwrap().updates += 1;
+            Some(json!({"resultType": "complete"}))
+        }
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn modern_an_input_request_answered_before_a_restart_of_the_host_is_not_asked_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = mcp_tasks_client::ledger::Ledger::open(&dir.path().join("ledger.sqlite3")).unwrap();
+    let endpoint = mcp_tasks_client::ledger::Endpoint::Command("fake".into());
+    let state = Arc::new(Mutex::new(Slow { gets: 0, updates: 0, gets_after_update: 0 }));
+    let (first_builder, first_asked) = accepting();
+    let (first, _) = scripted(first_builder, slow_server(Arc::clone(&state))).await;
+    let first = first.unwrap();
+    let Called::Task(handle) = bounded(first.call("slow", json!({}))).await.unwrap() else { panic!("a task") };
+    let handle = handle.remembering(ledger.clone(), endpoint.clone());
+    let waiting = tokio::spawn(async move { handle.wait().await });
+    // The host "crashes" right after its answer went out: the wait and the client go.
+    bounded(async {
+        while state.lock().unwrap().updates == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    waiting.abort();
+    drop(first);
+    assert_eq!(first_asked.lock().unwrap().len(), 1);
+    // A new host process, same ledger: the key shown again is not asked or answered again.
+    let (second_builder, second_asked) = accepting();
+    let (second, _) = scripted(second_builder, slow_server(Arc::clone(&state))).await;
+    let second = second.unwrap();
+    let result = bounded(second.task("t-1").remembering(ledger, endpoint).wait()).await.unwrap();
+    assert_eq!(first_text(&result.content), "done");
+    assert!(second_asked.lock().unwrap().is_empty(), "asked again after the restart");
+    assert_eq!(state.lock().unwrap().updates, 1, "one tasks/update in all");
+}
