@@ -112,6 +112,37 @@ pub(crate) struct Connection {
     pub(crate) notifications: broadcast::Sender<ServerNotification>,
 }
 
+/// An open `subscriptions/listen`; dropping it ends the subscription.
+pub(crate) struct Listening {
+    connection: Arc<Connection>,
+    id: RequestId,
+    stop: CancellationToken,
+    live: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Listening {
+    /// Whether the stream may still bring notifications (not refused, not ended).
+    pub(crate) fn is_live(&self) -> bool {
+        self.live.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        self.stop.cancel();
+        if let Transport::Stdio(_) = self.connection.transport
+            && self.is_live()
+        {
+            // stdio: the client cancels its listen request; the server then sends nothing more.
+            let (connection, id) = (Arc::clone(&self.connection), self.id.clone());
+            tokio::spawn(async move {
+                let params = serde_json::json!({"requestId": id});
+                let _ = connection.notify(mcp_tasks_protocol::mcp::method::NOTIFY_CANCELLED, params).await;
+            });
+        }
+    }
+}
+
 /// Removes a request's waiter if the caller stops waiting.
 struct PendingGuard<'a> {
     connection: &'a Connection,
@@ -203,6 +234,58 @@ impl Connection {
             Reply::Json(answer) => Err(ClientError::Protocol(format!("expected 202 Accepted, got {answer}"))),
             Reply::Stream(_) => Err(ClientError::Protocol("expected 202 Accepted, got an SSE stream".into())),
         }
+    }
+
+    /// Opens a 2026-07-28 `subscriptions/listen` (its `params` framed by the caller) in the
+    /// background: its notifications reach [`Connection::notifications`] like any other;
+    /// the stream is closed (HTTP) or cancelled (stdio: `notifications/cancelled`) when the
+    /// returned guard is dropped. A server that refuses it, or a stream that ends, leaves
+    /// the caller to poll: [`Listening::is_live`] says which.
+    pub(crate) fn listen(self: &Arc<Self>, params: Value) -> Listening {
+        let id = RequestId::from(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let message = jsonrpc::request(&id, mcp_tasks_protocol::modern::method::SUBSCRIPTIONS_LISTEN, params);
+        let (stop, live) = (CancellationToken::new(), Arc::new(std::sync::atomic::AtomicBool::new(true)));
+        let guard = Listening { connection: Arc::clone(self), id: id.clone(), stop: stop.clone(), live: Arc::clone(&live) };
+        let this = Arc::clone(self);
+        match &self.transport {
+            Transport::Http(_) => {
+                tokio::spawn(async move {
+                    let Transport::Http(http) = &this.transport else { return };
+                    if let Ok(Reply::Stream(mut stream)) = http.post(&message).await {
+                        loop {
+                            let event = tokio::select! {
+                                event = stream.next() => event,
+                                () = stop.cancelled() => break,
+                                () = this.stop.cancelled() => break,
+                            };
+                            let Some(event) = event else { break };
+                            if let Ok(message) = serde_json::from_str(&event.data) {
+                                this.deliver(message);
+                            }
+                        }
+                    }
+                    live.store(false, Ordering::SeqCst);
+                });
+            }
+            Transport::Stdio(_) => {
+                let (tx, rx) = oneshot::channel();
+                self.pending().insert(id.clone(), tx);
+                tokio::spawn(async move {
+                    if let Transport::Stdio(stdio) = &this.transport
+                        && stdio.send(&message).await.is_ok()
+                    {
+                        tokio::select! {
+                            _ = rx => {}
+                            () = stop.cancelled() => {}
+                            () = this.stop.cancelled() => {}
+                        }
+                    }
+                    this.pending().remove(&id);
+                    live.store(false, Ordering::SeqCst);
+                });
+            }
+        }
+        guard
     }
 
     /// Opens the standalone GET stream in the background, for server requests that are

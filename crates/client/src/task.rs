@@ -199,6 +199,13 @@ impl TaskHandle {
     }
 
     async fn wait_modern(&self) -> Result<CallToolResult, ClientError> {
+        // Told of the task's changes where the server offers it; polled all the same (a
+        // notification only shortens the pause), so a stream that drops loses nothing.
+        let mut changes = self.connection.notifications.subscribe();
+        let _listening = self.modern.as_ref().map(|identity| {
+            let params = identity.frame(json!({"notifications": {"taskIds": [self.id]}}), true);
+            self.connection.listen(params)
+        });
         loop {
             let detailed = self.detailed().await?;
             match detailed.task.status {
@@ -225,7 +232,30 @@ impl TaskHandle {
                 }
                 TaskStatus::Working => {}
             }
-            self.pause(&detailed.task).await?;
+            self.pause_or_change(&detailed.task, &mut changes).await?;
+        }
+    }
+
+    /// [`TaskHandle::pause`], ended early by a `notifications/tasks` about this task.
+    async fn pause_or_change(
+        &self,
+        task: &TaskInfo,
+        changes: &mut tokio::sync::broadcast::Receiver<crate::ServerNotification>,
+    ) -> Result<(), ClientError> {
+        let pause = tokio::time::sleep(task.poll_interval_ms.map_or(DEFAULT_POLL, Duration::from_millis));
+        tokio::pin!(pause);
+        loop {
+            tokio::select! {
+                () = &mut pause => return Ok(()),
+                () = self.connection.stop.cancelled() => return Err(ClientError::Closed),
+                change = changes.recv() => match change {
+                    Ok(note) if note.method == modern_method::NOTIFY_TASKS && note.params["taskId"] == self.id.as_str() => {
+                        return Ok(());
+                    }
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+            }
         }
     }
 

@@ -304,3 +304,77 @@ async fn modern_an_input_request_answered_before_a_restart_of_the_host_is_not_as
     assert!(second_asked.lock().unwrap().is_empty(), "asked again after the restart");
     assert_eq!(state.lock().unwrap().updates, 1, "one tasks/update in all");
 }
+
+/// A TCP relay to `target` that notifies `polled` once the answer to the first `tasks/get`
+/// has passed back to the client: from then on the client's wait is in its pause.
+async fn relay_watching_polls(target: String, polled: Arc<tokio::sync::Notify>) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let seen = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    tokio::spawn(async move {
+        while let Ok((inbound, _)) = listener.accept().await {
+            let (target, polled, seen) = (target.clone(), Arc::clone(&polled), Arc::clone(&seen));
+            tokio::spawn(async move {
+                let Ok(outbound) = tokio::net::TcpStream::connect(&target).await else { return };
+                let (mut client_in, mut client_out) = inbound.into_split();
+                let (mut server_in, mut server_out) = outbound.into_split();
+                let (mut up, mut down) = ([0u8; 16384], [0u8; 16384]);
+                let mut asked = false;
+                loop {
+                    tokio::select! {
+                        read = client_in.read(&mut up) => {
+                            let Ok(n @ 1..) = read else { return };
+                            asked |= String::from_utf8_lossy(&up[..n]).contains("\"tasks/get\"");
+                            if server_out.write_all(&up[..n]).await.is_err() { return }
+                        }
+                        read = server_in.read(&mut down) => {
+                            let Ok(n @ 1..) = read else { return };
+                            if client_out.write_all(&down[..n]).await.is_err() { return }
+                            if asked && !seen.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                                polled.notify_one();
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+    url
+}
+
+#[tokio::test]
+async fn modern_wait_is_told_of_the_end_by_subscriptions_listen_long_before_the_next_poll() {
+    use mcp_tasks_engine::{Context, Engine, Outcome, Policy, SystemClock};
+    use mcp_tasks_server::{Server, TaskMode, ToolDef, handler_fn};
+    // Polls every 60 s: a wait that ends within the test's 20 s bound, though the task ends
+    // only after the wait's first poll, was woken by a notifications/tasks of its listen
+    // stream.
+    let dir = tempfile::tempdir().unwrap();
+    let store = mcp_tasks_sqlite::SqliteStore::open(&dir.path().join("t.sqlite3")).unwrap();
+    let policy = Policy { poll_interval_ms: 60_000, ..Policy::default() };
+    let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), policy);
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let opened = Arc::clone(&gate);
+    let gated = ToolDef::new("gated", "Waits for the test", json!({"type": "object"}), handler_fn(move |_args: Value, _ctx: Context| {
+        let opened = Arc::clone(&opened);
+        async move {
+            opened.notified().await;
+            Outcome::Result(json!({"content": [{"type": "text", "text": "through"}]}))
+        }
+    }))
+    .task_mode(TaskMode::Required);
+    let server = Server::builder(engine).tool(gated).build().unwrap();
+    let served = mcp_tasks_testkit::TestServer::http(server).await.unwrap();
+    let target = served.addr().unwrap().to_string();
+    let polled = Arc::new(tokio::sync::Notify::new());
+    let url = relay_watching_polls(target, Arc::clone(&polled)).await;
+    let client = bounded(Client::builder().connect_http(&url)).await.unwrap();
+    let Called::Task(task) = bounded(client.call("gated", json!({}))).await.unwrap() else { panic!("a task") };
+    assert_eq!(task.last_seen().unwrap().poll_interval_ms, Some(60_000));
+    let waiting = tokio::spawn(async move { task.wait().await });
+    bounded(polled.notified()).await;
+    gate.notify_one();
+    let result = bounded(waiting).await.unwrap().unwrap();
+    assert_eq!(first_text(&result.content), "through");
+}
