@@ -675,3 +675,23 @@ pub(crate) fn to_value<T: serde::Serialize>(value: &T) -> Value {
 pub(crate) fn from_value<T: DeserializeOwned>(value: Value, method: &str) -> Result<T, ClientError> {
     serde_json::from_value(value).map_err(|e| ClientError::Protocol(format!("the result of {method} does not fit its schema: {e}")))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn a_32022_that_lists_2026_07_28_is_read_from_an_http_400_body_or_a_json_rpc_error() {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32022, "message": "Unsupported protocol version",
+            "data": {"supported": ["2026-07-28"], "requested": "2026-07-28"}}});
+        let http = ClientError::Http { status: 400, body: body.to_string() };
+        assert!(unsupported_version_data(&http).is_some_and(|data| lists_modern(&data)));
+        let rpc = ClientError::Rpc { code: -32022, message: "no".into(), data: Some(json!({"supported": ["2025-11-25"]})) };
+        assert!(unsupported_version_data(&rpc).is_some_and(|data| !lists_modern(&data)), "only 2025-11-25: fall back");
+        let other = ClientError::Http { status: 400, body: json!({"error": {"code": -32600, "message": "x"}}).to_string() };
+        assert!(unsupported_version_data(&other).is_none());
+        assert!(unsupported_version_data(&ClientError::Http { status: 404, body: "not json".into() }).is_none());
+    }
+}
