@@ -17,7 +17,8 @@
 # here in debug) on `mcp-tasks serve`; and the Modern peer SERVERS our client is tested
 # against (rmcp 3.11.0 TaskManager, TS server 2.4.0, Python mcp 2.3.0: first checked on their
 # own with raw HTTP, interop/modern-servers-selfcheck.sh, then driven by our CLI with --era
-# modern and auto, interop/client-peers-modern.sh).
+# modern and auto, interop/client-peers-modern.sh); and the conformance suite's client scenarios
+# against our client library (interop/conformance-client.sh).
 #
 # Prints a closing line "total: N passed, M failed" (Rust tests plus interop suites).
 set -uo pipefail
@@ -42,7 +43,11 @@ if bash interop/install.sh; then
   # interop/rmcp-server in debug), so that a broken peer is not taken for a client bug
   suite "Modern peer servers self-check: rmcp 3.11.0 tasks server, TS server 2.4.0, Python mcp 2.3.0" \
     bash interop/modern-servers-selfcheck.sh
-  if cargo build --locked -p mcp-tasks --bin mcp-tasks -p mcp-tasks-server --example conformance_server --example interactive; then
+  if cargo build --locked -p mcp-tasks --bin mcp-tasks -p mcp-tasks-server --example conformance_server --example interactive \
+    -p mcp-tasks-client --example conformance_client; then
+    # our client library under the official conformance suite's client scenarios (0.2.0-alpha.12,
+    # 2026-07-28 and 2025-11-25; auth/* and sep-2640-* skipped, see interop/README.md)
+    suite "conformance client scenarios (our client library)" bash interop/conformance-client.sh
     suite "TS + Python clients, Inspector, conformance" bash interop/run-mcp-tasks.sh \
       --bin target/debug/mcp-tasks --conformance-bin target/debug/examples/conformance_server
     suite "TS SDK simpleTaskInteractiveClient" env INTERACTIVE_BIN=target/debug/examples/interactive \

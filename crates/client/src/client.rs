@@ -16,8 +16,10 @@ use crate::handlers::{ElicitationHandler, SamplingHandler};
 use crate::http::HttpTransport;
 use crate::legacy::{self, method};
 use crate::modern::{self, Identity};
+use crate::param_headers;
 use mcp_tasks_protocol::era::Era;
 use mcp_tasks_protocol::mcp::IDEMPOTENCY_KEY_META;
+use mcp_tasks_protocol::modern::UNSUPPORTED_PROTOCOL_VERSION;
 use mcp_tasks_protocol::modern::method::SERVER_DISCOVER;
 use crate::stdio::{LineReader, StdioTransport};
 use crate::task::TaskHandle;
@@ -205,7 +207,7 @@ impl ClientBuilder {
         let server = legacy::server_info(answer)?;
         connection.transport.set_initialized();
         connection.notify(method::INITIALIZED, json!({})).await?;
-        connection.open_standalone();
+        connection.open_standalone().await;
         Ok(Client { inner: Arc::new(Inner::new(connection, server, None)) })
     }
 }
@@ -218,8 +220,18 @@ const DISCOVER_WAIT: Duration = Duration::from_secs(10);
 /// 2025-11-25) when the server refuses it, answers another way, or does not answer in time.
 async fn discover(connection: &Arc<Connection>, identity: &Identity) -> Result<Option<ServerInfo>, ClientError> {
     connection.transport.set_modern(true);
-    let probe = connection.request(SERVER_DISCOVER, identity.frame(json!({}), false));
-    let answer = match tokio::time::timeout(DISCOVER_WAIT, probe).await {
+    let probe = || tokio::time::timeout(DISCOVER_WAIT, connection.request(SERVER_DISCOVER, identity.frame(json!({}), false)));
+    let mut outcome = probe().await;
+    // SEP-2575: a refusal with -32022 UnsupportedProtocolVersion whose `data.supported`
+    // lists 2026-07-28 after all is retried once, as a new request (`supported` without it
+    // falls back to initialize below).
+    if let Ok(Err(error)) = &outcome
+        && unsupported_version_data(error).is_some_and(|data| lists_modern(&data))
+    {
+        tracing::debug!(%error, "server/discover refused a version the server lists as supported; retrying once");
+        outcome = probe().await;
+    }
+    let answer = match outcome {
         Ok(Ok(answer)) => modern::server_info(answer),
         // Refused (a 2025-11-25 server: unknown method, no session, bad request).
         Ok(Err(ClientError::Rpc { .. } | ClientError::Http { .. } | ClientError::Protocol(_))) | Err(_) => Ok(None),
@@ -229,6 +241,27 @@ async fn discover(connection: &Arc<Connection>, identity: &Identity) -> Result<O
         connection.transport.set_modern(false);
     }
     answer
+}
+
+/// The `data` of a -32022 UnsupportedProtocolVersion refusal: a JSON-RPC error, or the
+/// JSON-RPC body of an HTTP error (400 over Streamable HTTP).
+fn unsupported_version_data(error: &ClientError) -> Option<Value> {
+    match error {
+        ClientError::Rpc { code: UNSUPPORTED_PROTOCOL_VERSION, data, .. } => data.clone(),
+        ClientError::Http { body, .. } => {
+            let body: Value = serde_json::from_str(body).ok()?;
+            let error = body.get("error")?;
+            (error.get("code")?.as_i64()? == UNSUPPORTED_PROTOCOL_VERSION).then(|| error.get("data").cloned())?
+        }
+        _ => None,
+    }
+}
+
+/// Whether a -32022's `data.supported` lists 2026-07-28.
+fn lists_modern(data: &Value) -> bool {
+    data.get("supported")
+        .and_then(Value::as_array)
+        .is_some_and(|supported| supported.iter().any(|version| version == mcp_tasks_protocol::modern::PROTOCOL_VERSION))
 }
 
 /// An initialized MCP session (2025-11-25) with a server, over Streamable HTTP or stdio.
@@ -481,8 +514,9 @@ impl Client {
         if let Some(arguments) = arguments {
             params["arguments"] = Value::Object(arguments);
         }
+        let headers = self.param_headers(name, params.get("arguments").and_then(Value::as_object)).await;
         for _ in 0..MAX_ROUNDS {
-            let answer = self.request_framed(method::TOOLS_CALL, params.clone(), tasks).await?;
+            let answer = self.request_framed(method::TOOLS_CALL, params.clone(), tasks, &headers).await?;
             match modern::answer(answer, method::TOOLS_CALL)? {
                 modern::Answer::InputRequired { requests, state } => {
                     let responses = modern::answer_all(&self.inner.connection.handlers, &requests, None).await?;
@@ -498,6 +532,27 @@ impl Client {
             }
         }
         Err(ClientError::Protocol(format!("tools/call of {name:?} asked for input more than {MAX_ROUNDS} rounds")))
+    }
+
+    /// 2026-07-28 over HTTP (SEP-2243): the `Mcp-Param-*` headers of a call, from the
+    /// tool's `x-mcp-header` annotations. The tool is looked up in the last `tools/list`, and
+    /// listed once more when it is not there; a tool the server does not list gets none (the
+    /// server answers the call as it sees fit).
+    async fn param_headers(&self, name: &str, arguments: Option<&Map<String, Value>>) -> Vec<(String, String)> {
+        let over_http = matches!(self.inner.connection.transport, Transport::Http(_));
+        if !over_http || arguments.is_none_or(Map::is_empty) {
+            return Vec::new();
+        }
+        match self.tool(name).await {
+            Ok(tool) => {
+                let annotated = param_headers::annotations(&tool.input_schema).unwrap_or_default();
+                param_headers::headers(&annotated, arguments)
+            }
+            Err(error) => {
+                tracing::debug!(tool = name, %error, "no tool definition: no Mcp-Param headers");
+                Vec::new()
+            }
+        }
     }
 
     fn handle(&self, task: TaskInfo) -> TaskHandle {
@@ -633,15 +688,21 @@ impl Client {
     /// A request in the session's era (2026-07-28: with the per-request `_meta`, the tasks
     /// extension declared on `tasks/*`).
     async fn request(&self, method: &str, params: Value) -> Result<Value, ClientError> {
-        self.request_framed(method, params, method.starts_with("tasks/")).await
+        self.request_framed(method, params, method.starts_with("tasks/"), &[]).await
     }
 
-    async fn request_framed(&self, method: &str, params: Value, tasks: bool) -> Result<Value, ClientError> {
+    async fn request_framed(
+        &self,
+        method: &str,
+        params: Value,
+        tasks: bool,
+        headers: &[(String, String)],
+    ) -> Result<Value, ClientError> {
         let params = match &self.inner.modern {
             Some(identity) => identity.frame(params, tasks),
             None => params,
         };
-        self.inner.connection.request(method, params).await
+        self.inner.connection.request_with_headers(method, params, headers).await
     }
 }
 
@@ -659,4 +720,24 @@ pub(crate) fn to_value<T: serde::Serialize>(value: &T) -> Value {
 
 pub(crate) fn from_value<T: DeserializeOwned>(value: Value, method: &str) -> Result<T, ClientError> {
     serde_json::from_value(value).map_err(|e| ClientError::Protocol(format!("the result of {method} does not fit its schema: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn a_32022_that_lists_2026_07_28_is_read_from_an_http_400_body_or_a_json_rpc_error() {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32022, "message": "Unsupported protocol version",
+            "data": {"supported": ["2026-07-28"], "requested": "2026-07-28"}}});
+        let http = ClientError::Http { status: 400, body: body.to_string() };
+        assert!(unsupported_version_data(&http).is_some_and(|data| lists_modern(&data)));
+        let rpc = ClientError::Rpc { code: -32022, message: "no".into(), data: Some(json!({"supported": ["2025-11-25"]})) };
+        assert!(unsupported_version_data(&rpc).is_some_and(|data| !lists_modern(&data)), "only 2025-11-25: fall back");
+        let other = ClientError::Http { status: 400, body: json!({"error": {"code": -32600, "message": "x"}}).to_string() };
+        assert!(unsupported_version_data(&other).is_none());
+        assert!(unsupported_version_data(&ClientError::Http { status: 404, body: "not json".into() }).is_none());
+    }
 }

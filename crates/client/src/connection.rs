@@ -22,6 +22,9 @@ use crate::hosted::{self, HostedTasks};
 use crate::http::{EventStream, HttpTransport, Reply};
 use crate::stdio::{LineReader, StdioTransport};
 
+/// How long connecting waits for the server to answer the standalone GET.
+const STANDALONE_WAIT: Duration = Duration::from_secs(5);
+
 /// Wait before reconnecting when the server gave no `retry`.
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 /// Resumption attempts in a row, without an event in between, before giving up a stream.
@@ -176,6 +179,17 @@ impl Connection {
     /// Sends a request and waits for its result, from a JSON answer or from an SSE stream
     /// (resumed if it breaks).
     pub(crate) async fn request(self: &Arc<Self>, method: &str, params: Value) -> Result<Value, ClientError> {
+        self.request_with_headers(method, params, &[]).await
+    }
+
+    /// [`Connection::request`] with extra HTTP headers in 2026-07-28 (`Mcp-Param-*`); stdio
+    /// has no headers and ignores them.
+    pub(crate) async fn request_with_headers(
+        self: &Arc<Self>,
+        method: &str,
+        params: Value,
+        headers: &[(String, String)],
+    ) -> Result<Value, ClientError> {
         let id = RequestId::from(self.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         self.pending().insert(id.clone(), tx);
@@ -188,7 +202,7 @@ impl Connection {
                 return self.wait(rx).await;
             }
         };
-        match http.post(&message).await? {
+        match http.post(&message, headers).await? {
             Reply::Json(message) => self.deliver(message),
             Reply::Stream(stream) => {
                 let this = Arc::clone(self);
@@ -229,7 +243,7 @@ impl Connection {
             Transport::Http(http) => http,
             Transport::Stdio(stdio) => return stdio.send(message).await,
         };
-        match http.post(message).await? {
+        match http.post(message, &[]).await? {
             Reply::Accepted => Ok(()),
             Reply::Json(answer) => Err(ClientError::Protocol(format!("expected 202 Accepted, got {answer}"))),
             Reply::Stream(_) => Err(ClientError::Protocol("expected 202 Accepted, got an SSE stream".into())),
@@ -251,7 +265,7 @@ impl Connection {
             Transport::Http(_) => {
                 tokio::spawn(async move {
                     let Transport::Http(http) = &this.transport else { return };
-                    if let Ok(Reply::Stream(mut stream)) = http.post(&message).await {
+                    if let Ok(Reply::Stream(mut stream)) = http.post(&message, &[]).await {
                         loop {
                             let event = tokio::select! {
                                 event = stream.next() => event,
@@ -288,20 +302,31 @@ impl Connection {
         guard
     }
 
-    /// Opens the standalone GET stream in the background, for server requests that are
-    /// not tied to an open POST. A server without one (405) is fine.
-    pub(crate) fn open_standalone(self: &Arc<Self>) {
+    /// Opens the standalone GET stream, for server requests that are not tied to an open
+    /// POST, and reads it in the background. A server without one (405) is fine.
+    ///
+    /// Returns once the server answered the GET (or after [`STANDALONE_WAIT`]): a server
+    /// that sends a request on that stream right after the handshake (the TypeScript SDK
+    /// does so for an elicitation inside a tool call) drops it when no stream is open yet,
+    /// so the first call must not race the GET.
+    pub(crate) async fn open_standalone(self: &Arc<Self>) {
         if !matches!(self.transport, Transport::Http(_)) {
             return;
         }
         let this = Arc::clone(self);
+        let (opened, answered) = oneshot::channel::<()>();
         tokio::spawn(async move {
             let Transport::Http(http) = &this.transport else { return };
-            match http.get(None).await {
+            let outcome = http.get(None).await;
+            let _ = opened.send(());
+            match outcome {
                 Ok(stream) => this.read(stream, None).await,
                 Err(error) => tracing::debug!(%error, "no standalone SSE stream"),
             }
         });
+        if tokio::time::timeout(STANDALONE_WAIT, answered).await.is_err() {
+            tracing::debug!("the standalone SSE stream is not answered yet; going on without waiting");
+        }
     }
 
     /// Reads a stream until it ends; if it breaks while `waiting` is unanswered (or if it

@@ -77,8 +77,9 @@ impl HttpTransport {
         *self.modern.lock().unwrap_or_else(PoisonError::into_inner) = modern;
     }
 
-    /// POSTs one JSON-RPC message.
-    pub(crate) async fn post(&self, message: &Value) -> Result<Reply, ClientError> {
+    /// POSTs one JSON-RPC message; in 2026-07-28 with its mirrored headers and `extra` (the
+    /// `Mcp-Param-*` of a `tools/call`; ignored in 2025-11-25).
+    pub(crate) async fn post(&self, message: &Value, extra: &[(String, String)]) -> Result<Reply, ClientError> {
         let mut builder = self
             .request(Method::POST)
             .header(ACCEPT, "application/json, text/event-stream")
@@ -86,6 +87,9 @@ impl HttpTransport {
         if *self.modern.lock().unwrap_or_else(PoisonError::into_inner) {
             for (name, value) in mirrored_headers(message) {
                 builder = builder.header(name, value);
+            }
+            for (name, value) in extra {
+                builder = builder.header(name.as_str(), value.as_str());
             }
         }
         let request = builder

@@ -25,7 +25,9 @@
 //!   a crash or a detach.
 //! - `http` (hyper) and `sse`: the Streamable HTTP transport; `connection`: routing of
 //!   responses and server requests, and stream resumption; `stdio`: newline-delimited
-//!   JSON-RPC to a child process (killed when the client is dropped).
+//!   JSON-RPC to a child process (killed when the client is dropped); `param_headers`: the
+//!   2026-07-28 `x-mcp-header` annotations (SEP-2243), checked at `tools/list` and mirrored
+//!   as `Mcp-Param-*` headers on `tools/call`.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), mcp_tasks_client::ClientError> {
@@ -48,6 +50,7 @@ mod http;
 mod legacy;
 pub mod ledger;
 mod modern;
+mod param_headers;
 mod sse;
 mod stdio;
 mod task;

@@ -101,12 +101,21 @@ struct ToolsPage {
 
 /// One page of `tools/list`. A 2026-07-28 tool declares no task mode (the server decides
 /// whether a call becomes a task): it reads as `optional`, and serializes without
-/// `execution`, as listed.
+/// `execution`, as listed. Tools with invalid `x-mcp-header` annotations are left out.
 pub(crate) fn tools_page(answer: Value) -> Result<(Vec<ToolInfo>, Option<String>), ClientError> {
     let page: ToolsPage = from_value(answer, mcp::method::TOOLS_LIST)?;
     let tools = page
         .tools
         .into_iter()
+        // SEP-2243: a client on HTTP MUST drop a tool whose x-mcp-header annotations break
+        // the rules (and SHOULD log it); one bad tool does not spoil the others.
+        .filter(|tool| match crate::param_headers::annotations(&tool.input_schema) {
+            Ok(_) => true,
+            Err(reason) => {
+                tracing::warn!(tool = %tool.name, %reason, "tool dropped: invalid x-mcp-header");
+                false
+            }
+        })
         .map(|tool| {
             let mcp::Tool { name, title, description, input_schema, output_schema, annotations, meta } = tool;
             ToolInfo {

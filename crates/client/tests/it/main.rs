@@ -7,6 +7,7 @@
 //!   HTTP session.
 //! - `everything`: server-everything (a peer written by others) over stdio, with this
 //!   client hosting its async elicitation and sampling tasks (skipped when not installed).
+//! - `headers`: 2026-07-28 `Mcp-Param-*` headers from `x-mcp-header` arguments (SEP-2243).
 //! - `hosted`: tasks the client hosts for the server (task-augmented elicitation and
 //!   sampling), driven by a wire-level peer over a duplex.
 //! - `modern`: 2026-07-28: the era negotiated, rounds, the server deciding tasks, polling, cancel.
@@ -20,6 +21,7 @@
 mod close;
 mod everything;
 mod harness;
+mod headers;
 mod hosted;
 mod modern;
 mod public_api;
