@@ -349,3 +349,56 @@ fn tty_ctrl_c_over_cmd_reaches_the_cli_alone_and_cancel_cancels_the_task() {
     let task: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(task["status"], "cancelled");
 }
+
+#[test]
+fn tty_modern_a_form_asked_in_a_round_of_a_plain_call_is_answered_at_the_terminal() {
+    // 2026-07-28: `order` asks at once, so its question is a round of the call (MRTR),
+    // asked with the same terminal form.
+    let (work, server) = server();
+    let Some(tmux) = Tmux::run(&work, &["call", "order", "--url", &url(&server), "--era", "modern"]) else { return };
+    let prompt = |screen: &str, label: &str| {
+        screen.lines().rev().find(|line| !line.trim().is_empty()).is_some_and(|last| last.trim_start().starts_with(label))
+    };
+    let screen = tmux.wait_for("the Size choices", |screen| prompt(screen, "Size (1-3"));
+    assert!(screen.contains("mcp-tasks: the server asks: Your order?"), "{screen}");
+    tmux.keys(&["3", "Enter"]);
+    tmux.wait_for("the Count prompt", |screen| prompt(screen, "Count ("));
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the Gift wrap prompt", |screen| prompt(screen, "Gift wrap ("));
+    tmux.keys(&["n", "Enter"]);
+    tmux.wait_for("the Note prompt", |screen| prompt(screen, "Note (string, optional)"));
+    tmux.keys(&["Enter"]);
+    let (code, screen) = tmux.exit();
+    assert_eq!(code, 0, "{screen}");
+    let answer = screen.lines().find_map(|line| line.strip_prefix("answer: ")).expect("the tool's answer line");
+    let answer: Value = serde_json::from_str(answer).unwrap();
+    assert_eq!(answer["action"], "accept", "{answer}");
+    assert_eq!(answer["content"]["size"], "l", "{answer}");
+    assert_eq!(answer["content"]["gift"], false, "{answer}");
+}
+
+#[test]
+fn tty_modern_ctrl_c_then_detach_or_cancel_a_task_the_server_made() {
+    let (work, server) = server();
+    let run = |seconds: &str| {
+        let tmux = Tmux::run(&work, &["call", "slow", "--arg", &format!("seconds={seconds}"), "--url", &url(&server), "--era", "modern"])?;
+        let screen = tmux.wait_for("the task running", |screen| screen.contains("Ctrl-C to cancel or detach"));
+        let id = task_id(&screen);
+        tmux.keys(&["C-c"]);
+        tmux.wait_for("the question", |screen| screen.contains("cancel the task or detach? [c]ancel/[d]etach"));
+        Some((tmux, id))
+    };
+    let Some((tmux, id)) = run("4") else { return };
+    tmux.keys(&["d", "Enter"]);
+    let (code, screen) = tmux.exit();
+    assert_eq!(code, 4, "{screen}");
+    assert!(screen.contains(&format!("detached from task {id} (it keeps running)")), "{screen}");
+    let ledger = work.path("ledger.sqlite3");
+    let (code, stdout) = plain(&work, &["tasks", "wait", &id, "--ledger", &path(&ledger), "--era", "modern"]);
+    assert_eq!((code, stdout.as_str()), (Some(0), "done\n"));
+    let Some((tmux, id)) = run("60") else { return };
+    tmux.keys(&["c", "Enter"]);
+    let (code, screen) = tmux.exit();
+    assert_eq!(code, 3, "{screen}");
+    assert_eq!(status_of(&work, &server, &id), "cancelled");
+}
