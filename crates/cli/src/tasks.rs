@@ -4,7 +4,9 @@
 use anyhow::{Context as _, bail};
 use serde_json::json;
 
-use crate::args::{ConnectArgs, RemoteArgs, TaskArgs, TasksCommand, ToolsArgs, WaitArgs};
+use mcp_tasks_client::Era;
+
+use crate::args::{ConnectArgs, EraArg, RemoteArgs, TaskArgs, TasksCommand, ToolsArgs, WaitArgs};
 use crate::ledger::Tracker;
 use crate::remote::{self, COMPLETED, Display};
 
@@ -54,7 +56,7 @@ async fn get(args: TaskArgs) -> anyhow::Result<u8> {
         .await
         .with_context(|| format!("getting task {}", args.id))?;
     note(&args, &task).await;
-    remote::print_task(&task, args.remote.json);
+    remote::print_task(&task, args.remote.json, client.era());
     Ok(COMPLETED)
 }
 
@@ -74,7 +76,7 @@ async fn cancel(args: TaskArgs) -> anyhow::Result<u8> {
         .await
         .with_context(|| format!("cancelling task {}", args.id))?;
     note(&args, &task).await;
-    remote::print_task(&task, args.remote.json);
+    remote::print_task(&task, args.remote.json, client.era());
     Ok(COMPLETED)
 }
 
@@ -97,7 +99,7 @@ async fn result(args: TaskArgs) -> anyhow::Result<u8> {
         );
     }
     note(&args, &task).await;
-    remote::report(handle.wait().await, json)
+    remote::report(handle.wait().await, json, client.era())
 }
 
 /// Drives a task to its end. The server is --url/--cmd, or else the one the ledger
@@ -122,8 +124,14 @@ async fn wait(args: WaitArgs) -> anyhow::Result<u8> {
         } else {
             None
         };
+        // The era the task was made in, unless --era names one.
+        let era = match (given.era, entry.era) {
+            (EraArg::Auto, Some(Era::Legacy)) => EraArg::Legacy,
+            (EraArg::Auto, Some(Era::Modern)) => EraArg::Modern,
+            (given, _) => given,
+        };
         let remote = RemoteArgs {
-            connect: ConnectArgs { url, token, cmd, era: given.era },
+            connect: ConnectArgs { url, token, cmd, era },
             json,
         };
         eprintln!(
