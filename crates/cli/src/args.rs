@@ -33,7 +33,7 @@ pub(crate) enum Command {
     /// Example: mcp-tasks tools --url http://127.0.0.1:8765/mcp
     Tools(ToolsArgs),
 
-    /// Call a tool; as a task when the tool allows it, driven to its end (or --detach).
+    /// Call a tool; as a task when the tool allows it (2026-07-28: when the server makes one), driven to its end (or --detach).
     ///
     /// Arguments: --arg KEY=VALUE (typed by the tool's input schema) and/or --args JSON.
     ///
