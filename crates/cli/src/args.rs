@@ -27,10 +27,13 @@ pub(crate) enum Command {
 
     /// List the tools of an MCP server, with whether each runs as a task.
     ///
+    /// In MCP 2026-07-28 tools declare no task support (the server decides per call): the
+    /// column shows "-".
+    ///
     /// Example: mcp-tasks tools --url http://127.0.0.1:8765/mcp
     Tools(ToolsArgs),
 
-    /// Call a tool; as a task when the tool allows it, driven to its end (or --detach).
+    /// Call a tool; as a task when the tool allows it (2026-07-28: when the server makes one), driven to its end (or --detach).
     ///
     /// Arguments: --arg KEY=VALUE (typed by the tool's input schema) and/or --args JSON.
     ///
@@ -40,8 +43,16 @@ pub(crate) enum Command {
     /// prints the command that resumes the wait (mcp-tasks tasks wait ID); a second Ctrl-C
     /// cancels. Without a terminal (stdin or stderr not a TTY), Ctrl-C cancels the task.
     ///
-    /// Exit status: 0 completed, 1 the tool or task failed, 2 usage or connection error,
-    /// 3 cancelled, 4 detached (Ctrl-C, then "detach").
+    /// In MCP 2026-07-28 the server decides whether a call becomes a task: a quick one is
+    /// answered at once (its questions asked in rounds before any task exists; Ctrl-C
+    /// then abandons the call, there being no task to detach from), a slow one becomes a
+    /// task, followed by polling its status (its status message is the progress shown).
+    /// A question the CLI cannot answer (sampling without --sampling-cmd) cannot be sent
+    /// back as an error in that era: a task's stays open for `tasks wait ID`.
+    ///
+    /// Exit status: 0 completed, 1 the tool or task failed (or a question could not be
+    /// answered), 2 usage or connection error (and --detach of a call answered at once), 3
+    /// cancelled or abandoned, 4 detached (Ctrl-C, then "detach").
     ///
     /// Examples: mcp-tasks call slow --arg seconds=5 --url http://127.0.0.1:8765/mcp
     ///           mcp-tasks call slow --arg seconds=600 --detach --url http://127.0.0.1:8765/mcp
@@ -73,11 +84,14 @@ pub(crate) struct ConnectArgs {
     #[arg(long, value_name = "COMMAND", conflicts_with = "url")]
     pub(crate) cmd: Option<String>,
 
-    /// Which MCP revision to speak: legacy (2025-11-25: initialize, then a session), modern
-    /// (2026-07-28 with the tasks extension: no session, the server decides which calls
-    /// become tasks; fails against a server that does not serve it) or auto (ask with
-    /// server/discover, fall back to 2025-11-25).
-    #[arg(long, value_enum, default_value = "legacy", env = "MCP_TASKS_ERA")]
+    /// Which MCP revision to speak: auto (the default: ask with server/discover, speak
+    /// 2026-07-28 when the server serves it, else fall back to 2025-11-25), legacy
+    /// (2025-11-25: initialize, then a session; the client decides which calls become tasks)
+    /// or modern (2026-07-28 with the tasks extension: no session, the server decides which
+    /// calls become tasks; fails against a server that does not serve it). `--json` output
+    /// says which was spoken ("era"). For `tasks wait ID` through the ledger, auto speaks
+    /// the era the task was made in.
+    #[arg(long, value_enum, default_value = "auto", env = "MCP_TASKS_ERA")]
     pub(crate) era: EraArg,
 }
 
@@ -159,7 +173,10 @@ pub(crate) struct CallArgs {
     #[arg(long, value_name = "JSON", value_parser = json_object)]
     pub(crate) args: Option<serde_json::Value>,
 
-    /// Start the task, print its id, and exit without waiting (the tool must support tasks).
+    /// Start the task, print its id (with --json, the task), and exit without waiting. In
+    /// 2025-11-25 the tool must support tasks (else exit 2 before calling); in 2026-07-28
+    /// the server decides: a call it answers at once has no task, so its result is printed
+    /// and the exit status is 2.
     #[arg(long)]
     pub(crate) detach: bool,
 
@@ -181,7 +198,8 @@ pub(crate) struct TasksArgs {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum TasksCommand {
-    /// List the tasks the server keeps for you.
+    /// List the tasks the server keeps for you (MCP 2025-11-25 only: a 2026-07-28 server
+    /// lists no tasks; `tasks pending` lists the ones this CLI started).
     List(ToolsArgs),
     /// Show one task's status.
     Get(TaskArgs),
@@ -196,7 +214,8 @@ pub(crate) enum TasksCommand {
     /// to the session that created the task: here only its status message is shown).
     Wait(WaitArgs),
     /// List the tasks this CLI started that are not known to have ended (from the ledger,
-    /// without asking any server), with where they live.
+    /// without asking any server), with where they live and the MCP revision they were
+    /// made in.
     Pending(PendingArgs),
     /// Remove a task from the ledger (e.g. one its server no longer knows), without asking
     /// any server. With --url or --cmd, only the entry of that server.

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
 use mcp_tasks_client::ledger::new_idempotency_key;
+use mcp_tasks_client::protocol::CallToolResult;
 use mcp_tasks_client::{Called, Client, ClientError, Era, ServerNotification, TaskHandle, TaskMode, ToolInfo};
 use serde_json::{Map, Value, json};
 
@@ -15,13 +16,20 @@ pub(crate) async fn tools(args: ToolsArgs) -> anyhow::Result<u8> {
     let display = Display::new(args.remote.json);
     let client = remote::connect(&args.remote, None, &display).await?;
     let tools = client.list_tools().await.context("listing the tools")?;
+    let era = client.era();
     if args.remote.json {
-        println!("{}", json!({ "tools": tools }));
+        println!("{}", json!({ "tools": tools, "era": era.revision() }));
         return Ok(COMPLETED);
+    }
+    if era == Era::Modern {
+        // Tools declare no task support in this era: the column would say nothing true.
+        eprintln!(
+            "mcp-tasks: the server speaks MCP 2026-07-28: it decides per call whether a call becomes a task"
+        );
     }
     let width = tools.iter().map(|tool| tool.name.len()).max().unwrap_or(0);
     for tool in &tools {
-        let support = tool.task_mode.as_str();
+        let support = if era == Era::Modern { "-" } else { tool.task_mode.as_str() };
         let description = tool
             .description
             .as_deref()
@@ -67,7 +75,7 @@ async fn call_on(client: &Client, args: &CallArgs, display: &Arc<Display>) -> an
             .call_tool(&tool.name, arguments)
             .await
             .with_context(|| format!("calling {}", tool.name))?;
-        return Ok(remote::print_result(&result, json));
+        return Ok(remote::print_result(&result, json, Era::Legacy));
     }
     // Exactly once: the call is recorded with a fresh idempotency key before it is sent, so
     // that a CLI killed before the answer comes can send it again (`tasks wait KEY`) and get
@@ -78,11 +86,23 @@ async fn call_on(client: &Client, args: &CallArgs, display: &Arc<Display>) -> an
         tracker.submit(&key, &tool.name, &arguments).await;
     }
     let notifications = client.notifications();
-    // 2025-11-25: as a task; 2026-07-28: the server decides.
-    let called = client
-        .call_with_key(&tool.name, arguments.clone(), &key)
-        .await
-        .with_context(|| format!("calling {}", tool.name));
+    let called = if client.era() == Era::Modern {
+        // 2026-07-28: the server decides whether the call becomes a task.
+        match modern_call(client, &tool.name, arguments.clone(), &key).await {
+            Ok(Ok(called)) => Ok(called),
+            // Abandoned before a task was shown: the submission stays, `tasks wait KEY`
+            // sends the call again and gets the task the server may have made of it.
+            Ok(Err(status)) => {
+                if tracker.is_some() {
+                    eprintln!("mcp-tasks: to pick the call up again: mcp-tasks tasks wait {key}");
+                }
+                return Ok(status);
+            }
+            Err(err) => Err(err),
+        }
+    } else {
+        client.call_with_key(&tool.name, arguments.clone(), &key).await.with_context(|| format!("calling {}", tool.name))
+    };
     let called = match called {
         Ok(called) => called,
         Err(err) => {
@@ -99,9 +119,9 @@ async fn call_on(client: &Client, args: &CallArgs, display: &Arc<Display>) -> an
                 tracker.settle(&key).await;
             }
             if args.detach {
-                eprintln!("mcp-tasks: the server answered at once; there is no task to detach from");
+                return Ok(answered_at_once(&result, &tool.name, json));
             }
-            return Ok(remote::print_result(&result, json));
+            return Ok(remote::print_result(&result, json, client.era()));
         }
         Called::Task(handle) => handle,
     };
@@ -126,13 +146,14 @@ async fn follow(
     display: &Arc<Display>,
 ) -> anyhow::Result<u8> {
     let json = args.remote.json;
+    let era = handle.era();
     // Recorded before anything waits: a process killed from here on leaves the task in
     // the ledger, for `tasks pending` and `tasks wait ID`; then its submission goes.
     let mut recorded = false;
     if let Some((tracker, key)) = &tracker {
         let status = handle.last_seen().map(|task| task.status);
         recorded = tracker
-            .record(handle.id(), tool, arguments, status)
+            .record(handle.id(), tool, arguments, status, era)
             .await;
         if recorded {
             tracker.settle(key).await;
@@ -145,7 +166,7 @@ async fn follow(
     };
     if args.detach {
         match handle.last_seen() {
-            Some(task) if json => remote::print_task(&task, true),
+            Some(task) if json => remote::print_task(&task, true, era),
             _ => println!("{}", handle.id()),
         }
         return Ok(COMPLETED);
@@ -164,6 +185,58 @@ async fn follow(
         stdio: args.remote.connect.cmd.is_some(),
     };
     crate::wait::drive(&handle, waiting).await
+}
+
+/// A 2026-07-28 `tools/call`, its rounds answered. Ctrl-C before the server made a task of
+/// it (while it answers inline, or at a round's question) abandons the call: there is no
+/// task to detach from yet. `Err(status)`: the call ended without a result (abandoned, or a
+/// question this run could not answer), said on stderr.
+async fn modern_call(client: &Client, tool: &str, arguments: Value, key: &str) -> anyhow::Result<Result<Called, u8>> {
+    let mut interrupts = crate::terminal::listen_for_ctrl_c().context("listening for Ctrl-C")?;
+    let call = client.call_with_key(tool, arguments, key);
+    tokio::pin!(call);
+    let called = tokio::select! {
+        called = &mut call => called,
+        changed = interrupts.changed() => match changed {
+            Ok(()) => {
+                crate::terminal::abandon_prompts();
+                eprintln!(
+                    "mcp-tasks: interrupted: the call of {tool} is abandoned. It had not become a task (in MCP \
+                     2026-07-28 the server decides, and asks a call's first questions before it makes one), so \
+                     there is no task to detach from or cancel; a question left open is dropped by the server \
+                     when its wait for the answer runs out"
+                );
+                return Ok(Err(remote::CANCELLED));
+            }
+            Err(_) => call.await,
+        },
+    };
+    match called {
+        Ok(called) => Ok(Ok(called)),
+        Err(ClientError::InputUnanswered { method, message }) => {
+            eprintln!(
+                "mcp-tasks: the server asked {method} before answering the call of {tool}, and this run could \
+                 not answer: {message}. The call is abandoned (MCP 2026-07-28 has no way to send the server an \
+                 error for a question); rerun it with {}",
+                crate::wait::answering(&method)
+            );
+            Ok(Err(remote::FAILED))
+        }
+        Err(err) => Err(anyhow::Error::new(err).context(format!("calling {tool}"))),
+    }
+}
+
+/// `--detach` of a call the server answered at once (2026-07-28: the server decides): the
+/// tool ran to its end and there is no task. Its result is printed all the same (nothing
+/// is lost), and the exit status is 2: what was asked for, a task id, cannot be given.
+fn answered_at_once(result: &CallToolResult, tool: &str, json: bool) -> u8 {
+    eprintln!(
+        "mcp-tasks: --detach: the server answered the call of {tool} at once, without making a task (in MCP \
+         2026-07-28 the server decides which calls become tasks), so there is no task id to print: the tool \
+         ran to its end and its result follows"
+    );
+    remote::print_result(result, json, Era::Modern);
+    remote::USAGE
 }
 
 /// The call's arguments: `--args`, then each `--arg` typed by the tool's input schema.

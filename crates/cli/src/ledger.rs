@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use anyhow::{Context as _, bail};
-use mcp_tasks_client::TaskStatus;
 use mcp_tasks_client::ledger::{Endpoint, Ledger, LedgerEntry, Submission};
+use mcp_tasks_client::{Era, TaskStatus};
 use serde_json::{Value, json};
 
 use crate::args::{ConnectArgs, ForgetArgs, LedgerArgs, PendingArgs};
@@ -69,10 +69,11 @@ impl Tracker {
         tool: &str,
         arguments: &Value,
         status: Option<TaskStatus>,
+        era: Era,
     ) -> bool {
         match self
             .ledger
-            .record(&self.endpoint, task_id, tool, arguments, status)
+            .record_in_era(&self.endpoint, task_id, tool, arguments, status, era)
             .await
         {
             Ok(()) => true,
@@ -203,11 +204,12 @@ pub(crate) async fn pending(args: PendingArgs) -> anyhow::Result<u8> {
     } else {
         for entry in &entries {
             println!(
-                "{}  {}  {}  {}  last seen {}",
+                "{}  {}  {}  {}  {}  last seen {}",
                 entry.task_id,
                 entry.status.as_str(),
                 entry.tool,
                 entry.endpoint,
+                era_text(entry.era),
                 time(entry.last_seen_at)
             );
         }
@@ -250,6 +252,7 @@ fn entry_json(entry: &LedgerEntry) -> Value {
         "argumentsDigest": entry.arguments_digest,
         "createdAt": time(entry.created_at),
         "lastSeenAt": time(entry.last_seen_at),
+        "era": entry.era.map(Era::revision),
     });
     let (key, address) = match &entry.endpoint {
         Endpoint::Url(url) => ("url", url),
@@ -271,6 +274,12 @@ fn submission_json(submission: &Submission) -> Value {
     };
     object[key] = Value::String(address.clone());
     object
+}
+
+/// The era of an entry, for the text listing (`era unknown` for one recorded before the
+/// ledger kept it).
+fn era_text(era: Option<Era>) -> String {
+    era.map_or_else(|| "era unknown".to_owned(), |era| format!("MCP {era}"))
 }
 
 fn time(at: SystemTime) -> String {

@@ -275,11 +275,19 @@ fn number(value: f64) -> String {
     }
 }
 
-/// Prints a tool result (its text, or the `CallToolResult` JSON) and returns the exit
-/// status it means.
-pub(crate) fn print_result(result: &CallToolResult, json: bool) -> u8 {
+/// `value` (a JSON object) with the protocol revision the command spoke, as `"era"`.
+pub(crate) fn with_era(mut value: Value, era: Era) -> Value {
+    if let Value::Object(object) = &mut value {
+        object.insert("era".to_owned(), Value::String(era.revision().to_owned()));
+    }
+    value
+}
+
+/// Prints a tool result (its text, or the `CallToolResult` JSON with the `"era"` spoken)
+/// and returns the exit status it means.
+pub(crate) fn print_result(result: &CallToolResult, json: bool, era: Era) -> u8 {
     if json {
-        println!("{}", serde_json::to_value(result).unwrap_or(Value::Null));
+        println!("{}", with_era(serde_json::to_value(result).unwrap_or(Value::Null), era));
     } else {
         for block in &result.content {
             print_block(block);
@@ -326,14 +334,15 @@ fn print_block(block: &Content) {
 pub(crate) fn report(
     outcome: Result<CallToolResult, ClientError>,
     json: bool,
+    era: Era,
 ) -> anyhow::Result<u8> {
     match outcome {
-        Ok(result) => Ok(print_result(&result, json)),
+        Ok(result) => Ok(print_result(&result, json, era)),
         Err(ClientError::TaskCancelled { task_id, message }) => {
             if json {
                 println!(
                     "{}",
-                    json!({"taskId": task_id, "status": "cancelled", "statusMessage": message})
+                    json!({"taskId": task_id, "status": "cancelled", "statusMessage": message, "era": era.revision()})
                 );
             }
             eprintln!(
@@ -352,7 +361,7 @@ pub(crate) fn report(
                 let error = json!({"code": code, "message": message, "data": data});
                 println!(
                     "{}",
-                    json!({"taskId": task_id, "status": "failed", "error": error})
+                    json!({"taskId": task_id, "status": "failed", "error": error, "era": era.revision()})
                 );
             }
             eprintln!(
@@ -383,10 +392,10 @@ pub(crate) fn task_line(task: &TaskInfo) -> String {
     )
 }
 
-/// Prints a task (its JSON, or one line).
-pub(crate) fn print_task(task: &TaskInfo, json: bool) {
+/// Prints a task (its JSON with the `"era"` spoken, or one line).
+pub(crate) fn print_task(task: &TaskInfo, json: bool, era: Era) {
     if json {
-        println!("{}", serde_json::to_value(task).unwrap_or(Value::Null));
+        println!("{}", with_era(serde_json::to_value(task).unwrap_or(Value::Null), era));
     } else {
         println!("{}", task_line(task));
     }

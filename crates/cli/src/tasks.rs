@@ -4,7 +4,9 @@
 use anyhow::{Context as _, bail};
 use serde_json::json;
 
-use crate::args::{ConnectArgs, RemoteArgs, TaskArgs, TasksCommand, ToolsArgs, WaitArgs};
+use mcp_tasks_client::Era;
+
+use crate::args::{ConnectArgs, EraArg, RemoteArgs, TaskArgs, TasksCommand, ToolsArgs, WaitArgs};
 use crate::ledger::Tracker;
 use crate::remote::{self, COMPLETED, Display};
 
@@ -54,7 +56,7 @@ async fn get(args: TaskArgs) -> anyhow::Result<u8> {
         .await
         .with_context(|| format!("getting task {}", args.id))?;
     note(&args, &task).await;
-    remote::print_task(&task, args.remote.json);
+    remote::print_task(&task, args.remote.json, client.era());
     Ok(COMPLETED)
 }
 
@@ -74,7 +76,7 @@ async fn cancel(args: TaskArgs) -> anyhow::Result<u8> {
         .await
         .with_context(|| format!("cancelling task {}", args.id))?;
     note(&args, &task).await;
-    remote::print_task(&task, args.remote.json);
+    remote::print_task(&task, args.remote.json, client.era());
     Ok(COMPLETED)
 }
 
@@ -95,7 +97,7 @@ async fn result(args: TaskArgs) -> anyhow::Result<u8> {
             if let Some(kept) = kept {
                 eprintln!("mcp-tasks: the server no longer has task {}; its result, as the ledger kept it:", args.id);
                 let result = serde_json::from_value(kept).context("reading the kept result")?;
-                return Ok(remote::print_result(&result, json));
+                return Ok(remote::print_result(&result, json, client.era()));
             }
             return Err(err).with_context(|| format!("getting task {}", args.id));
         }
@@ -109,7 +111,7 @@ async fn result(args: TaskArgs) -> anyhow::Result<u8> {
         );
     }
     note(&args, &task).await;
-    remote::report(handle.wait().await, json)
+    remote::report(handle.wait().await, json, client.era())
 }
 
 /// `tasks wait KEY` of a call sent without an answer: sent again to its server with the
@@ -144,12 +146,12 @@ async fn resend(
         let handle = match called {
             mcp_tasks_client::Called::Result(result) => {
                 tracker.settle(&submission.key).await;
-                return Ok(remote::print_result(&result, json));
+                return Ok(remote::print_result(&result, json, client.era()));
             }
             mcp_tasks_client::Called::Task(handle) => tracker.remember(handle),
         };
         let status = handle.last_seen().map(|task| task.status);
-        let recorded = tracker.record(handle.id(), &submission.tool, &submission.arguments, status).await;
+        let recorded = tracker.record(handle.id(), &submission.tool, &submission.arguments, status, handle.era()).await;
         if recorded {
             tracker.settle(&submission.key).await;
         }
@@ -194,8 +196,14 @@ async fn wait(args: WaitArgs) -> anyhow::Result<u8> {
         } else {
             None
         };
+        // The era the task was made in, unless --era names one.
+        let era = match (given.era, entry.era) {
+            (EraArg::Auto, Some(Era::Legacy)) => EraArg::Legacy,
+            (EraArg::Auto, Some(Era::Modern)) => EraArg::Modern,
+            (given, _) => given,
+        };
         let remote = RemoteArgs {
-            connect: ConnectArgs { url, token, cmd, era: given.era },
+            connect: ConnectArgs { url, token, cmd, era },
             json,
         };
         eprintln!(

@@ -84,14 +84,22 @@ pub(crate) fn abandon_prompts() {
     INTERRUPTS.fetch_add(1, Ordering::SeqCst);
 }
 
+/// The one listener of Ctrl-C: its count, for every [`listen_for_ctrl_c`].
+static CTRL_C: OnceLock<watch::Sender<u64>> = OnceLock::new();
+
 /// Listens for Ctrl-C from now on (it no longer ends the process): each one interrupts
-/// the open prompts and bumps the returned count.
+/// the open prompts and bumps the returned count. One listener serves every call (a
+/// 2026-07-28 call listens before its task exists, then its wait), so that one Ctrl-C
+/// interrupts once; the receiver sees only the Ctrl-Cs after the call.
 pub(crate) fn listen_for_ctrl_c() -> std::io::Result<watch::Receiver<u64>> {
+    if let Some(sender) = CTRL_C.get() {
+        return Ok(sender.subscribe());
+    }
     #[cfg(unix)]
     let mut signal = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
-    let (tx, rx) = watch::channel(0);
+    let sender = CTRL_C.get_or_init(|| watch::channel(0).0);
+    let rx = sender.subscribe();
     tokio::spawn(async move {
-        let mut count = 0;
         loop {
             #[cfg(unix)]
             if signal.recv().await.is_none() {
@@ -102,9 +110,8 @@ pub(crate) fn listen_for_ctrl_c() -> std::io::Result<watch::Receiver<u64>> {
                 return;
             }
             INTERRUPTS.fetch_add(1, Ordering::SeqCst);
-            count += 1;
-            if tx.send(count).is_err() {
-                return;
+            if let Some(sender) = CTRL_C.get() {
+                sender.send_modify(|count| *count += 1);
             }
         }
     });

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use crate::args::{ConnectArgs, LedgerArgs};
 use crate::ledger::Tracker;
-use crate::remote::{CANCELLED, DETACHED, Display, Progress, report};
+use crate::remote::{CANCELLED, DETACHED, Display, FAILED, Progress, report};
 use crate::terminal::{self, Read};
 
 /// The fastest the display polls `tasks/get`, whatever `pollInterval` says.
@@ -108,10 +108,44 @@ pub(crate) async fn drive(handle: &TaskHandle, waiting: Waiting<'_>) -> anyhow::
                     tracker.keep(handle.id(), result).await;
                 }
             }
-            report(outcome, json)
+            if let Err(ClientError::InputUnanswered { method, message }) = outcome {
+                return Ok(unanswered(handle, &method, &message, &resume, json));
+            }
+            report(outcome, json, handle.era())
         }
         Ok(Choice::Detach) => Ok(detach(handle, &resume, stdio)),
         Ok(Choice::Cancel) => cancel(handle, tracker, json).await,
+    }
+}
+
+/// A question of the task (2026-07-28 `inputRequests`) that this run could not answer: the
+/// era has no way to send the server an error for it, so it stays open, to be answered by a
+/// later `tasks wait` (or the task cancelled). Exit status 1, as when (in 2025-11-25) the
+/// server gets the error and the tool fails.
+fn unanswered(handle: &TaskHandle, method: &str, message: &str, resume: &str, json: bool) -> u8 {
+    let id = handle.id();
+    if json {
+        let unanswered = serde_json::json!({"method": method, "message": message});
+        println!(
+            "{}",
+            serde_json::json!({"taskId": id, "status": "input_required", "unanswered": unanswered, "era": handle.era().revision()})
+        );
+    }
+    eprintln!("mcp-tasks: task {id} asks {method}, and this run could not answer: {message}");
+    eprintln!(
+        "mcp-tasks: MCP 2026-07-28 has no way to send the server an error for a question, so it stays open: answer \
+         it with: {resume} {}; or cancel the task: mcp-tasks tasks cancel {id}",
+        answering(method)
+    );
+    FAILED
+}
+
+/// The option that answers the server's requests of `method`.
+pub(crate) fn answering(method: &str) -> &'static str {
+    match method {
+        "sampling/createMessage" => "--sampling-cmd CMD",
+        "elicitation/create" => "--answer JSON (or at a terminal)",
+        _ => "a client that answers it",
     }
 }
 
@@ -147,7 +181,7 @@ async fn cancel(handle: &TaskHandle, tracker: Option<&Tracker>, json: bool) -> a
     if let Some(tracker) = tracker {
         tracker.note(handle.id(), task.status).await;
     }
-    crate::remote::print_task(&task, json);
+    crate::remote::print_task(&task, json, handle.era());
     Ok(CANCELLED)
 }
 

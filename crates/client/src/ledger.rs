@@ -40,14 +40,16 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 use crate::types::TaskStatus;
+use mcp_tasks_protocol::era::Era;
 
 /// How long a write waits for another process's lock on the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The schema version this build writes (`PRAGMA user_version`). Version 1 kept the
-/// arguments in full; [`migrate_v1`] turns them into digests. Version 3 adds the calls
-/// sent but not yet answered (`submissions`), the input requests answered (`answers`, by
-/// key) and the kept results (`results`).
+/// arguments in full; [`migrate_v1`] turns them into digests. Version 2 had no era;
+/// [`migrate_v2`] adds the column, unknown (NULL) for the tasks recorded before. Version 3
+/// also adds the calls sent but not yet answered (`submissions`), the input requests
+/// answered (`answers`, by key) and the kept results (`results`).
 const SCHEMA_VERSION: i64 = 3;
 
 /// The largest result [`Ledger::keep_result`] keeps, as JSON bytes.
@@ -63,6 +65,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     created_at_ms INTEGER NOT NULL,
     status TEXT NOT NULL,
     last_seen_ms INTEGER NOT NULL,
+    era TEXT,
     PRIMARY KEY (endpoint_kind, endpoint, task_id)
 );
 CREATE INDEX IF NOT EXISTS tasks_by_id ON tasks (task_id);
@@ -91,7 +94,7 @@ CREATE TABLE IF NOT EXISTS results (
 ";
 
 /// The columns every read selects, in the order [`read_entry`] decodes them.
-const COLUMNS: &str = "endpoint_kind, endpoint, task_id, tool, arguments_digest, created_at_ms, status, last_seen_ms";
+const COLUMNS: &str = "endpoint_kind, endpoint, task_id, tool, arguments_digest, created_at_ms, status, last_seen_ms, era";
 
 /// Where a task lives: the server to reconnect to.
 ///
@@ -147,6 +150,9 @@ pub struct LedgerEntry {
     pub status: TaskStatus,
     /// When the host last learned the task's status.
     pub last_seen_at: SystemTime,
+    /// The protocol revision the task was created in; `None` when not recorded (by
+    /// [`Ledger::record`], or before the ledger kept it).
+    pub era: Option<Era>,
 }
 
 /// A call sent (or about to be) with an idempotency key, whose task is not known yet: the
@@ -280,6 +286,36 @@ impl Ledger {
         arguments: &Value,
         status: Option<TaskStatus>,
     ) -> Result<(), LedgerError> {
+        self.insert(endpoint, task_id, tool, arguments, status, None).await
+    }
+
+    /// [`Ledger::record`], with the protocol revision the task was created in
+    /// ([`crate::TaskHandle::era`]), shown by [`LedgerEntry::era`].
+    ///
+    /// # Errors
+    /// [`LedgerError::Database`] if the write fails.
+    pub async fn record_in_era(
+        &self,
+        endpoint: &Endpoint,
+        task_id: &str,
+        tool: &str,
+        arguments: &Value,
+        status: Option<TaskStatus>,
+        era: Era,
+    ) -> Result<(), LedgerError> {
+        self.insert(endpoint, task_id, tool, arguments, status, Some(era)).await
+    }
+
+    async fn insert(
+        &self,
+        endpoint: &Endpoint,
+        task_id: &str,
+        tool: &str,
+        arguments: &Value,
+        status: Option<TaskStatus>,
+        era: Option<Era>,
+    ) -> Result<(), LedgerError> {
+        let era = era.map(Era::revision);
         let (kind, address) = (endpoint.kind(), endpoint.address().to_owned());
         let (task_id, tool) = (task_id.to_owned(), tool.to_owned());
         let digest = arguments_digest(arguments);
@@ -288,9 +324,9 @@ impl Ledger {
         self.call(move |conn| {
             conn.execute(
                 "INSERT OR REPLACE INTO tasks
-                 (endpoint_kind, endpoint, task_id, tool, arguments_digest, created_at_ms, status, last_seen_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?6)",
-                params![kind, address, task_id, tool, digest, now, status],
+                 (endpoint_kind, endpoint, task_id, tool, arguments_digest, created_at_ms, status, last_seen_ms, era)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?6, ?8)",
+                params![kind, address, task_id, tool, digest, now, status, era],
             )
             .map(|_| ())
         })
@@ -584,6 +620,9 @@ fn upgrade(conn: &mut Connection, found: i64) -> rusqlite::Result<()> {
     if found == 1 {
         migrate_v1(&tx)?;
     }
+    if (1..=2).contains(&found) {
+        migrate_v2(&tx)?;
+    }
     tx.execute_batch(&format!("{SCHEMA} PRAGMA user_version = {SCHEMA_VERSION};"))?;
     tx.commit()
 }
@@ -602,6 +641,12 @@ fn migrate_v1(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch("ALTER TABLE tasks DROP COLUMN arguments")
 }
 
+/// Version 2 to 3: the era column (NULL, unknown, for the tasks already recorded). Nothing
+/// else changes.
+fn migrate_v2(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch("ALTER TABLE tasks ADD COLUMN era TEXT")
+}
+
 fn read_entry(row: &Row<'_>) -> rusqlite::Result<LedgerEntry> {
     let kind: String = row.get(0)?;
     let address: String = row.get(1)?;
@@ -618,6 +663,7 @@ fn read_entry(row: &Row<'_>) -> rusqlite::Result<LedgerEntry> {
         created_at: from_millis(row.get(5)?),
         status,
         last_seen_at: from_millis(row.get(7)?),
+        era: row.get::<_, Option<String>>(8)?.as_deref().and_then(era),
     })
 }
 
@@ -633,6 +679,11 @@ fn read_submission(row: &Row<'_>) -> rusqlite::Result<Submission> {
         rusqlite::Error::FromSqlConversionFailure(4, rusqlite::types::Type::Text, format!("arguments: {e}").into())
     })?;
     Ok(Submission { key: row.get(0)?, endpoint, tool: row.get(3)?, arguments, created_at: from_millis(row.get(5)?) })
+}
+
+/// The era of a revision as the ledger writes it (another is unknown: `None`).
+fn era(revision: &str) -> Option<Era> {
+    [Era::Legacy, Era::Modern].into_iter().find(|era| era.revision() == revision)
 }
 
 fn millis(time: SystemTime) -> i64 {
@@ -656,7 +707,7 @@ mod tests {
         let ledger = Ledger::open(&path).unwrap();
         let url = Endpoint::Url("http://127.0.0.1:1/mcp".into());
         let cmd = Endpoint::Command("mcp-tasks serve --stdio".into());
-        ledger.record(&url, "t1", "slow", &serde_json::json!({"seconds": 2}), None).await.unwrap();
+        ledger.record_in_era(&url, "t1", "slow", &serde_json::json!({"seconds": 2}), None, Era::Modern).await.unwrap();
         ledger.record(&cmd, "t1", "echo", &Value::Null, Some(TaskStatus::InputRequired)).await.unwrap();
         ledger.record(&url, "t2", "slow", &Value::Null, None).await.unwrap();
         assert!(ledger.update_status(&url, "t2", TaskStatus::Completed).await.unwrap());
@@ -670,6 +721,7 @@ mod tests {
         assert_eq!(pending[0].arguments_digest, arguments_digest(&serde_json::json!({"seconds": 2})));
         assert_eq!(pending[1].arguments_digest, arguments_digest(&Value::Null));
         assert_eq!(pending[1].status, TaskStatus::InputRequired);
+        assert_eq!((pending[0].era, pending[1].era), (Some(Era::Modern), None), "the era, when recorded");
         assert_eq!(ledger.find("t1").await.unwrap().len(), 2);
         assert_eq!(ledger.get(&url, "t2").await.unwrap().unwrap().status, TaskStatus::Completed);
         assert!(ledger.forget(&cmd, "t1").await.unwrap());
@@ -714,6 +766,7 @@ mod tests {
         assert_eq!(pending[0].task_id, "old");
         assert_eq!(pending[0].arguments_digest, arguments_digest(&serde_json::json!({"token": "s3cret", "seconds": 2})));
         assert_eq!(pending[0].created_at, from_millis(5));
+        assert_eq!(pending[0].era, None, "no era was recorded in version 1");
         drop(ledger);
         let conn = Connection::open(&path).unwrap();
         let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0)).unwrap();
@@ -763,5 +816,44 @@ mod tests {
         let huge = serde_json::json!({"content": [{"type": "text", "text": "x".repeat(MAX_KEPT_RESULT)}]});
         assert!(!ledger.keep_result(&endpoint, "t3", &huge).await.unwrap());
         assert_eq!(ledger.kept_result(&endpoint, "t3").await.unwrap(), None);
+    }
+}
+
+#[cfg(test)]
+mod era_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_version_2_ledger_gains_the_era_column_its_tasks_of_unknown_era() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.sqlite3");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE tasks (
+                    endpoint_kind TEXT NOT NULL CHECK (endpoint_kind IN ('url', 'cmd')),
+                    endpoint TEXT NOT NULL, task_id TEXT NOT NULL, tool TEXT NOT NULL,
+                    arguments_digest TEXT NOT NULL, created_at_ms INTEGER NOT NULL,
+                    status TEXT NOT NULL, last_seen_ms INTEGER NOT NULL,
+                    PRIMARY KEY (endpoint_kind, endpoint, task_id));
+                 CREATE INDEX tasks_by_id ON tasks (task_id);
+                 INSERT INTO tasks VALUES ('url', 'http://127.0.0.1:1/mcp', 'old', 'slow', 'd', 5, 'working', 6);
+                 PRAGMA user_version = 2;",
+            )
+            .unwrap();
+        }
+        let ledger = Ledger::open(&path).unwrap();
+        let url = Endpoint::Url("http://127.0.0.1:1/mcp".into());
+        ledger.record_in_era(&url, "new", "slow", &Value::Null, None, Era::Legacy).await.unwrap();
+        let pending = ledger.pending().await.unwrap();
+        let eras: Vec<(&str, Option<Era>)> = pending.iter().map(|e| (e.task_id.as_str(), e.era)).collect();
+        assert_eq!(eras, [("old", None), ("new", Some(Era::Legacy))]);
+        assert_eq!((pending[0].arguments_digest.as_str(), pending[0].last_seen_at), ("d", from_millis(6)));
+        drop(ledger);
+        let conn = Connection::open(&path).unwrap();
+        let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0)).unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
     }
 }

@@ -4,6 +4,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use mcp_tasks_protocol::era::Era;
 use mcp_tasks_protocol::mcp::CallToolResult;
 use mcp_tasks_protocol::modern::method as modern_method;
 use serde_json::{Value, json};
@@ -94,6 +95,11 @@ impl TaskHandle {
     /// (`None` for a handle attached by id).
     pub fn progress_token(&self) -> Option<&str> {
         self.progress_token.as_deref()
+    }
+
+    /// The protocol revision the handle's session speaks (the era the task is driven in).
+    pub fn era(&self) -> Era {
+        if self.modern.is_some() { Era::Modern } else { Era::Legacy }
     }
 
     /// The task id.

@@ -70,6 +70,14 @@ fn run(mut command: Command) -> Output {
     }
 }
 
+/// `mcp-tasks ARGS --era legacy` against the server: a test of what 2025-11-25 alone has
+/// (the client decides which calls become tasks, `tasks list`, `execution.taskSupport`).
+fn legacy(server: &HttpServer, args: &[&str]) -> Output {
+    let mut with_era = args.to_vec();
+    with_era.extend(["--era", "legacy"]);
+    cli(server, &with_era)
+}
+
 fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).unwrap()
 }
@@ -86,8 +94,9 @@ fn json(output: &Output) -> Value {
 #[test]
 fn tools_json_lists_the_tools_with_their_task_support() {
     let (_work, server) = server();
-    let output = cli(&server, &["tools", "--json"]);
+    let output = legacy(&server, &["tools", "--json"]);
     assert_eq!(output.status.code(), Some(0));
+    assert_eq!(json(&output)["era"], "2025-11-25");
     let tools = json(&output)["tools"].as_array().unwrap().clone();
     let support = |name: &str| {
         let tool = tools
@@ -103,7 +112,7 @@ fn tools_json_lists_the_tools_with_their_task_support() {
     assert_eq!(support("task_only"), "required");
     assert_eq!(support("plain_only"), "forbidden");
 
-    let output = cli(&server, &["tools"]);
+    let output = legacy(&server, &["tools"]);
     assert_eq!(output.status.code(), Some(0));
     assert!(
         stdout(&output)
@@ -219,24 +228,31 @@ fn cli_stdio(work: &Workdir, args: &[&str]) -> Output {
     run(command)
 }
 
+/// [`cli_stdio`] with `--era legacy`.
+fn legacy_stdio(work: &Workdir, args: &[&str]) -> Output {
+    let mut with_era = args.to_vec();
+    with_era.extend(["--era", "legacy"]);
+    cli_stdio(work, &with_era)
+}
+
 #[test]
 fn tools_call_and_tasks_work_over_a_spawned_stdio_server() {
     let work = Workdir::new();
-    let output = cli_stdio(&work, &["call", "echo", "--arg", "text=hi"]);
+    let output = legacy_stdio(&work, &["call", "echo", "--arg", "text=hi"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout(&output).trim(), "hi");
 
-    let output = cli_stdio(&work, &["tools"]);
+    let output = legacy_stdio(&work, &["tools"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stdout(&output).contains("echo"), "{}", stdout(&output));
     assert!(stdout(&output).contains("task_only"), "{}", stdout(&output));
 
-    let output = cli_stdio(&work, &["call", "task_only", "--json"]);
+    let output = legacy_stdio(&work, &["call", "task_only", "--json"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stdout(&output).contains("tasked"), "{}", stdout(&output));
 
     // Tasks outlive the stdio session in the store: a later server lists them.
-    let output = cli_stdio(&work, &["tasks", "list", "--json"]);
+    let output = legacy_stdio(&work, &["tasks", "list", "--json"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let listed = json(&output);
     let tasks = listed["tasks"].as_array().expect("a tasks array");
@@ -246,7 +262,7 @@ fn tools_call_and_tasks_work_over_a_spawned_stdio_server() {
         .iter()
         .map(|task| {
             let id = task["taskId"].as_str().unwrap();
-            let output = cli_stdio(&work, &["tasks", "result", id]);
+            let output = legacy_stdio(&work, &["tasks", "result", id]);
             assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
             stdout(&output).trim().to_owned()
         })
@@ -258,7 +274,7 @@ fn tools_call_and_tasks_work_over_a_spawned_stdio_server() {
 #[test]
 fn a_detached_task_is_listed_cancelled_and_shown() {
     let (_work, server) = server();
-    let output = cli(
+    let output = legacy(
         &server,
         &["call", "slow", "--arg", "seconds=30", "--detach"],
     );
@@ -269,7 +285,7 @@ fn a_detached_task_is_listed_cancelled_and_shown() {
         "{id:?}"
     );
 
-    let listed = json(&cli(&server, &["tasks", "list", "--json"]));
+    let listed = json(&legacy(&server, &["tasks", "list", "--json"]));
     let task = listed["tasks"]
         .as_array()
         .unwrap()
@@ -281,10 +297,10 @@ fn a_detached_task_is_listed_cancelled_and_shown() {
         "working"
     );
 
-    let output = cli(&server, &["tasks", "result", &id]);
+    let output = legacy(&server, &["tasks", "result", &id]);
     assert_eq!(output.status.code(), Some(2), "no result while working");
 
-    let output = cli(&server, &["tasks", "cancel", &id]);
+    let output = legacy(&server, &["tasks", "cancel", &id]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(
         stdout(&output).contains(&format!("{id}  cancelled")),
@@ -292,21 +308,22 @@ fn a_detached_task_is_listed_cancelled_and_shown() {
         stdout(&output)
     );
 
-    let got = json(&cli(&server, &["tasks", "get", &id, "--json"]));
+    let got = json(&legacy(&server, &["tasks", "get", &id, "--json"]));
     assert_eq!(got["taskId"], id.as_str());
     assert_eq!(got["status"], "cancelled");
+    assert_eq!(got["era"], "2025-11-25");
 
     assert_eq!(
-        cli(&server, &["tasks", "result", &id]).status.code(),
+        legacy(&server, &["tasks", "result", &id]).status.code(),
         Some(3)
     );
-    assert_eq!(cli(&server, &["tasks", "wait", &id]).status.code(), Some(3));
+    assert_eq!(legacy(&server, &["tasks", "wait", &id]).status.code(), Some(3));
 }
 
 #[test]
 fn tasks_wait_collects_a_detached_result() {
     let (_work, server) = server();
-    let output = cli(
+    let output = legacy(
         &server,
         &[
             "call",
@@ -322,10 +339,10 @@ fn tasks_wait_collects_a_detached_result() {
     let id = task["taskId"]
         .as_str()
         .expect("--detach --json prints the task");
-    let output = cli(&server, &["tasks", "wait", id]);
+    let output = legacy(&server, &["tasks", "wait", id]);
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(stdout(&output), "later\n");
-    let output = cli(&server, &["tasks", "result", id, "--json"]);
+    let output = legacy(&server, &["tasks", "result", id, "--json"]);
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(json(&output)["content"][0]["text"], "later");
 }
@@ -656,17 +673,18 @@ properties = { marker = { type = "string" } }
 #[test]
 fn keep_a_result_kept_in_the_ledger_is_read_after_the_server_forgot_its_task() {
     let work = Workdir::new();
-    let config = CONFIG.replacen("default_ttl = \"1h\"", "default_ttl = \"3s\"", 1);
+    let config = CONFIG.replacen("default_ttl = \"1h\"", "default_ttl = \"6s\"", 1);
     assert_ne!(config, CONFIG, "the test config sets default_ttl");
     std::fs::write(work.config(), config).unwrap();
     let server = HttpServer::start(&work);
     let ledger = work.path("ledger.sqlite3").display().to_string();
     let output = bare(&["call", "echo", "--arg", "text=kept", "--keep", "--json", "--url", &url(&server), "--ledger", &ledger]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let output = bare(&["call", "echo", "--arg", "text=kept", "--detach", "--json", "--url", &url(&server), "--ledger", &ledger]);
+    // A task in either era (2 s is past the server's inline wait).
+    let output = bare(&["call", "slow", "--arg", "seconds=2", "--detach", "--json", "--url", &url(&server), "--ledger", &ledger]);
     let id = json(&output)["taskId"].as_str().expect("a task").to_owned();
     let output = bare(&["tasks", "wait", &id, "--keep", "--ledger", &ledger]);
-    assert_eq!((output.status.code(), stdout(&output)), (Some(0), "kept\n".to_owned()), "{}", stderr(&output));
+    assert_eq!((output.status.code(), stdout(&output)), (Some(0), "done\n".to_owned()), "{}", stderr(&output));
     // The server forgets the task when its TTL runs out.
     let deadline = std::time::Instant::now() + DEADLINE;
     loop {
@@ -679,10 +697,10 @@ fn keep_a_result_kept_in_the_ledger_is_read_after_the_server_forgot_its_task() {
     }
     let output = bare(&["tasks", "result", &id, "--json", "--url", &url(&server), "--ledger", &ledger]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert_eq!(json(&output)["content"][0]["text"], "kept");
+    assert_eq!(json(&output)["content"][0]["text"], "done\n");
     assert!(stderr(&output).contains("as the ledger kept it"), "{}", stderr(&output));
     // Without --keep nothing is kept.
-    let output = bare(&["call", "echo", "--arg", "text=gone", "--detach", "--json", "--url", &url(&server), "--ledger", &ledger]);
+    let output = bare(&["call", "slow", "--arg", "seconds=2", "--detach", "--json", "--url", &url(&server), "--ledger", &ledger]);
     let other = json(&output)["taskId"].as_str().expect("a task").to_owned();
     assert_eq!(bare(&["tasks", "wait", &other, "--ledger", &ledger]).status.code(), Some(0));
     let deadline = std::time::Instant::now() + DEADLINE;
@@ -692,4 +710,113 @@ fn keep_a_result_kept_in_the_ledger_is_read_after_the_server_forgot_its_task() {
     }
     let output = bare(&["tasks", "result", &other, "--url", &url(&server), "--ledger", &ledger]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+}
+
+// ---- what the same commands do by default (--era auto) against a server that serves
+// 2026-07-28: the counterparts of the 2025-11-25 tests above ----
+
+/// The task id from "mcp-tasks: task ID is running" on stderr.
+fn running_task(output: &Output) -> String {
+    let text = stderr(output);
+    let line = text
+        .lines()
+        .find(|line| line.starts_with("mcp-tasks: task ") && line.contains(" is running"))
+        .unwrap_or_else(|| panic!("no task line: {text}"));
+    line["mcp-tasks: task ".len()..].split_whitespace().next().unwrap().to_owned()
+}
+
+#[test]
+fn auto_tools_json_says_its_era_and_no_task_support_the_server_decides() {
+    let (_work, server) = server();
+    let output = cli(&server, &["tools", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let listed = json(&output);
+    assert_eq!(listed["era"], "2026-07-28", "auto speaks 2026-07-28 to a server that serves it");
+    let tools = listed["tools"].as_array().unwrap();
+    assert!(tools.iter().any(|tool| tool["name"] == "task_only"), "{listed}");
+    assert!(tools.iter().all(|tool| tool.get("execution").is_none()), "no task support in this era: {listed}");
+
+    let output = cli(&server, &["tools"]);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(stdout(&output).lines().any(|line| line.starts_with("slow") && line.contains("  -  ")), "{}", stdout(&output));
+    assert!(stderr(&output).contains("decides per call"), "{}", stderr(&output));
+}
+
+#[test]
+fn auto_a_detached_task_is_pending_cancelled_and_shown_with_its_era() {
+    let (work, server) = server();
+    let ledger = work.path("ledger.sqlite3").display().to_string();
+    let output = cli(&server, &["call", "slow", "--arg", "seconds=30", "--detach", "--ledger", &ledger]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let id = stdout(&output).trim().to_owned();
+    assert!(!id.is_empty() && !id.contains(char::is_whitespace), "{id:?}");
+
+    // No tasks/list in this era: the ledger lists it, with its era.
+    let tasks = pending(&ledger);
+    let task = tasks.iter().find(|task| task["taskId"] == id.as_str()).expect("the detached task is pending");
+    assert_eq!((task["status"].as_str(), task["era"].as_str()), (Some("working"), Some("2026-07-28")), "{task}");
+    let text = bare(&["tasks", "pending", "--ledger", &ledger]);
+    assert!(stdout(&text).contains(&format!("{id}  working  slow  --url {}  MCP 2026-07-28  last seen", url(&server))), "{}", stdout(&text));
+    let output = cli(&server, &["tasks", "list"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("tasks pending"), "{}", stderr(&output));
+
+    let output = cli(&server, &["tasks", "result", &id]);
+    assert_eq!(output.status.code(), Some(2), "no result while working");
+    let output = cli(&server, &["tasks", "cancel", &id, "--ledger", &ledger]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains(&format!("{id}  cancelled")), "{}", stdout(&output));
+    assert!(pending(&ledger).iter().all(|task| task["taskId"] != id.as_str()), "a cancelled task is not pending");
+
+    let got = json(&cli(&server, &["tasks", "get", &id, "--json"]));
+    assert_eq!((got["taskId"].as_str(), got["status"].as_str(), got["era"].as_str()), (Some(id.as_str()), Some("cancelled"), Some("2026-07-28")));
+    assert_eq!(cli(&server, &["tasks", "result", &id]).status.code(), Some(3));
+    assert_eq!(cli(&server, &["tasks", "wait", &id]).status.code(), Some(3));
+}
+
+#[test]
+fn auto_detach_of_a_call_the_server_answers_at_once_prints_its_result_and_exits_2() {
+    let (_work, server) = server();
+    let output = cli(&server, &["call", "echo", "--args", r#"{"text": "later"}"#, "--detach", "--json"]);
+    assert_eq!(output.status.code(), Some(2), "no task id can be printed: {}", stderr(&output));
+    let result = json(&output);
+    assert_eq!((result["content"][0]["text"].as_str(), result["era"].as_str()), (Some("later"), Some("2026-07-28")), "the result is not lost");
+    assert!(stderr(&output).contains("answered the call of echo at once"), "{}", stderr(&output));
+    assert!(stderr(&output).contains("no task id"), "{}", stderr(&output));
+
+    // A detached task that became one is collected by tasks wait, its result by tasks result.
+    let output = cli(&server, &["call", "slow", "--arg", "seconds=2", "--detach", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let task = json(&output);
+    assert_eq!(task["era"], "2026-07-28");
+    let id = task["taskId"].as_str().expect("--detach --json prints the task");
+    let output = cli(&server, &["tasks", "wait", id]);
+    assert_eq!((output.status.code(), stdout(&output)), (Some(0), "done\n".to_owned()), "{}", stderr(&output));
+    let output = cli(&server, &["tasks", "result", id, "--json"]);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!((json(&output)["content"][0]["text"].as_str(), json(&output)["era"].as_str()), (Some("done\n"), Some("2026-07-28")));
+}
+
+#[test]
+fn auto_tools_call_and_tasks_work_over_a_spawned_stdio_server_in_2026_07_28() {
+    let work = Workdir::new();
+    let output = cli_stdio(&work, &["call", "echo", "--arg", "text=hi", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!((json(&output)["content"][0]["text"].as_str(), json(&output)["era"].as_str()), (Some("hi"), Some("2026-07-28")));
+
+    let output = cli_stdio(&work, &["tools"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("task_only"), "{}", stdout(&output));
+
+    // A tool that runs only as a task: the server makes one, the CLI follows it.
+    let output = cli_stdio(&work, &["call", "task_only"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output).trim(), "tasked");
+    let id = running_task(&output);
+    // The task outlives the stdio session in the store: a later server has its result.
+    let output = cli_stdio(&work, &["tasks", "result", &id, "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(json(&output)["content"][0]["text"], "tasked\n");
+    let output = cli_stdio(&work, &["tasks", "list"]);
+    assert_eq!(output.status.code(), Some(2), "no tasks/list in this era");
 }

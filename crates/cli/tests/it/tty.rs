@@ -55,6 +55,17 @@ echo '@mcp-tasks {{"elicit": {{"message": "Your order?", "requestedSchema": {{"t
 read -r answer
 echo "answer: $answer"
 """]
+
+[[tools]]
+name = "late_order"
+description = "Works a while, then asks for an order through a form (a task's question in 2026-07-28)."
+inline_wait = "100ms"
+command = ["sh", "-c", """
+sleep 1
+echo '@mcp-tasks {{"elicit": {{"message": "Your order?", "requestedSchema": {{"type": "object", "properties": {{"size": {{"type": "string", "title": "Size", "enum": ["s", "m", "l"]}}, "gift": {{"type": "boolean", "title": "Gift wrap"}}}}, "required": ["size", "gift"]}}}}}}'
+read -r answer
+echo "answer: $answer"
+"""]
 "#;
 
 /// A server on the tests' config (no tokens: tasks are fetched by id from any session).
@@ -195,7 +206,9 @@ fn status_of(work: &Workdir, server: &HttpServer, id: &str) -> String {
 fn tty_progress_bar_shows_position_total_and_the_status_message_while_the_tool_runs() {
     let (work, server) = server();
     let Some(tmux) =
-        Tmux::run(&work, &["call", "steps", "--arg", "steps=4", "--arg", "pause=0.8", "--url", &url(&server)])
+        // 2025-11-25: the bar's position and total come from notifications/progress, which a
+        // 2026-07-28 task does not send (see the modern counterpart below).
+        Tmux::run(&work, &["call", "steps", "--arg", "steps=4", "--arg", "pause=0.8", "--url", &url(&server), "--era", "legacy"])
     else {
         return;
     };
@@ -295,7 +308,10 @@ fn tty_ctrl_c_then_cancel_or_a_second_ctrl_c_cancels_the_task() {
 #[test]
 fn tty_ctrl_c_at_a_form_leaves_the_question_open_for_the_resumed_wait() {
     let (work, server) = server();
-    let Some(tmux) = Tmux::run(&work, &["call", "order", "--url", &url(&server)]) else { return };
+    // 2025-11-25: the client makes the call a task from the start, so its first question is
+    // a task's (in 2026-07-28 a quick question comes as a round of the call, before any
+    // task: see the modern counterparts below).
+    let Some(tmux) = Tmux::run(&work, &["call", "order", "--url", &url(&server), "--era", "legacy"]) else { return };
     let screen = tmux.wait_for("the first prompt", |screen| screen.contains("Size (1-3"));
     let id = task_id(&screen);
     tmux.keys(&["C-c"]);
@@ -401,4 +417,59 @@ fn tty_modern_ctrl_c_then_detach_or_cancel_a_task_the_server_made() {
     let (code, screen) = tmux.exit();
     assert_eq!(code, 3, "{screen}");
     assert_eq!(status_of(&work, &server, &id), "cancelled");
+}
+
+// ---- 2026-07-28 (what --era auto speaks to this server) ----
+
+#[test]
+fn tty_modern_the_display_shows_the_polled_status_message_while_the_tool_runs() {
+    let (work, server) = server();
+    let Some(tmux) = Tmux::run(&work, &["call", "steps", "--arg", "steps=4", "--arg", "pause=0.8", "--url", &url(&server)])
+    else {
+        return;
+    };
+    // No progress notifications for a task in this era: its progress is its status message.
+    let screen = tmux.wait_for("the spinner with the status message", |screen| {
+        screen.lines().any(|line| line.contains("working: step 2 of 4") && line.contains(" task "))
+    });
+    let line = screen.lines().find(|line| line.contains("working: step 2 of 4")).unwrap();
+    assert!(line.contains(&format!("task {}", task_id(&screen))), "{line}");
+    let (code, screen) = tmux.exit();
+    assert_eq!(code, 0, "{screen}");
+    assert!(screen.lines().any(|line| line == "done"), "{screen}");
+    assert!(!screen.lines().any(|line| line.contains("working: step")), "the display is cleared at the end:\n{screen}");
+}
+
+#[test]
+fn tty_modern_ctrl_c_at_a_tasks_form_leaves_the_question_open_for_the_resumed_wait() {
+    let (work, server) = server();
+    let Some(tmux) = Tmux::run(&work, &["call", "late_order", "--url", &url(&server)]) else { return };
+    let screen = tmux.wait_for("the first prompt", |screen| screen.contains("Size (1-3"));
+    let id = task_id(&screen);
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("the question", |screen| screen.contains("[c]ancel/[d]etach"));
+    tmux.keys(&["d", "Enter"]);
+    let (code, screen) = tmux.exit();
+    assert_eq!(code, 4, "{screen}");
+    assert_eq!(status_of(&work, &server, &id), "input_required", "the question was not answered");
+    let (code, stdout) = plain(
+        &work,
+        &["tasks", "wait", &id, "--ledger", &path(&work.path("ledger.sqlite3")), "--answer", r#"{"size": "s", "gift": false}"#],
+    );
+    assert_eq!(code, Some(0));
+    let answer = stdout.lines().find_map(|line| line.split_once("answer: ").map(|(_, answer)| answer)).expect("the answer line");
+    let answer: Value = serde_json::from_str(answer.trim()).unwrap_or_else(|_| panic!("{stdout}"));
+    assert_eq!(answer["content"], serde_json::json!({"size": "s", "gift": false}), "{stdout}");
+}
+
+#[test]
+fn tty_modern_ctrl_c_at_a_rounds_form_abandons_the_call_saying_there_is_no_task() {
+    let (work, server) = server();
+    let Some(tmux) = Tmux::run(&work, &["call", "order", "--url", &url(&server)]) else { return };
+    let screen = tmux.wait_for("the first prompt", |screen| screen.contains("Size (1-3"));
+    assert!(!screen.contains(" is running"), "a round of the call: no task yet:\n{screen}");
+    tmux.keys(&["C-c"]);
+    let (code, screen) = tmux.exit();
+    assert_eq!(code, 3, "{screen}");
+    assert!(screen.contains("the call of order is abandoned") && screen.contains("no task to detach from"), "{screen}");
 }

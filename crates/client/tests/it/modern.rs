@@ -75,6 +75,7 @@ async fn modern_the_server_decides_a_slow_call_is_a_task_polled_to_its_result_a_
         panic!("gated runs past the inline wait");
     };
     assert_eq!(task.last_seen().unwrap().status, TaskStatus::Working);
+    assert_eq!((task.era(), client.task(task.id()).era()), (Era::Modern, Era::Modern), "handles say their era");
     server.gate.notify_one();
     let result = bounded(task.wait()).await.unwrap();
     assert_eq!(first_text(&result.content), "through");

@@ -37,6 +37,8 @@ async fn the_api_hands_out_the_clients_own_types() {
     assert_eq!(mode.as_str(), "optional");
 
     let handle: TaskHandle = bounded(client.call_tool_as_task("echo", json!({"text": "x"}), None)).await.unwrap();
+    let spoken: Era = handle.era();
+    assert_eq!(spoken, Era::Legacy);
     let created: Option<TaskInfo> = handle.last_seen();
     assert_eq!(created.map(|task| task.id), Some(handle.id().to_owned()));
     let result: Result<CallToolResult, ClientError> = bounded(handle.wait()).await;
