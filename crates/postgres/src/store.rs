@@ -138,9 +138,20 @@ impl PostgresStore {
     }
 }
 
-/// A failure of `what`, naming the store by its shown URL.
-fn failed(shown: &str, what: &str, err: &dyn fmt::Display) -> StoreError {
-    StoreError::Backend(format!("{what} at {shown}: {err}").into())
+/// A failure of `what`, naming the store by its shown URL, with every cause of `err` (the
+/// pool's errors leave out their driver's cause, e.g. "Connection refused").
+fn failed(shown: &str, what: &str, err: &(dyn std::error::Error + 'static)) -> StoreError {
+    let mut message = format!("{what} at {shown}: {err}");
+    let mut cause = err.source();
+    while let Some(next) = cause {
+        let text = next.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        cause = next.source();
+    }
+    StoreError::Backend(message.into())
 }
 
 #[async_trait]
