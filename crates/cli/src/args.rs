@@ -302,8 +302,10 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "ADDR")]
     pub(crate) listen: Option<std::net::SocketAddr>,
 
-    /// Where tasks are kept: an SQLite file path (or sqlite://PATH). Default: tasks.sqlite3
-    /// in the platform's data directory (e.g. ~/.local/share/mcp-tasks/).
-    #[arg(long, value_name = "PATH", env = "MCP_TASKS_STORE")]
+    /// Where tasks are kept: an SQLite file path (or sqlite://PATH), or a PostgreSQL database
+    /// (postgres://user[:password]@host[:port]/db; no TLS yet; one serving replica per store
+    /// for now). Default: tasks.sqlite3 in the platform's data directory (e.g.
+    /// ~/.local/share/mcp-tasks/).
+    #[arg(long, value_name = "PATH|URL", env = "MCP_TASKS_STORE")]
     pub(crate) store: Option<String>,
 }

@@ -4,14 +4,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use std::net::SocketAddr;
 
 use mcp_tasks_command::CommandTool;
 use mcp_tasks_config::{
     Auth, Config, RestartPolicy as ConfigRestartPolicy, TaskSupport as ConfigTaskSupport, ToolConfig,
 };
-use mcp_tasks_engine::{Engine, Policy, Principal, RestartPolicy, SystemClock, ToolRuntime};
+use mcp_tasks_engine::{Engine, Policy, Principal, RestartPolicy, SystemClock, TaskStore, ToolRuntime};
+use mcp_tasks_postgres::PostgresStore;
 use mcp_tasks_server::{Server, TaskMode, ToolDef, ToolSpec, http, stdio};
 use mcp_tasks_sqlite::SqliteStore;
 use tokio_util::sync::CancellationToken;
@@ -24,9 +25,8 @@ const SWEEP_EVERY: Duration = Duration::from_secs(10);
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let config = Config::load(&args.config)
         .with_context(|| format!("loading config {}", args.config.display()))?;
-    let path = store_path(args.store.as_deref())?;
-    let store = SqliteStore::open(&path).with_context(|| format!("opening task store {}", path.display()))?;
-    let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), policy(&config));
+    let (store, described) = open_store(store_choice(args.store.as_deref())?).await?;
+    let engine = Engine::new(store, Arc::new(SystemClock), policy(&config));
     let mut builder = Server::builder(engine.clone())
         .name(config.server.name.clone())
         .inline_wait(config.server.inline_wait)
@@ -38,8 +38,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let recovered = engine.recover().await.context("recovering tasks left by the previous run")?;
     let names: Vec<&str> = config.tools.iter().map(|tool| tool.name.as_str()).collect();
     eprintln!(
-        "mcp-tasks: task store {} (SQLite, WAL, synchronous=FULL); after the last run: {} failed, {} retried",
-        path.display(),
+        "mcp-tasks: task store {described}; after the last run: {} failed, {} retried",
         recovered.failed,
         recovered.retried
     );
@@ -164,18 +163,62 @@ fn tool_def(tool: &ToolConfig) -> ToolDef {
     }
 }
 
-/// The store to open: `--store` (a path or `sqlite://PATH`), else the platform default.
-fn store_path(arg: Option<&str>) -> anyhow::Result<PathBuf> {
+/// Where tasks are kept, as `--store` (or `MCP_TASKS_STORE`) names it.
+#[derive(Debug, PartialEq)]
+enum StoreChoice {
+    /// An SQLite file: a path, or `sqlite://PATH`.
+    Sqlite(PathBuf),
+    /// A PostgreSQL database: a `postgres://` or `postgresql://` URL.
+    Postgres(String),
+}
+
+/// The store `--store` names, by its scheme: `postgres://…` or `postgresql://…` is
+/// PostgreSQL, `sqlite://PATH` or a plain path is an SQLite file; none is the platform's
+/// default SQLite file.
+fn store_choice(arg: Option<&str>) -> anyhow::Result<StoreChoice> {
     match arg {
         Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-            bail!("the PostgreSQL store is not available yet; use an SQLite file path")
+            Ok(StoreChoice::Postgres(url.to_owned()))
         }
-        Some(url) => Ok(PathBuf::from(url.strip_prefix("sqlite://").unwrap_or(url))),
+        Some(url) => Ok(StoreChoice::Sqlite(PathBuf::from(url.strip_prefix("sqlite://").unwrap_or(url)))),
         None => {
             let base = dirs::data_dir().context(
                 "no platform data directory (is HOME set?); pass --store PATH to choose where tasks are kept",
             )?;
-            Ok(base.join("mcp-tasks").join("tasks.sqlite3"))
+            Ok(StoreChoice::Sqlite(base.join("mcp-tasks").join("tasks.sqlite3")))
         }
+    }
+}
+
+/// Opens the chosen store; returns it with how start-up names it (a PostgreSQL URL with its
+/// password hidden).
+async fn open_store(choice: StoreChoice) -> anyhow::Result<(Arc<dyn TaskStore>, String)> {
+    match choice {
+        StoreChoice::Sqlite(path) => {
+            let store = SqliteStore::open(&path).with_context(|| format!("opening task store {}", path.display()))?;
+            Ok((Arc::new(store), format!("{} (SQLite, WAL, synchronous=FULL)", path.display())))
+        }
+        StoreChoice::Postgres(url) => {
+            // The error names the URL with its password hidden; so does every later one.
+            let store = PostgresStore::connect(&url).await.context("opening the PostgreSQL task store")?;
+            let described = format!("{} (PostgreSQL; one serving replica per store in this build)", store.url());
+            Ok((Arc::new(store), described))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{StoreChoice, store_choice};
+    use std::path::PathBuf;
+
+    #[test]
+    fn the_store_is_chosen_by_the_scheme_of_its_url() {
+        let choice = |arg: &str| store_choice(Some(arg)).expect("a choice");
+        for url in ["postgres://u:pw@h/db", "postgresql://h/db?options=-c%20search_path%3Dx"] {
+            assert_eq!(choice(url), StoreChoice::Postgres(url.to_owned()));
+        }
+        assert_eq!(choice("sqlite:///var/lib/tasks.db"), StoreChoice::Sqlite(PathBuf::from("/var/lib/tasks.db")));
+        assert_eq!(choice("tasks.db"), StoreChoice::Sqlite(PathBuf::from("tasks.db")));
     }
 }

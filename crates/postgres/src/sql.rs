@@ -1,0 +1,111 @@
+//! The statements of [`PostgresStore`](crate::PostgresStore), in one place so that the
+//! EXPLAIN tests (`tests/it/explain.rs`) plan exactly what the store runs.
+//!
+//! Public only for those tests: not part of the crate's API.
+
+/// The columns every read selects, in the order `read_record` decodes them.
+macro_rules! columns {
+    () => {
+        "id, owner, tool, arguments, state, status_message, created_at, updated_at, ttl_ms, \
+         poll_interval_ms, attempt, version, error_result_fails, input_kinds, idempotency_key"
+    };
+}
+
+/// The statuses of tasks that may still change. It must match the `WHERE` of the partial
+/// indexes `tasks_unfinished` and `tasks_unfinished_by_expiry` (migration 0001), or the
+/// planner will not use them.
+macro_rules! unfinished {
+    () => {
+        "status IN ('working', 'input_required')"
+    };
+}
+
+/// The statuses that never change again; matches `tasks_finished_by_expiry`.
+macro_rules! terminal {
+    () => {
+        "status IN ('completed', 'failed', 'cancelled')"
+    };
+}
+
+/// `insert`: the row, unless its owner's idempotency key is taken (then no row, no error);
+/// a taken id is a unique violation of the primary key.
+pub const INSERT: &str = "INSERT INTO tasks (id, owner, tool, arguments, status, state, \
+     status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, attempt, \
+     version, error_result_fails, input_kinds, idempotency_key) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
+     ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING";
+
+/// `insert`: the task holding an owner's key (`$1`, `$2`), retained or not.
+pub const KEY_HOLDER: &str = concat!(
+    "SELECT ",
+    columns!(),
+    " FROM tasks WHERE owner = $1 AND idempotency_key = $2"
+);
+
+/// `insert`: a task past its TTL at `$3` gives up the owner's key.
+pub const RELEASE_KEY: &str = "UPDATE tasks SET idempotency_key = NULL \
+     WHERE owner = $1 AND idempotency_key = $2 AND expires_at <= $3";
+
+/// `find_by_key`: one lookup in `tasks_by_idempotency_key`.
+pub const FIND_BY_KEY: &str = concat!(
+    "SELECT ",
+    columns!(),
+    " FROM tasks WHERE owner = $1 AND idempotency_key = $2 \
+     AND (expires_at IS NULL OR expires_at > $3)"
+);
+
+/// `get`.
+pub const GET: &str = concat!("SELECT ", columns!(), " FROM tasks WHERE id = $1");
+
+/// `replace`: the compare-and-set on the version and the read of the new row, one
+/// statement. Under READ COMMITTED a racer blocked on the row lock re-checks the `WHERE`
+/// against the winner's row, finds the version moved on and updates nothing.
+pub const REPLACE: &str = concat!(
+    "UPDATE tasks SET state = $1, status = $2, status_message = $3, updated_at = $4, \
+     attempt = $5, version = version + 1 WHERE id = $6 AND version = $7 RETURNING ",
+    columns!()
+);
+
+/// `list`, first page.
+pub const LIST_FIRST: &str = concat!(
+    "SELECT ",
+    columns!(),
+    " FROM tasks WHERE owner = $1 ORDER BY created_at, id LIMIT $2"
+);
+
+/// `list`, after a cursor (keyset paging on `tasks_by_owner`).
+pub const LIST_AFTER: &str = concat!(
+    "SELECT ",
+    columns!(),
+    " FROM tasks WHERE owner = $1 AND (created_at, id) > ($2, $3) \
+     ORDER BY created_at, id LIMIT $4"
+);
+
+/// `count`: one row of `task_counts`.
+pub const COUNT: &str = "SELECT tasks FROM task_counts WHERE owner = $1";
+
+/// `unfinished`.
+pub const UNFINISHED: &str = concat!(
+    "SELECT ",
+    columns!(),
+    " FROM tasks WHERE ",
+    unfinished!(),
+    " ORDER BY created_at, id LIMIT $1"
+);
+
+/// `expired`.
+pub const EXPIRED: &str = concat!(
+    "SELECT ",
+    columns!(),
+    " FROM tasks WHERE ",
+    unfinished!(),
+    " AND expires_at <= $1 ORDER BY expires_at, id LIMIT $2"
+);
+
+/// `purge`: at most `$2` finished tasks past expiry. `SKIP LOCKED`: replicas purging at
+/// once take disjoint batches instead of queueing on each other's rows.
+pub const PURGE: &str = concat!(
+    "DELETE FROM tasks WHERE id IN (SELECT id FROM tasks WHERE ",
+    terminal!(),
+    " AND expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)"
+);

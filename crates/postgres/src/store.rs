@@ -1,0 +1,366 @@
+//! [`PostgresStore`]: the [`TaskStore`] on a PostgreSQL database.
+//!
+//! Every method is one statement on a pooled connection, in autocommit, except `insert` of a
+//! task with an idempotency key that is taken, which takes up to a few statements (see
+//! [`PostgresStore::insert`]'s comments); the database does the concurrency, so there is no
+//! writer thread as in SQLite. A returned write is committed: with PostgreSQL's default
+//! `synchronous_commit = on`, flushed to its WAL (invariant 1).
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::{Json, ToSql};
+use tokio_postgres::{NoTls, Row};
+
+use mcp_tasks_engine::{
+    IdempotencyKey, InputKind, Inserted, ListQuery, Principal, StoreError, TaskId, TaskRecord,
+    TaskState, TaskStore, Timestamp, Update, Version,
+};
+
+use crate::{migrate, sql, url};
+
+/// The most connections one store (one replica) holds open.
+const POOL_SIZE: usize = 16;
+
+/// How long opening a connection may take, unless the URL says (`connect_timeout`).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How many times a keyed `insert` tries again when the key changed hands between its
+/// statements (taken, then released by a task past its TTL, then taken again…).
+const KEY_ROUNDS: usize = 4;
+
+/// The task store on a PostgreSQL database: what lets tasks outlive the machine of one
+/// server, and (in a later step) be shared by many.
+///
+/// A cheap handle: clones share one pool of connections. Open it with
+/// [`PostgresStore::connect`]. The tables live in the connection's current schema (the first
+/// of its `search_path`), `public` unless the URL says otherwise, e.g.
+/// `postgres://u@host/db?options=-c%20search_path%3Dtasks`.
+///
+/// Connections are plain TCP or a Unix socket: this build has no TLS (`sslmode=require` is
+/// refused when connecting).
+#[derive(Clone)]
+pub struct PostgresStore {
+    pool: Pool,
+    /// The URL with its password hidden: the only form that is ever shown.
+    shown: Arc<str>,
+}
+
+impl fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresStore").field("url", &self.shown).finish_non_exhaustive()
+    }
+}
+
+impl PostgresStore {
+    /// Connects to the database at `url` (`postgres://user[:password]@host[:port]/db[?…]`, or
+    /// a `key=value` connection string), checks that it answers, and migrates the schema to
+    /// this build's version under an advisory lock (replicas starting together do not race).
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] if the URL cannot be read, the server cannot be reached or
+    /// refuses the login, the `search_path` names no schema, a migration fails, or the schema
+    /// is newer than this build. Every message names the URL with its password hidden
+    /// ([`redact`](crate::redact)), never the password.
+    pub async fn connect(url: &str) -> Result<PostgresStore, StoreError> {
+        let shown: Arc<str> = url::redact(url).into();
+        let mut config = tokio_postgres::Config::from_str(url)
+            .map_err(|err| failed(&shown, "cannot read the connection URL", &err))?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("mcp-tasks");
+        }
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .build()
+            .map_err(|err| failed(&shown, "cannot build the connection pool", &err))?;
+        let mut client = pool
+            .get()
+            .await
+            .map_err(|err| failed(&shown, "cannot connect to PostgreSQL", &err))?;
+        let found = migrate::migrate(&mut client)
+            .await
+            .map_err(|err| failed(&shown, "cannot prepare the task store's schema", &err))?;
+        tracing::debug!(url = %shown, schema = migrate::SCHEMA_VERSION, found, "opened the PostgreSQL task store");
+        drop(client);
+        Ok(PostgresStore { pool, shown })
+    }
+
+    /// The URL this store was opened with, its password hidden.
+    pub fn url(&self) -> &str {
+        &self.shown
+    }
+
+    /// A pooled connection.
+    async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
+        self.pool
+            .get()
+            .await
+            .map_err(|err| failed(&self.shown, "cannot reach PostgreSQL", &err))
+    }
+
+    /// Runs a read of at most one row through the statement cache.
+    async fn query_opt(
+        &self,
+        statement: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(statement).await.map_err(StoreError::backend)?;
+        let row = client.query_opt(&statement, params).await.map_err(StoreError::backend)?;
+        row.as_ref().map(read_record).transpose()
+    }
+
+    /// Runs a read of many rows through the statement cache.
+    async fn query(
+        &self,
+        statement: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(statement).await.map_err(StoreError::backend)?;
+        let rows = client.query(&statement, params).await.map_err(StoreError::backend)?;
+        rows.iter().map(read_record).collect()
+    }
+}
+
+/// A failure of `what`, naming the store by its shown URL, with every cause of `err` (the
+/// pool's errors leave out their driver's cause, e.g. "Connection refused").
+fn failed(shown: &str, what: &str, err: &(dyn std::error::Error + 'static)) -> StoreError {
+    let mut message = format!("{what} at {shown}: {err}");
+    let mut cause = err.source();
+    while let Some(next) = cause {
+        let text = next.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        cause = next.source();
+    }
+    StoreError::Backend(message.into())
+}
+
+#[async_trait]
+impl TaskStore for PostgresStore {
+    async fn insert(&self, task: &TaskRecord) -> Result<Inserted, StoreError> {
+        let row = NewRow::from_record(task)?;
+        let client = self.client().await?;
+        let insert = client.prepare_cached(sql::INSERT).await.map_err(StoreError::backend)?;
+        let params: [&(dyn ToSql + Sync); 17] = [
+            &row.id,
+            &row.owner,
+            &task.tool,
+            &Json(&task.arguments),
+            &row.status,
+            &Json(&task.state),
+            &task.status_message,
+            &task.created_at.0,
+            &task.updated_at.0,
+            &row.ttl_ms,
+            &row.expires_at,
+            &row.poll_interval_ms,
+            &i64::from(task.attempt),
+            &row.version,
+            &task.error_result_fails,
+            &Json(&task.input_kinds),
+            &row.idempotency_key,
+        ];
+        for _ in 0..KEY_ROUNDS {
+            match client.execute(&insert, &params).await {
+                Ok(1) => return Ok(Inserted::New),
+                Ok(_) => {}
+                Err(err) if is_duplicate_id(&err) => return Err(StoreError::Duplicate(task.id.clone())),
+                Err(err) => return Err(StoreError::backend(err)),
+            }
+            // No row and no error: the owner's key is taken (a keyless row never conflicts),
+            // by a retained task, which is the answer, or by one past its TTL, which gives it
+            // up. Between these statements another replica may purge the holder, or take the
+            // released key: the insert then tries again, and the unique index still lets
+            // exactly one of any number of racers in.
+            let Some(key) = row.idempotency_key else {
+                return Err(StoreError::Backend("a keyless insert wrote no row".into()));
+            };
+            let holder = client.prepare_cached(sql::KEY_HOLDER).await.map_err(StoreError::backend)?;
+            let holder = client
+                .query_opt(&holder, &[&row.owner, &key])
+                .await
+                .map_err(StoreError::backend)?;
+            if let Some(holder) = holder {
+                let existing = read_record(&holder)?;
+                if existing.retained_at(task.created_at) {
+                    return Ok(Inserted::Existing(existing));
+                }
+                let release = client.prepare_cached(sql::RELEASE_KEY).await.map_err(StoreError::backend)?;
+                client
+                    .execute(&release, &[&row.owner, &key, &task.created_at.0])
+                    .await
+                    .map_err(StoreError::backend)?;
+            }
+        }
+        Err(StoreError::Backend(
+            format!("the idempotency key of task {} changed hands {KEY_ROUNDS} times during its insert", task.id).into(),
+        ))
+    }
+
+    async fn find_by_key(
+        &self,
+        owner: &Principal,
+        key: &IdempotencyKey,
+        now: Timestamp,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        self.query_opt(sql::FIND_BY_KEY, &[&owner.as_str(), &key.as_str(), &now.0]).await
+    }
+
+    async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
+        self.query_opt(sql::GET, &[&id.as_str()]).await
+    }
+
+    async fn replace(
+        &self,
+        id: &TaskId,
+        expected: Version,
+        update: &Update,
+    ) -> Result<TaskRecord, StoreError> {
+        // A version beyond i64 cannot be stored, so no row has it: the task moved on.
+        let Ok(expected) = i64::try_from(expected.0) else {
+            return Err(StoreError::Conflict(id.clone()));
+        };
+        let written = self
+            .query_opt(
+                sql::REPLACE,
+                &[
+                    &Json(&update.state),
+                    &update.state.status().as_str(),
+                    &update.status_message,
+                    &update.updated_at.0,
+                    &i64::from(update.attempt),
+                    &id.as_str(),
+                    &expected,
+                ],
+            )
+            .await?;
+        written.ok_or_else(|| StoreError::Conflict(id.clone()))
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<Vec<TaskRecord>, StoreError> {
+        let owner = query.owner.as_str();
+        let limit = i64::from(query.limit);
+        match &query.after {
+            None => self.query(sql::LIST_FIRST, &[&owner, &limit]).await,
+            Some(cursor) => {
+                self.query(sql::LIST_AFTER, &[&owner, &cursor.created_at.0, &cursor.id.as_str(), &limit])
+                    .await
+            }
+        }
+    }
+
+    async fn count(&self, owner: &Principal) -> Result<u64, StoreError> {
+        // One row of `task_counts`, kept by triggers on insert and delete (migration 0001).
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql::COUNT).await.map_err(StoreError::backend)?;
+        let row = client
+            .query_opt(&statement, &[&owner.as_str()])
+            .await
+            .map_err(StoreError::backend)?;
+        let count: i64 = row.map(|row| row.try_get(0)).transpose().map_err(StoreError::backend)?.unwrap_or(0);
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+
+    async fn unfinished(&self, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
+        self.query(sql::UNFINISHED, &[&i64::from(limit)]).await
+    }
+
+    async fn expired(&self, now: Timestamp, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
+        self.query(sql::EXPIRED, &[&now.0, &i64::from(limit)]).await
+    }
+
+    async fn purge(&self, now: Timestamp, limit: u32) -> Result<u64, StoreError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql::PURGE).await.map_err(StoreError::backend)?;
+        client
+            .execute(&statement, &[&now.0, &i64::from(limit)])
+            .await
+            .map_err(StoreError::backend)
+    }
+}
+
+/// The columns of a [`TaskRecord`] that need converting before they are stored.
+struct NewRow<'a> {
+    id: &'a str,
+    owner: &'a str,
+    status: &'static str,
+    ttl_ms: Option<i64>,
+    expires_at: Option<i64>,
+    poll_interval_ms: Option<i64>,
+    version: i64,
+    idempotency_key: Option<&'a str>,
+}
+
+impl<'a> NewRow<'a> {
+    fn from_record(task: &'a TaskRecord) -> Result<NewRow<'a>, StoreError> {
+        Ok(NewRow {
+            id: task.id.as_str(),
+            owner: task.owner.as_str(),
+            status: task.status().as_str(),
+            ttl_ms: task.ttl_ms.map(to_i64).transpose()?,
+            expires_at: task.expires_at().map(|at| at.0),
+            poll_interval_ms: task.poll_interval_ms.map(to_i64).transpose()?,
+            version: to_i64(task.version.0)?,
+            idempotency_key: task.idempotency_key.as_ref().map(IdempotencyKey::as_str),
+        })
+    }
+}
+
+/// Whether `err` is the primary key (the id) being taken already.
+fn is_duplicate_id(err: &tokio_postgres::Error) -> bool {
+    err.as_db_error().is_some_and(|db| {
+        db.code() == &SqlState::UNIQUE_VIOLATION && db.constraint() == Some("tasks_pkey")
+    })
+}
+
+/// PostgreSQL's `BIGINT` is signed 64-bit; a larger `u64` cannot be stored.
+fn to_i64(n: u64) -> Result<i64, StoreError> {
+    i64::try_from(n).map_err(|_| StoreError::Backend(format!("{n} does not fit a BIGINT column").into()))
+}
+
+/// Decodes a row selected with the store's column list (`sql::columns!`).
+fn read_record(row: &Row) -> Result<TaskRecord, StoreError> {
+    decode(row).map_err(|err| StoreError::Backend(format!("a stored task cannot be read: {err}").into()))
+}
+
+fn decode(row: &Row) -> Result<TaskRecord, Box<dyn std::error::Error + Send + Sync>> {
+    let unsigned = |column: usize| -> Result<Option<u64>, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(row.try_get::<_, Option<i64>>(column)?.map(u64::try_from).transpose()?)
+    };
+    Ok(TaskRecord {
+        id: TaskId::from(row.try_get::<_, String>(0)?),
+        owner: Principal::new(row.try_get::<_, String>(1)?),
+        tool: row.try_get(2)?,
+        arguments: row.try_get::<_, Json<serde_json::Value>>(3)?.0,
+        state: row.try_get::<_, Json<TaskState>>(4)?.0,
+        status_message: row.try_get(5)?,
+        created_at: Timestamp(row.try_get(6)?),
+        updated_at: Timestamp(row.try_get(7)?),
+        ttl_ms: unsigned(8)?,
+        poll_interval_ms: unsigned(9)?,
+        attempt: u32::try_from(row.try_get::<_, i64>(10)?)?,
+        version: Version(u64::try_from(row.try_get::<_, i64>(11)?)?),
+        error_result_fails: row.try_get(12)?,
+        input_kinds: row.try_get::<_, Json<Vec<InputKind>>>(13)?.0,
+        idempotency_key: row.try_get::<_, Option<String>>(14)?.map(IdempotencyKey::new),
+    })
+}

@@ -1,0 +1,106 @@
+//! The store's own statements (`mcp_tasks_postgres::sql`) are served from indexes, never a
+//! full scan of `tasks`: a store retaining a million finished tasks serves as fast as an empty
+//! one. Planned on a store that retains what such a store does (many finished tasks of a few
+//! owners, few unfinished ones), analyzed, with `enable_seqscan = off`, which leaves a
+//! sequential scan only where no index can serve; and both as a custom plan (the values bound)
+//! and as the generic plan a cached statement switches to.
+
+use serde_json::json;
+use tokio_postgres::Client;
+use tokio_postgres::types::{Json, ToSql};
+
+use mcp_tasks_engine::TaskState;
+use mcp_tasks_postgres::{PostgresStore, sql};
+
+use crate::db::{self, Schema};
+
+/// The plan of `statement` with `params`, as EXPLAIN's text, one line per node.
+async fn plan(client: &Client, statement: &str, params: &[&(dyn ToSql + Sync)]) -> String {
+    client
+        .query(&format!("EXPLAIN {statement}"), params)
+        .await
+        .unwrap_or_else(|err| panic!("EXPLAIN {statement}: {err}"))
+        .iter()
+        .map(|row| row.get::<_, String>(0))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Asserts that `plan` uses `index` and neither scans a table nor sorts (`ordered`).
+fn assert_served_by(plan: &str, index: &str, ordered: bool) {
+    assert!(plan.contains(index), "uses {index}:\n{plan}");
+    assert!(!plan.contains("Seq Scan"), "no full scan:\n{plan}");
+    if ordered {
+        assert!(!plan.contains("Sort"), "read in index order, not sorted:\n{plan}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_serving_queries_use_the_indexes() {
+    let Some(server) = db::database_url() else { return };
+    let schema = Schema::create(&server).await;
+    drop(PostgresStore::connect(&schema.url()).await.expect("the store connects"));
+    let client = schema.client().await;
+    // 20,000 finished tasks (half with a key), 200 unfinished ones, over 10 owners.
+    client
+        .batch_execute(
+            "INSERT INTO tasks (id, owner, tool, arguments, status, state, created_at, updated_at, \
+             ttl_ms, expires_at, attempt, version, error_result_fails, input_kinds, idempotency_key) \
+             SELECT md5(n::text), 'owner' || (n % 10), 'echo', '{}', \
+                    CASE WHEN n % 100 = 0 THEN 'working' ELSE 'completed' END, '{\"status\":\"working\"}', \
+                    1764028800123 + n, 1764028800123 + n, 60000, 1764028860123 + n, 1, 1, false, '[]', \
+                    CASE WHEN n % 2 = 0 THEN 'key' || n END \
+             FROM generate_series(1, 20000) AS n; \
+             ANALYZE tasks; ANALYZE task_counts; SET enable_seqscan = off",
+        )
+        .await
+        .expect("a store with a history");
+    let state = Json(TaskState::Working);
+    for mode in ["force_custom_plan", "force_generic_plan"] {
+        client.batch_execute(&format!("SET plan_cache_mode = {mode}")).await.expect("set");
+        let (owner, id, key, at, limit) = ("owner3", "0123abcd", "key42", 1_764_028_810_123_i64, 5_i64);
+        assert_served_by(&plan(&client, sql::GET, &[&id]).await, "tasks_pkey", false);
+        assert_served_by(
+            &plan(&client, sql::FIND_BY_KEY, &[&owner, &key, &at]).await,
+            "tasks_by_idempotency_key",
+            false,
+        );
+        assert_served_by(&plan(&client, sql::KEY_HOLDER, &[&owner, &key]).await, "tasks_by_idempotency_key", false);
+        assert_served_by(
+            &plan(&client, sql::RELEASE_KEY, &[&owner, &key, &at]).await,
+            "tasks_by_idempotency_key",
+            false,
+        );
+        let replace = plan(
+            &client,
+            sql::REPLACE,
+            &[&state, &"working", &None::<String>, &at, &1_i64, &id, &1_i64],
+        )
+        .await;
+        assert_served_by(&replace, "tasks_pkey", false);
+        assert_served_by(&plan(&client, sql::LIST_FIRST, &[&owner, &limit]).await, "tasks_by_owner", true);
+        assert_served_by(
+            &plan(&client, sql::LIST_AFTER, &[&owner, &at, &id, &limit]).await,
+            "tasks_by_owner",
+            true,
+        );
+        // The retention limit counts on every creation: one row of the counts, whatever the
+        // number of the owner's tasks.
+        assert_served_by(&plan(&client, sql::COUNT, &[&owner]).await, "task_counts_pkey", false);
+        assert_served_by(&plan(&client, sql::UNFINISHED, &[&limit]).await, "tasks_unfinished", true);
+        let expired = plan(&client, sql::EXPIRED, &[&at, &limit]).await;
+        assert_served_by(&expired, "tasks_unfinished_by_expiry", true);
+        assert_served_by(&plan(&client, sql::PURGE, &[&at, &limit]).await, "tasks_finished_by_expiry", false);
+    }
+    // The insert has nothing to plan but the arbiter index it names.
+    let insert = plan(
+        &client,
+        sql::INSERT,
+        &[
+            &"id", &"alice", &"echo", &Json(json!({})), &"working", &state, &None::<String>, &1_i64, &1_i64,
+            &None::<i64>, &None::<i64>, &None::<i64>, &1_i64, &1_i64, &false, &Json(json!([])), &Some("k"),
+        ],
+    )
+    .await;
+    assert!(insert.contains("Conflict Arbiter Indexes: tasks_by_idempotency_key"), "{insert}");
+}

@@ -1,0 +1,30 @@
+//! Integration tests of `mcp-tasks-postgres` against a real PostgreSQL (`TEST_DATABASE_URL`):
+//! the shared store suite on a fresh schema per test, and what only a PostgreSQL store has
+//! (the schema and its migrations, query plans, several handles on one database, URLs that
+//! carry a password).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+
+mod db;
+mod explain;
+mod handles;
+mod schema;
+mod urls;
+
+use std::sync::Arc;
+
+use mcp_tasks_engine::TaskStore;
+use mcp_tasks_postgres::PostgresStore;
+
+use db::Schema;
+
+/// A store on a fresh schema of the test server, with the schema's guard; `None` (skip) when
+/// no server is named outside CI.
+async fn fresh() -> Option<(Arc<dyn TaskStore>, Schema)> {
+    let server = db::database_url()?;
+    let schema = Schema::create(&server).await;
+    let store = PostgresStore::connect(&schema.url()).await.expect("the store connects");
+    Some((Arc::new(store), schema))
+}
+
+mcp_tasks_testkit::store_suite!(optional: async { fresh().await });
