@@ -158,8 +158,8 @@ pub(crate) fn answer(answer: Value, method: &str) -> Result<Answer, ClientError>
     }
 }
 
-/// The answers of the host's handlers to a round's (or a task's) `inputRequests`, by key.
-/// `task` is the task they are about, if any.
+/// The answers of the host's handlers to a round's `inputRequests`, by key: all of them, or
+/// the error of the first that could not be answered (a round is retried whole).
 ///
 /// # Errors
 /// [`ClientError::InputUnanswered`] when a handler fails or none answers the method.
@@ -168,7 +168,22 @@ pub(crate) async fn answer_all(
     requests: &Map<String, Value>,
     task: Option<&str>,
 ) -> Result<Map<String, Value>, ClientError> {
+    match answer_each(handlers, requests, task).await {
+        (answers, None) => Ok(answers),
+        (_, Some(failure)) => Err(failure),
+    }
+}
+
+/// The answers of the host's handlers to a task's `inputRequests`, by key, each tried: the
+/// ones answered (to send now: a task takes partial answers), and the error of the first
+/// that could not be, if any.
+pub(crate) async fn answer_each(
+    handlers: &Handlers,
+    requests: &Map<String, Value>,
+    task: Option<&str>,
+) -> (Map<String, Value>, Option<ClientError>) {
     let mut answers = Map::new();
+    let mut failure = None;
     for (key, request) in requests {
         let method = request.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
         let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
@@ -177,10 +192,12 @@ pub(crate) async fn answer_all(
             Ok(answer) => {
                 answers.insert(key.clone(), answer);
             }
-            Err(error) => return Err(ClientError::InputUnanswered { method, message: error.message }),
+            Err(error) => {
+                failure.get_or_insert(ClientError::InputUnanswered { method, message: error.message });
+            }
         }
     }
-    Ok(answers)
+    (answers, failure)
 }
 
 /// A task as `tasks/get`, `notifications/tasks` or a `CreateTaskResult` give it, and what

@@ -283,17 +283,25 @@ impl TaskHandle {
         if fresh.is_empty() {
             return Ok(false);
         }
-        let answers = modern::answer_all(&self.connection.handlers, &fresh, Some(&self.id)).await?;
+        // The questions answered go at once, even when another could not be: a task takes
+        // partial answers, and the one left open can be answered by a later run.
+        let (answers, failure) = modern::answer_each(&self.connection.handlers, &fresh, Some(&self.id)).await;
+        if answers.is_empty() {
+            return Err(failure.unwrap_or_else(|| ClientError::Protocol("no input request to answer".into())));
+        }
         self.request(modern_method::TASKS_UPDATE, json!({"taskId": self.id, "inputResponses": answers})).await?;
-        self.answered.lock().unwrap_or_else(PoisonError::into_inner).extend(fresh.keys().cloned());
+        self.answered.lock().unwrap_or_else(PoisonError::into_inner).extend(answers.keys().cloned());
         if let Some(memory) = &self.memory {
-            for key in fresh.keys() {
+            for key in answers.keys() {
                 if let Err(err) = memory.0.note_answered(&memory.1, &self.id, key).await {
                     tracing::warn!(task = %self.id, error = %err, "cannot note an answered input request");
                 }
             }
         }
-        Ok(true)
+        match failure {
+            Some(failure) => Err(failure),
+            None => Ok(true),
+        }
     }
 
     /// Waits the task's poll interval (or 1 s), unless the client closes.

@@ -379,3 +379,43 @@ async fn modern_wait_is_told_of_the_end_by_subscriptions_listen_long_before_the_
     let result = bounded(waiting).await.unwrap().unwrap();
     assert_eq!(first_text(&result.content), "through");
 }
+
+#[tokio::test]
+async fn modern_the_questions_of_a_task_that_can_be_answered_are_sent_even_when_another_cannot() {
+    // The task asks an elicitation (a handler answers it) and a sampling (no handler): the
+    // elicitation's answer is sent, then the wait ends saying what could not be answered.
+    let discover = json!({"supportedVersions": ["2026-07-28"], "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+                          "resultType": "complete"});
+    let (builder, asked) = accepting();
+    let (client, seen) = scripted(builder, move |message| match message["method"].as_str() {
+        Some("server/discover") => Some(discover.clone()),
+        Some("tools/list") => Some(json!({"tools": [{"name": "both", "inputSchema": {"type": "object"}}], "resultType": "complete"})),
+        Some("tools/call") => Some({
+            let mut created = task("working");
+            created["resultType"] = json!("task");
+            created
+        }),
+        Some("tasks/get") => Some({
+            let mut shown = task("input_required");
+            shown["inputRequests"] = json!({
+                "confirm": {"method": "elicitation/create", "params": {"message": "Sure?", "requestedSchema": {"type": "object", "properties": {}}}},
+                "draft": {"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}}
+            });
+            shown["resultType"] = json!("complete");
+            shown
+        }),
+        Some("tasks/update") => Some(json!({"resultType": "complete"})),
+        _ => None,
+    })
+    .await;
+    let client = client.unwrap();
+    let Called::Task(handle) = bounded(client.call("both", json!({}))).await.unwrap() else { panic!("a task") };
+    let ended = bounded(handle.wait()).await.unwrap_err();
+    assert!(matches!(&ended, ClientError::InputUnanswered { method, .. } if method == "sampling/createMessage"), "{ended}");
+    assert_eq!(asked.lock().unwrap().len(), 1);
+    let sent = seen.lock().unwrap().clone();
+    let updates: Vec<&Value> = sent.iter().filter(|m| m["method"] == "tasks/update").collect();
+    assert_eq!(updates.len(), 1, "{updates:?}");
+    let keys: Vec<&String> = updates[0]["params"]["inputResponses"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["confirm"], "only the answered question");
+}
