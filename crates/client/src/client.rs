@@ -514,9 +514,22 @@ impl Client {
         if let Some(arguments) = arguments {
             params["arguments"] = Value::Object(arguments);
         }
-        let headers = self.param_headers(name, params.get("arguments").and_then(Value::as_object)).await;
+        let mut headers = self.param_headers(name, params.get("arguments").and_then(Value::as_object)).await;
+        let mut relisted = false;
         for _ in 0..MAX_ROUNDS {
-            let answer = self.request_framed(method::TOOLS_CALL, params.clone(), tasks, &headers).await?;
+            let answer = match self.request_framed(method::TOOLS_CALL, params.clone(), tasks, &headers).await {
+                Ok(answer) => answer,
+                // SEP-2243: a header mismatch may mean the tool's x-mcp-header annotations
+                // changed since the client listed them: list again and retry once.
+                Err(error) if !relisted && header_mismatch(&error) => {
+                    relisted = true;
+                    tracing::debug!(tool = name, %error, "header mismatch: listing the tools again");
+                    self.list_tools().await?;
+                    headers = self.param_headers(name, params.get("arguments").and_then(Value::as_object)).await;
+                    continue;
+                }
+                Err(error) => return Err(error),
+            };
             match modern::answer(answer, method::TOOLS_CALL)? {
                 modern::Answer::InputRequired { requests, state } => {
                     let responses = modern::answer_all(&self.inner.connection.handlers, &requests, None).await?;
@@ -703,6 +716,16 @@ impl Client {
             None => params,
         };
         self.inner.connection.request_with_headers(method, params, headers).await
+    }
+}
+
+/// Whether `error` is a 2026-07-28 `-32020` HeaderMismatch (over HTTP, a 400 with it).
+fn header_mismatch(error: &ClientError) -> bool {
+    match error {
+        ClientError::Rpc { code, .. } => *code == mcp_tasks_protocol::modern::HEADER_MISMATCH,
+        ClientError::Http { status: 400, body } => serde_json::from_str::<Value>(body)
+            .is_ok_and(|body| body["error"]["code"] == json!(mcp_tasks_protocol::modern::HEADER_MISMATCH)),
+        _ => false,
     }
 }
 

@@ -58,3 +58,26 @@ async fn modern_tools_list_drops_a_tool_with_an_invalid_x_mcp_header() {
     let names: Vec<String> = bounded(client.list_tools()).await.unwrap().into_iter().map(|tool| tool.name).collect();
     assert_eq!(names, ["where"]);
 }
+
+#[tokio::test]
+async fn modern_a_tool_whose_annotations_changed_since_it_was_listed_is_listed_again_and_the_call_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("t.sqlite3")).unwrap();
+    let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), Policy::default());
+    let echo = || {
+        handler_fn(|args: Value, _ctx: Context| async move {
+            Outcome::Result(json!({"content": [{"type": "text", "text": format!("region {}", args["region"])}]}))
+        })
+    };
+    let unmarked = json!({"type": "object", "properties": {"region": {"type": "string"}}});
+    let server = Server::builder(engine).tool(ToolDef::new("where", "Echoes its region.", unmarked, echo())).build().unwrap();
+    let tools = server.clone();
+    let served = TestServer::http(server).await.unwrap();
+    let client = bounded(Client::builder().era(Era::Modern).connect_http(&served.url().unwrap())).await.unwrap();
+    bounded(client.list_tools()).await.unwrap();
+    // The server marks `region` for a header after the client listed the tool.
+    let marked = json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}});
+    tools.tools().insert(ToolDef::new("where", "Echoes its region.", marked, echo())).unwrap();
+    let result = bounded(client.call_tool("where", json!({"region": "eu-west"}))).await.unwrap();
+    assert_eq!(serde_json::to_value(&result.content).unwrap()[0]["text"], "region \"eu-west\"");
+}
