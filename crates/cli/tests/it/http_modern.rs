@@ -322,3 +322,33 @@ fn modern_http_subscriptions_listen_is_an_sse_stream_acknowledged_first_then_the
     assert_eq!(done["params"]["status"], "completed", "{done}");
     assert_eq!(done["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "listen-1");
 }
+
+#[test]
+fn modern_http_an_idempotency_key_is_per_principal_and_another_principals_key_reveals_nothing() {
+    let work = Workdir::new();
+    std::fs::write(work.config(), format!("{CONFIG}\n{TOKENS}")).unwrap();
+    let server = HttpServer::start(&work);
+    let as_alice = [("Authorization", "Bearer alice-secret")];
+    let as_bob = [("Authorization", "Bearer bob-secret-from-env")];
+    let keyed = |seconds: u32| {
+        let mut params = with_meta(json!({"name": "slow", "arguments": {"seconds": seconds}}), tasks_client());
+        params["_meta"]["dev.mcp-tasks/idempotency-key"] = json!("shared-key-1");
+        params
+    };
+    let created = |reply: &Reply| {
+        let result = response(reply)["result"].clone();
+        assert_eq!(result["resultType"], "task", "{result}");
+        result["taskId"].as_str().unwrap().to_owned()
+    };
+    let alice = created(&post(server.addr, "tools/call", &keyed(30), Some("slow"), &as_alice));
+    assert_eq!(created(&post(server.addr, "tools/call", &keyed(30), Some("slow"), &as_alice)), alice, "a retry gets the task");
+    // Bob's identical key is his own: a new task, not Alice's, and no error about hers.
+    let bob = created(&post(server.addr, "tools/call", &keyed(30), Some("slow"), &as_bob));
+    assert_ne!(bob, alice);
+    // Another call under Alice's key is refused; the same under Bob's reads as his own key.
+    let reused = response(&post(server.addr, "tools/call", &keyed(31), Some("slow"), &as_alice))["error"].clone();
+    assert_eq!(reused["code"], -32602, "{reused}");
+    let bobs = response(&post(server.addr, "tools/call", &keyed(31), Some("slow"), &as_bob))["error"].clone();
+    assert_eq!(bobs["code"], -32602, "{bobs}");
+    assert!(!bobs.to_string().contains(&alice), "nothing of Alice's task: {bobs}");
+}
