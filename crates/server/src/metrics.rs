@@ -10,7 +10,8 @@
 //!   most [`MAX_LIVE`]; a task ends in `finished_total` once, when its first terminal record
 //!   is seen for a task of that map. A task this process did not see created (one of an
 //!   earlier run, started again at recovery) carries `era="unknown"`;
-//! - HTTP requests: counted by a layer of the HTTP router;
+//! - HTTP requests: counted by a layer of the HTTP router; open sessions read at each
+//!   scrape; open SSE streams by a guard each stream holds ([`OpenStream`]);
 //! - tasks resolved at recovery: [`Metrics::record_recovery`], called by whoever recovered.
 //!
 //! The engine stays protocol-free: the era is a label added here, never stored with a task.
@@ -68,6 +69,12 @@ struct Http {
     status: String,
 }
 
+/// Labels `{era}` of an open stream.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StreamEra {
+    era: String,
+}
+
 /// Labels `{outcome}` of a task resolved at recovery.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Outcome {
@@ -79,6 +86,15 @@ struct Live {
     tool: String,
     era: &'static str,
     status: Status,
+}
+
+/// An open SSE stream, counted in `mcp_tasks_http_streams_open` until dropped.
+pub(crate) struct OpenStream(Gauge);
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
 }
 
 /// The server's metrics: a cheap, cloneable handle.
@@ -96,6 +112,7 @@ struct Shared {
     duration: Family<Tool, Histogram>,
     http_requests: Family<Http, Counter>,
     sessions: Gauge,
+    streams: Family<StreamEra, Gauge>,
     recovered: Family<Outcome, Counter>,
     lagged: Counter,
     /// Unfinished tasks, and every tool seen (so that its gauges read 0 rather than
@@ -131,6 +148,7 @@ impl Metrics {
         let duration = Family::<Tool, Histogram>::new_with_constructor(duration_histogram as fn() -> Histogram);
         let http_requests = Family::<Http, Counter>::default();
         let sessions = Gauge::default();
+        let streams = Family::<StreamEra, Gauge>::default();
         let recovered = Family::<Outcome, Counter>::default();
         let lagged = Counter::default();
         registry.register("tasks_created", "Tasks created, by tool and era (protocol revision)", created.clone());
@@ -148,6 +166,7 @@ impl Metrics {
         );
         registry.register("http_requests", "HTTP requests answered, by method and status code", http_requests.clone());
         registry.register("http_sessions_open", "Open 2025-11-25 HTTP sessions (Mcp-Session-Id)", sessions.clone());
+        registry.register("http_streams_open", "Open SSE response streams, by era", streams.clone());
         registry.register(
             "tasks_recovered",
             "Unfinished tasks of an earlier run resolved at start-up, by outcome (failed, retried, skipped)",
@@ -168,6 +187,7 @@ impl Metrics {
                 duration,
                 http_requests,
                 sessions,
+                streams,
                 recovered,
                 lagged,
                 state: Mutex::new(State::default()),
@@ -204,6 +224,13 @@ impl Metrics {
             _ => "other",
         };
         self.inner.http_requests.get_or_create(&Http { method: method.to_owned(), status: status.to_string() }).inc();
+    }
+
+    /// Counts an SSE stream of `era` as open until the returned guard is dropped.
+    pub(crate) fn stream_opened(&self, era: Era) -> OpenStream {
+        let gauge = self.inner.streams.get_or_create(&StreamEra { era: era.revision().to_owned() }).clone();
+        gauge.inc();
+        OpenStream(gauge)
     }
 
     /// The metrics in the Prometheus text format, with `tools` (the server's) shown at 0

@@ -1,7 +1,8 @@
 //! `/metrics`: a scripted run of tasks in both eras (some complete, one fails, some are
 //! cancelled, some wait for input, one keeps working), then the Prometheus text parsed and
 //! every series of the task counters, gauges and HTTP counter compared with what the run
-//! did; and who may read `/metrics` (Host check, bearer tokens, `metrics: false`).
+//! did; open HTTP sessions and SSE streams; and who may read `/metrics` (Host check,
+//! bearer tokens, `metrics: false`).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -311,4 +312,81 @@ async fn with_metrics_off_the_path_is_not_served() {
     let http = TestServer::http_with(server, options).await.unwrap();
     let addr = http.addr().unwrap();
     assert_eq!(get(addr, "/metrics", "").await.0, 404);
+}
+
+/// Sends `head` (and keeps the connection); returns the stream and the response's header
+/// block, read up to its blank line.
+async fn open(addr: SocketAddr, head: &str) -> (TcpStream, String) {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut headers = Vec::new();
+    let read = async {
+        while !headers.ends_with(b"\r\n\r\n") {
+            let mut byte = [0u8; 1];
+            assert_eq!(stream.read(&mut byte).await.unwrap(), 1, "the connection closed before the headers ended");
+            headers.push(byte[0]);
+        }
+    };
+    tokio::time::timeout(DEADLINE, read).await.expect("headers in time");
+    (stream, String::from_utf8(headers).unwrap())
+}
+
+/// From one scrape: open HTTP sessions, and open 2025-11-25 SSE streams (0 if none yet).
+async fn sessions_and_streams(addr: SocketAddr) -> (f64, f64) {
+    let (status, body) = get(addr, "/metrics", "").await;
+    assert_eq!(status, 200, "{body}");
+    let samples = parse(&body);
+    let sessions = family(&samples, "mcp_tasks_http_sessions_open");
+    let streams = family(&samples, "mcp_tasks_http_streams_open");
+    let legacy = vec![("era".to_owned(), LEGACY.to_owned())];
+    (sessions[&Vec::new()], streams.get(&legacy).copied().unwrap_or(0.0))
+}
+
+#[tokio::test]
+async fn metrics_count_an_open_http_session_and_its_stream_until_they_end() {
+    let (server, _dir) = server();
+    let http = TestServer::http(server).await.unwrap();
+    let addr = http.addr().unwrap();
+    assert_eq!(sessions_and_streams(addr).await, (0.0, 0.0));
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "metrics-test", "version": "0"}}})
+    .to_string();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{initialize}",
+        initialize.len()
+    );
+    let (_answer, headers) = open(addr, &head).await;
+    assert!(headers.starts_with("HTTP/1.1 200"), "{headers}");
+    let session = headers
+        .lines()
+        .find_map(|line| line.split_once(':').filter(|(name, _)| name.eq_ignore_ascii_case("mcp-session-id")))
+        .map(|(_, value)| value.trim().to_owned())
+        .expect("Mcp-Session-Id");
+    assert_eq!(sessions_and_streams(addr).await, (1.0, 0.0), "a session, no stream yet");
+    let listen = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\n\
+         MCP-Protocol-Version: {LEGACY}\r\nConnection: close\r\n\r\n"
+    );
+    let (stream, headers) = open(addr, &listen).await;
+    assert!(headers.starts_with("HTTP/1.1 200") && headers.contains("text/event-stream"), "{headers}");
+    assert_eq!(sessions_and_streams(addr).await, (1.0, 1.0), "the standalone stream is open");
+    // The client hangs up: the stream is no longer counted (the server sees it at once).
+    drop(stream);
+    let ended = tokio::time::timeout(DEADLINE, async {
+        while sessions_and_streams(addr).await != (1.0, 0.0) {
+            tokio::task::yield_now().await;
+        }
+    });
+    ended.await.expect("the stream closed by the client counted as ended in time");
+    let delete = format!("DELETE /mcp HTTP/1.1\r\nHost: {addr}\r\nMcp-Session-Id: {session}\r\nConnection: close\r\n\r\n");
+    assert_eq!(request(addr, &delete).await.0, 200);
+    // The session ends with DELETE (its id is removed from the live sessions at once; the
+    // scrape is polled all the same, bounded).
+    let ended = tokio::time::timeout(DEADLINE, async {
+        while sessions_and_streams(addr).await != (0.0, 0.0) {
+            tokio::task::yield_now().await;
+        }
+    });
+    ended.await.expect("the session and its stream counted as ended in time");
 }
