@@ -36,6 +36,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     let server = builder.build().context("building the server from the config's tools")?;
     let recovered = engine.recover().await.context("recovering tasks left by the previous run")?;
+    server.metrics().record_recovery(&recovered);
     let names: Vec<&str> = config.tools.iter().map(|tool| tool.name.as_str()).collect();
     eprintln!(
         "mcp-tasks: task store {described}; after the last run: {} failed, {} retried",
@@ -83,6 +84,7 @@ async fn serve_http(config: &Config, listen: Option<SocketAddr>, server: mcp_tas
         max_body: config.server.max_body,
         auth: auth.is_enabled().then(|| Arc::new(TokenAuth(auth.clone())) as Arc<dyn http::Authenticate>),
         session_idle: config.server.session_idle,
+        metrics: config.server.metrics,
     };
     if !bound.ip().is_loopback() {
         tracing::warn!(%bound, "listening beyond loopback: set server.allowed_hosts and auth tokens");

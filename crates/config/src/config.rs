@@ -209,6 +209,7 @@ max_body = "512KiB"
 max_running = 8
 max_running_per_principal = 2
 max_retained_per_principal = 500
+metrics = false
 
 [[server.auth.tokens]]
 principal = "alice"
@@ -265,6 +266,7 @@ task_support = "forbidden"
                 max_running: 8,
                 max_running_per_principal: 2,
                 max_retained_per_principal: 500,
+                metrics: false,
                 auth: Auth::from_digests([
                     ("alice", Auth::digest("hunter2")),
                     (
@@ -349,6 +351,7 @@ task_support = "forbidden"
         assert_eq!(config.server.max_running, 64);
         assert_eq!(config.server.max_running_per_principal, 16);
         assert_eq!(config.server.max_retained_per_principal, 10_000);
+        assert!(config.server.metrics, "/metrics is served unless the config says otherwise");
         assert_eq!(Config::parse("").unwrap(), Config::default());
     }
 

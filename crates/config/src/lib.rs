@@ -35,7 +35,7 @@
 //! (`"24h"`), `poll_interval` (`"1s"`), `inline_wait` (`"1s"`, 2026-07-28 task decision), `retry_wait` (`"10m"`, 2026-07-28: how long work that asked waits for the retry), `listen` (`"127.0.0.1:8765"`), `allowed_hosts`
 //! and `allowed_origins` (`[]`), `max_body` (`"4MiB"`), `max_running` (64 tasks running
 //! at once overall), `max_running_per_principal` (16), `max_retained_per_principal`
-//! (10000 tasks kept per principal), and `[[server.auth.tokens]]` (`principal` and one of
+//! (10000 tasks kept per principal), `metrics` (`true`: serve `/metrics`), and `[[server.auth.tokens]]` (`principal` and one of
 //! `token_sha256`, `token_env`). The three limits are whole numbers of at least 1; this
 //! crate checks them, the engine enforces them.
 //!

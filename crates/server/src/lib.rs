@@ -24,6 +24,8 @@
 //! - `arguments`: `tools/call` arguments checked against each tool's `inputSchema`.
 //! - `errors`: the one mapping from engine errors (and argument violations) to JSON-RPC
 //!   errors, with [`LIMIT_EXCEEDED`] for calls over a limit.
+//! - `metrics`: [`Metrics`], the counters, gauges and histograms of `/metrics` (tasks by
+//!   tool and era from the ops and the engine's change feed, HTTP requests, recovery).
 //! - [`stdio`]: newline-delimited JSON-RPC over any reader and writer.
 //! - [`http`]: Streamable HTTP on axum (guards, sessions, SSE streams).
 //!
@@ -36,6 +38,7 @@ mod connection;
 mod context;
 mod dispatch;
 mod errors;
+mod metrics;
 mod ops;
 mod registry;
 mod server;
@@ -50,5 +53,6 @@ pub use catalog::{
     resource_not_found,
 };
 pub use errors::LIMIT_EXCEEDED;
+pub use metrics::{MAX_LIVE, Metrics};
 pub use registry::{TaskMode, ToolDef, ToolRegistry, ToolSpec};
 pub use server::{BuildError, Server, ServerBuilder};

@@ -10,6 +10,7 @@ use mcp_tasks_protocol::mcp::Implementation;
 
 use crate::catalog::{Catalog, CompletionDef, PromptDef, ResourceDef, ResourceTemplateDef};
 use crate::codec;
+use crate::metrics::Metrics;
 use crate::registry::{ToolDef, ToolRegistry};
 
 /// An MCP server: identity, tools, resources, prompts, completions, and the engine. A cheap,
@@ -32,6 +33,8 @@ pub(crate) struct Inner {
     pub(crate) parked: codec::modern::mrtr::Parked,
     /// 2025-11-25 `resources/subscribe`: which Legacy sessions want which URIs.
     pub(crate) subscriptions: codec::legacy::Subscriptions,
+    /// What `/metrics` shows.
+    pub(crate) metrics: Metrics,
 }
 
 impl Server {
@@ -63,6 +66,12 @@ impl Server {
     /// `tools/call` see.
     pub fn tools(&self) -> &ToolRegistry {
         &self.inner.tools
+    }
+
+    /// The server's metrics (`/metrics` on the HTTP transport): tasks by tool and era,
+    /// HTTP requests, sessions, and what [`Metrics::record_recovery`] is told.
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
     }
 
     /// Sends `notifications/resources/updated` for `uri` to every session that subscribed to
@@ -162,7 +171,8 @@ impl ServerBuilder {
     }
 
     /// The server, with every tool's `inputSchema` compiled once for the argument checks
-    /// of `tools/call`.
+    /// of `tools/call`. Built inside a Tokio runtime, its [`Metrics`] start observing the
+    /// engine's change feed here (outside one they count creations only).
     ///
     /// # Errors
     /// A [`BuildError`] naming the first tool (by name) whose `inputSchema` is not an
@@ -175,6 +185,8 @@ impl ServerBuilder {
         for tool in self.tools {
             tools.insert(tool)?;
         }
+        let metrics = Metrics::new();
+        metrics.observe(&self.engine);
         Ok(Server {
             inner: Arc::new(Inner {
                 engine: self.engine,
@@ -185,6 +197,7 @@ impl ServerBuilder {
                 catalog: self.catalog,
                 parked: codec::modern::mrtr::Parked::with_limit(self.retry_wait),
                 subscriptions: codec::legacy::Subscriptions::default(),
+                metrics,
             }),
         })
     }

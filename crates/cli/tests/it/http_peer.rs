@@ -119,11 +119,12 @@ impl EventStream {
     }
 }
 
-/// Sends one request on a fresh connection; returns the open connection after the head.
-fn send(addr: SocketAddr, method: &str, headers: &[(&str, &str)], body: Option<&str>) -> (u16, Vec<(String, String)>, BufReader<TcpStream>) {
+/// Sends one request for `path` on a fresh connection; returns the open connection after
+/// the head.
+fn send(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&str>) -> (u16, Vec<(String, String)>, BufReader<TcpStream>) {
     let mut stream = TcpStream::connect(addr).expect("connect");
     stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
-    let mut request = format!("{method} /mcp HTTP/1.1\r\nConnection: close\r\n");
+    let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
     if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
         request.push_str(&format!("Host: {addr}\r\n"));
     }
@@ -157,9 +158,14 @@ fn send(addr: SocketAddr, method: &str, headers: &[(&str, &str)], body: Option<&
     (status, headers, reader)
 }
 
-/// A request answered completely (JSON or empty body; SSE bodies are read to the end).
+/// A request to `/mcp` answered completely (JSON or empty body; SSE bodies are read to the end).
 pub(crate) fn request(addr: SocketAddr, method: &str, headers: &[(&str, &str)], body: Option<&str>) -> Reply {
-    let (status, headers, reader) = send(addr, method, headers, body);
+    request_to(addr, method, "/mcp", headers, body)
+}
+
+/// A request to `path` answered completely, as [`request`].
+pub(crate) fn request_to(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&str>) -> Reply {
+    let (status, headers, reader) = send(addr, method, path, headers, body);
     let chunked = headers.iter().any(|(n, v)| n.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
     let length = headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("content-length")).and_then(|(_, v)| v.parse::<usize>().ok());
     let mut stream = EventStream { status, headers, reader, chunked, pending: String::new(), remaining_in_chunk: 0 };
@@ -180,7 +186,7 @@ pub(crate) fn request(addr: SocketAddr, method: &str, headers: &[(&str, &str)], 
 
 /// A request whose answer is an SSE stream, left open for the test to read or drop.
 pub(crate) fn open(addr: SocketAddr, method: &str, headers: &[(&str, &str)], body: Option<&str>) -> EventStream {
-    let (status, headers, reader) = send(addr, method, headers, body);
+    let (status, headers, reader) = send(addr, method, "/mcp", headers, body);
     let chunked = headers.iter().any(|(n, v)| n.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
     EventStream { status, headers, reader, chunked, pending: String::new(), remaining_in_chunk: 0 }
 }

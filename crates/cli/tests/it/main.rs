@@ -15,6 +15,7 @@ mod http_bad_input;
 mod http_modern;
 mod http_peer;
 mod lifecycle;
+mod metrics;
 mod postgres;
 mod restart;
 mod sampling;

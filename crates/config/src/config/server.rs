@@ -64,6 +64,10 @@ pub struct ServerConfig {
     /// (`max_retained_per_principal`, default 10000; at least 1). Parsed and checked here;
     /// the engine enforces it.
     pub max_retained_per_principal: u32,
+    /// Whether the HTTP transport serves `/metrics` in the Prometheus text format
+    /// (`metrics`, default `true`). It is behind the same Host and Origin checks as `/mcp`,
+    /// and behind a bearer token when `[[server.auth.tokens]]` are configured.
+    pub metrics: bool,
 }
 
 impl ServerConfig {
@@ -124,6 +128,7 @@ impl Default for ServerConfig {
             max_running: ServerConfig::DEFAULT_MAX_RUNNING,
             max_running_per_principal: ServerConfig::DEFAULT_MAX_RUNNING_PER_PRINCIPAL,
             max_retained_per_principal: ServerConfig::DEFAULT_MAX_RETAINED_PER_PRINCIPAL,
+            metrics: true,
         }
     }
 }
@@ -149,6 +154,7 @@ pub(crate) struct RawServer {
     max_running: Option<Spanned<i64>>,
     max_running_per_principal: Option<Spanned<i64>>,
     max_retained_per_principal: Option<Spanned<i64>>,
+    metrics: Option<bool>,
 }
 
 #[derive(Default, Deserialize)]
@@ -297,6 +303,7 @@ impl RawServer {
             )?,
             inline_wait: duration("server.inline_wait", self.inline_wait, defaults.inline_wait)?,
             retry_wait: duration("server.retry_wait", self.retry_wait, defaults.retry_wait)?,
+            metrics: self.metrics.unwrap_or(defaults.metrics),
         };
         if server.default_ttl > server.max_ttl {
             return Err(ConfigError::Invalid {

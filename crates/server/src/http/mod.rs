@@ -11,7 +11,13 @@
 //! (403), bodies are limited (413), bearer tokens map to principals (401 without a valid
 //! one), session ids carry 128 random bits.
 //!
-//! - this file: the router, POST / GET / DELETE, and the checks of each message;
+//! `/metrics` (when [`Options::metrics`]) answers GET with the server's [`Metrics`] in the
+//! Prometheus text format, behind the same Host and Origin checks and, when tokens are
+//! configured, the same bearer tokens (any valid token: the numbers are the whole
+//! server's, and name tools but no task, argument or principal). Every request the router
+//! answers, `/metrics` included, is counted in `mcp_tasks_http_requests_total`.
+//!
+//! - this file: the router, POST / GET / DELETE, `/metrics`, and the checks of each message;
 //! - `guard`: Host, Origin, bearer token, accepted media types;
 //! - `session`: Legacy sessions (`Mcp-Session-Id`), the routing of their messages onto
 //!   streams, resumption buffers, idle sessions;
@@ -30,10 +36,11 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::middleware::{self, Next};
+use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use mcp_tasks_engine::{Principal, TaskId};
 use mcp_tasks_protocol::jsonrpc::{self, Incoming, RpcError};
@@ -47,6 +54,7 @@ use self::session::{Busy, HttpSession, SUPPORTED_VERSIONS, end_idle_sessions, st
 use self::sse::{parse_event_id, sse, sse_coalesced};
 use crate::connection::Listing;
 use crate::dispatch;
+use crate::metrics::{self, Metrics};
 use crate::server::Server;
 
 /// The principal of every request when no tokens are configured. Such requestors are not
@@ -75,10 +83,13 @@ pub struct Options {
     /// (as by DELETE: its id then gets 404; its tasks stay and can be fetched from a new
     /// session). Bounds the memory abandoned sessions hold.
     pub session_idle: Duration,
+    /// Whether `/metrics` is served (otherwise it is 404, like any unknown path).
+    pub metrics: bool,
 }
 
 impl Default for Options {
-    /// Local clients only, 4 MiB bodies, no tokens, sessions idle for 30 minutes ended.
+    /// Local clients only, 4 MiB bodies, no tokens, sessions idle for 30 minutes ended,
+    /// `/metrics` served.
     fn default() -> Options {
         Options {
             allowed_hosts: Vec::new(),
@@ -86,6 +97,7 @@ impl Default for Options {
             max_body: 4 * 1024 * 1024,
             auth: None,
             session_idle: Duration::from_secs(30 * 60),
+            metrics: true,
         }
     }
 }
@@ -119,17 +131,43 @@ pub async fn serve(
         .await
 }
 
-/// The axum router (one route, `/mcp`), for tests and for embedding. `stop` ends the SSE
-/// streams it serves.
+/// The axum router (`/mcp`, and `/metrics` if [`Options::metrics`]), for tests and for
+/// embedding. `stop` ends the SSE streams it serves.
 ///
 /// Called inside a Tokio runtime, it also starts the task that ends idle sessions
 /// ([`Options::session_idle`]); it stops with `stop` or when the router is dropped.
 pub fn router(server: Server, options: Options, stop: CancellationToken) -> Router {
+    let serve_metrics = options.metrics;
     let app = Arc::new(App { server, options, sessions: Mutex::new(HashMap::new()), stop });
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
         runtime.spawn(end_idle_sessions(Arc::downgrade(&app)));
     }
-    Router::new().route("/mcp", post(post_message).get(get_stream).delete(delete_session)).with_state(app)
+    let mut router = Router::new().route("/mcp", post(post_message).get(get_stream).delete(delete_session));
+    if serve_metrics {
+        router = router.route("/metrics", get(get_metrics));
+    }
+    let counted = app.server.metrics().clone();
+    // An explicit fallback, so that the counting layer sees unknown paths too.
+    router.fallback(|| async { StatusCode::NOT_FOUND }).layer(middleware::from_fn_with_state(counted, count_request)).with_state(app)
+}
+
+/// Counts each request by method and the status it was answered with (an SSE stream when
+/// its headers leave).
+async fn count_request(State(metrics): State<Metrics>, request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let response = next.run(request).await;
+    metrics.http_request(method.as_str(), response.status().as_u16());
+    response
+}
+
+/// `GET /metrics`: the Prometheus text format, after the Host, Origin and token checks.
+async fn get_metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    if let Err(rejection) = guard(&app.options, &headers) {
+        return *rejection;
+    }
+    let sessions = app.sessions().len();
+    let text = app.server.metrics().render(&app.server.tools().names(), sessions);
+    ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], text).into_response()
 }
 
 /// The endpoint's state: the server, the guards, the live sessions.

@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use mcp_tasks_engine::Principal;
 use mcp_tasks_protocol::jsonrpc::{self, Incoming, Request, RpcError};
+use mcp_tasks_protocol::era::Era;
 use mcp_tasks_protocol::mcp::method;
 use mcp_tasks_protocol::modern::{self, HEADER_MISMATCH};
 use serde_json::Value;
@@ -73,9 +74,11 @@ async fn respond(mut outgoing: mpsc::UnboundedReceiver<Outbound>, streams: bool,
 }
 
 /// An SSE response with `first` and then every message of `rest` up to the reply. Each
-/// event is `data: <message>`: this revision has no event ids and no resumption.
+/// event is `data: <message>`: this revision has no event ids and no resumption. The
+/// stream counts in `mcp_tasks_http_streams_open` while it is open.
 fn sse(first: Vec<Value>, rest: Option<mpsc::UnboundedReceiver<Outbound>>, guard: AbortOnDrop) -> Response {
-    let state = (first.into_iter(), rest, guard, false);
+    let open = guard.0.server.metrics().stream_opened(Era::Modern);
+    let state = (first.into_iter(), rest, (guard, open), false);
     let stream = futures_util::stream::unfold(state, |(mut first, mut rest, guard, done)| async move {
         if done {
             return None;

@@ -101,6 +101,11 @@ struct Activity {
 pub(super) struct Busy(Arc<HttpSession>);
 
 impl Busy {
+    /// The server the busy session belongs to.
+    pub(super) fn server(&self) -> &crate::server::Server {
+        &self.0.peer.conn.server
+    }
+
     pub(super) fn new(http: &Arc<HttpSession>) -> Busy {
         let mut activity = http.activity();
         activity.open += 1;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use mcp_tasks_protocol::era::Era;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -49,11 +50,13 @@ pub(super) async fn sse_coalesced(stop: &CancellationToken, mut events: mpsc::Un
 
 /// An SSE response carrying `first` (frames already taken from `events`, if any), then
 /// the frames of `events`, with a keep-alive comment every 15 s, until the channel closes
-/// or the server stops. `busy` keeps the session from expiring while the stream is open.
+/// or the server stops. `busy` keeps the session from expiring while the stream is open;
+/// the stream counts in `mcp_tasks_http_streams_open` meanwhile.
 pub(super) fn sse(stop: &CancellationToken, events: mpsc::UnboundedReceiver<String>, first: String, busy: Busy) -> Response {
     let keepalive = tokio::time::interval_at(tokio::time::Instant::now() + KEEPALIVE, KEEPALIVE);
     let first = Some(first).filter(|first| !first.is_empty());
-    let state = (events, stop.clone(), keepalive, first, busy);
+    let open = busy.server().metrics().stream_opened(Era::Legacy);
+    let state = (events, stop.clone(), keepalive, first, (busy, open));
     let stream = futures_util::stream::unfold(state, |(mut events, stop, mut keepalive, first, busy)| async move {
         let frame = match first {
             Some(first) => first,

@@ -95,6 +95,7 @@ pub(crate) async fn create_task(ctx: &RequestContext, call: TaskCall) -> Result<
     };
     let record = creation.record();
     if creation.is_new() {
+        ctx.server().metrics().task_created(record, ctx.era);
         tracing::debug!(task = %record.id, era = %ctx.era, tool = %record.tool, "task created");
     } else {
         tracing::debug!(task = %record.id, era = %ctx.era, tool = %record.tool, "task found by its idempotency key");

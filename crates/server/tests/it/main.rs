@@ -6,6 +6,7 @@
 //! - `conformance_fixture`: the conformance fixture server of `examples/`.
 //! - `idempotency`: idempotency keys on `tools/call`, in both eras and across a restart.
 //! - `input`: input requests inside tasks across sessions.
+//! - `metrics`: `/metrics` after a scripted run in both eras; who may read it.
 //! - `modern`: 2026-07-28 with the tasks extension, beside 2025-11-25 on one server.
 //! - `modern_listen`: 2026-07-28 `subscriptions/listen`: list changes and task notifications.
 //! - `modern_mrtr`: 2026-07-28 Multi Round-Trip Requests: named questions, prompts, rounds before a task.
@@ -27,6 +28,7 @@ mod input;
 mod interactive;
 mod layering;
 mod limits;
+mod metrics;
 mod modern;
 mod modern_listen;
 mod modern_mrtr;

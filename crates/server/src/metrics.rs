@@ -1,0 +1,353 @@
+//! [`Metrics`]: the numbers an operator alerts on, rendered in the Prometheus text format
+//! (version 0.0.4) at `/metrics` by the HTTP transport.
+//!
+//! Where each number comes from:
+//! - tasks created: counted by the `ops` that create them ([`Metrics::task_created`]),
+//!   the only place that knows both the task and the era of the request that made it;
+//! - tasks finished, running, waiting for input, and their durations: observed on the
+//!   engine's change feed ([`mcp_tasks_engine::Engine::subscribe`]) by a task started with
+//!   the server. A small map (id → tool, era, status) holds the tasks not yet finished, at
+//!   most [`MAX_LIVE`]; a task ends in `finished_total` once, when its first terminal record
+//!   is seen for a task of that map. A task this process did not see created (one of an
+//!   earlier run, started again at recovery) carries `era="unknown"`;
+//! - HTTP requests: counted by a layer of the HTTP router; open sessions read at each
+//!   scrape; open SSE streams by a guard each stream holds ([`OpenStream`]);
+//! - tasks resolved at recovery: [`Metrics::record_recovery`], called by whoever recovered.
+//!
+//! The engine stays protocol-free: the era is a label added here, never stored with a task.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+
+use mcp_tasks_engine::{Change, Engine, Recovery, Status, TaskId, TaskRecord};
+use mcp_tasks_protocol::era::Era;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::prometheus_text;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use tokio::sync::broadcast::error::RecvError;
+
+/// The `Content-Type` of [`Metrics::render`]'s text.
+pub(crate) const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
+
+/// The most unfinished tasks tracked for the running and input-required gauges; past it a
+/// new task is still counted as created, but not as running, nor when it finishes. The
+/// engine's `max_running` (64 by default) keeps the real number far below.
+pub const MAX_LIVE: usize = 65_536;
+
+/// The `era` label of a task this process did not see created.
+const UNKNOWN_ERA: &str = "unknown";
+
+/// Labels `{tool, era}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolEra {
+    tool: String,
+    era: String,
+}
+
+/// Labels `{tool, era, status}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Finished {
+    tool: String,
+    era: String,
+    status: String,
+}
+
+/// Labels `{tool}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Tool {
+    tool: String,
+}
+
+/// Labels `{method, status}` of an HTTP request.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Http {
+    method: String,
+    status: String,
+}
+
+/// Labels `{era}` of an open stream.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StreamEra {
+    era: String,
+}
+
+/// Labels `{outcome}` of a task resolved at recovery.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Outcome {
+    outcome: String,
+}
+
+/// A task created and not yet seen finished.
+struct Live {
+    tool: String,
+    era: &'static str,
+    status: Status,
+}
+
+/// An open SSE stream, counted in `mcp_tasks_http_streams_open` until dropped.
+pub(crate) struct OpenStream(Gauge);
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// The server's metrics: a cheap, cloneable handle.
+#[derive(Clone)]
+pub struct Metrics {
+    inner: Arc<Shared>,
+}
+
+struct Shared {
+    registry: Registry,
+    created: Family<ToolEra, Counter>,
+    finished: Family<Finished, Counter>,
+    running: Family<Tool, Gauge>,
+    input_required: Family<Tool, Gauge>,
+    duration: Family<Tool, Histogram>,
+    http_requests: Family<Http, Counter>,
+    sessions: Gauge,
+    streams: Family<StreamEra, Gauge>,
+    recovered: Family<Outcome, Counter>,
+    lagged: Counter,
+    /// Unfinished tasks, and every tool seen (so that its gauges read 0 rather than
+    /// vanish). Held through a render, so that two scrapes do not interleave their gauges.
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    live: HashMap<TaskId, Live>,
+    tools: HashSet<String>,
+}
+
+/// Task durations, in seconds: 10 ms × 4ⁿ up to about 2.9 hours.
+fn duration_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.01, 4.0, 11))
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// Fresh metrics, all zero, registered under the `mcp_tasks_` prefix.
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("mcp_tasks");
+        let created = Family::<ToolEra, Counter>::default();
+        let finished = Family::<Finished, Counter>::default();
+        let running = Family::<Tool, Gauge>::default();
+        let input_required = Family::<Tool, Gauge>::default();
+        let duration = Family::<Tool, Histogram>::new_with_constructor(duration_histogram as fn() -> Histogram);
+        let http_requests = Family::<Http, Counter>::default();
+        let sessions = Gauge::default();
+        let streams = Family::<StreamEra, Gauge>::default();
+        let recovered = Family::<Outcome, Counter>::default();
+        let lagged = Counter::default();
+        registry.register("tasks_created", "Tasks created, by tool and era (protocol revision)", created.clone());
+        registry.register(
+            "tasks_finished",
+            "Tasks that reached a terminal status (completed, failed, cancelled), by tool and era",
+            finished.clone(),
+        );
+        registry.register("tasks_running", "Tasks working now, by tool", running.clone());
+        registry.register("tasks_input_required", "Tasks waiting for an answer from their requestor, by tool", input_required.clone());
+        registry.register(
+            "task_duration_seconds",
+            "Time from a task's creation to its terminal status, by tool",
+            duration.clone(),
+        );
+        registry.register("http_requests", "HTTP requests answered, by method and status code", http_requests.clone());
+        registry.register("http_sessions_open", "Open 2025-11-25 HTTP sessions (Mcp-Session-Id)", sessions.clone());
+        registry.register("http_streams_open", "Open SSE response streams, by era", streams.clone());
+        registry.register(
+            "tasks_recovered",
+            "Unfinished tasks of an earlier run resolved at start-up, by outcome (failed, retried, skipped)",
+            recovered.clone(),
+        );
+        registry.register(
+            "metrics_feed_lagged",
+            "Task changes the metrics missed because they fell behind the engine's feed",
+            lagged.clone(),
+        );
+        Metrics {
+            inner: Arc::new(Shared {
+                registry,
+                created,
+                finished,
+                running,
+                input_required,
+                duration,
+                http_requests,
+                sessions,
+                streams,
+                recovered,
+                lagged,
+                state: Mutex::new(State::default()),
+            }),
+        }
+    }
+
+    /// Counts what [`Engine::recover`] did (`mcp_tasks_tasks_recovered_total{outcome}`).
+    pub fn record_recovery(&self, recovery: &Recovery) {
+        let counts = [("failed", recovery.failed), ("retried", recovery.retried), ("skipped", recovery.skipped)];
+        for (outcome, count) in counts {
+            let counter = self.inner.recovered.get_or_create(&Outcome { outcome: outcome.to_owned() });
+            counter.inc_by(u64::try_from(count).unwrap_or(u64::MAX));
+        }
+    }
+
+    /// Counts a task created by a request of `era` and tracks it until it finishes.
+    pub(crate) fn task_created(&self, record: &TaskRecord, era: Era) {
+        let era = era.revision();
+        self.inner.created.get_or_create(&ToolEra { tool: record.tool.clone(), era: era.to_owned() }).inc();
+        let mut state = self.state();
+        state.tools.insert(record.tool.clone());
+        // Overwrites what the feed may have put there first (it saw the insert before this
+        // call, without the era); the task's work has not started, so nothing else has.
+        if state.live.len() < MAX_LIVE || state.live.contains_key(&record.id) {
+            state.live.insert(record.id.clone(), Live { tool: record.tool.clone(), era, status: record.status() });
+        }
+    }
+
+    /// Counts one HTTP request answered with `status`.
+    pub(crate) fn http_request(&self, method: &str, status: u16) {
+        let method = match method {
+            "GET" | "POST" | "DELETE" | "HEAD" | "OPTIONS" | "PUT" | "PATCH" => method,
+            _ => "other",
+        };
+        self.inner.http_requests.get_or_create(&Http { method: method.to_owned(), status: status.to_string() }).inc();
+    }
+
+    /// Counts an SSE stream of `era` as open until the returned guard is dropped.
+    pub(crate) fn stream_opened(&self, era: Era) -> OpenStream {
+        let gauge = self.inner.streams.get_or_create(&StreamEra { era: era.revision().to_owned() }).clone();
+        gauge.inc();
+        OpenStream(gauge)
+    }
+
+    /// The metrics in the Prometheus text format, with `tools` (the server's) shown at 0
+    /// in the gauges when none of their tasks is running, and `sessions` open HTTP sessions.
+    pub(crate) fn render(&self, tools: &[String], sessions: usize) -> String {
+        let state = self.state();
+        self.inner.running.clear();
+        self.inner.input_required.clear();
+        for tool in tools.iter().chain(state.tools.iter()) {
+            let labels = Tool { tool: tool.clone() };
+            self.inner.running.get_or_create(&labels).set(0);
+            self.inner.input_required.get_or_create(&labels).set(0);
+        }
+        for live in state.live.values() {
+            let labels = Tool { tool: live.tool.clone() };
+            let gauge = match live.status {
+                Status::Working => &self.inner.running,
+                Status::InputRequired => &self.inner.input_required,
+                Status::Completed | Status::Failed | Status::Cancelled => continue,
+            };
+            gauge.get_or_create(&labels).inc();
+        }
+        self.inner.sessions.set(i64::try_from(sessions).unwrap_or(i64::MAX));
+        let mut text = String::new();
+        if prometheus_text::encode(&mut text, &self.inner.registry).is_err() {
+            tracing::error!("could not encode the metrics");
+        }
+        text
+    }
+
+    /// Starts observing `engine`'s change feed, if called inside a Tokio runtime (a server
+    /// built outside one counts creations only). The observer ends when these metrics are
+    /// dropped or the engine is.
+    pub(crate) fn observe(&self, engine: &Engine) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!("server built outside a Tokio runtime: /metrics will not see tasks finish");
+            return;
+        };
+        let mut changes = engine.subscribe();
+        let metrics = Arc::downgrade(&self.inner);
+        runtime.spawn(async move {
+            loop {
+                let change = changes.recv().await;
+                let Some(inner) = Weak::upgrade(&metrics) else { return };
+                let metrics = Metrics { inner };
+                match change {
+                    Ok(Change::Task(record)) => metrics.task_changed(&record),
+                    Ok(Change::Progress { .. }) => {}
+                    Err(RecvError::Lagged(missed)) => {
+                        tracing::warn!(missed, "the metrics fell behind the engine's change feed");
+                        metrics.inner.lagged.inc_by(missed);
+                    }
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        });
+    }
+
+    /// One record from the feed: a tracked task changes status, or finishes (counted once).
+    fn task_changed(&self, record: &TaskRecord) {
+        let status = match record.status() {
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+            status @ (Status::Working | Status::InputRequired) => {
+                let mut state = self.state();
+                if let Some(live) = state.live.get_mut(&record.id) {
+                    live.status = status;
+                } else if state.live.len() < MAX_LIVE {
+                    state.tools.insert(record.tool.clone());
+                    state.live.insert(record.id.clone(), Live { tool: record.tool.clone(), era: UNKNOWN_ERA, status });
+                }
+                return;
+            }
+        };
+        // A terminal record of a task not tracked: resolved at recovery, or seen already.
+        let Some(live) = self.state().live.remove(&record.id) else { return };
+        let labels = Finished { tool: live.tool.clone(), era: live.era.to_owned(), status: status.to_owned() };
+        self.inner.finished.get_or_create(&labels).inc();
+        let millis = record.updated_at.0.saturating_sub(record.created_at.0).max(0);
+        #[allow(clippy::cast_precision_loss)] // milliseconds: exact below 2⁵³
+        let seconds = millis as f64 / 1000.0;
+        self.inner.duration.get_or_create(&Tool { tool: live.tool }).observe(seconds);
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.inner.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recovery_is_counted_by_outcome_and_adds_up_across_calls() {
+        let metrics = Metrics::new();
+        metrics.record_recovery(&Recovery { failed: 2, retried: 1, skipped: 0 });
+        metrics.record_recovery(&Recovery { failed: 1, retried: 0, skipped: 3 });
+        let text = metrics.render(&[], 0);
+        for line in [
+            "mcp_tasks_tasks_recovered_total{outcome=\"failed\"} 3",
+            "mcp_tasks_tasks_recovered_total{outcome=\"retried\"} 1",
+            "mcp_tasks_tasks_recovered_total{outcome=\"skipped\"} 3",
+            "# TYPE mcp_tasks_tasks_recovered_total counter",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no {line:?} in:\n{text}");
+        }
+    }
+
+    #[test]
+    fn http_methods_outside_the_known_set_share_one_label() {
+        let metrics = Metrics::new();
+        metrics.http_request("BREW", 405);
+        metrics.http_request("COFFEE", 405);
+        let text = metrics.render(&[], 0);
+        assert!(text.contains("mcp_tasks_http_requests_total{method=\"other\",status=\"405\"} 2"), "{text}");
+        assert!(!text.contains("BREW"), "{text}");
+    }
+}
