@@ -51,7 +51,7 @@ use async_trait::async_trait;
 use jsonschema::Validator;
 use mcp_tasks_config::template::{self, Piece};
 use mcp_tasks_config::{InheritEnv, Stdin, ToolConfig};
-use mcp_tasks_engine::{Context, ErrorObject, Handler, Outcome};
+use mcp_tasks_engine::{Context, ErrorObject, Handler, Outcome, ProcessGroup};
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
@@ -108,6 +108,13 @@ fn internal(message: impl Into<String>) -> ErrorObject {
 ///   exit, processes the command left running in its group are ended the same way; if the
 ///   call's future is dropped, the group gets SIGKILL. A process that leaves the group
 ///   (`setsid`) escapes this.
+/// - **Surviving the server.** A task's group (its leader's pid and start time) is recorded
+///   with the task as soon as it starts, and a server started after a crash (SIGKILL
+///   included) SIGKILLs what is left of it before it resolves the task. No parent-death
+///   signal is set: `PR_SET_PDEATHSIG` can only be set between fork and exec (`pre_exec`,
+///   unsafe code, which this workspace forbids), and it would reach the leader only, not
+///   the processes it started. Between the spawn and the record's commit (one store write)
+///   a crash leaves the group unrecorded: it then runs until it ends by itself.
 /// - **Reaping.** On Linux the server makes itself a child subreaper the first time it
 ///   runs a command, so that the orphans of a tool's group become its children and are
 ///   reaped by it, rather than left as zombies under an init that may not reap them.
@@ -346,6 +353,11 @@ impl Handler for CommandTool {
             return Outcome::Error(internal("the started process has no pid"));
         };
         let mut guard = GroupGuard { group, armed: true };
+        // Recorded with the task (durably) at once: should the server die, the next one
+        // ends the group before it resolves the task.
+        if let Some(recorded) = u32::try_from(group.as_raw()).ok().and_then(ProcessGroup::led_by) {
+            ctx.process_started(recorded).await;
+        }
         // Before the reader starts, so that the command's own status lines come after it.
         ctx.status(format!("started (pid {group})")).await;
         // Raised once the group is gone: the reader then stops asking and closes stdin.

@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::{Engine, transition};
 use crate::error::{EngineError, WorkError};
+use crate::process::Leftover;
 use crate::store::Update;
 use crate::task::{Event, Outcome, RestartPolicy, TaskRecord};
 
@@ -41,6 +42,11 @@ impl Engine {
     /// while it is written (a compare-and-set conflict each time) is skipped and logged; the
     /// others are still recovered.
     ///
+    /// Before a task is resolved, the process group its work started (if the store recorded
+    /// one, [`Context::process_started`](crate::Context::process_started)) is ended if it
+    /// still runs: a failed task never has a process left, and a retried one never runs
+    /// beside its interrupted attempt.
+    ///
     /// Call once at start, before serving, while this process is the only one running
     /// tasks on the store (the embedded SQLite store).
     ///
@@ -49,6 +55,7 @@ impl Engine {
     pub async fn recover(&self) -> Result<Recovery, EngineError> {
         let mut report = Recovery::default();
         for task in self.inner.store.unfinished(u32::MAX).await? {
+            self.end_leftover_group(&task).await?;
             let runtime = self.tool(&task.tool);
             let done = match runtime.map(|tool| (tool.on_restart, tool.max_attempts.max(1))) {
                 Some((RestartPolicy::Retry, max_attempts)) if task.attempt < max_attempts => {
@@ -84,6 +91,24 @@ impl Engine {
             tracing::info!(failed = report.failed, retried = report.retried, skipped = report.skipped, "recovered tasks from a previous run");
         }
         Ok(report)
+    }
+
+    /// Ends the process group the work of `task` started in a previous process, if the
+    /// store recorded one and it still runs.
+    async fn end_leftover_group(&self, task: &TaskRecord) -> Result<(), EngineError> {
+        let Some(group) = self.inner.store.process_group(&task.id).await? else {
+            return Ok(());
+        };
+        match group.end_leftover().await {
+            Leftover::Gone | Leftover::Reused => {}
+            Leftover::Killed => {
+                tracing::warn!(task = %task.id, pgid = group.pgid, "killed the process group a previous server left running");
+            }
+            Leftover::Survived => {
+                tracing::error!(task = %task.id, pgid = group.pgid, "a process group a previous server left running survived SIGKILL");
+            }
+        }
+        Ok(())
     }
 
     /// Gives `task` a new attempt in `working` ([`Event::Restart`]), for a retry after a
