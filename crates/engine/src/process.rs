@@ -5,10 +5,11 @@
 //! pid the kernel gave to an unrelated process since is not signalled. Linux only (the start
 //! time comes from `/proc/PID/stat`); elsewhere nothing is recorded and nothing is ended.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use nix::errno::Errno;
-use nix::sys::signal::{Signal, killpg};
+use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use tokio::time::Instant;
 
@@ -18,6 +19,52 @@ const KILL_WAIT: Duration = Duration::from_secs(2);
 /// How often to look whether a SIGKILLed group is gone: its processes are not our children
 /// (init reaps them, or not: zombies count as gone), so no exit is announced to us.
 const GROUP_POLL: Duration = Duration::from_millis(10);
+
+/// The environment variable that carries the task's id into its command's processes (and,
+/// inherited, their children): what finds a crashed server's processes that it had no time
+/// to record ([`TaskStore::set_process_group`](crate::TaskStore::set_process_group) comes
+/// right after the spawn).
+pub const TASK_ID_ENV: &str = "MCP_TASKS_TASK_ID";
+
+/// The processes that carry [`TASK_ID_ENV`], by its value (the task id), from
+/// `/proc/PID/environ` (only this user's processes are readable; empty off Linux).
+pub(crate) fn tagged_processes() -> HashMap<String, Vec<u32>> {
+    let mut tagged: HashMap<String, Vec<u32>> = HashMap::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return tagged;
+    };
+    let prefix = format!("{TASK_ID_ENV}=");
+    for pid in entries.filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else { continue };
+        let tag = environ
+            .split(|&byte| byte == 0)
+            .find_map(|pair| pair.strip_prefix(prefix.as_bytes()))
+            .and_then(|id| std::str::from_utf8(id).ok());
+        if let Some(id) = tag {
+            tagged.entry(id.to_owned()).or_default().push(pid);
+        }
+    }
+    tagged
+}
+
+/// SIGKILLs `pids` (processes found carrying a task's id, see [`tagged_processes`]) and
+/// waits up to 2 s for them to be gone (zombies count as gone). Whether they are.
+pub(crate) async fn end_tagged(pids: &[u32]) -> bool {
+    let alive = |pid: &u32| Stat::read(*pid).is_some_and(|stat| stat.state != 'Z');
+    for pid in pids {
+        if let Ok(raw) = i32::try_from(*pid) {
+            let _ = kill(Pid::from_raw(raw), Signal::SIGKILL);
+        }
+    }
+    let deadline = Instant::now() + KILL_WAIT;
+    while pids.iter().any(alive) {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(GROUP_POLL).await;
+    }
+    true
+}
 
 /// What identifies the process group a task's work started.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -113,10 +113,23 @@ fn a_sigkilled_servers_command_group_is_ended_at_recovery_before_its_fail_task_f
     let mut expected = vec![group, child];
     expected.sort_unstable();
     assert_eq!(left, expected, "the leader and its child outlive the SIGKILLed server");
+    // A process the store never heard of, as a crash right after a spawn leaves one: found by
+    // the task's id in its environment.
+    use std::os::unix::process::CommandExt as _;
+    let mut straggler = std::process::Command::new("sleep")
+        .arg("300")
+        .env("MCP_TASKS_TASK_ID", &id)
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let straggler_group = i32::try_from(straggler.id()).unwrap();
+    assert_eq!(running_in_group(straggler_group), vec![straggler_group]);
 
     let mut server = work.start();
     server.initialize(); // answered after recovery
     assert_eq!(running_in_group(group), Vec::<i32>::new(), "recovery ended the whole group before serving");
+    assert_eq!(running_in_group(straggler_group), Vec::<i32>::new(), "and the process carrying the task's id");
+    assert!(straggler.wait().unwrap().code().is_none(), "killed by a signal");
     let task = server.call("tasks/get", json!({"taskId": id}));
     assert_eq!(task["status"], "failed");
     let err = server.call_err("tasks/result", json!({"taskId": id}));
