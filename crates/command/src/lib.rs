@@ -51,7 +51,7 @@ use async_trait::async_trait;
 use jsonschema::Validator;
 use mcp_tasks_config::template::{self, Piece};
 use mcp_tasks_config::{InheritEnv, Stdin, ToolConfig};
-use mcp_tasks_engine::{Context, ErrorObject, Handler, Outcome};
+use mcp_tasks_engine::{Context, ErrorObject, Handler, Outcome, ProcessGroup, TASK_ID_ENV};
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
@@ -108,6 +108,15 @@ fn internal(message: impl Into<String>) -> ErrorObject {
 ///   exit, processes the command left running in its group are ended the same way; if the
 ///   call's future is dropped, the group gets SIGKILL. A process that leaves the group
 ///   (`setsid`) escapes this.
+/// - **Surviving the server.** A task's group (its leader's pid and start time) is recorded
+///   with the task as soon as it starts, and a server started after a crash (SIGKILL
+///   included) SIGKILLs what is left of it before it resolves the task. No parent-death
+///   signal is set: `PR_SET_PDEATHSIG` can only be set between fork and exec (`pre_exec`,
+///   unsafe code, which this workspace forbids), and it would reach the leader only, not
+///   the processes it started. A crash between the spawn and the record's commit (one
+///   store write) leaves the group unrecorded; for that, a task's processes carry its id in
+///   `MCP_TASKS_TASK_ID` (inherited by their children unless they clear it), and the next
+///   server also ends every process of its user that carries the id of a task it recovers.
 /// - **Reaping.** On Linux the server makes itself a child subreaper the first time it
 ///   runs a command, so that the orphans of a tool's group become its children and are
 ///   reaped by it, rather than left as zombies under an init that may not reap them.
@@ -265,7 +274,8 @@ impl CommandTool {
     }
 
     /// Starts `argv` with the tool's environment and directory, in its own process group.
-    fn spawn(&self, argv: &[String], env: &[(&str, Option<String>)]) -> std::io::Result<Child> {
+    /// A task's run carries the task's id in [`TASK_ID_ENV`] (`task`), set last.
+    fn spawn(&self, argv: &[String], env: &[(&str, Option<String>)], task: Option<&str>) -> std::io::Result<Child> {
         become_subreaper();
         let (program, args) = argv.split_first().ok_or(std::io::ErrorKind::InvalidInput)?;
         let mut command = Command::new(program);
@@ -297,6 +307,9 @@ impl CommandTool {
                 Some(value) => command.env(name, value),
                 None => command.env_remove(name),
             };
+        }
+        if let Some(task) = task {
+            command.env(TASK_ID_ENV, task);
         }
         if let Some(cwd) = &self.tool.cwd {
             command.current_dir(cwd);
@@ -334,7 +347,8 @@ impl Handler for CommandTool {
         if ctx.is_cancelled() {
             return result::tool_result(true, vec!["cancelled".to_owned()]);
         }
-        let mut child = match self.spawn(&argv, &env) {
+        let task = ctx.task_id().map(|id| id.as_str().to_owned());
+        let mut child = match self.spawn(&argv, &env, task.as_deref()) {
             Ok(child) => child,
             Err(err) => return self.spawn_failure(&argv[0], &err),
         };
@@ -346,6 +360,11 @@ impl Handler for CommandTool {
             return Outcome::Error(internal("the started process has no pid"));
         };
         let mut guard = GroupGuard { group, armed: true };
+        // Recorded with the task (durably) at once: should the server die, the next one
+        // ends the group before it resolves the task.
+        if let Some(recorded) = u32::try_from(group.as_raw()).ok().and_then(ProcessGroup::led_by) {
+            ctx.process_started(recorded).await;
+        }
         // Before the reader starts, so that the command's own status lines come after it.
         ctx.status(format!("started (pid {group})")).await;
         // Raised once the group is gone: the reader then stops asking and closes stdin.

@@ -57,6 +57,7 @@ mod engine;
 mod error;
 mod input;
 mod maintenance;
+mod process;
 mod run;
 mod slots;
 mod store;
@@ -68,6 +69,7 @@ pub use clock::{Clock, FakeClock, SystemClock};
 pub use engine::{Change, Creation, Engine, NewTask};
 pub use error::{EngineError, InputError, LimitExceeded, WorkError};
 pub use maintenance::{Recovery, Sweep};
+pub use process::{Leftover, ProcessGroup, TASK_ID_ENV};
 pub use store::{Cursor, Inserted, ListQuery, StoreError, TaskStore, Update};
 pub use task::{
     ErrorObject, Event, EventKind, IdempotencyKey, InputKind, InputRequest, InputRequests, Outcome, Principal,

@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::{Engine, transition};
 use crate::error::{EngineError, WorkError};
+use crate::process::{self, Leftover};
 use crate::store::Update;
 use crate::task::{Event, Outcome, RestartPolicy, TaskRecord};
 
@@ -41,6 +42,13 @@ impl Engine {
     /// while it is written (a compare-and-set conflict each time) is skipped and logged; the
     /// others are still recovered.
     ///
+    /// Before a task is resolved, the process group its work started (if the store recorded
+    /// one, [`Context::process_started`](crate::Context::process_started)) is ended if it
+    /// still runs, and so is every process that carries the task's id in its environment
+    /// ([`TASK_ID_ENV`](crate::TASK_ID_ENV); those a crash left before their group was
+    /// recorded): a failed task never has a process left, and a retried one never runs
+    /// beside its interrupted attempt.
+    ///
     /// Call once at start, before serving, while this process is the only one running
     /// tasks on the store (the embedded SQLite store).
     ///
@@ -48,7 +56,16 @@ impl Engine {
     /// A store failure.
     pub async fn recover(&self) -> Result<Recovery, EngineError> {
         let mut report = Recovery::default();
-        for task in self.inner.store.unfinished(u32::MAX).await? {
+        let unfinished = self.inner.store.unfinished(u32::MAX).await?;
+        let mut tagged = if unfinished.is_empty() { Default::default() } else { process::tagged_processes() };
+        for task in unfinished {
+            self.end_leftover_group(&task).await?;
+            if let Some(pids) = tagged.remove(task.id.as_str()) {
+                tracing::warn!(task = %task.id, processes = pids.len(), "killed processes a previous server left running");
+                if !process::end_tagged(&pids).await {
+                    tracing::error!(task = %task.id, "processes a previous server left running survived SIGKILL");
+                }
+            }
             let runtime = self.tool(&task.tool);
             let done = match runtime.map(|tool| (tool.on_restart, tool.max_attempts.max(1))) {
                 Some((RestartPolicy::Retry, max_attempts)) if task.attempt < max_attempts => {
@@ -84,6 +101,24 @@ impl Engine {
             tracing::info!(failed = report.failed, retried = report.retried, skipped = report.skipped, "recovered tasks from a previous run");
         }
         Ok(report)
+    }
+
+    /// Ends the process group the work of `task` started in a previous process, if the
+    /// store recorded one and it still runs.
+    async fn end_leftover_group(&self, task: &TaskRecord) -> Result<(), EngineError> {
+        let Some(group) = self.inner.store.process_group(&task.id).await? else {
+            return Ok(());
+        };
+        match group.end_leftover().await {
+            Leftover::Gone | Leftover::Reused => {}
+            Leftover::Killed => {
+                tracing::warn!(task = %task.id, pgid = group.pgid, "killed the process group a previous server left running");
+            }
+            Leftover::Survived => {
+                tracing::error!(task = %task.id, pgid = group.pgid, "a process group a previous server left running survived SIGKILL");
+            }
+        }
+        Ok(())
     }
 
     /// Gives `task` a new attempt in `working` ([`Event::Restart`]), for a retry after a

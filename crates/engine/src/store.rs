@@ -10,6 +10,7 @@ use std::error::Error as StdError;
 
 use async_trait::async_trait;
 
+use crate::process::ProcessGroup;
 use crate::task::{IdempotencyKey, Principal, TaskId, TaskRecord, TaskState, Timestamp, Version};
 
 /// Durable storage for tasks.
@@ -96,6 +97,22 @@ pub trait TaskStore: Send + Sync + 'static {
     /// # Errors
     /// [`StoreError::Backend`].
     async fn purge(&self, now: Timestamp, limit: u32) -> Result<u64, StoreError>;
+
+    /// Records the process group the work of task `id` started, replacing any recorded
+    /// before, so that a server started after a crash can end it
+    /// ([`Engine::recover`](crate::Engine::recover)). Durable before returning. Neither
+    /// the version nor anything else of the task changes; an unknown id is no error (nothing
+    /// is written). The record goes with its task when it is purged.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn set_process_group(&self, id: &TaskId, group: &ProcessGroup) -> Result<(), StoreError>;
+
+    /// The process group last recorded for task `id`, if any.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError>;
 }
 
 /// What [`TaskStore::insert`] did.

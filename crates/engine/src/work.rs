@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::Engine;
 use crate::error::{InputError, WorkError};
+use crate::process::ProcessGroup;
 use crate::task::{ErrorObject, InputKind, InputRequest, Outcome, RestartPolicy, TaskId};
 
 /// The code that runs a tool call, as a task or plainly.
@@ -310,6 +311,18 @@ impl Context {
             && let Err(err) = engine.set_status_message(id, *attempt, message.into()).await
         {
             tracing::warn!(task = %id, error = %err, "could not store status message");
+        }
+    }
+
+    /// Records, with the task, the process group the work started, so that a server
+    /// started after a crash ends the group before it resolves the task. Call it as soon
+    /// as the group exists; it returns once the record is durable. No-op for plain calls
+    /// (they are not recovered).
+    pub async fn process_started(&self, group: ProcessGroup) {
+        if let Reporter::Task { engine, id, .. } = &self.reporter
+            && let Err(err) = engine.inner.store.set_process_group(id, &group).await
+        {
+            tracing::warn!(task = %id, error = %err, "could not record the task's process group");
         }
     }
 }

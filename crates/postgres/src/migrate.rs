@@ -13,7 +13,10 @@ use tokio_postgres::Client;
 use mcp_tasks_engine::StoreError;
 
 /// Every migration, in order. Append only.
-const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_tasks.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/0001_tasks.sql"),
+    include_str!("../migrations/0002_process_groups.sql"),
+];
 
 /// The schema version this build writes: the number of migrations.
 pub(crate) const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;

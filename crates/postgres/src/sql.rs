@@ -109,3 +109,10 @@ pub const PURGE: &str = concat!(
     terminal!(),
     " AND expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)"
 );
+
+/// `set_process_group`: the version is not bumped (no change of the task's state).
+pub const SET_PROCESS_GROUP: &str =
+    "UPDATE tasks SET process_group = $1, process_start = $2 WHERE id = $3";
+
+/// `process_group`.
+pub const PROCESS_GROUP: &str = "SELECT process_group, process_start FROM tasks WHERE id = $1";

@@ -18,8 +18,8 @@ use tokio_postgres::types::{Json, ToSql};
 use tokio_postgres::{NoTls, Row};
 
 use mcp_tasks_engine::{
-    IdempotencyKey, InputKind, Inserted, ListQuery, Principal, StoreError, TaskId, TaskRecord,
-    TaskState, TaskStore, Timestamp, Update, Version,
+    IdempotencyKey, InputKind, Inserted, ListQuery, Principal, ProcessGroup, StoreError, TaskId,
+    TaskRecord, TaskState, TaskStore, Timestamp, Update, Version,
 };
 
 use crate::{migrate, sql, url};
@@ -295,6 +295,32 @@ impl TaskStore for PostgresStore {
             .execute(&statement, &[&now.0, &i64::from(limit)])
             .await
             .map_err(StoreError::backend)
+    }
+
+    async fn set_process_group(&self, id: &TaskId, group: &ProcessGroup) -> Result<(), StoreError> {
+        let start = i64::try_from(group.start_time).map_err(StoreError::backend)?;
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql::SET_PROCESS_GROUP).await.map_err(StoreError::backend)?;
+        client
+            .execute(&statement, &[&i64::from(group.pgid), &start, &id.as_str()])
+            .await
+            .map(|_| ())
+            .map_err(StoreError::backend)
+    }
+
+    async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql::PROCESS_GROUP).await.map_err(StoreError::backend)?;
+        let row = client.query_opt(&statement, &[&id.as_str()]).await.map_err(StoreError::backend)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let pgid: Option<i64> = row.try_get(0).map_err(StoreError::backend)?;
+        let start: Option<i64> = row.try_get(1).map_err(StoreError::backend)?;
+        Ok(pgid
+            .and_then(|pgid| u32::try_from(pgid).ok())
+            .zip(start.and_then(|start| u64::try_from(start).ok()))
+            .map(|(pgid, start_time)| ProcessGroup { pgid, start_time }))
     }
 }
 

@@ -37,8 +37,8 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use tokio::sync::{Semaphore, oneshot};
 
 use mcp_tasks_engine::{
-    IdempotencyKey, Inserted, ListQuery, Principal, StoreError, TaskId, TaskRecord, TaskStore,
-    Timestamp, Update, Version,
+    IdempotencyKey, Inserted, ListQuery, Principal, ProcessGroup, StoreError, TaskId, TaskRecord,
+    TaskStore, Timestamp, Update, Version,
 };
 
 use crate::{compat, migrate};
@@ -653,6 +653,37 @@ impl TaskStore for SqliteStore {
                 .and_then(|mut stmt| stmt.execute(params![now.0, limit]))
                 .map_err(StoreError::backend)?;
             Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
+        })
+        .await
+    }
+
+    async fn set_process_group(&self, id: &TaskId, group: &ProcessGroup) -> Result<(), StoreError> {
+        let id = id.as_str().to_owned();
+        let pgid = i64::from(group.pgid);
+        let start = to_i64(group.start_time).map_err(StoreError::backend)?;
+        self.write(move |conn| {
+            conn.prepare_cached("UPDATE tasks SET process_group = ?1, process_start = ?2 WHERE id = ?3")
+                .and_then(|mut stmt| stmt.execute(params![pgid, start, id]))
+                .map(|_| ())
+                .map_err(StoreError::backend)
+        })
+        .await
+    }
+
+    async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError> {
+        let id = id.as_str().to_owned();
+        self.read(move |conn| {
+            let found: Option<(Option<i64>, Option<i64>)> = conn
+                .prepare_cached("SELECT process_group, process_start FROM tasks WHERE id = ?1")
+                .and_then(|mut stmt| stmt.query_row([id], |row| Ok((row.get(0)?, row.get(1)?))).optional())
+                .map_err(StoreError::backend)?;
+            Ok(match found {
+                Some((Some(pgid), Some(start))) => u32::try_from(pgid)
+                    .ok()
+                    .zip(u64::try_from(start).ok())
+                    .map(|(pgid, start_time)| ProcessGroup { pgid, start_time }),
+                _ => None,
+            })
         })
         .await
     }

@@ -18,8 +18,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use async_trait::async_trait;
 
 use mcp_tasks_engine::{
-    IdempotencyKey, Inserted, ListQuery, Principal, StoreError, TaskId, TaskRecord, TaskStore,
-    Timestamp, Update, Version,
+    IdempotencyKey, Inserted, ListQuery, Principal, ProcessGroup, StoreError, TaskId, TaskRecord,
+    TaskStore, Timestamp, Update, Version,
 };
 
 /// The tasks of one [`MemoryStore`], and the indexes beside them.
@@ -31,6 +31,8 @@ struct Tables {
     by_owner: HashMap<Principal, BTreeSet<(Timestamp, TaskId)>>,
     /// The task holding each owner's idempotency key (the unique index on owner and key).
     by_key: HashMap<(Principal, IdempotencyKey), TaskId>,
+    /// The process group recorded for each task that has one.
+    groups: HashMap<TaskId, ProcessGroup>,
 }
 
 impl Tables {
@@ -39,6 +41,7 @@ impl Tables {
         let Some(task) = self.tasks.remove(id) else {
             return;
         };
+        self.groups.remove(id);
         if let Some(key) = task.idempotency_key.clone() {
             let slot = (task.owner.clone(), key);
             if self.by_key.get(&slot) == Some(&task.id) {
@@ -217,5 +220,17 @@ impl TaskStore for MemoryStore {
             tables.remove(id);
         }
         Ok(gone.len() as u64)
+    }
+
+    async fn set_process_group(&self, id: &TaskId, group: &ProcessGroup) -> Result<(), StoreError> {
+        let mut tables = self.lock();
+        if tables.tasks.contains_key(id) {
+            tables.groups.insert(id.clone(), *group);
+        }
+        Ok(())
+    }
+
+    async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError> {
+        Ok(self.lock().groups.get(id).copied())
     }
 }

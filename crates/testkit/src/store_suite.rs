@@ -26,7 +26,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use mcp_tasks_engine::{
-    Cursor, InputKind, InputRequest, InputRequests, ListQuery, Principal, StoreError, TaskId, TaskRecord,
+    Cursor, InputKind, InputRequest, InputRequests, ListQuery, Principal, ProcessGroup, StoreError, TaskId, TaskRecord,
     TaskState, TaskStore, Timestamp, Update, Version,
 };
 
@@ -603,6 +603,31 @@ pub async fn purge_respects_its_limit(store: Arc<dyn TaskStore>) {
     }
 }
 
+/// A recorded process group reads back, a second record replaces the first, nothing else
+/// of the task changes (not even its version), an unknown id is no error and gets none, and
+/// the record goes with its task when it is purged.
+pub async fn a_process_group_is_recorded_with_its_task_and_goes_with_it(store: Arc<dyn TaskStore>) {
+    let task = task_at("alice", T0.0, Some(10), TaskState::Working);
+    insert_all(&*store, std::slice::from_ref(&task)).await;
+    assert_eq!(store.process_group(&task.id).await.expect("read succeeds"), None, "none recorded yet");
+    let first = ProcessGroup { pgid: 4_294_967_295, start_time: u64::try_from(i64::MAX).unwrap_or(u64::MAX) };
+    store.set_process_group(&task.id, &first).await.expect("record succeeds");
+    assert_eq!(store.process_group(&task.id).await.expect("read succeeds"), Some(first));
+    let second = ProcessGroup { pgid: 4242, start_time: 987_654 };
+    store.set_process_group(&task.id, &second).await.expect("record succeeds");
+    assert_eq!(store.process_group(&task.id).await.expect("read succeeds"), Some(second), "replaced");
+    assert_eq!(store.get(&task.id).await.expect("get succeeds").as_ref(), Some(&task), "the task itself unchanged");
+
+    let unknown = TaskId::random();
+    store.set_process_group(&unknown, &second).await.expect("an unknown id is no error");
+    assert_eq!(store.process_group(&unknown).await.expect("read succeeds"), None);
+
+    let done = Update { state: completed(), status_message: None, updated_at: Timestamp(T0.0 + 1), attempt: task.attempt };
+    store.replace(&task.id, task.version, &done).await.expect("replace succeeds");
+    assert_eq!(store.purge(Timestamp(T0.0 + 1_000), 10).await.expect("purge succeeds"), 1);
+    assert_eq!(store.process_group(&task.id).await.expect("read succeeds"), None, "gone with its task");
+}
+
 /// Generates one `#[tokio::test]` per case of the store suite, each on a fresh store
 /// built by the async constructor `$make` (an expression whose output is a
 /// [`StoreFixture`](crate::store_suite::StoreFixture)).
@@ -641,6 +666,7 @@ macro_rules! store_suite {
             a_key_is_free_again_once_its_task_is_past_its_ttl,
             a_purged_task_frees_its_key,
             of_racing_keyed_inserts_exactly_one_is_new,
+            a_process_group_is_recorded_with_its_task_and_goes_with_it,
         );
     };
     ($make:expr) => {

@@ -7,6 +7,7 @@
 mod bad_input;
 mod client_cli;
 mod config;
+mod crash;
 mod demo;
 mod harness;
 mod input;

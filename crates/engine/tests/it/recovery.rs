@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use mcp_tasks_engine::{
-    Engine, FakeClock, IdempotencyKey, Inserted, ListQuery, Outcome, Policy, Principal, RestartPolicy, Status, StoreError, TaskId, TaskRecord,
+    Engine, FakeClock, IdempotencyKey, Inserted, ListQuery, Outcome, Policy, Principal, ProcessGroup, RestartPolicy, Status, StoreError, TaskId, TaskRecord,
     TaskState, TaskStore, Timestamp, ToolRuntime, Update, Version, WorkError,
 };
 use mcp_tasks_testkit::MemoryStore;
@@ -57,6 +57,12 @@ impl TaskStore for Conflicting {
     }
     async fn purge(&self, now: Timestamp, limit: u32) -> Result<u64, StoreError> {
         self.inner.purge(now, limit).await
+    }
+    async fn set_process_group(&self, id: &TaskId, group: &ProcessGroup) -> Result<(), StoreError> {
+        self.inner.set_process_group(id, group).await
+    }
+    async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError> {
+        self.inner.process_group(id).await
     }
 }
 

@@ -1,0 +1,473 @@
+//! The crash harness: workers create tasks of a `fail` tool and a `retry` tool continuously
+//! over Streamable HTTP (2025-11-25, raw JSON-RPC), while the server is SIGKILLed at random
+//! moments and restarted on the same store. Then every acknowledged task is checked: none
+//! lost, none completed twice, no `fail` task started twice, no `retry` task run again after
+//! its completion was recorded, no process left running.
+//!
+//! The suite runs 20 kills; `MCP_TASKS_CRASH_KILLS=200` runs more by hand, and
+//! `MCP_TASKS_CRASH_SEED` replays the random moments of a printed run:
+//!
+//! ```text
+//! MCP_TASKS_CRASH_KILLS=200 cargo test -p mcp-tasks --test it crash -- --nocapture
+//! ```
+
+use std::collections::{HashMap, HashSet};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::harness::{CONFIG, Workdir};
+use crate::http::{ALICE, TOKENS};
+use crate::restart::running_in_group;
+
+/// Kills in the suite; `MCP_TASKS_CRASH_KILLS` overrides.
+const SUITE_KILLS: u32 = 20;
+/// Workers creating tasks at once.
+const WORKERS: usize = 3;
+/// How long a request to a live server may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// The TTL of every task: far beyond the run, so an acknowledged id must stay readable.
+const TTL_MS: u64 = 3_600_000;
+
+/// The two tools: each run appends a line to its task's marker file (`start PID`, and for
+/// the retry tool `done PID` at the end) and prints its shell's pid, which names the run.
+/// The `sleep` is a child in the command's group, so a crash leaves a group behind.
+const TOOLS: &str = r#"
+[[tools]]
+name = "crash_fail"
+on_restart = "fail"
+command = ["sh", "-c", "echo \"start $$\" >> \"$1\"; sleep \"$2\"; echo \"$$\"", "_", "{marker}", "{seconds}"]
+[tools.input_schema]
+type = "object"
+properties = { marker = { type = "string" }, seconds = { type = "number" } }
+
+[[tools]]
+name = "crash_retry"
+on_restart = "retry"
+max_attempts = 5
+command = ["sh", "-c", "echo \"start $$\" >> \"$1\"; sleep \"$2\"; echo \"done $$\" >> \"$1\"; echo \"$$\"", "_", "{marker}", "{seconds}"]
+[tools.input_schema]
+type = "object"
+properties = { marker = { type = "string" }, seconds = { type = "number" } }
+"#;
+
+#[test]
+fn crash_harness_sigkills_the_server_under_load_and_loses_nothing() {
+    let kills: u32 = std::env::var("MCP_TASKS_CRASH_KILLS").ok().and_then(|n| n.parse().ok()).unwrap_or(SUITE_KILLS);
+    let seed: u64 = std::env::var("MCP_TASKS_CRASH_SEED").ok().and_then(|n| n.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64) | 1
+    });
+    eprintln!("crash harness: {kills} kills, seed {seed} (MCP_TASKS_CRASH_SEED={seed} replays the moments)");
+    let work = Workdir::new();
+    std::fs::write(work.config(), format!("{CONFIG}\n{TOKENS}\n{TOOLS}")).unwrap();
+    let markers = work.path("markers");
+    std::fs::create_dir(&markers).unwrap();
+    let started = Instant::now();
+
+    let mut report = Report::default();
+    let mut server = start_until_up(&work, &mut report);
+    let shared = Arc::new(Shared { addr: Mutex::new(Some(server.addr)), stop: AtomicBool::new(false), acked: Mutex::new(Vec::new()), refused: AtomicU64::new(0) });
+    let workers: Vec<_> = (0..WORKERS)
+        .map(|worker| {
+            let (shared, markers) = (Arc::clone(&shared), markers.clone());
+            std::thread::spawn(move || create_continuously(worker, &shared, &markers, seed ^ (worker as u64 + 1)))
+        })
+        .collect();
+
+    let mut rng = Rng(seed);
+    let mut seen = Seen::default();
+    for _ in 0..kills {
+        std::thread::sleep(Duration::from_millis(rng.between(80, 500)));
+        server.kill();
+        *shared.addr.lock().unwrap() = None;
+        // Every group the dead server's commands left: the next server must end them all.
+        let leftover: Vec<i32> = command_leaders(&markers);
+        server = start_until_up(&work, &mut report);
+        // `serve` recovers before it listens, so recovery has run by now.
+        report.orphans += leftover.iter().filter(|&&group| !running_in_group(group).is_empty()).count();
+        *shared.addr.lock().unwrap() = Some(server.addr);
+        seen.scan(server.addr, &shared.acked.lock().unwrap().clone(), &mut report, false);
+    }
+    shared.stop.store(true, Ordering::SeqCst);
+    for worker in workers {
+        worker.join().expect("a worker panicked");
+    }
+
+    // Let every task end, then read everything once more.
+    let acked = shared.acked.lock().unwrap().clone();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let unfinished = seen.scan(server.addr, &acked, &mut report, false);
+        if unfinished == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{unfinished} tasks still unfinished after 60 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    seen.scan(server.addr, &acked, &mut report, true);
+    report.orphans += command_leaders(&markers).len();
+    check_markers(&markers, &acked, &seen, &mut report);
+    report.acknowledged = acked.len();
+    report.refused = shared.refused.load(Ordering::SeqCst);
+    report.kills = kills;
+    report.seconds = started.elapsed().as_secs_f64();
+    eprintln!("{report}");
+    assert!(report.acknowledged >= kills as usize, "too few tasks acknowledged to mean anything: {report}");
+    assert_eq!(
+        (report.lost, report.completed_twice, report.fail_started_twice, report.retry_completed_twice, report.failed_restarts, report.orphans),
+        (0, 0, 0, 0, 0, 0),
+        "{report}"
+    );
+}
+
+/// What the run saw, printed at the end.
+#[derive(Default, Debug)]
+struct Report {
+    kills: u32,
+    seconds: f64,
+    acknowledged: usize,
+    refused: u64,
+    completed: usize,
+    failed: usize,
+    retried: usize,
+    lost: usize,
+    completed_twice: usize,
+    fail_started_twice: usize,
+    retry_completed_twice: usize,
+    failed_restarts: usize,
+    orphans: usize,
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "crash harness: {} kills in {:.1} s", self.kills, self.seconds)?;
+        writeln!(f, "  tasks acknowledged          {} ({} completed, {} failed; {} refused by limits)", self.acknowledged, self.completed, self.failed, self.refused)?;
+        writeln!(f, "  retry tasks run again       {} (after a restart, before completing)", self.retried)?;
+        writeln!(f, "  lost                        {}", self.lost)?;
+        writeln!(f, "  completed twice             {}", self.completed_twice)?;
+        writeln!(f, "  fail tasks started twice    {}", self.fail_started_twice)?;
+        writeln!(f, "  retry tasks completed twice {}", self.retry_completed_twice)?;
+        writeln!(f, "  failed restarts             {}", self.failed_restarts)?;
+        write!(f, "  orphaned processes          {}", self.orphans)
+    }
+}
+
+/// What the workers and the killer share.
+struct Shared {
+    /// Where the server listens; `None` while it is down.
+    addr: Mutex<Option<SocketAddr>>,
+    stop: AtomicBool,
+    acked: Mutex<Vec<Acked>>,
+    refused: AtomicU64,
+}
+
+/// A task whose CreateTaskResult reached a worker.
+#[derive(Clone, Debug)]
+struct Acked {
+    id: String,
+    /// The run's marker file; its name says the tool (`fail-…`, `retry-…`).
+    marker: PathBuf,
+}
+
+/// Creates tasks until told to stop, a new session after every failure (the server died).
+fn create_continuously(worker: usize, shared: &Shared, markers: &Path, seed: u64) {
+    let mut rng = Rng(seed);
+    let mut session: Option<(SocketAddr, String)> = None;
+    let mut n = 0u64;
+    while !shared.stop.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(rng.between(20, 80)));
+        let Some(addr) = *shared.addr.lock().unwrap() else { continue };
+        let sid = match &session {
+            Some((at, sid)) if *at == addr => sid.clone(),
+            _ => match initialize(addr) {
+                Some(sid) => {
+                    session = Some((addr, sid.clone()));
+                    sid
+                }
+                None => continue,
+            },
+        };
+        n += 1;
+        let retry = rng.between(0, 2) == 1;
+        let marker = markers.join(format!("{}-{worker}-{n}", if retry { "retry" } else { "fail" }));
+        let seconds = rng.between(50, 400) as f64 / 1000.0;
+        let tool = if retry { "crash_retry" } else { "crash_fail" };
+        let params = json!({"name": tool, "arguments": {"marker": marker.to_str().unwrap(), "seconds": seconds}, "task": {"ttl": TTL_MS}});
+        match rpc(addr, Some(&sid), "tools/call", params) {
+            Some(reply) if reply["result"]["task"]["taskId"].is_string() => {
+                let id = reply["result"]["task"]["taskId"].as_str().unwrap().to_owned();
+                shared.acked.lock().unwrap().push(Acked { id, marker });
+            }
+            Some(reply) if reply.get("error").is_some() => {
+                shared.refused.fetch_add(1, Ordering::SeqCst);
+            }
+            _ => session = None,
+        }
+    }
+}
+
+/// What has been read of each acknowledged task: its first terminal status and result.
+#[derive(Default)]
+struct Seen {
+    ended: HashMap<String, (String, Value)>,
+    /// Acknowledged tasks that some scan did not find.
+    lost: HashSet<String>,
+}
+
+impl Seen {
+    /// Lists every task of the principal, checks every acknowledged one is there, reads the
+    /// result of each newly terminal one (`reread`: of every terminal one, which must be the
+    /// result first read). Returns how many tasks of the store (acknowledged or not: a call
+    /// cut by a kill may have made one) are unfinished.
+    fn scan(&mut self, addr: SocketAddr, acked: &[Acked], report: &mut Report, reread: bool) -> usize {
+        let Some(sid) = initialize(addr) else {
+            report.failed_restarts += 1;
+            return usize::MAX;
+        };
+        let mut statuses = HashMap::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let params = match &cursor {
+                Some(cursor) => json!({"cursor": cursor}),
+                None => json!({}),
+            };
+            let page = rpc(addr, Some(&sid), "tasks/list", params).expect("tasks/list answers");
+            for task in page["result"]["tasks"].as_array().expect("a task list") {
+                statuses.insert(task["taskId"].as_str().unwrap().to_owned(), task["status"].as_str().unwrap().to_owned());
+            }
+            match page["result"]["nextCursor"].as_str() {
+                Some(next) => cursor = Some(next.to_owned()),
+                None => break,
+            }
+        }
+        let unfinished = statuses.values().filter(|status| !matches!(status.as_str(), "completed" | "failed" | "cancelled")).count();
+        for task in acked {
+            let Some(status) = statuses.get(&task.id) else {
+                // Also by id, in case the listing missed it.
+                let got = rpc(addr, Some(&sid), "tasks/get", json!({"taskId": task.id})).expect("tasks/get answers");
+                if got.get("error").is_some() {
+                    eprintln!("crash harness: acknowledged task {} not found: {got}", task.id);
+                    self.lost.insert(task.id.clone());
+                }
+                continue;
+            };
+            if !matches!(status.as_str(), "completed" | "failed" | "cancelled") {
+                continue;
+            }
+            let known = self.ended.contains_key(&task.id);
+            if known && !reread {
+                continue;
+            }
+            let reply = rpc(addr, Some(&sid), "tasks/result", json!({"taskId": task.id})).expect("tasks/result answers");
+            let outcome = reply.get("result").or(reply.get("error")).cloned().unwrap_or(Value::Null);
+            match self.ended.get(&task.id) {
+                Some(first) if first != &(status.clone(), outcome.clone()) => {
+                    eprintln!("crash harness: task {} changed after it ended: {first:?} then {status} {outcome}", task.id);
+                    report.completed_twice += 1;
+                }
+                Some(_) => {}
+                None => {
+                    self.ended.insert(task.id.clone(), (status.clone(), outcome));
+                }
+            }
+        }
+        report.lost = self.lost.len();
+        unfinished
+    }
+}
+
+/// Reads each acknowledged task's marker: a `fail` task ran at most once; a completed
+/// `retry` task's recorded run (the pid in its result) is its last one.
+fn check_markers(markers: &Path, acked: &[Acked], seen: &Seen, report: &mut Report) {
+    let by_marker: HashMap<&Path, &Acked> = acked.iter().map(|task| (task.marker.as_path(), task)).collect();
+    for entry in std::fs::read_dir(markers).unwrap().flatten() {
+        let path = entry.path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let starts = lines.iter().filter(|line| line.starts_with("start ")).count();
+        let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+        if name.starts_with("fail-") {
+            // Acknowledged or not (a call cut by a kill may still have made its task).
+            if starts > 1 {
+                eprintln!("crash harness: fail task {name} started {starts} times");
+                report.fail_started_twice += 1;
+            }
+            continue;
+        }
+        if starts > 1 {
+            report.retried += 1;
+        }
+        let Some(task) = by_marker.get(path.as_path()) else { continue };
+        let Some((status, outcome)) = seen.ended.get(&task.id) else { continue };
+        if status != "completed" {
+            continue;
+        }
+        let recorded = outcome["content"][0]["text"].as_str().unwrap_or("").trim();
+        if lines.last() != Some(&format!("done {recorded}").as_str()) {
+            eprintln!("crash harness: retry task {} completed with run {recorded}, but its marker says {lines:?}", task.id);
+            report.retry_completed_twice += 1;
+        }
+    }
+    for task in acked {
+        match seen.ended.get(&task.id).map(|(status, _)| status.as_str()) {
+            Some("completed") => report.completed += 1,
+            Some(_) => report.failed += 1,
+            None => {}
+        }
+    }
+}
+
+/// The leaders of the command groups running now: the `sh` of each run names its marker.
+fn command_leaders(markers: &Path) -> Vec<i32> {
+    let needle = markers.to_str().unwrap().as_bytes();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<i32>().ok()) else { continue };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else { continue };
+        if cmdline.windows(needle.len()).any(|window| window == needle) && !running_in_group(pid).is_empty() {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// A running `serve --listen 127.0.0.1:0`.
+struct Running {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Running {
+    fn kill(&mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("reap");
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts the server, counting each start that does not come up (and trying again, at most
+/// five times).
+fn start_until_up(work: &Workdir, report: &mut Report) -> Running {
+    for _ in 0..5 {
+        match start(work) {
+            Ok(running) => return running,
+            Err(why) => {
+                eprintln!("crash harness: a restart failed: {why}");
+                report.failed_restarts += 1;
+            }
+        }
+    }
+    panic!("the server did not come back after five tries");
+}
+
+fn start(work: &Workdir) -> Result<Running, String> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(work.config())
+        .arg("--store")
+        .arg(work.store())
+        .env("RUST_LOG", "error")
+        .env("MCP_TASKS_TEST_BOB_TOKEN", "bob-secret-from-env")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|err| format!("spawn: {err}"))?;
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stderr));
+        while let Some(Ok(line)) = lines.next() {
+            if let Some(url) = line.strip_prefix("mcp-tasks: listening on http://") {
+                let _ = tx.send(url.trim_end_matches("/mcp").to_owned());
+            } else if !line.starts_with("mcp-tasks: tool ") && !line.starts_with("mcp-tasks: task store ") {
+                eprintln!("[server] {line}");
+            }
+        }
+    });
+    let addr = match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(addr) => addr,
+        Err(_) => {
+            let _ = child.kill();
+            return Err(format!("no listening line; exit {:?}", child.wait()));
+        }
+    };
+    Ok(Running { child, addr: addr.parse().map_err(|err| format!("{addr}: {err}"))? })
+}
+
+/// Opens a 2025-11-25 session; `None` if the server is gone.
+fn initialize(addr: SocketAddr) -> Option<String> {
+    let params = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "crash", "version": "0"}});
+    let (headers, _) = post(addr, None, &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}))?;
+    let sid = headers.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.eq_ignore_ascii_case("mcp-session-id").then(|| value.trim().to_owned())
+    })?;
+    post(addr, Some(&sid), &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+    Some(sid)
+}
+
+/// One JSON-RPC request; its response, or `None` if the server is gone or cut the reply.
+fn rpc(addr: SocketAddr, sid: Option<&str>, method: &str, params: Value) -> Option<Value> {
+    let (_, body) = post(addr, sid, &json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))?;
+    if body.trim_start().starts_with('{') {
+        return serde_json::from_str(&body).ok();
+    }
+    body.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .find(|message| message.get("id").is_some() && message.get("method").is_none())
+}
+
+/// POSTs `message` over HTTP/1.0 (the reply is not chunked and ends with the connection).
+/// The head and the body of a 2xx reply; `None` on any failure.
+fn post(addr: SocketAddr, sid: Option<&str>, message: &Value) -> Option<(String, String)> {
+    let body = message.to_string();
+    let mut stream = TcpStream::connect_timeout(&addr, REQUEST_TIMEOUT).ok()?;
+    stream.set_read_timeout(Some(REQUEST_TIMEOUT)).ok()?;
+    let mut head = format!(
+        "POST /mcp HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nAuthorization: Bearer {ALICE}\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if let Some(sid) = sid {
+        head.push_str(&format!("Mcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-11-25\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).ok()?;
+    stream.write_all(body.as_bytes()).ok()?;
+    let mut reply = Vec::new();
+    stream.read_to_end(&mut reply).ok()?;
+    let reply = String::from_utf8_lossy(&reply).into_owned();
+    let (head, body) = reply.split_once("\r\n\r\n")?;
+    let status: u16 = head.split_whitespace().nth(1)?.parse().ok()?;
+    (200..300).contains(&status).then(|| (head.to_owned(), body.to_owned()))
+}
+
+/// xorshift64*: the random moments, replayable from the printed seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// In `low..high`.
+    fn between(&mut self, low: u64, high: u64) -> u64 {
+        low + self.next() % (high - low)
+    }
+}
