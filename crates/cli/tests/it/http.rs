@@ -535,3 +535,42 @@ fn client_headers(client: &Client, accept: &str) -> Vec<(String, String)> {
     headers.push(("Accept".to_owned(), accept.to_owned()));
     headers
 }
+
+#[test]
+fn delete_also_ends_the_sessions_open_standalone_stream() {
+    use std::io::{Read, Write};
+    let work = Workdir::new();
+    let server = HttpServer::start(&work);
+    let mut client = Client::new(&server, None);
+    client.initialize();
+    let owned = client.headers();
+    // The standalone GET stream, written by hand so that its end can be seen.
+    let mut head = String::from("GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n");
+    for (name, value) in &owned {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut stream = std::net::TcpStream::connect(server.addr).unwrap();
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut first = [0u8; 64];
+    let n = stream.read(&mut first).unwrap();
+    assert!(String::from_utf8_lossy(&first[..n]).starts_with("HTTP/1.1 200"), "the stream opened");
+    let headers: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    assert_eq!(http_peer::request(server.addr, "DELETE", &headers, None).status, 200);
+    // The response ends (the chunked body's last chunk; the connection may stay open for
+    // another request) instead of lingering on: read until it, within the bound.
+    let mut rest = Vec::new();
+    let mut chunk = [0u8; 256];
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !rest.ends_with(b"0\r\n\r\n") {
+        // Keep-alive comments would keep a lingering stream readable: bound the whole wait.
+        assert!(std::time::Instant::now() < deadline, "the stream did not end after DELETE: {:?}", String::from_utf8_lossy(&rest));
+        match stream.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => rest.extend_from_slice(&chunk[..n]),
+            Err(err) => panic!("the stream did not end after DELETE: {err}; got {:?}", String::from_utf8_lossy(&rest)),
+        }
+    }
+    assert!(rest.ends_with(b"0\r\n\r\n"), "a complete chunked body: {:?}", String::from_utf8_lossy(&rest));
+}

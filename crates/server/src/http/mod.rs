@@ -327,7 +327,17 @@ impl App {
                 )))
             })?,
         };
-        Ok(sse(&self.stop, events, String::new(), Busy::new(&http)))
+        // A GET stream ends with its session too (DELETE, expiry): nothing more comes on it,
+        // and its Busy guard must not keep the ended session alive.
+        let ends = self.stop.child_token();
+        let (closed, ending) = (http.peer.conn.closed().clone(), ends.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                () = closed.cancelled() => ending.cancel(),
+                () = ending.cancelled() => {}
+            }
+        });
+        Ok(sse(&ends, events, String::new(), Busy::new(&http)))
     }
 
     /// The session named by `Mcp-Session-Id`, if it belongs to `principal`.
