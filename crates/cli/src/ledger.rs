@@ -245,7 +245,7 @@ pub(crate) async fn forget(args: ForgetArgs) -> anyhow::Result<u8> {
 }
 
 fn entry_json(entry: &LedgerEntry) -> Value {
-    let mut object = json!({
+    let object = json!({
         "taskId": entry.task_id,
         "status": entry.status.as_str(),
         "tool": entry.tool,
@@ -254,21 +254,21 @@ fn entry_json(entry: &LedgerEntry) -> Value {
         "lastSeenAt": time(entry.last_seen_at),
         "era": entry.era.map(Era::revision),
     });
-    let (key, address) = match &entry.endpoint {
-        Endpoint::Url(url) => ("url", url),
-        Endpoint::Command(cmd) => ("cmd", cmd),
-    };
-    object[key] = Value::String(address.clone());
-    object
+    with_endpoint(object, &entry.endpoint)
 }
 
 fn submission_json(submission: &Submission) -> Value {
-    let mut object = json!({
+    let object = json!({
         "idempotencyKey": submission.key,
         "tool": submission.tool,
         "createdAt": time(submission.created_at),
     });
-    let (key, address) = match &submission.endpoint {
+    with_endpoint(object, &submission.endpoint)
+}
+
+/// `object` with the server it names: `url` or `cmd`.
+fn with_endpoint(mut object: Value, endpoint: &Endpoint) -> Value {
+    let (key, address) = match endpoint {
         Endpoint::Url(url) => ("url", url),
         Endpoint::Command(cmd) => ("cmd", cmd),
     };

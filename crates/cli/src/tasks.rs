@@ -114,6 +114,17 @@ async fn result(args: TaskArgs) -> anyhow::Result<u8> {
     remote::report(handle.wait().await, json, client.era())
 }
 
+/// How to reach `endpoint` again (a URL the ledger recorded, with the token given now; or
+/// its command), speaking `era`.
+fn reconnect(endpoint: &mcp_tasks_client::ledger::Endpoint, given: &ConnectArgs, era: EraArg) -> ConnectArgs {
+    match endpoint {
+        mcp_tasks_client::ledger::Endpoint::Url(url) => {
+            ConnectArgs { url: Some(url.clone()), token: given.token.clone(), cmd: None, era }
+        }
+        mcp_tasks_client::ledger::Endpoint::Command(cmd) => ConnectArgs { url: None, token: None, cmd: Some(cmd.clone()), era },
+    }
+}
+
 /// `tasks wait KEY` of a call sent without an answer: sent again to its server with the
 /// same idempotency key, which answers with the one task the first sending made (or makes
 /// it, if the first never arrived); recorded, then driven to its end.
@@ -125,12 +136,7 @@ async fn resend(
 ) -> anyhow::Result<u8> {
     let json = args.task.remote.json;
     let given = &args.task.remote.connect;
-    let (url, cmd) = match &submission.endpoint {
-        mcp_tasks_client::ledger::Endpoint::Url(url) => (Some(url.clone()), None),
-        mcp_tasks_client::ledger::Endpoint::Command(cmd) => (None, Some(cmd.clone())),
-    };
-    let token = if url.is_some() { given.token.clone() } else { None };
-    let remote = RemoteArgs { connect: ConnectArgs { url, token, cmd, era: given.era }, json };
+    let remote = RemoteArgs { connect: reconnect(&submission.endpoint, given, given.era), json };
     eprintln!(
         "mcp-tasks: sending the call of {} to {} again, with its idempotency key {}",
         submission.tool, submission.endpoint, submission.key
@@ -187,25 +193,13 @@ async fn wait(args: WaitArgs) -> anyhow::Result<u8> {
             return resend(&args, ledger, submission, &display).await;
         }
         let entry = crate::ledger::locate(&ledger, &args.task.id).await?;
-        let (url, cmd) = match &entry.endpoint {
-            mcp_tasks_client::ledger::Endpoint::Url(url) => (Some(url.clone()), None),
-            mcp_tasks_client::ledger::Endpoint::Command(cmd) => (None, Some(cmd.clone())),
-        };
-        let token = if url.is_some() {
-            given.token.clone()
-        } else {
-            None
-        };
         // The era the task was made in, unless --era names one.
         let era = match (given.era, entry.era) {
             (EraArg::Auto, Some(Era::Legacy)) => EraArg::Legacy,
             (EraArg::Auto, Some(Era::Modern)) => EraArg::Modern,
             (given, _) => given,
         };
-        let remote = RemoteArgs {
-            connect: ConnectArgs { url, token, cmd, era },
-            json,
-        };
+        let remote = RemoteArgs { connect: reconnect(&entry.endpoint, given, era), json };
         eprintln!(
             "mcp-tasks: task {} lives at {}",
             entry.task_id, entry.endpoint

@@ -174,31 +174,17 @@ impl HttpTransport {
 fn mirrored_headers(message: &Value) -> Vec<(&'static str, String)> {
     let Some(method) = message.get("method").and_then(Value::as_str) else { return Vec::new() };
     let mut headers = vec![(VERSION_HEADER, mcp_tasks_protocol::modern::PROTOCOL_VERSION.to_owned()), ("mcp-method", method.to_owned())];
-    let field = match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
-        _ => None,
-    };
+    let field = mcp_tasks_protocol::modern::name_header_field(method);
     if let Some(name) = field.and_then(|field| message["params"].get(field)).and_then(Value::as_str) {
         headers.push(("mcp-name", header_safe(name)));
     }
     headers
 }
 
-/// `value` as is when it is a plain header value (visible ASCII, no surrounding space, not
-/// itself a Base64 sentinel), else `=?base64?…?=`.
+/// `value` as [`crate::param_headers::encode`] writes a header value; an empty one (an empty
+/// tool name or URI) goes Base64-encoded too.
 fn header_safe(value: &str) -> String {
-    use base64::Engine as _;
-    let plain = !value.is_empty()
-        && value.bytes().all(|byte| (0x20..0x7f).contains(&byte))
-        && value.trim() == value
-        && !value.starts_with("=?base64?");
-    if plain {
-        value.to_owned()
-    } else {
-        format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(value))
-    }
+    if value.is_empty() { "=?base64??=".to_owned() } else { crate::param_headers::encode(value) }
 }
 
 async fn http_error(response: hyper::Response<Incoming>) -> ClientError {

@@ -48,6 +48,17 @@ pub mod method {
     pub const NOTIFY_SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
 }
 
+/// The body field the `Mcp-Name` header mirrors on Streamable HTTP, for the methods that
+/// have one: the tool or prompt `name`, the resource `uri`, the tasks extension's `taskId`.
+pub fn name_header_field(method_name: &str) -> Option<&'static str> {
+    match method_name {
+        crate::mcp::method::TOOLS_CALL | crate::mcp::method::PROMPTS_GET => Some("name"),
+        crate::mcp::method::RESOURCES_READ => Some("uri"),
+        crate::mcp::method::TASKS_GET | crate::mcp::method::TASKS_CANCEL | method::TASKS_UPDATE => Some("taskId"),
+        _ => None,
+    }
+}
+
 /// The `_meta` key that tags every message of a `subscriptions/listen` stream with the id
 /// of its request.
 pub const SUBSCRIPTION_ID_META: &str = "io.modelcontextprotocol/subscriptionId";

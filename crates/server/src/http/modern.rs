@@ -154,7 +154,7 @@ fn check_headers(headers: &HeaderMap, request: &Request) -> Result<(), RpcError>
         }
         None => return Err(mismatch("the Mcp-Method header is required".to_owned())),
     }
-    if let Some(field) = name_field(&request.method) {
+    if let Some(field) = modern::name_header_field(&request.method) {
         let body = params.and_then(|params| params.get(field)).and_then(Value::as_str);
         match (header_value(headers, "mcp-name")?, body) {
             (Some(header), Some(body)) if header == body => {}
@@ -226,16 +226,6 @@ fn mirrors(header: &str, body: &Value) -> bool {
             _ => false,
         },
         _ => false,
-    }
-}
-
-/// The body field `Mcp-Name` mirrors, for the methods that have one.
-fn name_field(name: &str) -> Option<&'static str> {
-    match name {
-        method::TOOLS_CALL | method::PROMPTS_GET => Some("name"),
-        method::RESOURCES_READ => Some("uri"),
-        method::TASKS_GET | method::TASKS_CANCEL | modern::method::TASKS_UPDATE => Some("taskId"),
-        _ => None,
     }
 }
 
