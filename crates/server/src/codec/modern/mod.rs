@@ -60,6 +60,7 @@ pub(crate) fn request(conn: &Arc<Connection>, request: Request) {
         elicitation: meta.declares("elicitation"),
         sampling: meta.declares("sampling"),
         roots: meta.declares("roots"),
+        tasks: meta.declares_extension(mcp_tasks_protocol::modern::TASKS_EXTENSION),
     };
     dispatch::spawn_request(conn, request, Era::Modern, client, move |ctx, request| async move {
         let method = request.method.clone();
