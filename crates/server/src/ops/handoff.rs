@@ -91,6 +91,8 @@ struct Sent {
     /// Whether the work reported progress itself (heartbeats then step by
     /// [`HEARTBEAT_STEP`], else by 1).
     by_work: bool,
+    /// Whether anything was sent yet (the first value passes as it is).
+    any: bool,
 }
 
 impl SwitchLink {
@@ -100,6 +102,7 @@ impl SwitchLink {
             total: None,
             at: Instant::now(),
             by_work: false,
+            any: false,
         };
         SwitchLink {
             request,
@@ -124,6 +127,7 @@ impl SwitchLink {
         }
         sent.progress += if sent.by_work { HEARTBEAT_STEP } else { 1.0 };
         sent.at = Instant::now();
+        sent.any = true;
         let message = format!(
             "still running ({} so far)",
             humantime::format_duration(whole_seconds(running_for))
@@ -144,7 +148,7 @@ impl ClientLink for SwitchLink {
         }
         let mut sent = self.sent();
         // The work's own values, raised just above the last heartbeat if they fell behind it.
-        let value = if progress.progress > sent.progress {
+        let value = if !sent.any || progress.progress > sent.progress {
             progress.progress
         } else {
             sent.progress + HEARTBEAT_STEP
@@ -154,6 +158,7 @@ impl ClientLink for SwitchLink {
             total: progress.total,
             at: Instant::now(),
             by_work: true,
+            any: true,
         };
         self.request.progress(Progress {
             progress: value,

@@ -47,6 +47,16 @@ impl Handler for Slow {
                 return Outcome::Result(json!({"content": [{"type": "text", "text": "stopped"}], "isError": true}));
             }
         }
+        if arguments["ask"] == true {
+            let asked = json!({"message": "Ship it?", "requestedSchema": {"type": "object", "properties": {}}});
+            return match ctx.request_named("approve", mcp_tasks_engine::InputKind::Elicitation, asked).await {
+                Ok(answer) => {
+                    let text = format!("answer: {}", answer["action"]);
+                    Outcome::Result(json!({"content": [{"type": "text", "text": text}], "isError": false}))
+                }
+                Err(err) => Outcome::from(err),
+            };
+        }
         let text = format!("done: {}", arguments["n"]);
         Outcome::Result(json!({"content": [{"type": "text", "text": text}], "isError": false}))
     }
@@ -542,4 +552,39 @@ async fn modern_a_client_that_declared_the_extension_gets_no_helpers_and_its_own
     client.declare(json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}));
     let names = client.result("tools/list", json!({})).await;
     assert_eq!(names["tools"].as_array().unwrap().len(), 2, "{names}");
+}
+
+#[tokio::test]
+async fn a_question_asked_after_the_handoff_waits_in_the_task_and_is_answered_there() {
+    let f = fixture(Duration::from_millis(50), Duration::ZERO, TaskTools::default());
+    let mut client = TestPeer::connect(f.server.clone());
+    client.initialize(json!({"elicitation": {}})).await;
+    let (_, answer) = client.request("tools/call", json!({"name": "slow", "arguments": {"n": 10, "ask": true}})).await;
+    let id = handed_off(&answer);
+    let mut feed = f.server.engine().subscribe();
+    f.release.notify_one();
+    // The question goes to the task, not to the answered call.
+    timeout(WAIT, async {
+        loop {
+            let status = client.result("tasks/get", json!({"taskId": id})).await;
+            if status["status"] == "input_required" {
+                return;
+            }
+            let _ = feed.recv().await;
+        }
+    })
+    .await
+    .unwrap();
+    let status = client.result("tools/call", json!({"name": "task_status", "arguments": {"task_id": id}})).await;
+    assert!(text(&status).contains("approve: Ship it?"), "{status}");
+    let result = client.result("tools/call", json!({"name": "task_result", "arguments": {"task_id": id}})).await;
+    assert!(text(&result).contains("waits for an answer"), "task_result says why there is no result yet: {result}");
+    // A client that speaks tasks (here the same one) answers it the 2025-11-25 way.
+    let waiting = client.send_request("tasks/result", json!({"taskId": id})).await;
+    let asked = client.until(|m| m["method"] == "elicitation/create").await.pop().unwrap();
+    assert_eq!(asked["params"]["message"], "Ship it?");
+    client.send_result(&asked["id"], json!({"action": "accept", "content": {}})).await;
+    let done = client.until(|m| m["id"] == waiting && m.get("method").is_none()).await.pop().unwrap();
+    assert_eq!(done["result"]["content"][0]["text"], "answer: \"accept\"");
+    client.validate();
 }
