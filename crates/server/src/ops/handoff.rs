@@ -122,7 +122,8 @@ impl SwitchLink {
             return;
         }
         let mut sent = self.sent();
-        if sent.at.elapsed() < every {
+        // A tenth of slack: a tick that comes a hair early must not skip a whole period.
+        if sent.at.elapsed() < every.mul_f64(0.9) {
             return;
         }
         sent.progress += if sent.by_work { HEARTBEAT_STEP } else { 1.0 };
@@ -648,20 +649,16 @@ fn facts(record: &TaskRecord) -> Value {
 }
 
 fn status_line(record: &TaskRecord) -> String {
-    let age = Duration::from_millis(
-        u64::try_from(record.updated_at.0 - record.created_at.0).unwrap_or(0),
-    );
-    let mut line = format!(
-        "Task {} (tool {}) is {}",
-        record.id,
-        record.tool,
-        record.status()
-    );
+    let mut line = format!("Task {} (tool {}) is {}", record.id, record.tool, record.status());
     if !record.status().is_terminal() {
-        line.push_str(&format!(
-            "; last change {} after it started",
-            humantime::format_duration(whole_seconds(age))
-        ));
+        // The wall clock: task timestamps are milliseconds since the Unix epoch.
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |now| now.as_millis());
+        let age = u64::try_from(now.saturating_sub(u128::try_from(record.created_at.0).unwrap_or(0))).unwrap_or(0);
+        let age = humantime::format_duration(whole_seconds(Duration::from_millis(age)));
+        line.push_str(&format!(", for {age} so far"));
+    } else {
+        let took = u64::try_from(record.updated_at.0 - record.created_at.0).unwrap_or(0);
+        line.push_str(&format!(" (after {})", humantime::format_duration(whole_seconds(Duration::from_millis(took)))));
     }
     if let Some(message) = &record.status_message {
         line.push_str(&format!(". Status message: {message}"));
