@@ -21,4 +21,5 @@ mod postgres;
 mod restart;
 mod sampling;
 mod stdio_shutdown;
+mod store_faults;
 mod tty;

@@ -74,7 +74,7 @@ pub struct ToolConfig {
     /// The most bytes of stdout, and separately of stderr, that a result carries; past it
     /// the start is cut, the tail kept, and the result says how much was cut
     /// (`max_output`, default [`DEFAULT_MAX_OUTPUT`](ToolConfig::DEFAULT_MAX_OUTPUT),
-    /// 16 MiB).
+    /// 1 MiB: what a model can use of a result is far less, and a host may refuse more).
     pub max_output: usize,
     /// How stdout becomes the result (`output`, default text).
     pub output: OutputFormat,
@@ -89,8 +89,8 @@ impl ToolConfig {
     pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
     /// The default of `max_attempts`.
     pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
-    /// The default of `max_output`: 16 MiB.
-    pub const DEFAULT_MAX_OUTPUT: usize = 16 << 20;
+    /// The default of `max_output`: 1 MiB (results go to models; the tail is kept).
+    pub const DEFAULT_MAX_OUTPUT: usize = 1 << 20;
 
     /// A tool `name` running `command`, with every other setting at its default (an input
     /// schema of `{"type": "object"}`: no arguments). Not checked: a tool built by hand
@@ -300,7 +300,7 @@ properties = { pages = { type = "integer" } }
         assert!(tool.env.is_empty());
         assert_eq!(tool.inherit_env, InheritEnv::Minimal);
         assert_eq!(tool.stdin, Stdin::Answers);
-        assert_eq!(tool.max_output, 16 << 20);
+        assert_eq!(tool.max_output, 1 << 20, "results go to models: 1 MiB by default");
         assert_eq!(tool.output, OutputFormat::Text);
         assert_eq!(tool.output_schema, None);
         assert_eq!(tool.kill_grace, Duration::from_secs(2));
