@@ -16,6 +16,7 @@ mod http_bad_input;
 mod http_modern;
 mod http_peer;
 mod lifecycle;
+mod log_hygiene;
 mod metrics;
 mod postgres;
 mod restart;
