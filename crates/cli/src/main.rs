@@ -52,10 +52,28 @@ fn main() -> ExitCode {
     match outcome {
         Ok(status) => ExitCode::from(status),
         Err(err) => {
-            eprintln!("mcp-tasks: {err:#}");
+            eprintln!("mcp-tasks: {}", describe(&err));
             ExitCode::from(error_status)
         }
     }
+}
+
+/// An error and its causes, `a: b: c`, leaving out a cause whose text the message before it
+/// already ends with (errors that print their source as part of their own message, such as
+/// the store's, would otherwise say it twice).
+fn describe(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let cause = cause.to_string();
+        if text.ends_with(&cause) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&cause);
+    }
+    text
 }
 
 /// Logs go to stderr only (stdout belongs to the stdio transport, or to a client command's

@@ -13,7 +13,7 @@ use mcp_tasks_config::{
 };
 use mcp_tasks_engine::{Engine, Policy, Principal, RestartPolicy, SystemClock, TaskStore, ToolRuntime};
 use mcp_tasks_postgres::PostgresStore;
-use mcp_tasks_server::{Server, TaskMode, ToolDef, ToolSpec, http, stdio};
+use mcp_tasks_server::{Server, TaskMode, TaskTools, ToolDef, ToolSpec, http, stdio};
 use mcp_tasks_sqlite::SqliteStore;
 use tokio_util::sync::CancellationToken;
 
@@ -30,7 +30,14 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut builder = Server::builder(engine.clone())
         .name(config.server.name.clone())
         .inline_wait(config.server.inline_wait)
-        .retry_wait(config.server.retry_wait);
+        .retry_wait(config.server.retry_wait)
+        .heartbeat(config.server.heartbeat)
+        .sync_wait(config.server.sync_wait)
+        .task_tools(TaskTools {
+            status: config.server.task_tools.status.clone(),
+            result: config.server.task_tools.result.clone(),
+            cancel: config.server.task_tools.cancel.clone(),
+        });
     for tool in &config.tools {
         builder = builder.tool(tool_def(tool));
     }
@@ -162,6 +169,7 @@ fn tool_def(tool: &ToolConfig) -> ToolDef {
             .max_concurrent(tool.max_concurrent)
             .max_attempts(tool.max_attempts),
         inline_wait: tool.inline_wait,
+        sync_wait: tool.sync_wait,
     }
 }
 

@@ -24,7 +24,7 @@ use serde::Deserialize;
 use lines::{Lines, line_of};
 pub use problem::{ConfigError, Problem};
 use server::RawServer;
-pub use server::ServerConfig;
+pub use server::{ServerConfig, TaskToolNames};
 pub use tool::{InheritEnv, OutputFormat, RestartPolicy, Stdin, TaskSupport, ToolConfig};
 
 /// The whole configuration of `mcp-tasks serve`.
@@ -132,6 +132,17 @@ impl Config {
                 Err(err) => problems.push(err),
             }
         }
+        if let Some(server) = &server
+            && !server.sync_wait.is_zero()
+        {
+            for tool in &tools {
+                if server.task_tools.all().contains(&tool.name.as_str()) {
+                    let line = first_lines.get(&tool.name).copied();
+                    let problem = Problem::TaskToolClash { name: tool.name.clone() };
+                    problems.push(ConfigError::Invalid { file: None, line, problem });
+                }
+            }
+        }
         match server {
             Some(server) if problems.is_empty() => Ok(Config { server, tools }),
             _ => {
@@ -210,6 +221,13 @@ max_running = 8
 max_running_per_principal = 2
 max_retained_per_principal = 500
 metrics = false
+heartbeat = "5s"
+sync_wait = "20s"
+
+[server.task_tools]
+status = "job_status"
+result = "job_result"
+cancel = "job_cancel"
 
 [[server.auth.tokens]]
 principal = "alice"
@@ -267,6 +285,13 @@ task_support = "forbidden"
                 max_running_per_principal: 2,
                 max_retained_per_principal: 500,
                 metrics: false,
+                heartbeat: Duration::from_secs(5),
+                sync_wait: Duration::from_secs(20),
+                task_tools: crate::TaskToolNames {
+                    status: "job_status".into(),
+                    result: "job_result".into(),
+                    cancel: "job_cancel".into(),
+                },
                 auth: Auth::from_digests([
                     ("alice", Auth::digest("hunter2")),
                     (

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
 use serde_json::Value;
 use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 
 use crate::admission::{Policy, Work};
 use crate::clock::Clock;
@@ -173,7 +174,7 @@ impl Engine {
     /// tasks or too many tasks and calls run (nothing is written then); or a store failure.
     pub async fn create(&self, new: NewTask) -> Result<TaskRecord, EngineError> {
         // A keyless task never meets another: always a new one.
-        Ok(self.insert_new(new, None).await?.into_record())
+        Ok(self.insert_new(new, None, None).await?.into_record())
     }
 
     /// Creates a task like [`Engine::create`], at most once per idempotency key and owner
@@ -196,7 +197,7 @@ impl Engine {
         if let Some(existing) = self.inner.store.find_by_key(&new.owner, &key, now).await? {
             return same_call(existing, &new, &key);
         }
-        match self.insert_new(new.clone(), Some(key.clone())).await {
+        match self.insert_new(new.clone(), Some(key.clone()), None).await {
             Ok(Creation::New(record)) => Ok(Creation::New(record)),
             // Lost a race with a concurrent call with this key: the winner's task.
             Ok(Creation::Existing(existing)) => same_call(existing, &new, &key),
@@ -213,7 +214,13 @@ impl Engine {
     /// Builds the record of `new` (with `key`), admits it under the policy's limits and
     /// inserts it. On [`Creation::Existing`] (the store held a retained task of the owner
     /// with `key`) the new record was not stored and is forgotten.
-    async fn insert_new(&self, new: NewTask, key: Option<IdempotencyKey>) -> Result<Creation, EngineError> {
+    /// Inserts a new task (admitted first; see [`Engine::admit_task`] for `adopting`).
+    pub(crate) async fn insert_new(
+        &self,
+        new: NewTask,
+        key: Option<IdempotencyKey>,
+        adopting: Option<&CancellationToken>,
+    ) -> Result<Creation, EngineError> {
         if self.tool(&new.tool).is_none() {
             return Err(EngineError::UnknownTool(new.tool));
         }
@@ -236,7 +243,7 @@ impl Engine {
             input_kinds: new.input_kinds,
             idempotency_key: key,
         };
-        let inserting = self.admit_task(&record).await?;
+        let inserting = self.admit_task(&record, adopting).await?;
         let inserted = self.inner.store.insert(&record).await;
         drop(inserting);
         match inserted {

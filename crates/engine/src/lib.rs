@@ -11,6 +11,7 @@
 //!   [`Engine::request_cancel`]), await, and the one compare-and-set loop.
 //! - `admission`: the [`Policy`] and its limits on the work running in this process.
 //! - `run`: starting a task's work, recording its end, plain calls, the tools' slots.
+//! - `adopt`: a running plain call handed off to a task ([`Engine::adopt`], [`TaskLink`]).
 //! - `input`: input requests of the work and their answers.
 //! - `maintenance`: restart recovery ([`Engine::recover`]) and the TTL sweeper.
 //! - `work`: the [`Handler`] trait tools implement, the [`ToolRuntime`] they are
@@ -52,6 +53,7 @@
 //!   the running limits too.
 
 mod admission;
+mod adopt;
 mod clock;
 mod engine;
 mod error;
@@ -65,6 +67,7 @@ mod task;
 mod work;
 
 pub use admission::Policy;
+pub use adopt::TaskLink;
 pub use clock::{Clock, FakeClock, SystemClock};
 pub use engine::{Change, Creation, Engine, NewTask};
 pub use error::{EngineError, InputError, LimitExceeded, WorkError};

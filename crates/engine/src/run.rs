@@ -31,13 +31,13 @@ enum Turn {
 }
 
 /// How the work of a task ended, as [`Engine::finish`] records it.
-struct Ending {
-    outcome: Outcome,
+pub(crate) struct Ending {
+    pub(crate) outcome: Outcome,
     /// What the handler's [`Handler::reported_failure`](crate::Handler::reported_failure)
     /// says of a result, for tasks whose `error_result_fails` is set.
-    reported_failure: Option<String>,
+    pub(crate) reported_failure: Option<String>,
     /// [`Engine::request_cancel`] asked the work to stop.
-    cancel_requested: bool,
+    pub(crate) cancel_requested: bool,
 }
 
 impl Ending {
@@ -153,7 +153,7 @@ impl Engine {
 
     /// Records the end of attempt `attempt` of task `id`. A stale attempt, or a task that
     /// is already terminal (cancelled meanwhile), keeps what it has.
-    async fn finish(&self, id: &TaskId, attempt: u32, ending: Ending) {
+    pub(crate) async fn finish(&self, id: &TaskId, attempt: u32, ending: Ending) {
         let (event, message) = ending.event();
         match self.apply(id, None, Some(attempt), |_| (event.clone(), message.clone())).await {
             Ok(record) => tracing::info!(task = %id, status = %record.status(), "task finished"),

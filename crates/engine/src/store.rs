@@ -169,6 +169,10 @@ pub enum StoreError {
     /// The task's version changed (or the task vanished) since it was read.
     #[error("task {0} changed since it was read")]
     Conflict(TaskId),
+    /// The storage under the store is full: nothing of the write was stored, and what was
+    /// stored before is intact. Writes succeed again once space is freed.
+    #[error("the task store's disk is full: {0}")]
+    Full(String),
     /// The database failed.
     #[error("task store failed: {0}")]
     Backend(#[source] Box<dyn StdError + Send + Sync>),

@@ -41,6 +41,7 @@ use mcp_tasks_engine::{
     TaskStore, Timestamp, Update, Version,
 };
 
+use crate::faults::{self, StoreLock};
 use crate::{compat, migrate};
 
 /// How long a write waits for another process's lock on the file (say, an operator's
@@ -141,6 +142,8 @@ struct Inner {
     stats: Arc<Counters>,
     path: PathBuf,
     synchronous: Synchronous,
+    /// One server per file ([`faults`]); released after the writer is joined.
+    _lock: StoreLock,
 }
 
 impl Drop for Inner {
@@ -186,12 +189,17 @@ impl SqliteStore {
     /// # Errors
     /// As [`SqliteStore::open`].
     pub fn open_with(path: &Path, synchronous: Synchronous) -> Result<SqliteStore, StoreError> {
+        SqliteStore::open_locked(path, synchronous).map_err(|err| faults::at_open(path, err))
+    }
+
+    fn open_locked(path: &Path, synchronous: Synchronous) -> Result<SqliteStore, StoreError> {
         if let Some(parent) = path
             .parent()
             .filter(|parent| !parent.as_os_str().is_empty())
         {
             fs::create_dir_all(parent).map_err(StoreError::backend)?;
         }
+        let lock = StoreLock::take(path)?;
         let mut conn = Connection::open(path).map_err(StoreError::backend)?;
         configure(&conn, synchronous, WRITER_CACHE_KIB)?;
         migrate::migrate(&mut conn)?;
@@ -214,6 +222,7 @@ impl SqliteStore {
                 stats,
                 path: path.to_owned(),
                 synchronous,
+                _lock: lock,
             }),
         })
     }
@@ -329,7 +338,17 @@ trait Write: Send {
 
     /// Answers the caller: with the kept outcome if the batch committed, or with `failed`
     /// (the batch's failure) if it did not.
-    fn answer(self: Box<Self>, failed: Option<&str>);
+    fn answer(self: Box<Self>, failed: Option<&Failure>);
+
+    /// Whether the write failed because the disk is full.
+    fn found_disk_full(&self) -> bool;
+}
+
+/// Why a batch did not commit.
+struct Failure {
+    reason: String,
+    /// The disk is full (the callers hear [`StoreError::Full`]).
+    disk_full: bool,
 }
 
 /// A [`Write`] running `work`, whose caller waits on `reply`.
@@ -350,11 +369,19 @@ where
         }
     }
 
-    fn answer(self: Box<Self>, failed: Option<&str>) {
+    fn found_disk_full(&self) -> bool {
+        matches!(&self.outcome, Some(Err(err)) if faults::is_full(err))
+    }
+
+    fn answer(self: Box<Self>, failed: Option<&Failure>) {
         let outcome = match (failed, self.outcome) {
             (None, Some(outcome)) => outcome,
+            (Some(failure), _) if failure.disk_full => Err(StoreError::Full(format!(
+                "the write's transaction did not commit: {}",
+                failure.reason
+            ))),
             (Some(failure), _) => Err(StoreError::Backend(
-                format!("the write's transaction did not commit: {failure}").into(),
+                format!("the write's transaction did not commit: {}", failure.reason).into(),
             )),
             (None, None) => Err(StoreError::Backend("the write never ran".into())),
         };
@@ -387,27 +414,30 @@ fn write_loop(conn: &Connection, queue: &mpsc::Receiver<Box<dyn Write>>, stats: 
                 tracing::trace!(writes = batch.len(), micros, "committed a batch");
             }
             Err(failure) => {
-                tracing::error!(writes = batch.len(), error = %failure, "a batch of task store writes failed to commit");
+                let error = &failure.reason;
+                tracing::error!(writes = batch.len(), %error, disk_full = failure.disk_full, "a batch of task store writes failed to commit");
             }
         }
         let failed = committed.err();
         for job in batch.drain(..) {
-            job.answer(failed.as_deref());
+            job.answer(failed.as_ref());
         }
     }
 }
 
 /// Runs `batch` in one transaction and commits it. `Err` (with the reason) if the
 /// transaction did not commit, in which case none of its writes is on disk.
-fn commit(conn: &Connection, batch: &mut [Box<dyn Write>]) -> Result<(), String> {
-    conn.execute_batch("BEGIN IMMEDIATE")
-        .map_err(|err| err.to_string())?;
+fn commit(conn: &Connection, batch: &mut [Box<dyn Write>]) -> Result<(), Failure> {
+    let failed = |err: rusqlite::Error| Failure { disk_full: faults::is_full_sqlite(&err), reason: err.to_string() };
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(failed)?;
     for job in batch.iter_mut() {
         job.run(conn);
         // Some errors (a full disk, I/O, running out of memory) roll back the whole
         // transaction rather than one statement; then nothing of the batch stands.
         if conn.is_autocommit() {
-            return Err("SQLite rolled the transaction back after an error".to_owned());
+            let disk_full = job.found_disk_full();
+            let reason = if disk_full { "database or disk is full" } else { "SQLite rolled the transaction back after an error" };
+            return Err(Failure { reason: reason.to_owned(), disk_full });
         }
     }
     match conn.execute_batch("COMMIT") {
@@ -416,7 +446,7 @@ fn commit(conn: &Connection, batch: &mut [Box<dyn Write>]) -> Result<(), String>
             if !conn.is_autocommit() {
                 let _ = conn.execute_batch("ROLLBACK");
             }
-            Err(err.to_string())
+            Err(failed(err))
         }
     }
 }

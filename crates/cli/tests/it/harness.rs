@@ -115,17 +115,26 @@ pub(crate) struct Server {
 
 impl Server {
     pub(crate) fn start(config: &Path, store: &Path) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
-            .args(["serve", "--stdio", "--config"])
-            .arg(config)
-            .arg("--store")
-            .arg(store)
-            .env("RUST_LOG", "warn")
-            .stdin(Pipe::piped())
-            .stdout(Pipe::piped())
-            .stderr(Pipe::inherit())
-            .spawn()
-            .expect("spawn mcp-tasks");
+        Server::spawn(config, store, |command| {
+            command.env("RUST_LOG", "warn").stderr(Pipe::inherit());
+        })
+    }
+
+    /// As [`Server::start`], at the default log level (no `RUST_LOG`), its logs written to
+    /// `log`.
+    pub(crate) fn start_logging(config: &Path, store: &Path, log: &Path) -> Server {
+        let log = std::fs::File::create(log).expect("log file");
+        Server::spawn(config, store, |command| {
+            command.env_remove("RUST_LOG").stderr(log);
+        })
+    }
+
+    fn spawn(config: &Path, store: &Path, configure: impl FnOnce(&mut Command)) -> Server {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
+        command.args(["serve", "--stdio", "--config"]).arg(config).arg("--store").arg(store);
+        command.stdin(Pipe::piped()).stdout(Pipe::piped());
+        configure(&mut command);
+        let mut child = command.spawn().expect("spawn mcp-tasks");
         let stdout = child.stdout.take().expect("stdout");
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
