@@ -41,6 +41,16 @@
 //! ```
 
 mod line_protocol;
+
+/// Entry points for the fuzz targets (`fuzz/`) and their regression corpus; not an API.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Parses the JSON of a line-protocol marker line: `Ok` with the message's kind, or
+    /// what is wrong with it.
+    pub fn line_protocol(json: &[u8]) -> Result<&'static str, String> {
+        crate::line_protocol::parse_for_fuzzing(json)
+    }
+}
 mod result;
 
 use std::process::Stdio;

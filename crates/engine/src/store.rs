@@ -172,7 +172,7 @@ pub enum StoreError {
     /// The storage under the store is full: nothing of the write was stored, and what was
     /// stored before is intact. Writes succeed again once space is freed.
     #[error("the task store's disk is full: {0}")]
-    Full(String),
+    DiskFull(String),
     /// The database failed.
     #[error("task store failed: {0}")]
     Backend(#[source] Box<dyn StdError + Send + Sync>),

@@ -41,7 +41,7 @@ pub(crate) fn rpc_error(err: &EngineError) -> RpcError {
              \"{IDEMPOTENCY_KEY_META}\" of this value is for a different tool or different \
              arguments. Nothing was created; use a new key for a new call."
         )),
-        EngineError::Store(StoreError::Full(reason)) => {
+        EngineError::Store(StoreError::DiskFull(reason)) => {
             tracing::error!(%reason, "the task store's disk is full: refusing writes until space is freed");
             RpcError::internal(
                 "Internal error: the server's task store is out of disk space, so nothing was stored (no task was \

@@ -99,7 +99,7 @@ fn code(err: &StoreError) -> Option<ErrorCode> {
 
 /// Whether `err` says the disk is full.
 pub(crate) fn is_full(err: &StoreError) -> bool {
-    matches!(err, StoreError::Full(_)) || code(err) == Some(ErrorCode::DiskFull)
+    matches!(err, StoreError::DiskFull(_)) || code(err) == Some(ErrorCode::DiskFull)
 }
 
 /// Whether a driver error says the disk is full.

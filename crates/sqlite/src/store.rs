@@ -347,7 +347,7 @@ trait Write: Send {
 /// Why a batch did not commit.
 struct Failure {
     reason: String,
-    /// The disk is full (the callers hear [`StoreError::Full`]).
+    /// The disk is full (the callers hear [`StoreError::DiskFull`]).
     disk_full: bool,
 }
 
@@ -376,7 +376,7 @@ where
     fn answer(self: Box<Self>, failed: Option<&Failure>) {
         let outcome = match (failed, self.outcome) {
             (None, Some(outcome)) => outcome,
-            (Some(failure), _) if failure.disk_full => Err(StoreError::Full(format!(
+            (Some(failure), _) if failure.disk_full => Err(StoreError::DiskFull(format!(
                 "the write's transaction did not commit: {}",
                 failure.reason
             ))),
