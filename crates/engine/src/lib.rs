@@ -70,7 +70,7 @@ pub use engine::{Change, Creation, Engine, NewTask};
 pub use error::{EngineError, InputError, LimitExceeded, WorkError};
 pub use maintenance::{Recovery, Sweep};
 pub use process::{Leftover, ProcessGroup, TASK_ID_ENV};
-pub use store::{Cursor, Inserted, ListQuery, StoreError, TaskStore, Update};
+pub use store::{Answer, Cursor, Inserted, Lease, ListQuery, NodeId, StoreError, TaskStore, Update};
 pub use task::{
     ErrorObject, Event, EventKind, IdempotencyKey, InputKind, InputRequest, InputRequests, Outcome, Principal,
     Refused, RestartPolicy, Status, TaskId, TaskRecord, TaskState, Timestamp, Version,
