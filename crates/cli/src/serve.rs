@@ -26,7 +26,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let config = Config::load(&args.config)
         .with_context(|| format!("loading config {}", args.config.display()))?;
     let (store, described) = open_store(store_choice(args.store.as_deref())?).await?;
-    let engine = Engine::new(store, Arc::new(SystemClock), policy(&config));
+    let engine = Engine::with_lease(store, Arc::new(SystemClock), policy(&config), lease(&config)?);
     let mut builder = Server::builder(engine.clone())
         .name(config.server.name.clone())
         .inline_wait(config.server.inline_wait)
@@ -53,6 +53,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     let shutdown = CancellationToken::new();
     let sweeper = engine.spawn_sweeper(SWEEP_EVERY, shutdown.clone());
+    // On a shared store: the heartbeat of this replica's claims and the rescuer.
+    let claims = engine.spawn_claims(shutdown.clone());
     let served = if args.stdio {
         eprintln!("mcp-tasks: serving {} tools on stdio", names.len());
         let served = stdio::serve(tokio::io::BufReader::new(tokio::io::stdin()), tokio::io::stdout(), server);
@@ -67,7 +69,28 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     shutdown.cancel();
     let _ = sweeper.await;
+    let _ = claims.await;
     served
+}
+
+/// The shortest lease accepted: below it the heartbeat (every third of it) would be a busy
+/// loop on the database.
+const MIN_LEASE: Duration = Duration::from_millis(300);
+
+/// `server.lease`, checked.
+///
+/// # Errors
+/// A lease shorter than [`MIN_LEASE`].
+pub(crate) fn lease(config: &Config) -> anyhow::Result<Duration> {
+    let lease = config.server.lease;
+    if lease < MIN_LEASE {
+        anyhow::bail!(
+            "server.lease is {}, shorter than the {} a claim needs (the heartbeat renews it every third)",
+            humantime::format_duration(lease),
+            humantime::format_duration(MIN_LEASE)
+        );
+    }
+    Ok(lease)
 }
 
 /// Streamable HTTP until SIGTERM or Ctrl-C; running tasks keep their durable state.

@@ -76,7 +76,8 @@ impl Engine {
         let Registered { runtime, slots } =
             self.registered(&task.tool).ok_or_else(|| EngineError::UnknownTool(task.tool.clone()))?;
         let cancel = CancellationToken::new();
-        let running = Running::new(task.attempt, task.owner.clone(), cancel.clone());
+        // Started only after its insert or take-over: the store holds this node's claim.
+        let running = Running { claimed: true, ..Running::new(task.attempt, task.owner.clone(), cancel.clone()) };
         self.work().tasks.insert(task.id.clone(), running);
         let entry = slots.map(|slots| (slots.enter(), slots.size()));
         let ctx = Context::for_task(self.clone(), task.id.clone(), task.attempt, cancel);
@@ -152,8 +153,13 @@ impl Engine {
     }
 
     /// Records the end of attempt `attempt` of task `id`. A stale attempt, or a task that
-    /// is already terminal (cancelled meanwhile), keeps what it has.
+    /// is already terminal (cancelled meanwhile), keeps what it has; an attempt whose claim
+    /// this node lost writes nothing.
     async fn finish(&self, id: &TaskId, attempt: u32, ending: Ending) {
+        if self.work().lost.remove(&(id.clone(), attempt)) {
+            tracing::info!(task = %id, attempt, "work ended after this node lost its claim; nothing written");
+            return;
+        }
         let (event, message) = ending.event();
         match self.apply(id, None, Some(attempt), |_| (event.clone(), message.clone())).await {
             Ok(record) => tracing::info!(task = %id, status = %record.status(), "task finished"),

@@ -82,6 +82,10 @@ impl TaskStore for Conflicting {
         lease: &Lease,
         now: Timestamp,
     ) -> Result<Option<TaskRecord>, StoreError> {
+        // A take-over is a write too: another process got there first.
+        if self.doomed.lock().unwrap().contains(id) {
+            return Ok(None);
+        }
         self.inner.claim(id, attempt, lease, now).await
     }
     async fn renew(&self, lease: &Lease, now: Timestamp) -> Result<Vec<TaskId>, StoreError> {
