@@ -303,8 +303,8 @@ pub(crate) struct ServeArgs {
     pub(crate) listen: Option<std::net::SocketAddr>,
 
     /// Where tasks are kept: an SQLite file path (or sqlite://PATH), or a PostgreSQL database
-    /// (postgres://user[:password]@host[:port]/db; no TLS yet; one serving replica per store
-    /// for now). Default: tasks.sqlite3 in the platform's data directory (e.g.
+    /// (postgres://user[:password]@host[:port]/db; no TLS yet), which any number of replicas
+    /// and workers may share. Default: tasks.sqlite3 in the platform's data directory (e.g.
     /// ~/.local/share/mcp-tasks/).
     #[arg(long, value_name = "PATH|URL", env = "MCP_TASKS_STORE")]
     pub(crate) store: Option<String>,

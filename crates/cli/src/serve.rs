@@ -226,7 +226,7 @@ async fn open_store(choice: StoreChoice) -> anyhow::Result<(Arc<dyn TaskStore>, 
         StoreChoice::Postgres(url) => {
             // The error names the URL with its password hidden; so does every later one.
             let store = PostgresStore::connect(&url).await.context("opening the PostgreSQL task store")?;
-            let described = format!("{} (PostgreSQL; one serving replica per store in this build)", store.url());
+            let described = format!("{} (PostgreSQL, shared: claims with a lease, any replica serves any task)", store.url());
             Ok((Arc::new(store), described))
         }
     }
