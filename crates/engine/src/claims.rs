@@ -7,6 +7,7 @@
 //! runs (finished, cancelled or taken over elsewhere; a cancel requested through another node).
 
 use std::collections::HashSet;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
@@ -52,6 +53,11 @@ impl Engine {
     /// through another node) stops its work; a newer attempt (taken over) stops it as lost;
     /// on a shared store, a cancel requested through another node is read and obeyed.
     fn watch(&self, record: &TaskRecord) {
+        if record.attempt == 0 && !record.status().is_terminal() {
+            // Queued by a node that runs no work: claim it now rather than at the next sweep.
+            self.nudge_rescue();
+            return;
+        }
         let (attempt, asked) = match self.work().tasks.get(&record.id) {
             Some(running) if running.claimed => (running.attempt, running.cancel_requested),
             _ => return,
@@ -97,6 +103,36 @@ impl Engine {
         if let Err(err) = cancelled {
             tracing::debug!(task = %id, error = %err, "a queued task asked to stop had moved on");
         }
+    }
+
+    /// Runs a rescuer pass soon, on a node that runs work (a queued task arrived); passes
+    /// asked for while one runs make one more after it, not one each.
+    fn nudge_rescue(&self) {
+        if !self.runs_work() {
+            return;
+        }
+        if self.inner.rescue_pending.swap(true, Ordering::AcqRel) {
+            self.inner.rescue_again.store(true, Ordering::Release);
+            return;
+        }
+        let engine = self.clone();
+        tokio::spawn(async move {
+            loop {
+                engine.inner.rescue_again.store(false, Ordering::Release);
+                if let Err(err) = engine.rescue_once().await {
+                    tracing::warn!(error = %err, "the rescuer failed; the next sweep tries again");
+                }
+                if !engine.inner.rescue_again.load(Ordering::Acquire) {
+                    engine.inner.rescue_pending.store(false, Ordering::Release);
+                    // One asked for between the check and the release runs now.
+                    if !engine.inner.rescue_again.swap(false, Ordering::AcqRel)
+                        || engine.inner.rescue_pending.swap(true, Ordering::AcqRel)
+                    {
+                        return;
+                    }
+                }
+            }
+        });
     }
 
     /// Notes that the store holds this node's claim on attempt `attempt` of task `id`.

@@ -7,6 +7,7 @@
 //! claims, the heartbeat, the rescuer and the store's change feed (`claims.rs`).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -20,7 +21,7 @@ use crate::input::InputWaiters;
 use crate::run::Registered;
 use crate::slots::Slots;
 use crate::store::{Inserted, Lease, ListQuery, NodeId, StoreError, TaskStore, Update};
-use crate::task::{Event, IdempotencyKey, InputKind, Principal, TaskId, TaskRecord, TaskState, Version};
+use crate::task::{Event, IdempotencyKey, InputKind, Principal, TaskId, TaskRecord, TaskState, Timestamp, Version};
 use crate::work::{Progress, ToolRuntime};
 
 /// How many times a write is re-read and re-applied after a version conflict.
@@ -115,6 +116,13 @@ pub(crate) struct Inner {
     pub(crate) node: NodeId,
     /// How long a claim holds without a renewal.
     pub(crate) lease: Duration,
+    /// Whether this node runs tasks ([`Engine::set_runs_work`]); if not, it queues them in
+    /// the store for the nodes that do.
+    pub(crate) runs_work: AtomicBool,
+    /// A rescuer pass is under way or asked for ([`Engine::nudge_rescue`]).
+    pub(crate) rescue_pending: AtomicBool,
+    /// Another pass was asked for while one ran.
+    pub(crate) rescue_again: AtomicBool,
     /// Registered tools. A std lock: never held across an await, and read far more often
     /// than written.
     tools: RwLock<HashMap<String, Registered>>,
@@ -158,6 +166,9 @@ impl Engine {
                 policy,
                 node: NodeId::random(),
                 lease: lease.max(Duration::from_millis(3)),
+                runs_work: AtomicBool::new(true),
+                rescue_pending: AtomicBool::new(false),
+                rescue_again: AtomicBool::new(false),
                 tools: RwLock::new(HashMap::new()),
                 running: Mutex::new(Work::default()),
                 inputs: Mutex::new(HashMap::new()),
@@ -173,6 +184,20 @@ impl Engine {
     /// The node this engine's claims name.
     pub fn node(&self) -> &NodeId {
         &self.inner.node
+    }
+
+    /// Whether this node runs the work of tasks (by default it does). A node that does not
+    /// (an HTTP tier in front of workers, on a shared store) stores each new task queued
+    /// (attempt 0, unclaimed): [`Engine::start`] leaves it alone, and the first node that
+    /// runs work to see it (its rescuer, woken by the store's change feed) claims and runs it.
+    /// Such a node takes nothing over at recovery either.
+    pub fn set_runs_work(&self, runs: bool) {
+        self.inner.runs_work.store(runs, Ordering::Relaxed);
+    }
+
+    /// Whether this node runs the work of tasks ([`Engine::set_runs_work`]).
+    pub fn runs_work(&self) -> bool {
+        self.inner.runs_work.load(Ordering::Relaxed)
     }
 
     /// A lease of this node from now.
@@ -276,9 +301,17 @@ impl Engine {
             input_kinds: new.input_kinds,
             idempotency_key: key,
         };
+        let runs_work = self.runs_work();
+        let mut record = record;
+        let lease = if runs_work {
+            self.lease_from_now()
+        } else {
+            // Queued for a node that runs work: attempt 0, a claim lapsed from the start.
+            record.attempt = 0;
+            Lease { node: self.inner.node.clone(), until: Timestamp(i64::MIN) }
+        };
         let inserting = self.admit_task(&record).await?;
-        let inserted =
-            self.inner.store.insert_claimed(&record, &self.lease_from_now(), policy.max_retained_per_principal).await;
+        let inserted = self.inner.store.insert_claimed(&record, &lease, policy.max_retained_per_principal).await;
         drop(inserting);
         match inserted {
             Err(StoreError::Full { owner, retained }) => {
@@ -296,7 +329,11 @@ impl Engine {
             }
             Ok(Inserted::New) => {
                 tracing::info!(task = %record.id, owner = %record.owner, tool = %record.tool, "task created");
-                self.mark_claimed(&record.id, record.attempt);
+                if runs_work {
+                    self.mark_claimed(&record.id, record.attempt);
+                } else {
+                    self.forget(&record.id, record.attempt);
+                }
                 self.publish_task(&record);
                 Ok(Creation::New(record))
             }

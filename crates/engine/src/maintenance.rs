@@ -31,6 +31,8 @@ pub struct Recovery {
     pub skipped: usize,
     /// Cancelled, because their requestor had asked them to stop before their node died.
     pub cancelled: usize,
+    /// Queued by a node that runs no work, and started here for the first time.
+    pub started: usize,
 }
 
 /// What one sweep pass did.
@@ -85,6 +87,9 @@ impl Engine {
     /// them), else every one (at start, whatever ran before belongs to a dead process).
     async fn rescue(&self, horizon: Timestamp, limit: u32, spare_own: bool) -> Result<Recovery, EngineError> {
         let mut report = Recovery::default();
+        if !self.runs_work() {
+            return Ok(report);
+        }
         let lapsed = self.inner.store.lapsed(horizon, limit).await?;
         let mut tagged = if lapsed.is_empty() { Default::default() } else { process::tagged_processes() };
         for task in lapsed {
@@ -101,7 +106,7 @@ impl Engine {
             resolved?;
         }
         if report != Recovery::default() {
-            tracing::info!(failed = report.failed, retried = report.retried, skipped = report.skipped, cancelled = report.cancelled, "took over unfinished tasks whose node is gone");
+            tracing::info!(failed = report.failed, retried = report.retried, skipped = report.skipped, cancelled = report.cancelled, started = report.started, "took over unfinished tasks whose node is gone");
         }
         Ok(report)
     }
@@ -141,6 +146,21 @@ impl Engine {
                     Err(err) => return Err(err),
                 }
                 return Ok(());
+            }
+            if task.attempt == 0 {
+                // Queued, never run: its first attempt starts here.
+                return match self.start(&taken) {
+                    Ok(()) => {
+                        report.started += 1;
+                        Ok(())
+                    }
+                    Err(EngineError::UnknownTool(tool)) => {
+                        tracing::warn!(task = %task.id, %tool, "a queued task's tool is not registered here; failing it");
+                        let failure = WorkError::InterruptedByRestart;
+                        self.fail_interrupted(&taken, failure).await.map(|()| report.failed += 1)
+                    }
+                    Err(err) => Err(err),
+                };
             }
             let runtime = self.tool(&task.tool);
             let done = match runtime.map(|tool| (tool.on_restart, tool.max_attempts.max(1))) {

@@ -65,7 +65,8 @@ impl Ending {
 }
 
 impl Engine {
-    /// Starts the work of `task` (its current attempt) in the background. If the tool's
+    /// Starts the work of `task` (its current attempt) in the background; a task queued
+    /// for another node (attempt 0, see [`Engine::set_runs_work`]) is left to it. If the tool's
     /// `max_concurrent` slots are all busy, the task joins the tool's queue now (so tasks
     /// start in the order of the calls to this method) and waits in `working` with a status
     /// message saying it is queued.
@@ -75,6 +76,11 @@ impl Engine {
     pub fn start(&self, task: &TaskRecord) -> Result<(), EngineError> {
         let Registered { runtime, slots } =
             self.registered(&task.tool).ok_or_else(|| EngineError::UnknownTool(task.tool.clone()))?;
+        if task.attempt == 0 {
+            // Queued by a node that runs no work: a node that does claims it from the store.
+            tracing::debug!(task = %task.id, "task queued for a node that runs work");
+            return Ok(());
+        }
         let cancel = CancellationToken::new();
         // Started only after its insert or take-over: the store holds this node's claim.
         let running = Running { claimed: true, ..Running::new(task.attempt, task.owner.clone(), cancel.clone()) };

@@ -115,11 +115,14 @@ pub(crate) struct Server {
 
 impl Server {
     pub(crate) fn start(config: &Path, store: &Path) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
-            .args(["serve", "--stdio", "--config"])
-            .arg(config)
-            .arg("--store")
-            .arg(store)
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
+        command.args(["serve", "--stdio", "--config"]).arg(config).arg("--store").arg(store);
+        Server::spawn(command)
+    }
+
+    /// Spawns `command` (an `mcp-tasks serve --stdio …`) and speaks to it over its stdio.
+    pub(crate) fn spawn(mut command: Command) -> Server {
+        let mut child = command
             .env("RUST_LOG", "warn")
             .stdin(Pipe::piped())
             .stdout(Pipe::piped())

@@ -139,3 +139,82 @@ fn replicas_a_killed_replicas_tasks_are_taken_over_within_the_lease_by_their_res
     eprintln!("replicas: the killed replica's tasks were resolved {taken:?} after the kill (lease {LEASE:?})");
     assert!(taken < TAKE_OVER_DEADLINE);
 }
+
+/// `mcp-tasks worker` on the schema of `schema`, with the config `config`; killed when dropped.
+struct Worker(std::process::Child);
+
+impl Worker {
+    fn start(config: &Path, schema: &Schema) -> Worker {
+        use std::io::{BufRead, BufReader};
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
+            .args(["worker", "--config"])
+            .arg(config)
+            .args(["--store", &schema.url()])
+            .env("RUST_LOG", "warn")
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn mcp-tasks worker");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if line.starts_with("mcp-tasks: worker ") {
+                    let _ = tx.send(());
+                }
+                eprintln!("[worker] {line}");
+            }
+        });
+        rx.recv_timeout(Duration::from_secs(30)).expect("the worker says it started");
+        Worker(child)
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn replicas_a_no_work_replica_queues_tasks_and_a_worker_runs_them() {
+    let Some(server_url) = database_url() else { return };
+    let schema = Schema::create(&server_url);
+    let work = Workdir::new();
+    let mut http_tier = {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
+        child.args(["serve", "--stdio", "--no-work", "--config"]).arg(work.config()).args(["--store", &schema.url()]);
+        Server::spawn(child)
+    };
+    http_tier.initialize();
+    let id = create_task(&mut http_tier, "echo", json!({"text": "run by the worker"}));
+    let queued = http_tier.call("tasks/get", json!({"taskId": id}));
+    assert_eq!(queued["status"], "working", "{queued}");
+    let _worker = Worker::start(&work.config(), &schema);
+    let result = http_tier.call("tasks/result", json!({"taskId": id}));
+    assert_eq!(result["content"][0]["text"], "run by the worker", "{result}");
+    // Queued after the worker started: claimed as it arrives (woken by the store's change).
+    let next = create_task(&mut http_tier, "echo", json!({"text": "next"}));
+    let result = http_tier.call("tasks/result", json!({"taskId": next}));
+    assert_eq!(result["content"][0]["text"], "next", "{result}");
+}
+
+#[test]
+fn a_worker_or_a_no_work_replica_on_sqlite_is_refused_with_what_to_do() {
+    let work = Workdir::new();
+    for args in [&["worker", "--store"][..], &["serve", "--stdio", "--no-work", "--store"][..]] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
+            .args(args)
+            .arg(work.store())
+            .arg("--config")
+            .arg(work.config())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run mcp-tasks");
+        assert!(!output.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("postgres://"), "{args:?}: {stderr}");
+        assert!(!work.store().exists(), "{args:?}: nothing created: {stderr}");
+    }
+}
