@@ -101,6 +101,18 @@ impl Engine {
                     }
                 },
             };
+            // On a shared store the tool's limit holds across every node: a slot in the store too.
+            let shared_slot = match runtime.max_concurrent {
+                Some(size) if engine.inner.store.shared() => Some(size),
+                _ => None,
+            };
+            if let Some(size) = shared_slot
+                && let Turn::Cancelled = engine.wait_shared_slot(&tool, size, &id, &ctx).await
+            {
+                drop(permit);
+                engine.forget(&id, attempt);
+                return;
+            }
             engine.mark_started(&id, attempt);
             let handler = Arc::clone(&runtime.handler);
             let work = tokio::spawn(async move { runtime.handler.call(arguments, ctx).await });
@@ -118,6 +130,12 @@ impl Engine {
             // The slot and the place among the running work are free before the outcome
             // is written: whoever sees the task end may start another at once.
             drop(permit);
+            if shared_slot.is_some()
+                && let Err(err) = engine.inner.store.release_slot(&tool, &id).await
+            {
+                // It frees by itself once the task is seen finished.
+                tracing::warn!(task = %id, error = %err, "could not give up the tool's slot");
+            }
             let cancel_requested = engine.forget(&id, attempt);
             engine.finish(&id, attempt, Ending { outcome, reported_failure, cancel_requested }).await;
         });
@@ -173,6 +191,45 @@ impl Engine {
                 tracing::debug!(task = %id, %from, "work ended after the task was already terminal");
             }
             Err(err) => tracing::warn!(task = %id, error = %err, "could not record the task's outcome"),
+        }
+    }
+
+    /// Waits for one of the `size` slots of `tool` in the shared store (its `max_concurrent`
+    /// across every node) for task `id`: taken at once if one is free, else again whenever a
+    /// task of the tool ends (the change feed) and every half lease (a lapsed holder), telling
+    /// the requestor through the status message that the task is queued.
+    async fn wait_shared_slot(&self, tool: &str, size: u32, id: &TaskId, ctx: &Context) -> Turn {
+        let mut feed = self.subscribe();
+        let mut retries = tokio::time::interval(self.inner.lease / 2);
+        retries.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut told = false;
+        loop {
+            match self.inner.store.take_slot(tool, size, id, &self.lease_from_now(), self.inner.clock.now()).await {
+                Ok(true) => {
+                    if told {
+                        ctx.status(format!("started: a slot of tool {tool} came free")).await;
+                    }
+                    return Turn::Run(None);
+                }
+                Ok(false) => {}
+                Err(err) => tracing::warn!(task = %id, error = %err, "could not take a slot of the tool; trying again"),
+            }
+            if !told {
+                ctx.status(queued_message(size, tool)).await;
+                told = true;
+            }
+            loop {
+                tokio::select! {
+                    biased;
+                    () = ctx.cancelled() => return Turn::Cancelled,
+                    change = feed.recv() => match change {
+                        Ok(crate::Change::Task(record)) if record.tool == tool && record.status().is_terminal() => break,
+                        Ok(_) => {}
+                        Err(_) => break,
+                    },
+                    _ = retries.tick() => break,
+                }
+            }
         }
     }
 

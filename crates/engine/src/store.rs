@@ -223,6 +223,22 @@ pub trait TaskStore: Send + Sync + 'static {
     /// task exactly as it stands. A slow subscriber may lag (then it re-reads what it waits
     /// for).
     fn changes(&self) -> broadcast::Receiver<Arc<TaskRecord>>;
+
+    /// Takes one of the `size` slots of `tool` (its `max_concurrent`, across every node on
+    /// the store) for task `id`, held by `lease`: `true` if the task holds one now (already
+    /// held, or one was free). A slot is free if no task holds it, or its holder's lease
+    /// lapsed at `now`, or its holder finished. Atomic: of racing takers no more than `size`
+    /// hold a slot. Renewed by [`TaskStore::renew`] with the node's claims.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn take_slot(&self, tool: &str, size: u32, id: &TaskId, lease: &Lease, now: Timestamp) -> Result<bool, StoreError>;
+
+    /// Gives up the slot of `tool` task `id` holds, if any.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn release_slot(&self, tool: &str, id: &TaskId) -> Result<(), StoreError>;
 }
 
 /// The answer to an input request: the client's response, or its error.

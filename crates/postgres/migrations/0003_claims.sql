@@ -51,3 +51,15 @@ CREATE TRIGGER tasks_notify_insert AFTER INSERT ON tasks
 CREATE TRIGGER tasks_notify_update AFTER UPDATE ON tasks
     FOR EACH ROW WHEN (NEW.version IS DISTINCT FROM OLD.version)
     EXECUTE FUNCTION tasks_notify_change();
+
+-- The slots of each tool's `max_concurrent`, across every replica and worker: the task
+-- holding one, and its node's lease (renewed with its claims). A slot whose lease lapsed or
+-- whose task finished is free. Taken under a transaction-level advisory lock per tool.
+CREATE TABLE tool_slots (
+    tool        TEXT COLLATE "C" NOT NULL,
+    task_id     TEXT COLLATE "C" NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+    node        TEXT NOT NULL,
+    lease_until BIGINT NOT NULL,
+    PRIMARY KEY (tool, task_id)
+);
+CREATE INDEX tool_slots_by_node ON tool_slots (node);

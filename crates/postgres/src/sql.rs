@@ -193,3 +193,26 @@ pub const GET_CHANGED: &str = concat!(
     columns!(),
     ", changed_at FROM tasks WHERE id = $1"
 );
+
+/// `take_slot`: serialises the takers of one tool's slots, across replicas, until commit.
+pub const LOCK_SLOTS: &str = "SELECT pg_advisory_xact_lock(hashtext('mcp_tasks.slots.' || $1))";
+
+/// `take_slot`: frees the tool's slots whose lease lapsed or whose task finished.
+pub const FREE_SLOTS: &str = concat!(
+    "DELETE FROM tool_slots WHERE tool = $1 AND (lease_until <= $2 OR NOT EXISTS \
+     (SELECT 1 FROM tasks WHERE tasks.id = tool_slots.task_id AND tasks.",
+    unfinished!(),
+    "))"
+);
+
+/// `take_slot`: the slots held, and whether the task holds one.
+pub const COUNT_SLOTS: &str = "SELECT count(*), count(*) FILTER (WHERE task_id = $2) FROM tool_slots WHERE tool = $1";
+
+/// `take_slot`.
+pub const TAKE_SLOT: &str = "INSERT INTO tool_slots (tool, task_id, node, lease_until) VALUES ($1, $2, $3, $4)";
+
+/// `release_slot`.
+pub const RELEASE_SLOT: &str = "DELETE FROM tool_slots WHERE tool = $1 AND task_id = $2";
+
+/// `renew`: the node's live slots, beside its claims.
+pub const RENEW_SLOTS: &str = "UPDATE tool_slots SET lease_until = $1 WHERE node = $2 AND lease_until > $3";

@@ -362,6 +362,11 @@ impl TaskStore for PostgresStore {
             .query(&statement, &[&lease.until.0, &lease.node.as_str(), &now.0])
             .await
             .map_err(StoreError::backend)?;
+        let slots = client.prepare_cached(sql::RENEW_SLOTS).await.map_err(StoreError::backend)?;
+        client
+            .execute(&slots, &[&lease.until.0, &lease.node.as_str(), &now.0])
+            .await
+            .map_err(StoreError::backend)?;
         rows.iter()
             .map(|row| {
                 row.try_get::<_, String>(0)
@@ -451,6 +456,38 @@ impl TaskStore for PostgresStore {
 
     fn changes(&self) -> broadcast::Receiver<Arc<TaskRecord>> {
         self.feed.sender.subscribe()
+    }
+
+    async fn take_slot(&self, tool: &str, size: u32, id: &TaskId, lease: &Lease, now: Timestamp) -> Result<bool, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(StoreError::backend)?;
+        let lock = tx.prepare_cached(sql::LOCK_SLOTS).await.map_err(StoreError::backend)?;
+        tx.execute(&lock, &[&tool]).await.map_err(StoreError::backend)?;
+        let free = tx.prepare_cached(sql::FREE_SLOTS).await.map_err(StoreError::backend)?;
+        tx.execute(&free, &[&tool, &now.0]).await.map_err(StoreError::backend)?;
+        let count = tx.prepare_cached(sql::COUNT_SLOTS).await.map_err(StoreError::backend)?;
+        let row = tx.query_one(&count, &[&tool, &id.as_str()]).await.map_err(StoreError::backend)?;
+        let (held, mine): (i64, i64) =
+            (row.try_get(0).map_err(StoreError::backend)?, row.try_get(1).map_err(StoreError::backend)?);
+        let taken = if mine > 0 {
+            true
+        } else if held >= i64::from(size) {
+            false
+        } else {
+            let take = tx.prepare_cached(sql::TAKE_SLOT).await.map_err(StoreError::backend)?;
+            tx.execute(&take, &[&tool, &id.as_str(), &lease.node.as_str(), &lease.until.0])
+                .await
+                .map_err(StoreError::backend)?;
+            true
+        };
+        tx.commit().await.map_err(StoreError::backend)?;
+        Ok(taken)
+    }
+
+    async fn release_slot(&self, tool: &str, id: &TaskId) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql::RELEASE_SLOT).await.map_err(StoreError::backend)?;
+        client.execute(&statement, &[&tool, &id.as_str()]).await.map(|_| ()).map_err(StoreError::backend)
     }
 }
 

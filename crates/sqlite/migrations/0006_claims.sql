@@ -15,3 +15,14 @@ CREATE TABLE task_answers (
     answer  TEXT NOT NULL,
     PRIMARY KEY (task_id, key)
 ) STRICT;
+
+-- The slots of each tool's `max_concurrent`, across every process on the store (one on
+-- SQLite): the task holding one, and its node's lease (renewed with its claims). A slot whose
+-- lease lapsed or whose task finished is free.
+CREATE TABLE tool_slots (
+    tool        TEXT    NOT NULL,
+    task_id     TEXT    NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+    node        TEXT    NOT NULL,
+    lease_until INTEGER NOT NULL,
+    PRIMARY KEY (tool, task_id)
+) STRICT;

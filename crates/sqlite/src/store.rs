@@ -777,6 +777,11 @@ impl TaskStore for SqliteStore {
                     .map(|id| id.map(TaskId::from))
                     .collect::<rusqlite::Result<Vec<TaskId>>>()
             })
+            .and_then(|renewed| {
+                conn.prepare_cached("UPDATE tool_slots SET lease_until = ?1 WHERE node = ?2 AND lease_until > ?3")?
+                    .execute(params![until, node, now.0])?;
+                Ok(renewed)
+            })
             .map_err(StoreError::backend)
         })
         .await
@@ -896,6 +901,46 @@ impl TaskStore for SqliteStore {
 
     fn changes(&self) -> broadcast::Receiver<Arc<TaskRecord>> {
         self.inner.feed.subscribe()
+    }
+
+    async fn take_slot(&self, tool: &str, size: u32, id: &TaskId, lease: &Lease, now: Timestamp) -> Result<bool, StoreError> {
+        let (tool, id) = (tool.to_owned(), id.as_str().to_owned());
+        let (node, until) = (lease.node.as_str().to_owned(), lease.until.0);
+        self.write(move |conn| {
+            // On the one writer thread: freeing, counting and taking are atomic.
+            conn.prepare_cached(&format!(
+                "DELETE FROM tool_slots WHERE tool = ?1 AND (lease_until <= ?2 OR NOT EXISTS \
+                 (SELECT 1 FROM tasks WHERE tasks.id = tool_slots.task_id AND tasks.status IN {UNFINISHED}))"
+            ))
+            .and_then(|mut stmt| stmt.execute(params![tool, now.0]))
+            .map_err(StoreError::backend)?;
+            let (held, mine): (i64, i64) = conn
+                .prepare_cached("SELECT count(*), count(*) FILTER (WHERE task_id = ?2) FROM tool_slots WHERE tool = ?1")
+                .and_then(|mut stmt| stmt.query_row(params![tool, id], |row| Ok((row.get(0)?, row.get(1)?))))
+                .map_err(StoreError::backend)?;
+            if mine > 0 {
+                return Ok(true);
+            }
+            if held >= i64::from(size) {
+                return Ok(false);
+            }
+            conn.prepare_cached("INSERT INTO tool_slots (tool, task_id, node, lease_until) VALUES (?1, ?2, ?3, ?4)")
+                .and_then(|mut stmt| stmt.execute(params![tool, id, node, until]))
+                .map_err(StoreError::backend)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn release_slot(&self, tool: &str, id: &TaskId) -> Result<(), StoreError> {
+        let (tool, id) = (tool.to_owned(), id.as_str().to_owned());
+        self.write(move |conn| {
+            conn.prepare_cached("DELETE FROM tool_slots WHERE tool = ?1 AND task_id = ?2")
+                .and_then(|mut stmt| stmt.execute(params![tool, id]))
+                .map(|_| ())
+                .map_err(StoreError::backend)
+        })
+        .await
     }
 }
 

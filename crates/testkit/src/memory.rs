@@ -48,6 +48,8 @@ struct Tables {
     cancels: HashSet<TaskId>,
     /// Stored input answers not yet taken, by task and request key.
     answers: HashMap<(TaskId, String), Answer>,
+    /// The slots of each tool's `max_concurrent`: holder task and lease.
+    slots: HashMap<String, HashMap<TaskId, Lease>>,
 }
 
 impl Tables {
@@ -368,6 +370,13 @@ impl TaskStore for MemoryStore {
                 renewed.push(id.clone());
             }
         }
+        for held in tables.slots.values_mut() {
+            for slot in held.values_mut() {
+                if slot.node == lease.node && slot.until > now {
+                    slot.until = lease.until;
+                }
+            }
+        }
         renewed.sort();
         Ok(renewed)
     }
@@ -425,5 +434,29 @@ impl TaskStore for MemoryStore {
 
     fn changes(&self) -> broadcast::Receiver<Arc<TaskRecord>> {
         self.feed.subscribe()
+    }
+
+    async fn take_slot(&self, tool: &str, size: u32, id: &TaskId, lease: &Lease, now: Timestamp) -> Result<bool, StoreError> {
+        let mut tables = self.lock();
+        let Tables { tasks, slots, .. } = &mut *tables;
+        let held = slots.entry(tool.to_owned()).or_default();
+        held.retain(|holder, lease| {
+            lease.until > now && tasks.get(holder).is_some_and(|task| !task.status().is_terminal())
+        });
+        if held.contains_key(id) {
+            return Ok(true);
+        }
+        if held.len() >= size as usize {
+            return Ok(false);
+        }
+        held.insert(id.clone(), lease.clone());
+        Ok(true)
+    }
+
+    async fn release_slot(&self, tool: &str, id: &TaskId) -> Result<(), StoreError> {
+        if let Some(held) = self.lock().slots.get_mut(tool) {
+            held.remove(id);
+        }
+        Ok(())
     }
 }

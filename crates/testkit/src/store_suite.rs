@@ -683,6 +683,7 @@ macro_rules! store_suite {
             a_cancel_request_is_seen_through_the_other_handle,
             an_answer_is_stored_with_its_write_and_taken_once,
             the_change_feed_carries_the_writes_of_either_handle,
+            a_tools_slots_hold_across_handles_and_free_up_by_release_lapse_or_end,
         );
     };
     ($make:expr) => {

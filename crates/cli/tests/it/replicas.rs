@@ -19,6 +19,18 @@ const LEASE: Duration = Duration::from_secs(2);
 /// How long a take-over may take at most, with room for a loaded machine.
 const TAKE_OVER_DEADLINE: Duration = Duration::from_secs(20);
 
+/// A tool one call of which may run at a time, across the replicas: each run takes a
+/// directory as a lock (`mkdir` fails if it exists) and notes an overlap if it cannot.
+const ONE_AT_A_TIME: &str = r#"
+[[tools]]
+name = "one_at_a_time"
+max_concurrent = 1
+command = ["sh", "-c", "if mkdir \"$1\"; then sleep 0.2; rmdir \"$1\"; echo ok; else echo overlap >> \"$2\"; echo overlap; fi", "_", "{lock}", "{overlaps}"]
+[tools.input_schema]
+type = "object"
+properties = { lock = { type = "string" }, overlaps = { type = "string" } }
+"#;
+
 /// Three replicas (A, B, C) on a fresh schema, their config with a short lease, and the guards.
 struct Replicas {
     servers: Vec<Server>,
@@ -32,7 +44,7 @@ impl Replicas {
         let schema = Schema::create(&server_url);
         let work = Workdir::new();
         let lease = format!("lease = \"{}ms\"", LEASE.as_millis());
-        let config = CONFIG.replacen("name = \"test-server\"", &format!("name = \"test-server\"\n{lease}"), 1);
+        let config = CONFIG.replacen("name = \"test-server\"", &format!("name = \"test-server\"\n{lease}"), 1) + ONE_AT_A_TIME;
         std::fs::write(work.config(), config).expect("write the config");
         let store = schema.url();
         let servers = (0..3)
@@ -217,4 +229,37 @@ fn a_worker_or_a_no_work_replica_on_sqlite_is_refused_with_what_to_do() {
         assert!(stderr.contains("postgres://"), "{args:?}: {stderr}");
         assert!(!work.store().exists(), "{args:?}: nothing created: {stderr}");
     }
+}
+
+#[test]
+fn replicas_max_concurrent_1_holds_across_replicas_under_concurrent_calls() {
+    const PER_REPLICA: usize = 3;
+    let Some(mut replicas) = Replicas::start(&json!({})) else { return };
+    let lock = replicas._work.path("lock");
+    let overlaps = replicas._work.path("overlaps");
+    let arguments = json!({"lock": lock.to_str().unwrap(), "overlaps": overlaps.to_str().unwrap()});
+    // Calls sent to all three before any answer is read: the tasks are created together.
+    let mut sent = Vec::new();
+    for _ in 0..PER_REPLICA {
+        for (n, server) in replicas.servers.iter_mut().enumerate() {
+            let params = json!({"name": "one_at_a_time", "arguments": arguments, "task": {"ttl": 60000}});
+            sent.push((n, server.send_request("tools/call", params)));
+        }
+    }
+    // Each replica answers its calls in any order.
+    let mut ids = Vec::new();
+    for (n, server) in replicas.servers.iter_mut().enumerate() {
+        let mut waiting: Vec<i64> = sent.iter().filter(|(to, _)| *to == n).map(|(_, request)| *request).collect();
+        while !waiting.is_empty() {
+            let message = server.recv();
+            let Some(id) = message.get("id").and_then(Value::as_i64).filter(|id| waiting.contains(id)) else { continue };
+            waiting.retain(|request| *request != id);
+            ids.push((n, message["result"]["task"]["taskId"].as_str().expect("a task").to_owned()));
+        }
+    }
+    for (n, id) in &ids {
+        let result = replicas.servers[(n + 1) % 3].call("tasks/result", json!({"taskId": id}));
+        assert_eq!(result["content"][0]["text"], "ok\n", "task {id} ran alone: {result}");
+    }
+    assert!(!overlaps.exists(), "runs overlapped: {:?}", std::fs::read_to_string(&overlaps));
 }

@@ -119,6 +119,12 @@ impl TaskStore for Conflicting {
     fn changes(&self) -> tokio::sync::broadcast::Receiver<Arc<TaskRecord>> {
         self.inner.changes()
     }
+    async fn take_slot(&self, tool: &str, size: u32, id: &TaskId, lease: &Lease, now: Timestamp) -> Result<bool, StoreError> {
+        self.inner.take_slot(tool, size, id, lease, now).await
+    }
+    async fn release_slot(&self, tool: &str, id: &TaskId) -> Result<(), StoreError> {
+        self.inner.release_slot(tool, id).await
+    }
 }
 
 /// A handler that never finishes (the work of a process that is about to "die").

@@ -546,3 +546,60 @@ pub async fn the_change_feed_carries_the_writes_of_either_handle(
         "every change arrives within {FEED_DEADLINE:?}; missing: {last:?}"
     );
 }
+
+/// Of takers racing from both handles for the slots of one tool, no more than its size hold
+/// one; a holder taking again still holds it; a released slot, one whose lease lapsed and one
+/// whose task finished are free again; another tool's slots are its own; renewals keep a
+/// node's slots.
+pub async fn a_tools_slots_hold_across_handles_and_free_up_by_release_lapse_or_end(
+    a: Arc<dyn TaskStore>,
+    b: Arc<dyn TaskStore>,
+) {
+    const SIZE: u32 = 2;
+    let node = NodeId::random();
+    let mut tasks = Vec::new();
+    for _ in 0..6 {
+        let task = sample_task("alice");
+        insert_claimed(&*a, &task, &lease(&node, 60_000)).await;
+        tasks.push(task);
+    }
+    let start = Arc::new(tokio::sync::Barrier::new(tasks.len()));
+    let racers: Vec<_> = tasks
+        .iter()
+        .enumerate()
+        .map(|(n, task)| {
+            let store = if n % 2 == 0 { Arc::clone(&a) } else { Arc::clone(&b) };
+            let (start, id, lease) = (Arc::clone(&start), task.id.clone(), lease(&node, 10_000));
+            tokio::spawn(async move {
+                start.wait().await;
+                store.take_slot("build", SIZE, &id, &lease, at(0)).await.map(|taken| taken.then_some(id))
+            })
+        })
+        .collect();
+    let mut holders = Vec::new();
+    for racer in racers {
+        if let Some(id) = racer.await.expect("the racer does not panic").expect("take succeeds") {
+            holders.push(id);
+        }
+    }
+    assert_eq!(holders.len(), SIZE as usize, "exactly the size hold a slot");
+    let waiting: Vec<&TaskRecord> = tasks.iter().filter(|task| !holders.contains(&task.id)).collect();
+    assert!(b.take_slot("build", SIZE, &holders[0], &lease(&node, 10_000), at(1)).await.expect("take succeeds"), "a holder holds");
+    assert!(!a.take_slot("build", SIZE, &waiting[0].id, &lease(&node, 10_000), at(1)).await.expect("take succeeds"), "full");
+    assert!(a.take_slot("test", 1, &waiting[0].id, &lease(&node, 10_000), at(1)).await.expect("take succeeds"), "another tool's slots");
+
+    b.release_slot("build", &holders[0]).await.expect("release succeeds");
+    assert!(a.take_slot("build", SIZE, &waiting[0].id, &lease(&node, 10_000), at(2)).await.expect("take succeeds"), "released");
+    assert!(!b.take_slot("build", SIZE, &waiting[1].id, &lease(&node, 10_000), at(2)).await.expect("take succeeds"), "full again");
+
+    // The holder of a slot finishes: its slot is free.
+    let holder = b.get(&holders[1]).await.expect("get succeeds").expect("the task is there");
+    let done = Update { state: completed(), status_message: None, updated_at: at(3), attempt: 1 };
+    a.replace(&holder.id, holder.version, &done).await.expect("replace succeeds");
+    assert!(b.take_slot("build", SIZE, &waiting[1].id, &lease(&node, 10_000), at(3)).await.expect("take succeeds"), "its task ended");
+
+    // Renewed with the node's claims, the slots outlive their first lease; lapsed, they free.
+    a.renew(&lease(&node, 20_000), at(9_999)).await.expect("renew succeeds");
+    assert!(!a.take_slot("build", SIZE, &waiting[2].id, &lease(&node, 30_000), at(10_000)).await.expect("take succeeds"), "renewed");
+    assert!(a.take_slot("build", SIZE, &waiting[2].id, &lease(&node, 30_000), at(20_000)).await.expect("take succeeds"), "lapsed");
+}
