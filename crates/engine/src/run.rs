@@ -3,6 +3,7 @@
 //! work makes on the way (status messages, progress).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -14,6 +15,11 @@ use crate::slots::{Entry, Permit, Slots};
 use crate::store::Update;
 use crate::task::{Event, Outcome, Principal, TaskId, TaskRecord};
 use crate::work::{Context, Progress, ToolRuntime};
+
+/// The first wait before the outcome of a task is written again after a store failure.
+const FINISH_RETRY_FIRST: Duration = Duration::from_millis(50);
+/// The longest wait between two tries of writing an outcome.
+const FINISH_RETRY_MAX: Duration = Duration::from_secs(5);
 
 /// A registered tool: its runtime, and its slots if it limits concurrent calls.
 #[derive(Clone)]
@@ -185,12 +191,26 @@ impl Engine {
             return;
         }
         let (event, message) = ending.event();
-        match self.apply(id, None, Some(attempt), |_| (event.clone(), message.clone())).await {
-            Ok(record) => tracing::info!(task = %id, status = %record.status(), "task finished"),
-            Err(EngineError::Refused { from, .. }) => {
-                tracing::debug!(task = %id, %from, "work ended after the task was already terminal");
+        // The outcome is the one thing the requestor waits for: a store that fails (a
+        // database restarting, a connection cut) is tried again, backing off, until the write
+        // lands or is refused (the task ended meanwhile, or another node took it over after
+        // this node's claims went unrenewed: then its attempt is stale).
+        let mut backoff = FINISH_RETRY_FIRST;
+        loop {
+            match self.apply(id, None, Some(attempt), |_| (event.clone(), message.clone())).await {
+                Ok(record) => tracing::info!(task = %id, status = %record.status(), "task finished"),
+                Err(EngineError::Refused { from, .. }) => {
+                    tracing::debug!(task = %id, %from, "work ended after the task was already terminal, or taken over");
+                }
+                Err(err @ (EngineError::Store(_) | EngineError::Contended(_))) => {
+                    tracing::warn!(task = %id, error = %err, retry_in = ?backoff, "could not record the task's outcome; trying again");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(FINISH_RETRY_MAX);
+                    continue;
+                }
+                Err(err) => tracing::warn!(task = %id, error = %err, "could not record the task's outcome"),
             }
-            Err(err) => tracing::warn!(task = %id, error = %err, "could not record the task's outcome"),
+            return;
         }
     }
 

@@ -25,7 +25,7 @@ pub(crate) fn database_url() -> Option<String> {
 }
 
 /// Runs `sql` on the server at `url`, on a runtime of its own (these tests are synchronous).
-fn execute(url: &str, sql: &str) {
+pub(crate) fn execute(url: &str, sql: &str) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.expect("the test server answers");

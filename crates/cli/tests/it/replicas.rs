@@ -263,3 +263,60 @@ fn replicas_max_concurrent_1_holds_across_replicas_under_concurrent_calls() {
     }
     assert!(!overlaps.exists(), "runs overlapped: {:?}", std::fs::read_to_string(&overlaps));
 }
+
+/// The database cuts every connection of two replicas (`pg_terminate_backend`, as a restart of
+/// PostgreSQL does to its clients) five times under load: a request that meets a cut gets an
+/// error and the replica keeps serving; every task acknowledged runs to its end; the replicas
+/// reconnect by themselves (pool and listener), and a result waited for on the other replica
+/// still arrives.
+#[test]
+fn replicas_connections_cut_by_the_database_under_load_lose_nothing_and_service_resumes() {
+    use crate::postgres::execute;
+    let Some(server_url) = database_url() else { return };
+    let schema = Schema::create(&server_url);
+    let work = Workdir::new();
+    let name = format!("mcp_tasks_cut_{}", std::process::id());
+    let store = format!("{}&application_name={name}", schema.url());
+    let lease = format!("lease = \"{}ms\"", LEASE.as_millis());
+    std::fs::write(work.config(), CONFIG.replacen("name = \"test-server\"", &format!("name = \"test-server\"\n{lease}"), 1))
+        .expect("write the config");
+    let mut a = Server::start(&work.config(), Path::new(&store));
+    let mut b = Server::start(&work.config(), Path::new(&store));
+    a.initialize();
+    b.initialize();
+    let (mut acknowledged, mut refused) = (Vec::new(), 0);
+    for round in 0..5 {
+        for n in 0..4 {
+            let text = format!("round {round} call {n}");
+            let params = json!({"name": "echo", "arguments": {"text": text}, "task": {"ttl": 60000}});
+            let response = a.request("tools/call", params);
+            match response["result"]["task"]["taskId"].as_str() {
+                Some(id) => acknowledged.push((id.to_owned(), text)),
+                None => {
+                    assert!(response["error"]["message"].is_string(), "an error that says what failed: {response}");
+                    refused += 1;
+                }
+            }
+        }
+        execute(&server_url, &format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '{name}'"));
+    }
+    let deadline = Instant::now() + TAKE_OVER_DEADLINE;
+    for (id, text) in &acknowledged {
+        let done = loop {
+            let response = b.request("tasks/get", json!({"taskId": id}));
+            if response["result"]["status"] == "completed" {
+                break response["result"].clone();
+            }
+            assert!(Instant::now() < deadline, "task {id} never completed: {response}");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let result = b.call("tasks/result", json!({"taskId": id}));
+        assert_eq!(result["content"][0]["text"].as_str(), Some(text.as_str()), "{done} {result}");
+    }
+    eprintln!("replicas: {} tasks acknowledged, {refused} calls refused during the cuts, all completed", acknowledged.len());
+    assert!(acknowledged.len() >= 10, "most calls between the cuts succeed: {} of 20", acknowledged.len());
+    // After the cuts, a task created on A and waited for on B arrives through the feed.
+    let id = create_task(&mut a, "slow", json!({"seconds": 0.3}));
+    let result = b.call("tasks/result", json!({"taskId": id}));
+    assert_eq!(result["content"][0]["text"], "done\n", "{result}");
+}
