@@ -211,6 +211,7 @@ default_ttl = "30m"
 max_ttl = "2days"
 poll_interval = "500ms"
 session_idle = "5m"
+lease = "12s"
 inline_wait = "3s"
 retry_wait = "2m"
 listen = "0.0.0.0:9000"
@@ -277,6 +278,7 @@ task_support = "forbidden"
                 session_idle: Duration::from_secs(5 * 60),
                 inline_wait: Duration::from_secs(3),
                 retry_wait: Duration::from_secs(120),
+                lease: Duration::from_secs(12),
                 listen: "0.0.0.0:9000".parse().unwrap(),
                 allowed_hosts: vec!["tasks.example.com".into(), "box.lan:9000".into()],
                 allowed_origins: vec!["https://app.example.com".into()],

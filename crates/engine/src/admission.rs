@@ -1,7 +1,7 @@
 //! Admission: the [`Policy`] an engine applies at creation, and the bookkeeping of the work
 //! running in this process that its running limits bound ([`Work`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use tokio_util::sync::CancellationToken;
 
@@ -68,12 +68,15 @@ pub(crate) struct Running {
     /// Plain-call work adopted by its task ([`Engine::adopt`](crate::Engine::adopt)): it
     /// holds its plain call's running slot already, so it does not count again here.
     pub(crate) adopted: bool,
+    /// Whether the store holds this node's claim on the task (its insert or take-over
+    /// returned): from then on the heartbeat must renew it, or the work stops.
+    pub(crate) claimed: bool,
 }
 
 impl Running {
     /// Attempt `attempt` of a task of `owner`, not started yet.
     pub(crate) fn new(attempt: u32, owner: Principal, cancel: CancellationToken) -> Running {
-        Running { attempt, owner, cancel, started: false, cancel_requested: false, adopted: false }
+        Running { attempt, owner, cancel, started: false, cancel_requested: false, adopted: false, claimed: false }
     }
 }
 
@@ -88,6 +91,9 @@ pub(crate) struct Work {
     /// Creations admitted under [`Policy::max_retained_per_principal`] whose insert has not
     /// returned yet, by principal (never zero): the store does not count them yet.
     pub(crate) inserting: HashMap<Principal, u64>,
+    /// Attempts of tasks whose claim this node lost (it lapsed or was taken over): their
+    /// work was stopped and writes nothing when it ends.
+    pub(crate) lost: HashSet<(TaskId, u32)>,
 }
 
 impl Work {
@@ -169,6 +175,10 @@ impl Engine {
     /// [`Policy::max_retained_per_principal`] tasks, and one more fits under the running
     /// limits, where it is counted from now on. The guard counts it among the creations
     /// being inserted until dropped.
+    ///
+    /// The retention check here is exact among this process's creations (they are refused
+    /// before they reach the store); across the nodes of a shared store the store's insert
+    /// decides, atomically ([`TaskStore::insert_claimed`](crate::TaskStore::insert_claimed)).
     ///
     /// With `adopting` (the token that stops running plain-call work the task adopts,
     /// [`Engine::adopt`]), the running limits are not checked: the work is admitted and

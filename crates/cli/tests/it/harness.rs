@@ -115,26 +115,30 @@ pub(crate) struct Server {
 
 impl Server {
     pub(crate) fn start(config: &Path, store: &Path) -> Server {
-        Server::spawn(config, store, |command| {
-            command.env("RUST_LOG", "warn").stderr(Pipe::inherit());
-        })
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
+        command.args(["serve", "--stdio", "--config"]).arg(config).arg("--store").arg(store);
+        Server::spawn(command)
     }
 
     /// As [`Server::start`], at the default log level (no `RUST_LOG`), its logs written to
     /// `log`.
     pub(crate) fn start_logging(config: &Path, store: &Path, log: &Path) -> Server {
         let log = std::fs::File::create(log).expect("log file");
-        Server::spawn(config, store, |command| {
-            command.env_remove("RUST_LOG").stderr(log);
-        })
-    }
-
-    fn spawn(config: &Path, store: &Path, configure: impl FnOnce(&mut Command)) -> Server {
         let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
         command.args(["serve", "--stdio", "--config"]).arg(config).arg("--store").arg(store);
-        command.stdin(Pipe::piped()).stdout(Pipe::piped());
-        configure(&mut command);
-        let mut child = command.spawn().expect("spawn mcp-tasks");
+        command.env_remove("RUST_LOG").stderr(log);
+        Server::spawn_as_is(command)
+    }
+
+    /// Spawns `command` (an `mcp-tasks serve --stdio …`) and speaks to it over its stdio.
+    pub(crate) fn spawn(mut command: Command) -> Server {
+        command.env("RUST_LOG", "warn").stderr(Pipe::inherit());
+        Server::spawn_as_is(command)
+    }
+
+    /// As [`Server::spawn`], with the command's log level and stderr as it set them.
+    fn spawn_as_is(mut command: Command) -> Server {
+        let mut child = command.stdin(Pipe::piped()).stdout(Pipe::piped()).spawn().expect("spawn mcp-tasks");
         let stdout = child.stdout.take().expect("stdout");
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {

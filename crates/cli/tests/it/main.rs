@@ -19,6 +19,7 @@ mod lifecycle;
 mod log_hygiene;
 mod metrics;
 mod postgres;
+mod replicas;
 mod restart;
 mod sampling;
 mod stdio_shutdown;

@@ -35,6 +35,11 @@ pub struct ServerConfig {
     /// `InputRequiredResult` round) waits for the client's retry before it is stopped
     /// (`retry_wait`, default 10m).
     pub retry_wait: Duration,
+    /// How long a replica's claim on a task holds without a renewal (`lease`, default 30s),
+    /// on a store shared by many replicas and workers (PostgreSQL): the heartbeat renews
+    /// every third of it, and a task whose node died is taken over by another once it lapses
+    /// (plus one rescuer sweep, every half lease). Unused on SQLite.
+    pub lease: Duration,
     /// The address the HTTP transport listens on (`listen`, default
     /// [`DEFAULT_LISTEN`](ServerConfig::DEFAULT_LISTEN), `127.0.0.1:8765`). An IP address
     /// and a port; host names are not resolved.
@@ -159,6 +164,7 @@ impl Default for ServerConfig {
             session_idle: Duration::from_secs(30 * 60),
             inline_wait: Duration::from_secs(1),
             retry_wait: Duration::from_secs(10 * 60),
+            lease: Duration::from_secs(30),
             listen: ServerConfig::DEFAULT_LISTEN,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
@@ -185,6 +191,7 @@ pub(crate) struct RawServer {
     session_idle: Option<Spanned<String>>,
     inline_wait: Option<Spanned<String>>,
     retry_wait: Option<Spanned<String>>,
+    lease: Option<Spanned<String>>,
     listen: Option<Spanned<String>>,
     #[serde(default)]
     allowed_hosts: Vec<Spanned<String>>,
@@ -389,6 +396,7 @@ impl RawServer {
             )?,
             inline_wait: duration("server.inline_wait", self.inline_wait, defaults.inline_wait)?,
             retry_wait: duration("server.retry_wait", self.retry_wait, defaults.retry_wait)?,
+            lease: duration("server.lease", self.lease, defaults.lease)?,
             metrics: self.metrics.unwrap_or(defaults.metrics),
             heartbeat: off_or(lines, "server.heartbeat", self.heartbeat, defaults.heartbeat)?,
             sync_wait: off_or(lines, "server.sync_wait", self.sync_wait, defaults.sync_wait)?,
@@ -511,6 +519,15 @@ mod tests {
         assert!(message.contains("[server.task_tools]"), "{message}");
         Config::parse(&format!("[server]\nsync_wait = \"0\"\n{tool}")).expect("no helpers, no clash");
         Config::parse(&format!("[server.task_tools]\nresult = \"job_result\"\n{tool}")).expect("renamed helper");
+    }
+
+    #[test]
+    fn lease_defaults_to_thirty_seconds_and_is_checked_with_its_line() {
+        assert_eq!(server("").lease, Duration::from_secs(30));
+        assert_eq!(server("[server]\nlease = \"5s\"\n").lease, Duration::from_secs(5));
+        let (line, _, message) = invalid("[server]\nlease = \"soon\"\n");
+        assert_eq!(line, Some(2));
+        assert!(message.contains("server.lease"), "{message}");
     }
 
     #[test]
