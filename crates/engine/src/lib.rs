@@ -15,6 +15,8 @@
 //! - `maintenance`: restart recovery ([`Engine::recover`]) and the TTL sweeper.
 //! - `work`: the [`Handler`] trait tools implement, the [`ToolRuntime`] they are
 //!   registered with, and the [`Context`] they receive.
+//! - `view`: what a person's view of tasks reads ([`Engine::browse`], counts, history,
+//!   origin, output), owner-scoped like every read.
 //! - `slots`: a tool's `max_concurrent` limit, a gate that admits queued calls in order.
 //! - `error`: [`EngineError`], [`LimitExceeded`] for the [`Policy`] limits, and the
 //!   engine's own failures of the work, [`WorkError`] and [`InputError`].
@@ -62,6 +64,7 @@ mod run;
 mod slots;
 mod store;
 mod task;
+mod view;
 mod work;
 
 pub use admission::Policy;
@@ -70,9 +73,10 @@ pub use engine::{Change, Creation, Engine, NewTask};
 pub use error::{EngineError, InputError, LimitExceeded, WorkError};
 pub use maintenance::{Recovery, Sweep};
 pub use process::{Leftover, ProcessGroup, TASK_ID_ENV};
-pub use store::{Cursor, Inserted, ListQuery, StoreError, TaskStore, Update};
+pub use store::{BrowseQuery, Cursor, HistoryEntry, Inserted, ListQuery, Origin, StoreError, TaskStore, Update};
 pub use task::{
     ErrorObject, Event, EventKind, IdempotencyKey, InputKind, InputRequest, InputRequests, Outcome, Principal,
     Refused, RestartPolicy, Status, TaskId, TaskRecord, TaskState, Timestamp, Version,
 };
+pub use view::Inspected;
 pub use work::{ClientLink, Context, Handler, Progress, ToolRuntime};

@@ -91,6 +91,15 @@ async fn the_serving_queries_use_the_indexes() {
         let expired = plan(&client, sql::EXPIRED, &[&at, &limit]).await;
         assert_served_by(&expired, "tasks_unfinished_by_expiry", true);
         assert_served_by(&plan(&client, sql::PURGE, &[&at, &limit]).await, "tasks_finished_by_expiry", false);
+        // The web view: its pages newest first from the owner's index, and its counts.
+        let none = None::<String>;
+        let browse = plan(&client, sql::BROWSE, &[&owner, &none, &none, &none, &None::<i64>, &none, &limit]).await;
+        assert_served_by(&browse, "tasks_by_owner", true);
+        let page = plan(&client, sql::BROWSE, &[&owner, &Some("completed"), &none, &none, &Some(at), &Some(id), &limit]).await;
+        assert_served_by(&page, "tasks_by_owner", false);
+        let counts = plan(&client, sql::STATUS_COUNTS, &[&owner]).await;
+        assert_served_by(&counts, "tasks_by_owner", false);
+        assert_served_by(&plan(&client, sql::HISTORY, &[&id]).await, "task_history_pkey", false);
     }
     // The insert has nothing to plan but the arbiter index it names.
     let insert = plan(
