@@ -85,11 +85,15 @@ async fn serve_http(config: &Config, listen: Option<SocketAddr>, server: mcp_tas
         auth: auth.is_enabled().then(|| Arc::new(TokenAuth(auth.clone())) as Arc<dyn http::Authenticate>),
         session_idle: config.server.session_idle,
         metrics: config.server.metrics,
+        ui: config.server.serves_ui(bound),
     };
     if !bound.ip().is_loopback() {
         tracing::warn!(%bound, "listening beyond loopback: set server.allowed_hosts and auth tokens");
     }
     eprintln!("mcp-tasks: listening on http://{bound}/mcp");
+    if options.ui {
+        eprintln!("mcp-tasks: web view on http://{bound}/ui");
+    }
     http::serve(listener, server, options, shutdown_signal()).await.context("serving HTTP")
 }
 

@@ -210,6 +210,7 @@ max_running = 8
 max_running_per_principal = 2
 max_retained_per_principal = 500
 metrics = false
+ui = false
 
 [[server.auth.tokens]]
 principal = "alice"
@@ -267,6 +268,7 @@ task_support = "forbidden"
                 max_running_per_principal: 2,
                 max_retained_per_principal: 500,
                 metrics: false,
+                ui: Some(false),
                 auth: Auth::from_digests([
                     ("alice", Auth::digest("hunter2")),
                     (

@@ -13,7 +13,7 @@ use crate::harness::{CONFIG, Workdir};
 use crate::http_peer::{self, Reply};
 
 pub(crate) const ALICE: &str = "alice-secret";
-const BOB: &str = "bob-secret-from-env";
+pub(crate) const BOB: &str = "bob-secret-from-env";
 pub(crate) const TOKENS: &str = r#"
 [[server.auth.tokens]]
 principal = "alice"
@@ -120,7 +120,7 @@ impl Client {
         self.initialize_with(json!({}));
     }
 
-    fn initialize_with(&mut self, capabilities: Value) {
+    pub(crate) fn initialize_with(&mut self, capabilities: Value) {
         let body = self.message("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "http-test", "version": "0"}}));
         let reply = self.post_with(&body, &[]);
         assert_eq!(reply.status, 200, "{}", reply.body);

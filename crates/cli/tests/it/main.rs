@@ -22,3 +22,5 @@ mod restart;
 mod sampling;
 mod stdio_shutdown;
 mod tty;
+mod web;
+mod webdriver;

@@ -68,6 +68,18 @@ pub struct ServerConfig {
     /// (`metrics`, default `true`). It is behind the same Host and Origin checks as `/mcp`,
     /// and behind a bearer token when `[[server.auth.tokens]]` are configured.
     pub metrics: bool,
+    /// Whether the HTTP transport serves the web view at `/ui` (`ui`). `None` (not set):
+    /// served when the server listens on loopback or has `[[server.auth.tokens]]`, not on
+    /// another address without tokens. It is behind the same Host, Origin and token checks
+    /// as `/mcp`, and shows each principal only its own tasks.
+    pub ui: Option<bool>,
+}
+
+impl ServerConfig {
+    /// Whether `/ui` is served when listening on `addr` (see [`ServerConfig::ui`]).
+    pub fn serves_ui(&self, addr: SocketAddr) -> bool {
+        self.ui.unwrap_or_else(|| addr.ip().is_loopback() || self.auth.is_enabled())
+    }
 }
 
 impl ServerConfig {
@@ -129,6 +141,7 @@ impl Default for ServerConfig {
             max_running_per_principal: ServerConfig::DEFAULT_MAX_RUNNING_PER_PRINCIPAL,
             max_retained_per_principal: ServerConfig::DEFAULT_MAX_RETAINED_PER_PRINCIPAL,
             metrics: true,
+            ui: None,
         }
     }
 }
@@ -155,6 +168,7 @@ pub(crate) struct RawServer {
     max_running_per_principal: Option<Spanned<i64>>,
     max_retained_per_principal: Option<Spanned<i64>>,
     metrics: Option<bool>,
+    ui: Option<bool>,
 }
 
 #[derive(Default, Deserialize)]
@@ -304,6 +318,7 @@ impl RawServer {
             inline_wait: duration("server.inline_wait", self.inline_wait, defaults.inline_wait)?,
             retry_wait: duration("server.retry_wait", self.retry_wait, defaults.retry_wait)?,
             metrics: self.metrics.unwrap_or(defaults.metrics),
+            ui: self.ui,
         };
         if server.default_ttl > server.max_ttl {
             return Err(ConfigError::Invalid {

@@ -61,6 +61,9 @@ pub(crate) fn request(conn: &Arc<Connection>, request: Request) {
         sampling: meta.declares("sampling"),
         roots: meta.declares("roots"),
     };
+    if let Some(info) = &meta.client_info {
+        conn.set_client_info(&info.name, &info.version);
+    }
     dispatch::spawn_request(conn, request, Era::Modern, client, move |ctx, request| async move {
         let method = request.method.clone();
         route(&meta, &ctx, request).await.map(|reply| finish(&ctx, &method, reply))
