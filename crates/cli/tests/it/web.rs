@@ -148,8 +148,8 @@ fn web_api_shows_each_principal_only_its_tasks_and_anothers_id_is_an_unknown_one
         assert_eq!(reply.status, 200, "{}", reply.body);
         reply.json()["tasks"].as_array().unwrap().iter().map(|task| task["id"].as_str().unwrap().to_owned()).collect()
     };
-    assert_eq!(listed(ALICE), [mine.clone()]);
-    assert_eq!(listed(BOB), [theirs.clone()]);
+    assert_eq!(listed(ALICE), std::slice::from_ref(&mine));
+    assert_eq!(listed(BOB), std::slice::from_ref(&theirs));
     let counts = get(&server, "/ui/api/tasks", Some(ALICE)).json()["counts"].clone();
     assert_eq!(counts, json!({"working": 1, "input_required": 0, "completed": 0, "failed": 0, "cancelled": 0}));
 
