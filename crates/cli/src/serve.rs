@@ -13,6 +13,7 @@ use mcp_tasks_config::{
 };
 use mcp_tasks_engine::{Engine, Policy, Principal, RestartPolicy, SystemClock, TaskStore, ToolRuntime};
 use mcp_tasks_postgres::PostgresStore;
+use mcp_tasks_server::webhooks::Webhooks;
 use mcp_tasks_server::{Server, TaskMode, ToolDef, ToolSpec, http, stdio};
 use mcp_tasks_sqlite::SqliteStore;
 use tokio_util::sync::CancellationToken;
@@ -25,8 +26,20 @@ const SWEEP_EVERY: Duration = Duration::from_secs(10);
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let config = Config::load(&args.config)
         .with_context(|| format!("loading config {}", args.config.display()))?;
-    let (store, described) = open_store(store_choice(args.store.as_deref())?).await?;
+    let choice = store_choice(args.store.as_deref())?;
+    let outbox = webhook_outbox(&choice)?;
+    let (store, described) = open_store(choice).await?;
     let engine = Engine::new(store, Arc::new(SystemClock), policy(&config));
+    // Before recovery: what recovery does to the previous run's tasks is delivered too.
+    let _webhooks = if config.server.webhooks.is_empty() {
+        None
+    } else {
+        let hooks = config.server.webhooks.clone();
+        let count = hooks.len();
+        let started = Webhooks::start(&engine, hooks, &outbox).map_err(|err| anyhow::anyhow!("starting the webhooks: {err}"))?;
+        eprintln!("mcp-tasks: {count} webhook(s), outbox {}", outbox.display());
+        Some(started)
+    };
     let mut builder = Server::builder(engine.clone())
         .name(config.server.name.clone())
         .inline_wait(config.server.inline_wait)
@@ -192,6 +205,22 @@ fn store_choice(arg: Option<&str>) -> anyhow::Result<StoreChoice> {
                 "no platform data directory (is HOME set?); pass --store PATH to choose where tasks are kept",
             )?;
             Ok(StoreChoice::Sqlite(base.join("mcp-tasks").join("tasks.sqlite3")))
+        }
+    }
+}
+
+/// Where the webhooks' deliveries wait: beside a SQLite store (`<store>.webhooks`), or in
+/// the platform data directory for a PostgreSQL one.
+fn webhook_outbox(choice: &StoreChoice) -> anyhow::Result<PathBuf> {
+    match choice {
+        StoreChoice::Sqlite(path) => {
+            let mut name = path.as_os_str().to_owned();
+            name.push(".webhooks");
+            Ok(PathBuf::from(name))
+        }
+        StoreChoice::Postgres(_) => {
+            let base = dirs::data_dir().context("no platform data directory (is HOME set?) for the webhook outbox")?;
+            Ok(base.join("mcp-tasks").join("webhooks.sqlite3"))
         }
     }
 }

@@ -15,6 +15,7 @@ mod lines;
 mod problem;
 mod server;
 mod tool;
+mod webhook;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -25,6 +26,7 @@ use lines::{Lines, line_of};
 pub use problem::{ConfigError, Problem};
 use server::RawServer;
 pub use server::ServerConfig;
+pub use webhook::{WEBHOOK_EVENTS, Webhook};
 pub use tool::{InheritEnv, OutputFormat, RestartPolicy, Stdin, TaskSupport, ToolConfig};
 
 /// The whole configuration of `mcp-tasks serve`.
@@ -269,6 +271,7 @@ task_support = "forbidden"
                 max_retained_per_principal: 500,
                 metrics: false,
                 ui: Some(false),
+                webhooks: Vec::new(),
                 auth: Auth::from_digests([
                     ("alice", Auth::digest("hunter2")),
                     (

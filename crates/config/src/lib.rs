@@ -111,5 +111,5 @@ pub mod template;
 pub use auth::Auth;
 pub use config::{
     Config, ConfigError, InheritEnv, OutputFormat, Problem, RestartPolicy, ServerConfig, Stdin,
-    TaskSupport, ToolConfig,
+    TaskSupport, ToolConfig, WEBHOOK_EVENTS, Webhook,
 };

@@ -32,6 +32,11 @@ pub(crate) struct HttpServer {
 
 impl HttpServer {
     pub(crate) fn start(work: &Workdir) -> HttpServer {
+        HttpServer::start_with_env(work, &[])
+    }
+
+    /// As [`HttpServer::start`], with more environment variables for the server.
+    pub(crate) fn start_with_env(work: &Workdir, env: &[(&str, &str)]) -> HttpServer {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
             .args(["serve", "--listen", "127.0.0.1:0", "--config"])
             .arg(work.config())
@@ -39,6 +44,7 @@ impl HttpServer {
             .arg(work.store())
             .env("RUST_LOG", "warn")
             .env("MCP_TASKS_TEST_BOB_TOKEN", BOB)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -24,3 +24,4 @@ mod stdio_shutdown;
 mod tty;
 mod web;
 mod webdriver;
+mod webhooks;

@@ -73,6 +73,8 @@ pub struct ServerConfig {
     /// another address without tokens. It is behind the same Host, Origin and token checks
     /// as `/mcp`, and shows each principal only its own tasks.
     pub ui: Option<bool>,
+    /// Where task events are POSTed (`[[server.webhooks]]`, default none).
+    pub webhooks: Vec<super::Webhook>,
 }
 
 impl ServerConfig {
@@ -142,6 +144,7 @@ impl Default for ServerConfig {
             max_retained_per_principal: ServerConfig::DEFAULT_MAX_RETAINED_PER_PRINCIPAL,
             metrics: true,
             ui: None,
+            webhooks: Vec::new(),
         }
     }
 }
@@ -169,6 +172,8 @@ pub(crate) struct RawServer {
     max_retained_per_principal: Option<Spanned<i64>>,
     metrics: Option<bool>,
     ui: Option<bool>,
+    #[serde(default)]
+    webhooks: Vec<super::webhook::RawWebhook>,
 }
 
 #[derive(Default, Deserialize)]
@@ -319,6 +324,7 @@ impl RawServer {
             retry_wait: duration("server.retry_wait", self.retry_wait, defaults.retry_wait)?,
             metrics: self.metrics.unwrap_or(defaults.metrics),
             ui: self.ui,
+            webhooks: self.webhooks.into_iter().map(|raw| raw.check(lines)).collect::<Result<_, _>>()?,
         };
         if server.default_ttl > server.max_ttl {
             return Err(ConfigError::Invalid {
