@@ -51,7 +51,7 @@ fn task_of(server: &HttpServer, token: &str, tool: &str, arguments: Value) -> (C
 fn api_until(server: &HttpServer, token: &str, id: &str, done: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let reply = get(server, &format!("/ui/api/tasks/{id}"), Some(token));
+        let reply = get(server, &format!("/ui/api/tasks/{id}"), Some(token).filter(|token| !token.is_empty()));
         assert_eq!(reply.status, 200, "{}", reply.body);
         let task = reply.json();
         if done(&task) {
@@ -299,4 +299,67 @@ fn web_browser_another_principals_tasks_are_not_listed_nor_reachable_by_url() {
     assert_eq!(missing(&theirs), missing(unknown), "bob's task looks exactly like one that never existed");
     assert_eq!(missing(&theirs), "No task ID.");
     assert_eq!(browser.run("return window.notReloaded === true;"), json!(true));
+}
+
+/// A 2026-07-28 request (`_meta` declaring the tasks extension and elicitation); its result.
+fn modern_call(server: &HttpServer, method: &str, params: Value, name: &str) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": "web-modern-test", "version": "7"},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+        ("Mcp-Name", name),
+    ];
+    let reply = http_peer::request_to(server.addr, "POST", "/mcp", &headers, Some(&body));
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let text = if reply.header("content-type").is_some_and(|kind| kind.starts_with("text/event-stream")) {
+        reply.body.lines().rev().find_map(|line| line.strip_prefix("data: ")).expect("an event").to_owned()
+    } else {
+        reply.body
+    };
+    serde_json::from_str::<Value>(&text).expect("JSON")["result"].clone()
+}
+
+/// A tool that becomes a task (past a 20 ms inline wait), then asks.
+const APPROVE: &str = r#"
+[[tools]]
+name = "approve"
+description = "Becomes a task, then asks."
+command = ["sh", "-c", """
+sleep 0.2
+echo '@mcp-tasks {{"elicit": {{"message": "Ship it?", "requestedSchema": {{"type": "object", "properties": {{"ship": {{"type": "boolean"}}}}, "required": ["ship"]}}}}}}'
+read -r answer
+echo "answer: $answer"
+"""]
+"#;
+
+#[test]
+fn web_api_a_2026_07_28_tasks_question_is_answered_from_the_view_and_its_era_and_client_shown() {
+    let work = Workdir::new();
+    let config = CONFIG.replacen("[server]\n", "[server]\ninline_wait = \"20ms\"\n", 1);
+    std::fs::write(work.config(), format!("{config}\n{APPROVE}")).unwrap();
+    let server = HttpServer::start(&work);
+    let created = modern_call(&server, "tools/call", json!({"name": "approve", "arguments": {}}), "approve");
+    assert_eq!(created["resultType"], "task", "{created}");
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    let waiting = api_until(&server, "", &id, |task| task["status"] == "input_required");
+    assert_eq!(waiting["era"], "2026-07-28");
+    assert_eq!(waiting["client"], json!({"name": "web-modern-test", "version": "7"}));
+    assert_eq!(waiting["inputRequests"][0]["params"]["message"], "Ship it?");
+    let key = waiting["inputRequests"][0]["key"].as_str().unwrap();
+    let answer = json!({"key": key, "action": "accept", "content": {"ship": true}}).to_string();
+    let reply = http_peer::request_to(server.addr, "POST", &format!("/ui/api/tasks/{id}/answer"), &[("Content-Type", "application/json")], Some(&answer));
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    api_until(&server, "", &id, |task| task["status"] == "completed");
+    // The agent reads the task it started: completed, with the answer given in the view.
+    let task = modern_call(&server, "tasks/get", json!({"taskId": id}), &id);
+    assert_eq!(task["status"], "completed", "{task}");
+    assert!(task.to_string().contains(r#"answer: {\"action\":\"accept\",\"content\":{\"ship\":true}}"#), "{task}");
 }
