@@ -125,6 +125,8 @@ fn web_api_rejects_each_bad_parameter_saying_what_was_wrong_and_keeps_serving() 
     assert!(done["result"]["content"][0]["text"].as_str().unwrap().contains(r#"answer: {"action":"accept","content":{"ok":true}}"#), "{done}");
     let again = post(&server, &path, ALICE, "application/json", &good);
     assert_eq!(again.status, 409, "{}", again.body);
+    let form = post(&server, &format!("/ui/api/tasks/{id}/cancel"), ALICE, "application/x-www-form-urlencoded", "a=b");
+    assert_eq!(form.status, 415, "a cancel must be declared JSON: {}", form.body);
     let cancel = post(&server, &format!("/ui/api/tasks/{id}/cancel"), ALICE, "application/json", "{}");
     assert_eq!((cancel.status, cancel.json()["error"].clone()), (409, json!("the task is completed already; it cannot be cancelled")));
     let history: Vec<&str> = done["history"].as_array().unwrap().iter().map(|entry| entry["status"].as_str().unwrap()).collect();
@@ -173,6 +175,11 @@ fn web_api_shows_each_principal_only_its_tasks_and_anothers_id_is_an_unknown_one
     assert_eq!(get(&server, "/ui/api/events", None).status, 401);
     let foreign_host = http_peer::request_to(server.addr, "GET", "/ui/api/tasks", &[("Host", "evil.example"), ("Authorization", &format!("Bearer {ALICE}"))], None);
     assert_eq!(foreign_host.status, 403, "{}", foreign_host.body);
+    let auth = format!("Bearer {ALICE}");
+    let cross_site = [("Origin", "http://evil.example"), ("Authorization", auth.as_str()), ("Content-Type", "application/json")];
+    let forged = http_peer::request_to(server.addr, "POST", &format!("/ui/api/tasks/{mine}/cancel"), &cross_site, Some("{}"));
+    assert_eq!(forged.status, 403, "a page of another site cannot cancel: {}", forged.body);
+    assert_eq!(api_until(&server, ALICE, &mine, |_| true)["status"], "working");
     // The page itself carries no data: served without a token, behind the Host check.
     let page = get(&server, "/ui", None);
     assert_eq!((page.status, page.header("content-type")), (200, Some("text/html; charset=utf-8")));

@@ -417,10 +417,24 @@ async fn cancel(State(app): State<Arc<App>>, headers: HeaderMap, Path(id): Path<
         Ok(owner) => owner,
         Err(rejection) => return rejection,
     };
+    if !json_body(&headers) {
+        return problem(StatusCode::UNSUPPORTED_MEDIA_TYPE, "send the cancel as application/json (the body may be {})");
+    }
     match app.server.engine().cancel(&owner, &TaskId::from(id)).await {
         Ok(record) => ok(&summary(&record, now_ms())),
         Err(err) => failure(&err),
     }
+}
+
+/// Whether the request's body is declared JSON. The API's writes ask for it: a page of
+/// another site can send a form or plain text without asking first, never JSON (the
+/// browser's preflight, which this server does not answer, comes first), on top of the
+/// Origin check.
+fn json_body(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.trim_start().to_ascii_lowercase().starts_with("application/json"))
 }
 
 /// `POST /ui/api/tasks/{id}/answer` with `{"key", "action", "content"}`: the answer to an
@@ -430,11 +444,7 @@ async fn answer(State(app): State<Arc<App>>, headers: HeaderMap, Path(id): Path<
         Ok(owner) => owner,
         Err(rejection) => return rejection,
     };
-    let json_body = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value.trim_start().to_ascii_lowercase().starts_with("application/json"));
-    if !json_body {
+    if !json_body(&headers) {
         return problem(StatusCode::UNSUPPORTED_MEDIA_TYPE, "send the answer as application/json");
     }
     let Ok(bytes) = axum::body::to_bytes(body, MAX_ANSWER).await else {
