@@ -14,6 +14,7 @@ use mcp_tasks_config::{
 };
 use mcp_tasks_engine::{Engine, Policy, Principal, RestartPolicy, SystemClock, TaskStore, ToolRuntime};
 use mcp_tasks_postgres::PostgresStore;
+use mcp_tasks_server::webhooks::Webhooks;
 use mcp_tasks_server::{Server, TaskMode, TaskTools, ToolDef, ToolSpec, http, stdio};
 use mcp_tasks_sqlite::SqliteStore;
 use tokio_util::sync::CancellationToken;
@@ -33,9 +34,20 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             path.display()
         );
     }
+    let outbox = webhook_outbox(&choice)?;
     let (store, described) = open_store(choice).await?;
     let engine = Engine::with_lease(store, Arc::new(SystemClock), policy(&config), lease(&config)?);
     engine.set_runs_work(!args.no_work);
+    // Before recovery: what recovery does to the previous run's tasks is delivered too.
+    let _webhooks = if config.server.webhooks.is_empty() {
+        None
+    } else {
+        let hooks = config.server.webhooks.clone();
+        let count = hooks.len();
+        let started = Webhooks::start(&engine, hooks, &outbox).map_err(|err| anyhow::anyhow!("starting the webhooks: {err}"))?;
+        eprintln!("mcp-tasks: {count} webhook(s), outbox {}", outbox.display());
+        Some(started)
+    };
     let mut builder = Server::builder(engine.clone())
         .name(config.server.name.clone())
         .inline_wait(config.server.inline_wait)
@@ -163,11 +175,15 @@ async fn serve_http(config: &Config, listen: Option<SocketAddr>, server: mcp_tas
         auth: auth.is_enabled().then(|| Arc::new(TokenAuth(auth.clone())) as Arc<dyn http::Authenticate>),
         session_idle: config.server.session_idle,
         metrics: config.server.metrics,
+        ui: config.server.serves_ui(bound),
     };
     if !bound.ip().is_loopback() {
         tracing::warn!(%bound, "listening beyond loopback: set server.allowed_hosts and auth tokens");
     }
     eprintln!("mcp-tasks: listening on http://{bound}/mcp");
+    if options.ui {
+        eprintln!("mcp-tasks: web view on http://{bound}/ui");
+    }
     http::serve(listener, server, options, shutdown_signal()).await.context("serving HTTP")
 }
 
@@ -267,6 +283,22 @@ fn store_choice(arg: Option<&str>) -> anyhow::Result<StoreChoice> {
                 "no platform data directory (is HOME set?); pass --store PATH to choose where tasks are kept",
             )?;
             Ok(StoreChoice::Sqlite(base.join("mcp-tasks").join("tasks.sqlite3")))
+        }
+    }
+}
+
+/// Where the webhooks' deliveries wait: beside a SQLite store (`<store>.webhooks`), or in
+/// the platform data directory for a PostgreSQL one.
+fn webhook_outbox(choice: &StoreChoice) -> anyhow::Result<PathBuf> {
+    match choice {
+        StoreChoice::Sqlite(path) => {
+            let mut name = path.as_os_str().to_owned();
+            name.push(".webhooks");
+            Ok(PathBuf::from(name))
+        }
+        StoreChoice::Postgres(_) => {
+            let base = dirs::data_dir().context("no platform data directory (is HOME set?) for the webhook outbox")?;
+            Ok(base.join("mcp-tasks").join("webhooks.sqlite3"))
         }
     }
 }

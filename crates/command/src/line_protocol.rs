@@ -160,17 +160,22 @@ impl<W: AsyncWrite + Unpin> Talk<W> {
                         // Not a marker: what matched in earlier reads is output, and this
                         // read's bytes are taken as output from their start.
                         self.output.push(&marker[..matched], self.cap);
+                        self.ctx
+                            .output(&String::from_utf8_lossy(&marker[..matched]));
                         self.line = Line::Output;
                     }
                 }
                 Line::Output => match bytes.iter().position(|&b| b == b'\n') {
                     Some(end) => {
                         self.output.push(&bytes[..=end], self.cap);
+                        // The live tail of the web view (not stored; the result keeps the tail).
+                        self.ctx.output(&String::from_utf8_lossy(&bytes[..=end]));
                         self.line = Line::Start(0);
                         bytes = &bytes[end + 1..];
                     }
                     None => {
                         self.output.push(bytes, self.cap);
+                        self.ctx.output(&String::from_utf8_lossy(bytes));
                         bytes = &[];
                     }
                 },

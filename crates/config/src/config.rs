@@ -15,6 +15,7 @@ mod lines;
 mod problem;
 mod server;
 mod tool;
+mod webhook;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -25,6 +26,7 @@ use lines::{Lines, line_of};
 pub use problem::{ConfigError, Problem};
 use server::RawServer;
 pub use server::{ServerConfig, TaskToolNames};
+pub use webhook::{WEBHOOK_EVENTS, Webhook};
 pub use tool::{InheritEnv, OutputFormat, RestartPolicy, Stdin, TaskSupport, ToolConfig};
 
 /// The whole configuration of `mcp-tasks serve`.
@@ -222,6 +224,7 @@ max_running = 8
 max_running_per_principal = 2
 max_retained_per_principal = 500
 metrics = false
+ui = false
 heartbeat = "5s"
 sync_wait = "20s"
 
@@ -294,6 +297,8 @@ task_support = "forbidden"
                     result: "job_result".into(),
                     cancel: "job_cancel".into(),
                 },
+                ui: Some(false),
+                webhooks: Vec::new(),
                 auth: Auth::from_digests([
                     ("alice", Auth::digest("hunter2")),
                     (

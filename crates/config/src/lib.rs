@@ -110,6 +110,6 @@ pub mod template;
 
 pub use auth::Auth;
 pub use config::{
-    Config, ConfigError, InheritEnv, OutputFormat, Problem, RestartPolicy, ServerConfig, TaskToolNames, Stdin,
-    TaskSupport, ToolConfig,
+    Config, ConfigError, InheritEnv, OutputFormat, Problem, RestartPolicy, ServerConfig, Stdin, TaskSupport,
+    TaskToolNames, ToolConfig, WEBHOOK_EVENTS, Webhook,
 };

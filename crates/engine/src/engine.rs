@@ -101,6 +101,17 @@ pub enum Change {
         /// The report.
         progress: Progress,
     },
+    /// The work behind a task wrote output (a command tool's stdout lines, without the
+    /// line-protocol lines). Not stored: the live tail of the web view; the result keeps
+    /// the output as the handler returns it.
+    Output {
+        /// The task.
+        id: TaskId,
+        /// Its owner.
+        owner: Principal,
+        /// The bytes written, as text (invalid UTF-8 replaced).
+        text: Arc<str>,
+    },
 }
 
 /// The task engine: a cheap, cloneable handle.

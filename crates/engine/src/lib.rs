@@ -19,6 +19,8 @@
 //!   change feed followed (forwarded to subscribers, watched for the work run here).
 //! - `work`: the [`Handler`] trait tools implement, the [`ToolRuntime`] they are
 //!   registered with, and the [`Context`] they receive.
+//! - `view`: what a person's view of tasks reads ([`Engine::browse`], counts, history,
+//!   origin, output), owner-scoped like every read.
 //! - `slots`: a tool's `max_concurrent` limit, a gate that admits queued calls in order.
 //! - `error`: [`EngineError`], [`LimitExceeded`] for the [`Policy`] limits, and the
 //!   engine's own failures of the work, [`WorkError`] and [`InputError`].
@@ -68,6 +70,7 @@ mod run;
 mod slots;
 mod store;
 mod task;
+mod view;
 mod work;
 
 pub use admission::Policy;
@@ -77,9 +80,12 @@ pub use engine::{Change, Creation, DEFAULT_LEASE, Engine, NewTask};
 pub use error::{EngineError, InputError, LimitExceeded, WorkError};
 pub use maintenance::{Recovery, Sweep};
 pub use process::{Leftover, ProcessGroup, TASK_ID_ENV};
-pub use store::{Answer, Cursor, Inserted, Lease, ListQuery, NodeId, StoreError, TaskStore, Update};
+pub use store::{
+    Answer, BrowseQuery, Cursor, HistoryEntry, Inserted, Lease, ListQuery, NodeId, Origin, StoreError, TaskStore, Update,
+};
 pub use task::{
     ErrorObject, Event, EventKind, IdempotencyKey, InputKind, InputRequest, InputRequests, Outcome, Principal,
     Refused, RestartPolicy, Status, TaskId, TaskRecord, TaskState, Timestamp, Version,
 };
+pub use view::Inspected;
 pub use work::{ClientLink, Context, Handler, Progress, ToolRuntime};

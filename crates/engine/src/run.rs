@@ -287,6 +287,15 @@ impl Engine {
         };
         let _ = self.inner.changes.send(crate::Change::Progress { id: id.clone(), owner, progress });
     }
+
+    /// Publishes output of attempt `attempt` of task `id`; a stale attempt's is dropped.
+    pub(crate) fn report_output(&self, id: &TaskId, attempt: u32, text: &str) {
+        let owner = match self.work().tasks.get(id) {
+            Some(running) if running.attempt == attempt => running.owner.clone(),
+            _ => return,
+        };
+        let _ = self.inner.changes.send(crate::Change::Output { id: id.clone(), owner, text: text.into() });
+    }
 }
 
 /// Waits in the tool's queue if `entry` says so, telling the requestor through the task's

@@ -301,6 +301,23 @@ impl Context {
         self.request(InputKind::Roots, serde_json::json!({})).await
     }
 
+    /// Publishes output the work wrote (a command's stdout) on the engine's change feed,
+    /// for live views ([`Change::Output`](crate::Change::Output)). Not stored; no-op for
+    /// plain calls and once cancelled.
+    pub fn output(&self, text: &str) {
+        if self.cancel.is_cancelled() || text.is_empty() {
+            return;
+        }
+        if let Reporter::Task {
+            engine,
+            id,
+            attempt,
+        } = &self.reporter
+        {
+            engine.report_output(id, *attempt, text);
+        }
+    }
+
     /// Sets the task's status message (shown by `tasks/get`). No-op for plain calls and
     /// once cancelled (the task's final message stays).
     pub async fn status(&self, message: impl Into<String>) {

@@ -17,6 +17,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_tasks.sql"),
     include_str!("../migrations/0002_process_groups.sql"),
     include_str!("../migrations/0003_claims.sql"),
+    include_str!("../migrations/0004_web_view.sql"),
 ];
 
 /// The schema version this build writes: the number of migrations.

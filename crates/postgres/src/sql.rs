@@ -216,3 +216,31 @@ pub const RELEASE_SLOT: &str = "DELETE FROM tool_slots WHERE tool = $1 AND task_
 
 /// `renew`: the node's live slots, beside its claims.
 pub const RENEW_SLOTS: &str = "UPDATE tool_slots SET lease_until = $1 WHERE node = $2 AND lease_until > $3";
+/// `browse`: one statement for every combination of filters, each off when its parameter is
+/// NULL (`$2` status, `$3` tool, `$4` lowercased text, `$5`/`$6` the cursor), newest first.
+pub const BROWSE: &str = concat!(
+    "SELECT ",
+    columns!(),
+    " FROM tasks WHERE owner = $1 \
+     AND ($2::text IS NULL OR status = $2) \
+     AND ($3::text IS NULL OR tool = $3) \
+     AND ($4::text IS NULL OR strpos(lower(id), $4) > 0 OR strpos(lower(tool), $4) > 0 \
+          OR strpos(lower(coalesce(status_message, '')), $4) > 0 OR strpos(lower(arguments::text), $4) > 0) \
+     AND ($5::bigint IS NULL OR (created_at, id) < ($5, $6::text)) \
+     ORDER BY created_at DESC, id DESC LIMIT $7"
+);
+
+/// `status_counts`: the owner's entries of `tasks_by_owner_status`.
+pub const STATUS_COUNTS: &str =
+    "SELECT status, COUNT(*) FROM tasks WHERE owner = $1 GROUP BY status";
+
+/// `history`.
+pub const HISTORY: &str =
+    "SELECT version, at, status, message FROM task_history WHERE task_id = $1 ORDER BY version";
+
+/// `set_origin`: the version is not bumped.
+pub const SET_ORIGIN: &str =
+    "UPDATE tasks SET era = $1, client_name = $2, client_version = $3 WHERE id = $4";
+
+/// `origin`.
+pub const ORIGIN: &str = "SELECT era, client_name, client_version FROM tasks WHERE id = $1";

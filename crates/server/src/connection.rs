@@ -63,6 +63,9 @@ pub(crate) struct Connection {
     standalone_open: OnceLock<Box<dyn Fn() -> bool + Send + Sync>>,
     /// A std mutex: every critical section is a few map operations, never across an await.
     state: Mutex<State>,
+    /// The client's name and version, as it named itself (2025-11-25 `initialize`, the
+    /// latest 2026-07-28 request's `_meta`); recorded with the tasks it creates.
+    client_info: Mutex<Option<(String, String)>>,
 }
 
 #[derive(Default)]
@@ -74,6 +77,16 @@ struct State {
 }
 
 impl Connection {
+    /// Records the client's name and version (see [`Connection::client_info`]).
+    pub(crate) fn set_client_info(&self, name: &str, version: &str) {
+        *self.client_info.lock().unwrap_or_else(PoisonError::into_inner) = Some((name.to_owned(), version.to_owned()));
+    }
+
+    /// The client's name and version, if it named itself.
+    pub(crate) fn client_info(&self) -> Option<(String, String)> {
+        self.client_info.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
     /// A connection whose outgoing messages go to `out`.
     pub(crate) fn new(server: Server, principal: Principal, listing: Listing, out: mpsc::UnboundedSender<Outbound>) -> Connection {
         Connection {
@@ -84,6 +97,7 @@ impl Connection {
             closed: CancellationToken::new(),
             next_request: AtomicU64::new(1),
             standalone_open: OnceLock::new(),
+            client_info: Mutex::new(None),
             state: Mutex::new(State::default()),
         }
     }

@@ -45,6 +45,7 @@ mod server;
 mod tool;
 pub mod http;
 pub mod stdio;
+pub mod webhooks;
 
 pub use catalog::{
     CompletionDef, CompletionRef, CompletionRequest, FnHandler, GetPromptResult, Prompt, PromptArgument, PromptDef,

@@ -18,6 +18,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0004_idempotency_keys.sql"),
     include_str!("../migrations/0005_process_groups.sql"),
     include_str!("../migrations/0006_claims.sql"),
+    include_str!("../migrations/0007_web_view.sql"),
 ];
 
 /// The schema version this build writes: the number of migrations.

@@ -37,8 +37,8 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use tokio::sync::{Semaphore, broadcast, oneshot};
 
 use mcp_tasks_engine::{
-    Answer, IdempotencyKey, Inserted, Lease, ListQuery, Principal, ProcessGroup, StoreError, TaskId, TaskRecord,
-    TaskStore, Timestamp, Update, Version,
+    Answer, BrowseQuery, HistoryEntry, IdempotencyKey, Inserted, Lease, ListQuery, Origin, Principal, ProcessGroup,
+    Status, StoreError, TaskId, TaskRecord, TaskStore, Timestamp, Update, Version,
 };
 
 use crate::faults::{self, StoreLock};
@@ -267,6 +267,27 @@ impl SqliteStore {
                 })
             })
             .map_err(StoreError::backend)
+        })
+        .await
+    }
+
+    /// SQLite's plan (`EXPLAIN QUERY PLAN`, its details joined by `; `) of the statement
+    /// [`TaskStore::browse`] runs for `query`'s filters and cursor: for diagnostics and the
+    /// tests that keep every page on an index.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    pub async fn browse_plan(&self, query: &BrowseQuery) -> Result<String, StoreError> {
+        let (sql, values) = browse_statement(query);
+        self.read(move |conn| {
+            let mut stmt = conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+                .map_err(StoreError::backend)?;
+            let rows: Vec<String> = stmt
+                .query_map(rusqlite::params_from_iter(values.iter()), |row| row.get(3))
+                .and_then(Iterator::collect)
+                .map_err(StoreError::backend)?;
+            Ok(rows.join("; "))
         })
         .await
     }
@@ -972,6 +993,152 @@ impl TaskStore for SqliteStore {
         })
         .await
     }
+
+    async fn browse(&self, query: &BrowseQuery) -> Result<Vec<TaskRecord>, StoreError> {
+        let (sql, values) = browse_statement(query);
+        self.read(move |conn| {
+            conn.prepare_cached(&sql)
+                .and_then(|mut stmt| {
+                    collect(stmt.query_map(rusqlite::params_from_iter(values.iter()), read_record)?)
+                })
+                .map_err(StoreError::backend)
+        })
+        .await
+    }
+
+    async fn status_counts(&self, owner: &Principal) -> Result<Vec<(Status, u64)>, StoreError> {
+        let owner = owner.as_str().to_owned();
+        self.read(move |conn| {
+            // A covering scan of the owner's entries of `tasks_by_owner_status` (0006).
+            let rows: Vec<(String, i64)> = conn
+                .prepare_cached(STATUS_COUNTS)
+                .and_then(|mut stmt| {
+                    stmt.query_map([owner], |row| Ok((row.get(0)?, row.get(1)?)))?
+                        .collect()
+                })
+                .map_err(StoreError::backend)?;
+            Ok(rows
+                .into_iter()
+                .filter_map(|(status, n)| Some((Status::parse(&status)?, u64::try_from(n).ok()?)))
+                .collect())
+        })
+        .await
+    }
+
+    async fn history(&self, id: &TaskId) -> Result<Vec<HistoryEntry>, StoreError> {
+        let id = id.as_str().to_owned();
+        self.read(move |conn| {
+            conn.prepare_cached(
+                "SELECT version, at, status, message FROM task_history WHERE task_id = ?1 ORDER BY version",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map([id], |row| {
+                    let status: String = row.get(2)?;
+                    Ok(HistoryEntry {
+                        version: Version(to_u64(0, row.get(0)?)?),
+                        at: Timestamp(row.get(1)?),
+                        status: Status::parse(&status).ok_or_else(|| {
+                            rusqlite::Error::FromSqlConversionFailure(2, Type::Text, format!("unknown status {status:?}").into())
+                        })?,
+                        message: row.get(3)?,
+                    })
+                })?
+                .collect()
+            })
+            .map_err(StoreError::backend)
+        })
+        .await
+    }
+
+    async fn set_origin(&self, id: &TaskId, origin: &Origin) -> Result<(), StoreError> {
+        let id = id.as_str().to_owned();
+        let origin = origin.clone();
+        self.write(move |conn| {
+            conn.prepare_cached(
+                "UPDATE tasks SET era = ?1, client_name = ?2, client_version = ?3 WHERE id = ?4",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    origin.era,
+                    origin.client_name,
+                    origin.client_version,
+                    id
+                ])
+            })
+            .map(|_| ())
+            .map_err(StoreError::backend)
+        })
+        .await
+    }
+
+    async fn origin(&self, id: &TaskId) -> Result<Option<Origin>, StoreError> {
+        let id = id.as_str().to_owned();
+        self.read(move |conn| {
+            let found: Option<(Option<String>, Option<String>, Option<String>)> = conn
+                .prepare_cached("SELECT era, client_name, client_version FROM tasks WHERE id = ?1")
+                .and_then(|mut stmt| {
+                    stmt.query_row([id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+                        .optional()
+                })
+                .map_err(StoreError::backend)?;
+            Ok(found.and_then(|(era, client_name, client_version)| {
+                era.map(|era| Origin {
+                    era,
+                    client_name,
+                    client_version,
+                })
+            }))
+        })
+        .await
+    }
+}
+
+/// `status_counts`.
+const STATUS_COUNTS: &str = "SELECT status, COUNT(*) FROM tasks WHERE owner = ?1 GROUP BY status";
+
+/// The statement of `browse` for `query`'s filters, and its parameters in order (also
+/// planned by [`SqliteStore::browse_plan`]).
+fn browse_statement(query: &BrowseQuery) -> (String, Vec<rusqlite::types::Value>) {
+    use rusqlite::types::Value as Sql;
+    // The index named, not left to the planner: without statistics it reads the owner's
+    // tasks in order through `tasks_by_owner` and filters them, which steps over every
+    // other task of the owner when few match.
+    let index = match (query.status, &query.tool) {
+        (Some(_), _) => "tasks_by_owner_status",
+        (None, Some(_)) => "tasks_by_owner_tool",
+        (None, None) => "tasks_by_owner",
+    };
+    let mut sql = format!("SELECT {COLUMNS} FROM tasks INDEXED BY {index} WHERE owner = ?");
+    let mut values = vec![Sql::Text(query.owner.as_str().to_owned())];
+    if let Some(status) = query.status {
+        sql.push_str(" AND status = ?");
+        values.push(Sql::Text(status.as_str().to_owned()));
+    }
+    if let Some(tool) = &query.tool {
+        sql.push_str(" AND tool = ?");
+        values.push(Sql::Text(tool.clone()));
+    }
+    if let Some(text) = &query.text {
+        // `lower` is ASCII-only in SQLite, as `BrowseQuery::matches` defines it.
+        sql.push_str(
+            " AND (instr(lower(id), ?1x) > 0 OR instr(lower(tool), ?1x) > 0 \
+             OR instr(lower(coalesce(status_message, '')), ?1x) > 0 OR instr(lower(arguments), ?1x) > 0)",
+        );
+        let n = values.len() + 1;
+        sql = sql.replace("?1x", &format!("?{n}"));
+        values.push(Sql::Text(text.to_ascii_lowercase()));
+    }
+    if let Some(cursor) = &query.before {
+        let n = values.len() + 1;
+        sql.push_str(&format!(" AND (created_at, id) < (?{n}, ?{})", n + 1));
+        values.push(Sql::Integer(cursor.created_at.0));
+        values.push(Sql::Text(cursor.id.as_str().to_owned()));
+    }
+    let n = values.len() + 1;
+    sql.push_str(&format!(" ORDER BY created_at DESC, id DESC LIMIT ?{n}"));
+    values.push(Sql::Integer(i64::from(query.limit)));
+    // Every placeholder numbered: `?` alone takes the next number, and mixing is legal.
+    (sql, values)
 }
 
 /// Inserts `row` (task `id`): a new task, or the owner's retained task holding its

@@ -24,8 +24,8 @@ use async_trait::async_trait;
 use tokio::sync::broadcast;
 
 use mcp_tasks_engine::{
-    Answer, IdempotencyKey, Inserted, Lease, ListQuery, Principal, ProcessGroup, StoreError, TaskId, TaskRecord,
-    TaskStore, Timestamp, Update, Version,
+    Answer, BrowseQuery, HistoryEntry, IdempotencyKey, Inserted, Lease, ListQuery, Origin, Principal, ProcessGroup,
+    Status, StoreError, TaskId, TaskRecord, TaskStore, Timestamp, Update, Version,
 };
 
 /// Capacity of the change feed; a slower subscriber lags and re-reads.
@@ -50,6 +50,20 @@ struct Tables {
     answers: HashMap<(TaskId, String), Answer>,
     /// The slots of each tool's `max_concurrent`: holder task and lease.
     slots: HashMap<String, HashMap<TaskId, Lease>>,
+    /// Each task's status history, oldest first (SQLite's `task_history`).
+    history: HashMap<TaskId, Vec<HistoryEntry>>,
+    /// Where each task came from, once recorded.
+    origins: HashMap<TaskId, Origin>,
+}
+
+/// The history entry of `task` as it now stands.
+fn entry(task: &TaskRecord) -> HistoryEntry {
+    HistoryEntry {
+        version: task.version,
+        at: task.updated_at,
+        status: task.status(),
+        message: task.status_message.clone(),
+    }
 }
 
 impl Tables {
@@ -62,6 +76,8 @@ impl Tables {
         self.claims.remove(id);
         self.cancels.remove(id);
         self.answers.retain(|(task, _), _| task != id);
+        self.history.remove(id);
+        self.origins.remove(id);
         if let Some(key) = task.idempotency_key.clone() {
             let slot = (task.owner.clone(), key);
             if self.by_key.get(&slot) == Some(&task.id) {
@@ -162,6 +178,7 @@ impl MemoryStore {
             .entry(task.owner.clone())
             .or_default()
             .insert((task.created_at, task.id.clone()));
+        tables.history.insert(task.id.clone(), vec![entry(task)]);
         tables.tasks.insert(task.id.clone(), task.clone());
         Ok(Inserted::New)
     }
@@ -178,12 +195,17 @@ impl MemoryStore {
             .get_mut(id)
             .filter(|task| task.version == expected)
             .ok_or_else(|| StoreError::Conflict(id.clone()))?;
+        let changed = task.status() != update.state.status() || task.status_message != update.status_message;
         task.state = update.state.clone();
         task.status_message.clone_from(&update.status_message);
         task.updated_at = update.updated_at;
         task.attempt = update.attempt;
         task.version = Version(task.version.0 + 1);
-        Ok(task.clone())
+        let task = task.clone();
+        if changed {
+            tables.history.entry(id.clone()).or_default().push(entry(&task));
+        }
+        Ok(task)
     }
 
     /// The tables, ignoring poisoning (a panicking test must not fail the others).
@@ -458,5 +480,54 @@ impl TaskStore for MemoryStore {
             held.remove(id);
         }
         Ok(())
+    }
+    async fn browse(&self, query: &BrowseQuery) -> Result<Vec<TaskRecord>, StoreError> {
+        let tables = self.lock();
+        let Some(owned) = tables.by_owner.get(&query.owner) else {
+            return Ok(Vec::new());
+        };
+        let to = match &query.before {
+            Some(cursor) => Bound::Excluded((cursor.created_at, cursor.id.clone())),
+            None => Bound::Unbounded,
+        };
+        Ok(owned
+            .range((Bound::Unbounded, to))
+            .rev()
+            .filter_map(|(_, id)| tables.tasks.get(id))
+            .filter(|task| query.matches(task))
+            .take(query.limit as usize)
+            .cloned()
+            .collect())
+    }
+
+    async fn status_counts(&self, owner: &Principal) -> Result<Vec<(Status, u64)>, StoreError> {
+        let tables = self.lock();
+        let mut counts: Vec<(Status, u64)> = Vec::new();
+        for (_, id) in tables.by_owner.get(owner).into_iter().flatten() {
+            let Some(status) = tables.tasks.get(id).map(TaskRecord::status) else {
+                continue;
+            };
+            match counts.iter_mut().find(|(s, _)| *s == status) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((status, 1)),
+            }
+        }
+        Ok(counts)
+    }
+
+    async fn history(&self, id: &TaskId) -> Result<Vec<HistoryEntry>, StoreError> {
+        Ok(self.lock().history.get(id).cloned().unwrap_or_default())
+    }
+
+    async fn set_origin(&self, id: &TaskId, origin: &Origin) -> Result<(), StoreError> {
+        let mut tables = self.lock();
+        if tables.tasks.contains_key(id) {
+            tables.origins.insert(id.clone(), origin.clone());
+        }
+        Ok(())
+    }
+
+    async fn origin(&self, id: &TaskId) -> Result<Option<Origin>, StoreError> {
+        Ok(self.lock().origins.get(id).cloned())
     }
 }

@@ -37,11 +37,13 @@ use mcp_tasks_engine::{
 mod fixtures;
 mod keys;
 mod nodes;
+mod view;
 
 pub use fixtures::{Handles, StoreFixture, T0, TTL_MS, sample_task};
 use fixtures::*;
 pub use keys::*;
 pub use nodes::*;
+pub use view::*;
 
 /// Insert, then get, returns every field as written, for every state variant, including
 /// absent optional fields and timestamps to the millisecond.
@@ -673,6 +675,10 @@ macro_rules! store_suite {
             a_purged_task_frees_its_key,
             of_racing_keyed_inserts_exactly_one_is_new,
             a_process_group_is_recorded_with_its_task_and_goes_with_it,
+            browse_pages_newest_first_with_filters,
+            status_counts_follow_writes,
+            the_status_history_records_each_change_and_goes_with_its_task,
+            an_origin_is_recorded_with_its_task_and_goes_with_it,
         );
         $crate::store_suite!(@pairs $fixture;
             a_claim_holds_until_its_lease_lapses_and_a_take_over_fences_the_runner,

@@ -13,7 +13,7 @@ use crate::harness::{CONFIG, Workdir};
 use crate::http_peer::{self, Reply};
 
 pub(crate) const ALICE: &str = "alice-secret";
-const BOB: &str = "bob-secret-from-env";
+pub(crate) const BOB: &str = "bob-secret-from-env";
 pub(crate) const TOKENS: &str = r#"
 [[server.auth.tokens]]
 principal = "alice"
@@ -32,6 +32,11 @@ pub(crate) struct HttpServer {
 
 impl HttpServer {
     pub(crate) fn start(work: &Workdir) -> HttpServer {
+        HttpServer::start_with_env(work, &[])
+    }
+
+    /// As [`HttpServer::start`], with more environment variables for the server.
+    pub(crate) fn start_with_env(work: &Workdir, env: &[(&str, &str)]) -> HttpServer {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
             .args(["serve", "--listen", "127.0.0.1:0", "--config"])
             .arg(work.config())
@@ -39,6 +44,7 @@ impl HttpServer {
             .arg(work.store())
             .env("RUST_LOG", "warn")
             .env("MCP_TASKS_TEST_BOB_TOKEN", BOB)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -120,7 +126,7 @@ impl Client {
         self.initialize_with(json!({}));
     }
 
-    fn initialize_with(&mut self, capabilities: Value) {
+    pub(crate) fn initialize_with(&mut self, capabilities: Value) {
         let body = self.message("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "http-test", "version": "0"}}));
         let reply = self.post_with(&body, &[]);
         assert_eq!(reply.status, 200, "{}", reply.body);

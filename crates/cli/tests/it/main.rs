@@ -25,3 +25,6 @@ mod sampling;
 mod stdio_shutdown;
 mod store_faults;
 mod tty;
+mod web;
+mod webdriver;
+mod webhooks;

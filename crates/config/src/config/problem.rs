@@ -257,6 +257,14 @@ pub enum Problem {
         /// `is not set`, `is empty`, ...
         reason: String,
     },
+    /// A `[[server.webhooks]]` entry that is not valid (its `url`, `events` or secret).
+    #[error("server.webhooks: `{url}`: {reason}")]
+    Webhook {
+        /// The entry's `url`, as written.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A placeholder naming no property of the tool's input schema.
     #[error(
         "tool `{tool}`: placeholder `{{{placeholder}}}` names no property of input_schema.properties"

@@ -87,6 +87,20 @@ pub struct ServerConfig {
     /// on (`[server.task_tools]` with `status`, `result`, `cancel`; defaults `task_status`,
     /// `task_result`, `task_cancel`).
     pub task_tools: TaskToolNames,
+    /// Whether the HTTP transport serves the web view at `/ui` (`ui`). `None` (not set):
+    /// served when the server listens on loopback or has `[[server.auth.tokens]]`, not on
+    /// another address without tokens. It is behind the same Host, Origin and token checks
+    /// as `/mcp`, and shows each principal only its own tasks.
+    pub ui: Option<bool>,
+    /// Where task events are POSTed (`[[server.webhooks]]`, default none).
+    pub webhooks: Vec<super::Webhook>,
+}
+
+impl ServerConfig {
+    /// Whether `/ui` is served when listening on `addr` (see [`ServerConfig::ui`]).
+    pub fn serves_ui(&self, addr: SocketAddr) -> bool {
+        self.ui.unwrap_or_else(|| addr.ip().is_loopback() || self.auth.is_enabled())
+    }
 }
 
 /// The names of the helper tools for clients without tasks (`[server.task_tools]`).
@@ -177,6 +191,8 @@ impl Default for ServerConfig {
             heartbeat: Duration::from_secs(15),
             sync_wait: Duration::from_secs(45),
             task_tools: TaskToolNames::default(),
+            ui: None,
+            webhooks: Vec::new(),
         }
     }
 }
@@ -207,6 +223,9 @@ pub(crate) struct RawServer {
     heartbeat: Option<Spanned<String>>,
     sync_wait: Option<Spanned<String>>,
     task_tools: Option<RawTaskTools>,
+    ui: Option<bool>,
+    #[serde(default)]
+    webhooks: Vec<super::webhook::RawWebhook>,
 }
 
 #[derive(Default, Deserialize)]
@@ -401,6 +420,8 @@ impl RawServer {
             heartbeat: off_or(lines, "server.heartbeat", self.heartbeat, defaults.heartbeat)?,
             sync_wait: off_or(lines, "server.sync_wait", self.sync_wait, defaults.sync_wait)?,
             task_tools: self.task_tools.unwrap_or_default().check(lines)?,
+            ui: self.ui,
+            webhooks: self.webhooks.into_iter().map(|raw| raw.check(lines)).collect::<Result<_, _>>()?,
         };
         if server.default_ttl > server.max_ttl {
             return Err(ConfigError::Invalid {

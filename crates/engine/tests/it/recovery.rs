@@ -125,6 +125,31 @@ impl TaskStore for Conflicting {
     async fn release_slot(&self, tool: &str, id: &TaskId) -> Result<(), StoreError> {
         self.inner.release_slot(tool, id).await
     }
+    async fn browse(
+        &self,
+        query: &mcp_tasks_engine::BrowseQuery,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        self.inner.browse(query).await
+    }
+    async fn status_counts(&self, owner: &Principal) -> Result<Vec<(Status, u64)>, StoreError> {
+        self.inner.status_counts(owner).await
+    }
+    async fn history(
+        &self,
+        id: &TaskId,
+    ) -> Result<Vec<mcp_tasks_engine::HistoryEntry>, StoreError> {
+        self.inner.history(id).await
+    }
+    async fn set_origin(
+        &self,
+        id: &TaskId,
+        origin: &mcp_tasks_engine::Origin,
+    ) -> Result<(), StoreError> {
+        self.inner.set_origin(id, origin).await
+    }
+    async fn origin(&self, id: &TaskId) -> Result<Option<mcp_tasks_engine::Origin>, StoreError> {
+        self.inner.origin(id).await
+    }
 }
 
 /// A handler that never finishes (the work of a process that is about to "die").

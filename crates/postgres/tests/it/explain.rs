@@ -113,6 +113,15 @@ async fn the_serving_queries_use_the_indexes() {
         assert_served_by(&plan(&client, sql::COUNT_SLOTS, &[&"echo", &id]).await, "tool_slots_pkey", false);
         assert_served_by(&plan(&client, sql::RENEW_SLOTS, &[&at, &node, &at]).await, "tool_slots_by_node", false);
         assert_served_by(&plan(&client, sql::RELEASE_SLOT, &[&"echo", &id]).await, "tool_slots_pkey", false);
+        // The web view: its pages newest first from the owner's index, and its counts.
+        let none = None::<String>;
+        let browse = plan(&client, sql::BROWSE, &[&owner, &none, &none, &none, &None::<i64>, &none, &limit]).await;
+        assert_served_by(&browse, "tasks_by_owner", true);
+        let page = plan(&client, sql::BROWSE, &[&owner, &Some("completed"), &none, &none, &Some(at), &Some(id), &limit]).await;
+        assert_served_by(&page, "tasks_by_owner", false);
+        let counts = plan(&client, sql::STATUS_COUNTS, &[&owner]).await;
+        assert_served_by(&counts, "tasks_by_owner", false);
+        assert_served_by(&plan(&client, sql::HISTORY, &[&id]).await, "task_history_pkey", false);
     }
     let lock = plan(&client, sql::LOCK_COUNT, &[&"owner3"]).await;
     assert!(lock.contains("Conflict Arbiter Indexes: task_counts_pkey"), "{lock}");

@@ -10,6 +10,15 @@ use super::{ANONYMOUS_PRINCIPAL, Options, Rejection, error};
 
 /// Host and Origin checks, then the principal.
 pub(super) fn guard(options: &Options, headers: &HeaderMap) -> Result<Principal, Rejection> {
+    guard_host(options, headers)?;
+    let Some(auth) = &options.auth else {
+        return Ok(Principal::new(ANONYMOUS_PRINCIPAL));
+    };
+    principal(auth.as_ref(), headers)
+}
+
+/// The Host and Origin checks alone (the web view's page and assets, which carry no data).
+pub(super) fn guard_host(options: &Options, headers: &HeaderMap) -> Result<(), Rejection> {
     let host = headers.get(header::HOST).and_then(|value| value.to_str().ok()).unwrap_or("");
     if !host_allowed(options, host) {
         tracing::warn!(host, "refused a request for a foreign Host");
@@ -26,9 +35,11 @@ pub(super) fn guard(options: &Options, headers: &HeaderMap) -> Result<Principal,
             )))));
         }
     }
-    let Some(auth) = &options.auth else {
-        return Ok(Principal::new(ANONYMOUS_PRINCIPAL));
-    };
+    Ok(())
+}
+
+/// The principal of the request's bearer token.
+fn principal(auth: &dyn super::Authenticate, headers: &HeaderMap) -> Result<Principal, Rejection> {
     let token = headers
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())

@@ -17,16 +17,21 @@
 //! server's, and name tools but no task, argument or principal). Every request the router
 //! answers, `/metrics` included, is counted in `mcp_tasks_http_requests_total`.
 //!
+//! `/ui` (when [`Options::ui`]) is the web view: a page and its JSON API, scoped to the
+//! principal (`ui`).
+//!
 //! - this file: the router, POST / GET / DELETE, `/metrics`, and the checks of each message;
 //! - `guard`: Host, Origin, bearer token, accepted media types;
 //! - `session`: Legacy sessions (`Mcp-Session-Id`), the routing of their messages onto
 //!   streams, resumption buffers, idle sessions;
-//! - `sse`: event framing, ids, keep-alive, one-write quick replies.
+//! - `sse`: event framing, ids, keep-alive, one-write quick replies;
+//! - `ui`: the web view `/ui`, its API and its live output tails.
 
 mod guard;
 mod modern;
 mod session;
 mod sse;
+mod ui;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -85,11 +90,15 @@ pub struct Options {
     pub session_idle: Duration,
     /// Whether `/metrics` is served (otherwise it is 404, like any unknown path).
     pub metrics: bool,
+    /// Whether the web view `/ui` (and its API under `/ui/api/`) is served (otherwise 404).
+    /// Behind the same Host, Origin and token checks as `/mcp`; each principal sees only
+    /// its own tasks.
+    pub ui: bool,
 }
 
 impl Default for Options {
     /// Local clients only, 4 MiB bodies, no tokens, sessions idle for 30 minutes ended,
-    /// `/metrics` served.
+    /// `/metrics` and `/ui` served.
     fn default() -> Options {
         Options {
             allowed_hosts: Vec::new(),
@@ -98,6 +107,7 @@ impl Default for Options {
             auth: None,
             session_idle: Duration::from_secs(30 * 60),
             metrics: true,
+            ui: true,
         }
     }
 }
@@ -131,20 +141,25 @@ pub async fn serve(
         .await
 }
 
-/// The axum router (`/mcp`, and `/metrics` if [`Options::metrics`]), for tests and for
+/// The axum router (`/mcp`, `/metrics` if [`Options::metrics`], `/ui` if [`Options::ui`]), for tests and for
 /// embedding. `stop` ends the SSE streams it serves.
 ///
 /// Called inside a Tokio runtime, it also starts the task that ends idle sessions
 /// ([`Options::session_idle`]); it stops with `stop` or when the router is dropped.
 pub fn router(server: Server, options: Options, stop: CancellationToken) -> Router {
     let serve_metrics = options.metrics;
-    let app = Arc::new(App { server, options, sessions: Mutex::new(HashMap::new()), stop });
+    let ui = options.ui.then(|| ui::Ui::start(server.engine()));
+    let serve_ui = ui.is_some();
+    let app = Arc::new(App { server, options, sessions: Mutex::new(HashMap::new()), stop, ui });
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
         runtime.spawn(end_idle_sessions(Arc::downgrade(&app)));
     }
     let mut router = Router::new().route("/mcp", post(post_message).get(get_stream).delete(delete_session));
     if serve_metrics {
         router = router.route("/metrics", get(get_metrics));
+    }
+    if serve_ui {
+        router = router.merge(ui::routes());
     }
     let counted = app.server.metrics().clone();
     // An explicit fallback, so that the counting layer sees unknown paths too.
@@ -177,6 +192,8 @@ struct App {
     /// Live sessions by id. A std mutex: lookups and inserts only.
     sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
     stop: CancellationToken,
+    /// The web view's live state, when `/ui` is served.
+    ui: Option<Arc<ui::Ui>>,
 }
 
 type Rejection = Box<Response>;

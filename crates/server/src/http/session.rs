@@ -329,7 +329,7 @@ mod tests {
         let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), Policy::default());
         let server = Server::builder(engine).build().unwrap();
         let options = Options { session_idle: idle, ..Options::default() };
-        (App { server, options, sessions: Mutex::new(HashMap::new()), stop: CancellationToken::new() }, dir)
+        (App { server, options, sessions: Mutex::new(HashMap::new()), stop: CancellationToken::new(), ui: None }, dir)
     }
 
     fn open(app: &App, id: &str) -> Arc<HttpSession> {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use futures_util::FutureExt;
 use mcp_tasks_engine::{
-    ClientLink, Context, Creation, Engine, EngineError, IdempotencyKey, InputKind, NewTask, Outcome, TaskRecord,
+    ClientLink, Context, Creation, Engine, EngineError, IdempotencyKey, InputKind, NewTask, Origin, Outcome, TaskRecord,
     WorkError,
 };
 use serde_json::Value;
@@ -96,6 +96,12 @@ pub(crate) async fn create_task(ctx: &RequestContext, call: TaskCall) -> Result<
     let record = creation.record();
     if creation.is_new() {
         ctx.server().metrics().task_created(record, ctx.era);
+        // Where the task came from, for the web view: recorded beside it, off the path of
+        // the answer (the task is committed already; this never delays or fails it).
+        let (client_name, client_version) = ctx.conn.client_info().unzip();
+        let origin = Origin { era: ctx.era.revision().to_owned(), client_name, client_version };
+        let (recording, id) = (engine.clone(), record.id.clone());
+        tokio::spawn(async move { recording.record_origin(&id, &origin).await });
         tracing::debug!(task = %record.id, era = %ctx.era, tool = %record.tool, "task created");
     } else {
         tracing::debug!(task = %record.id, era = %ctx.era, tool = %record.tool, "task found by its idempotency key");

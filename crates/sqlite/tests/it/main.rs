@@ -47,7 +47,7 @@ async fn tasks_survive_closing_and_reopening_the_file() {
     );
     assert_eq!(replaced.version, Version(2));
     // Reopening does not run the migration again (it would fail: the table exists).
-    assert_eq!(reopened.pragma("user_version").await.expect("pragma"), "6");
+    assert_eq!(reopened.pragma("user_version").await.expect("pragma"), "7");
 }
 
 #[tokio::test]
@@ -196,7 +196,7 @@ async fn migration_0003_counts_the_tasks_already_stored() {
         }
     }
     let store = SqliteStore::open(&path).expect("the store opens and migrates");
-    assert_eq!(store.pragma("user_version").await.expect("pragma"), "6");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "7");
     let count = |owner: &'static str| {
         let store = store.clone();
         async move { store.count(&Principal::new(owner)).await.expect("count") }
@@ -332,7 +332,7 @@ async fn migration_0004_keeps_old_rows_readable_and_adds_idempotency_keys() {
         .expect("a version 3 row");
     }
     let store = SqliteStore::open(&path).expect("the store opens and migrates");
-    assert_eq!(store.pragma("user_version").await.expect("pragma"), "6");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "7");
     let old = store
         .get(&"old".into())
         .await
@@ -401,4 +401,87 @@ async fn find_by_key_uses_the_unique_index_of_owner_and_key() {
         plan.contains("USING INDEX tasks_by_idempotency_key (owner=? AND idempotency_key=?)"),
         "{plan}"
     );
+}
+
+/// Every page of the web view (`browse`, with each filter and a cursor) and its counts by
+/// status are served from an index of the owner's tasks, newest first without sorting the
+/// page: planned on the very statements the store runs.
+#[tokio::test]
+async fn the_web_views_pages_and_counts_use_the_indexes() {
+    use mcp_tasks_engine::{BrowseQuery, Cursor, Principal, Status, TaskId, Timestamp};
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let store = SqliteStore::open(&dir.path().join("tasks.db")).expect("the store opens");
+    let base = BrowseQuery {
+        owner: Principal::new("a"),
+        status: None,
+        tool: None,
+        text: None,
+        before: None,
+        limit: 50,
+    };
+    let cursor = Some(Cursor {
+        created_at: Timestamp(5),
+        id: TaskId::from("x"),
+    });
+    let cases = [
+        (base.clone(), "tasks_by_owner"),
+        (
+            BrowseQuery {
+                before: cursor.clone(),
+                ..base.clone()
+            },
+            "tasks_by_owner",
+        ),
+        (
+            BrowseQuery {
+                text: Some("needle".into()),
+                ..base.clone()
+            },
+            "tasks_by_owner",
+        ),
+        (
+            BrowseQuery {
+                status: Some(Status::Failed),
+                ..base.clone()
+            },
+            "tasks_by_owner_status",
+        ),
+        (
+            BrowseQuery {
+                status: Some(Status::Failed),
+                before: cursor.clone(),
+                ..base.clone()
+            },
+            "tasks_by_owner_status",
+        ),
+        (
+            BrowseQuery {
+                tool: Some("build".into()),
+                ..base.clone()
+            },
+            "tasks_by_owner_tool",
+        ),
+    ];
+    for (query, index) in cases {
+        let plan = store.browse_plan(&query).await.expect("plan");
+        assert!(
+            plan.contains(&format!("USING INDEX {index} (owner=?")),
+            "{query:?}: {plan}"
+        );
+        assert!(
+            !plan.contains("TEMP B-TREE FOR ORDER BY"),
+            "the page is read in order, not sorted: {plan}"
+        );
+    }
+    let conn = rusqlite_connection(&dir.path().join("tasks.db"));
+    let plan: String = conn
+        .prepare("EXPLAIN QUERY PLAN SELECT status, COUNT(*) FROM tasks WHERE owner = 'a' GROUP BY status")
+        .and_then(|mut stmt| stmt.query_map([], |row| row.get::<_, String>(3))?.collect::<Result<Vec<_>, _>>())
+        .expect("plan")
+        .join("; ");
+    assert!(
+        plan.contains("USING COVERING INDEX tasks_by_owner_status (owner=?)"),
+        "{plan}"
+    );
+    assert!(!plan.contains("TEMP B-TREE"), "{plan}");
 }

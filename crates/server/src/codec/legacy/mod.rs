@@ -167,6 +167,7 @@ fn initialize(slot: &Slot, conn: &Arc<Connection>, params: Option<Value>) -> Res
         server_info: inner.info.clone(),
         instructions: inner.instructions.clone(),
     };
+    conn.set_client_info(&params.client_info.name, &params.client_info.version);
     tracing::info!(client = %params.client_info.name, principal = %conn.principal, "session initialized");
     serde_json::to_value(result).map_err(|err| RpcError::internal(err.to_string()))
 }

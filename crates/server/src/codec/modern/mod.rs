@@ -62,6 +62,9 @@ pub(crate) fn request(conn: &Arc<Connection>, request: Request) {
         roots: meta.declares("roots"),
         tasks: meta.declares_extension(mcp_tasks_protocol::modern::TASKS_EXTENSION),
     };
+    if let Some(info) = &meta.client_info {
+        conn.set_client_info(&info.name, &info.version);
+    }
     dispatch::spawn_request(conn, request, Era::Modern, client, move |ctx, request| async move {
         let method = request.method.clone();
         route(&meta, &ctx, request).await.map(|reply| finish(&ctx, &method, reply))

@@ -1,0 +1,264 @@
+//! Completion webhooks of the real binary: a receiver on loopback gets each event once with a
+//! valid signature (checked here with HMAC-SHA256 computed by the test itself), and a
+//! receiver that is down gets its deliveries once it is back, also across a restart of the
+//! server (SIGKILL), from the durable outbox.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use hmac::{Hmac, KeyInit, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+
+use crate::harness::{CONFIG, Workdir};
+use crate::http::{Client, HttpServer};
+
+/// How long any one expected delivery may take (retries after a failure back off from 0.5 s).
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// One POST the receiver got.
+#[derive(Debug)]
+struct Received {
+    path: String,
+    headers: HashMap<String, String>,
+    body: String,
+}
+
+impl Received {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).expect("a JSON body")
+    }
+}
+
+/// An HTTP receiver on loopback: answers every request 200 and hands it to the test.
+struct Receiver {
+    addr: SocketAddr,
+    got: mpsc::Receiver<Received>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Receiver {
+    fn start(addr: &str) -> Receiver {
+        let listener = TcpListener::bind(addr).expect("bind the receiver");
+        let addr = listener.local_addr().expect("address");
+        let (tx, got) = mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if stopping.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(stream) = stream else { continue };
+                if let Some(received) = read_request(stream) {
+                    let _ = tx.send(received);
+                }
+            }
+        });
+        Receiver { addr, got, stop, thread: Some(thread) }
+    }
+
+    /// The next delivery, within the deadline.
+    fn next(&self) -> Received {
+        self.got.recv_timeout(DEADLINE).expect("a delivery within the deadline")
+    }
+
+    /// Stops listening (the port then refuses connections).
+    fn stop(mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(self.addr); // wakes the accept
+        if let Some(thread) = self.thread.take() {
+            thread.join().expect("the receiver thread");
+        }
+    }
+}
+
+fn read_request(stream: TcpStream) -> Option<Received> {
+    stream.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let path = line.split_whitespace().nth(1)?.to_owned();
+    let mut headers = HashMap::new();
+    loop {
+        line.clear();
+        reader.read_line(&mut line).ok()?;
+        let trimmed = line.trim_end();
+        if trimmed.is_empty() {
+            break;
+        }
+        let (name, value) = trimmed.split_once(':')?;
+        headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_owned());
+    }
+    let length: usize = headers.get("content-length")?.parse().ok()?;
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    let mut stream = reader.into_inner();
+    stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok").ok()?;
+    Some(Received { path, headers, body: String::from_utf8(body).ok()? })
+}
+
+/// Checks the delivery's signature with `secret`, computed here, and its timestamp.
+fn assert_signed(received: &Received, secret: &str) {
+    let header = received.headers.get("x-mcp-tasks-signature").expect("a signature header");
+    let (t, v1) = header.split_once(',').expect("t=…,v1=…");
+    let t = t.strip_prefix("t=").expect("t=");
+    let v1 = v1.strip_prefix("v1=").expect("v1=");
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(format!("{t}.{}", received.body).as_bytes());
+    let expected: String = mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(v1, expected, "the signature of {}", received.body);
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    assert!(t.parse::<u64>().unwrap().abs_diff(now) < 300, "a fresh timestamp: {t}");
+    let mut wrong = Hmac::<Sha256>::new_from_slice(b"another secret").unwrap();
+    wrong.update(format!("{t}.{}", received.body).as_bytes());
+    let forged: String = wrong.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect();
+    assert_ne!(v1, forged, "another secret signs differently");
+}
+
+fn webhook_config(work: &Workdir, hooks: &str) {
+    std::fs::write(work.config(), format!("{CONFIG}\n{hooks}")).unwrap();
+}
+
+fn start_task(server: &HttpServer, tool: &str, arguments: Value) -> (Client, String) {
+    let mut client = Client::new(server, None);
+    client.initialize_with(json!({"elicitation": {}}));
+    let created = client.result("tools/call", json!({"name": tool, "arguments": arguments, "task": {}}));
+    (client, created["task"]["taskId"].as_str().unwrap().to_owned())
+}
+
+/// The attempts recorded in the outbox for its deliveries, read from its file.
+fn outbox_attempts(path: &Path) -> Vec<i64> {
+    let Ok(conn) = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY) else { return vec![] };
+    let Ok(mut stmt) = conn.prepare("SELECT attempts FROM deliveries ORDER BY id") else { return vec![] };
+    stmt.query_map([], |row| row.get(0)).map(|rows| rows.filter_map(Result::ok).collect()).unwrap_or_default()
+}
+
+/// Waits until the outbox holds one delivery tried at least `attempts` times (the file is
+/// the only witness of an attempt at a receiver that is down; bounded).
+fn wait_for_attempts(path: &Path, attempts: i64) {
+    let deadline = Instant::now() + DEADLINE;
+    while !outbox_attempts(path).iter().any(|&n| n >= attempts) {
+        assert!(Instant::now() < deadline, "no delivery was tried {attempts} times: {:?}", outbox_attempts(path));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn webhooks_a_receiver_gets_each_event_once_with_a_valid_signature() {
+    let receiver = Receiver::start("127.0.0.1:0");
+    let work = Workdir::new();
+    webhook_config(&work, &format!(
+        r#"
+[[server.webhooks]]
+url = "http://{addr}/all"
+events = ["completed", "failed", "cancelled", "input_required"]
+secret = "all-secret"
+
+[[server.webhooks]]
+url = "http://{addr}/failures"
+events = ["failed"]
+secret_env = "MCP_TASKS_TEST_WEBHOOK_SECRET"
+"#,
+        addr = receiver.addr
+    ));
+    // secret_env is read at start, from the server's environment.
+    let server = HttpServer::start_with_env(&work, &[("MCP_TASKS_TEST_WEBHOOK_SECRET", "failure-secret")]);
+    let (_echo, echoed) = start_task(&server, "echo", json!({"text": "hi"}));
+    let (_fails, failed) = start_task(&server, "fails", json!({}));
+    let (mut slow_client, slow) = start_task(&server, "slow", json!({"seconds": 60}));
+    slow_client.result("tasks/cancel", json!({"taskId": slow}));
+    let (_confirm, confirm) = start_task(&server, "confirm", json!({}));
+
+    let mut expected = vec![
+        ("/all", echoed.clone(), "completed"),
+        ("/all", failed.clone(), "failed"),
+        ("/failures", failed.clone(), "failed"),
+        ("/all", slow.clone(), "cancelled"),
+        ("/all", confirm.clone(), "input_required"),
+    ];
+    let mut seen = Vec::new();
+    while seen.len() < expected.len() {
+        let received = receiver.next();
+        let body = received.json();
+        let event = received.headers["x-mcp-tasks-event"].clone();
+        assert_eq!(body["event"], event.as_str());
+        let task = body["task"]["id"].as_str().unwrap().to_owned();
+        assert_eq!(body["task"]["status"], event.as_str(), "{body}");
+        assert_eq!(body["task"]["principal"], "anonymous");
+        assert_eq!(received.headers["content-type"], "application/json");
+        assert_signed(&received, if received.path == "/all" { "all-secret" } else { "failure-secret" });
+        if event == "input_required" {
+            // Answered over the web view's API: the task goes on and completes.
+            let page = crate::http_peer::request_to(server.addr, "GET", &format!("/ui/api/tasks/{task}"), &[], None).json();
+            let key = page["inputRequests"][0]["key"].as_str().unwrap().to_owned();
+            let answer = json!({"key": key, "action": "accept", "content": {"ok": true}}).to_string();
+            let reply = crate::http_peer::request_to(server.addr, "POST", &format!("/ui/api/tasks/{task}/answer"), &[("Content-Type", "application/json")], Some(&answer));
+            assert_eq!(reply.status, 200, "{}", reply.body);
+            expected.push(("/all", confirm.clone(), "completed"));
+        }
+        if event == "completed" {
+            assert!(body["task"]["result"]["content"].is_array(), "the result is in the delivery: {body}");
+        }
+        seen.push((received.path.clone(), task, event));
+    }
+    // A last event, delivered after every earlier one was: nothing came twice meanwhile.
+    let (_last, last) = start_task(&server, "echo", json!({"text": "last"}));
+    let flush = receiver.next();
+    assert_eq!((flush.path.as_str(), flush.json()["task"]["id"].as_str()), ("/all", Some(last.as_str())), "no repeat before it");
+    let mut sorted_seen: Vec<_> = seen.iter().map(|(p, t, e)| (p.clone(), t.clone(), e.clone())).collect();
+    let mut sorted_expected: Vec<_> = expected.iter().map(|(p, t, e)| ((*p).to_owned(), t.clone(), (*e).to_owned())).collect();
+    sorted_seen.sort();
+    sorted_expected.sort();
+    assert_eq!(sorted_seen, sorted_expected, "each event once, to the webhooks that asked for it");
+    assert!(receiver.got.try_recv().is_err(), "nothing else");
+}
+
+#[test]
+fn webhooks_deliveries_wait_for_a_receiver_that_is_down_also_across_a_restart() {
+    // A port where nothing listens yet.
+    let addr = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).unwrap();
+    let work = Workdir::new();
+    webhook_config(&work, &format!(
+        "[[server.webhooks]]\nurl = \"http://{addr}/hook\"\nevents = [\"completed\"]\nsecret = \"s\"\n"
+    ));
+    let outbox = work.path("tasks.sqlite3.webhooks");
+
+    // Down: the delivery is tried, and tried again.
+    let mut server = HttpServer::start(&work);
+    let (_client, first) = start_task(&server, "echo", json!({"text": "one"}));
+    wait_for_attempts(&outbox, 2);
+    // Back: it arrives, once.
+    let receiver = Receiver::start(&addr.to_string());
+    let got = receiver.next();
+    assert_eq!(got.json()["task"]["id"], first.as_str());
+    assert_signed(&got, "s");
+    let first_delivery = got.headers["x-mcp-tasks-delivery"].clone();
+    receiver.stop();
+
+    // Down again, and the server killed with the delivery still queued.
+    let (_client, second) = start_task(&server, "echo", json!({"text": "two"}));
+    wait_for_attempts(&outbox, 1);
+    server.kill();
+    let receiver = Receiver::start(&addr.to_string());
+    let _server = HttpServer::start(&work);
+    let got = receiver.next();
+    assert_eq!(got.json()["task"]["id"], second.as_str(), "the queued delivery survived the restart");
+    assert_signed(&got, "s");
+    assert_ne!(got.headers["x-mcp-tasks-delivery"], first_delivery);
+    // Then a new event: the first task was not delivered again meanwhile.
+    let (_client, third) = start_task(&_server, "echo", json!({"text": "three"}));
+    assert_eq!(receiver.next().json()["task"]["id"], third.as_str());
+    // The last answer is recorded just after it is read: the outbox empties (bounded).
+    let deadline = Instant::now() + DEADLINE;
+    while !outbox_attempts(&outbox).is_empty() {
+        assert!(Instant::now() < deadline, "deliveries left in the outbox: {:?}", outbox_attempts(&outbox));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
