@@ -17,6 +17,7 @@ use tokio::sync::{Notify, mpsc};
 use tokio::time::timeout;
 
 mod cancel;
+mod claims;
 mod idempotency;
 mod limits;
 mod queue;
