@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mcp_tasks_engine::{
-    Answer, Engine, IdempotencyKey, Inserted, Lease, ListQuery, NewTask, Outcome, Policy, Principal, ProcessGroup,
+    Answer, Clock, Engine, IdempotencyKey, Inserted, Lease, ListQuery, NewTask, Outcome, Policy, Principal, ProcessGroup,
     Status, StoreError, SystemClock, TaskId, TaskRecord, TaskStore, Timestamp, ToolRuntime, Update, Version,
 };
 use mcp_tasks_testkit::MemoryStore;
@@ -25,6 +25,10 @@ struct Partitioned {
     cut: AtomicBool,
     watched: Mutex<HashSet<TaskId>>,
     writes: AtomicUsize,
+    /// `lapsed` answers from the store (by default it finds nothing: nobody to take over from).
+    rescuable: AtomicBool,
+    /// `process_group` fails (a store error in the middle of a take-over).
+    broken_reads: AtomicBool,
 }
 
 #[async_trait]
@@ -63,6 +67,9 @@ impl TaskStore for Partitioned {
         self.inner.set_process_group(id, group).await
     }
     async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError> {
+        if self.broken_reads.load(Ordering::SeqCst) {
+            return Err(StoreError::Backend("the database went away".into()));
+        }
         self.inner.process_group(id).await
     }
     fn shared(&self) -> bool {
@@ -82,8 +89,9 @@ impl TaskStore for Partitioned {
         self.inner.renew(lease, now).await
     }
     async fn lapsed(&self, now: Timestamp, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
-        // Nobody else to take over from in this test.
-        let _ = (now, limit);
+        if self.rescuable.load(Ordering::SeqCst) {
+            return self.inner.lapsed(now, limit).await;
+        }
         Ok(Vec::new())
     }
     async fn request_cancel(&self, id: &TaskId) -> Result<bool, StoreError> {
@@ -171,4 +179,40 @@ async fn a_node_whose_claims_go_unrenewed_for_a_lease_stops_its_work_and_the_wor
     assert_eq!((stored.status(), stored.version), (Status::Working, task.version), "left for a rescuer");
     shutdown.cancel();
     tokio::time::timeout(Duration::from_secs(10), claims).await.expect("the heartbeat stops at shutdown").unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_take_over_that_fails_half_way_gives_the_task_back_for_the_next_pass() {
+    let store = Arc::new(Partitioned::default());
+    store.rescuable.store(true, Ordering::SeqCst);
+    let clock = Arc::new(mcp_tasks_engine::FakeClock::new(Timestamp(1_764_028_800_000)));
+    let lease = Duration::from_secs(30);
+    let dead = Engine::with_lease(Arc::clone(&store) as Arc<dyn TaskStore>, clock.clone(), Policy::default(), lease);
+    dead.register("hold", ToolRuntime::new(UntilCancelled(mpsc::unbounded_channel().0)));
+    let owner = Principal::new("alice");
+    let new = NewTask {
+        owner: owner.clone(),
+        tool: "hold".into(),
+        arguments: json!({}),
+        requested_ttl_ms: None,
+        error_result_fails: false,
+        input_kinds: vec![],
+    };
+    let task = dead.create(new).await.unwrap(); // never started: its node "died"
+    let rescuer = Engine::with_lease(Arc::clone(&store) as Arc<dyn TaskStore>, clock.clone(), Policy::default(), lease);
+    rescuer.register("hold", ToolRuntime::new(UntilCancelled(mpsc::unbounded_channel().0)));
+    assert_eq!(rescuer.rescue_once().await.unwrap(), Default::default(), "held by a live claim");
+
+    clock.advance(lease);
+    store.broken_reads.store(true, Ordering::SeqCst);
+    let failed = rescuer.rescue_once().await;
+    assert!(matches!(failed, Err(mcp_tasks_engine::EngineError::Store(_))), "{failed:?}");
+    let lapsed = store.inner.lapsed(clock.now(), 10).await.unwrap();
+    assert_eq!(lapsed.iter().map(|task| &task.id).collect::<Vec<_>>(), vec![&task.id], "given back, lapsed again");
+
+    store.broken_reads.store(false, Ordering::SeqCst);
+    let recovered = rescuer.rescue_once().await.unwrap();
+    assert_eq!(recovered.failed, 1, "{recovered:?}");
+    let stored = rescuer.get(&owner, &task.id).await.unwrap();
+    assert_eq!(stored.status(), Status::Failed, "{stored:?}");
 }
