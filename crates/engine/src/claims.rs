@@ -208,32 +208,56 @@ impl Engine {
             if !engine.inner.store.shared() {
                 return;
             }
-            let lease = engine.inner.lease;
-            let mut beats = tokio::time::interval(lease / 3);
-            beats.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            let mut sweeps = tokio::time::interval(lease / 2);
-            sweeps.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            let mut renewed = Instant::now();
-            loop {
-                tokio::select! {
-                    _ = shutdown.cancelled() => return,
-                    _ = beats.tick() => match engine.heartbeat_once().await {
-                        Ok(_) => renewed = Instant::now(),
-                        Err(err) => {
-                            tracing::warn!(error = %err, "could not renew this node's claims");
-                            if renewed.elapsed() >= lease {
-                                tracing::error!("this node's claims went unrenewed for a whole lease; stopping its work");
-                                engine.lose_all();
-                            }
-                        }
-                    },
-                    _ = sweeps.tick() => {
-                        if let Err(err) = engine.rescue_once().await {
-                            tracing::warn!(error = %err, "the rescuer failed; will try again");
-                        }
+            // Two loops, so that a rescuer pass waiting on the database never delays a beat.
+            tokio::join!(engine.clone().heartbeats(shutdown.clone()), engine.rescues(shutdown));
+        })
+    }
+
+    /// The heartbeat loop of [`Engine::spawn_claims`].
+    async fn heartbeats(self, shutdown: CancellationToken) {
+        let lease = self.inner.lease;
+        let mut beats = tokio::time::interval(lease / 3);
+        beats.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut renewed = Instant::now();
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = beats.tick() => {}
+            }
+            // Bounded: a database that stops answering (a partition) must not hold the heartbeat
+            // past the lease, or the node would never stop its work.
+            match tokio::time::timeout(lease / 3, self.heartbeat_once()).await {
+                Ok(Ok(_)) => renewed = Instant::now(),
+                failed => {
+                    match failed {
+                        Ok(Err(err)) => tracing::warn!(error = %err, "could not renew this node's claims"),
+                        _ => tracing::warn!("renewing this node's claims timed out"),
+                    }
+                    if renewed.elapsed() >= lease {
+                        tracing::error!("this node's claims went unrenewed for a whole lease; stopping its work");
+                        self.lose_all();
                     }
                 }
             }
-        })
+        }
+    }
+
+    /// The rescuer loop of [`Engine::spawn_claims`].
+    async fn rescues(self, shutdown: CancellationToken) {
+        let mut sweeps = tokio::time::interval(self.inner.lease / 2);
+        sweeps.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = sweeps.tick() => {}
+            }
+            // Dropped mid-pass only at shutdown: what it claimed lapses with this node.
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                rescued = self.rescue_once() => if let Err(err) = rescued {
+                    tracing::warn!(error = %err, "the rescuer failed; will try again");
+                },
+            }
+        }
     }
 }

@@ -135,7 +135,6 @@ impl Engine {
         key: &str,
         answer: Result<Value, ErrorObject>,
     ) -> Result<bool, EngineError> {
-        let answer = answer;
         for _ in 0..MAX_CAS_ATTEMPTS {
             let task = match self.inner.store.get(id).await? {
                 Some(task) if &task.owner == owner => task,

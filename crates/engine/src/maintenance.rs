@@ -12,7 +12,8 @@ use crate::engine::{CANCELLED_MESSAGE, Engine, transition};
 use crate::error::{EngineError, WorkError};
 use crate::process::{self, Leftover};
 use crate::store::Update;
-use crate::task::{Event, Outcome, RestartPolicy, TaskRecord, Timestamp};
+use crate::store::Lease;
+use crate::task::{Event, Outcome, RestartPolicy, TaskId, TaskRecord, Timestamp};
 
 /// How many tasks one sweep pass expires or purges at most.
 const SWEEP_BATCH: u32 = 1000;
@@ -101,7 +102,11 @@ impl Engine {
             // at recovery was never seen working by this process).
             self.hold_publishing(&task.id);
             let taken = self.inner.store.claim(&task.id, task.attempt, &self.lease_from_now(), horizon).await;
+            let taken_attempt = taken.as_ref().ok().and_then(|taken| taken.as_ref().map(|taken| taken.attempt));
             let resolved = self.resolve_taken(&task, taken, &mut tagged, &mut report).await;
+            if let (Err(err), Some(attempt)) = (&resolved, taken_attempt) {
+                self.give_back(&task.id, attempt, err).await;
+            }
             self.release_publishing(&task.id).await;
             resolved?;
         }
@@ -194,6 +199,18 @@ impl Engine {
             }
         }
         Ok(())
+    }
+
+    /// Gives back the claim this node took on task `id` (at `attempt`) but could not resolve
+    /// (`err`): without it the heartbeat would renew a claim nobody runs. The claim is taken
+    /// once more with a lease lapsed from the start (the attempt bumped again), so that the
+    /// next rescuer pass, on any node, takes the task.
+    async fn give_back(&self, id: &TaskId, attempt: u32, err: &EngineError) {
+        let lapsed = Lease { node: self.inner.node.clone(), until: Timestamp(i64::MIN) };
+        match self.inner.store.claim(id, attempt, &lapsed, Timestamp(i64::MAX)).await {
+            Ok(_) => tracing::warn!(task = %id, error = %err, "could not resolve a task taken over; gave it back for the next rescuer pass"),
+            Err(again) => tracing::error!(task = %id, error = %err, give_back = %again, "could not resolve a task taken over, nor give it back; it waits for this node to stop"),
+        }
     }
 
     /// Ends the process group the work of `task` started in a previous process, if the

@@ -320,3 +320,130 @@ fn replicas_connections_cut_by_the_database_under_load_lose_nothing_and_service_
     let result = b.call("tasks/result", json!({"taskId": id}));
     assert_eq!(result["content"][0]["text"], "done\n", "{result}");
 }
+
+/// A TCP proxy in front of the database that the test can cut: while cut it forwards nothing
+/// either way and keeps every connection open (a partition: packets go nowhere, nobody is
+/// told); healed, what waited flows on.
+struct Partition {
+    addr: std::net::SocketAddr,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Partition {
+    fn to(target: std::net::SocketAddr) -> Partition {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
+        let addr = listener.local_addr().expect("the proxy's address");
+        let cut = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&cut);
+        std::thread::spawn(move || {
+            for client in listener.incoming().map_while(Result::ok) {
+                let Ok(server) = std::net::TcpStream::connect(target) else { continue };
+                for (from, to) in [(client.try_clone(), server.try_clone()), (server.try_clone(), client.try_clone())] {
+                    let (Ok(mut from), Ok(mut to)) = (from, to) else { continue };
+                    let cut = std::sync::Arc::clone(&flag);
+                    std::thread::spawn(move || {
+                        use std::io::{Read, Write};
+                        let _ = from.set_read_timeout(Some(Duration::from_millis(20)));
+                        let mut buffer = [0u8; 16 * 1024];
+                        loop {
+                            if cut.load(Ordering::SeqCst) {
+                                // Nothing read: the bytes wait in the kernel, as on a dead link.
+                                std::thread::park_timeout(Duration::from_millis(20));
+                                continue;
+                            }
+                            match from.read(&mut buffer) {
+                                Ok(0) => return,
+                                Ok(n) => {
+                                    if to.write_all(&buffer[..n]).is_err() {
+                                        return;
+                                    }
+                                }
+                                Err(err) if matches!(err.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+                                Err(_) => return,
+                            }
+                        }
+                    });
+                }
+            }
+        });
+        Partition { addr, cut }
+    }
+
+    fn set_cut(&self, cut: bool) {
+        self.cut.store(cut, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// The `host:port` of a `postgres://user@host:port/db…` URL.
+fn database_address(url: &str) -> Option<std::net::SocketAddr> {
+    use std::net::ToSocketAddrs;
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split('/').next()?;
+    let host_port = authority.rsplit('@').next()?;
+    let host_port = if host_port.contains(':') { host_port.to_owned() } else { format!("{host_port}:5432") };
+    host_port.to_socket_addrs().ok()?.next()
+}
+
+/// Replica A is cut off from PostgreSQL (a partition, through a proxy) for longer than its
+/// lease while B is not: B takes A's tasks over by their restart policy; A's work is gone
+/// (stopped by A, and on one machine also ended by B); healed, A's late writes change nothing.
+#[test]
+fn replicas_a_replica_cut_off_longer_than_its_lease_loses_its_tasks_and_writes_nothing_late() {
+    let Some(server_url) = database_url() else { return };
+    let Some(database) = database_address(&server_url) else {
+        panic!("TEST_DATABASE_URL names no host:port to put a proxy in front of: {server_url}");
+    };
+    let schema = Schema::create(&server_url);
+    let work = Workdir::new();
+    let lease = format!("lease = \"{}ms\"", LEASE.as_millis());
+    std::fs::write(work.config(), CONFIG.replacen("name = \"test-server\"", &format!("name = \"test-server\"\n{lease}"), 1))
+        .expect("write the config");
+    let partition = Partition::to(database);
+    let through_proxy = schema.url().replacen(&authority_of(&server_url), &format!("{}", partition.addr), 1);
+    let mut a = Server::start(&work.config(), Path::new(&through_proxy));
+    let mut b = Server::start(&work.config(), Path::new(&schema.url()));
+    a.initialize();
+    b.initialize();
+    let marker = work.path("first-run-marker");
+    let failing = create_task(&mut a, "slow", json!({"seconds": 60}));
+    let pgid = started_pid(&mut a, &failing);
+    let retried = create_task(&mut a, "retry_job", json!({"marker": marker.to_str().unwrap()}));
+    let first_run = Instant::now() + TAKE_OVER_DEADLINE;
+    while !marker.exists() {
+        assert!(Instant::now() < first_run, "the first run of retry_job never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    partition.set_cut(true);
+    let cut = Instant::now();
+    let deadline = cut + TAKE_OVER_DEADLINE;
+    let failed = get_until(&mut b, &failing, deadline, |task| task["status"] != "working");
+    assert_eq!(failed["status"], "failed", "{failed}");
+    let done = get_until(&mut b, &retried, deadline, |task| task["status"] == "completed");
+    let result = b.call("tasks/result", json!({"taskId": retried}));
+    assert_eq!(result["content"][0]["text"], "second-run\n", "{done} {result}");
+    // A's work is stopped: A cannot renew and stops it after a lease, and on this one machine
+    // B, taking the task over, also ends the process group A recorded (either suffices here).
+    while nix::sys::signal::killpg(pgid, None).is_ok() {
+        assert!(Instant::now() < deadline, "replica A's work still runs {:?} after the partition", cut.elapsed());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    eprintln!("replicas: the partitioned replica's work was gone {:?} after the cut; lease {LEASE:?}", cut.elapsed());
+
+    partition.set_cut(false);
+    // Healed: A answers again, and what B decided stands.
+    let seen_by_a = a.call("tasks/get", json!({"taskId": failing}));
+    assert_eq!(seen_by_a["status"], "failed", "{seen_by_a}");
+    let again = a.call("tasks/result", json!({"taskId": retried}));
+    assert_eq!(again, result, "the completion stands");
+    assert_eq!(schema.status(&failing), "failed");
+    assert_eq!(schema.status(&retried), "completed");
+}
+
+/// The `user@host:port` part of a URL, as it appears in it.
+fn authority_of(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split('/').next().unwrap_or_default();
+    authority.rsplit('@').next().unwrap_or_default().to_owned()
+}

@@ -18,6 +18,7 @@ use tokio::time::timeout;
 
 mod adopt;
 mod cancel;
+mod claims;
 mod idempotency;
 mod limits;
 mod queue;
