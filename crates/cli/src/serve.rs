@@ -35,7 +35,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         );
     }
     let outbox = webhook_outbox(&choice)?;
-    let (store, described) = open_store(choice).await?;
+    let (store, described, sqlite) = open_store_observed(choice).await?;
     let engine = Engine::with_lease(store, Arc::new(SystemClock), policy(&config), lease(&config)?);
     engine.set_runs_work(!args.no_work);
     // Before recovery: what recovery does to the previous run's tasks is delivered too.
@@ -63,6 +63,10 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         builder = builder.tool(tool_def(tool));
     }
     let server = builder.build().context("building the server from the config's tools")?;
+    if let Some(sqlite) = sqlite {
+        let metrics = server.metrics().clone();
+        sqlite.on_commit(move |commit| metrics.record_store_commit(commit.elapsed, commit.writes, commit.committed));
+    }
     let recovered = engine.recover().await.context("recovering tasks left by the previous run")?;
     server.metrics().record_recovery(&recovered);
     let names: Vec<&str> = config.tools.iter().map(|tool| tool.name.as_str()).collect();
@@ -306,16 +310,22 @@ fn webhook_outbox(choice: &StoreChoice) -> anyhow::Result<PathBuf> {
 /// Opens the chosen store; returns it with how start-up names it (a PostgreSQL URL with its
 /// password hidden).
 async fn open_store(choice: StoreChoice) -> anyhow::Result<(Arc<dyn TaskStore>, String)> {
+    open_store_observed(choice).await.map(|(store, described, _)| (store, described))
+}
+
+/// As [`open_store`], with the SQLite store's handle too, for its commit metrics.
+async fn open_store_observed(choice: StoreChoice) -> anyhow::Result<(Arc<dyn TaskStore>, String, Option<SqliteStore>)> {
     match choice {
         StoreChoice::Sqlite(path) => {
             let store = SqliteStore::open(&path).with_context(|| format!("opening task store {}", path.display()))?;
-            Ok((Arc::new(store), format!("{} (SQLite, WAL, synchronous=FULL)", path.display())))
+            let described = format!("{} (SQLite, WAL, synchronous=FULL)", path.display());
+            Ok((Arc::new(store.clone()), described, Some(store)))
         }
         StoreChoice::Postgres(url) => {
             // The error names the URL with its password hidden; so does every later one.
             let store = PostgresStore::connect(&url).await.context("opening the PostgreSQL task store")?;
             let described = format!("{} (PostgreSQL, shared: claims with a lease, any replica serves any task)", store.url());
-            Ok((Arc::new(store), described))
+            Ok((Arc::new(store), described, None))
         }
     }
 }

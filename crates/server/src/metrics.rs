@@ -12,7 +12,9 @@
 //!   earlier run, started again at recovery) carries `era="unknown"`;
 //! - HTTP requests: counted by a layer of the HTTP router; open sessions read at each
 //!   scrape; open SSE streams by a guard each stream holds ([`OpenStream`]);
-//! - tasks resolved at recovery: [`Metrics::record_recovery`], called by whoever recovered.
+//! - tasks resolved at recovery: [`Metrics::record_recovery`], called by whoever recovered;
+//! - the store's commits (latency, group size, failures): [`Metrics::record_store_commit`],
+//!   called by the store's writer (`mcp-tasks serve` wires the SQLite store's to it).
 //!
 //! The engine stays protocol-free: the era is a label added here, never stored with a task.
 
@@ -115,6 +117,9 @@ struct Shared {
     streams: Family<StreamEra, Gauge>,
     recovered: Family<Outcome, Counter>,
     lagged: Counter,
+    commit_seconds: Histogram,
+    commit_writes: Histogram,
+    commit_failures: Counter,
     /// Unfinished tasks, and every tool seen (so that its gauges read 0 rather than
     /// vanish). Held through a render, so that two scrapes do not interleave their gauges.
     state: Mutex<State>,
@@ -151,6 +156,26 @@ impl Metrics {
         let streams = Family::<StreamEra, Gauge>::default();
         let recovered = Family::<Outcome, Counter>::default();
         let lagged = Counter::default();
+        // 50 µs × 2ⁿ up to about 1.6 s: an fsync'd commit on a local disk is well under 1 ms.
+        let commit_seconds = Histogram::new(exponential_buckets(0.000_05, 2.0, 16));
+        // 1, 2, 4 … 512 writes: the writer takes at most 512 at once.
+        let commit_writes = Histogram::new(exponential_buckets(1.0, 2.0, 10));
+        let commit_failures = Counter::default();
+        registry.register(
+            "store_commit_seconds",
+            "Time the task store's writer took per transaction, the fsync included (each holds one group of writes)",
+            commit_seconds.clone(),
+        );
+        registry.register(
+            "store_commit_writes",
+            "Writes committed together in one transaction of the task store (group commit size)",
+            commit_writes.clone(),
+        );
+        registry.register(
+            "store_commit_failures",
+            "Transactions of the task store that did not commit (full disk, I/O error): none of their writes stands",
+            commit_failures.clone(),
+        );
         registry.register("tasks_created", "Tasks created, by tool and era (protocol revision)", created.clone());
         registry.register(
             "tasks_finished",
@@ -190,8 +215,24 @@ impl Metrics {
                 streams,
                 recovered,
                 lagged,
+                commit_seconds,
+                commit_writes,
+                commit_failures,
                 state: Mutex::new(State::default()),
             }),
+        }
+    }
+
+    /// Records one transaction of the task store: how long it took (`BEGIN` to the end of
+    /// `COMMIT`, the fsync included), how many writes it held, and whether it committed
+    /// (`mcp_tasks_store_commit_seconds`, `mcp_tasks_store_commit_writes`,
+    /// `mcp_tasks_store_commit_failures_total`).
+    pub fn record_store_commit(&self, elapsed: std::time::Duration, writes: usize, committed: bool) {
+        self.inner.commit_seconds.observe(elapsed.as_secs_f64());
+        #[allow(clippy::cast_precision_loss)] // at most 512
+        self.inner.commit_writes.observe(writes as f64);
+        if !committed {
+            self.inner.commit_failures.inc();
         }
     }
 

@@ -28,4 +28,4 @@ mod faults;
 mod migrate;
 mod store;
 
-pub use store::{SqliteStore, Synchronous, WriteStats};
+pub use store::{Commit, SqliteStore, Synchronous, WriteStats};

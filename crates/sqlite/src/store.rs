@@ -120,6 +120,22 @@ pub struct WriteStats {
 struct Counters {
     commits: AtomicU64,
     writes: AtomicU64,
+    /// Told of every batch the writer thread ends ([`SqliteStore::on_commit`]).
+    observer: std::sync::OnceLock<CommitObserver>,
+}
+
+/// What [`SqliteStore::on_commit`] is told of each batch.
+type CommitObserver = Box<dyn Fn(Commit) + Send + Sync>;
+
+/// One batch of the writer thread ([`SqliteStore::on_commit`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Commit {
+    /// From `BEGIN` to the end of `COMMIT` (the fsync included) or of the rollback.
+    pub elapsed: Duration,
+    /// How many writes the batch held (the group commit's size).
+    pub writes: usize,
+    /// Whether it committed.
+    pub committed: bool,
 }
 
 /// The task store on one SQLite file: the embedded default of mcp-tasks.
@@ -236,6 +252,13 @@ impl SqliteStore {
     /// The file this store was opened on.
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// Calls `observer` on the writer thread after every batch it commits or fails to
+    /// commit, with its duration and size (for metrics: keep it quick). Only the first
+    /// observer set is kept.
+    pub fn on_commit(&self, observer: impl Fn(Commit) + Send + Sync + 'static) {
+        let _ = self.inner.stats.observer.set(Box::new(observer));
     }
 
     /// How many transactions the writer thread has committed, holding how many writes.
@@ -438,6 +461,9 @@ fn write_loop(conn: &Connection, queue: &mpsc::Receiver<Box<dyn Write>>, stats: 
         }
         let started = Instant::now();
         let committed = commit(conn, &mut batch);
+        if let Some(observer) = stats.observer.get() {
+            observer(Commit { elapsed: started.elapsed(), writes: batch.len(), committed: committed.is_ok() });
+        }
         match &committed {
             Ok(()) => {
                 stats.commits.fetch_add(1, Ordering::Relaxed);

@@ -78,3 +78,33 @@ fn metrics_after_a_restart_count_what_recovery_did_and_the_retried_task_finishin
     assert!(running.iter().all(|line| line.ends_with(" 0")), "nothing runs any more: {running:?}");
     assert!(running.contains(&r#"mcp_tasks_tasks_running{tool="slow"} 0"#.to_owned()), "every tool listed: {running:?}");
 }
+
+/// The one value of an unlabelled sample line `name VALUE`.
+fn value(body: &str, name: &str) -> f64 {
+    let lines = series(body, name);
+    assert_eq!(lines.len(), 1, "{name}: {lines:?}");
+    lines[0].rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn store_commit_metrics_observe_every_transaction_of_the_sqlite_writer() {
+    let work = Workdir::new();
+    let server = HttpServer::start(&work);
+    let mut client = Client::new(&server, None);
+    client.initialize();
+    for n in 0..5 {
+        let created = client.result("tools/call", json!({"name": "echo", "arguments": {"text": format!("n{n}")}, "task": {}}));
+        let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+        assert_eq!(client.result("tasks/result", json!({"taskId": id}))["content"][0]["text"], format!("n{n}"));
+    }
+    let body = metrics(&server);
+    let (commits, timed) = (value(&body, "mcp_tasks_store_commit_writes_count"), value(&body, "mcp_tasks_store_commit_seconds_count"));
+    assert_eq!(commits, timed, "each transaction is timed once and sized once");
+    // Five inserts and five completions at least (status messages and process groups come on top).
+    let writes = value(&body, "mcp_tasks_store_commit_writes_sum");
+    assert!(writes >= 10.0 && writes >= commits && commits >= 1.0, "writes {writes}, commits {commits}:\n{body}");
+    assert!(value(&body, "mcp_tasks_store_commit_seconds_sum") > 0.0);
+    assert_eq!(value(&body, "mcp_tasks_store_commit_failures_total"), 0.0);
+    let buckets = series(&body, "mcp_tasks_store_commit_seconds_bucket");
+    assert!(buckets.iter().any(|line| line.contains(r#"le="+Inf""#) && line.ends_with(&format!(" {commits}"))), "{buckets:?}");
+}
