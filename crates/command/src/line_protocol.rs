@@ -75,6 +75,8 @@ pub(super) struct Talk<W> {
     /// drops the sender): nobody is left to answer.
     group_gone: watch::Receiver<bool>,
     output: Tail,
+    /// The output of the read being handled, published when it is.
+    fresh: Vec<u8>,
     /// The cap of `output`.
     cap: usize,
     line: Line,
@@ -113,6 +115,7 @@ impl<W: AsyncWrite + Unpin> Talk<W> {
             stdin,
             group_gone,
             output: Tail::default(),
+            fresh: Vec::new(),
             cap,
             line: Line::Start(0),
             message: Vec::new(),
@@ -141,8 +144,18 @@ impl<W: AsyncWrite + Unpin> Talk<W> {
         self.output.finish(self.cap)
     }
 
-    /// Splits `bytes` into the lines they continue or start, and handles each line ended.
-    async fn feed(&mut self, mut bytes: &[u8]) {
+    /// Splits `bytes` into the lines they continue or start, and handles each line ended;
+    /// the output among them is published once, as it came ([`Context::output`]: the live
+    /// tail of the web view; not stored, the result keeps the tail).
+    async fn feed(&mut self, bytes: &[u8]) {
+        self.split(bytes).await;
+        if !self.fresh.is_empty() {
+            self.ctx.output(&String::from_utf8_lossy(&self.fresh));
+            self.fresh.clear();
+        }
+    }
+
+    async fn split(&mut self, mut bytes: &[u8]) {
         let marker = MARKER.as_bytes();
         while !bytes.is_empty() {
             match self.line {
@@ -160,22 +173,20 @@ impl<W: AsyncWrite + Unpin> Talk<W> {
                         // Not a marker: what matched in earlier reads is output, and this
                         // read's bytes are taken as output from their start.
                         self.output.push(&marker[..matched], self.cap);
-                        self.ctx
-                            .output(&String::from_utf8_lossy(&marker[..matched]));
+                        self.fresh.extend_from_slice(&marker[..matched]);
                         self.line = Line::Output;
                     }
                 }
                 Line::Output => match bytes.iter().position(|&b| b == b'\n') {
                     Some(end) => {
                         self.output.push(&bytes[..=end], self.cap);
-                        // The live tail of the web view (not stored; the result keeps the tail).
-                        self.ctx.output(&String::from_utf8_lossy(&bytes[..=end]));
+                        self.fresh.extend_from_slice(&bytes[..=end]);
                         self.line = Line::Start(0);
                         bytes = &bytes[end + 1..];
                     }
                     None => {
                         self.output.push(bytes, self.cap);
-                        self.ctx.output(&String::from_utf8_lossy(bytes));
+                        self.fresh.extend_from_slice(bytes);
                         bytes = &[];
                     }
                 },

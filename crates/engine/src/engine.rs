@@ -101,17 +101,20 @@ pub enum Change {
         /// The report.
         progress: Progress,
     },
-    /// The work behind a task wrote output (a command tool's stdout lines, without the
-    /// line-protocol lines). Not stored: the live tail of the web view; the result keeps
-    /// the output as the handler returns it.
-    Output {
-        /// The task.
-        id: TaskId,
-        /// Its owner.
-        owner: Principal,
-        /// The bytes written, as text (invalid UTF-8 replaced).
-        text: Arc<str>,
-    },
+}
+
+/// Output the work behind a task wrote (a command tool's stdout, without the line-protocol
+/// lines), published to every subscriber of [`Engine::subscribe_output`]. Not stored: the
+/// live tail of the web view; the result keeps the output as the handler returns it. A feed
+/// of its own, so that a chatty command never makes the change feed lag.
+#[derive(Clone, Debug)]
+pub struct Output {
+    /// The task.
+    pub id: TaskId,
+    /// Its owner.
+    pub owner: Principal,
+    /// The bytes written, as text (invalid UTF-8 replaced).
+    pub text: Arc<str>,
 }
 
 /// The task engine: a cheap, cloneable handle.
@@ -156,6 +159,8 @@ pub(crate) struct Inner {
     /// The version last published of each task, and whether it was terminal
     /// ([`Engine::publish_task`]). A std mutex: a lookup and an insert.
     published: Mutex<HashMap<TaskId, (Version, bool)>>,
+    /// The output feed ([`Output`]); a subscriber that lags misses output, nothing else.
+    pub(crate) outputs: broadcast::Sender<Output>,
 }
 
 impl Engine {
@@ -170,6 +175,7 @@ impl Engine {
     /// heartbeat, [`Engine::spawn_claims`], renews them every third of it).
     pub fn with_lease(store: Arc<dyn TaskStore>, clock: Arc<dyn Clock>, policy: Policy, lease: Duration) -> Engine {
         let (changes, _) = broadcast::channel(FEED_CAPACITY);
+        let (outputs, _) = broadcast::channel(FEED_CAPACITY);
         let feed = store.changes();
         let engine = Engine {
             inner: Arc::new(Inner {
@@ -187,6 +193,7 @@ impl Engine {
                 admission: tokio::sync::Mutex::new(()),
                 changes,
                 published: Mutex::new(HashMap::new()),
+                outputs,
             }),
         };
         engine.follow(feed);
@@ -239,6 +246,11 @@ impl Engine {
     /// Subscribes to every task change and progress report from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Change> {
         self.inner.changes.subscribe()
+    }
+
+    /// Subscribes to the output of every task's work from now on ([`Output`]).
+    pub fn subscribe_output(&self) -> broadcast::Receiver<Output> {
+        self.inner.outputs.subscribe()
     }
 
     /// Creates a task in `working` and commits it to the store. The caller answers the

@@ -76,7 +76,7 @@ mod work;
 pub use admission::Policy;
 pub use adopt::TaskLink;
 pub use clock::{Clock, FakeClock, SystemClock};
-pub use engine::{Change, Creation, DEFAULT_LEASE, Engine, NewTask};
+pub use engine::{Change, Creation, DEFAULT_LEASE, Engine, NewTask, Output};
 pub use error::{EngineError, InputError, LimitExceeded, WorkError};
 pub use maintenance::{Recovery, Sweep};
 pub use process::{Leftover, ProcessGroup, TASK_ID_ENV};

@@ -294,7 +294,7 @@ impl Engine {
             Some(running) if running.attempt == attempt => running.owner.clone(),
             _ => return,
         };
-        let _ = self.inner.changes.send(crate::Change::Output { id: id.clone(), owner, text: text.into() });
+        let _ = self.inner.outputs.send(crate::engine::Output { id: id.clone(), owner, text: text.into() });
     }
 }
 

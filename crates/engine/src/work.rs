@@ -301,9 +301,9 @@ impl Context {
         self.request(InputKind::Roots, serde_json::json!({})).await
     }
 
-    /// Publishes output the work wrote (a command's stdout) on the engine's change feed,
-    /// for live views ([`Change::Output`](crate::Change::Output)). Not stored; no-op for
-    /// plain calls and once cancelled.
+    /// Publishes output the work wrote (a command's stdout) on the engine's output feed,
+    /// for live views ([`Engine::subscribe_output`](crate::Engine::subscribe_output)). Not
+    /// stored; no-op for plain calls and once cancelled.
     pub fn output(&self, text: &str) {
         if self.cancel.is_cancelled() || text.is_empty() {
             return;

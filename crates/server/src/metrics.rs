@@ -319,7 +319,7 @@ impl Metrics {
                 let metrics = Metrics { inner };
                 match change {
                     Ok(Change::Task(record)) => metrics.task_changed(&record),
-                    Ok(Change::Progress { .. } | Change::Output { .. }) => {}
+                    Ok(Change::Progress { .. }) => {}
                     Err(RecvError::Lagged(missed)) => {
                         tracing::warn!(missed, "the metrics fell behind the engine's change feed");
                         metrics.inner.lagged.inc_by(missed);

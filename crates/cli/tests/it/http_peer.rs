@@ -186,7 +186,12 @@ pub(crate) fn request_to(addr: SocketAddr, method: &str, path: &str, headers: &[
 
 /// A request whose answer is an SSE stream, left open for the test to read or drop.
 pub(crate) fn open(addr: SocketAddr, method: &str, headers: &[(&str, &str)], body: Option<&str>) -> EventStream {
-    let (status, headers, reader) = send(addr, method, "/mcp", headers, body);
+    open_to(addr, method, "/mcp", headers, body)
+}
+
+/// As [`open`], for `path`.
+pub(crate) fn open_to(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&str>) -> EventStream {
+    let (status, headers, reader) = send(addr, method, path, headers, body);
     let chunked = headers.iter().any(|(n, v)| n.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
     EventStream { status, headers, reader, chunked, pending: String::new(), remaining_in_chunk: 0 }
 }

@@ -40,7 +40,7 @@ fn post(server: &HttpServer, path: &str, token: &str, content_type: &str, body: 
 /// A 2025-11-25 session of `token` that can answer elicitations (it never does: the page
 /// answers), and a task of `tool` it started.
 fn task_of(server: &HttpServer, token: &str, tool: &str, arguments: Value) -> (Client, String) {
-    let mut client = Client::new(server, Some(token));
+    let mut client = Client::new(server, Some(token).filter(|token| !token.is_empty()));
     client.initialize_with(json!({"elicitation": {}}));
     let created = client.result("tools/call", json!({"name": tool, "arguments": arguments, "task": {}}));
     let id = created["task"]["taskId"].as_str().expect("taskId").to_owned();
@@ -369,4 +369,37 @@ fn web_api_a_2026_07_28_tasks_question_is_answered_from_the_view_and_its_era_and
     let task = modern_call(&server, "tasks/get", json!({"taskId": id}), &id);
     assert_eq!(task["status"], "completed", "{task}");
     assert!(task.to_string().contains(r#"answer: {\"action\":\"accept\",\"content\":{\"ship\":true}}"#), "{task}");
+}
+
+/// A command that prints as it goes, then waits.
+const CHATTY: &str = r#"
+[[tools]]
+name = "chatty"
+description = "Prints two lines, then waits."
+command = ["sh", "-c", "echo 'first line'; echo 'second line'; sleep 30"]
+"#;
+
+#[test]
+fn web_api_a_running_commands_output_is_its_live_tail_on_the_events_stream_and_its_page() {
+    let work = Workdir::new();
+    std::fs::write(work.config(), format!("{CONFIG}\n{CHATTY}")).unwrap();
+    let server = HttpServer::start(&work);
+    // Listening before the task starts: its output comes as `output` events.
+    let mut events = http_peer::open_to(server.addr, "GET", "/ui/api/events", &[], None);
+    assert_eq!(events.status, 200);
+    let (_client, id) = task_of(&server, "", "chatty", json!({}));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut streamed = String::new();
+    while !streamed.contains("second line") {
+        assert!(Instant::now() < deadline, "the output never came on the stream: {streamed:?}");
+        let event = events.next_event().expect("the stream stays open");
+        let data: Value = serde_json::from_str(&event.data).unwrap_or(Value::Null);
+        if data["id"] == id.as_str() && data["text"].is_string() {
+            streamed.push_str(data["text"].as_str().unwrap());
+        }
+    }
+    assert_eq!(streamed, "first line\nsecond line\n", "exactly the command's output, in order");
+    // And the task's page has it as its tail while it runs.
+    let task = api_until(&server, "", &id, |task| task["output"].as_str().is_some_and(|tail| tail.contains("second line")));
+    assert_eq!((task["status"].clone(), task["output"].clone()), (json!("working"), json!("first line\nsecond line\n")));
 }

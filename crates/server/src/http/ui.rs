@@ -15,8 +15,8 @@
 //!   `content`: an elicitation answered from the page, checked against its schema).
 //! - `GET /ui/api/events`: an SSE stream of the principal's task changes, progress and output.
 //!
-//! The live tail is kept here, in memory, from the engine's change feed
-//! ([`Change::Output`]): the last [`TAIL_BYTES`] of each of the last [`TAILS_KEPT`] tasks
+//! The live tail is kept here, in memory, from the engine's output feed
+//! ([`Engine::subscribe_output`]): the last [`TAIL_BYTES`] of each of the last [`TAILS_KEPT`] tasks
 //! that wrote output. It is not durable; a finished command's output is in its result.
 
 use std::collections::{HashMap, VecDeque};
@@ -31,8 +31,8 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use mcp_tasks_engine::{
-    BrowseQuery, Change, Cursor, Engine, EngineError, HistoryEntry, InputKind, Outcome, Principal, Progress, Status, TaskId,
-    TaskRecord, TaskState, Timestamp,
+    BrowseQuery, Change, Cursor, Engine, EngineError, HistoryEntry, InputKind, Outcome, Output, Principal, Progress, Status,
+    TaskId, TaskRecord, TaskState, Timestamp,
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast::error::RecvError;
@@ -85,18 +85,28 @@ impl Ui {
     pub(super) fn start(engine: &Engine) -> Arc<Ui> {
         let ui = Arc::new(Ui { live: Mutex::new(Live::default()) });
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let mut feed = engine.subscribe();
+            let (mut changes, mut outputs) = (engine.subscribe(), engine.subscribe_output());
             let weak = Arc::downgrade(&ui);
             runtime.spawn(async move {
                 loop {
-                    let change = feed.recv().await;
-                    let Some(ui) = Weak::upgrade(&weak) else { return };
-                    match change {
-                        Ok(Change::Output { id, text, .. }) => ui.live().output(id, &text),
-                        Ok(Change::Progress { id, progress, .. }) => ui.live().progress(id, progress),
-                        Ok(Change::Task(_)) => {}
-                        Err(RecvError::Lagged(missed)) => tracing::debug!(missed, "the web view's tail fell behind"),
-                        Err(RecvError::Closed) => return,
+                    tokio::select! {
+                        change = changes.recv() => {
+                            let Some(ui) = Weak::upgrade(&weak) else { return };
+                            match change {
+                                Ok(Change::Progress { id, progress, .. }) => ui.live().progress(id, progress),
+                                Ok(Change::Task(_)) => {}
+                                Err(RecvError::Lagged(missed)) => tracing::debug!(missed, "the web view's progress fell behind"),
+                                Err(RecvError::Closed) => return,
+                            }
+                        }
+                        output = outputs.recv() => {
+                            let Some(ui) = Weak::upgrade(&weak) else { return };
+                            match output {
+                                Ok(Output { id, text, .. }) => ui.live().output(id, &text),
+                                Err(RecvError::Lagged(missed)) => tracing::debug!(missed, "the web view's output tail fell behind"),
+                                Err(RecvError::Closed) => return,
+                            }
+                        }
                     }
                 }
             });
@@ -516,28 +526,36 @@ async fn events(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
         Ok(owner) => owner,
         Err(rejection) => return rejection,
     };
-    let feed = app.server.engine().subscribe();
+    let feeds = (app.server.engine().subscribe(), app.server.engine().subscribe_output());
     let stop = app.stop.clone();
     let mut keepalive = tokio::time::interval(KEEPALIVE);
     keepalive.reset();
     let first = Some(Bytes::from_static(b": mcp-tasks web view\n\n"));
-    let stream = futures_util::stream::unfold((feed, stop, keepalive, first, owner), |state| async move {
-        let (mut feed, stop, mut keepalive, first, owner) = state;
+    let stream = futures_util::stream::unfold((feeds, stop, keepalive, first, owner), |state| async move {
+        let ((mut changes, mut outputs), stop, mut keepalive, first, owner) = state;
         if let Some(first) = first {
-            return Some((Ok::<_, Infallible>(first), (feed, stop, keepalive, None, owner)));
+            return Some((Ok::<_, Infallible>(first), ((changes, outputs), stop, keepalive, None, owner)));
         }
         loop {
             let frame = tokio::select! {
                 () = stop.cancelled() => return None,
                 _ = keepalive.tick() => Some(": keep-alive\n\n".to_owned()),
-                change = feed.recv() => match change {
+                change = changes.recv() => match change {
                     Ok(change) => event_of(&change, &owner),
                     Err(RecvError::Lagged(_)) => Some("event: lagged\ndata: {}\n\n".to_owned()),
                     Err(RecvError::Closed) => return None,
                 },
+                output = outputs.recv() => match output {
+                    Ok(output) if output.owner == owner => {
+                        Some(format!("event: output\ndata: {}\n\n", json!({"id": output.id.as_str(), "text": &*output.text})))
+                    }
+                    // Output missed is output missed: the tail is read again with the task.
+                    Ok(_) | Err(RecvError::Lagged(_)) => None,
+                    Err(RecvError::Closed) => return None,
+                },
             };
             if let Some(frame) = frame {
-                return Some((Ok(Bytes::from(frame)), (feed, stop, keepalive, None, owner)));
+                return Some((Ok(Bytes::from(frame)), ((changes, outputs), stop, keepalive, None, owner)));
             }
         }
     });
@@ -557,7 +575,6 @@ fn event_of(change: &Change, owner: &Principal) -> Option<String> {
             "progress",
             json!({"id": id.as_str(), "progress": progress.progress, "total": progress.total, "message": progress.message}),
         ),
-        Change::Output { id, owner: of, text } if of == owner => ("output", json!({"id": id.as_str(), "text": &**text})),
         _ => return None,
     };
     Some(format!("event: {name}\ndata: {data}\n\n"))

@@ -302,7 +302,6 @@ async fn forward_changes(session: Arc<LegacySession>, mut feed: broadcast::Recei
         match change {
             Ok(Change::Task(record)) => session.on_task_change(&record),
             Ok(Change::Progress { id, progress, .. }) => session.on_progress(&id, &progress),
-            Ok(Change::Output { .. }) => {}
             Err(broadcast::error::RecvError::Lagged(missed)) => {
                 tracing::warn!(missed, "session fell behind the change feed; some notifications were skipped");
             }
