@@ -16,6 +16,7 @@ use mcp_tasks_engine::StoreError;
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_tasks.sql"),
     include_str!("../migrations/0002_process_groups.sql"),
+    include_str!("../migrations/0003_checkpoints.sql"),
 ];
 
 /// The schema version this build writes: the number of migrations.

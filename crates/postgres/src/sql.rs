@@ -116,3 +116,13 @@ pub const SET_PROCESS_GROUP: &str =
 
 /// `process_group`.
 pub const PROCESS_GROUP: &str = "SELECT process_group, process_start FROM tasks WHERE id = $1";
+
+/// `set_checkpoint`: fenced by the attempt, only while the task is unfinished; the version is
+/// not bumped.
+pub const SET_CHECKPOINT: &str = concat!(
+    "UPDATE tasks SET checkpoint = $1 WHERE id = $2 AND attempt = $3 AND ",
+    unfinished!()
+);
+
+/// `checkpoint`.
+pub const CHECKPOINT: &str = "SELECT checkpoint FROM tasks WHERE id = $1";

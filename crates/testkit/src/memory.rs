@@ -16,6 +16,7 @@ use std::ops::Bound;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
+use serde_json::Value;
 
 use mcp_tasks_engine::{
     IdempotencyKey, Inserted, ListQuery, Principal, ProcessGroup, StoreError, TaskId, TaskRecord,
@@ -33,6 +34,8 @@ struct Tables {
     by_key: HashMap<(Principal, IdempotencyKey), TaskId>,
     /// The process group recorded for each task that has one.
     groups: HashMap<TaskId, ProcessGroup>,
+    /// Handlers' checkpoints, by task; removed with their task.
+    checkpoints: HashMap<TaskId, Value>,
 }
 
 impl Tables {
@@ -42,6 +45,7 @@ impl Tables {
             return;
         };
         self.groups.remove(id);
+        self.checkpoints.remove(id);
         if let Some(key) = task.idempotency_key.clone() {
             let slot = (task.owner.clone(), key);
             if self.by_key.get(&slot) == Some(&task.id) {
@@ -232,5 +236,18 @@ impl TaskStore for MemoryStore {
 
     async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError> {
         Ok(self.lock().groups.get(id).copied())
+    }
+
+    async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &Value) -> Result<bool, StoreError> {
+        let mut tables = self.lock();
+        let current = tables.tasks.get(id).is_some_and(|task| task.attempt == attempt && !task.status().is_terminal());
+        if current {
+            tables.checkpoints.insert(id.clone(), checkpoint.clone());
+        }
+        Ok(current)
+    }
+
+    async fn checkpoint(&self, id: &TaskId) -> Result<Option<Value>, StoreError> {
+        Ok(self.lock().checkpoints.get(id).cloned())
     }
 }
