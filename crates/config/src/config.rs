@@ -15,6 +15,7 @@ mod lines;
 mod problem;
 mod server;
 mod tool;
+mod upstream;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -26,6 +27,7 @@ pub use problem::{ConfigError, Problem};
 use server::RawServer;
 pub use server::ServerConfig;
 pub use tool::{InheritEnv, OutputFormat, RestartPolicy, Stdin, TaskSupport, ToolConfig};
+pub use upstream::UpstreamToolConfig;
 
 /// The whole configuration of `mcp-tasks serve`.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -34,6 +36,9 @@ pub struct Config {
     pub server: ServerConfig,
     /// The `[[tools]]` array, in file order.
     pub tools: Vec<ToolConfig>,
+    /// `[upstream.tools.NAME]`: settings of the upstream server's tools, by name (read by
+    /// `mcp-tasks proxy`; `serve` has no upstream).
+    pub upstream_tools: std::collections::BTreeMap<String, UpstreamToolConfig>,
 }
 
 impl Config {
@@ -132,8 +137,9 @@ impl Config {
                 Err(err) => problems.push(err),
             }
         }
+        let upstream_tools = raw.upstream.check(lines, &mut problems);
         match server {
-            Some(server) if problems.is_empty() => Ok(Config { server, tools }),
+            Some(server) if problems.is_empty() => Ok(Config { server, tools, upstream_tools }),
             _ => {
                 problems.sort_by_key(|problem| match problem {
                     ConfigError::Invalid {
@@ -166,6 +172,8 @@ struct RawConfig {
     server: RawServer,
     #[serde(default)]
     tools: Vec<tool::RawTool>,
+    #[serde(default)]
+    upstream: upstream::RawUpstream,
 }
 
 #[cfg(test)]
