@@ -32,6 +32,8 @@ const CLOSE_GRACE: Duration = Duration::from_secs(2);
 #[must_use]
 pub struct ClientBuilder {
     token: Option<String>,
+    /// Extra HTTP headers on every request.
+    headers: Vec<(String, String)>,
     handlers: Handlers,
     info: Implementation,
     /// The era to speak; `None`: the server's newest (probe, then fall back).
@@ -42,6 +44,13 @@ impl ClientBuilder {
     /// Sends `Authorization: Bearer <token>` on every HTTP request.
     pub fn token(mut self, token: impl Into<String>) -> ClientBuilder {
         self.token = Some(token.into());
+        self
+    }
+
+    /// Sends the HTTP header `name: value` on every request (e.g. an API key an upstream
+    /// wants); over stdio it is ignored. Checked when connecting.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> ClientBuilder {
+        self.headers.push((name.into(), value.into()));
         self
     }
 
@@ -86,7 +95,7 @@ impl ClientBuilder {
     /// A bad URL, an unreachable server, an HTTP error (401 without a valid token), or an
     /// `initialize` the server refused or answered with another protocol version.
     pub async fn connect_http(self, url: &str) -> Result<Client, ClientError> {
-        let transport = HttpTransport::new(url, self.token.clone())?;
+        let transport = HttpTransport::new(url, self.token.clone(), &self.headers)?;
         let connection = Arc::new(Connection::new(Transport::Http(transport), self.handlers.clone()));
         self.handshake(connection).await
     }
@@ -342,7 +351,7 @@ impl Client {
     /// A builder, to set handlers or a token before connecting.
     pub fn builder() -> ClientBuilder {
         let info = Implementation::new("mcp-tasks-client", env!("CARGO_PKG_VERSION"));
-        ClientBuilder { token: None, handlers: Handlers::default(), info, era: None }
+        ClientBuilder { token: None, headers: Vec::new(), handlers: Handlers::default(), info, era: None }
     }
 
     /// Connects to `url` with an optional bearer token and no handlers: see
@@ -449,6 +458,51 @@ impl Client {
         from_value(self.request(method::TOOLS_CALL, params).await?, method::TOOLS_CALL)
     }
 
+    /// [`Client::call_tool`] with a progress token the caller chose (the server's
+    /// `notifications/progress` for the call carry it: match them with
+    /// [`ServerNotification::progress_token`](crate::ServerNotification::progress_token)), that
+    /// can be cancelled: when `cancel` fires first, the client sends
+    /// `notifications/cancelled` for the request (the server should stop the work) and
+    /// returns [`ClientError::CallCancelled`].
+    ///
+    /// # Errors
+    /// As [`Client::call_tool`]; [`ClientError::CallCancelled`] once `cancel` fired.
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        progress_token: &str,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<CallToolResult, ClientError> {
+        let arguments = arguments_map(arguments)?;
+        let meta = RequestMeta { progress_token: Some(ProgressToken::String(progress_token.to_owned())), rest: Default::default() };
+        let called = async {
+            if self.inner.modern.is_some() {
+                let mut params = json!({"name": name, "_meta": meta});
+                if let Some(arguments) = arguments {
+                    params["arguments"] = Value::Object(arguments);
+                }
+                return match self.rounds_from(name, params, false).await? {
+                    modern::Answer::Complete(result) => from_value(result, method::TOOLS_CALL),
+                    _ => Err(ClientError::Protocol(format!("tools/call of {name:?} made a task that was not asked for"))),
+                };
+            }
+            let params = legacy::call_params(name, arguments, None, meta);
+            from_value(self.request(method::TOOLS_CALL, params).await?, method::TOOLS_CALL)
+        };
+        self.inner.connection.cancellable(called, cancel).await
+    }
+
+    /// Sends a request of any `method` with `params` in the session's era (2026-07-28: with
+    /// the per-request `_meta`) and returns its result as JSON: for the methods this client
+    /// has no typed call for, e.g. `resources/read`, `prompts/get`, `completion/complete`.
+    ///
+    /// # Errors
+    /// Transport, HTTP or JSON-RPC errors.
+    pub async fn request_raw(&self, method: &str, params: Value) -> Result<Value, ClientError> {
+        self.request(method, params).await
+    }
+
     /// Calls a tool, as a task where that is how the era and the tool have it: in
     /// 2025-11-25 as a task when the server runs tool calls as tasks and the tool's
     /// [`TaskMode`] allows it, plainly otherwise; in 2026-07-28 the server decides (the
@@ -514,6 +568,11 @@ impl Client {
         if let Some(arguments) = arguments {
             params["arguments"] = Value::Object(arguments);
         }
+        self.rounds_from(name, params, tasks).await
+    }
+
+    /// [`Client::rounds`] from the first round's `params`.
+    async fn rounds_from(&self, name: &str, mut params: Value, tasks: bool) -> Result<modern::Answer, ClientError> {
         let mut headers = self.param_headers(name, params.get("arguments").and_then(Value::as_object)).await;
         let mut relisted = false;
         for _ in 0..MAX_ROUNDS {
