@@ -369,6 +369,18 @@ impl Client {
         .await
     }
 
+    /// Resolves when the stdio server's output has ended (it exited or closed its stdout):
+    /// nothing more will be answered on this session. Over HTTP, where each request has its
+    /// own connection, it resolves only when the client is closed; failed requests say when
+    /// the server is gone.
+    pub async fn closed(&self) {
+        let connection = &self.inner.connection;
+        tokio::select! {
+            () = connection.closed.cancelled() => {}
+            () = connection.stop.cancelled() => {}
+        }
+    }
+
     /// The process id of the stdio server this client spawned, while it runs.
     pub fn server_process_id(&self) -> Option<u32> {
         match &self.inner.connection.transport {

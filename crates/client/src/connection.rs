@@ -115,7 +115,7 @@ pub(crate) struct Connection {
     /// Ends the background streams when the client is dropped.
     pub(crate) stop: CancellationToken,
     /// Cancelled when the stdio server's output ended: nothing more will be answered.
-    closed: CancellationToken,
+    pub(crate) closed: CancellationToken,
     /// Every notification from the server, to whoever subscribed.
     pub(crate) notifications: broadcast::Sender<ServerNotification>,
 }
