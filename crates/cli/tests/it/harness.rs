@@ -115,11 +115,14 @@ pub(crate) struct Server {
 
 impl Server {
     pub(crate) fn start(config: &Path, store: &Path) -> Server {
+        let args = [std::ffi::OsStr::new("serve"), "--stdio".as_ref(), "--config".as_ref(), config.as_os_str(), "--store".as_ref(), store.as_os_str()];
+        Server::spawn(&args)
+    }
+
+    /// The binary with `args` (a subcommand that serves on stdio, e.g. `proxy --stdio …`).
+    pub(crate) fn spawn<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
-            .args(["serve", "--stdio", "--config"])
-            .arg(config)
-            .arg("--store")
-            .arg(store)
+            .args(args)
             .env("RUST_LOG", "warn")
             .stdin(Pipe::piped())
             .stdout(Pipe::piped())

@@ -18,6 +18,7 @@ mod http_peer;
 mod lifecycle;
 mod metrics;
 mod postgres;
+mod proxy;
 mod restart;
 mod sampling;
 mod stdio_shutdown;

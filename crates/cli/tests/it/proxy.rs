@@ -1,0 +1,323 @@
+//! `mcp-tasks proxy` of the real binary over stdio (2025-11-25 downstream) in front of real
+//! upstreams: the reference server @modelcontextprotocol/server-everything (the pinned
+//! version under interop/.peers; these tests skip without it, and fail under CI=true), and
+//! `mcp-tasks serve` itself as a durable, task-running upstream (for the restart cases: a
+//! command tool counts its runs in a file).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::harness::{Server, poll_until_terminal};
+
+/// The pinned server-everything (node and its entry point), or `None` (skip) when the peers
+/// are not installed; under CI=true their absence fails the test.
+fn everything() -> Option<(PathBuf, PathBuf)> {
+    let peers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop/.peers/npm-main/node_modules");
+    let node = peers.join("node/bin/node");
+    let entry = peers.join("@modelcontextprotocol/server-everything/dist/index.js");
+    if node.is_file() && entry.is_file() {
+        return Some((node, entry));
+    }
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "interop peers missing under CI: run interop/install.sh");
+    eprintln!("skipping: interop peers not installed (interop/install.sh)");
+    None
+}
+
+/// `mcp-tasks proxy --stdio` of `upstream` (a command line), on the store in `dir`.
+fn proxy(dir: &Path, upstream: &str, extra: &[&str]) -> Server {
+    let store = dir.join("proxy.sqlite3");
+    let mut args: Vec<std::ffi::OsString> = vec!["proxy".into(), "--stdio".into(), "--store".into(), store.into()];
+    args.extend(["--upstream-cmd".into(), upstream.into()]);
+    args.extend(extra.iter().map(Into::into));
+    Server::spawn(&args)
+}
+
+fn quoted(path: &Path) -> String {
+    format!("'{}'", path.display())
+}
+
+fn everything_cmd(node: &Path, entry: &Path) -> String {
+    format!("{} {} stdio", quoted(node), quoted(entry))
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"].as_array().into_iter().flatten().filter_map(|c| c["text"].as_str()).collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn proxy_server_everything_plain_tools_become_tasks_with_progress_and_its_catalog_is_mirrored() {
+    let Some((node, entry)) = everything() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut proxy = proxy(dir.path(), &everything_cmd(&node, &entry), &[]);
+    let init = proxy.initialize();
+    assert!(init["capabilities"]["tasks"]["requests"]["tools"]["call"].is_object(), "{init}");
+    assert!(init["capabilities"]["resources"].is_object() && init["capabilities"]["prompts"].is_object(), "{init}");
+
+    let tools = proxy.call("tools/list", json!({}));
+    let sum = tools["tools"].as_array().unwrap().iter().find(|t| t["name"] == "get-sum").expect("get-sum mirrored").clone();
+    assert_eq!(sum["execution"]["taskSupport"], "optional", "every upstream tool gets task support: {sum}");
+    assert!(sum["inputSchema"]["properties"]["a"].is_object(), "the upstream's schema: {sum}");
+
+    // A plain upstream tool, called as a task.
+    let created = proxy.call("tools/call", json!({"name": "get-sum", "arguments": {"a": 2, "b": 40}, "task": {"ttl": 60000}}));
+    let id = created["task"]["taskId"].as_str().expect("a task").to_owned();
+    let result = proxy.call("tasks/result", json!({"taskId": id}));
+    assert_eq!(text_of(&result), "The sum of 2 and 40 is 42.");
+    assert_eq!(result["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id.as_str(), "our task, not the upstream's");
+
+    // Its progress tool: progress under our token, and the status message.
+    let created = proxy.call(
+        "tools/call",
+        json!({"name": "trigger-long-running-operation", "arguments": {"duration": 2, "steps": 4},
+               "task": {"ttl": 60000}, "_meta": {"progressToken": "p-1"}}),
+    );
+    let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+    let result = proxy.call("tasks/result", json!({"taskId": id}));
+    assert!(text_of(&result).contains("Long running operation completed"), "{result}");
+    let progress: Vec<f64> = proxy
+        .notifications
+        .iter()
+        .filter(|n| n["method"] == "notifications/progress" && n["params"]["progressToken"] == "p-1")
+        .filter_map(|n| n["params"]["progress"].as_f64())
+        .collect();
+    assert!(!progress.is_empty() && progress.windows(2).all(|w| w[0] < w[1]), "increasing progress relayed: {progress:?}");
+
+    // Resources and prompts: the upstream's, read through the proxy.
+    let resources = proxy.call("resources/list", json!({}));
+    let first = resources["resources"][0]["uri"].as_str().expect("upstream resources listed").to_owned();
+    let read = proxy.call("resources/read", json!({"uri": first}));
+    assert_eq!(read["contents"][0]["uri"], first.as_str(), "{read}");
+    let templates = proxy.call("resources/templates/list", json!({}));
+    assert!(!templates["resourceTemplates"].as_array().unwrap().is_empty(), "{templates}");
+    let prompts = proxy.call("prompts/list", json!({}));
+    let names: Vec<&str> = prompts["prompts"].as_array().unwrap().iter().filter_map(|p| p["name"].as_str()).collect();
+    assert!(names.contains(&"simple-prompt"), "{names:?}");
+    let prompt = proxy.call("prompts/get", json!({"name": "simple-prompt"}));
+    assert!(prompt["messages"].as_array().is_some_and(|m| !m.is_empty()), "{prompt}");
+    // An upstream refusal reaches the client as the upstream said it, and the proxy serves on.
+    let unknown = proxy.call_err("resources/read", json!({"uri": "demo://nothing/here"}));
+    assert!(unknown["message"].as_str().is_some_and(|m| !m.is_empty()), "{unknown}");
+    let wrong = proxy.call_err("tools/call", json!({"name": "get-sum", "arguments": {"a": "two"}}));
+    assert_eq!(wrong["code"], -32602, "checked against the mirrored schema: {wrong}");
+    assert_eq!(text_of(&proxy.call("tools/call", json!({"name": "get-sum", "arguments": {"a": 1, "b": 1}}))), "The sum of 1 and 1 is 2.");
+    proxy.validate_received();
+}
+
+#[test]
+fn proxy_server_everything_elicitation_is_answered_through_input_required() {
+    let Some((node, entry)) = everything() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut proxy = proxy(dir.path(), &everything_cmd(&node, &entry), &[]);
+    proxy.initialize_with(json!({"elicitation": {}}));
+    let created = proxy.call("tools/call", json!({"name": "trigger-elicitation-request", "arguments": {}, "task": {"ttl": 60000}}));
+    let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+    // The question waits in the task: input_required.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let task = proxy.call("tasks/get", json!({"taskId": id}));
+        if task["status"] == "input_required" {
+            break;
+        }
+        assert!(task["status"] == "working" && Instant::now() < deadline, "{task}");
+        std::thread::sleep(Duration::from_millis(task["pollInterval"].as_u64().unwrap_or(100)));
+    }
+    // tasks/result delivers the upstream's question; our answer goes back upstream.
+    let waiting = proxy.send_request("tasks/result", json!({"taskId": id}));
+    let asked = loop {
+        let message = proxy.recv();
+        if message["method"] == "elicitation/create" {
+            break message;
+        }
+    };
+    assert_eq!(asked["params"]["message"], "Please provide inputs for the following fields:");
+    assert!(asked["params"]["requestedSchema"]["properties"]["name"].is_object(), "{asked}");
+    assert_eq!(asked["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id.as_str());
+    proxy.send(&json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"name": "Ada Lovelace", "check": true}}}));
+    let result = proxy.response(waiting)["result"].clone();
+    let text = text_of(&result);
+    assert!(text.contains("User provided the requested information") && text.contains("Ada Lovelace"), "{text}");
+}
+
+#[test]
+fn proxy_upstream_that_crashes_mid_call_ends_the_call_with_a_clear_error_and_is_restarted_for_later_calls() {
+    let Some((node, entry)) = everything() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut proxy = proxy(dir.path(), &everything_cmd(&node, &entry), &[]);
+    proxy.initialize();
+    let created = proxy.call(
+        "tools/call",
+        json!({"name": "trigger-long-running-operation", "arguments": {"duration": 60, "steps": 60},
+               "task": {"ttl": 60000}, "_meta": {"progressToken": "p"}}),
+    );
+    let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+    // Once the upstream reports progress the call runs there; then the upstream dies.
+    proxy.notification(|n| n["method"] == "notifications/progress");
+    let upstream = children_of(proxy.pid());
+    assert_eq!(upstream.len(), 1, "one upstream process: {upstream:?}");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(upstream[0]), nix::sys::signal::Signal::SIGKILL).unwrap();
+    let task = poll_until_terminal(&mut proxy, &id);
+    assert_eq!(task["status"], "failed", "{task}");
+    let result = proxy.call_err("tasks/result", json!({"taskId": id}));
+    let message = result["message"].as_str().unwrap();
+    assert!(message.contains("upstream server went away") && message.contains("on_restart = \"fail\""), "{message}");
+    // Restarted with backoff: a later call works, against a new upstream process.
+    let result = proxy.call("tools/call", json!({"name": "get-sum", "arguments": {"a": 3, "b": 4}}));
+    assert_eq!(text_of(&result), "The sum of 3 and 4 is 7.");
+    let restarted = children_of(proxy.pid());
+    assert!(restarted.len() == 1 && restarted[0] != upstream[0], "{restarted:?} after {upstream:?}");
+}
+
+/// The child processes of `pid` (every thread's `children` list).
+fn children_of(pid: u32) -> Vec<i32> {
+    let mut found = Vec::new();
+    for thread in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().flatten() {
+        let children = std::fs::read_to_string(thread.path().join("children")).unwrap_or_default();
+        found.extend(children.split_whitespace().filter_map(|pid| pid.parse::<i32>().ok()));
+    }
+    found.sort_unstable();
+    found.dedup();
+    found
+}
+
+/// A `mcp-tasks serve` config for an upstream whose tools count their runs in `runs`: each
+/// run appends a line, then sleeps `seconds` (a plain tool and a task tool).
+fn counting_upstream_config(dir: &Path, runs: &Path) -> PathBuf {
+    let config = dir.join("upstream.toml");
+    let script = "echo run >> \"$1\"; sleep \"$2\"; echo done";
+    let tool = |name: &str, support: &str| {
+        format!(
+            "[[tools]]\nname = \"{name}\"\ntask_support = \"{support}\"\ncommand = [\"sh\", \"-c\", '{script}', \"_\", \"{}\", \"{{seconds}}\"]\n\
+             [tools.input_schema]\ntype = \"object\"\nproperties = {{ seconds = {{ type = \"string\" }} }}\n",
+            runs.display()
+        )
+    };
+    let text = format!("[server]\npoll_interval = \"100ms\"\n\n{}\n{}", tool("plain_slow", "forbidden"), tool("task_slow", "optional"));
+    std::fs::write(&config, text).unwrap();
+    config
+}
+
+fn runs(path: &Path) -> usize {
+    std::fs::read_to_string(path).map(|text| text.lines().count()).unwrap_or(0)
+}
+
+/// Waits (bounded) until `path` has `count` runs.
+fn wait_runs(path: &Path, count: usize) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while runs(path) < count {
+        assert!(Instant::now() < deadline, "{count} runs expected in {}", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn proxy_sigkilled_during_a_plain_upstream_call_fails_the_task_after_restart_and_never_calls_a_fail_tool_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs_file = dir.path().join("runs");
+    let config = counting_upstream_config(dir.path(), &runs_file);
+    let upstream = format!("{} serve --stdio --config {} --store {}", quoted(Path::new(env!("CARGO_BIN_EXE_mcp-tasks"))), quoted(&config), quoted(&dir.path().join("upstream.sqlite3")));
+    let mut first = proxy(dir.path(), &upstream, &[]);
+    first.initialize();
+    let created = first.call("tools/call", json!({"name": "plain_slow", "arguments": {"seconds": "30"}, "task": {"ttl": 600000}}));
+    let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+    wait_runs(&runs_file, 1);
+    first.kill();
+
+    let mut second = proxy(dir.path(), &upstream, &[]);
+    second.initialize();
+    let task = second.call("tasks/get", json!({"taskId": id}));
+    assert_eq!(task["status"], "failed", "acknowledged, kept, and resolved by its policy: {task}");
+    assert!(task["statusMessage"].as_str().is_some_and(|m| m.contains("interrupted by a server restart")), "{task}");
+    // The next call runs (so the upstream works); the interrupted one was not run again.
+    let again = second.call("tools/call", json!({"name": "plain_slow", "arguments": {"seconds": "0"}}));
+    assert_eq!(text_of(&again).trim(), "done");
+    assert_eq!(runs(&runs_file), 2, "one run for the interrupted call, one for the new call");
+}
+
+#[test]
+fn proxy_sigkilled_while_the_upstream_runs_the_call_as_a_task_resumes_polling_it_after_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs_file = dir.path().join("runs");
+    let config = counting_upstream_config(dir.path(), &runs_file);
+    // A durable upstream over HTTP that outlives the proxy.
+    let mut upstream = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .arg("--store")
+        .arg(dir.path().join("upstream.sqlite3"))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let url = announced_url(&mut upstream);
+    let spawn = |dir: &Path| {
+        let store = dir.join("proxy.sqlite3");
+        Server::spawn(&[
+            "proxy".as_ref(),
+            "--stdio".as_ref(),
+            "--store".as_ref(),
+            store.as_os_str(),
+            "--upstream-url".as_ref(),
+            std::ffi::OsStr::new(&url),
+            "--upstream-era".as_ref(),
+            "legacy".as_ref(),
+        ])
+    };
+    let mut first = spawn(dir.path());
+    first.initialize();
+    let created = first.call("tools/call", json!({"name": "task_slow", "arguments": {"seconds": "3"}, "task": {"ttl": 600000}}));
+    let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+    wait_runs(&runs_file, 1);
+    first.kill();
+
+    let mut second = spawn(dir.path());
+    second.initialize();
+    let task = poll_until_terminal(&mut second, &id);
+    assert_eq!(task["status"], "completed", "resumed, not failed: {task}");
+    let result = second.call("tasks/result", json!({"taskId": id}));
+    assert_eq!(text_of(&result).trim(), "done");
+    assert_eq!(runs(&runs_file), 1, "the upstream ran the call once");
+    let _ = upstream.kill();
+    let _ = upstream.wait();
+}
+
+/// Reads a server's stderr until it names its `http://…/mcp` URL (bounded by the reader's
+/// end: a server that dies closes it).
+fn announced_url(child: &mut std::process::Child) -> String {
+    use std::io::BufRead;
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(at) = line.find("http://") {
+                let _ = tx.send(line[at..].split_whitespace().next().unwrap_or_default().to_owned());
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(20)).expect("the upstream announced its URL")
+}
+
+#[test]
+fn proxy_bad_upstream_arguments_are_refused_with_what_was_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.sqlite3");
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_mcp-tasks")).arg("proxy").args(args).arg("--store").arg(&store).output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (code, err) = run(&["--stdio", "--upstream-cmd", ""]);
+    assert_eq!((code, err.contains("--upstream-cmd is empty")), (Some(1), true), "{err}");
+    let (code, err) = run(&["--stdio", "--upstream-cmd", "node 'unclosed"]);
+    assert_eq!((code, err.contains("unclosed quote")), (Some(1), true), "{err}");
+    let (code, err) = run(&["--stdio", "--upstream-cmd", "/nonexistent/mcp-server --flag"]);
+    assert!(code == Some(1) && err.contains("cannot connect to the upstream server") && err.contains("/nonexistent/mcp-server"), "{err}");
+    let (code, err) = run(&["--stdio"]);
+    assert!(code == Some(2) && err.contains("--upstream-cmd"), "clap names the missing upstream: {err}");
+    let (code, err) = run(&["--stdio", "--upstream-cmd", "x", "--upstream-header", "no-colon"]);
+    assert!(code == Some(2) && err.contains("is not NAME:VALUE"), "{err}");
+    let config = dir.path().join("c.toml");
+    std::fs::write(&config, "[[tools]]\nname = \"a\"\ncommand = [\"true\"]\n").unwrap();
+    let (code, err) = run(&["--stdio", "--upstream-cmd", "x", "--config", config.to_str().unwrap()]);
+    assert!(code == Some(1) && err.contains("[upstream.tools.NAME]"), "{err}");
+}
