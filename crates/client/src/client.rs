@@ -526,6 +526,21 @@ impl Client {
         self.call_keyed(name, arguments, None).await
     }
 
+    /// [`Client::call`] that `cancel` can stop until it is answered (a call answered with a
+    /// task is then cancelled with [`TaskHandle::cancel`]): the requests in flight are given
+    /// up and the server is sent `notifications/cancelled` for each.
+    ///
+    /// # Errors
+    /// As [`Client::call`]; [`ClientError::CallCancelled`] once `cancel` fired.
+    pub async fn call_cancellable(
+        &self,
+        name: &str,
+        arguments: Value,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<Called, ClientError> {
+        self.inner.connection.cancellable(self.call_keyed(name, arguments, None), cancel).await
+    }
+
     /// [`Client::call`] made once-only by idempotency `key`
     /// (`_meta["dev.mcp-tasks/idempotency-key"]`, see the README): a call that makes a
     /// task, sent again with the same key (after a crash, a lost answer), gets the task the

@@ -130,15 +130,16 @@ impl UpstreamTool {
         let as_task = client.server_runs_tool_tasks() && self.upstream.upstream_mode(&self.name) != UpstreamMode::Forbidden;
         if as_task {
             let asking = self.upstream.asks.enter(ctx.clone());
-            let called = tokio::select! {
-                called = client.call(&self.name, arguments) => called,
-                () = cancel.cancelled() => return Attempt::Done(Outcome::Failure(WorkError::CallCancelled)),
-            };
+            // 2026-07-28: the upstream decides, and may answer plainly; until it answers, a
+            // cancel is sent as notifications/cancelled.
+            let called = client.call_cancellable(&self.name, arguments, cancel).await;
             return match called {
                 Ok(Called::Result(result)) => Attempt::Done(outcome(result)),
                 Ok(Called::Task(handle)) => {
                     asking.upstream_task(handle.id());
-                    if !ctx.checkpoint(json!({UPSTREAM_TASK: handle.id()})).await && ctx.task_id().is_some() {
+                    if ctx.checkpoint(json!({UPSTREAM_TASK: handle.id()})).await {
+                        ctx.status(format!("running upstream as task {}", handle.id())).await;
+                    } else if ctx.task_id().is_some() {
                         tracing::warn!(tool = %self.name, upstream_task = handle.id(), "could not store the upstream task's id");
                     }
                     drop(asking);

@@ -186,7 +186,8 @@ fn children_of(pid: u32) -> Vec<i32> {
 /// run appends a line, then sleeps `seconds` (a plain tool and a task tool).
 fn counting_upstream_config(dir: &Path, runs: &Path) -> PathBuf {
     let config = dir.join("upstream.toml");
-    let script = "echo run >> \"$1\"; sleep \"$2\"; echo done";
+    // Each run appends its shell's pid (the leader of the command's process group).
+    let script = "echo $$ >> \"$1\"; sleep \"$2\"; echo done";
     let tool = |name: &str, support: &str| {
         format!(
             "[[tools]]\nname = \"{name}\"\ntask_support = \"{support}\"\ncommand = [\"sh\", \"-c\", '{script}', \"_\", \"{}\", \"{{seconds}}\"]\n\
@@ -242,15 +243,17 @@ fn proxy_sigkilled_while_the_upstream_runs_the_call_as_a_task_resumes_polling_it
     let runs_file = dir.path().join("runs");
     let config = counting_upstream_config(dir.path(), &runs_file);
     // A durable upstream over HTTP that outlives the proxy.
-    let mut upstream = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(&config)
-        .arg("--store")
-        .arg(dir.path().join("upstream.sqlite3"))
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let url = announced_url(&mut upstream);
+    let mut upstream = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(&config)
+            .arg("--store")
+            .arg(dir.path().join("upstream.sqlite3"))
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let url = announced_url(&mut upstream.0);
     let spawn = |dir: &Path| {
         let store = dir.join("proxy.sqlite3");
         Server::spawn(&[
@@ -268,6 +271,11 @@ fn proxy_sigkilled_while_the_upstream_runs_the_call_as_a_task_resumes_polling_it
     first.initialize();
     let created = first.call("tools/call", json!({"name": "task_slow", "arguments": {"seconds": "3"}, "task": {"ttl": 600000}}));
     let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+    // Killed once the upstream task's id is stored with ours (the status message says so).
+    first.notification(|n| {
+        n["params"]["taskId"] == id.as_str()
+            && n["params"]["statusMessage"].as_str().is_some_and(|m| m.starts_with("running upstream as task "))
+    });
     wait_runs(&runs_file, 1);
     first.kill();
 
@@ -278,8 +286,16 @@ fn proxy_sigkilled_while_the_upstream_runs_the_call_as_a_task_resumes_polling_it
     let result = second.call("tasks/result", json!({"taskId": id}));
     assert_eq!(text_of(&result).trim(), "done");
     assert_eq!(runs(&runs_file), 1, "the upstream ran the call once");
-    let _ = upstream.kill();
-    let _ = upstream.wait();
+}
+
+/// A child process killed (and reaped) when the test ends, passed or not.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// Reads a server's stderr until it names its `http://…/mcp` URL (bounded by the reader's
@@ -320,4 +336,63 @@ fn proxy_bad_upstream_arguments_are_refused_with_what_was_wrong() {
     std::fs::write(&config, "[[tools]]\nname = \"a\"\ncommand = [\"true\"]\n").unwrap();
     let (code, err) = run(&["--stdio", "--upstream-cmd", "x", "--config", config.to_str().unwrap()]);
     assert!(code == Some(1) && err.contains("[upstream.tools.NAME]"), "{err}");
+}
+
+/// The pids of the runs recorded in `path`.
+fn run_pids(path: &Path) -> Vec<i32> {
+    std::fs::read_to_string(path).unwrap_or_default().lines().filter_map(|line| line.trim().parse().ok()).collect()
+}
+
+/// Waits (bounded) until process `pid` is gone (reaped by its parent, the upstream server).
+fn wait_gone(pid: i32, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default().contains(") Z ")
+    {
+        assert!(Instant::now() < deadline, "{what}: the upstream's process {pid} still runs after the cancel");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn proxy_downstream_cancel_reaches_the_upstream_as_notifications_cancelled_or_tasks_cancel() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs_file = dir.path().join("runs");
+    let config = counting_upstream_config(dir.path(), &runs_file);
+    let upstream = format!("{} serve --stdio --config {} --store {}", quoted(Path::new(env!("CARGO_BIN_EXE_mcp-tasks"))), quoted(&config), quoted(&dir.path().join("upstream.sqlite3")));
+    for (era, tool) in [("legacy", "plain_slow"), ("legacy", "task_slow"), ("modern", "plain_slow"), ("modern", "task_slow")] {
+        let before = run_pids(&runs_file).len();
+        let mut proxy = proxy(dir.path(), &upstream, &["--upstream-era", era]);
+        proxy.initialize();
+        let created = proxy.call("tools/call", json!({"name": tool, "arguments": {"seconds": "60"}, "task": {"ttl": 600000}}));
+        let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+        wait_runs(&runs_file, before + 1);
+        let pid = run_pids(&runs_file)[before];
+        let cancelled = proxy.call("tasks/cancel", json!({"taskId": id}));
+        assert_eq!(cancelled["status"], "cancelled", "{era} {tool}: {cancelled}");
+        // The upstream stopped the work: its command's process group ended.
+        wait_gone(pid, &format!("{era} {tool}"));
+    }
+}
+
+#[test]
+fn proxy_retry_tool_is_called_again_when_the_upstream_dies_mid_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs_file = dir.path().join("runs");
+    let config = counting_upstream_config(dir.path(), &runs_file);
+    let proxy_config = dir.path().join("proxy.toml");
+    std::fs::write(&proxy_config, "[upstream.tools.plain_slow]\non_restart = \"retry\"\nmax_attempts = 2\n").unwrap();
+    let upstream = format!("{} serve --stdio --config {} --store {}", quoted(Path::new(env!("CARGO_BIN_EXE_mcp-tasks"))), quoted(&config), quoted(&dir.path().join("upstream.sqlite3")));
+    let mut proxy = proxy(dir.path(), &upstream, &["--config", proxy_config.to_str().unwrap()]);
+    proxy.initialize();
+    let created = proxy.call("tools/call", json!({"name": "plain_slow", "arguments": {"seconds": "2"}, "task": {"ttl": 600000}}));
+    let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+    wait_runs(&runs_file, 1);
+    let upstream_server = children_of(proxy.pid());
+    assert_eq!(upstream_server.len(), 1, "{upstream_server:?}");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(upstream_server[0]), nix::sys::signal::Signal::SIGKILL).unwrap();
+    let task = poll_until_terminal(&mut proxy, &id);
+    assert_eq!(task["status"], "completed", "retried on the restarted upstream: {task}");
+    assert_eq!(text_of(&proxy.call("tasks/result", json!({"taskId": id}))).trim(), "done");
+    assert_eq!(runs(&runs_file), 2, "the interrupted run and the retry");
 }

@@ -104,14 +104,24 @@ async fn settle(
     inline: Duration,
     mut feed: broadcast::Receiver<Change>,
 ) -> Result<Value, RpcError> {
-    let settled = tokio::time::timeout(inline, async {
+    let waited = tokio::time::timeout(inline, async {
         let mut record = ops::tasks::get(ctx, id).await.ok()?;
         while matches!(record.state, TaskState::Working) {
             record = ops::tasks::next_change(ctx, &mut feed, id).await?.ok()?;
         }
         Some(record)
-    })
-    .await;
+    });
+    let settled = tokio::select! {
+        settled = waited => settled,
+        () = ctx.cancel.cancelled() => {
+            // The request was cancelled (notifications/cancelled, a closed response) before
+            // its task was shown: nobody can know the task's id, so its work is stopped too.
+            if let Err(err) = ops::tasks::request_cancel(ctx, id).await {
+                tracing::debug!(task = %id, error = ?err, "cancelling the unshown task of a cancelled call");
+            }
+            return Err(RpcError::internal("the call was cancelled"));
+        }
+    };
     match settled {
         Ok(Some(record)) if record.status().is_terminal() => inline_result(&record),
         Ok(Some(TaskRecord { state: TaskState::InputRequired { requests }, .. })) => {
