@@ -47,11 +47,72 @@ fn text_of(result: &Value) -> String {
     result["content"].as_array().into_iter().flatten().filter_map(|c| c["text"].as_str()).collect::<Vec<_>>().join("\n")
 }
 
+/// Where the proxy finds server-everything: spawned over stdio, or over Streamable HTTP
+/// (started here, on a free port, ended with the test).
+enum Everything {
+    Stdio,
+    Http(KillOnDrop, String),
+}
+
+impl Everything {
+    fn http(node: &Path, entry: &Path) -> Everything {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let mut child = KillOnDrop(
+            Command::new(node)
+                .arg(entry)
+                .arg("streamableHttp")
+                .env("PORT", port.to_string())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
+        // It says where it listens on one of its outputs; both are read to their end.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let outputs: [Box<dyn std::io::Read + Send>; 2] =
+            [Box::new(child.0.stdout.take().unwrap()), Box::new(child.0.stderr.take().unwrap())];
+        for output in outputs {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                use std::io::BufRead;
+                for line in std::io::BufReader::new(output).lines().map_while(Result::ok) {
+                    if line.contains("listening on port") {
+                        let _ = tx.send(());
+                    }
+                }
+            });
+        }
+        rx.recv_timeout(Duration::from_secs(30)).expect("server-everything listens");
+        Everything::Http(child, format!("http://127.0.0.1:{port}/mcp"))
+    }
+
+    /// A proxy of it on the store in `dir`.
+    fn proxy(&self, dir: &Path, node: &Path, entry: &Path) -> Server {
+        match self {
+            Everything::Stdio => proxy(dir, &everything_cmd(node, entry), &[]),
+            Everything::Http(_, url) => {
+                let store = dir.join("proxy.sqlite3");
+                Server::spawn(&["proxy".as_ref(), "--stdio".as_ref(), "--store".as_ref(), store.as_os_str(), "--upstream-url".as_ref(), std::ffi::OsStr::new(url)])
+            }
+        }
+    }
+}
+
 #[test]
 fn proxy_server_everything_plain_tools_become_tasks_with_progress_and_its_catalog_is_mirrored() {
     let Some((node, entry)) = everything() else { return };
+    plain_tools_progress_and_catalog(&Everything::Stdio, &node, &entry);
+}
+
+#[test]
+fn proxy_server_everything_over_http_plain_tools_become_tasks_with_progress_and_its_catalog_is_mirrored() {
+    let Some((node, entry)) = everything() else { return };
+    plain_tools_progress_and_catalog(&Everything::http(&node, &entry), &node, &entry);
+}
+
+fn plain_tools_progress_and_catalog(upstream: &Everything, node: &Path, entry: &Path) {
     let dir = tempfile::tempdir().unwrap();
-    let mut proxy = proxy(dir.path(), &everything_cmd(&node, &entry), &[]);
+    let mut proxy = upstream.proxy(dir.path(), node, entry);
     let init = proxy.initialize();
     assert!(init["capabilities"]["tasks"]["requests"]["tools"]["call"].is_object(), "{init}");
     assert!(init["capabilities"]["resources"].is_object() && init["capabilities"]["prompts"].is_object(), "{init}");
@@ -109,8 +170,18 @@ fn proxy_server_everything_plain_tools_become_tasks_with_progress_and_its_catalo
 #[test]
 fn proxy_server_everything_elicitation_is_answered_through_input_required() {
     let Some((node, entry)) = everything() else { return };
+    elicitation_through_input_required(&Everything::Stdio, &node, &entry);
+}
+
+#[test]
+fn proxy_server_everything_over_http_elicitation_is_answered_through_input_required() {
+    let Some((node, entry)) = everything() else { return };
+    elicitation_through_input_required(&Everything::http(&node, &entry), &node, &entry);
+}
+
+fn elicitation_through_input_required(upstream: &Everything, node: &Path, entry: &Path) {
     let dir = tempfile::tempdir().unwrap();
-    let mut proxy = proxy(dir.path(), &everything_cmd(&node, &entry), &[]);
+    let mut proxy = upstream.proxy(dir.path(), node, entry);
     proxy.initialize_with(json!({"elicitation": {}}));
     let created = proxy.call("tools/call", json!({"name": "trigger-elicitation-request", "arguments": {}, "task": {"ttl": 60000}}));
     let id = created["task"]["taskId"].as_str().unwrap().to_owned();
