@@ -43,6 +43,9 @@ enum Attempt {
     Done(Outcome),
     /// The upstream went away (exited, unreachable); the message says how.
     Lost(String),
+    /// The upstream no longer knows the session (HTTP 404): the call never reached the
+    /// tool, so it is sent again on the new session whatever the tool's policy.
+    Undelivered(String),
 }
 
 #[async_trait]
@@ -79,7 +82,7 @@ impl UpstreamTool {
                     let handle = link.client.task(&task_id);
                     match self.drive(&link, handle, ctx, cancel).await {
                         Attempt::Done(outcome) => outcome,
-                        Attempt::Lost(reason) => Outcome::Error(internal(format!(
+                        Attempt::Lost(reason) | Attempt::Undelivered(reason) => Outcome::Error(internal(format!(
                             "the upstream server went away while the proxy polled its task {task_id}: {reason}"
                         ))),
                     }
@@ -88,16 +91,26 @@ impl UpstreamTool {
             };
         }
         let mut attempt = 1;
+        let mut resent = false;
+        let mut gone = None;
         loop {
-            let link = match self.link(cancel).await {
+            let link = match self.link_after(cancel, gone).await {
                 Ok(link) => link,
                 Err(outcome) => return outcome,
             };
             let reason = match self.once(&link, arguments.clone(), ctx, cancel).await {
                 Attempt::Done(outcome) => return outcome,
-                Attempt::Lost(reason) => reason,
+                Attempt::Undelivered(reason) if !resent => {
+                    resent = true;
+                    tracing::info!(tool = %self.name, %reason, "the upstream lost its session; sending the call again on a new one");
+                    self.upstream.report_broken(link.generation);
+                    gone = Some(link.generation);
+                    continue;
+                }
+                Attempt::Lost(reason) | Attempt::Undelivered(reason) => reason,
             };
             self.upstream.report_broken(link.generation);
+            gone = Some(link.generation);
             if cancel.is_cancelled() {
                 return Outcome::Failure(WorkError::CallCancelled);
             }
@@ -119,7 +132,12 @@ impl UpstreamTool {
     }
 
     async fn link(&self, cancel: &CancellationToken) -> Result<Link, Outcome> {
-        self.upstream.wait_link(Some(cancel)).await.map_err(|reason| {
+        self.link_after(cancel, None).await
+    }
+
+    /// The upstream session, newer than generation `gone` if given.
+    async fn link_after(&self, cancel: &CancellationToken, gone: Option<u64>) -> Result<Link, Outcome> {
+        self.upstream.wait_link_after(Some(cancel), gone).await.map_err(|reason| {
             if cancel.is_cancelled() { Outcome::Failure(WorkError::CallCancelled) } else { Outcome::Error(internal(reason)) }
         })
     }
@@ -237,17 +255,28 @@ async fn relay(mut notes: broadcast::Receiver<ServerNotification>, token: Option
 
 /// Whether a client error means the upstream went away (rather than refused the call).
 pub(crate) fn upstream_lost(error: &ClientError) -> bool {
-    matches!(
-        error,
-        ClientError::ServerExited { .. }
-            | ClientError::Closed
-            | ClientError::Transport(_)
-            | ClientError::StreamLost { .. }
-            | ClientError::Http { status: 404, .. }
-    )
+    session_lost(error)
+        || matches!(
+            error,
+            ClientError::ServerExited { .. } | ClientError::Closed | ClientError::Transport(_) | ClientError::StreamLost { .. }
+        )
+}
+
+/// Whether an HTTP upstream refused the request for its session, before running it: `404`
+/// (the Streamable HTTP rule for an ended session), or a `400` that names the session (what
+/// the TypeScript SDK's servers answer for a session id they do not know).
+fn session_lost(error: &ClientError) -> bool {
+    match error {
+        ClientError::Http { status: 404, .. } => true,
+        ClientError::Http { status: 400, body } => body.to_ascii_lowercase().contains("session"),
+        _ => false,
+    }
 }
 
 fn attempt_of(error: ClientError) -> Attempt {
+    if session_lost(&error) {
+        return Attempt::Undelivered(error.to_string());
+    }
     if upstream_lost(&error) {
         return Attempt::Lost(error.to_string());
     }

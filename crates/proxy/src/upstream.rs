@@ -95,12 +95,18 @@ impl Upstream {
     /// The live session, waiting for one while the upstream (re)starts, at most
     /// [`ProxyOptions::connect_wait`]; `Err` says why there is none (or that `cancel` fired).
     pub(crate) async fn wait_link(&self, cancel: Option<&CancellationToken>) -> Result<Link, String> {
+        self.wait_link_after(cancel, None).await
+    }
+
+    /// [`Upstream::wait_link`] for a session newer than generation `after` (the one a call
+    /// found gone), if given.
+    pub(crate) async fn wait_link_after(&self, cancel: Option<&CancellationToken>, after: Option<u64>) -> Result<Link, String> {
         let mut link = self.link.subscribe();
         let never = CancellationToken::new();
         let cancel = cancel.unwrap_or(&never);
         let wait = self.options.connect_wait;
         tokio::select! {
-            found = link.wait_for(Option::is_some) => match found {
+            found = link.wait_for(|link| link.as_ref().is_some_and(|link| after.is_none_or(|gone| link.generation > gone))) => match found {
                 Ok(found) => found.clone().ok_or_else(|| "the upstream server is gone".to_owned()),
                 Err(_) => Err("the proxy is shutting down".to_owned()),
             },

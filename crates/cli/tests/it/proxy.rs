@@ -57,6 +57,10 @@ enum Everything {
 impl Everything {
     fn http(node: &Path, entry: &Path) -> Everything {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        Everything::http_on(node, entry, port)
+    }
+
+    fn http_on(node: &Path, entry: &Path, port: u16) -> Everything {
         let mut child = KillOnDrop(
             Command::new(node)
                 .arg(entry)
@@ -466,4 +470,22 @@ fn proxy_retry_tool_is_called_again_when_the_upstream_dies_mid_call() {
     assert_eq!(task["status"], "completed", "retried on the restarted upstream: {task}");
     assert_eq!(text_of(&proxy.call("tasks/result", json!({"taskId": id}))).trim(), "done");
     assert_eq!(runs(&runs_file), 2, "the interrupted run and the retry");
+}
+
+#[test]
+fn proxy_http_upstream_that_restarts_is_reconnected_and_a_call_on_the_lost_session_is_sent_again() {
+    let Some((node, entry)) = everything() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let upstream = Everything::http_on(&node, &entry, port);
+    let mut proxy = upstream.proxy(dir.path(), &node, &entry);
+    proxy.initialize();
+    let sum = |proxy: &mut Server, a: i64| text_of(&proxy.call("tools/call", json!({"name": "get-sum", "arguments": {"a": a, "b": 1}})));
+    assert_eq!(sum(&mut proxy, 1), "The sum of 1 and 1 is 2.");
+    // The upstream restarts on the same address: it no longer knows the proxy's session.
+    drop(upstream);
+    let _restarted = Everything::http_on(&node, &entry, port);
+    // The call meets the lost session (404), and is sent again on a new one: it never ran.
+    assert_eq!(sum(&mut proxy, 2), "The sum of 2 and 1 is 3.");
+    assert_eq!(sum(&mut proxy, 3), "The sum of 3 and 1 is 4.");
 }
