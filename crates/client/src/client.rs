@@ -314,6 +314,24 @@ impl Inner {
     }
 }
 
+/// An open 2026-07-28 `subscriptions/listen` ([`Client::listen_tool_changes`]); dropping it
+/// ends the subscription.
+pub struct Subscription(crate::connection::Listening);
+
+impl Subscription {
+    /// Whether the stream is still open (a server that refused it, or a stream that ended,
+    /// sends nothing more).
+    pub fn is_live(&self) -> bool {
+        self.0.is_live()
+    }
+}
+
+impl std::fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscription").field("live", &self.is_live()).finish()
+    }
+}
+
 /// How many Multi Round-Trip rounds (2026-07-28 `InputRequiredResult`) one call may take
 /// before the client gives up on it.
 pub(crate) const MAX_ROUNDS: usize = 16;
@@ -741,6 +759,17 @@ impl Client {
     /// more than 256 behind loses the oldest (`RecvError::Lagged`).
     pub fn notifications(&self) -> tokio::sync::broadcast::Receiver<crate::ServerNotification> {
         self.inner.connection.notifications.subscribe()
+    }
+
+    /// 2026-07-28: asks the server for `notifications/tools/list_changed` with a
+    /// `subscriptions/listen` (in this era list changes come only on such a stream); they
+    /// reach [`Client::notifications`] like any other, until the returned [`Subscription`]
+    /// is dropped. `None` in 2025-11-25, where a server sends list changes on the session's
+    /// own streams unasked.
+    pub fn listen_tool_changes(&self) -> Option<Subscription> {
+        let identity = self.inner.modern.as_ref()?;
+        let params = identity.frame(json!({"notifications": {"toolsListChanged": true}}), false);
+        Some(Subscription(self.inner.connection.listen(params)))
     }
 
     /// A handle on a task created earlier (e.g. by another process of the same principal),

@@ -56,7 +56,7 @@ mod stdio;
 mod task;
 mod types;
 
-pub use client::{Called, Client, ClientBuilder};
+pub use client::{Called, Client, ClientBuilder, Subscription};
 pub use error::ClientError;
 pub use handlers::{ElicitationHandler, SamplingHandler, ServerNotification, ServerRequest};
 pub use task::TaskHandle;

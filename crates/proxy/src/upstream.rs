@@ -161,6 +161,8 @@ impl Upstream {
         loop {
             let generation = self.generation.load(Ordering::Relaxed);
             let mut notes = client.notifications();
+            // 2026-07-28: list changes come only on a subscriptions/listen stream.
+            let _listening = client.listen_tool_changes();
             self.link.send_replace(Some(Link { client: client.clone(), generation }));
             tracing::info!(upstream = %self.spec.describe(), era = %client.era(), generation, "upstream connected");
             let reason = loop {
