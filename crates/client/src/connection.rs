@@ -233,7 +233,9 @@ impl Connection {
         cancel: &CancellationToken,
     ) -> Result<T, ClientError> {
         let sent = Arc::new(Mutex::new(Vec::new()));
-        let mut call = std::pin::pin!(SENT.scope(Arc::clone(&sent), call));
+        // Boxed, so that dropping it below ends the call (and its pending entries) before the
+        // notifications go out.
+        let mut call = Box::pin(SENT.scope(Arc::clone(&sent), call));
         tokio::select! {
             biased;
             outcome = &mut call => return outcome,

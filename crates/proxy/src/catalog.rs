@@ -19,7 +19,7 @@ impl CatalogUpstream for Forwarder {
     }
 
     async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
-        let link = self.0.wait_link(None).await.map_err(|reason| RpcError::internal(reason))?;
+        let link = self.0.wait_link(None).await.map_err(RpcError::internal)?;
         match link.client.request_raw(method, params).await {
             Ok(result) => Ok(result),
             Err(ClientError::Rpc { code, message, data }) => Err(RpcError { code, message, data }),

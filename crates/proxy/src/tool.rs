@@ -292,12 +292,12 @@ fn attempt_of(error: ClientError) -> Attempt {
 /// the upstream's task, not ours).
 fn outcome(result: CallToolResult) -> Outcome {
     let mut value = serde_json::to_value(&result).unwrap_or_else(|_| json!({"content": []}));
-    if let Some(object) = value.as_object_mut() {
-        if let Some(meta) = object.get_mut("_meta").and_then(Value::as_object_mut) {
-            meta.remove(RELATED_TASK);
-            if meta.is_empty() {
-                object.remove("_meta");
-            }
+    if let Some(object) = value.as_object_mut()
+        && let Some(meta) = object.get_mut("_meta").and_then(Value::as_object_mut)
+    {
+        meta.remove(RELATED_TASK);
+        if meta.is_empty() {
+            object.remove("_meta");
         }
     }
     Outcome::Result(value)

@@ -51,7 +51,8 @@ fn text_of(result: &Value) -> String {
 /// (started here, on a free port, ended with the test).
 enum Everything {
     Stdio,
-    Http(KillOnDrop, String),
+    /// The server (held: ended when the test drops it) and its URL.
+    Http(#[allow(dead_code)] KillOnDrop, String),
 }
 
 impl Everything {
