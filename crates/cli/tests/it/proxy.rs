@@ -490,3 +490,50 @@ fn proxy_http_upstream_that_restarts_is_reconnected_and_a_call_on_the_lost_sessi
     assert_eq!(sum(&mut proxy, 2), "The sum of 2 and 1 is 3.");
     assert_eq!(sum(&mut proxy, 3), "The sum of 3 and 1 is 4.");
 }
+
+#[test]
+fn proxy_server_everything_sampling_is_answered_through_input_required() {
+    let Some((node, entry)) = everything() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut proxy = proxy(dir.path(), &everything_cmd(&node, &entry), &[]);
+    proxy.initialize_with(json!({"sampling": {}}));
+    let created = proxy.call(
+        "tools/call",
+        json!({"name": "trigger-sampling-request", "arguments": {"prompt": "a haiku on tasks", "maxTokens": 50}, "task": {"ttl": 60000}}),
+    );
+    let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+    let waiting = proxy.send_request("tasks/result", json!({"taskId": id}));
+    let asked = loop {
+        let message = proxy.recv();
+        if message["method"] == "sampling/createMessage" {
+            break message;
+        }
+    };
+    let prompt = asked["params"]["messages"][0]["content"]["text"].as_str().unwrap_or_default();
+    assert!(prompt.contains("a haiku on tasks"), "the upstream's request, asked downstream: {asked}");
+    proxy.send(&json!({"jsonrpc": "2.0", "id": asked["id"], "result": {
+        "role": "assistant", "content": {"type": "text", "text": "tasks wait in rows"}, "model": "test-model"}}));
+    let result = proxy.response(waiting)["result"].clone();
+    let text = text_of(&result);
+    assert!(text.contains("tasks wait in rows") && text.contains("test-model"), "our answer went back upstream: {text}");
+}
+
+#[test]
+fn proxy_tool_timeout_cancels_the_upstream_call_and_fails_it_saying_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs_file = dir.path().join("runs");
+    let config = counting_upstream_config(dir.path(), &runs_file);
+    let proxy_config = dir.path().join("proxy.toml");
+    std::fs::write(&proxy_config, "[upstream.tools.plain_slow]\ntimeout = \"1s\"\n").unwrap();
+    let upstream = format!("{} serve --stdio --config {} --store {}", quoted(Path::new(env!("CARGO_BIN_EXE_mcp-tasks"))), quoted(&config), quoted(&dir.path().join("upstream.sqlite3")));
+    let mut proxy = proxy(dir.path(), &upstream, &["--config", proxy_config.to_str().unwrap()]);
+    proxy.initialize();
+    let created = proxy.call("tools/call", json!({"name": "plain_slow", "arguments": {"seconds": "60"}, "task": {"ttl": 600000}}));
+    let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+    wait_runs(&runs_file, 1);
+    let task = poll_until_terminal(&mut proxy, &id);
+    assert_eq!(task["status"], "failed", "{task}");
+    let error = proxy.call_err("tasks/result", json!({"taskId": id}));
+    assert!(error["message"].as_str().is_some_and(|m| m.contains("did not finish within its timeout of 1 s")), "{error}");
+    wait_gone(run_pids(&runs_file)[0], "after the timeout");
+}
