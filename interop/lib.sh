@@ -39,7 +39,7 @@ wait_url() {
 start_mcp_tasks() {
   local bin=$1
   TOKEN=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
-  INTEROP_TOKEN=$TOKEN "$bin" serve --config "$HERE/fixtures/mcp-tasks.toml" --listen 127.0.0.1:0 \
+  INTEROP_TOKEN=$TOKEN "$bin" serve --config "${CONFIG:-$HERE/fixtures/mcp-tasks.toml}" --listen 127.0.0.1:0 \
     --store "$OUT/tasks.sqlite3" >"$OUT/mcp-tasks.log" 2>&1 &
   PIDS+=($!)
   URL=$(wait_url "$OUT/mcp-tasks.log" $!) || { log "mcp-tasks did not start:"; cat "$OUT/mcp-tasks.log" >&2; exit 1; }

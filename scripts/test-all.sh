@@ -7,6 +7,7 @@
 # clients and the MCP Inspector 2.12.0 mcpdo CLI on `mcp-tasks serve`, and the TS SDK's
 # own simpleTaskInteractiveClient on examples/interactive.rs; and our mcp-tasks CLI against
 # server-everything (stdio and HTTP) and the TS SDK's simpleTaskInteractive example server;
+# the TS SDK client without tasks on a long call handed off to a task (interop/handoff.sh);
 # and the Modern-era (2026-07-28) peers (interop/run-modern.sh): ext-tasks 0.2.2 on the TS SDK
 # client 2.4.0 (tasks extension: a task to its result, input through tasks/update, cancel, an
 # inline answer), the TS client 2.4.0 pinned to 2026-07-28 (MRTR; prompts and resources on the
@@ -56,6 +57,10 @@ if bash interop/install.sh; then
       bash interop/interactive.sh --no-build
     suite "mcp-tasks CLI against server-everything and simpleTaskInteractive" \
       env CLI_PEERS_BIN=target/debug/mcp-tasks bash interop/cli-peers.sh --no-build
+    # long calls from a host without tasks: the TS SDK client, its timeout shortened to 5 s, on a
+    # 20 s job handed off after 3 s and collected with the helper tools (interop/handoff.sh)
+    suite "TS SDK client without tasks: a 20 s call handed off and collected (sync_wait)" \
+      bash interop/handoff.sh --bin target/debug/mcp-tasks
     suite "Modern peers: ext-tasks, TS client 2.4.0, Python mcp 2.3.0, rmcp 3.11.0, Inspector --era modern, Claude Code" \
       bash interop/run-modern.sh --bin target/debug/mcp-tasks --conformance-bin target/debug/examples/conformance_server
     suite "mcp-tasks CLI in 2026-07-28 against the rmcp 3.11.0 tasks server, the TS server 2.4.0 and Python mcp 2.3.0" \

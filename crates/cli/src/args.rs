@@ -40,6 +40,14 @@ pub(crate) enum Command {
     ///           mcp-tasks proxy --listen 127.0.0.1:8766 --upstream-url http://127.0.0.1:3001/mcp --upstream-token T
     Proxy(ProxyArgs),
 
+    /// Run the tasks of a shared store (PostgreSQL) with the tools of a config, serving no
+    /// clients: the job tier behind replicas started with `serve --no-work`, or extra hands
+    /// beside replicas that run work too. It claims queued tasks as they arrive, takes over
+    /// those of dead nodes by their tools' on_restart policy, and heartbeats its claims.
+    ///
+    /// Example: mcp-tasks worker --config tools.toml --store postgres://tasks@db/tasks
+    Worker(WorkerArgs),
+
     /// Check a config file without serving: every problem is named with its line.
     ///
     /// Exit status 0 when the file is valid, 1 otherwise.
@@ -307,6 +315,17 @@ pub(crate) struct CheckArgs {
 }
 
 #[derive(Debug, Args)]
+pub(crate) struct WorkerArgs {
+    /// The TOML file that defines the tools ([[tools]]; [server] for limits and the lease).
+    #[arg(long, short, value_name = "FILE")]
+    pub(crate) config: PathBuf,
+
+    /// The shared store: a PostgreSQL database (postgres://user[:password]@host[:port]/db).
+    #[arg(long, value_name = "URL", env = "MCP_TASKS_STORE")]
+    pub(crate) store: String,
+}
+
+#[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
     /// The TOML file that defines the server and its tools ([server], [[tools]]).
     #[arg(long, short, value_name = "FILE")]
@@ -323,11 +342,17 @@ pub(crate) struct ServeArgs {
     pub(crate) listen: Option<std::net::SocketAddr>,
 
     /// Where tasks are kept: an SQLite file path (or sqlite://PATH), or a PostgreSQL database
-    /// (postgres://user[:password]@host[:port]/db; no TLS yet; one serving replica per store
-    /// for now). Default: tasks.sqlite3 in the platform's data directory (e.g.
+    /// (postgres://user[:password]@host[:port]/db; no TLS yet), which any number of replicas
+    /// and workers may share. Default: tasks.sqlite3 in the platform's data directory (e.g.
     /// ~/.local/share/mcp-tasks/).
     #[arg(long, value_name = "PATH|URL", env = "MCP_TASKS_STORE")]
     pub(crate) store: Option<String>,
+
+    /// Serve clients only: new tasks are queued in the shared store for `mcp-tasks worker`
+    /// (and replicas without this flag) to run; this replica runs no work and takes none over.
+    /// Needs a PostgreSQL store.
+    #[arg(long)]
+    pub(crate) no_work: bool,
 }
 
 /// `mcp-tasks proxy`.

@@ -21,7 +21,7 @@ use crate::args::{Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let serving = matches!(cli.command, Command::Serve(_) | Command::Proxy(_));
+    let serving = matches!(cli.command, Command::Serve(_) | Command::Worker(_) | Command::Proxy(_));
     init_logging(if serving { "info" } else { "warn" });
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
@@ -34,6 +34,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Serve(args) => (serve::run(args).await.map(|()| 0), 1),
             Command::Proxy(args) => (proxy::run(args).await.map(|()| 0), 1),
+            Command::Worker(args) => (serve::worker(args).await.map(|()| 0), 1),
             Command::CheckConfig(args) => (check::run(&args).map(|()| 0), 1),
             Command::Tools(args) => (call::tools(args).await, remote::USAGE),
             Command::Call(args) => (call::call(args).await, remote::USAGE),
@@ -54,10 +55,28 @@ fn main() -> ExitCode {
     match outcome {
         Ok(status) => ExitCode::from(status),
         Err(err) => {
-            eprintln!("mcp-tasks: {err:#}");
+            eprintln!("mcp-tasks: {}", describe(&err));
             ExitCode::from(error_status)
         }
     }
+}
+
+/// An error and its causes, `a: b: c`, leaving out a cause whose text the message before it
+/// already ends with (errors that print their source as part of their own message, such as
+/// the store's, would otherwise say it twice).
+fn describe(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let cause = cause.to_string();
+        if text.ends_with(&cause) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&cause);
+    }
+    text
 }
 
 /// Logs go to stderr only (stdout belongs to the stdio transport, or to a client command's

@@ -9,11 +9,11 @@ use mcp_tasks_client::Era;
 use mcp_tasks_config::{Config, RestartPolicy as ConfigRestartPolicy, TaskSupport, UpstreamToolConfig};
 use mcp_tasks_engine::{Engine, RestartPolicy, SystemClock};
 use mcp_tasks_proxy::{Proxy, ProxyOptions, ToolPolicy, UpstreamSpec};
-use mcp_tasks_server::{Server, TaskMode, stdio};
+use mcp_tasks_server::{Server, TaskMode, TaskTools, stdio};
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{EraArg, ProxyArgs};
-use crate::serve::{open_store, policy, serve_http, shutdown_signal, store_choice};
+use crate::serve::{lease, open_store, policy, serve_http, shutdown_signal, store_choice};
 
 pub(crate) async fn run(args: ProxyArgs) -> anyhow::Result<()> {
     let config = match &args.config {
@@ -38,11 +38,20 @@ pub(crate) async fn run(args: ProxyArgs) -> anyhow::Result<()> {
     let proxy = Proxy::new(spec, options);
 
     let (store, described) = open_store(store_choice(args.store.as_deref())?).await?;
-    let engine = Engine::new(store, Arc::new(SystemClock), policy(&config));
+    let engine = Engine::with_lease(store, Arc::new(SystemClock), policy(&config), lease(&config)?);
+    // The same [server] policy as serve: long calls of clients without tasks are handed off
+    // (heartbeats, sync_wait, the helper tools) as for any tool.
     let server = Server::builder(engine.clone())
         .name(config.server.name.clone())
         .inline_wait(config.server.inline_wait)
         .retry_wait(config.server.retry_wait)
+        .heartbeat(config.server.heartbeat)
+        .sync_wait(config.server.sync_wait)
+        .task_tools(TaskTools {
+            status: config.server.task_tools.status.clone(),
+            result: config.server.task_tools.result.clone(),
+            cancel: config.server.task_tools.cancel.clone(),
+        })
         .catalog_upstream(proxy.catalog())
         .build()
         .context("building the server")?;
@@ -63,6 +72,8 @@ pub(crate) async fn run(args: ProxyArgs) -> anyhow::Result<()> {
     );
     let shutdown = CancellationToken::new();
     let sweeper = engine.spawn_sweeper(crate::serve::SWEEP_EVERY, shutdown.clone());
+    // On a shared store: the heartbeat of this replica's claims and the rescuer.
+    let claims = engine.spawn_claims(shutdown.clone());
     let served = if args.stdio {
         eprintln!("mcp-tasks: serving on stdio");
         let served = stdio::serve(tokio::io::BufReader::new(tokio::io::stdin()), tokio::io::stdout(), server);
@@ -75,6 +86,7 @@ pub(crate) async fn run(args: ProxyArgs) -> anyhow::Result<()> {
     };
     shutdown.cancel();
     let _ = sweeper.await;
+    let _ = claims.await;
     proxy.shutdown().await;
     served
 }

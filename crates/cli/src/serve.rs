@@ -1,4 +1,5 @@
-//! `mcp-tasks serve`: load the config, open the store, recover unfinished tasks, serve.
+//! `mcp-tasks serve`: load the config, open the store, recover unfinished tasks, serve; and
+//! `mcp-tasks worker`: the same without serving, on a shared store.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,11 +14,11 @@ use mcp_tasks_config::{
 };
 use mcp_tasks_engine::{Engine, Policy, Principal, RestartPolicy, SystemClock, TaskStore, ToolRuntime};
 use mcp_tasks_postgres::PostgresStore;
-use mcp_tasks_server::{Server, TaskMode, ToolDef, ToolSpec, http, stdio};
+use mcp_tasks_server::{Server, TaskMode, TaskTools, ToolDef, ToolSpec, http, stdio};
 use mcp_tasks_sqlite::SqliteStore;
 use tokio_util::sync::CancellationToken;
 
-use crate::args::ServeArgs;
+use crate::args::{ServeArgs, WorkerArgs};
 
 /// How often the TTL sweeper runs.
 pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(10);
@@ -25,12 +26,27 @@ pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(10);
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let config = Config::load(&args.config)
         .with_context(|| format!("loading config {}", args.config.display()))?;
-    let (store, described) = open_store(store_choice(args.store.as_deref())?).await?;
-    let engine = Engine::new(store, Arc::new(SystemClock), policy(&config));
+    let choice = store_choice(args.store.as_deref())?;
+    if let (true, StoreChoice::Sqlite(path)) = (args.no_work, &choice) {
+        anyhow::bail!(
+            "--no-work needs a store shared with workers (postgres://…); the SQLite file {} is this process's own",
+            path.display()
+        );
+    }
+    let (store, described) = open_store(choice).await?;
+    let engine = Engine::with_lease(store, Arc::new(SystemClock), policy(&config), lease(&config)?);
+    engine.set_runs_work(!args.no_work);
     let mut builder = Server::builder(engine.clone())
         .name(config.server.name.clone())
         .inline_wait(config.server.inline_wait)
-        .retry_wait(config.server.retry_wait);
+        .retry_wait(config.server.retry_wait)
+        .heartbeat(config.server.heartbeat)
+        .sync_wait(config.server.sync_wait)
+        .task_tools(TaskTools {
+            status: config.server.task_tools.status.clone(),
+            result: config.server.task_tools.result.clone(),
+            cancel: config.server.task_tools.cancel.clone(),
+        });
     for tool in &config.tools {
         builder = builder.tool(tool_def(tool));
     }
@@ -53,6 +69,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     let shutdown = CancellationToken::new();
     let sweeper = engine.spawn_sweeper(SWEEP_EVERY, shutdown.clone());
+    // On a shared store: the heartbeat of this replica's claims and the rescuer.
+    let claims = engine.spawn_claims(shutdown.clone());
     let served = if args.stdio {
         eprintln!("mcp-tasks: serving {} tools on stdio", names.len());
         let served = stdio::serve(tokio::io::BufReader::new(tokio::io::stdin()), tokio::io::stdout(), server);
@@ -67,7 +85,67 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     shutdown.cancel();
     let _ = sweeper.await;
+    let _ = claims.await;
     served
+}
+
+/// The shortest lease accepted: below it the heartbeat (every third of it) would be a busy
+/// loop on the database.
+const MIN_LEASE: Duration = Duration::from_millis(300);
+
+/// `server.lease`, checked.
+///
+/// # Errors
+/// A lease shorter than [`MIN_LEASE`].
+pub(crate) fn lease(config: &Config) -> anyhow::Result<Duration> {
+    let lease = config.server.lease;
+    if lease < MIN_LEASE {
+        anyhow::bail!(
+            "server.lease is {}, shorter than the {} a claim needs (the heartbeat renews it every third)",
+            humantime::format_duration(lease),
+            humantime::format_duration(MIN_LEASE)
+        );
+    }
+    Ok(lease)
+}
+
+/// `mcp-tasks worker`: the config's tools run the tasks of the shared store until SIGTERM
+/// or Ctrl-C; no clients are served.
+pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
+    let config = Config::load(&args.config)
+        .with_context(|| format!("loading config {}", args.config.display()))?;
+    let choice = store_choice(Some(&args.store))?;
+    if let StoreChoice::Sqlite(path) = &choice {
+        anyhow::bail!(
+            "mcp-tasks worker needs a store shared with replicas (postgres://…); on the SQLite file {} `mcp-tasks serve` runs the tasks itself",
+            path.display()
+        );
+    }
+    let (store, described) = open_store(choice).await?;
+    let engine = Engine::with_lease(store, Arc::new(SystemClock), policy(&config), lease(&config)?);
+    let mut builder = Server::builder(engine.clone()).name(config.server.name.clone());
+    for tool in &config.tools {
+        builder = builder.tool(tool_def(tool));
+    }
+    // Built for its tools (registered with the engine), never served.
+    let _server = builder.build().context("building the tools of the config")?;
+    let recovered = engine.recover().await.context("taking over the tasks of dead nodes")?;
+    eprintln!(
+        "mcp-tasks: worker {} on task store {described}; {} tools; taken over at start: {} failed, {} retried, {} started",
+        engine.node(),
+        config.tools.len(),
+        recovered.failed,
+        recovered.retried,
+        recovered.started
+    );
+    let shutdown = CancellationToken::new();
+    let sweeper = engine.spawn_sweeper(SWEEP_EVERY, shutdown.clone());
+    let claims = engine.spawn_claims(shutdown.clone());
+    shutdown_signal().await;
+    shutdown.cancel();
+    let _ = sweeper.await;
+    let _ = claims.await;
+    Ok(())
 }
 
 /// Streamable HTTP until SIGTERM or Ctrl-C; running tasks keep their durable state.
@@ -162,6 +240,7 @@ fn tool_def(tool: &ToolConfig) -> ToolDef {
             .max_concurrent(tool.max_concurrent)
             .max_attempts(tool.max_attempts),
         inline_wait: tool.inline_wait,
+        sync_wait: tool.sync_wait,
     }
 }
 
@@ -203,7 +282,7 @@ pub(crate) async fn open_store(choice: StoreChoice) -> anyhow::Result<(Arc<dyn T
         StoreChoice::Postgres(url) => {
             // The error names the URL with its password hidden; so does every later one.
             let store = PostgresStore::connect(&url).await.context("opening the PostgreSQL task store")?;
-            let described = format!("{} (PostgreSQL; one serving replica per store in this build)", store.url());
+            let described = format!("{} (PostgreSQL, shared: claims with a lease, any replica serves any task)", store.url());
             Ok((Arc::new(store), described))
         }
     }

@@ -451,7 +451,10 @@ impl Client {
         let mut cursor: Option<String> = None;
         loop {
             let params = cursor.map_or_else(|| json!({}), |cursor| json!({ "cursor": cursor }));
-            let answer = self.request(method::TOOLS_LIST, params).await?;
+            // 2026-07-28: listed as the calls are made, with the tasks extension when the
+            // server offers it (a server may list other tools to clients without tasks, e.g.
+            // mcp-tasks' helper tools).
+            let answer = self.request_framed(method::TOOLS_LIST, params, self.server_runs_tool_tasks(), &[]).await?;
             let (page, next_cursor) = match self.inner.modern {
                 Some(_) => modern::tools_page(answer)?,
                 None => legacy::tools_page(answer)?,

@@ -57,6 +57,29 @@ mod task;
 mod types;
 
 pub use client::{Called, Client, ClientBuilder, Subscription};
+
+/// Entry points for the fuzz targets (`fuzz/`) and their regression corpus; not an API.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Feeds `bytes` to the SSE parser whole, and again in pieces cut where `cuts` says;
+    /// returns the events of each way, which must be equal.
+    pub fn sse(bytes: &[u8], cuts: &[u8]) -> (Vec<(Option<String>, String, Option<u64>)>, Vec<(Option<String>, String, Option<u64>)>) {
+        let shape = |events: Vec<crate::sse::Event>| events.into_iter().map(|e| (e.id, e.data, e.retry)).collect::<Vec<_>>();
+        let whole = shape(crate::sse::Parser::default().push(bytes));
+        let mut parser = crate::sse::Parser::default();
+        let (mut pieces, mut rest) = (Vec::new(), bytes);
+        for cut in cuts {
+            if rest.is_empty() {
+                break;
+            }
+            let (piece, after) = rest.split_at(usize::from(*cut).min(rest.len()));
+            pieces.extend(parser.push(piece));
+            rest = after;
+        }
+        pieces.extend(parser.push(rest));
+        (whole, shape(pieces))
+    }
+}
 pub use error::ClientError;
 pub use handlers::{ElicitationHandler, SamplingHandler, ServerNotification, ServerRequest};
 pub use task::TaskHandle;

@@ -41,6 +41,16 @@
 //! ```
 
 mod line_protocol;
+
+/// Entry points for the fuzz targets (`fuzz/`) and their regression corpus; not an API.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Parses the JSON of a line-protocol marker line: `Ok` with the message's kind, or
+    /// what is wrong with it.
+    pub fn line_protocol(json: &[u8]) -> Result<&'static str, String> {
+        crate::line_protocol::parse_for_fuzzing(json)
+    }
+}
 mod result;
 
 use std::process::Stdio;
@@ -120,7 +130,7 @@ fn internal(message: impl Into<String>) -> ErrorObject {
 /// - **Reaping.** On Linux the server makes itself a child subreaper the first time it
 ///   runs a command, so that the orphans of a tool's group become its children and are
 ///   reaped by it, rather than left as zombies under an init that may not reap them.
-/// - **Output.** stdout and stderr are each kept up to `max_output` bytes (16 MiB by
+/// - **Output.** stdout and stderr are each kept up to `max_output` bytes (1 MiB by
 ///   default), the tail; when anything was cut, the result ends with a text item saying
 ///   how much, e.g. `[mcp-tasks: 12345 bytes of stdout cut; showing the last 1048576]`.
 ///   With `output = "text"` (the default), stdout is the result's text. With `output =

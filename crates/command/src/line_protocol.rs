@@ -333,6 +333,15 @@ struct StatusLine {
     status: String,
 }
 
+/// [`parse`], for the fuzz target: the kind of message, or the problem.
+pub(crate) fn parse_for_fuzzing(json: &[u8]) -> Result<&'static str, String> {
+    parse(json).map(|message| match message {
+        Message::Elicit(_) => "elicit",
+        Message::Progress(_) => "progress",
+        Message::Status(_) => "status",
+    })
+}
+
 /// The message of a marker line (the JSON after the marker).
 ///
 /// # Errors

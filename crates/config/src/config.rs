@@ -25,7 +25,7 @@ use serde::Deserialize;
 use lines::{Lines, line_of};
 pub use problem::{ConfigError, Problem};
 use server::RawServer;
-pub use server::ServerConfig;
+pub use server::{ServerConfig, TaskToolNames};
 pub use tool::{InheritEnv, OutputFormat, RestartPolicy, Stdin, TaskSupport, ToolConfig};
 pub use upstream::UpstreamToolConfig;
 
@@ -137,6 +137,17 @@ impl Config {
                 Err(err) => problems.push(err),
             }
         }
+        if let Some(server) = &server
+            && !server.sync_wait.is_zero()
+        {
+            for tool in &tools {
+                if server.task_tools.all().contains(&tool.name.as_str()) {
+                    let line = first_lines.get(&tool.name).copied();
+                    let problem = Problem::TaskToolClash { name: tool.name.clone() };
+                    problems.push(ConfigError::Invalid { file: None, line, problem });
+                }
+            }
+        }
         let upstream_tools = raw.upstream.check(lines, &mut problems);
         match server {
             Some(server) if problems.is_empty() => Ok(Config { server, tools, upstream_tools }),
@@ -208,6 +219,7 @@ default_ttl = "30m"
 max_ttl = "2days"
 poll_interval = "500ms"
 session_idle = "5m"
+lease = "12s"
 inline_wait = "3s"
 retry_wait = "2m"
 listen = "0.0.0.0:9000"
@@ -218,6 +230,13 @@ max_running = 8
 max_running_per_principal = 2
 max_retained_per_principal = 500
 metrics = false
+heartbeat = "5s"
+sync_wait = "20s"
+
+[server.task_tools]
+status = "job_status"
+result = "job_result"
+cancel = "job_cancel"
 
 [[server.auth.tokens]]
 principal = "alice"
@@ -267,6 +286,7 @@ task_support = "forbidden"
                 session_idle: Duration::from_secs(5 * 60),
                 inline_wait: Duration::from_secs(3),
                 retry_wait: Duration::from_secs(120),
+                lease: Duration::from_secs(12),
                 listen: "0.0.0.0:9000".parse().unwrap(),
                 allowed_hosts: vec!["tasks.example.com".into(), "box.lan:9000".into()],
                 allowed_origins: vec!["https://app.example.com".into()],
@@ -275,6 +295,13 @@ task_support = "forbidden"
                 max_running_per_principal: 2,
                 max_retained_per_principal: 500,
                 metrics: false,
+                heartbeat: Duration::from_secs(5),
+                sync_wait: Duration::from_secs(20),
+                task_tools: crate::TaskToolNames {
+                    status: "job_status".into(),
+                    result: "job_result".into(),
+                    cancel: "job_cancel".into(),
+                },
                 auth: Auth::from_digests([
                     ("alice", Auth::digest("hunter2")),
                     (

@@ -55,7 +55,7 @@
 //!   whole environment, or a list of names to pass as well, `["AWS_PROFILE"]`.
 //! - `stdin` (`"none"`: line-protocol answers only): `{ arg = "document" }` writes that
 //!   argument's value, then closes stdin (the tool can then ask no questions).
-//! - `max_output` (`"16MiB"`): the cap of stdout and of stderr each, keeping the tail.
+//! - `max_output` (`"1MiB"`): the cap of stdout and of stderr each, keeping the tail.
 //! - `output` (`"text"`) or `"json"`: stdout must be one JSON object, returned as
 //!   `structuredContent`; `output_schema` (none, JSON output only) is a JSON Schema
 //!   table it must match, listed as the tool's `outputSchema`.
@@ -115,6 +115,6 @@ pub mod template;
 
 pub use auth::Auth;
 pub use config::{
-    Config, ConfigError, InheritEnv, OutputFormat, Problem, RestartPolicy, ServerConfig, Stdin,
+    Config, ConfigError, InheritEnv, OutputFormat, Problem, RestartPolicy, ServerConfig, TaskToolNames, Stdin,
     TaskSupport, ToolConfig, UpstreamToolConfig,
 };

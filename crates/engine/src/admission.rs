@@ -1,7 +1,7 @@
 //! Admission: the [`Policy`] an engine applies at creation, and the bookkeeping of the work
 //! running in this process that its running limits bound ([`Work`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use tokio_util::sync::CancellationToken;
 
@@ -65,12 +65,18 @@ pub(crate) struct Running {
     /// Whether [`Engine::request_cancel`] asked the work to stop: the task then ends
     /// `cancelled` when the work ends, whatever it returns.
     pub(crate) cancel_requested: bool,
+    /// Plain-call work adopted by its task ([`Engine::adopt`](crate::Engine::adopt)): it
+    /// holds its plain call's running slot already, so it does not count again here.
+    pub(crate) adopted: bool,
+    /// Whether the store holds this node's claim on the task (its insert or take-over
+    /// returned): from then on the heartbeat must renew it, or the work stops.
+    pub(crate) claimed: bool,
 }
 
 impl Running {
     /// Attempt `attempt` of a task of `owner`, not started yet.
     pub(crate) fn new(attempt: u32, owner: Principal, cancel: CancellationToken) -> Running {
-        Running { attempt, owner, cancel, started: false, cancel_requested: false }
+        Running { attempt, owner, cancel, started: false, cancel_requested: false, adopted: false, claimed: false }
     }
 }
 
@@ -85,16 +91,19 @@ pub(crate) struct Work {
     /// Creations admitted under [`Policy::max_retained_per_principal`] whose insert has not
     /// returned yet, by principal (never zero): the store does not count them yet.
     pub(crate) inserting: HashMap<Principal, u64>,
+    /// Attempts of tasks whose claim this node lost (it lapsed or was taken over): their
+    /// work was stopped and writes nothing when it ends.
+    pub(crate) lost: HashSet<(TaskId, u32)>,
 }
 
 impl Work {
     /// Whether one more task or call of `owner` fits under the policy's limits.
     pub(crate) fn admit(&self, owner: &Principal, policy: &Policy) -> Result<(), LimitExceeded> {
-        let running = self.tasks.len() + self.plain.values().sum::<usize>();
+        let running = self.tasks.values().filter(|task| !task.adopted).count() + self.plain.values().sum::<usize>();
         if running >= policy.max_running as usize {
             return Err(LimitExceeded::Running { running, limit: policy.max_running });
         }
-        let mine = self.tasks.values().filter(|task| &task.owner == owner).count()
+        let mine = self.tasks.values().filter(|task| !task.adopted && &task.owner == owner).count()
             + self.plain.get(owner).copied().unwrap_or(0);
         if mine >= policy.max_running_per_principal as usize {
             return Err(LimitExceeded::RunningPerPrincipal {
@@ -166,7 +175,20 @@ impl Engine {
     /// [`Policy::max_retained_per_principal`] tasks, and one more fits under the running
     /// limits, where it is counted from now on. The guard counts it among the creations
     /// being inserted until dropped.
-    pub(crate) async fn admit_task(&self, record: &TaskRecord) -> Result<Inserting<'_>, EngineError> {
+    ///
+    /// The retention check here is exact among this process's creations (they are refused
+    /// before they reach the store); across the nodes of a shared store the store's insert
+    /// decides, atomically ([`TaskStore::insert_claimed`](crate::TaskStore::insert_claimed)).
+    ///
+    /// With `adopting` (the token that stops running plain-call work the task adopts,
+    /// [`Engine::adopt`]), the running limits are not checked: the work is admitted and
+    /// counted already, as the plain call it was; the task's place among the running work
+    /// is that work's, started and stopped by the token.
+    pub(crate) async fn admit_task(
+        &self,
+        record: &TaskRecord,
+        adopting: Option<&CancellationToken>,
+    ) -> Result<Inserting<'_>, EngineError> {
         let policy = self.policy();
         let admission = self.inner.admission.lock().await;
         // The creations admitted but not yet inserted, then the store's count. In this
@@ -187,8 +209,18 @@ impl Engine {
         // that concurrent creations and plain calls cannot overshoot the running limits.
         {
             let mut work = self.work();
-            work.admit(&record.owner, &policy)?;
-            let reserved = Running::new(record.attempt, record.owner.clone(), CancellationToken::new());
+            let reserved = match adopting {
+                None => {
+                    work.admit(&record.owner, &policy)?;
+                    Running::new(record.attempt, record.owner.clone(), CancellationToken::new())
+                }
+                Some(cancel) => {
+                    let mut running = Running::new(record.attempt, record.owner.clone(), cancel.clone());
+                    running.started = true;
+                    running.adopted = true;
+                    running
+                }
+            };
             work.tasks.insert(record.id.clone(), reserved);
         }
         let inserting = Inserting::new(self, &record.owner);

@@ -3,28 +3,37 @@
 //! written with compare-and-set, retried a bounded number of times on conflict.
 //!
 //! The engine's other jobs live beside this file: admission (`admission.rs`), running the
-//! work (`run.rs`), input requests (`input.rs`), sweeping and recovery (`maintenance.rs`).
+//! work (`run.rs`), input requests (`input.rs`), sweeping and recovery (`maintenance.rs`),
+//! claims, the heartbeat, the rescuer and the store's change feed (`claims.rs`).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 
 use crate::admission::{Policy, Work};
 use crate::clock::Clock;
-use crate::error::EngineError;
+use crate::error::{EngineError, LimitExceeded};
 use crate::input::InputWaiters;
 use crate::run::Registered;
 use crate::slots::Slots;
-use crate::store::{Inserted, ListQuery, StoreError, TaskStore, Update};
-use crate::task::{Event, IdempotencyKey, InputKind, Principal, TaskId, TaskRecord, TaskState, Version};
+use crate::store::{Inserted, Lease, ListQuery, NodeId, StoreError, TaskStore, Update};
+use crate::task::{Event, IdempotencyKey, InputKind, Principal, TaskId, TaskRecord, TaskState, Timestamp, Version};
 use crate::work::{Progress, ToolRuntime};
 
 /// How many times a write is re-read and re-applied after a version conflict.
-const MAX_CAS_ATTEMPTS: usize = 16;
+pub(crate) const MAX_CAS_ATTEMPTS: usize = 16;
 /// Capacity of the change feed; a slower subscriber re-reads the store when it lags.
 const FEED_CAPACITY: usize = 4096;
+/// How long a claim holds without a renewal unless the engine is told otherwise: a task whose
+/// node died is taken over this long after its last heartbeat (plus one rescuer sweep).
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+/// Past this many tasks remembered as published, the finished ones are forgotten.
+const PUBLISHED_CAP: usize = 65_536;
 /// The status message of a task cancelled by its requestor.
 pub(crate) const CANCELLED_MESSAGE: &str = "The task was cancelled by request.";
 
@@ -104,6 +113,17 @@ pub(crate) struct Inner {
     pub(crate) store: Arc<dyn TaskStore>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) policy: Policy,
+    /// This process incarnation, as its claims name it.
+    pub(crate) node: NodeId,
+    /// How long a claim holds without a renewal.
+    pub(crate) lease: Duration,
+    /// Whether this node runs tasks ([`Engine::set_runs_work`]); if not, it queues them in
+    /// the store for the nodes that do.
+    pub(crate) runs_work: AtomicBool,
+    /// A rescuer pass is under way or asked for ([`Engine::nudge_rescue`]).
+    pub(crate) rescue_pending: AtomicBool,
+    /// Another pass was asked for while one ran.
+    pub(crate) rescue_again: AtomicBool,
     /// Registered tools. A std lock: never held across an await, and read far more often
     /// than written.
     tools: RwLock<HashMap<String, Registered>>,
@@ -111,34 +131,80 @@ pub(crate) struct Inner {
     /// calls. A std mutex: the critical sections are a map insert, remove or lookup, or a
     /// count of at most a few hundred entries.
     running: Mutex<Work>,
-    /// Held from counting a principal's stored tasks until the new task is counted among
-    /// [`Work::inserting`], so that two creations cannot both see room for one more under
-    /// [`Policy::max_retained_per_principal`]. A Tokio mutex: it is held across the store's
-    /// `count`. Not across the insert: concurrent creations reach the store together, where
-    /// the SQLite store commits them in one transaction (group commit).
-    pub(crate) admission: tokio::sync::Mutex<()>,
     /// Work in this process waiting for the answer to an input request, by task and key.
     /// A std mutex: inserts and removes only.
     inputs: Mutex<InputWaiters>,
+    /// Held from counting a principal's stored tasks until the new task is counted among
+    /// [`Work::inserting`], so that two creations of this process cannot both see room for
+    /// one more under [`Policy::max_retained_per_principal`] (the store checks again,
+    /// atomically, for creations on other nodes). A Tokio mutex: it is held across the
+    /// store's `count`. Not across the insert: concurrent creations reach the store together,
+    /// where the SQLite store commits them in one transaction (group commit).
+    pub(crate) admission: tokio::sync::Mutex<()>,
     pub(crate) changes: broadcast::Sender<Change>,
+    /// The version last published of each task, and whether it was terminal
+    /// ([`Engine::publish_task`]). A std mutex: a lookup and an insert.
+    published: Mutex<HashMap<TaskId, (Version, bool)>>,
 }
 
 impl Engine {
-    /// An engine over `store`, reading time from `clock`.
+    /// An engine over `store`, reading time from `clock`, whose claims hold for
+    /// [`DEFAULT_LEASE`] without a renewal. Call it inside a Tokio runtime: it subscribes to
+    /// the store's change feed.
     pub fn new(store: Arc<dyn TaskStore>, clock: Arc<dyn Clock>, policy: Policy) -> Engine {
+        Engine::with_lease(store, clock, policy, DEFAULT_LEASE)
+    }
+
+    /// As [`Engine::new`], with claims that hold for `lease` without a renewal (the
+    /// heartbeat, [`Engine::spawn_claims`], renews them every third of it).
+    pub fn with_lease(store: Arc<dyn TaskStore>, clock: Arc<dyn Clock>, policy: Policy, lease: Duration) -> Engine {
         let (changes, _) = broadcast::channel(FEED_CAPACITY);
-        Engine {
+        let feed = store.changes();
+        let engine = Engine {
             inner: Arc::new(Inner {
                 store,
                 clock,
                 policy,
+                node: NodeId::random(),
+                lease: lease.max(Duration::from_millis(3)),
+                runs_work: AtomicBool::new(true),
+                rescue_pending: AtomicBool::new(false),
+                rescue_again: AtomicBool::new(false),
                 tools: RwLock::new(HashMap::new()),
                 running: Mutex::new(Work::default()),
-                admission: tokio::sync::Mutex::new(()),
                 inputs: Mutex::new(HashMap::new()),
+                admission: tokio::sync::Mutex::new(()),
                 changes,
+                published: Mutex::new(HashMap::new()),
             }),
-        }
+        };
+        engine.follow(feed);
+        engine
+    }
+
+    /// The node this engine's claims name.
+    pub fn node(&self) -> &NodeId {
+        &self.inner.node
+    }
+
+    /// Whether this node runs the work of tasks (by default it does). A node that does not
+    /// (an HTTP tier in front of workers, on a shared store) stores each new task queued
+    /// (attempt 0, unclaimed): [`Engine::start`] leaves it alone, and the first node that
+    /// runs work to see it (its rescuer, woken by the store's change feed) claims and runs it.
+    /// Such a node takes nothing over at recovery either.
+    pub fn set_runs_work(&self, runs: bool) {
+        self.inner.runs_work.store(runs, Ordering::Relaxed);
+    }
+
+    /// Whether this node runs the work of tasks ([`Engine::set_runs_work`]).
+    pub fn runs_work(&self) -> bool {
+        self.inner.runs_work.load(Ordering::Relaxed)
+    }
+
+    /// A lease of this node from now.
+    pub(crate) fn lease_from_now(&self) -> Lease {
+        let lease_ms = u64::try_from(self.inner.lease.as_millis()).unwrap_or(u64::MAX);
+        Lease { node: self.inner.node.clone(), until: self.inner.clock.now().plus_ms(lease_ms) }
     }
 
     /// The policy the engine applies.
@@ -173,7 +239,7 @@ impl Engine {
     /// tasks or too many tasks and calls run (nothing is written then); or a store failure.
     pub async fn create(&self, new: NewTask) -> Result<TaskRecord, EngineError> {
         // A keyless task never meets another: always a new one.
-        Ok(self.insert_new(new, None).await?.into_record())
+        Ok(self.insert_new(new, None, None).await?.into_record())
     }
 
     /// Creates a task like [`Engine::create`], at most once per idempotency key and owner
@@ -196,7 +262,7 @@ impl Engine {
         if let Some(existing) = self.inner.store.find_by_key(&new.owner, &key, now).await? {
             return same_call(existing, &new, &key);
         }
-        match self.insert_new(new.clone(), Some(key.clone())).await {
+        match self.insert_new(new.clone(), Some(key.clone()), None).await {
             Ok(Creation::New(record)) => Ok(Creation::New(record)),
             // Lost a race with a concurrent call with this key: the winner's task.
             Ok(Creation::Existing(existing)) => same_call(existing, &new, &key),
@@ -212,8 +278,14 @@ impl Engine {
 
     /// Builds the record of `new` (with `key`), admits it under the policy's limits and
     /// inserts it. On [`Creation::Existing`] (the store held a retained task of the owner
-    /// with `key`) the new record was not stored and is forgotten.
-    async fn insert_new(&self, new: NewTask, key: Option<IdempotencyKey>) -> Result<Creation, EngineError> {
+    /// with `key`) the new record was not stored and is forgotten. `adopting`: see
+    /// [`Engine::admit_task`].
+    pub(crate) async fn insert_new(
+        &self,
+        new: NewTask,
+        key: Option<IdempotencyKey>,
+        adopting: Option<&CancellationToken>,
+    ) -> Result<Creation, EngineError> {
         if self.tool(&new.tool).is_none() {
             return Err(EngineError::UnknownTool(new.tool));
         }
@@ -236,10 +308,24 @@ impl Engine {
             input_kinds: new.input_kinds,
             idempotency_key: key,
         };
-        let inserting = self.admit_task(&record).await?;
-        let inserted = self.inner.store.insert(&record).await;
+        // Adopted work runs here whatever this node's role: the task is this node's claim.
+        let runs_work = self.runs_work() || adopting.is_some();
+        let mut record = record;
+        let lease = if runs_work {
+            self.lease_from_now()
+        } else {
+            // Queued for a node that runs work: attempt 0, a claim lapsed from the start.
+            record.attempt = 0;
+            Lease { node: self.inner.node.clone(), until: Timestamp(i64::MIN) }
+        };
+        let inserting = self.admit_task(&record, adopting).await?;
+        let inserted = self.inner.store.insert_claimed(&record, &lease, policy.max_retained_per_principal).await;
         drop(inserting);
         match inserted {
+            Err(StoreError::Full { owner, retained }) => {
+                self.forget(&record.id, record.attempt);
+                Err(LimitExceeded::RetainedPerPrincipal { owner, retained, limit: policy.max_retained_per_principal }.into())
+            }
             Err(err) => {
                 self.forget(&record.id, record.attempt);
                 Err(err.into())
@@ -251,6 +337,11 @@ impl Engine {
             }
             Ok(Inserted::New) => {
                 tracing::info!(task = %record.id, owner = %record.owner, tool = %record.tool, "task created");
+                if runs_work {
+                    self.mark_claimed(&record.id, record.attempt);
+                } else {
+                    self.forget(&record.id, record.attempt);
+                }
                 self.publish_task(&record);
                 Ok(Creation::New(record))
             }
@@ -319,6 +410,12 @@ impl Engine {
         if stopping {
             tracing::info!(task = %id, owner = %owner, "task asked to stop");
             return Ok(record);
+        }
+        // Run by another node of a shared store (or queued there): the request is stored, and
+        // the node running it stops it (or, if that node died, the rescuer cancels it).
+        if self.inner.store.shared() && !self.work().tasks.contains_key(id) && self.inner.store.request_cancel(id).await? {
+            tracing::info!(task = %id, owner = %owner, "task asked to stop, wherever it runs");
+            return self.get(owner, id).await;
         }
         match self.cancel(owner, id).await {
             // It ended meanwhile: the acknowledgement returns it as it ended.
@@ -389,7 +486,8 @@ impl Engine {
     /// task is not found), lets `decide` compute the write from what it read (`None`: no
     /// write), and writes only if the version is still the one read; on a conflict it
     /// re-reads and decides again, a bounded number of times. Each write is published on the
-    /// change feed. Every write of a task but its insert goes through here.
+    /// store's change feed (which the engine forwards to its subscribers). Every write of a
+    /// task but its insert and its claims goes through here.
     pub(crate) async fn write(
         &self,
         id: &TaskId,
@@ -414,9 +512,40 @@ impl Engine {
         Err(EngineError::Contended(id.clone()))
     }
 
+    /// Publishes `record` to the engine's subscribers, unless it was published already at
+    /// its version: this node's own writes are published as they return (so a subscriber
+    /// sees them in order, before the call that made them returns), and again by the store's
+    /// change feed, which also carries the other nodes' writes.
     pub(crate) fn publish_task(&self, record: &TaskRecord) {
+        {
+            let mut published = self.inner.published.lock().unwrap_or_else(PoisonError::into_inner);
+            if published.get(&record.id).is_some_and(|(version, _)| *version >= record.version) {
+                return;
+            }
+            if published.len() >= PUBLISHED_CAP {
+                published.retain(|_, (_, terminal)| !*terminal);
+            }
+            published.insert(record.id.clone(), (record.version, record.status().is_terminal()));
+        }
         // No subscribers is fine: nobody is waiting.
         let _ = self.inner.changes.send(Change::Task(Arc::new(record.clone())));
+    }
+
+    /// Holds back publishing task `id` (its take-over by the rescuer is under way) until
+    /// [`Engine::release_publishing`].
+    pub(crate) fn hold_publishing(&self, id: &TaskId) {
+        let mut published = self.inner.published.lock().unwrap_or_else(PoisonError::into_inner);
+        published.insert(id.clone(), (Version(u64::MAX), false));
+    }
+
+    /// Publishes task `id` as it stands, and lets its later changes through again.
+    pub(crate) async fn release_publishing(&self, id: &TaskId) {
+        self.inner.published.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
+        match self.inner.store.get(id).await {
+            Ok(Some(record)) => self.publish_task(&record),
+            Ok(None) => {}
+            Err(err) => tracing::warn!(task = %id, error = %err, "could not read a task after its take-over"),
+        }
     }
 
     pub(crate) fn stop_work(&self, id: &TaskId) {

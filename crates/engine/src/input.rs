@@ -1,20 +1,27 @@
 //! Input requests: the work of a task asks its requestor a question (the task is
 //! `input_required` until answered) and waits; the dialect delivers it and hands the
-//! client's answer back through [`Engine::answer`].
+//! client's answer back through [`Engine::answer`], on whichever node: the answer is stored
+//! with the task in the same write that takes the request out ([`TaskStore::answer`]), and
+//! the work, wherever it runs, wakes on that change and takes it.
+//!
+//! [`TaskStore::answer`]: crate::TaskStore::answer
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::Value;
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, broadcast};
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{Engine, transition};
+use crate::engine::{Change, Engine, MAX_CAS_ATTEMPTS, transition};
 use crate::error::{EngineError, InputError, WorkError};
-use crate::store::Update;
+use crate::store::{StoreError, Update};
 use crate::task::{ErrorObject, Event, InputKind, InputRequest, Principal, TaskId, TaskState};
 
-/// Work waiting for the answer to an input request, by task and request key.
-pub(crate) type InputWaiters = HashMap<(TaskId, String), oneshot::Sender<Result<Value, ErrorObject>>>;
+/// Work in this process waiting for the answer to an input request, by task and request key:
+/// woken when an answer is stored through this node (answers through other nodes wake it
+/// through the change feed).
+pub(crate) type InputWaiters = HashMap<(TaskId, String), Arc<Notify>>;
 
 /// Removes an input waiter from the engine's map when the wait ends, however it ends.
 struct WaiterGuard<'a> {
@@ -49,14 +56,16 @@ impl Engine {
             return Err(WorkError::InputUndeclared { kind, name }.into());
         }
         let key = key.map_or_else(|| TaskId::random().to_string(), str::to_owned);
-        let (tx, rx) = oneshot::channel();
+        let woken = Arc::new(Notify::new());
         {
             let mut inputs = self.inputs();
             if inputs.contains_key(&(id.clone(), key.clone())) {
                 return Err(WorkError::InputKeyInUse { key }.into());
             }
-            inputs.insert((id.clone(), key.clone()), tx);
+            inputs.insert((id.clone(), key.clone()), Arc::clone(&woken));
         }
+        // Subscribed before the request is recorded: no answer can come before it.
+        let mut feed = self.subscribe();
         // However this wait ends (answer, cancellation, or the work being dropped), the
         // waiter leaves the map.
         let _waiter = WaiterGuard { engine: self, key: (id.clone(), key.clone()) };
@@ -73,12 +82,32 @@ impl Engine {
         if let Err(err) = asked {
             return Err(WorkError::InputNotRecorded { reason: err.to_string() }.into());
         }
-        tokio::select! {
-            answer = rx => match answer {
-                Ok(answer) => answer.map_err(InputError::Client),
-                Err(_) => Err(WorkError::InputDropped.into()),
-            },
-            _ = cancel.cancelled() => Err(WorkError::CancelledWhileWaiting.into()),
+        loop {
+            // Woken by an answer through this node, or by a change of the task that took the
+            // request out (an answer stored through another node), ended it or moved it to
+            // another attempt; the changes that leave the request outstanding are not read.
+            tokio::select! {
+                () = woken.notified() => {}
+                change = feed.recv() => match change {
+                    Ok(Change::Task(record)) if &record.id == id => {
+                        if record.status().is_terminal() || record.attempt != attempt {
+                            return Err(WorkError::InputDropped.into());
+                        }
+                        if matches!(&record.state, TaskState::InputRequired { requests } if requests.contains_key(&key)) {
+                            continue;
+                        }
+                    }
+                    Ok(_) => continue,
+                    Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => return Err(WorkError::InputDropped.into()),
+                },
+                () = cancel.cancelled() => return Err(WorkError::CancelledWhileWaiting.into()),
+            }
+            match self.inner.store.take_answer(id, &key).await {
+                Ok(Some(answer)) => return answer.map_err(InputError::Client),
+                Ok(None) => {}
+                Err(err) => return Err(WorkError::Store { reason: err.to_string() }.into()),
+            }
         }
     }
 
@@ -94,7 +123,8 @@ impl Engine {
     /// Answers input request `key` of `owner`'s task `id` with the client's response (or
     /// its error). The request leaves the task; with none left the task is `working` again;
     /// then the waiting work gets the answer. `Ok(false)`: the request was not outstanding
-    /// (already answered, so a repeated answer is applied once; or the task moved on).
+    /// (already answered, so a repeated answer is applied once; or the task moved on). The
+    /// answer is stored with the task, so the work waiting for it may run on any node.
     ///
     /// # Errors
     /// [`EngineError::NotFound`], or a store failure.
@@ -105,29 +135,39 @@ impl Engine {
         key: &str,
         answer: Result<Value, ErrorObject>,
     ) -> Result<bool, EngineError> {
-        let written = self
-            .write(id, Some(owner), |task| {
-                let TaskState::InputRequired { requests } = &task.state else { return Ok(None) };
-                if !requests.contains_key(key) {
-                    return Ok(None);
+        let answer = answer;
+        for _ in 0..MAX_CAS_ATTEMPTS {
+            let task = match self.inner.store.get(id).await? {
+                Some(task) if &task.owner == owner => task,
+                _ => return Err(EngineError::NotFound(id.clone())),
+            };
+            let TaskState::InputRequired { requests } = &task.state else { return Ok(false) };
+            if !requests.contains_key(key) {
+                return Ok(false);
+            }
+            let mut rest = requests.clone();
+            rest.remove(key);
+            let (event, message) = if rest.is_empty() {
+                (Event::InputAnswered, Some("Input received; working".to_owned()))
+            } else {
+                (Event::NeedInput(rest), task.status_message.clone())
+            };
+            let state = transition(&task, event)?;
+            let update = Update { state, status_message: message, updated_at: self.inner.clock.now(), attempt: task.attempt };
+            // The answer is stored in the same write that takes the request out: the work
+            // finds it wherever it runs, and a repeated answer finds no request (applied once).
+            match self.inner.store.answer(id, task.version, &update, key, &answer).await {
+                Ok(written) => {
+                    self.publish_task(&written);
+                    if let Some(waiter) = self.inputs().get(&(id.clone(), key.to_owned())) {
+                        waiter.notify_one();
+                    }
+                    return Ok(true);
                 }
-                let mut rest = requests.clone();
-                rest.remove(key);
-                let (event, message) = if rest.is_empty() {
-                    (Event::InputAnswered, Some("Input received; working".to_owned()))
-                } else {
-                    (Event::NeedInput(rest), task.status_message.clone())
-                };
-                let state = transition(task, event)?;
-                Ok(Some(Update { state, status_message: message, updated_at: self.inner.clock.now(), attempt: task.attempt }))
-            })
-            .await?;
-        if written.is_none() {
-            return Ok(false);
+                Err(StoreError::Conflict(_)) => continue,
+                Err(err) => return Err(err.into()),
+            }
         }
-        if let Some(waiter) = self.inputs().remove(&(id.clone(), key.to_owned())) {
-            let _ = waiter.send(answer);
-        }
-        Ok(true)
+        Err(EngineError::Contended(id.clone()))
     }
 }

@@ -11,8 +11,12 @@
 //!   [`Engine::request_cancel`]), await, and the one compare-and-set loop.
 //! - `admission`: the [`Policy`] and its limits on the work running in this process.
 //! - `run`: starting a task's work, recording its end, plain calls, the tools' slots.
+//! - `adopt`: a running plain call handed off to a task ([`Engine::adopt`], [`TaskLink`]).
 //! - `input`: input requests of the work and their answers.
-//! - `maintenance`: restart recovery ([`Engine::recover`]) and the TTL sweeper.
+//! - `maintenance`: the rescuer ([`Engine::rescue_once`]), restart recovery
+//!   ([`Engine::recover`], its first pass) and the TTL sweeper.
+//! - `claims`: claims with a lease, the heartbeat ([`Engine::spawn_claims`]), and the store's
+//!   change feed followed (forwarded to subscribers, watched for the work run here).
 //! - `work`: the [`Handler`] trait tools implement, the [`ToolRuntime`] they are
 //!   registered with, and the [`Context`] they receive.
 //! - `slots`: a tool's `max_concurrent` limit, a gate that admits queued calls in order.
@@ -52,6 +56,8 @@
 //!   the running limits too.
 
 mod admission;
+mod adopt;
+mod claims;
 mod clock;
 mod engine;
 mod error;
@@ -65,12 +71,13 @@ mod task;
 mod work;
 
 pub use admission::Policy;
+pub use adopt::TaskLink;
 pub use clock::{Clock, FakeClock, SystemClock};
-pub use engine::{Change, Creation, Engine, NewTask};
+pub use engine::{Change, Creation, DEFAULT_LEASE, Engine, NewTask};
 pub use error::{EngineError, InputError, LimitExceeded, WorkError};
 pub use maintenance::{Recovery, Sweep};
 pub use process::{Leftover, ProcessGroup, TASK_ID_ENV};
-pub use store::{Cursor, Inserted, ListQuery, StoreError, TaskStore, Update};
+pub use store::{Answer, Cursor, Inserted, Lease, ListQuery, NodeId, StoreError, TaskStore, Update};
 pub use task::{
     ErrorObject, Event, EventKind, IdempotencyKey, InputKind, InputRequest, InputRequests, Outcome, Principal,
     Refused, RestartPolicy, Status, TaskId, TaskRecord, TaskState, Timestamp, Version,

@@ -1,19 +1,23 @@
-//! Maintenance: recovery of the tasks a previous process left unfinished, and the TTL
-//! sweeper. Both write through the transition function and the compare-and-set loop.
+//! Maintenance: the rescuer, which takes over tasks whose claim lapsed (a node died, or lost
+//! the store for longer than a lease) and recovery (its first pass at start, which also takes
+//! what a previous process left), and the TTL sweeper. They write through the transition
+//! function and the compare-and-set loop, fenced by the attempt the take-over bumped.
 
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{Engine, transition};
+use crate::engine::{CANCELLED_MESSAGE, Engine, transition};
 use crate::error::{EngineError, WorkError};
 use crate::process::{self, Leftover};
 use crate::store::Update;
-use crate::task::{Event, Outcome, RestartPolicy, TaskRecord};
+use crate::task::{Event, Outcome, RestartPolicy, TaskRecord, Timestamp};
 
 /// How many tasks one sweep pass expires or purges at most.
 const SWEEP_BATCH: u32 = 1000;
+/// How many lapsed tasks one rescuer pass takes over at most.
+const RESCUE_BATCH: u32 = 1000;
 
 /// What [`Engine::recover`] did with tasks left unfinished by a previous process.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -25,6 +29,10 @@ pub struct Recovery {
     /// Left alone because they kept changing while recovery wrote them, or another process
     /// took them over (logged).
     pub skipped: usize,
+    /// Cancelled, because their requestor had asked them to stop before their node died.
+    pub cancelled: usize,
+    /// Queued by a node that runs no work, and started here for the first time.
+    pub started: usize,
 }
 
 /// What one sweep pass did.
@@ -52,22 +60,110 @@ impl Engine {
     /// recorded): a failed task never has a process left, and a retried one never runs
     /// beside its interrupted attempt.
     ///
-    /// Call once at start, before serving, while this process is the only one running
-    /// tasks on the store (the embedded SQLite store).
+    /// Each task is first taken over ([`TaskStore::claim`](crate::TaskStore::claim)), which
+    /// bumps its attempt: whatever the previous runner still writes is refused. A task whose
+    /// requestor had asked it to stop is cancelled instead.
+    ///
+    /// Call once at start, before serving. On a store one process owns (SQLite) every
+    /// unfinished task is taken, whatever its lease says: the process that held it is gone.
+    /// On a shared store (PostgreSQL) only the lapsed ones are; the rescuer
+    /// ([`Engine::spawn_claims`]) takes the others if their claims lapse later.
     ///
     /// # Errors
     /// A store failure.
     pub async fn recover(&self) -> Result<Recovery, EngineError> {
+        let horizon = if self.inner.store.shared() { self.inner.clock.now() } else { Timestamp(i64::MAX) };
+        self.rescue(horizon, u32::MAX, false).await
+    }
+
+    /// One pass of the rescuer at the clock's `now`: takes over at most a batch of tasks whose
+    /// claims lapsed, as [`Engine::recover`] does.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub async fn rescue_once(&self) -> Result<Recovery, EngineError> {
+        self.rescue(self.inner.clock.now(), RESCUE_BATCH, true).await
+    }
+
+    /// Takes over at most `limit` tasks whose claims lapsed at `horizon` and resolves them;
+    /// with `spare_own`, not those whose work runs in this process (the heartbeat judges
+    /// them), else every one (at start, whatever ran before belongs to a dead process).
+    async fn rescue(&self, horizon: Timestamp, limit: u32, spare_own: bool) -> Result<Recovery, EngineError> {
         let mut report = Recovery::default();
-        let unfinished = self.inner.store.unfinished(u32::MAX).await?;
-        let mut tagged = if unfinished.is_empty() { Default::default() } else { process::tagged_processes() };
-        for task in unfinished {
-            self.end_leftover_group(&task).await?;
+        if !self.runs_work() {
+            return Ok(report);
+        }
+        let lapsed = self.inner.store.lapsed(horizon, limit).await?;
+        let mut tagged = if lapsed.is_empty() { Default::default() } else { process::tagged_processes() };
+        for task in lapsed {
+            // This node's own work (its lease ran out by the clock, the heartbeat judges it).
+            if spare_own && self.work().tasks.get(&task.id).is_some_and(|running| running.attempt == task.attempt) {
+                continue;
+            }
+            // Subscribers see the task resolved, not the take-over on the way (a task failed
+            // at recovery was never seen working by this process).
+            self.hold_publishing(&task.id);
+            let taken = self.inner.store.claim(&task.id, task.attempt, &self.lease_from_now(), horizon).await;
+            let resolved = self.resolve_taken(&task, taken, &mut tagged, &mut report).await;
+            self.release_publishing(&task.id).await;
+            resolved?;
+        }
+        if report != Recovery::default() {
+            tracing::info!(failed = report.failed, retried = report.retried, skipped = report.skipped, cancelled = report.cancelled, started = report.started, "took over unfinished tasks whose node is gone");
+        }
+        Ok(report)
+    }
+
+    /// Resolves lapsed `task` after its take-over (`taken`: the claim's outcome) by its tool's
+    /// restart policy, or cancels it if a cancel was requested; counts it in `report`.
+    async fn resolve_taken(
+        &self,
+        task: &TaskRecord,
+        taken: Result<Option<TaskRecord>, crate::store::StoreError>,
+        tagged: &mut std::collections::HashMap<String, Vec<u32>>,
+        report: &mut Recovery,
+    ) -> Result<(), EngineError> {
+        {
+            let Some(taken) = taken?
+            else {
+                tracing::debug!(task = %task.id, "another node took the lapsed task over first");
+                report.skipped += 1;
+                return Ok(());
+            };
+            self.end_leftover_group(task).await?;
             if let Some(pids) = tagged.remove(task.id.as_str()) {
                 tracing::warn!(task = %task.id, processes = pids.len(), "killed processes a previous server left running");
                 if !process::end_tagged(&pids).await {
                     tracing::error!(task = %task.id, "processes a previous server left running survived SIGKILL");
                 }
+            }
+            if self.inner.store.cancel_requested(&task.id).await? {
+                let cancelled = self
+                    .apply(&task.id, None, Some(taken.attempt), |_| (Event::Cancel, Some(CANCELLED_MESSAGE.to_owned())))
+                    .await;
+                match cancelled {
+                    Ok(_) => report.cancelled += 1,
+                    Err(EngineError::Refused { .. } | EngineError::NotFound(_) | EngineError::Contended(_)) => {
+                        report.skipped += 1;
+                    }
+                    Err(err) => return Err(err),
+                }
+                return Ok(());
+            }
+            if task.attempt == 0 {
+                // Queued, never run: its first attempt starts here.
+                return match self.start(&taken) {
+                    Ok(()) => {
+                        report.started += 1;
+                        Ok(())
+                    }
+                    Err(EngineError::UnknownTool(tool)) => {
+                        tracing::warn!(task = %task.id, %tool, "a queued task's tool is not registered here; failing it");
+                        let failure = WorkError::InterruptedByRestart;
+                        self.fail_interrupted(&taken, failure).await.map(|()| report.failed += 1)
+                    }
+                    Err(err) => Err(err),
+                };
             }
             let runtime = self.tool(&task.tool);
             // A task whose handler recorded a checkpoint is run again whatever its policy:
@@ -80,7 +176,7 @@ impl Engine {
             });
             let done = match policy {
                 Some((RestartPolicy::Retry, max_attempts)) if task.attempt < max_attempts => {
-                    match self.restart(&task).await {
+                    match self.restart(&taken).await {
                         Ok(Some(restarted)) => {
                             self.start(&restarted)?;
                             report.retried += 1;
@@ -93,10 +189,10 @@ impl Engine {
                 Some((RestartPolicy::Retry, max_attempts)) => {
                     tracing::warn!(task = %task.id, tool = %task.tool, attempts = task.attempt, "a retried task was interrupted on its last attempt; failing it");
                     let failure = WorkError::InterruptedRepeatedly { times: task.attempt, max_attempts };
-                    self.fail_interrupted(&task, failure).await.map(|()| report.failed += 1)
+                    self.fail_interrupted(&taken, failure).await.map(|()| report.failed += 1)
                 }
                 Some((RestartPolicy::Fail, _)) | None => {
-                    self.fail_interrupted(&task, WorkError::InterruptedByRestart).await.map(|()| report.failed += 1)
+                    self.fail_interrupted(&taken, WorkError::InterruptedByRestart).await.map(|()| report.failed += 1)
                 }
             };
             match done {
@@ -108,10 +204,7 @@ impl Engine {
                 Err(err) => return Err(err),
             }
         }
-        if report != Recovery::default() {
-            tracing::info!(failed = report.failed, retried = report.retried, skipped = report.skipped, "recovered tasks from a previous run");
-        }
-        Ok(report)
+        Ok(())
     }
 
     /// Ends the process group the work of `task` started in a previous process, if the
@@ -132,11 +225,11 @@ impl Engine {
         Ok(())
     }
 
-    /// Gives `task` a new attempt in `working` ([`Event::Restart`]), for a retry after a
-    /// restart. `None`: the task's attempt moved on since `task` was read (someone else
-    /// took it).
+    /// Takes `task` (just taken over, its attempt bumped by the claim) back to `working`
+    /// ([`Event::Restart`]), for a retry after a restart. `None`: the task's attempt moved on
+    /// since `task` was read (someone else took it).
     async fn restart(&self, task: &TaskRecord) -> Result<Option<TaskRecord>, EngineError> {
-        let attempt = task.attempt + 1;
+        let attempt = task.attempt;
         let message = format!("Running again after a server restart (attempt {attempt})");
         self.write(&task.id, None, |current| {
             if current.attempt != task.attempt {
@@ -157,7 +250,7 @@ impl Engine {
     /// process's running work is given up.
     async fn fail_interrupted(&self, task: &TaskRecord, failure: WorkError) -> Result<(), EngineError> {
         let failed = self
-            .apply(&task.id, None, None, |_| {
+            .apply(&task.id, None, Some(task.attempt), |_| {
                 (Event::Fail(Outcome::Failure(failure.clone())), Some(failure.to_string()))
             })
             .await;

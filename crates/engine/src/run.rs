@@ -3,6 +3,7 @@
 //! work makes on the way (status messages, progress).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -14,6 +15,11 @@ use crate::slots::{Entry, Permit, Slots};
 use crate::store::Update;
 use crate::task::{Event, Outcome, Principal, TaskId, TaskRecord};
 use crate::work::{Context, Progress, ToolRuntime};
+
+/// The first wait before the outcome of a task is written again after a store failure.
+const FINISH_RETRY_FIRST: Duration = Duration::from_millis(50);
+/// The longest wait between two tries of writing an outcome.
+const FINISH_RETRY_MAX: Duration = Duration::from_secs(5);
 
 /// A registered tool: its runtime, and its slots if it limits concurrent calls.
 #[derive(Clone)]
@@ -31,13 +37,13 @@ enum Turn {
 }
 
 /// How the work of a task ended, as [`Engine::finish`] records it.
-struct Ending {
-    outcome: Outcome,
+pub(crate) struct Ending {
+    pub(crate) outcome: Outcome,
     /// What the handler's [`Handler::reported_failure`](crate::Handler::reported_failure)
     /// says of a result, for tasks whose `error_result_fails` is set.
-    reported_failure: Option<String>,
+    pub(crate) reported_failure: Option<String>,
     /// [`Engine::request_cancel`] asked the work to stop.
-    cancel_requested: bool,
+    pub(crate) cancel_requested: bool,
 }
 
 impl Ending {
@@ -65,7 +71,8 @@ impl Ending {
 }
 
 impl Engine {
-    /// Starts the work of `task` (its current attempt) in the background. If the tool's
+    /// Starts the work of `task` (its current attempt) in the background; a task queued
+    /// for another node (attempt 0, see [`Engine::set_runs_work`]) is left to it. If the tool's
     /// `max_concurrent` slots are all busy, the task joins the tool's queue now (so tasks
     /// start in the order of the calls to this method) and waits in `working` with a status
     /// message saying it is queued.
@@ -75,8 +82,14 @@ impl Engine {
     pub fn start(&self, task: &TaskRecord) -> Result<(), EngineError> {
         let Registered { runtime, slots } =
             self.registered(&task.tool).ok_or_else(|| EngineError::UnknownTool(task.tool.clone()))?;
+        if task.attempt == 0 {
+            // Queued by a node that runs no work: a node that does claims it from the store.
+            tracing::debug!(task = %task.id, "task queued for a node that runs work");
+            return Ok(());
+        }
         let cancel = CancellationToken::new();
-        let running = Running::new(task.attempt, task.owner.clone(), cancel.clone());
+        // Started only after its insert or take-over: the store holds this node's claim.
+        let running = Running { claimed: true, ..Running::new(task.attempt, task.owner.clone(), cancel.clone()) };
         self.work().tasks.insert(task.id.clone(), running);
         let entry = slots.map(|slots| (slots.enter(), slots.size()));
         let ctx = Context::for_task(self.clone(), task.id.clone(), task.attempt, cancel);
@@ -94,6 +107,18 @@ impl Engine {
                     }
                 },
             };
+            // On a shared store the tool's limit holds across every node: a slot in the store too.
+            let shared_slot = match runtime.max_concurrent {
+                Some(size) if engine.inner.store.shared() => Some(size),
+                _ => None,
+            };
+            if let Some(size) = shared_slot
+                && let Turn::Cancelled = engine.wait_shared_slot(&tool, size, &id, &ctx).await
+            {
+                drop(permit);
+                engine.forget(&id, attempt);
+                return;
+            }
             engine.mark_started(&id, attempt);
             let handler = Arc::clone(&runtime.handler);
             let work = tokio::spawn(async move { runtime.handler.call(arguments, ctx).await });
@@ -111,6 +136,12 @@ impl Engine {
             // The slot and the place among the running work are free before the outcome
             // is written: whoever sees the task end may start another at once.
             drop(permit);
+            if shared_slot.is_some()
+                && let Err(err) = engine.inner.store.release_slot(&tool, &id).await
+            {
+                // It frees by itself once the task is seen finished.
+                tracing::warn!(task = %id, error = %err, "could not give up the tool's slot");
+            }
             let cancel_requested = engine.forget(&id, attempt);
             engine.finish(&id, attempt, Ending { outcome, reported_failure, cancel_requested }).await;
         });
@@ -152,15 +183,73 @@ impl Engine {
     }
 
     /// Records the end of attempt `attempt` of task `id`. A stale attempt, or a task that
-    /// is already terminal (cancelled meanwhile), keeps what it has.
-    async fn finish(&self, id: &TaskId, attempt: u32, ending: Ending) {
+    /// is already terminal (cancelled meanwhile), keeps what it has; an attempt whose claim
+    /// this node lost writes nothing.
+    pub(crate) async fn finish(&self, id: &TaskId, attempt: u32, ending: Ending) {
+        if self.work().lost.remove(&(id.clone(), attempt)) {
+            tracing::info!(task = %id, attempt, "work ended after this node lost its claim; nothing written");
+            return;
+        }
         let (event, message) = ending.event();
-        match self.apply(id, None, Some(attempt), |_| (event.clone(), message.clone())).await {
-            Ok(record) => tracing::info!(task = %id, status = %record.status(), "task finished"),
-            Err(EngineError::Refused { from, .. }) => {
-                tracing::debug!(task = %id, %from, "work ended after the task was already terminal");
+        // The outcome is the one thing the requestor waits for: a store that fails (a
+        // database restarting, a connection cut) is tried again, backing off, until the write
+        // lands or is refused (the task ended meanwhile, or another node took it over after
+        // this node's claims went unrenewed: then its attempt is stale).
+        let mut backoff = FINISH_RETRY_FIRST;
+        loop {
+            match self.apply(id, None, Some(attempt), |_| (event.clone(), message.clone())).await {
+                Ok(record) => tracing::info!(task = %id, status = %record.status(), "task finished"),
+                Err(EngineError::Refused { from, .. }) => {
+                    tracing::debug!(task = %id, %from, "work ended after the task was already terminal, or taken over");
+                }
+                Err(err @ (EngineError::Store(_) | EngineError::Contended(_))) => {
+                    tracing::warn!(task = %id, error = %err, retry_in = ?backoff, "could not record the task's outcome; trying again");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(FINISH_RETRY_MAX);
+                    continue;
+                }
+                Err(err) => tracing::warn!(task = %id, error = %err, "could not record the task's outcome"),
             }
-            Err(err) => tracing::warn!(task = %id, error = %err, "could not record the task's outcome"),
+            return;
+        }
+    }
+
+    /// Waits for one of the `size` slots of `tool` in the shared store (its `max_concurrent`
+    /// across every node) for task `id`: taken at once if one is free, else again whenever a
+    /// task of the tool ends (the change feed) and every half lease (a lapsed holder), telling
+    /// the requestor through the status message that the task is queued.
+    async fn wait_shared_slot(&self, tool: &str, size: u32, id: &TaskId, ctx: &Context) -> Turn {
+        let mut feed = self.subscribe();
+        let mut retries = tokio::time::interval(self.inner.lease / 2);
+        retries.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut told = false;
+        loop {
+            match self.inner.store.take_slot(tool, size, id, &self.lease_from_now(), self.inner.clock.now()).await {
+                Ok(true) => {
+                    if told {
+                        ctx.status(format!("started: a slot of tool {tool} came free")).await;
+                    }
+                    return Turn::Run(None);
+                }
+                Ok(false) => {}
+                Err(err) => tracing::warn!(task = %id, error = %err, "could not take a slot of the tool; trying again"),
+            }
+            if !told {
+                ctx.status(queued_message(size, tool)).await;
+                told = true;
+            }
+            loop {
+                tokio::select! {
+                    biased;
+                    () = ctx.cancelled() => return Turn::Cancelled,
+                    change = feed.recv() => match change {
+                        Ok(crate::Change::Task(record)) if record.tool == tool && record.status().is_terminal() => break,
+                        Ok(_) => {}
+                        Err(_) => break,
+                    },
+                    _ = retries.tick() => break,
+                }
+            }
         }
     }
 

@@ -7,12 +7,15 @@
 //! (`benches/retention.sh`).
 
 use std::error::Error as StdError;
+use std::fmt;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::Value;
+use tokio::sync::broadcast;
 
 use crate::process::ProcessGroup;
-use crate::task::{IdempotencyKey, Principal, TaskId, TaskRecord, TaskState, Timestamp, Version};
+use crate::task::{ErrorObject, IdempotencyKey, Principal, TaskId, TaskRecord, TaskState, Timestamp, Version};
 
 /// Durable storage for tasks.
 ///
@@ -132,6 +135,168 @@ pub trait TaskStore: Send + Sync + 'static {
     /// # Errors
     /// [`StoreError::Backend`].
     async fn checkpoint(&self, id: &TaskId) -> Result<Option<Value>, StoreError>;
+    // Many nodes on one store: claims with a lease, the retention limit, cancel requests,
+    // input answers and the change feed. On a store that one process owns (SQLite) the same
+    // methods hold, trivially: that process holds every claim.
+
+    /// Whether processes other than this one may run tasks on this store at the same time
+    /// (PostgreSQL: yes; SQLite and the memory store: no, one process owns them). On a store
+    /// that is not shared, a claim left by an earlier process is lapsed as soon as a new one
+    /// starts: recovery need not wait for its lease to run out.
+    fn shared(&self) -> bool;
+
+    /// Inserts `task` like [`TaskStore::insert`], claimed by `lease` (its runner), if its
+    /// owner keeps fewer than `max_retained` tasks in the store; the check and the insert
+    /// are one atomic step, so of concurrent inserts from any number of handles no more are
+    /// stored than the limit allows. An idempotency key that finds a retained task answers
+    /// [`Inserted::Existing`] even when the owner is at the limit (it adds nothing).
+    ///
+    /// # Errors
+    /// [`StoreError::Full`] if the owner is at the limit (nothing is written);
+    /// [`StoreError::Duplicate`]; [`StoreError::Backend`].
+    async fn insert_claimed(
+        &self,
+        task: &TaskRecord,
+        lease: &Lease,
+        max_retained: u64,
+    ) -> Result<Inserted, StoreError>;
+
+    /// Takes unfinished task `id` over for `lease`, if its claim is absent or lapsed at `now`
+    /// (its lease ends at or before `now`) and its attempt is still `attempt`: the claim
+    /// becomes `lease`, the attempt is bumped (the fencing token: every write the previous
+    /// runner makes carries the old attempt and is refused) and so is the version. Of racing
+    /// claims exactly one gets the task. `None`: held by a live claim, finished, gone, or
+    /// already taken at another attempt.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn claim(
+        &self,
+        id: &TaskId,
+        attempt: u32,
+        lease: &Lease,
+        now: Timestamp,
+    ) -> Result<Option<TaskRecord>, StoreError>;
+
+    /// Extends to `lease.until` every claim of `lease.node` on an unfinished task that has not
+    /// lapsed at `now`, and returns those tasks' ids (the heartbeat: one statement for all of
+    /// a node's claims). A claim missing from the answer is lost: it lapsed, was taken over,
+    /// or its task finished. Neither the version nor anything else of a task changes.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn renew(&self, lease: &Lease, now: Timestamp) -> Result<Vec<TaskId>, StoreError>;
+
+    /// Unfinished tasks whose claim is absent or lapsed at `now`, oldest first (by creation
+    /// time, then id), at most `limit`: what a rescuer takes over ([`TaskStore::claim`]).
+    /// Replaces "every unfinished task is mine" ([`TaskStore::unfinished`]) at recovery.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn lapsed(&self, now: Timestamp, limit: u32) -> Result<Vec<TaskRecord>, StoreError>;
+
+    /// Records that the requestor asked unfinished task `id` to stop (a cooperative cancel),
+    /// for whichever node runs its work, and bumps its version (so it is a change every node
+    /// sees on the feed). `false`: the task is finished or unknown (nothing is written).
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn request_cancel(&self, id: &TaskId) -> Result<bool, StoreError>;
+
+    /// Whether a cancel was requested for task `id` ([`TaskStore::request_cancel`]).
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn cancel_requested(&self, id: &TaskId) -> Result<bool, StoreError>;
+
+    /// Replaces the task like [`TaskStore::replace`] and, in the same atomic step, stores
+    /// `answer` as the answer to its input request `key` (replacing an answer stored under
+    /// that key and not yet taken), so that the work waiting for it finds it wherever it
+    /// runs ([`TaskStore::take_answer`]).
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] as for `replace` (nothing is stored then); [`StoreError::Backend`].
+    async fn answer(
+        &self,
+        id: &TaskId,
+        expected: Version,
+        update: &Update,
+        key: &str,
+        answer: &Answer,
+    ) -> Result<TaskRecord, StoreError>;
+
+    /// Removes and returns the answer stored for input request `key` of task `id`, if any.
+    /// Answers go with their task when it is purged.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn take_answer(&self, id: &TaskId, key: &str) -> Result<Option<Answer>, StoreError>;
+
+    /// The change feed: every task inserted or written from now on, through any handle on
+    /// this store (SQLite, memory: this process's writes, published after they commit;
+    /// PostgreSQL: `LISTEN/NOTIFY` as a hint, a polling backstop for what it misses): for each
+    /// write a record of its task at least as new (a store that reads the record when told of
+    /// the change may fold writes close together into the newest), and the last write of a
+    /// task exactly as it stands. A slow subscriber may lag (then it re-reads what it waits
+    /// for).
+    fn changes(&self) -> broadcast::Receiver<Arc<TaskRecord>>;
+
+    /// Takes one of the `size` slots of `tool` (its `max_concurrent`, across every node on
+    /// the store) for task `id`, held by `lease`: `true` if the task holds one now (already
+    /// held, or one was free). A slot is free if no task holds it, or its holder's lease
+    /// lapsed at `now`, or its holder finished. Atomic: of racing takers no more than `size`
+    /// hold a slot. Renewed by [`TaskStore::renew`] with the node's claims.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn take_slot(&self, tool: &str, size: u32, id: &TaskId, lease: &Lease, now: Timestamp) -> Result<bool, StoreError>;
+
+    /// Gives up the slot of `tool` task `id` holds, if any.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn release_slot(&self, tool: &str, id: &TaskId) -> Result<(), StoreError>;
+}
+
+/// The answer to an input request: the client's response, or its error.
+pub type Answer = Result<Value, ErrorObject>;
+
+/// A node (one process incarnation: a replica or a worker) that runs tasks. A fresh random
+/// id per process, so that a restarted process never mistakes its predecessor's claims for
+/// its own.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(String);
+
+impl NodeId {
+    /// A fresh random node id.
+    pub fn random() -> NodeId {
+        NodeId(TaskId::random().to_string())
+    }
+
+    /// Wraps a stored node id.
+    pub fn new(id: impl Into<String>) -> NodeId {
+        NodeId(id.into())
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for NodeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A claim's lease: who runs a task, and until when the claim holds unless renewed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lease {
+    /// The node that runs the task.
+    pub node: NodeId,
+    /// The claim lapses at this time (a claim whose `until` is at or before `now` has lapsed).
+    pub until: Timestamp,
 }
 
 /// What [`TaskStore::insert`] did.
@@ -188,6 +353,19 @@ pub enum StoreError {
     /// The task's version changed (or the task vanished) since it was read.
     #[error("task {0} changed since it was read")]
     Conflict(TaskId),
+    /// The storage under the store is full: nothing of the write was stored, and what was
+    /// stored before is intact. Writes succeed again once space is freed.
+    #[error("the task store's disk is full: {0}")]
+    DiskFull(String),
+    /// The owner keeps `retained` tasks, at or over the limit of an
+    /// [`insert_claimed`](TaskStore::insert_claimed); nothing was written.
+    #[error("{owner} keeps {retained} tasks, the most allowed")]
+    Full {
+        /// The task's owner.
+        owner: Principal,
+        /// How many tasks the owner keeps.
+        retained: u64,
+    },
     /// The database failed.
     #[error("task store failed: {0}")]
     Backend(#[source] Box<dyn StdError + Send + Sync>),

@@ -2,14 +2,14 @@
 //! [`mcp_tasks_engine::TaskStore`] on a PostgreSQL database (tokio-postgres, with a
 //! deadpool pool of connections).
 //!
-//! # What this step supports
-//! One serving replica per store, with the same semantics as the SQLite store (the shared
-//! store suite runs against both): compare-and-set writes, one retained task per owner and
-//! idempotency key, keyset listing, per-owner counts kept by triggers, sweeping and purging in
-//! bounded batches. Many replicas on one store need what the engine does not yet ask of a store
-//! (claims with leases in place of `unfinished`, a change feed across processes, stored input
-//! answers and cancel requests, an atomic retention limit); that is the next step. Migrating
-//! is already safe for replicas starting together.
+//! # What it supports
+//! The same semantics as the SQLite store (the shared store suite runs against both):
+//! compare-and-set writes, one retained task per owner and idempotency key, keyset listing,
+//! per-owner counts kept by triggers, sweeping and purging in bounded batches; and what many
+//! replicas on one store need (the suite's two-handle cases): claims with leases (taken over
+//! with the attempt bumped as the fence, renewed in one statement per node), the retention
+//! limit under a row lock of the owner's count, stored cancel requests and input answers, and a
+//! change feed across processes. Migrating is safe for replicas starting together.
 //!
 //! No TLS in this build: connect over loopback, a private network or a Unix socket.
 //!
@@ -18,8 +18,10 @@
 //! - `sql`: every statement the store runs (public only for the EXPLAIN tests).
 //! - `migrate`: the numbered migrations embedded from `migrations/000n_….sql`, applied at
 //!   connect under `pg_advisory_xact_lock`, tracked in `mcp_tasks_schema`.
+//! - `feed`: the change feed across replicas (`LISTEN/NOTIFY` and a polling backstop).
 //! - `url`: [`redact`]: connection URLs as they may be shown, the password hidden.
 
+mod feed;
 mod migrate;
 #[doc(hidden)]
 pub mod sql;

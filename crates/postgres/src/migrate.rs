@@ -16,7 +16,8 @@ use mcp_tasks_engine::StoreError;
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_tasks.sql"),
     include_str!("../migrations/0002_process_groups.sql"),
-    include_str!("../migrations/0003_checkpoints.sql"),
+    include_str!("../migrations/0003_claims.sql"),
+    include_str!("../migrations/0004_checkpoints.sql"),
 ];
 
 /// The schema version this build writes: the number of migrations.

@@ -126,3 +126,103 @@ pub const SET_CHECKPOINT: &str = concat!(
 
 /// `checkpoint`.
 pub const CHECKPOINT: &str = "SELECT checkpoint FROM tasks WHERE id = $1";
+
+/// `insert_claimed`: locks the owner's row of `task_counts` (creating it at zero) and reads
+/// the count, one statement: concurrent inserts for one owner, from any replica, queue on the
+/// row lock until the transaction holding it commits (its task counted) or rolls back.
+pub const LOCK_COUNT: &str = "INSERT INTO task_counts AS counts (owner, tasks) VALUES ($1, 0) \
+     ON CONFLICT (owner) DO UPDATE SET tasks = counts.tasks RETURNING tasks";
+
+/// `insert_claimed`: the claim of the row just inserted (same transaction).
+pub const SET_CLAIM: &str = "UPDATE tasks SET claim_node = $1, lease_until = $2 WHERE id = $3";
+
+/// `claim`: the take-over of a lapsed (or absent) claim at the expected attempt, bumping the
+/// attempt (the fence) and the version, one statement.
+pub const CLAIM: &str = concat!(
+    "UPDATE tasks SET claim_node = $1, lease_until = $2, attempt = attempt + 1, version = version + 1 \
+     WHERE id = $3 AND attempt = $4 AND ",
+    unfinished!(),
+    " AND (lease_until IS NULL OR lease_until <= $5) RETURNING ",
+    columns!()
+);
+
+/// `renew`: a node's live claims, through `tasks_by_claim`.
+pub const RENEW: &str = concat!(
+    "UPDATE tasks SET lease_until = $1 WHERE claim_node = $2 AND lease_until > $3 AND ",
+    unfinished!(),
+    " RETURNING id"
+);
+
+/// `lapsed`: unfinished tasks without a live claim, oldest first, through `tasks_unfinished`.
+pub const LAPSED: &str = concat!(
+    "SELECT ",
+    columns!(),
+    " FROM tasks WHERE ",
+    unfinished!(),
+    " AND (lease_until IS NULL OR lease_until <= $1) ORDER BY created_at, id LIMIT $2"
+);
+
+/// `request_cancel`: the flag and a version bump (a change on the feed).
+pub const REQUEST_CANCEL: &str = concat!(
+    "UPDATE tasks SET cancel_requested = true, version = version + 1 WHERE id = $1 AND ",
+    unfinished!(),
+    " RETURNING id"
+);
+
+/// `cancel_requested`.
+pub const CANCEL_REQUESTED: &str = "SELECT cancel_requested FROM tasks WHERE id = $1";
+
+/// `answer`: the compare-and-set of `replace` and the answer's row in one statement (and so
+/// one transaction): no row updated, no answer stored.
+pub const ANSWER: &str = concat!(
+    "WITH written AS (UPDATE tasks SET state = $1, status = $2, status_message = $3, updated_at = $4, \
+     attempt = $5, version = version + 1 WHERE id = $6 AND version = $7 RETURNING ",
+    columns!(),
+    "), stored AS (INSERT INTO task_answers (task_id, key, answer) SELECT id, $8, $9 FROM written \
+     ON CONFLICT (task_id, key) DO UPDATE SET answer = EXCLUDED.answer) SELECT * FROM written"
+);
+
+/// `take_answer`.
+pub const TAKE_ANSWER: &str =
+    "DELETE FROM task_answers WHERE task_id = $1 AND key = $2 RETURNING answer";
+
+/// The change feed's polling backstop: rows changed after a watermark, through
+/// `tasks_by_change`; the change time is the last column.
+pub const CHANGED_SINCE: &str = concat!(
+    "SELECT ",
+    columns!(),
+    ", changed_at FROM tasks WHERE changed_at > $1 ORDER BY changed_at LIMIT $2"
+);
+
+/// The change feed's starting watermark: the server's clock now, in ms.
+pub const CLOCK_MS: &str = "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint";
+
+/// The change feed: a notified task, with its change time last.
+pub const GET_CHANGED: &str = concat!(
+    "SELECT ",
+    columns!(),
+    ", changed_at FROM tasks WHERE id = $1"
+);
+
+/// `take_slot`: serialises the takers of one tool's slots, across replicas, until commit.
+pub const LOCK_SLOTS: &str = "SELECT pg_advisory_xact_lock(hashtext('mcp_tasks.slots.' || $1))";
+
+/// `take_slot`: frees the tool's slots whose lease lapsed or whose task finished.
+pub const FREE_SLOTS: &str = concat!(
+    "DELETE FROM tool_slots WHERE tool = $1 AND (lease_until <= $2 OR NOT EXISTS \
+     (SELECT 1 FROM tasks WHERE tasks.id = tool_slots.task_id AND tasks.",
+    unfinished!(),
+    "))"
+);
+
+/// `take_slot`: the slots held, and whether the task holds one.
+pub const COUNT_SLOTS: &str = "SELECT count(*), count(*) FILTER (WHERE task_id = $2) FROM tool_slots WHERE tool = $1";
+
+/// `take_slot`.
+pub const TAKE_SLOT: &str = "INSERT INTO tool_slots (tool, task_id, node, lease_until) VALUES ($1, $2, $3, $4)";
+
+/// `release_slot`.
+pub const RELEASE_SLOT: &str = "DELETE FROM tool_slots WHERE tool = $1 AND task_id = $2";
+
+/// `renew`: the node's live slots, beside its claims.
+pub const RENEW_SLOTS: &str = "UPDATE tool_slots SET lease_until = $1 WHERE node = $2 AND lease_until > $3";

@@ -12,17 +12,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::Value;
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{Json, ToSql};
 use tokio_postgres::{NoTls, Row};
 
 use mcp_tasks_engine::{
-    IdempotencyKey, InputKind, Inserted, ListQuery, Principal, ProcessGroup, StoreError, TaskId,
+    Answer, IdempotencyKey, InputKind, Inserted, Lease, ListQuery, Principal, ProcessGroup, StoreError, TaskId,
     TaskRecord, TaskState, TaskStore, Timestamp, Update, Version,
 };
+use tokio::sync::broadcast;
 
+use crate::feed::Feed;
 use crate::{migrate, sql, url};
 
 /// The most connections one store (one replica) holds open.
@@ -50,6 +51,8 @@ pub struct PostgresStore {
     pool: Pool,
     /// The URL with its password hidden: the only form that is ever shown.
     shown: Arc<str>,
+    /// The change feed, shared by the clones; its listener stops with the last one.
+    feed: Arc<Feed>,
 }
 
 impl fmt::Debug for PostgresStore {
@@ -96,9 +99,16 @@ impl PostgresStore {
         let found = migrate::migrate(&mut client)
             .await
             .map_err(|err| failed(&shown, "cannot prepare the task store's schema", &err))?;
+        let schema: String = client
+            .query_one("SELECT current_schema()", &[])
+            .await
+            .and_then(|row| row.try_get(0))
+            .map_err(|err| failed(&shown, "cannot read the current schema", &err))?;
         tracing::debug!(url = %shown, schema = migrate::SCHEMA_VERSION, found, "opened the PostgreSQL task store");
         drop(client);
-        Ok(PostgresStore { pool, shown })
+        // The channel the triggers of migration 0003 notify: `'mcp_tasks.' || TG_TABLE_SCHEMA`.
+        let feed = Arc::new(Feed::start(url, format!("mcp_tasks.{schema}"), pool.clone()));
+        Ok(PostgresStore { pool, shown, feed })
     }
 
     /// The URL this store was opened with, its password hidden.
@@ -158,63 +168,8 @@ fn failed(shown: &str, what: &str, err: &(dyn std::error::Error + 'static)) -> S
 #[async_trait]
 impl TaskStore for PostgresStore {
     async fn insert(&self, task: &TaskRecord) -> Result<Inserted, StoreError> {
-        let row = NewRow::from_record(task)?;
         let client = self.client().await?;
-        let insert = client.prepare_cached(sql::INSERT).await.map_err(StoreError::backend)?;
-        let params: [&(dyn ToSql + Sync); 17] = [
-            &row.id,
-            &row.owner,
-            &task.tool,
-            &Json(&task.arguments),
-            &row.status,
-            &Json(&task.state),
-            &task.status_message,
-            &task.created_at.0,
-            &task.updated_at.0,
-            &row.ttl_ms,
-            &row.expires_at,
-            &row.poll_interval_ms,
-            &i64::from(task.attempt),
-            &row.version,
-            &task.error_result_fails,
-            &Json(&task.input_kinds),
-            &row.idempotency_key,
-        ];
-        for _ in 0..KEY_ROUNDS {
-            match client.execute(&insert, &params).await {
-                Ok(1) => return Ok(Inserted::New),
-                Ok(_) => {}
-                Err(err) if is_duplicate_id(&err) => return Err(StoreError::Duplicate(task.id.clone())),
-                Err(err) => return Err(StoreError::backend(err)),
-            }
-            // No row and no error: the owner's key is taken (a keyless row never conflicts),
-            // by a retained task, which is the answer, or by one past its TTL, which gives it
-            // up. Between these statements another replica may purge the holder, or take the
-            // released key: the insert then tries again, and the unique index still lets
-            // exactly one of any number of racers in.
-            let Some(key) = row.idempotency_key else {
-                return Err(StoreError::Backend("a keyless insert wrote no row".into()));
-            };
-            let holder = client.prepare_cached(sql::KEY_HOLDER).await.map_err(StoreError::backend)?;
-            let holder = client
-                .query_opt(&holder, &[&row.owner, &key])
-                .await
-                .map_err(StoreError::backend)?;
-            if let Some(holder) = holder {
-                let existing = read_record(&holder)?;
-                if existing.retained_at(task.created_at) {
-                    return Ok(Inserted::Existing(existing));
-                }
-                let release = client.prepare_cached(sql::RELEASE_KEY).await.map_err(StoreError::backend)?;
-                client
-                    .execute(&release, &[&row.owner, &key, &task.created_at.0])
-                    .await
-                    .map_err(StoreError::backend)?;
-            }
-        }
-        Err(StoreError::Backend(
-            format!("the idempotency key of task {} changed hands {KEY_ROUNDS} times during its insert", task.id).into(),
-        ))
+        insert_keyed(&client, task).await
     }
 
     async fn find_by_key(
@@ -324,7 +279,7 @@ impl TaskStore for PostgresStore {
             .map(|(pgid, start_time)| ProcessGroup { pgid, start_time }))
     }
 
-    async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &Value) -> Result<bool, StoreError> {
+    async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &serde_json::Value) -> Result<bool, StoreError> {
         let text = checkpoint.to_string();
         let client = self.client().await?;
         let statement = client.prepare_cached(sql::SET_CHECKPOINT).await.map_err(StoreError::backend)?;
@@ -335,7 +290,7 @@ impl TaskStore for PostgresStore {
             .map_err(StoreError::backend)
     }
 
-    async fn checkpoint(&self, id: &TaskId) -> Result<Option<Value>, StoreError> {
+    async fn checkpoint(&self, id: &TaskId) -> Result<Option<serde_json::Value>, StoreError> {
         let client = self.client().await?;
         let statement = client.prepare_cached(sql::CHECKPOINT).await.map_err(StoreError::backend)?;
         let row = client.query_opt(&statement, &[&id.as_str()]).await.map_err(StoreError::backend)?;
@@ -345,6 +300,305 @@ impl TaskStore for PostgresStore {
         let text: Option<String> = row.try_get(0).map_err(StoreError::backend)?;
         text.map(|text| serde_json::from_str(&text).map_err(StoreError::backend)).transpose()
     }
+
+    fn shared(&self) -> bool {
+        true
+    }
+
+    async fn insert_claimed(
+        &self,
+        task: &TaskRecord,
+        lease: &Lease,
+        max_retained: u64,
+    ) -> Result<Inserted, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(StoreError::backend)?;
+        // The owner's count row, locked until commit: the check and the insert are atomic
+        // against every replica's inserts for this owner.
+        let lock = tx
+            .prepare_cached(sql::LOCK_COUNT)
+            .await
+            .map_err(StoreError::backend)?;
+        let retained: i64 = tx
+            .query_one(&lock, &[&task.owner.as_str()])
+            .await
+            .and_then(|row| row.try_get(0))
+            .map_err(StoreError::backend)?;
+        let retained = u64::try_from(retained).unwrap_or(0);
+        if retained >= max_retained {
+            // A retry of a retained keyed task adds nothing: it is the answer even at the limit.
+            if let Some(key) = &task.idempotency_key
+                && let Some(existing) = key_holder(&tx, task.owner.as_str(), key.as_str()).await?
+                && existing.retained_at(task.created_at)
+            {
+                return Ok(Inserted::Existing(existing));
+            }
+            return Err(StoreError::Full {
+                owner: task.owner.clone(),
+                retained,
+            });
+        }
+        let inserted = insert_keyed(&tx, task).await?;
+        if inserted == Inserted::New {
+            let claim = tx
+                .prepare_cached(sql::SET_CLAIM)
+                .await
+                .map_err(StoreError::backend)?;
+            tx.execute(
+                &claim,
+                &[&lease.node.as_str(), &lease.until.0, &task.id.as_str()],
+            )
+            .await
+            .map_err(StoreError::backend)?;
+        }
+        tx.commit().await.map_err(StoreError::backend)?;
+        Ok(inserted)
+    }
+
+    async fn claim(
+        &self,
+        id: &TaskId,
+        attempt: u32,
+        lease: &Lease,
+        now: Timestamp,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        self.query_opt(
+            sql::CLAIM,
+            &[
+                &lease.node.as_str(),
+                &lease.until.0,
+                &id.as_str(),
+                &i64::from(attempt),
+                &now.0,
+            ],
+        )
+        .await
+    }
+
+    async fn renew(&self, lease: &Lease, now: Timestamp) -> Result<Vec<TaskId>, StoreError> {
+        let client = self.client().await?;
+        let statement = client
+            .prepare_cached(sql::RENEW)
+            .await
+            .map_err(StoreError::backend)?;
+        let rows = client
+            .query(&statement, &[&lease.until.0, &lease.node.as_str(), &now.0])
+            .await
+            .map_err(StoreError::backend)?;
+        let slots = client.prepare_cached(sql::RENEW_SLOTS).await.map_err(StoreError::backend)?;
+        client
+            .execute(&slots, &[&lease.until.0, &lease.node.as_str(), &now.0])
+            .await
+            .map_err(StoreError::backend)?;
+        rows.iter()
+            .map(|row| {
+                row.try_get::<_, String>(0)
+                    .map(TaskId::from)
+                    .map_err(StoreError::backend)
+            })
+            .collect()
+    }
+
+    async fn lapsed(&self, now: Timestamp, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
+        self.query(sql::LAPSED, &[&now.0, &i64::from(limit)]).await
+    }
+
+    async fn request_cancel(&self, id: &TaskId) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let statement = client
+            .prepare_cached(sql::REQUEST_CANCEL)
+            .await
+            .map_err(StoreError::backend)?;
+        let row = client
+            .query_opt(&statement, &[&id.as_str()])
+            .await
+            .map_err(StoreError::backend)?;
+        Ok(row.is_some())
+    }
+
+    async fn cancel_requested(&self, id: &TaskId) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let statement = client
+            .prepare_cached(sql::CANCEL_REQUESTED)
+            .await
+            .map_err(StoreError::backend)?;
+        let row = client
+            .query_opt(&statement, &[&id.as_str()])
+            .await
+            .map_err(StoreError::backend)?;
+        row.map(|row| row.try_get::<_, bool>(0))
+            .transpose()
+            .map(|asked| asked.unwrap_or(false))
+            .map_err(StoreError::backend)
+    }
+
+    async fn answer(
+        &self,
+        id: &TaskId,
+        expected: Version,
+        update: &Update,
+        key: &str,
+        answer: &Answer,
+    ) -> Result<TaskRecord, StoreError> {
+        let Ok(expected) = i64::try_from(expected.0) else {
+            return Err(StoreError::Conflict(id.clone()));
+        };
+        let written = self
+            .query_opt(
+                sql::ANSWER,
+                &[
+                    &Json(&update.state),
+                    &update.state.status().as_str(),
+                    &update.status_message,
+                    &update.updated_at.0,
+                    &i64::from(update.attempt),
+                    &id.as_str(),
+                    &expected,
+                    &key,
+                    &Json(answer),
+                ],
+            )
+            .await?;
+        written.ok_or_else(|| StoreError::Conflict(id.clone()))
+    }
+
+    async fn take_answer(&self, id: &TaskId, key: &str) -> Result<Option<Answer>, StoreError> {
+        let client = self.client().await?;
+        let statement = client
+            .prepare_cached(sql::TAKE_ANSWER)
+            .await
+            .map_err(StoreError::backend)?;
+        let row = client
+            .query_opt(&statement, &[&id.as_str(), &key])
+            .await
+            .map_err(StoreError::backend)?;
+        row.map(|row| row.try_get::<_, Json<Answer>>(0).map(|json| json.0))
+            .transpose()
+            .map_err(StoreError::backend)
+    }
+
+    fn changes(&self) -> broadcast::Receiver<Arc<TaskRecord>> {
+        self.feed.sender.subscribe()
+    }
+
+    async fn take_slot(&self, tool: &str, size: u32, id: &TaskId, lease: &Lease, now: Timestamp) -> Result<bool, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(StoreError::backend)?;
+        let lock = tx.prepare_cached(sql::LOCK_SLOTS).await.map_err(StoreError::backend)?;
+        tx.execute(&lock, &[&tool]).await.map_err(StoreError::backend)?;
+        let free = tx.prepare_cached(sql::FREE_SLOTS).await.map_err(StoreError::backend)?;
+        tx.execute(&free, &[&tool, &now.0]).await.map_err(StoreError::backend)?;
+        let count = tx.prepare_cached(sql::COUNT_SLOTS).await.map_err(StoreError::backend)?;
+        let row = tx.query_one(&count, &[&tool, &id.as_str()]).await.map_err(StoreError::backend)?;
+        let (held, mine): (i64, i64) =
+            (row.try_get(0).map_err(StoreError::backend)?, row.try_get(1).map_err(StoreError::backend)?);
+        let taken = if mine > 0 {
+            true
+        } else if held >= i64::from(size) {
+            false
+        } else {
+            let take = tx.prepare_cached(sql::TAKE_SLOT).await.map_err(StoreError::backend)?;
+            tx.execute(&take, &[&tool, &id.as_str(), &lease.node.as_str(), &lease.until.0])
+                .await
+                .map_err(StoreError::backend)?;
+            true
+        };
+        tx.commit().await.map_err(StoreError::backend)?;
+        Ok(taken)
+    }
+
+    async fn release_slot(&self, tool: &str, id: &TaskId) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql::RELEASE_SLOT).await.map_err(StoreError::backend)?;
+        client.execute(&statement, &[&tool, &id.as_str()]).await.map(|_| ()).map_err(StoreError::backend)
+    }
+}
+
+/// Inserts `task` through `client` (a connection or a transaction): a new task, or the
+/// owner's retained task holding its idempotency key.
+async fn insert_keyed(
+    client: &impl GenericClient,
+    task: &TaskRecord,
+) -> Result<Inserted, StoreError> {
+    let row = NewRow::from_record(task)?;
+    let insert = client
+        .prepare_cached(sql::INSERT)
+        .await
+        .map_err(StoreError::backend)?;
+    let params: [&(dyn ToSql + Sync); 17] = [
+        &row.id,
+        &row.owner,
+        &task.tool,
+        &Json(&task.arguments),
+        &row.status,
+        &Json(&task.state),
+        &task.status_message,
+        &task.created_at.0,
+        &task.updated_at.0,
+        &row.ttl_ms,
+        &row.expires_at,
+        &row.poll_interval_ms,
+        &i64::from(task.attempt),
+        &row.version,
+        &task.error_result_fails,
+        &Json(&task.input_kinds),
+        &row.idempotency_key,
+    ];
+    for _ in 0..KEY_ROUNDS {
+        match client.execute(&insert, &params).await {
+            Ok(1) => return Ok(Inserted::New),
+            Ok(_) => {}
+            Err(err) if is_duplicate_id(&err) => {
+                return Err(StoreError::Duplicate(task.id.clone()));
+            }
+            Err(err) => return Err(StoreError::backend(err)),
+        }
+        // No row and no error: the owner's key is taken (a keyless row never conflicts),
+        // by a retained task, which is the answer, or by one past its TTL, which gives it
+        // up. Between these statements another replica may purge the holder, or take the
+        // released key: the insert then tries again, and the unique index still lets
+        // exactly one of any number of racers in.
+        let Some(key) = row.idempotency_key else {
+            return Err(StoreError::Backend("a keyless insert wrote no row".into()));
+        };
+        if let Some(existing) = key_holder(client, row.owner, key).await? {
+            if existing.retained_at(task.created_at) {
+                return Ok(Inserted::Existing(existing));
+            }
+            let release = client
+                .prepare_cached(sql::RELEASE_KEY)
+                .await
+                .map_err(StoreError::backend)?;
+            client
+                .execute(&release, &[&row.owner, &key, &task.created_at.0])
+                .await
+                .map_err(StoreError::backend)?;
+        }
+    }
+    Err(StoreError::Backend(
+        format!(
+            "the idempotency key of task {} changed hands {KEY_ROUNDS} times during its insert",
+            task.id
+        )
+        .into(),
+    ))
+}
+
+/// The task holding `owner`'s idempotency key `key`, retained or not.
+async fn key_holder(
+    client: &impl GenericClient,
+    owner: &str,
+    key: &str,
+) -> Result<Option<TaskRecord>, StoreError> {
+    let holder = client
+        .prepare_cached(sql::KEY_HOLDER)
+        .await
+        .map_err(StoreError::backend)?;
+    let holder = client
+        .query_opt(&holder, &[&owner, &key])
+        .await
+        .map_err(StoreError::backend)?;
+    holder.as_ref().map(read_record).transpose()
 }
 
 /// The columns of a [`TaskRecord`] that need converting before they are stored.
@@ -387,7 +641,7 @@ fn to_i64(n: u64) -> Result<i64, StoreError> {
 }
 
 /// Decodes a row selected with the store's column list (`sql::columns!`).
-fn read_record(row: &Row) -> Result<TaskRecord, StoreError> {
+pub(crate) fn read_record(row: &Row) -> Result<TaskRecord, StoreError> {
     decode(row).map_err(|err| StoreError::Backend(format!("a stored task cannot be read: {err}").into()))
 }
 

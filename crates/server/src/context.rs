@@ -22,6 +22,9 @@ pub(crate) struct ClientCaps {
     pub(crate) sampling: bool,
     /// It answers `roots/list`.
     pub(crate) roots: bool,
+    /// It speaks tasks (2025-11-25: declared `tasks` at `initialize`; 2026-07-28: declared
+    /// the tasks extension on this request), so it needs no handoff helper tools.
+    pub(crate) tasks: bool,
 }
 
 impl ClientCaps {

@@ -1,7 +1,7 @@
 //! The one mapping from engine errors (and argument violations) to JSON-RPC errors. The
 //! engine never speaks JSON-RPC.
 
-use mcp_tasks_engine::{EngineError, EventKind, LimitExceeded, WorkError};
+use mcp_tasks_engine::{EngineError, EventKind, LimitExceeded, WorkError, StoreError};
 use mcp_tasks_protocol::jsonrpc::RpcError;
 use mcp_tasks_protocol::mcp::IDEMPOTENCY_KEY_META;
 use serde_json::json;
@@ -41,6 +41,14 @@ pub(crate) fn rpc_error(err: &EngineError) -> RpcError {
              \"{IDEMPOTENCY_KEY_META}\" of this value is for a different tool or different \
              arguments. Nothing was created; use a new key for a new call."
         )),
+        EngineError::Store(StoreError::DiskFull(reason)) => {
+            tracing::error!(%reason, "the task store's disk is full: refusing writes until space is freed");
+            RpcError::internal(
+                "Internal error: the server's task store is out of disk space, so nothing was stored (no task was \
+                 created or changed; tasks stored before are intact). Retry once space is freed on the server.",
+            )
+            .with_data(serde_json::json!({"retryable": true, "cause": "store_disk_full"}))
+        }
         other => {
             tracing::error!(error = %other, "internal error while serving a request");
             RpcError::internal("Internal error: the task store failed; see the server log")

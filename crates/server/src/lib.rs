@@ -54,5 +54,6 @@ pub use catalog::{
 };
 pub use errors::LIMIT_EXCEEDED;
 pub use metrics::{MAX_LIVE, Metrics};
+pub use ops::handoff::TaskTools;
 pub use registry::{TaskMode, ToolDef, ToolRegistry, ToolSpec};
 pub use server::{BuildError, Server, ServerBuilder};

@@ -328,8 +328,8 @@ mod tests {
     #[test]
     fn recovery_is_counted_by_outcome_and_adds_up_across_calls() {
         let metrics = Metrics::new();
-        metrics.record_recovery(&Recovery { failed: 2, retried: 1, skipped: 0 });
-        metrics.record_recovery(&Recovery { failed: 1, retried: 0, skipped: 3 });
+        metrics.record_recovery(&Recovery { failed: 2, retried: 1, skipped: 0, cancelled: 0, started: 0 });
+        metrics.record_recovery(&Recovery { failed: 1, retried: 0, skipped: 3, cancelled: 0, started: 0 });
         let text = metrics.render(&[], 0);
         for line in [
             "mcp_tasks_tasks_recovered_total{outcome=\"failed\"} 3",

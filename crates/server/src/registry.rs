@@ -58,6 +58,11 @@ pub struct ToolDef {
     /// extension: how long the call may wait for the work to end and answer inline before
     /// it answers with a task instead (`None`: the server's, [`ServerBuilder::inline_wait`](crate::ServerBuilder::inline_wait)).
     pub inline_wait: Option<Duration>,
+    /// A [`TaskMode::Optional`] tool called plainly by a client that speaks no tasks (either
+    /// era): how long the call runs before it is handed off to a task and answered with the
+    /// task's id (`None`: the server's, [`ServerBuilder::sync_wait`](crate::ServerBuilder::sync_wait);
+    /// zero: never).
+    pub sync_wait: Option<Duration>,
 }
 
 impl ToolDef {
@@ -82,7 +87,7 @@ impl ToolDef {
             annotations: None,
             task_mode: TaskMode::Forbidden,
         };
-        ToolDef { spec, runtime: ToolRuntime::new(handler), inline_wait: None }
+        ToolDef { spec, runtime: ToolRuntime::new(handler), inline_wait: None, sync_wait: None }
     }
 
     /// Sets whether the tool may ([`TaskMode::Optional`]), must ([`TaskMode::Required`]) or
@@ -98,6 +103,14 @@ impl ToolDef {
     #[must_use]
     pub fn inline_wait(mut self, wait: Duration) -> ToolDef {
         self.inline_wait = Some(wait);
+        self
+    }
+
+    /// Sets how long a plain call of this (optional) tool from a client that speaks no
+    /// tasks runs before it is handed off to a task; zero: never.
+    #[must_use]
+    pub fn sync_wait(mut self, wait: Duration) -> ToolDef {
+        self.sync_wait = Some(wait);
         self
     }
 

@@ -11,6 +11,7 @@ use mcp_tasks_protocol::mcp::Implementation;
 use crate::catalog::{Catalog, CompletionDef, PromptDef, ResourceDef, ResourceTemplateDef};
 use crate::codec;
 use crate::metrics::Metrics;
+use crate::ops::handoff::TaskTools;
 use crate::registry::{ToolDef, ToolRegistry};
 
 /// An MCP server: identity, tools, resources, prompts, completions, and the engine. A cheap,
@@ -29,6 +30,8 @@ pub(crate) struct Inner {
     /// 2026-07-28: how long an optional tool's call waits to answer inline before it answers
     /// with a task.
     pub(crate) inline_wait: Duration,
+    /// Heartbeats, handoffs and helper tools for long plain calls.
+    pub(crate) long_calls: crate::ops::handoff::LongCalls,
     /// 2026-07-28 plain calls waiting for their client's retry (Multi Round-Trip Requests).
     pub(crate) parked: codec::modern::mrtr::Parked,
     /// 2025-11-25 `resources/subscribe`: which Legacy sessions want which URIs.
@@ -52,6 +55,9 @@ impl Server {
             instructions: None,
             inline_wait: ServerBuilder::DEFAULT_INLINE_WAIT,
             retry_wait: ServerBuilder::DEFAULT_RETRY_WAIT,
+            heartbeat: ServerBuilder::DEFAULT_HEARTBEAT,
+            sync_wait: Duration::ZERO,
+            task_tools: TaskTools::default(),
             tools: Vec::new(),
             catalog: Catalog::default(),
         }
@@ -88,6 +94,9 @@ pub struct ServerBuilder {
     instructions: Option<String>,
     inline_wait: Duration,
     retry_wait: Duration,
+    heartbeat: Duration,
+    sync_wait: Duration,
+    task_tools: TaskTools,
     tools: Vec<ToolDef>,
     catalog: Catalog,
 }
@@ -115,6 +124,35 @@ impl ServerBuilder {
     /// is refused.
     pub fn retry_wait(mut self, wait: Duration) -> ServerBuilder {
         self.retry_wait = wait;
+        self
+    }
+
+    /// How often a plain call whose request carried a progress token hears from the server
+    /// at least, unless [`ServerBuilder::heartbeat`] says otherwise: 15 s.
+    pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(15);
+
+    /// Sets how often a plain call whose request carried a progress token gets a progress
+    /// notification at least while it runs (a heartbeat, which many hosts take to reset
+    /// their request timeout); zero: none.
+    pub fn heartbeat(mut self, every: Duration) -> ServerBuilder {
+        self.heartbeat = every;
+        self
+    }
+
+    /// Sets how long a plain call of an `optional` tool, from a client that speaks no tasks
+    /// (either era), runs before it is handed off: answered with a `CallToolResult` that
+    /// says the job goes on as task `ID`, while its work goes on as that task; such clients
+    /// are then also listed the helper tools that collect it ([`ServerBuilder::task_tools`]).
+    /// Default zero: never (`mcp-tasks serve` sets `[server] sync_wait`, default 45 s).
+    pub fn sync_wait(mut self, wait: Duration) -> ServerBuilder {
+        self.sync_wait = wait;
+        self
+    }
+
+    /// Sets the names of the helper tools for clients without tasks (default
+    /// `task_status`, `task_result`, `task_cancel`).
+    pub fn task_tools(mut self, names: TaskTools) -> ServerBuilder {
+        self.task_tools = names;
         self
     }
 
@@ -200,6 +238,11 @@ impl ServerBuilder {
                 info: self.info,
                 instructions: self.instructions,
                 inline_wait: self.inline_wait,
+                long_calls: crate::ops::handoff::LongCalls {
+                    heartbeat: self.heartbeat,
+                    sync_wait: self.sync_wait,
+                    tools: self.task_tools,
+                },
                 tools,
                 catalog: self.catalog,
                 parked: codec::modern::mrtr::Parked::with_limit(self.retry_wait),

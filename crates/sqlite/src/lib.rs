@@ -6,6 +6,8 @@
 //! - `migrate`: the numbered migrations embedded from `migrations/000n_….sql`, applied
 //!   on open and tracked with `PRAGMA user_version`.
 //! - `compat`: reading rows written by earlier builds (input requests named by method).
+//! - `faults`: the store file's faults said plainly (not a database, locked, read-only, disk
+//!   full) and the lock that keeps a second server off the file.
 //!
 //! # Durability
 //! The file runs in WAL mode with `synchronous=FULL`: every commit fsyncs the WAL before
@@ -16,11 +18,13 @@
 //! Writes go to one writer thread that owns the write connection and commits every write
 //! queued meanwhile in one transaction (group commit: one fsync for the batch; each caller
 //! still returns only once its own write is on disk). Reads run on a small pool of read
-//! connections on Tokio's blocking pool, alongside the writer (WAL). The file is meant for
-//! one serving process at a time (other processes may read it; they wait up to a busy
-//! timeout for the write lock).
+//! connections on Tokio's blocking pool, alongside the writer (WAL). One serving process per
+//! file: a second store opened on it (in any process) is refused while the first is open
+//! (`PATH-lock`); other programs may read the file, and wait up to a busy timeout for the
+//! write lock.
 
 mod compat;
+mod faults;
 mod migrate;
 mod store;
 

@@ -17,7 +17,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0003_retention_at_scale.sql"),
     include_str!("../migrations/0004_idempotency_keys.sql"),
     include_str!("../migrations/0005_process_groups.sql"),
-    include_str!("../migrations/0006_checkpoints.sql"),
+    include_str!("../migrations/0006_claims.sql"),
+    include_str!("../migrations/0007_checkpoints.sql"),
 ];
 
 /// The schema version this build writes: the number of migrations.

@@ -32,15 +32,18 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use serde_json::Value;
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
-use tokio::sync::{Semaphore, oneshot};
+use tokio::sync::{Semaphore, broadcast, oneshot};
 
 use mcp_tasks_engine::{
-    IdempotencyKey, Inserted, ListQuery, Principal, ProcessGroup, StoreError, TaskId, TaskRecord,
+    Answer, IdempotencyKey, Inserted, Lease, ListQuery, Principal, ProcessGroup, StoreError, TaskId, TaskRecord,
     TaskStore, Timestamp, Update, Version,
 };
+
+use crate::faults::{self, StoreLock};
+/// Capacity of the change feed; a slower subscriber lags and re-reads.
+const FEED_CAPACITY: usize = 4096;
 
 use crate::{compat, migrate};
 
@@ -142,6 +145,10 @@ struct Inner {
     stats: Arc<Counters>,
     path: PathBuf,
     synchronous: Synchronous,
+    /// One server per file ([`faults`]); released after the writer is joined.
+    _lock: StoreLock,
+    /// The change feed: each write's record, sent once its batch has committed.
+    feed: broadcast::Sender<Arc<TaskRecord>>,
 }
 
 impl Drop for Inner {
@@ -187,12 +194,17 @@ impl SqliteStore {
     /// # Errors
     /// As [`SqliteStore::open`].
     pub fn open_with(path: &Path, synchronous: Synchronous) -> Result<SqliteStore, StoreError> {
+        SqliteStore::open_locked(path, synchronous).map_err(|err| faults::at_open(path, err))
+    }
+
+    fn open_locked(path: &Path, synchronous: Synchronous) -> Result<SqliteStore, StoreError> {
         if let Some(parent) = path
             .parent()
             .filter(|parent| !parent.as_os_str().is_empty())
         {
             fs::create_dir_all(parent).map_err(StoreError::backend)?;
         }
+        let lock = StoreLock::take(path)?;
         let mut conn = Connection::open(path).map_err(StoreError::backend)?;
         configure(&conn, synchronous, WRITER_CACHE_KIB)?;
         migrate::migrate(&mut conn)?;
@@ -215,6 +227,8 @@ impl SqliteStore {
                 stats,
                 path: path.to_owned(),
                 synchronous,
+                _lock: lock,
+                feed: broadcast::channel(FEED_CAPACITY).0,
             }),
         })
     }
@@ -318,6 +332,13 @@ impl SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// Publishes `task` on the change feed (after its commit; no subscriber is fine).
+    fn publish(&self, task: &TaskRecord) {
+        let _ = self.inner.feed.send(Arc::new(task.clone()));
+    }
+}
+
 /// The error of a write whose writer thread is gone (it panicked).
 fn writer_gone() -> StoreError {
     StoreError::Backend("the SQLite writer thread stopped".into())
@@ -330,7 +351,17 @@ trait Write: Send {
 
     /// Answers the caller: with the kept outcome if the batch committed, or with `failed`
     /// (the batch's failure) if it did not.
-    fn answer(self: Box<Self>, failed: Option<&str>);
+    fn answer(self: Box<Self>, failed: Option<&Failure>);
+
+    /// Whether the write failed because the disk is full.
+    fn found_disk_full(&self) -> bool;
+}
+
+/// Why a batch did not commit.
+struct Failure {
+    reason: String,
+    /// The disk is full (the callers hear [`StoreError::DiskFull`]).
+    disk_full: bool,
 }
 
 /// A [`Write`] running `work`, whose caller waits on `reply`.
@@ -351,11 +382,19 @@ where
         }
     }
 
-    fn answer(self: Box<Self>, failed: Option<&str>) {
+    fn found_disk_full(&self) -> bool {
+        matches!(&self.outcome, Some(Err(err)) if faults::is_full(err))
+    }
+
+    fn answer(self: Box<Self>, failed: Option<&Failure>) {
         let outcome = match (failed, self.outcome) {
             (None, Some(outcome)) => outcome,
+            (Some(failure), _) if failure.disk_full => Err(StoreError::DiskFull(format!(
+                "the write's transaction did not commit: {}",
+                failure.reason
+            ))),
             (Some(failure), _) => Err(StoreError::Backend(
-                format!("the write's transaction did not commit: {failure}").into(),
+                format!("the write's transaction did not commit: {}", failure.reason).into(),
             )),
             (None, None) => Err(StoreError::Backend("the write never ran".into())),
         };
@@ -388,27 +427,30 @@ fn write_loop(conn: &Connection, queue: &mpsc::Receiver<Box<dyn Write>>, stats: 
                 tracing::trace!(writes = batch.len(), micros, "committed a batch");
             }
             Err(failure) => {
-                tracing::error!(writes = batch.len(), error = %failure, "a batch of task store writes failed to commit");
+                let error = &failure.reason;
+                tracing::error!(writes = batch.len(), %error, disk_full = failure.disk_full, "a batch of task store writes failed to commit");
             }
         }
         let failed = committed.err();
         for job in batch.drain(..) {
-            job.answer(failed.as_deref());
+            job.answer(failed.as_ref());
         }
     }
 }
 
 /// Runs `batch` in one transaction and commits it. `Err` (with the reason) if the
 /// transaction did not commit, in which case none of its writes is on disk.
-fn commit(conn: &Connection, batch: &mut [Box<dyn Write>]) -> Result<(), String> {
-    conn.execute_batch("BEGIN IMMEDIATE")
-        .map_err(|err| err.to_string())?;
+fn commit(conn: &Connection, batch: &mut [Box<dyn Write>]) -> Result<(), Failure> {
+    let failed = |err: rusqlite::Error| Failure { disk_full: faults::is_full_sqlite(&err), reason: err.to_string() };
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(failed)?;
     for job in batch.iter_mut() {
         job.run(conn);
         // Some errors (a full disk, I/O, running out of memory) roll back the whole
         // transaction rather than one statement; then nothing of the batch stands.
         if conn.is_autocommit() {
-            return Err("SQLite rolled the transaction back after an error".to_owned());
+            let disk_full = job.found_disk_full();
+            let reason = if disk_full { "database or disk is full" } else { "SQLite rolled the transaction back after an error" };
+            return Err(Failure { reason: reason.to_owned(), disk_full });
         }
     }
     match conn.execute_batch("COMMIT") {
@@ -417,7 +459,7 @@ fn commit(conn: &Connection, batch: &mut [Box<dyn Write>]) -> Result<(), String>
             if !conn.is_autocommit() {
                 let _ = conn.execute_batch("ROLLBACK");
             }
-            Err(err.to_string())
+            Err(failed(err))
         }
     }
 }
@@ -467,44 +509,14 @@ impl TaskStore for SqliteStore {
     async fn insert(&self, task: &TaskRecord) -> Result<Inserted, StoreError> {
         let row = NewRow::from_record(task).map_err(StoreError::backend)?;
         let id = task.id.clone();
-        self.write(move |conn| {
-            // One write on the writer thread: the lookup of a held key and the insert are
-            // atomic, and a concurrent insert with the same key, queued behind this one,
-            // sees this one's row.
-            match insert_row(conn, &row) {
-                Ok(1) => return Ok(Inserted::New),
-                Ok(_) => {}
-                Err(err) if is_duplicate_key(&err) => return Err(StoreError::Duplicate(id)),
-                Err(err) => return Err(StoreError::backend(err)),
-            }
-            // The key is taken (a keyless row never conflicts): by a retained task, which is
-            // the answer, or by one past its TTL, which gives it up.
-            let (owner, key) = (row.owner.as_str(), row.idempotency_key.as_deref());
-            let holder = conn
-                .prepare_cached(&format!(
-                    "SELECT {COLUMNS} FROM tasks WHERE owner = ?1 AND idempotency_key = ?2"
-                ))
-                .and_then(|mut stmt| stmt.query_row(params![owner, key], read_record).optional())
-                .map_err(StoreError::backend)?;
-            match holder {
-                Some(existing) if existing.retained_at(Timestamp(row.created_at)) => {
-                    Ok(Inserted::Existing(existing))
-                }
-                _ => {
-                    conn.prepare_cached(
-                        "UPDATE tasks SET idempotency_key = NULL WHERE owner = ?1 AND idempotency_key = ?2",
-                    )
-                    .and_then(|mut stmt| stmt.execute(params![owner, key]))
-                    .map_err(StoreError::backend)?;
-                    match insert_row(conn, &row) {
-                        Ok(_) => Ok(Inserted::New),
-                        Err(err) if is_duplicate_key(&err) => Err(StoreError::Duplicate(id)),
-                        Err(err) => Err(StoreError::backend(err)),
-                    }
-                }
-            }
-        })
-        .await
+        // One write on the writer thread: the lookup of a held key and the insert are
+        // atomic, and a concurrent insert with the same key, queued behind this one, sees
+        // this one's row.
+        let inserted = self.write(move |conn| insert_keyed(conn, &row, id)).await?;
+        if inserted == Inserted::New {
+            self.publish(task);
+        }
+        Ok(inserted)
     }
 
     async fn find_by_key(
@@ -549,7 +561,7 @@ impl TaskStore for SqliteStore {
         let message = update.status_message.clone();
         let updated_at = update.updated_at.0;
         let attempt = update.attempt;
-        self.write(move |conn| {
+        let written = self.write(move |conn| {
             // One statement: the compare-and-set and the read of the new row are atomic,
             // and within a batch the next write sees this one's version.
             let written = conn
@@ -569,7 +581,9 @@ impl TaskStore for SqliteStore {
                 .map_err(StoreError::backend)?;
             written.ok_or(StoreError::Conflict(task))
         })
-        .await
+        .await?;
+        self.publish(&written);
+        Ok(written)
     }
 
     async fn list(&self, query: &ListQuery) -> Result<Vec<TaskRecord>, StoreError> {
@@ -689,7 +703,7 @@ impl TaskStore for SqliteStore {
         .await
     }
 
-    async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &Value) -> Result<bool, StoreError> {
+    async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &serde_json::Value) -> Result<bool, StoreError> {
         let id = id.as_str().to_owned();
         let text = checkpoint.to_string();
         self.write(move |conn| {
@@ -703,7 +717,7 @@ impl TaskStore for SqliteStore {
         .await
     }
 
-    async fn checkpoint(&self, id: &TaskId) -> Result<Option<Value>, StoreError> {
+    async fn checkpoint(&self, id: &TaskId) -> Result<Option<serde_json::Value>, StoreError> {
         let id = id.as_str().to_owned();
         self.read(move |conn| {
             let found: Option<Option<String>> = conn
@@ -713,6 +727,315 @@ impl TaskStore for SqliteStore {
             found.flatten().map(|text| serde_json::from_str(&text).map_err(StoreError::backend)).transpose()
         })
         .await
+    }
+
+    fn shared(&self) -> bool {
+        // One process owns the file: the writer thread is the only writer.
+        false
+    }
+
+    async fn insert_claimed(
+        &self,
+        task: &TaskRecord,
+        lease: &Lease,
+        max_retained: u64,
+    ) -> Result<Inserted, StoreError> {
+        let row = NewRow::from_record(task).map_err(StoreError::backend)?;
+        let (id, owner) = (task.id.clone(), task.owner.clone());
+        let key = task
+            .idempotency_key
+            .as_ref()
+            .map(|key| key.as_str().to_owned());
+        let (node, until) = (lease.node.as_str().to_owned(), lease.until.0);
+        let limit = i64::try_from(max_retained).unwrap_or(i64::MAX);
+        let inserted = self
+            .write(move |conn| {
+                // On the one writer thread the count, the insert and the claim are atomic,
+                // and the next insert of the batch sees this one counted.
+                if let Some(key) = &key {
+                    let holder = conn
+                        .prepare_cached(&format!(
+                            "SELECT {COLUMNS} FROM tasks WHERE owner = ?1 AND idempotency_key = ?2"
+                        ))
+                        .and_then(|mut stmt| {
+                            stmt.query_row(params![owner.as_str(), key], read_record)
+                                .optional()
+                        })
+                        .map_err(StoreError::backend)?;
+                    if let Some(existing) =
+                        holder.filter(|holder| holder.retained_at(Timestamp(row.created_at)))
+                    {
+                        return Ok(Inserted::Existing(existing));
+                    }
+                }
+                let retained: i64 = conn
+                    .prepare_cached("SELECT tasks FROM task_counts WHERE owner = ?1")
+                    .and_then(|mut stmt| {
+                        stmt.query_row([owner.as_str()], |row| row.get(0))
+                            .optional()
+                    })
+                    .map_err(StoreError::backend)?
+                    .unwrap_or(0);
+                if retained >= limit {
+                    return Err(StoreError::Full {
+                        owner,
+                        retained: u64::try_from(retained).unwrap_or(0),
+                    });
+                }
+                let inserted = insert_keyed(conn, &row, id.clone())?;
+                if inserted == Inserted::New {
+                    conn.prepare_cached(
+                        "UPDATE tasks SET claim_node = ?1, lease_until = ?2 WHERE id = ?3",
+                    )
+                    .and_then(|mut stmt| stmt.execute(params![node, until, id.as_str()]))
+                    .map_err(StoreError::backend)?;
+                }
+                Ok(inserted)
+            })
+            .await?;
+        if inserted == Inserted::New {
+            self.publish(task);
+        }
+        Ok(inserted)
+    }
+
+    async fn claim(
+        &self,
+        id: &TaskId,
+        attempt: u32,
+        lease: &Lease,
+        now: Timestamp,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        let id = id.as_str().to_owned();
+        let (node, until) = (lease.node.as_str().to_owned(), lease.until.0);
+        let taken = self
+            .write(move |conn| {
+                conn.prepare_cached(&format!(
+                    "UPDATE tasks SET claim_node = ?1, lease_until = ?2, attempt = attempt + 1,                      version = version + 1                      WHERE id = ?3 AND attempt = ?4 AND status IN {UNFINISHED}                      AND (lease_until IS NULL OR lease_until <= ?5)                      RETURNING {COLUMNS}"
+                ))
+                .and_then(|mut stmt| stmt.query_row(params![node, until, id, attempt, now.0], read_record).optional())
+                .map_err(StoreError::backend)
+            })
+            .await?;
+        if let Some(taken) = &taken {
+            self.publish(taken);
+        }
+        Ok(taken)
+    }
+
+    async fn renew(&self, lease: &Lease, now: Timestamp) -> Result<Vec<TaskId>, StoreError> {
+        let (node, until) = (lease.node.as_str().to_owned(), lease.until.0);
+        self.write(move |conn| {
+            conn.prepare_cached(&format!(
+                "UPDATE tasks SET lease_until = ?1                  WHERE claim_node = ?2 AND lease_until > ?3 AND status IN {UNFINISHED} RETURNING id"
+            ))
+            .and_then(|mut stmt| {
+                stmt.query_map(params![until, node, now.0], |row| row.get::<_, String>(0))?
+                    .map(|id| id.map(TaskId::from))
+                    .collect::<rusqlite::Result<Vec<TaskId>>>()
+            })
+            .and_then(|renewed| {
+                conn.prepare_cached("UPDATE tool_slots SET lease_until = ?1 WHERE node = ?2 AND lease_until > ?3")?
+                    .execute(params![until, node, now.0])?;
+                Ok(renewed)
+            })
+            .map_err(StoreError::backend)
+        })
+        .await
+    }
+
+    async fn lapsed(&self, now: Timestamp, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
+        let limit = i64::from(limit);
+        self.read(move |conn| {
+            // The few unfinished tasks, through `tasks_unfinished`.
+            conn.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM tasks WHERE status IN {UNFINISHED}                  AND (lease_until IS NULL OR lease_until <= ?1) ORDER BY created_at, id LIMIT ?2"
+            ))
+            .and_then(|mut stmt| collect(stmt.query_map(params![now.0, limit], read_record)?))
+            .map_err(StoreError::backend)
+        })
+        .await
+    }
+
+    async fn request_cancel(&self, id: &TaskId) -> Result<bool, StoreError> {
+        let id = id.as_str().to_owned();
+        let written = self
+            .write(move |conn| {
+                conn.prepare_cached(&format!(
+                    "UPDATE tasks SET cancel_requested = 1, version = version + 1                      WHERE id = ?1 AND status IN {UNFINISHED} RETURNING {COLUMNS}"
+                ))
+                .and_then(|mut stmt| stmt.query_row([id], read_record).optional())
+                .map_err(StoreError::backend)
+            })
+            .await?;
+        if let Some(written) = &written {
+            self.publish(written);
+        }
+        Ok(written.is_some())
+    }
+
+    async fn cancel_requested(&self, id: &TaskId) -> Result<bool, StoreError> {
+        let id = id.as_str().to_owned();
+        self.read(move |conn| {
+            let asked: Option<bool> = conn
+                .prepare_cached("SELECT cancel_requested FROM tasks WHERE id = ?1")
+                .and_then(|mut stmt| stmt.query_row([id], |row| row.get(0)).optional())
+                .map_err(StoreError::backend)?;
+            Ok(asked.unwrap_or(false))
+        })
+        .await
+    }
+
+    async fn answer(
+        &self,
+        id: &TaskId,
+        expected: Version,
+        update: &Update,
+        key: &str,
+        answer: &Answer,
+    ) -> Result<TaskRecord, StoreError> {
+        let task = id.clone();
+        let expected = to_i64(expected.0).map_err(StoreError::backend)?;
+        let state = to_json(&update.state).map_err(StoreError::backend)?;
+        let status = update.state.status().as_str();
+        let message = update.status_message.clone();
+        let (updated_at, attempt) = (update.updated_at.0, update.attempt);
+        let (key, answer) = (
+            key.to_owned(),
+            to_json(answer).map_err(StoreError::backend)?,
+        );
+        let written = self
+            .write(move |conn| {
+                // Two statements, undone together if the second fails (a savepoint inside
+                // the batch's transaction), so the answer is stored exactly with its write.
+                conn.execute_batch("SAVEPOINT answer").map_err(StoreError::backend)?;
+                let done = (|| {
+                    let written = conn
+                        .prepare_cached(&format!(
+                            "UPDATE tasks SET state = ?1, status = ?2, status_message = ?3, updated_at = ?4,                              attempt = ?5, version = version + 1 WHERE id = ?6 AND version = ?7                              RETURNING {COLUMNS}"
+                        ))
+                        .and_then(|mut stmt| {
+                            stmt.query_row(
+                                params![state, status, message, updated_at, attempt, task.as_str(), expected],
+                                read_record,
+                            )
+                            .optional()
+                        })
+                        .map_err(StoreError::backend)?;
+                    let written = written.ok_or_else(|| StoreError::Conflict(task.clone()))?;
+                    conn.prepare_cached("INSERT OR REPLACE INTO task_answers (task_id, key, answer) VALUES (?1, ?2, ?3)")
+                        .and_then(|mut stmt| stmt.execute(params![task.as_str(), key, answer]))
+                        .map_err(StoreError::backend)?;
+                    Ok(written)
+                })();
+                let end = if done.is_ok() { "RELEASE answer" } else { "ROLLBACK TO answer; RELEASE answer" };
+                conn.execute_batch(end).map_err(StoreError::backend)?;
+                done
+            })
+            .await?;
+        self.publish(&written);
+        Ok(written)
+    }
+
+    async fn take_answer(&self, id: &TaskId, key: &str) -> Result<Option<Answer>, StoreError> {
+        let (id, key) = (id.as_str().to_owned(), key.to_owned());
+        let taken: Option<String> = self
+            .write(move |conn| {
+                conn.prepare_cached(
+                    "DELETE FROM task_answers WHERE task_id = ?1 AND key = ?2 RETURNING answer",
+                )
+                .and_then(|mut stmt| {
+                    stmt.query_row(params![id, key], |row| row.get(0))
+                        .optional()
+                })
+                .map_err(StoreError::backend)
+            })
+            .await?;
+        taken
+            .map(|text| from_json(0, &text).map_err(StoreError::backend))
+            .transpose()
+    }
+
+    fn changes(&self) -> broadcast::Receiver<Arc<TaskRecord>> {
+        self.inner.feed.subscribe()
+    }
+
+    async fn take_slot(&self, tool: &str, size: u32, id: &TaskId, lease: &Lease, now: Timestamp) -> Result<bool, StoreError> {
+        let (tool, id) = (tool.to_owned(), id.as_str().to_owned());
+        let (node, until) = (lease.node.as_str().to_owned(), lease.until.0);
+        self.write(move |conn| {
+            // On the one writer thread: freeing, counting and taking are atomic.
+            conn.prepare_cached(&format!(
+                "DELETE FROM tool_slots WHERE tool = ?1 AND (lease_until <= ?2 OR NOT EXISTS \
+                 (SELECT 1 FROM tasks WHERE tasks.id = tool_slots.task_id AND tasks.status IN {UNFINISHED}))"
+            ))
+            .and_then(|mut stmt| stmt.execute(params![tool, now.0]))
+            .map_err(StoreError::backend)?;
+            let (held, mine): (i64, i64) = conn
+                .prepare_cached("SELECT count(*), count(*) FILTER (WHERE task_id = ?2) FROM tool_slots WHERE tool = ?1")
+                .and_then(|mut stmt| stmt.query_row(params![tool, id], |row| Ok((row.get(0)?, row.get(1)?))))
+                .map_err(StoreError::backend)?;
+            if mine > 0 {
+                return Ok(true);
+            }
+            if held >= i64::from(size) {
+                return Ok(false);
+            }
+            conn.prepare_cached("INSERT INTO tool_slots (tool, task_id, node, lease_until) VALUES (?1, ?2, ?3, ?4)")
+                .and_then(|mut stmt| stmt.execute(params![tool, id, node, until]))
+                .map_err(StoreError::backend)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn release_slot(&self, tool: &str, id: &TaskId) -> Result<(), StoreError> {
+        let (tool, id) = (tool.to_owned(), id.as_str().to_owned());
+        self.write(move |conn| {
+            conn.prepare_cached("DELETE FROM tool_slots WHERE tool = ?1 AND task_id = ?2")
+                .and_then(|mut stmt| stmt.execute(params![tool, id]))
+                .map(|_| ())
+                .map_err(StoreError::backend)
+        })
+        .await
+    }
+}
+
+/// Inserts `row` (task `id`): a new task, or the owner's retained task holding its
+/// idempotency key. One write of the writer thread, so the key's lookup and the insert are
+/// atomic.
+fn insert_keyed(conn: &Connection, row: &NewRow, id: TaskId) -> Result<Inserted, StoreError> {
+    match insert_row(conn, row) {
+        Ok(1) => return Ok(Inserted::New),
+        Ok(_) => {}
+        Err(err) if is_duplicate_key(&err) => return Err(StoreError::Duplicate(id)),
+        Err(err) => return Err(StoreError::backend(err)),
+    }
+    // The key is taken (a keyless row never conflicts): by a retained task, which is the
+    // answer, or by one past its TTL, which gives it up.
+    let (owner, key) = (row.owner.as_str(), row.idempotency_key.as_deref());
+    let holder = conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM tasks WHERE owner = ?1 AND idempotency_key = ?2"
+        ))
+        .and_then(|mut stmt| stmt.query_row(params![owner, key], read_record).optional())
+        .map_err(StoreError::backend)?;
+    match holder {
+        Some(existing) if existing.retained_at(Timestamp(row.created_at)) => {
+            Ok(Inserted::Existing(existing))
+        }
+        _ => {
+            conn.prepare_cached(
+                "UPDATE tasks SET idempotency_key = NULL WHERE owner = ?1 AND idempotency_key = ?2",
+            )
+            .and_then(|mut stmt| stmt.execute(params![owner, key]))
+            .map_err(StoreError::backend)?;
+            match insert_row(conn, row) {
+                Ok(_) => Ok(Inserted::New),
+                Err(err) if is_duplicate_key(&err) => Err(StoreError::Duplicate(id)),
+                Err(err) => Err(StoreError::backend(err)),
+            }
+        }
     }
 }
 

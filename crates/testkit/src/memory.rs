@@ -8,20 +8,28 @@
 //! against two stores. It is not durable: a test of what survives a restart needs a real
 //! file (`mcp-tasks-sqlite`).
 //!
+//! The multi-node part of the trait holds too: claims with leases (lapsing at the `now` given),
+//! the retention limit checked under the same lock as the insert, cancel requests, stored
+//! input answers, and the change feed (a broadcast sent under the lock, so in write order).
+//! It is one process's store ([`TaskStore::shared`] is `false`).
+//!
 //! The orders follow the SQLite store's: `unfinished` by (creation time, id), `expired` and
 //! `purge` by (expiry, id).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ops::Bound;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
-use serde_json::Value;
+use tokio::sync::broadcast;
 
 use mcp_tasks_engine::{
-    IdempotencyKey, Inserted, ListQuery, Principal, ProcessGroup, StoreError, TaskId, TaskRecord,
+    Answer, IdempotencyKey, Inserted, Lease, ListQuery, Principal, ProcessGroup, StoreError, TaskId, TaskRecord,
     TaskStore, Timestamp, Update, Version,
 };
+
+/// Capacity of the change feed; a slower subscriber lags and re-reads.
+const FEED_CAPACITY: usize = 4096;
 
 /// The tasks of one [`MemoryStore`], and the indexes beside them.
 #[derive(Default)]
@@ -35,7 +43,15 @@ struct Tables {
     /// The process group recorded for each task that has one.
     groups: HashMap<TaskId, ProcessGroup>,
     /// Handlers' checkpoints, by task; removed with their task.
-    checkpoints: HashMap<TaskId, Value>,
+    checkpoints: HashMap<TaskId, serde_json::Value>,
+    /// Each claimed task's lease.
+    claims: HashMap<TaskId, Lease>,
+    /// Tasks whose requestor asked them to stop.
+    cancels: HashSet<TaskId>,
+    /// Stored input answers not yet taken, by task and request key.
+    answers: HashMap<(TaskId, String), Answer>,
+    /// The slots of each tool's `max_concurrent`: holder task and lease.
+    slots: HashMap<String, HashMap<TaskId, Lease>>,
 }
 
 impl Tables {
@@ -46,6 +62,9 @@ impl Tables {
         };
         self.groups.remove(id);
         self.checkpoints.remove(id);
+        self.claims.remove(id);
+        self.cancels.remove(id);
+        self.answers.retain(|(task, _), _| task != id);
         if let Some(key) = task.idempotency_key.clone() {
             let slot = (task.owner.clone(), key);
             if self.by_key.get(&slot) == Some(&task.id) {
@@ -90,19 +109,84 @@ fn by_expiry(task: &TaskRecord) -> (Option<Timestamp>, TaskId) {
     (task.expires_at(), task.id.clone())
 }
 
+/// Whether `task`'s claim, if any, has lapsed at `now`.
+fn unclaimed(tables: &Tables, task: &TaskRecord, now: Timestamp) -> bool {
+    tables
+        .claims
+        .get(&task.id)
+        .is_none_or(|lease| lease.until <= now)
+}
+
 /// A [`TaskStore`] held in memory: fast, and gone when dropped.
 ///
 /// Every method takes the one lock, does its work and lets go, so each is atomic on its
 /// own, as the trait asks; none awaits while holding it.
-#[derive(Default)]
 pub struct MemoryStore {
     tables: Mutex<Tables>,
+    feed: broadcast::Sender<Arc<TaskRecord>>,
+}
+
+impl Default for MemoryStore {
+    fn default() -> MemoryStore {
+        MemoryStore {
+            tables: Mutex::default(),
+            feed: broadcast::channel(FEED_CAPACITY).0,
+        }
+    }
 }
 
 impl MemoryStore {
     /// An empty store.
     pub fn new() -> MemoryStore {
         MemoryStore::default()
+    }
+
+    /// Publishes `task` on the change feed (no subscriber is fine).
+    fn publish(&self, task: &TaskRecord) {
+        let _ = self.feed.send(Arc::new(task.clone()));
+    }
+
+    /// The insert of [`TaskStore::insert`], under the caller's lock.
+    fn insert_locked(tables: &mut Tables, task: &TaskRecord) -> Result<Inserted, StoreError> {
+        if tables.tasks.contains_key(&task.id) {
+            return Err(StoreError::Duplicate(task.id.clone()));
+        }
+        if let Some(key) = &task.idempotency_key {
+            if let Some(existing) = tables.keyed(&task.owner, key, task.created_at) {
+                return Ok(Inserted::Existing(existing.clone()));
+            }
+            // Free, or held by a task past its TTL, which gives it up.
+            tables
+                .by_key
+                .insert((task.owner.clone(), key.clone()), task.id.clone());
+        }
+        tables
+            .by_owner
+            .entry(task.owner.clone())
+            .or_default()
+            .insert((task.created_at, task.id.clone()));
+        tables.tasks.insert(task.id.clone(), task.clone());
+        Ok(Inserted::New)
+    }
+
+    /// The compare-and-set of [`TaskStore::replace`], under the caller's lock.
+    fn replace_locked(
+        tables: &mut Tables,
+        id: &TaskId,
+        expected: Version,
+        update: &Update,
+    ) -> Result<TaskRecord, StoreError> {
+        let task = tables
+            .tasks
+            .get_mut(id)
+            .filter(|task| task.version == expected)
+            .ok_or_else(|| StoreError::Conflict(id.clone()))?;
+        task.state = update.state.clone();
+        task.status_message.clone_from(&update.status_message);
+        task.updated_at = update.updated_at;
+        task.attempt = update.attempt;
+        task.version = Version(task.version.0 + 1);
+        Ok(task.clone())
     }
 
     /// The tables, ignoring poisoning (a panicking test must not fail the others).
@@ -115,23 +199,11 @@ impl MemoryStore {
 impl TaskStore for MemoryStore {
     async fn insert(&self, task: &TaskRecord) -> Result<Inserted, StoreError> {
         let mut tables = self.lock();
-        if tables.tasks.contains_key(&task.id) {
-            return Err(StoreError::Duplicate(task.id.clone()));
+        let inserted = MemoryStore::insert_locked(&mut tables, task)?;
+        if inserted == Inserted::New {
+            self.publish(task);
         }
-        if let Some(key) = &task.idempotency_key {
-            if let Some(existing) = tables.keyed(&task.owner, key, task.created_at) {
-                return Ok(Inserted::Existing(existing.clone()));
-            }
-            // Free, or held by a task past its TTL, which gives it up.
-            tables.by_key.insert((task.owner.clone(), key.clone()), task.id.clone());
-        }
-        tables
-            .by_owner
-            .entry(task.owner.clone())
-            .or_default()
-            .insert((task.created_at, task.id.clone()));
-        tables.tasks.insert(task.id.clone(), task.clone());
-        Ok(Inserted::New)
+        Ok(inserted)
     }
 
     async fn find_by_key(
@@ -154,17 +226,9 @@ impl TaskStore for MemoryStore {
         update: &Update,
     ) -> Result<TaskRecord, StoreError> {
         let mut tables = self.lock();
-        let task = tables
-            .tasks
-            .get_mut(id)
-            .filter(|task| task.version == expected)
-            .ok_or_else(|| StoreError::Conflict(id.clone()))?;
-        task.state = update.state.clone();
-        task.status_message.clone_from(&update.status_message);
-        task.updated_at = update.updated_at;
-        task.attempt = update.attempt;
-        task.version = Version(task.version.0 + 1);
-        Ok(task.clone())
+        let written = MemoryStore::replace_locked(&mut tables, id, expected, update)?;
+        self.publish(&written);
+        Ok(written)
     }
 
     async fn list(&self, query: &ListQuery) -> Result<Vec<TaskRecord>, StoreError> {
@@ -238,7 +302,7 @@ impl TaskStore for MemoryStore {
         Ok(self.lock().groups.get(id).copied())
     }
 
-    async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &Value) -> Result<bool, StoreError> {
+    async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &serde_json::Value) -> Result<bool, StoreError> {
         let mut tables = self.lock();
         let current = tables.tasks.get(id).is_some_and(|task| task.attempt == attempt && !task.status().is_terminal());
         if current {
@@ -247,7 +311,168 @@ impl TaskStore for MemoryStore {
         Ok(current)
     }
 
-    async fn checkpoint(&self, id: &TaskId) -> Result<Option<Value>, StoreError> {
+    async fn checkpoint(&self, id: &TaskId) -> Result<Option<serde_json::Value>, StoreError> {
         Ok(self.lock().checkpoints.get(id).cloned())
+    }
+
+    fn shared(&self) -> bool {
+        false
+    }
+
+    async fn insert_claimed(
+        &self,
+        task: &TaskRecord,
+        lease: &Lease,
+        max_retained: u64,
+    ) -> Result<Inserted, StoreError> {
+        let mut tables = self.lock();
+        if let Some(key) = &task.idempotency_key
+            && let Some(existing) = tables.keyed(&task.owner, key, task.created_at)
+        {
+            return Ok(Inserted::Existing(existing.clone()));
+        }
+        let retained = tables.by_owner.get(&task.owner).map_or(0, BTreeSet::len) as u64;
+        if retained >= max_retained {
+            return Err(StoreError::Full {
+                owner: task.owner.clone(),
+                retained,
+            });
+        }
+        let inserted = MemoryStore::insert_locked(&mut tables, task)?;
+        if inserted == Inserted::New {
+            tables.claims.insert(task.id.clone(), lease.clone());
+            self.publish(task);
+        }
+        Ok(inserted)
+    }
+
+    async fn claim(
+        &self,
+        id: &TaskId,
+        attempt: u32,
+        lease: &Lease,
+        now: Timestamp,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        let mut tables = self.lock();
+        let Some(task) = tables.tasks.get(id) else {
+            return Ok(None);
+        };
+        if task.status().is_terminal() || task.attempt != attempt || !unclaimed(&tables, task, now)
+        {
+            return Ok(None);
+        }
+        let task = tables
+            .tasks
+            .get_mut(id)
+            .ok_or_else(|| StoreError::Conflict(id.clone()))?;
+        task.attempt = attempt.saturating_add(1);
+        task.version = Version(task.version.0 + 1);
+        let taken = task.clone();
+        tables.claims.insert(id.clone(), lease.clone());
+        self.publish(&taken);
+        Ok(Some(taken))
+    }
+
+    async fn renew(&self, lease: &Lease, now: Timestamp) -> Result<Vec<TaskId>, StoreError> {
+        let mut tables = self.lock();
+        let Tables { tasks, claims, .. } = &mut *tables;
+        let mut renewed = Vec::new();
+        for (id, held) in claims.iter_mut() {
+            let unfinished = tasks
+                .get(id)
+                .is_some_and(|task| !task.status().is_terminal());
+            if held.node == lease.node && held.until > now && unfinished {
+                held.until = lease.until;
+                renewed.push(id.clone());
+            }
+        }
+        for held in tables.slots.values_mut() {
+            for slot in held.values_mut() {
+                if slot.node == lease.node && slot.until > now {
+                    slot.until = lease.until;
+                }
+            }
+        }
+        renewed.sort();
+        Ok(renewed)
+    }
+
+    async fn lapsed(&self, now: Timestamp, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
+        let tables = self.lock();
+        let found = tables.select(
+            |task| !task.status().is_terminal() && unclaimed(&tables, task, now),
+            |task| (task.created_at, task.id.clone()),
+            limit,
+        );
+        Ok(found.into_iter().cloned().collect())
+    }
+
+    async fn request_cancel(&self, id: &TaskId) -> Result<bool, StoreError> {
+        let mut tables = self.lock();
+        let Some(task) = tables
+            .tasks
+            .get_mut(id)
+            .filter(|task| !task.status().is_terminal())
+        else {
+            return Ok(false);
+        };
+        task.version = Version(task.version.0 + 1);
+        let written = task.clone();
+        tables.cancels.insert(id.clone());
+        self.publish(&written);
+        Ok(true)
+    }
+
+    async fn cancel_requested(&self, id: &TaskId) -> Result<bool, StoreError> {
+        Ok(self.lock().cancels.contains(id))
+    }
+
+    async fn answer(
+        &self,
+        id: &TaskId,
+        expected: Version,
+        update: &Update,
+        key: &str,
+        answer: &Answer,
+    ) -> Result<TaskRecord, StoreError> {
+        let mut tables = self.lock();
+        let written = MemoryStore::replace_locked(&mut tables, id, expected, update)?;
+        tables
+            .answers
+            .insert((id.clone(), key.to_owned()), answer.clone());
+        self.publish(&written);
+        Ok(written)
+    }
+
+    async fn take_answer(&self, id: &TaskId, key: &str) -> Result<Option<Answer>, StoreError> {
+        Ok(self.lock().answers.remove(&(id.clone(), key.to_owned())))
+    }
+
+    fn changes(&self) -> broadcast::Receiver<Arc<TaskRecord>> {
+        self.feed.subscribe()
+    }
+
+    async fn take_slot(&self, tool: &str, size: u32, id: &TaskId, lease: &Lease, now: Timestamp) -> Result<bool, StoreError> {
+        let mut tables = self.lock();
+        let Tables { tasks, slots, .. } = &mut *tables;
+        let held = slots.entry(tool.to_owned()).or_default();
+        held.retain(|holder, lease| {
+            lease.until > now && tasks.get(holder).is_some_and(|task| !task.status().is_terminal())
+        });
+        if held.contains_key(id) {
+            return Ok(true);
+        }
+        if held.len() >= size as usize {
+            return Ok(false);
+        }
+        held.insert(id.clone(), lease.clone());
+        Ok(true)
+    }
+
+    async fn release_slot(&self, tool: &str, id: &TaskId) -> Result<(), StoreError> {
+        if let Some(held) = self.lock().slots.get_mut(tool) {
+            held.remove(id);
+        }
+        Ok(())
     }
 }

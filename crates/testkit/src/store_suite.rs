@@ -18,6 +18,10 @@
 //! calling crate needs `tokio` (with `macros` and `rt-multi-thread`) among its
 //! dependencies, since `#[tokio::test]` expands to paths under `tokio`.
 //!
+//! The cases of many nodes on one store (`nodes`: claims and leases, the retention limit,
+//! cancel requests, input answers, the change feed) take two handles,
+//! [`StoreFixture::store`] and [`StoreFixture::second`].
+//!
 //! Cases that only make sense for one backend (reopening a file, pragmas) live in that
 //! backend's own tests.
 
@@ -32,10 +36,12 @@ use mcp_tasks_engine::{
 
 mod fixtures;
 mod keys;
+mod nodes;
 
-pub use fixtures::{StoreFixture, T0, TTL_MS, sample_task};
+pub use fixtures::{Handles, StoreFixture, T0, TTL_MS, sample_task};
 use fixtures::*;
 pub use keys::*;
+pub use nodes::*;
 
 /// Insert, then get, returns every field as written, for every state variant, including
 /// absent optional fields and timestamps to the millisecond.
@@ -706,9 +712,39 @@ macro_rules! store_suite {
             a_process_group_is_recorded_with_its_task_and_goes_with_it,
             a_checkpoint_is_fenced_by_the_attempt_and_goes_with_its_task,
         );
+        $crate::store_suite!(@pairs $fixture;
+            a_claim_holds_until_its_lease_lapses_and_a_take_over_fences_the_runner,
+            of_racing_claims_from_two_handles_exactly_one_wins,
+            renew_extends_only_the_live_claims_of_its_node,
+            unclaimed_unfinished_tasks_are_lapsed_oldest_first,
+            the_retention_limit_holds_across_handles_under_racing_inserts,
+            a_cancel_request_is_seen_through_the_other_handle,
+            an_answer_is_stored_with_its_write_and_taken_once,
+            the_change_feed_carries_the_writes_of_either_handle,
+            a_tools_slots_hold_across_handles_and_free_up_by_release_lapse_or_end,
+        );
     };
     ($make:expr) => {
         $crate::store_suite!(@all ::core::option::Option::Some($make.await));
+    };
+    (@pairs $fixture:expr; $($case:ident),+ $(,)?) => {
+        /// The shared store suite's cases of many nodes on one store, on two handles.
+        mod store_suite_nodes {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    let ::core::option::Option::Some(fixture) = $fixture else {
+                        return;
+                    };
+                    let first = $crate::store_suite::StoreFixture::store(&fixture);
+                    let second = $crate::store_suite::StoreFixture::second(&fixture);
+                    $crate::store_suite::$case(first, second).await;
+                    drop(fixture);
+                }
+            )+
+        }
     };
     (@cases $fixture:expr; $($case:ident),+ $(,)?) => {
         /// The shared store suite (`mcp_tasks_testkit::store_suite`), one test per case.

@@ -4,6 +4,11 @@
 //! lost, none completed twice, no `fail` task started twice, no `retry` task run again after
 //! its completion was recorded, no process left running.
 //!
+//! The same harness runs on PostgreSQL with two replicas (`TEST_DATABASE_URL`; skipped
+//! without it, failed under `CI=true`): the workers create tasks on replica A, which is
+//! SIGKILLed and restarted while replica B stays up; the dead replica's tasks are taken over
+//! (by B, or by the restarted A) once their claims lapse (a 1 s lease).
+//!
 //! The suite runs 20 kills; `MCP_TASKS_CRASH_KILLS=200` runs more by hand, and
 //! `MCP_TASKS_CRASH_SEED` replays the random moments of a printed run:
 //!
@@ -12,6 +17,7 @@
 //! ```
 
 use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -24,6 +30,7 @@ use serde_json::{Value, json};
 
 use crate::harness::{CONFIG, Workdir};
 use crate::http::{ALICE, TOKENS};
+use crate::postgres::{Schema, database_url};
 use crate::restart::running_in_group;
 
 /// Kills in the suite; `MCP_TASKS_CRASH_KILLS` overrides.
@@ -59,19 +66,38 @@ properties = { marker = { type = "string" }, seconds = { type = "number" } }
 
 #[test]
 fn crash_harness_sigkills_the_server_under_load_and_loses_nothing() {
+    let work = Workdir::new();
+    std::fs::write(work.config(), format!("{CONFIG}\n{TOKENS}\n{TOOLS}")).unwrap();
+    let store = work.store().into_os_string();
+    harness(&work, &store, false);
+}
+
+/// Two replicas on one PostgreSQL: A is SIGKILLed under load and restarted, B stays up.
+#[test]
+fn crash_harness_sigkills_one_of_two_replicas_on_postgres_under_load_and_loses_nothing() {
+    let Some(server_url) = database_url() else { return };
+    let schema = Schema::create(&server_url);
+    let work = Workdir::new();
+    let config = format!("{CONFIG}\n{TOKENS}\n{TOOLS}").replacen("name = \"test-server\"", "name = \"test-server\"\nlease = \"1s\"", 1);
+    std::fs::write(work.config(), config).unwrap();
+    harness(&work, &OsString::from(schema.url()), true);
+}
+
+/// Runs the harness on `store` (with the config already in `work`); with `peer`, a second
+/// replica on the same (shared) store stays up throughout.
+fn harness(work: &Workdir, store: &OsString, peer: bool) {
     let kills: u32 = std::env::var("MCP_TASKS_CRASH_KILLS").ok().and_then(|n| n.parse().ok()).unwrap_or(SUITE_KILLS);
     let seed: u64 = std::env::var("MCP_TASKS_CRASH_SEED").ok().and_then(|n| n.parse().ok()).unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64) | 1
     });
-    eprintln!("crash harness: {kills} kills, seed {seed} (MCP_TASKS_CRASH_SEED={seed} replays the moments)");
-    let work = Workdir::new();
-    std::fs::write(work.config(), format!("{CONFIG}\n{TOKENS}\n{TOOLS}")).unwrap();
+    eprintln!("crash harness: {kills} kills, seed {seed} (MCP_TASKS_CRASH_SEED={seed} replays the moments){}", if peer { ", two replicas" } else { "" });
     let markers = work.path("markers");
     std::fs::create_dir(&markers).unwrap();
     let started = Instant::now();
 
     let mut report = Report::default();
-    let mut server = start_until_up(&work, &mut report);
+    let _peer = peer.then(|| start_until_up(work, store, &mut report));
+    let mut server = start_until_up(work, store, &mut report);
     let shared = Arc::new(Shared { addr: Mutex::new(Some(server.addr)), stop: AtomicBool::new(false), acked: Mutex::new(Vec::new()), refused: AtomicU64::new(0) });
     let workers: Vec<_> = (0..WORKERS)
         .map(|worker| {
@@ -88,9 +114,13 @@ fn crash_harness_sigkills_the_server_under_load_and_loses_nothing() {
         *shared.addr.lock().unwrap() = None;
         // Every group the dead server's commands left: the next server must end them all.
         let leftover: Vec<i32> = command_leaders(&markers);
-        server = start_until_up(&work, &mut report);
-        // `serve` recovers before it listens, so recovery has run by now.
-        report.orphans += leftover.iter().filter(|&&group| !running_in_group(group).is_empty()).count();
+        server = start_until_up(work, store, &mut report);
+        // `serve` recovers before it listens, so recovery has run by now; on a shared store
+        // the dead replica's claims lapse only after their lease, and the groups are ended
+        // by whichever replica takes them over (the final count below checks that).
+        if !peer {
+            report.orphans += leftover.iter().filter(|&&group| !running_in_group(group).is_empty()).count();
+        }
         *shared.addr.lock().unwrap() = Some(server.addr);
         seen.scan(server.addr, &shared.acked.lock().unwrap().clone(), &mut report, false);
     }
@@ -359,9 +389,9 @@ impl Drop for Running {
 
 /// Starts the server, counting each start that does not come up (and trying again, at most
 /// five times).
-fn start_until_up(work: &Workdir, report: &mut Report) -> Running {
+fn start_until_up(work: &Workdir, store: &OsString, report: &mut Report) -> Running {
     for _ in 0..5 {
-        match start(work) {
+        match start(work, store) {
             Ok(running) => return running,
             Err(why) => {
                 eprintln!("crash harness: a restart failed: {why}");
@@ -372,12 +402,12 @@ fn start_until_up(work: &Workdir, report: &mut Report) -> Running {
     panic!("the server did not come back after five tries");
 }
 
-fn start(work: &Workdir) -> Result<Running, String> {
+fn start(work: &Workdir, store: &OsString) -> Result<Running, String> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
         .args(["serve", "--listen", "127.0.0.1:0", "--config"])
         .arg(work.config())
         .arg("--store")
-        .arg(work.store())
+        .arg(store)
         .env("RUST_LOG", "error")
         .env("MCP_TASKS_TEST_BOB_TOKEN", "bob-secret-from-env")
         .stdin(Stdio::null())

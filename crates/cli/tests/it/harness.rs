@@ -115,20 +115,37 @@ pub(crate) struct Server {
 
 impl Server {
     pub(crate) fn start(config: &Path, store: &Path) -> Server {
-        let args = [std::ffi::OsStr::new("serve"), "--stdio".as_ref(), "--config".as_ref(), config.as_os_str(), "--store".as_ref(), store.as_os_str()];
-        Server::spawn(&args)
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
+        command.args(["serve", "--stdio", "--config"]).arg(config).arg("--store").arg(store);
+        Server::spawn(command)
+    }
+
+    /// As [`Server::start`], at the default log level (no `RUST_LOG`), its logs written to
+    /// `log`.
+    pub(crate) fn start_logging(config: &Path, store: &Path, log: &Path) -> Server {
+        let log = std::fs::File::create(log).expect("log file");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
+        command.args(["serve", "--stdio", "--config"]).arg(config).arg("--store").arg(store);
+        command.env_remove("RUST_LOG").stderr(log);
+        Server::spawn_as_is(command)
     }
 
     /// The binary with `args` (a subcommand that serves on stdio, e.g. `proxy --stdio …`).
-    pub(crate) fn spawn<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
-            .args(args)
-            .env("RUST_LOG", "warn")
-            .stdin(Pipe::piped())
-            .stdout(Pipe::piped())
-            .stderr(Pipe::inherit())
-            .spawn()
-            .expect("spawn mcp-tasks");
+    pub(crate) fn spawn_args<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Server {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
+        command.args(args);
+        Server::spawn(command)
+    }
+
+    /// Spawns `command` (an `mcp-tasks serve --stdio …`) and speaks to it over its stdio.
+    pub(crate) fn spawn(mut command: Command) -> Server {
+        command.env("RUST_LOG", "warn").stderr(Pipe::inherit());
+        Server::spawn_as_is(command)
+    }
+
+    /// As [`Server::spawn`], with the command's log level and stderr as it set them.
+    fn spawn_as_is(mut command: Command) -> Server {
+        let mut child = command.stdin(Pipe::piped()).stdout(Pipe::piped()).spawn().expect("spawn mcp-tasks");
         let stdout = child.stdout.take().expect("stdout");
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {

@@ -574,3 +574,69 @@ fn delete_also_ends_the_sessions_open_standalone_stream() {
     }
     assert!(rest.ends_with(b"0\r\n\r\n"), "a complete chunked body: {:?}", String::from_utf8_lossy(&rest));
 }
+
+/// The config with tokens and plain calls handed off after half a second.
+fn handoff_config(work: &Workdir) {
+    let config = CONFIG.replacen("[server]\n", "[server]\nsync_wait = \"500ms\"\n", 1);
+    std::fs::write(work.config(), format!("{config}\n{TOKENS}")).unwrap();
+}
+
+fn handoff_text(result: &Value) -> String {
+    result["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn a_handed_off_call_is_its_callers_alone_and_outlives_a_crash_as_a_durable_task() {
+    let work = Workdir::new();
+    handoff_config(&work);
+    let mut server = HttpServer::start(&work);
+    let mut alice = Client::new(&server, Some(ALICE));
+    alice.initialize();
+    let mut bob = Client::new(&server, Some(BOB));
+    bob.initialize();
+
+    let answer = alice.result("tools/call", json!({"name": "slow", "arguments": {"seconds": 30}}));
+    let id = answer["structuredContent"]["taskId"].as_str().expect("handed off to a task").to_owned();
+    assert!(handoff_text(&answer).contains(&id), "{answer}");
+    let status = alice.result("tools/call", json!({"name": "task_status", "arguments": {"task_id": id}}));
+    assert_eq!(status["structuredContent"]["status"], "working", "{status}");
+
+    // To another principal the task does not exist: every helper answers as for an unknown id.
+    let unknown = "0123456789abcdef0123456789abcdef";
+    for tool in ["task_status", "task_result", "task_cancel"] {
+        let foreign = bob.result("tools/call", json!({"name": tool, "arguments": {"task_id": id}}));
+        let missing = bob.result("tools/call", json!({"name": tool, "arguments": {"task_id": unknown}}));
+        assert_eq!(foreign["isError"], true, "{tool}: {foreign}");
+        assert_eq!(handoff_text(&foreign).replace(&id, "ID"), handoff_text(&missing).replace(unknown, "ID"), "{tool}");
+    }
+    assert_eq!(bob.error("tasks/get", json!({"taskId": id}))["code"], -32602);
+
+    // SIGKILL: the task was committed before the answer left; the next server resolves it by
+    // the tool's policy (fail), and its owner reads why.
+    server.kill();
+    let server = HttpServer::start(&work);
+    let mut alice = Client::new(&server, Some(ALICE));
+    alice.initialize();
+    let result = alice.result("tools/call", json!({"name": "task_result", "arguments": {"task_id": id}}));
+    assert_eq!(result["isError"], true, "{result}");
+    assert!(handoff_text(&result).contains("failed"), "{result}");
+    assert_eq!(alice.result("tasks/get", json!({"taskId": id}))["status"], "failed");
+}
+
+#[test]
+fn a_client_that_declared_tasks_is_not_listed_the_helper_tools() {
+    let work = Workdir::new();
+    handoff_config(&work);
+    let server = HttpServer::start(&work);
+    let names = |client: &mut Client| -> Vec<String> {
+        let listed = client.result("tools/list", json!({}));
+        listed["tools"].as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap().to_owned()).collect()
+    };
+    let mut plain = Client::new(&server, Some(ALICE));
+    plain.initialize();
+    assert!(names(&mut plain).contains(&"task_result".to_owned()));
+    let mut tasks = Client::new(&server, Some(ALICE));
+    tasks.initialize_with(json!({"tasks": {"list": {}, "cancel": {}}}));
+    let helpers = ["task_status", "task_result", "task_cancel"];
+    assert!(!names(&mut tasks).iter().any(|name| helpers.contains(&name.as_str())), "{:?}", names(&mut tasks));
+}

@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::harness::{Server, Workdir};
 
 /// The test server's URL; `None` (after saying so) outside CI when it is not set.
-fn database_url() -> Option<String> {
+pub(crate) fn database_url() -> Option<String> {
     match std::env::var("TEST_DATABASE_URL") {
         Ok(url) if !url.trim().is_empty() => Some(url),
         _ if std::env::var("CI").is_ok_and(|ci| ci == "true") => {
@@ -25,7 +25,7 @@ fn database_url() -> Option<String> {
 }
 
 /// Runs `sql` on the server at `url`, on a runtime of its own (these tests are synchronous).
-fn execute(url: &str, sql: &str) {
+pub(crate) fn execute(url: &str, sql: &str) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.expect("the test server answers");
@@ -37,13 +37,13 @@ fn execute(url: &str, sql: &str) {
 }
 
 /// A fresh schema, dropped with everything in it at the end of the test.
-struct Schema {
+pub(crate) struct Schema {
     server: String,
     name: String,
 }
 
 impl Schema {
-    fn create(server: &str) -> Schema {
+    pub(crate) fn create(server: &str) -> Schema {
         let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.subsec_nanos());
         let name = format!("mcp_tasks_cli_test_{}_{nanos}", std::process::id());
         execute(server, &format!("CREATE SCHEMA {name}"));
@@ -51,13 +51,13 @@ impl Schema {
     }
 
     /// The store URL for `--store`.
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         let separator = if self.server.contains('?') { '&' } else { '?' };
         format!("{}{separator}options=-c%20search_path%3D{}", self.server, self.name)
     }
 
     /// The status of task `id` as the database holds it.
-    fn status(&self, id: &str) -> String {
+    pub(crate) fn status(&self, id: &str) -> String {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         runtime.block_on(async {
             let (client, connection) = tokio_postgres::connect(&self.url(), tokio_postgres::NoTls).await.unwrap();

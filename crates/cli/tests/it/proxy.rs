@@ -32,7 +32,7 @@ fn proxy(dir: &Path, upstream: &str, extra: &[&str]) -> Server {
     let mut args: Vec<std::ffi::OsString> = vec!["proxy".into(), "--stdio".into(), "--store".into(), store.into()];
     args.extend(["--upstream-cmd".into(), upstream.into()]);
     args.extend(extra.iter().map(Into::into));
-    Server::spawn(&args)
+    Server::spawn_args(&args)
 }
 
 fn quoted(path: &Path) -> String {
@@ -97,7 +97,7 @@ impl Everything {
             Everything::Stdio => proxy(dir, &everything_cmd(node, entry), &[]),
             Everything::Http(_, url) => {
                 let store = dir.join("proxy.sqlite3");
-                Server::spawn(&["proxy".as_ref(), "--stdio".as_ref(), "--store".as_ref(), store.as_os_str(), "--upstream-url".as_ref(), std::ffi::OsStr::new(url)])
+                Server::spawn_args(&["proxy".as_ref(), "--stdio".as_ref(), "--store".as_ref(), store.as_os_str(), "--upstream-url".as_ref(), std::ffi::OsStr::new(url)])
             }
         }
     }
@@ -276,6 +276,13 @@ fn counting_upstream_config(dir: &Path, runs: &Path) -> PathBuf {
     config
 }
 
+/// `mcp-tasks serve --stdio` of `config` on `store`, as an upstream command line. Each
+/// proxy start gets its own store: the upstream a SIGKILLed proxy leaves may still hold its
+/// store (one server per store file) until its work ends.
+fn serve_stdio(config: &Path, store: &Path) -> String {
+    format!("{} serve --stdio --config {} --store {}", quoted(Path::new(env!("CARGO_BIN_EXE_mcp-tasks"))), quoted(config), quoted(store))
+}
+
 fn runs(path: &Path) -> usize {
     std::fs::read_to_string(path).map(|text| text.lines().count()).unwrap_or(0)
 }
@@ -294,15 +301,15 @@ fn proxy_sigkilled_during_a_plain_upstream_call_fails_the_task_after_restart_and
     let dir = tempfile::tempdir().unwrap();
     let runs_file = dir.path().join("runs");
     let config = counting_upstream_config(dir.path(), &runs_file);
-    let upstream = format!("{} serve --stdio --config {} --store {}", quoted(Path::new(env!("CARGO_BIN_EXE_mcp-tasks"))), quoted(&config), quoted(&dir.path().join("upstream.sqlite3")));
-    let mut first = proxy(dir.path(), &upstream, &[]);
+    let upstream = |store: &str| serve_stdio(&config, &dir.path().join(store));
+    let mut first = proxy(dir.path(), &upstream("upstream-1.sqlite3"), &[]);
     first.initialize();
     let created = first.call("tools/call", json!({"name": "plain_slow", "arguments": {"seconds": "30"}, "task": {"ttl": 600000}}));
     let id = created["task"]["taskId"].as_str().unwrap().to_owned();
     wait_runs(&runs_file, 1);
     first.kill();
 
-    let mut second = proxy(dir.path(), &upstream, &[]);
+    let mut second = proxy(dir.path(), &upstream("upstream-2.sqlite3"), &[]);
     second.initialize();
     let task = second.call("tasks/get", json!({"taskId": id}));
     assert_eq!(task["status"], "failed", "acknowledged, kept, and resolved by its policy: {task}");
@@ -332,7 +339,7 @@ fn proxy_sigkilled_while_the_upstream_runs_the_call_as_a_task_resumes_polling_it
     let url = announced_url(&mut upstream.0);
     let spawn = |dir: &Path| {
         let store = dir.join("proxy.sqlite3");
-        Server::spawn(&[
+        Server::spawn_args(&[
             "proxy".as_ref(),
             "--stdio".as_ref(),
             "--store".as_ref(),
@@ -435,10 +442,10 @@ fn proxy_downstream_cancel_reaches_the_upstream_as_notifications_cancelled_or_ta
     let dir = tempfile::tempdir().unwrap();
     let runs_file = dir.path().join("runs");
     let config = counting_upstream_config(dir.path(), &runs_file);
-    let upstream = format!("{} serve --stdio --config {} --store {}", quoted(Path::new(env!("CARGO_BIN_EXE_mcp-tasks"))), quoted(&config), quoted(&dir.path().join("upstream.sqlite3")));
+    let upstream = |store: &str| serve_stdio(&config, &dir.path().join(store));
     for (era, tool) in [("legacy", "plain_slow"), ("legacy", "task_slow"), ("modern", "plain_slow"), ("modern", "task_slow")] {
         let before = run_pids(&runs_file).len();
-        let mut proxy = proxy(dir.path(), &upstream, &["--upstream-era", era]);
+        let mut proxy = proxy(dir.path(), &upstream(&format!("upstream-{era}-{tool}.sqlite3")), &["--upstream-era", era]);
         proxy.initialize();
         let created = proxy.call("tools/call", json!({"name": tool, "arguments": {"seconds": "60"}, "task": {"ttl": 600000}}));
         let id = created["task"]["taskId"].as_str().unwrap().to_owned();
@@ -458,8 +465,8 @@ fn proxy_retry_tool_is_called_again_when_the_upstream_dies_mid_call() {
     let config = counting_upstream_config(dir.path(), &runs_file);
     let proxy_config = dir.path().join("proxy.toml");
     std::fs::write(&proxy_config, "[upstream.tools.plain_slow]\non_restart = \"retry\"\nmax_attempts = 2\n").unwrap();
-    let upstream = format!("{} serve --stdio --config {} --store {}", quoted(Path::new(env!("CARGO_BIN_EXE_mcp-tasks"))), quoted(&config), quoted(&dir.path().join("upstream.sqlite3")));
-    let mut proxy = proxy(dir.path(), &upstream, &["--config", proxy_config.to_str().unwrap()]);
+    let upstream = |store: &str| serve_stdio(&config, &dir.path().join(store));
+    let mut proxy = proxy(dir.path(), &upstream("upstream.sqlite3"), &["--config", proxy_config.to_str().unwrap()]);
     proxy.initialize();
     let created = proxy.call("tools/call", json!({"name": "plain_slow", "arguments": {"seconds": "2"}, "task": {"ttl": 600000}}));
     let id = created["task"]["taskId"].as_str().unwrap().to_owned();
@@ -525,8 +532,8 @@ fn proxy_tool_timeout_cancels_the_upstream_call_and_fails_it_saying_so() {
     let config = counting_upstream_config(dir.path(), &runs_file);
     let proxy_config = dir.path().join("proxy.toml");
     std::fs::write(&proxy_config, "[upstream.tools.plain_slow]\ntimeout = \"1s\"\n").unwrap();
-    let upstream = format!("{} serve --stdio --config {} --store {}", quoted(Path::new(env!("CARGO_BIN_EXE_mcp-tasks"))), quoted(&config), quoted(&dir.path().join("upstream.sqlite3")));
-    let mut proxy = proxy(dir.path(), &upstream, &["--config", proxy_config.to_str().unwrap()]);
+    let upstream = |store: &str| serve_stdio(&config, &dir.path().join(store));
+    let mut proxy = proxy(dir.path(), &upstream("upstream.sqlite3"), &["--config", proxy_config.to_str().unwrap()]);
     proxy.initialize();
     let created = proxy.call("tools/call", json!({"name": "plain_slow", "arguments": {"seconds": "60"}, "task": {"ttl": 600000}}));
     let id = created["task"]["taskId"].as_str().unwrap().to_owned();

@@ -61,6 +61,17 @@ impl Lines<'_> {
         }
     }
 
+    /// Parses a humantime duration where zero means "off" (`"0"` or `"0s"`).
+    pub(crate) fn duration_or_off(self, field: &str, value: &Spanned<String>) -> Result<Duration, ConfigError> {
+        match humantime::parse_duration(value.get_ref()) {
+            Ok(duration) => Ok(duration),
+            Err(err) => Err(self.error(
+                self.of(&value.span()),
+                Problem::Duration { field: field.to_owned(), value: value.get_ref().clone(), reason: err.to_string() },
+            )),
+        }
+    }
+
     /// Parses a byte size (see [`size::parse`]), refusing zero.
     pub(crate) fn size(self, field: &str, value: &Spanned<RawSize>) -> Result<usize, ConfigError> {
         let bad = |reason: &str| {

@@ -100,6 +100,25 @@ pub enum Problem {
         /// Why it is not valid.
         reason: String,
     },
+    /// A `[server.task_tools]` name that cannot be a tool name, or names two helpers.
+    #[error("server.task_tools.{key}: invalid tool name `{value}`: {reason}")]
+    TaskToolName {
+        /// The key (`status`, `result`, `cancel`).
+        key: String,
+        /// The name as written.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A `[[tools]]` entry named like one of the helper tools for clients without tasks.
+    #[error(
+        "tool `{name}` has the name of a helper tool for clients without tasks; rename the tool, or name the helper \
+         otherwise in [server.task_tools] (or turn handoffs off with server.sync_wait = \"0\")"
+    )]
+    TaskToolClash {
+        /// The name.
+        name: String,
+    },
     /// Two tools with one name.
     #[error("duplicate tool name `{name}` (first defined on line {first_line})")]
     DuplicateTool {

@@ -35,6 +35,11 @@ pub struct ServerConfig {
     /// `InputRequiredResult` round) waits for the client's retry before it is stopped
     /// (`retry_wait`, default 10m).
     pub retry_wait: Duration,
+    /// How long a replica's claim on a task holds without a renewal (`lease`, default 30s),
+    /// on a store shared by many replicas and workers (PostgreSQL): the heartbeat renews
+    /// every third of it, and a task whose node died is taken over by another once it lapses
+    /// (plus one rescuer sweep, every half lease). Unused on SQLite.
+    pub lease: Duration,
     /// The address the HTTP transport listens on (`listen`, default
     /// [`DEFAULT_LISTEN`](ServerConfig::DEFAULT_LISTEN), `127.0.0.1:8765`). An IP address
     /// and a port; host names are not resolved.
@@ -68,6 +73,45 @@ pub struct ServerConfig {
     /// (`metrics`, default `true`). It is behind the same Host and Origin checks as `/mcp`,
     /// and behind a bearer token when `[[server.auth.tokens]]` are configured.
     pub metrics: bool,
+    /// How often a plain call whose request carried a progress token gets a progress
+    /// notification at least while it runs, which many hosts take to reset their request
+    /// timeout (`heartbeat`, default 15s; `"0"` turns heartbeats off).
+    pub heartbeat: Duration,
+    /// How long a plain call of an `optional` tool, from a client that speaks no tasks (in
+    /// either era), runs before it is handed off: answered with a result that names the task
+    /// it goes on as and the helper tools that collect it (`sync_wait`, default 45s, below
+    /// the common 60 s host timeout; `"0"` turns the handoff and the helper tools off; a
+    /// tool's own `sync_wait` overrides it).
+    pub sync_wait: Duration,
+    /// The names of the helper tools listed to clients without tasks when `sync_wait` is
+    /// on (`[server.task_tools]` with `status`, `result`, `cancel`; defaults `task_status`,
+    /// `task_result`, `task_cancel`).
+    pub task_tools: TaskToolNames,
+}
+
+/// The names of the helper tools for clients without tasks (`[server.task_tools]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskToolNames {
+    /// Reads a task's status (`status`, default `task_status`).
+    pub status: String,
+    /// Waits a while for a task's result and returns it (`result`, default `task_result`).
+    pub result: String,
+    /// Cancels a task (`cancel`, default `task_cancel`).
+    pub cancel: String,
+}
+
+impl Default for TaskToolNames {
+    fn default() -> TaskToolNames {
+        TaskToolNames { status: "task_status".to_owned(), result: "task_result".to_owned(), cancel: "task_cancel".to_owned() }
+    }
+}
+
+impl TaskToolNames {
+    /// The three names.
+    #[must_use]
+    pub fn all(&self) -> [&str; 3] {
+        [&self.status, &self.result, &self.cancel]
+    }
 }
 
 impl ServerConfig {
@@ -120,6 +164,7 @@ impl Default for ServerConfig {
             session_idle: Duration::from_secs(30 * 60),
             inline_wait: Duration::from_secs(1),
             retry_wait: Duration::from_secs(10 * 60),
+            lease: Duration::from_secs(30),
             listen: ServerConfig::DEFAULT_LISTEN,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
@@ -129,6 +174,9 @@ impl Default for ServerConfig {
             max_running_per_principal: ServerConfig::DEFAULT_MAX_RUNNING_PER_PRINCIPAL,
             max_retained_per_principal: ServerConfig::DEFAULT_MAX_RETAINED_PER_PRINCIPAL,
             metrics: true,
+            heartbeat: Duration::from_secs(15),
+            sync_wait: Duration::from_secs(45),
+            task_tools: TaskToolNames::default(),
         }
     }
 }
@@ -143,6 +191,7 @@ pub(crate) struct RawServer {
     session_idle: Option<Spanned<String>>,
     inline_wait: Option<Spanned<String>>,
     retry_wait: Option<Spanned<String>>,
+    lease: Option<Spanned<String>>,
     listen: Option<Spanned<String>>,
     #[serde(default)]
     allowed_hosts: Vec<Spanned<String>>,
@@ -155,6 +204,50 @@ pub(crate) struct RawServer {
     max_running_per_principal: Option<Spanned<i64>>,
     max_retained_per_principal: Option<Spanned<i64>>,
     metrics: Option<bool>,
+    heartbeat: Option<Spanned<String>>,
+    sync_wait: Option<Spanned<String>>,
+    task_tools: Option<RawTaskTools>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTaskTools {
+    status: Option<Spanned<String>>,
+    result: Option<Spanned<String>>,
+    cancel: Option<Spanned<String>>,
+}
+
+impl RawTaskTools {
+    fn check(self, lines: Lines<'_>) -> Result<TaskToolNames, ConfigError> {
+        let defaults = TaskToolNames::default();
+        let mut seen: Vec<(String, &'static str)> = Vec::new();
+        let mut name = |key: &'static str, value: Option<Spanned<String>>, default: String| {
+            let Some(value) = value else {
+                seen.push((default.clone(), key));
+                return Ok(default);
+            };
+            let line = lines.of(&value.span());
+            let written = value.into_inner();
+            let bad = |reason: String| {
+                lines.error(line, Problem::TaskToolName { key: key.to_owned(), value: written.clone(), reason })
+            };
+            if written.is_empty() || written.len() > 128 {
+                return Err(bad("must be 1 to 128 characters".to_owned()));
+            }
+            if !written.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')) {
+                return Err(bad("may hold only ASCII letters, digits, `_`, `-` and `.`".to_owned()));
+            }
+            if let Some((_, other)) = seen.iter().find(|(known, _)| *known == written) {
+                return Err(bad(format!("is also the name of server.task_tools.{other}")));
+            }
+            seen.push((written.clone(), key));
+            Ok(written)
+        };
+        let status = name("status", self.status, defaults.status)?;
+        let result = name("result", self.result, defaults.result)?;
+        let cancel = name("cancel", self.cancel, defaults.cancel)?;
+        Ok(TaskToolNames { status, result, cancel })
+    }
 }
 
 #[derive(Default, Deserialize)]
@@ -303,7 +396,11 @@ impl RawServer {
             )?,
             inline_wait: duration("server.inline_wait", self.inline_wait, defaults.inline_wait)?,
             retry_wait: duration("server.retry_wait", self.retry_wait, defaults.retry_wait)?,
+            lease: duration("server.lease", self.lease, defaults.lease)?,
             metrics: self.metrics.unwrap_or(defaults.metrics),
+            heartbeat: off_or(lines, "server.heartbeat", self.heartbeat, defaults.heartbeat)?,
+            sync_wait: off_or(lines, "server.sync_wait", self.sync_wait, defaults.sync_wait)?,
+            task_tools: self.task_tools.unwrap_or_default().check(lines)?,
         };
         if server.default_ttl > server.max_ttl {
             return Err(ConfigError::Invalid {
@@ -317,6 +414,11 @@ impl RawServer {
         }
         Ok(server)
     }
+}
+
+/// A duration where zero means off, or `default` when left out.
+fn off_or(lines: Lines<'_>, field: &str, value: Option<Spanned<String>>, default: Duration) -> Result<Duration, ConfigError> {
+    value.map_or(Ok(default), |value| lines.duration_or_off(field, &value))
 }
 
 /// Parses `server.listen`: an IP address and a port.
@@ -374,6 +476,58 @@ mod tests {
         let (line, _, message) = invalid("[server]\nname = \"x\"\ninline_wait = \"soon\"\n");
         assert_eq!(line, Some(3));
         assert!(message.contains("server.inline_wait"), "{message}");
+    }
+
+    #[test]
+    fn heartbeat_and_sync_wait_default_to_15s_and_45s_turn_off_with_zero_and_are_checked_with_their_line() {
+        let defaults = server("");
+        assert_eq!((defaults.heartbeat, defaults.sync_wait), (Duration::from_secs(15), Duration::from_secs(45)));
+        assert_eq!(defaults.task_tools, TaskToolNames::default());
+        let off = server("[server]\nheartbeat = \"0\"\nsync_wait = \"0s\"\n");
+        assert_eq!((off.heartbeat, off.sync_wait), (Duration::ZERO, Duration::ZERO));
+        for (text, field) in [("heartbeat = \"often\"", "server.heartbeat"), ("sync_wait = \"-1s\"", "server.sync_wait")] {
+            let (line, _, message) = invalid(&format!("[server]\nname = \"x\"\n{text}\n"));
+            assert_eq!(line, Some(3), "{message}");
+            assert!(message.contains(field), "{message}");
+        }
+    }
+
+    #[test]
+    fn task_tool_names_are_checked_with_their_line() {
+        let renamed = server("[server.task_tools]\nresult = \"fetch_job\"\n").task_tools;
+        assert_eq!((renamed.status.as_str(), renamed.result.as_str()), ("task_status", "fetch_job"));
+        for (text, reason) in [
+            ("status = \"\"", "1 to 128 characters"),
+            ("status = \"job status\"", "only ASCII letters"),
+            ("cancel = \"task_status\"", "also the name of server.task_tools.status"),
+        ] {
+            let (line, problem, message) = invalid(&format!("[server.task_tools]\n{text}\n"));
+            assert_eq!(line, Some(2), "{message}");
+            assert!(matches!(problem, Problem::TaskToolName { .. }), "{problem:?}");
+            assert!(message.contains(reason), "{message}");
+        }
+        let (_, _, message) = invalid("[server.task_tools]\nrestart = \"x\"\n");
+        assert!(message.contains("unknown field"), "{message}");
+    }
+
+    #[test]
+    fn a_tool_named_like_a_helper_tool_is_refused_unless_handoffs_are_off() {
+        let tool = "[[tools]]\nname = \"task_result\"\ncommand = [\"true\"]\n";
+        let (line, problem, message) = invalid(tool);
+        assert_eq!(line, Some(2));
+        assert_eq!(problem, Problem::TaskToolClash { name: "task_result".into() });
+        assert!(message.contains("[server.task_tools]"), "{message}");
+        Config::parse(&format!("[server]\nsync_wait = \"0\"\n{tool}")).expect("no helpers, no clash");
+        Config::parse(&format!("[server.task_tools]\nresult = \"job_result\"\n{tool}")).expect("renamed helper");
+    }
+
+    #[test]
+    fn lease_defaults_to_thirty_seconds_and_is_checked_with_its_line() {
+        assert_eq!(server("").lease, Duration::from_secs(30));
+        assert_eq!(server("[server]\nlease = \"5s\"\n").lease, Duration::from_secs(5));
+        let (line, _, message) = invalid("[server]\nlease = \"soon\"\n");
+        assert_eq!(line, Some(2));
+        assert!(message.contains("server.lease"), "{message}");
     }
 
     #[test]

@@ -37,6 +37,10 @@ pub struct ToolConfig {
     /// tasks extension: how long the call waits for the command to end and answer inline
     /// before it answers with a task (`inline_wait`; `None`: `[server] inline_wait`).
     pub inline_wait: Option<Duration>,
+    /// A task-capable (`optional`) tool called plainly by a client that speaks no tasks:
+    /// how long the call runs before it is handed off to a task (`sync_wait`; `None`:
+    /// `[server] sync_wait`; zero: never).
+    pub sync_wait: Option<Duration>,
     /// How long the process group has between SIGTERM and SIGKILL when a call is ended
     /// (timeout, cancellation, or processes left behind by the command) (`kill_grace`,
     /// default [`DEFAULT_KILL_GRACE`](ToolConfig::DEFAULT_KILL_GRACE), 2 s).
@@ -70,7 +74,7 @@ pub struct ToolConfig {
     /// The most bytes of stdout, and separately of stderr, that a result carries; past it
     /// the start is cut, the tail kept, and the result says how much was cut
     /// (`max_output`, default [`DEFAULT_MAX_OUTPUT`](ToolConfig::DEFAULT_MAX_OUTPUT),
-    /// 16 MiB).
+    /// 1 MiB: what a model can use of a result is far less, and a host may refuse more).
     pub max_output: usize,
     /// How stdout becomes the result (`output`, default text).
     pub output: OutputFormat,
@@ -85,8 +89,8 @@ impl ToolConfig {
     pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
     /// The default of `max_attempts`.
     pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
-    /// The default of `max_output`: 16 MiB.
-    pub const DEFAULT_MAX_OUTPUT: usize = 16 << 20;
+    /// The default of `max_output`: 1 MiB (results go to models; the tail is kept).
+    pub const DEFAULT_MAX_OUTPUT: usize = 1 << 20;
 
     /// A tool `name` running `command`, with every other setting at its default (an input
     /// schema of `{"type": "object"}`: no arguments). Not checked: a tool built by hand
@@ -100,6 +104,7 @@ impl ToolConfig {
             task_support: TaskSupport::default(),
             timeout: None,
             inline_wait: None,
+            sync_wait: None,
             kill_grace: ToolConfig::DEFAULT_KILL_GRACE,
             on_restart: RestartPolicy::default(),
             max_attempts: ToolConfig::DEFAULT_MAX_ATTEMPTS,
@@ -295,7 +300,7 @@ properties = { pages = { type = "integer" } }
         assert!(tool.env.is_empty());
         assert_eq!(tool.inherit_env, InheritEnv::Minimal);
         assert_eq!(tool.stdin, Stdin::Answers);
-        assert_eq!(tool.max_output, 16 << 20);
+        assert_eq!(tool.max_output, 1 << 20, "results go to models: 1 MiB by default");
         assert_eq!(tool.output, OutputFormat::Text);
         assert_eq!(tool.output_schema, None);
         assert_eq!(tool.kill_grace, Duration::from_secs(2));
@@ -483,6 +488,16 @@ properties = { pages = { type = "integer" } }
             message.starts_with("line 7: tool `t`: output_schema is not a valid JSON Schema: "),
             "{message}"
         );
+    }
+
+    #[test]
+    fn a_tools_sync_wait_overrides_the_servers_zero_turns_its_handoff_off_and_is_checked_with_its_line() {
+        assert_eq!(tool("sync_wait = \"2m\"").sync_wait, Some(Duration::from_secs(120)));
+        assert_eq!(tool("sync_wait = \"0\"").sync_wait, Some(Duration::ZERO));
+        assert_eq!(tool("").sync_wait, None);
+        let (line, _, message) = invalid(&with("sync_wait = \"a while\""));
+        assert_eq!(line, Some(5));
+        assert!(message.contains("sync_wait of tool `t`"), "{message}");
     }
 
     #[test]

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 use tokio::time::timeout;
 
+mod adopt;
 mod cancel;
 mod idempotency;
 mod limits;

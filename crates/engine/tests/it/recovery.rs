@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use mcp_tasks_engine::{
-    Engine, FakeClock, IdempotencyKey, Inserted, ListQuery, Outcome, Policy, Principal, ProcessGroup, RestartPolicy, Status, StoreError, TaskId, TaskRecord,
+    Answer, Lease, Engine, FakeClock, IdempotencyKey, Inserted, ListQuery, Outcome, Policy, Principal, ProcessGroup, RestartPolicy, Status, StoreError, TaskId, TaskRecord,
     TaskState, TaskStore, Timestamp, ToolRuntime, Update, Version, WorkError,
 };
 use mcp_tasks_testkit::MemoryStore;
@@ -69,6 +69,67 @@ impl TaskStore for Conflicting {
     }
     async fn checkpoint(&self, id: &TaskId) -> Result<Option<serde_json::Value>, StoreError> {
         self.inner.checkpoint(id).await
+    }
+    fn shared(&self) -> bool {
+        self.inner.shared()
+    }
+    async fn insert_claimed(
+        &self,
+        task: &TaskRecord,
+        lease: &Lease,
+        max_retained: u64,
+    ) -> Result<Inserted, StoreError> {
+        self.inner.insert_claimed(task, lease, max_retained).await
+    }
+    async fn claim(
+        &self,
+        id: &TaskId,
+        attempt: u32,
+        lease: &Lease,
+        now: Timestamp,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        // A take-over is a write too: another process got there first.
+        if self.doomed.lock().unwrap().contains(id) {
+            return Ok(None);
+        }
+        self.inner.claim(id, attempt, lease, now).await
+    }
+    async fn renew(&self, lease: &Lease, now: Timestamp) -> Result<Vec<TaskId>, StoreError> {
+        self.inner.renew(lease, now).await
+    }
+    async fn lapsed(&self, now: Timestamp, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
+        self.inner.lapsed(now, limit).await
+    }
+    async fn request_cancel(&self, id: &TaskId) -> Result<bool, StoreError> {
+        self.inner.request_cancel(id).await
+    }
+    async fn cancel_requested(&self, id: &TaskId) -> Result<bool, StoreError> {
+        self.inner.cancel_requested(id).await
+    }
+    async fn answer(
+        &self,
+        id: &TaskId,
+        expected: Version,
+        update: &Update,
+        key: &str,
+        answer: &Answer,
+    ) -> Result<TaskRecord, StoreError> {
+        if self.doomed.lock().unwrap().contains(id) {
+            return Err(StoreError::Conflict(id.clone()));
+        }
+        self.inner.answer(id, expected, update, key, answer).await
+    }
+    async fn take_answer(&self, id: &TaskId, key: &str) -> Result<Option<Answer>, StoreError> {
+        self.inner.take_answer(id, key).await
+    }
+    fn changes(&self) -> tokio::sync::broadcast::Receiver<Arc<TaskRecord>> {
+        self.inner.changes()
+    }
+    async fn take_slot(&self, tool: &str, size: u32, id: &TaskId, lease: &Lease, now: Timestamp) -> Result<bool, StoreError> {
+        self.inner.take_slot(tool, size, id, lease, now).await
+    }
+    async fn release_slot(&self, tool: &str, id: &TaskId) -> Result<(), StoreError> {
+        self.inner.release_slot(tool, id).await
     }
 }
 

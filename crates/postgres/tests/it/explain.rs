@@ -91,7 +91,31 @@ async fn the_serving_queries_use_the_indexes() {
         let expired = plan(&client, sql::EXPIRED, &[&at, &limit]).await;
         assert_served_by(&expired, "tasks_unfinished_by_expiry", true);
         assert_served_by(&plan(&client, sql::PURGE, &[&at, &limit]).await, "tasks_finished_by_expiry", false);
+        // Many nodes: claims, the heartbeat, the rescuer, cancel requests, answers, the feed's
+        // backstop and the tools' slots.
+        let node = "node-1";
+        assert_served_by(&plan(&client, sql::CLAIM, &[&node, &at, &id, &1_i64, &at]).await, "tasks_pkey", false);
+        assert_served_by(&plan(&client, sql::RENEW, &[&at, &node, &at]).await, "tasks_by_claim", false);
+        assert_served_by(&plan(&client, sql::LAPSED, &[&at, &limit]).await, "tasks_unfinished", true);
+        assert_served_by(&plan(&client, sql::REQUEST_CANCEL, &[&id]).await, "tasks_pkey", false);
+        assert_served_by(&plan(&client, sql::CANCEL_REQUESTED, &[&id]).await, "tasks_pkey", false);
+        let answer = plan(
+            &client,
+            sql::ANSWER,
+            &[&state, &"working", &None::<String>, &at, &1_i64, &id, &1_i64, &"q1", &Json(json!({"Ok": {}}))],
+        )
+        .await;
+        assert_served_by(&answer, "tasks_pkey", false);
+        assert_served_by(&plan(&client, sql::TAKE_ANSWER, &[&id, &"q1"]).await, "task_answers_pkey", false);
+        assert_served_by(&plan(&client, sql::CHANGED_SINCE, &[&at, &limit]).await, "tasks_by_change", true);
+        assert_served_by(&plan(&client, sql::GET_CHANGED, &[&id]).await, "tasks_pkey", false);
+        assert_served_by(&plan(&client, sql::FREE_SLOTS, &[&"echo", &at]).await, "tool_slots_pkey", false);
+        assert_served_by(&plan(&client, sql::COUNT_SLOTS, &[&"echo", &id]).await, "tool_slots_pkey", false);
+        assert_served_by(&plan(&client, sql::RENEW_SLOTS, &[&at, &node, &at]).await, "tool_slots_by_node", false);
+        assert_served_by(&plan(&client, sql::RELEASE_SLOT, &[&"echo", &id]).await, "tool_slots_pkey", false);
     }
+    let lock = plan(&client, sql::LOCK_COUNT, &[&"owner3"]).await;
+    assert!(lock.contains("Conflict Arbiter Indexes: task_counts_pkey"), "{lock}");
     // The insert has nothing to plan but the arbiter index it names.
     let insert = plan(
         &client,

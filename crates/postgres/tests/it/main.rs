@@ -27,4 +27,11 @@ async fn fresh() -> Option<(Arc<dyn TaskStore>, Schema)> {
     Some((Arc::new(store), schema))
 }
 
-mcp_tasks_testkit::store_suite!(optional: async { fresh().await });
+/// Two stores (two pools, as two replicas have) on one fresh schema, with its guard.
+async fn fresh_pair() -> Option<mcp_tasks_testkit::store_suite::Handles<Schema>> {
+    let (first, guard) = fresh().await?;
+    let second = PostgresStore::connect(&guard.url()).await.expect("the second store connects");
+    Some(mcp_tasks_testkit::store_suite::Handles { first, second: Arc::new(second), guard })
+}
+
+mcp_tasks_testkit::store_suite!(optional: async { fresh_pair().await });

@@ -140,7 +140,7 @@ pub(crate) fn idempotency_key(meta: Option<&mcp_tasks_protocol::mcp::Meta>) -> R
 
 /// The kinds of input request the work of a task may send this requestor: those its client
 /// declared it can answer.
-fn input_kinds(ctx: &RequestContext) -> Vec<InputKind> {
+pub(crate) fn input_kinds(ctx: &RequestContext) -> Vec<InputKind> {
     [InputKind::Elicitation, InputKind::Sampling, InputKind::Roots]
         .into_iter()
         .filter(|kind| ctx.client.declares(*kind))

@@ -4,6 +4,7 @@
 //! - `progress`: progress notifications of tasks and plain calls.
 //! - `catalog`: resources, templates, prompts, completion and logging defined in code.
 //! - `conformance_fixture`: the conformance fixture server of `examples/`.
+//! - `handoff`: long plain calls from clients without tasks: handoff to a task, helper tools, heartbeats.
 //! - `idempotency`: idempotency keys on `tools/call`, in both eras and across a restart.
 //! - `input`: input requests inside tasks across sessions.
 //! - `metrics`: `/metrics` after a scripted run in both eras; who may read it.
@@ -23,6 +24,7 @@ use mcp_tasks_sqlite::SqliteStore;
 mod arguments;
 mod catalog;
 mod conformance_fixture;
+mod handoff;
 mod idempotency;
 mod input;
 mod interactive;

@@ -22,6 +22,34 @@ pub const TTL_MS: u64 = 60_000;
 pub trait StoreFixture: Send {
     /// The store under test.
     fn store(&self) -> Arc<dyn TaskStore>;
+
+    /// A second handle on the same database, for the cases of many nodes on one store
+    /// (`store_suite::nodes`): another connection pool for a shared store (PostgreSQL). By
+    /// default the same handle: a store one process owns (SQLite, memory) is one handle.
+    fn second(&self) -> Arc<dyn TaskStore> {
+        self.store()
+    }
+}
+
+/// Two handles on one database and a guard that lives as long as they do: the fixture of a
+/// shared store.
+pub struct Handles<G> {
+    /// The first handle ([`StoreFixture::store`]).
+    pub first: Arc<dyn TaskStore>,
+    /// The second handle ([`StoreFixture::second`]).
+    pub second: Arc<dyn TaskStore>,
+    /// Dropped after both handles.
+    pub guard: G,
+}
+
+impl<G: Send> StoreFixture for Handles<G> {
+    fn store(&self) -> Arc<dyn TaskStore> {
+        Arc::clone(&self.first)
+    }
+
+    fn second(&self) -> Arc<dyn TaskStore> {
+        Arc::clone(&self.second)
+    }
 }
 
 impl StoreFixture for Arc<dyn TaskStore> {

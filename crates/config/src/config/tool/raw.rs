@@ -28,6 +28,7 @@ pub(crate) struct RawTool {
     task_support: TaskSupport,
     timeout: Option<Spanned<String>>,
     inline_wait: Option<Spanned<String>>,
+    sync_wait: Option<Spanned<String>>,
     kill_grace: Option<Spanned<String>>,
     #[serde(default)]
     on_restart: RestartPolicy,
@@ -170,6 +171,10 @@ impl RawTool {
             Some(value) => Some(duration("inline_wait", value)?),
             None => None,
         };
+        let sync_wait = match &self.sync_wait {
+            Some(value) => Some(lines.duration_or_off(&format!("sync_wait of tool `{name}`"), value)?),
+            None => None,
+        };
         let timeout = match &self.timeout {
             Some(value) => Some(duration("timeout", value)?),
             None => None,
@@ -202,6 +207,7 @@ impl RawTool {
             task_support: self.task_support,
             timeout,
             inline_wait,
+            sync_wait,
             kill_grace,
             on_restart: self.on_restart,
             max_attempts,

@@ -70,6 +70,7 @@ impl LegacySession {
             elicitation: self.client_declared("elicitation"),
             sampling: self.client_declared("sampling"),
             roots: self.client_declared("roots"),
+            tasks: self.client_declared("tasks"),
         }
     }
 

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use mcp_tasks_engine::{ClientLink, Outcome};
+use mcp_tasks_engine::ClientLink;
 use mcp_tasks_protocol::jsonrpc::RpcError;
 use mcp_tasks_protocol::legacy::{CallToolParams, CreateTaskResult, ListToolsResult, method};
 use serde_json::Value;
@@ -12,7 +12,7 @@ use super::session::{CallLink, LegacySession};
 use super::wire;
 use crate::context::RequestContext;
 use crate::dispatch::Reply;
-use crate::errors::{invalid_arguments, rpc_error, work_error};
+use crate::errors::{invalid_arguments, rpc_error};
 use crate::ops;
 use crate::registry::TaskMode;
 
@@ -22,7 +22,10 @@ use crate::registry::TaskMode;
 /// `-32602` for any cursor: none is issued, so none is valid (2025-11-25 pagination).
 pub(crate) fn list(ctx: &RequestContext, params: Option<Value>) -> Result<Value, RpcError> {
     crate::catalog::first_page(method::TOOLS_LIST, params)?;
-    let tools = ctx.server().tools().snapshot().values().map(|entry| wire::tool(&entry.def.spec)).collect();
+    let mut tools: Vec<_> = ctx.server().tools().snapshot().values().map(|entry| wire::tool(&entry.def.spec)).collect();
+    if ops::handoff::helpers_listed(ctx) {
+        tools.extend(ops::handoff::helper_specs(ctx).iter().map(wire::tool));
+    }
     serde_json::to_value(ListToolsResult { tools, next_cursor: None }).map_err(|err| RpcError::internal(err.to_string()))
 }
 
@@ -36,10 +39,15 @@ pub(crate) fn list(ctx: &RequestContext, params: Option<Value>) -> Result<Value,
 /// malformed key is `-32602` on any call; a plain call ignores a well-formed one.
 /// `None`: the reply has already been sent.
 pub(crate) async fn call(session: &Arc<LegacySession>, ctx: &RequestContext, params: CallToolParams) -> Reply {
+    let arguments = Value::Object(params.arguments.unwrap_or_default());
+    if params.task.is_none()
+        && let Some(answer) = ops::handoff::call_helper(ctx, &params.name, &arguments).await
+    {
+        return Some(answer);
+    }
     let Some(tool) = ops::call::tool(ctx, &params.name) else {
         return Some(Err(RpcError::invalid_params(format!("Unknown tool: {}", params.name))));
     };
-    let arguments = Value::Object(params.arguments.unwrap_or_default());
     let idempotency_key = match ops::call::idempotency_key(params.meta.as_ref().map(|meta| &meta.rest)) {
         Ok(key) => key,
         Err(invalid) => return Some(Err(invalid)),
@@ -84,14 +92,18 @@ pub(crate) async fn call(session: &Arc<LegacySession>, ctx: &RequestContext, par
             None
         }
         (None, _) => {
+            let has_token = progress_token.is_some();
             let link: Arc<dyn ClientLink> =
                 Arc::new(CallLink { session: Arc::clone(session), request: ctx.id.clone(), progress_token });
-            Some(match ops::call::call_plain(ctx, &params.name, arguments, link, ctx.cancel.clone()).await {
-                Ok(Outcome::Result(result)) => Ok(result),
-                Ok(Outcome::Error(error)) => Err(RpcError { code: error.code, message: error.message, data: error.data }),
-                Ok(Outcome::Failure(failure)) => Err(work_error(&failure)),
-                Err(err) => Err(rpc_error(&err)),
-            })
+            // A long call from a client without tasks may be handed off to a task.
+            let call = ops::handoff::PlainCall {
+                tool,
+                arguments,
+                link,
+                progress_token: has_token,
+                error_result_fails: wire::ERROR_RESULT_FAILS,
+            };
+            Some(ops::handoff::call(ctx, call).await)
         }
     }
 }

@@ -60,6 +60,7 @@ pub(crate) fn request(conn: &Arc<Connection>, request: Request) {
         elicitation: meta.declares("elicitation"),
         sampling: meta.declares("sampling"),
         roots: meta.declares("roots"),
+        tasks: meta.declares_extension(mcp_tasks_protocol::modern::TASKS_EXTENSION),
     };
     dispatch::spawn_request(conn, request, Era::Modern, client, move |ctx, request| async move {
         let method = request.method.clone();
@@ -151,7 +152,7 @@ async fn prompts_get(meta: &RequestMeta, ctx: &RequestContext, params: Option<Va
     }
     let get = prompt_getter(&ctx.server().inner.catalog, params)?;
     let ahead = retry.input_responses.unwrap_or_default();
-    mrtr::run(meta, ctx, what, ahead, move |link, cancel| get(Context::plain(cancel, Some(link)))).await
+    mrtr::run(meta, ctx, what, ahead, None, move |link, cancel| get(Context::plain(cancel, Some(link)))).await
 }
 
 /// `resources/read`: a resource that asks the client answers in rounds, as `prompts/get`.
@@ -165,7 +166,7 @@ async fn resources_read(meta: &RequestMeta, ctx: &RequestContext, params: Option
     }
     let read = resource_reading(&ctx.server().inner.catalog, &params.uri).map_err(resource_not_found_is_invalid_params)?;
     let ahead = retry.input_responses.unwrap_or_default();
-    mrtr::run(meta, ctx, what, ahead, move |link, cancel| read(Context::plain(cancel, Some(link)))).await
+    mrtr::run(meta, ctx, what, ahead, None, move |link, cancel| read(Context::plain(cancel, Some(link)))).await
 }
 
 /// The retry of a round of `what` (a request other than `tools/call`, whose rounds are
@@ -173,7 +174,7 @@ async fn resources_read(meta: &RequestMeta, ctx: &RequestContext, params: Option
 async fn resume(ctx: &RequestContext, state: &str, what: &str, answers: Map<String, Value>) -> Result<Value, RpcError> {
     let parked = &ctx.server().inner.parked;
     match parked.take(state, &ctx.principal, what)? {
-        mrtr::Round::Work(running) => mrtr::resume(parked, running, answers, &ctx.cancel).await,
+        mrtr::Round::Work(running) => mrtr::resume(ctx, running, answers).await,
         mrtr::Round::Task { .. } => Err(RpcError::internal(format!("a round of {what} names a task"))),
     }
 }

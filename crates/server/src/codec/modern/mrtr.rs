@@ -21,14 +21,16 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use mcp_tasks_engine::{ClientLink, Engine, InputKind, Principal, TaskId};
+use mcp_tasks_engine::{ClientLink, Engine, ErrorObject, InputKind, Outcome, Principal, TaskId};
 use mcp_tasks_protocol::jsonrpc::RpcError;
 use mcp_tasks_protocol::modern::{MISSING_CLIENT_CAPABILITY, RequestMeta};
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::link::ModernLink;
+use crate::ops::handoff::{self, Long, LongRun};
 use crate::context::RequestContext;
 use crate::tool::{input_capability, input_method};
 
@@ -55,6 +57,9 @@ pub(crate) struct Running {
     pub(crate) ahead: Map<String, Value>,
     /// Stops the work.
     pub(crate) cancel: CancellationToken,
+    /// A plain `tools/call` that may get heartbeats, or be handed off to a task while it
+    /// waits for its work ([`handoff`]).
+    pub(crate) long: Option<LongRun>,
 }
 
 impl Running {
@@ -189,6 +194,7 @@ pub(crate) async fn run<W, F>(
     ctx: &RequestContext,
     what: String,
     ahead: Map<String, Value>,
+    long: Option<Long>,
     work: W,
 ) -> Result<Value, RpcError>
 where
@@ -199,31 +205,44 @@ where
     let link = Arc::new(ModernLink::new(ctx, meta, asks.clone()));
     let cancel = CancellationToken::new();
     let work_cancel = cancel.clone();
+    // A long call's work talks through a link that can be re-pointed at a task.
+    let mut long = long.map(|long| LongRun::new(long, Arc::clone(&link) as Arc<dyn ClientLink>, cancel.clone()));
+    let (work_link, ended) = match &mut long {
+        Some(run) => (run.link(), run.ended()),
+        None => (Arc::clone(&link) as Arc<dyn ClientLink>, None),
+    };
     tokio::spawn(async move {
-        let reply = work(Arc::clone(&link) as Arc<dyn ClientLink>, work_cancel).await;
+        let reply = work(work_link, work_cancel).await;
         // 2026-07-28: processing needed a capability the request did not declare.
         let reply = match link.missing_capability() {
             Some(kind) => Err(missing_capability(kind)),
             None => reply,
         };
+        if let Some(ended) = ended {
+            let _ = ended.send(Some(outcome_of(&reply)));
+        }
         let _ = asks.send(Event::Done(reply));
     });
-    let running = Running { owner: ctx.principal.clone(), tool: what, events, open: BTreeMap::new(), ahead, cancel };
-    drive(&ctx.server().inner.parked, running, &ctx.cancel).await
+    let running =
+        Running { owner: ctx.principal.clone(), tool: what, events, open: BTreeMap::new(), ahead, cancel, long };
+    drive(ctx, running).await
 }
 
 /// Continues parked work with the client's `answers`, to its next answer.
 ///
 /// # Errors
 /// As [`answer`]; then as [`drive`].
-pub(crate) async fn resume(
-    parked: &Parked,
-    mut running: Running,
-    answers: Map<String, Value>,
-    cancel: &CancellationToken,
-) -> Result<Value, RpcError> {
+pub(crate) async fn resume(ctx: &RequestContext, mut running: Running, answers: Map<String, Value>) -> Result<Value, RpcError> {
     answer(&mut running, answers)?;
-    drive(parked, running, cancel).await
+    drive(ctx, running).await
+}
+
+/// A reply of the work as the outcome of the task that adopts it.
+fn outcome_of(reply: &Result<Value, RpcError>) -> Outcome {
+    match reply {
+        Ok(result) => Outcome::Result(result.clone()),
+        Err(error) => Outcome::Error(ErrorObject { code: error.code, message: error.message.clone(), data: error.data.clone() }),
+    }
 }
 
 /// `-32021` for a request whose work needed input of `kind` that it did not declare.
@@ -253,9 +272,14 @@ pub(crate) fn answer(running: &mut Running, answers: Map<String, Value>) -> Resu
     Ok(())
 }
 
-/// The next answer of the call: its result when the work ends, or an `InputRequiredResult`
-/// (the call parked) when it waits for the client. `cancel` is the request's own.
-pub(crate) async fn drive(parked: &Parked, mut running: Running, cancel: &CancellationToken) -> Result<Value, RpcError> {
+/// The next answer of the call `ctx`: its result when the work ends, or an
+/// `InputRequiredResult` (the call parked) when it waits for the client; for a long
+/// `tools/call`, the handoff answer once the sync wait is over (heartbeats meanwhile).
+pub(crate) async fn drive(ctx: &RequestContext, mut running: Running) -> Result<Value, RpcError> {
+    let (parked, cancel) = (&ctx.server().inner.parked, &ctx.cancel);
+    let started = Instant::now();
+    let mut handoff_at = running.long.as_ref().and_then(|long| long.handoff_at(started));
+    let mut beats = running.long.as_ref().and_then(|long| long.beats(started));
     loop {
         if !running.open.is_empty() {
             // Questions asked at once go in one round.
@@ -273,6 +297,19 @@ pub(crate) async fn drive(parked: &Parked, mut running: Running, cancel: &Cancel
                 running.cancel.cancel();
                 return Err(RpcError::internal("the call was cancelled"));
             }
+            () = handoff::sleep_until(handoff_at), if handoff_at.is_some() => {
+                handoff_at = None;
+                if let Some(answer) = hand_off(ctx, &mut running).await {
+                    return Ok(answer);
+                }
+                continue;
+            }
+            () = handoff::tick(&mut beats), if beats.is_some() => {
+                if let Some(long) = &running.long {
+                    long.beat(started.elapsed());
+                }
+                continue;
+            }
         };
         match event {
             Some(Event::Asked { key, kind, params, answer }) => {
@@ -283,6 +320,24 @@ pub(crate) async fn drive(parked: &Parked, mut running: Running, cancel: &Cancel
             None => return Err(RpcError::internal("the tool's work ended without an answer")),
         }
     }
+}
+
+/// Hands a long call's work off to a task ([`LongRun::hand_off`]); the questions it asked
+/// before its link was re-pointed go to the task too. `None`: not handed off.
+async fn hand_off(ctx: &RequestContext, running: &mut Running) -> Option<Value> {
+    let (answer, task) = running.long.as_ref()?.hand_off(ctx).await?;
+    while let Ok(event) = running.events.try_recv() {
+        if let Event::Asked { key, kind, params, answer } = event {
+            let task = Arc::clone(&task);
+            tokio::spawn(async move {
+                // Unanswered (the task ended first): the work hears that its call ended.
+                if let Ok(value) = task.request_named(&key, kind, params).await {
+                    let _ = answer.send(value);
+                }
+            });
+        }
+    }
+    Some(answer)
 }
 
 /// `InputRequiredResult`: the outstanding questions, and the state that names the parked call.

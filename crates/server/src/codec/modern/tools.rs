@@ -20,12 +20,15 @@ use crate::context::RequestContext;
 use crate::dispatch::Reply;
 use crate::errors::{invalid_arguments, rpc_error, work_error};
 use crate::ops;
-use crate::registry::TaskMode;
+use crate::registry::{Entry, TaskMode};
 
 /// `tools/list`: every tool, in one page (any cursor is `-32602`: none is issued).
 pub(crate) fn list(ctx: &RequestContext, params: Option<Value>) -> Result<Value, RpcError> {
     crate::catalog::first_page(method::TOOLS_LIST, params)?;
-    let tools: Vec<_> = ctx.server().tools().snapshot().values().map(|entry| wire::tool(&entry.def.spec)).collect();
+    let mut tools: Vec<_> = ctx.server().tools().snapshot().values().map(|entry| wire::tool(&entry.def.spec)).collect();
+    if ops::handoff::helpers_listed(ctx) {
+        tools.extend(ops::handoff::helper_specs(ctx).iter().map(wire::tool));
+    }
     Ok(json!({ "tools": tools }))
 }
 
@@ -38,10 +41,15 @@ pub(crate) fn list(ctx: &RequestContext, params: Option<Value>) -> Result<Value,
 /// is `-32602`. A malformed key is `-32602` on any call; a plain call ignores a well-formed
 /// one.
 pub(crate) async fn call(meta: &RequestMeta, ctx: &RequestContext, params: CallToolParams) -> Reply {
+    let arguments = Value::Object(params.arguments.unwrap_or_default());
+    if params.request_state.is_none()
+        && let Some(answer) = ops::handoff::call_helper(ctx, &params.name, &arguments).await
+    {
+        return Some(answer);
+    }
     let Some(tool) = ops::call::tool(ctx, &params.name) else {
         return Some(Err(RpcError::invalid_params(format!("Unknown tool: {}", params.name))));
     };
-    let arguments = Value::Object(params.arguments.unwrap_or_default());
     if let Err(invalid) = tool.check(&arguments) {
         return Some(Err(invalid_arguments(&invalid)));
     }
@@ -61,7 +69,7 @@ pub(crate) async fn call(meta: &RequestMeta, ctx: &RequestContext, params: CallT
         return Some(retry(ctx, &params.name, state, params.input_responses.unwrap_or_default()).await);
     }
     if !as_task {
-        return Some(plain(meta, ctx, &params.name, arguments, params.input_responses.unwrap_or_default()).await);
+        return Some(plain(meta, ctx, &tool, arguments, params.input_responses.unwrap_or_default()).await);
     }
     // A keyed call's task can be found again with its key; a keyless one's only by its id.
     let findable = idempotency_key.is_some();
@@ -165,15 +173,19 @@ fn inline_result(record: &TaskRecord) -> Result<Value, RpcError> {
 
 /// A plain call: the work's progress and log messages go on the request's stream; its
 /// questions become rounds of a Multi Round-Trip Request (unless `ahead` has their answers).
+/// A long one gets heartbeats, and is handed off to a task after the sync wait
+/// ([`ops::handoff`]).
 async fn plain(
     meta: &RequestMeta,
     ctx: &RequestContext,
-    tool: &str,
+    tool: &Entry,
     arguments: Value,
     ahead: Map<String, Value>,
 ) -> Result<Value, RpcError> {
-    let (work_ctx, work_tool) = (ctx.clone(), tool.to_owned());
-    mrtr::run(meta, ctx, mrtr::call_of(tool), ahead, move |link, cancel| async move {
+    let (work_ctx, work_tool) = (ctx.clone(), tool.def.spec.name.clone());
+    // A tool error completes a task of this era: a handed-off call's task too.
+    let long = ops::handoff::Long::of(ctx, tool, &arguments, meta.progress_token.is_some(), false);
+    mrtr::run(meta, ctx, mrtr::call_of(&work_tool), ahead, long, move |link, cancel| async move {
         match ops::call::call_plain(&work_ctx, &work_tool, arguments, link, cancel).await {
             Ok(Outcome::Result(result)) => Ok(result),
             Ok(Outcome::Error(error)) => Err(RpcError { code: error.code, message: error.message, data: error.data }),
@@ -188,7 +200,7 @@ async fn plain(
 async fn retry(ctx: &RequestContext, tool: &str, state: &str, answers: Map<String, Value>) -> Result<Value, RpcError> {
     let parked = &ctx.server().inner.parked;
     match parked.take(state, &ctx.principal, &mrtr::call_of(tool))? {
-        Round::Work(running) => mrtr::resume(parked, running, answers, &ctx.cancel).await,
+        Round::Work(running) => mrtr::resume(ctx, running, answers).await,
         Round::Task { id, .. } => {
             let record = ops::tasks::get(ctx, &id).await.map_err(|err| rpc_error(&err))?;
             if let TaskState::InputRequired { requests } = &record.state

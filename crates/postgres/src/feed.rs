@@ -1,0 +1,254 @@
+//! The change feed of a [`PostgresStore`](crate::PostgresStore) across replicas:
+//! `LISTEN "mcp_tasks.<schema>"` on a connection of its own (the triggers of migration 0003
+//! send each changed task's id at commit) as the fast hint, and a poll of `tasks_by_change`
+//! every [`POLL_EVERY`] as the backstop for what notifications miss (a listener reconnecting,
+//! a connection pooler that drops them). Each changed record is read once per replica and
+//! sent to every subscriber; a record already sent at its version is not sent again.
+//!
+//! Hand-written on tokio-postgres's `poll_message`: the pool's connections cannot listen (their
+//! connection futures are the pool's), and no crate of the tree wraps it.
+
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use deadpool_postgres::Pool;
+use tokio::sync::broadcast;
+use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_util::sync::CancellationToken;
+
+use mcp_tasks_engine::{TaskId, TaskRecord, Version};
+
+use crate::sql;
+use crate::store::read_record;
+
+/// Capacity of the feed; a slower subscriber lags and re-reads.
+const FEED_CAPACITY: usize = 4096;
+
+/// How often the backstop polls for changes that no notification announced.
+pub(crate) const POLL_EVERY: Duration = Duration::from_secs(1);
+
+/// How far back each poll looks behind the newest change it has seen: a write whose
+/// transaction commits later than this after it stamped `changed_at` is announced only by
+/// its notification.
+const POLL_OVERLAP_MS: i64 = 5_000;
+
+/// At most this many rows per poll (more wait for the next one; past this many changes in
+/// one overlap window the backstop falls behind, and only notifications keep up).
+const POLL_BATCH: i64 = 10_000;
+
+/// How long the listener waits before reconnecting after its connection failed.
+const RECONNECT_AFTER: Duration = Duration::from_millis(500);
+
+/// The feed of one store: the broadcast its subscribers receive from, and the background
+/// listener and poller, which stop when the last handle of the store is dropped.
+pub(crate) struct Feed {
+    pub(crate) sender: broadcast::Sender<Arc<TaskRecord>>,
+    _stop: tokio_util::sync::DropGuard,
+}
+
+/// What the feed has sent: each task's last version sent, and the change time it was seen at
+/// (to forget it once it is behind every poll's window).
+#[derive(Default)]
+struct Sent {
+    versions: HashMap<TaskId, (Version, i64)>,
+}
+
+impl Sent {
+    /// Whether `record` is newer than what was sent of its task; if so it counts as sent.
+    fn fresh(&mut self, record: &TaskRecord, changed_at: i64) -> bool {
+        match self.versions.get(&record.id) {
+            Some((version, _)) if *version >= record.version => false,
+            _ => {
+                self.versions
+                    .insert(record.id.clone(), (record.version, changed_at));
+                true
+            }
+        }
+    }
+
+    /// Forgets tasks last seen before `horizon` (ms, server clock).
+    fn forget_before(&mut self, horizon: i64) {
+        self.versions.retain(|_, (_, seen)| *seen >= horizon);
+    }
+}
+
+impl Feed {
+    /// Starts listening on `channel` with a connection of its own to `url`, and polling
+    /// through `pool`.
+    pub(crate) fn start(url: &str, channel: String, pool: Pool) -> Feed {
+        let (sender, _) = broadcast::channel(FEED_CAPACITY);
+        let stop = CancellationToken::new();
+        let sent = Arc::new(Mutex::new(Sent::default()));
+        tokio::spawn(listen(
+            url.to_owned(),
+            channel,
+            pool.clone(),
+            sender.clone(),
+            Arc::clone(&sent),
+            stop.clone(),
+        ));
+        tokio::spawn(poll(pool, sender.clone(), sent, stop.clone()));
+        Feed {
+            sender,
+            _stop: stop.drop_guard(),
+        }
+    }
+}
+
+/// Sends `record` (changed at `changed_at`) unless it was sent already at its version.
+fn send(
+    sender: &broadcast::Sender<Arc<TaskRecord>>,
+    sent: &Mutex<Sent>,
+    record: TaskRecord,
+    changed_at: i64,
+) {
+    if sent
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .fresh(&record, changed_at)
+    {
+        let _ = sender.send(Arc::new(record));
+    }
+}
+
+/// The listener: connects, `LISTEN`s, and reads each notified task, until `stop`.
+async fn listen(
+    url: String,
+    channel: String,
+    pool: Pool,
+    sender: broadcast::Sender<Arc<TaskRecord>>,
+    sent: Arc<Mutex<Sent>>,
+    stop: CancellationToken,
+) {
+    let Ok(config) = tokio_postgres::Config::from_str(&url) else {
+        return; // The store connected with this URL, so this cannot happen; the poller still runs.
+    };
+    while !stop.is_cancelled() {
+        let connected = tokio::select! {
+            _ = stop.cancelled() => return,
+            connected = config.connect(NoTls) => connected,
+        };
+        let (client, mut connection) = match connected {
+            Ok(pair) => pair,
+            Err(err) => {
+                tracing::warn!(error = %err, "the change feed cannot connect to listen; polling meanwhile");
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(RECONNECT_AFTER) => continue,
+                }
+            }
+        };
+        let (ids, mut notified) = tokio::sync::mpsc::unbounded_channel::<String>();
+        // The connection future delivers notifications; it runs beside the LISTEN below.
+        let driver = tokio::spawn(async move {
+            while let Some(message) = std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+                match message {
+                    Ok(AsyncMessage::Notification(note)) => {
+                        if ids.send(note.payload().to_owned()).is_err() {
+                            return;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(_) => return,
+                }
+            }
+        });
+        let listen = format!("LISTEN \"{}\"", channel.replace('"', "\"\""));
+        if let Err(err) = client.batch_execute(&listen).await {
+            tracing::warn!(error = %err, "the change feed cannot LISTEN; polling meanwhile");
+        } else {
+            loop {
+                let id = tokio::select! {
+                    _ = stop.cancelled() => { driver.abort(); return; }
+                    id = notified.recv() => id,
+                };
+                let Some(id) = id else { break };
+                read_and_send(&pool, &sender, &sent, &TaskId::from(id)).await;
+            }
+        }
+        driver.abort();
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(RECONNECT_AFTER) => {}
+        }
+    }
+}
+
+/// Reads task `id` and sends it if it is newer than what was sent.
+async fn read_and_send(
+    pool: &Pool,
+    sender: &broadcast::Sender<Arc<TaskRecord>>,
+    sent: &Mutex<Sent>,
+    id: &TaskId,
+) {
+    let Ok(client) = pool.get().await else { return }; // the poller will catch it up
+    let Ok(statement) = client.prepare_cached(sql::GET_CHANGED).await else {
+        return;
+    };
+    if let Ok(Some(row)) = client.query_opt(&statement, &[&id.as_str()]).await
+        && let Ok(record) = read_record(&row)
+    {
+        let changed_at: Option<i64> = row.try_get(15).ok().flatten();
+        send(sender, sent, record, changed_at.unwrap_or(i64::MAX));
+    }
+}
+
+/// The backstop: every [`POLL_EVERY`], the rows changed since a little before the newest
+/// change seen, until `stop`.
+async fn poll(
+    pool: Pool,
+    sender: broadcast::Sender<Arc<TaskRecord>>,
+    sent: Arc<Mutex<Sent>>,
+    stop: CancellationToken,
+) {
+    let mut watermark: Option<i64> = None;
+    let mut ticks = tokio::time::interval(POLL_EVERY);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = ticks.tick() => {}
+        }
+        let Ok(client) = pool.get().await else {
+            continue;
+        };
+        let since = match watermark {
+            Some(at) => at,
+            None => match client
+                .query_one(sql::CLOCK_MS, &[])
+                .await
+                .and_then(|row| row.try_get::<_, i64>(0))
+            {
+                Ok(now) => {
+                    watermark = Some(now);
+                    continue;
+                }
+                Err(_) => continue,
+            },
+        };
+        let Ok(statement) = client.prepare_cached(sql::CHANGED_SINCE).await else {
+            continue;
+        };
+        let Ok(rows) = client
+            .query(&statement, &[&(since - POLL_OVERLAP_MS), &POLL_BATCH])
+            .await
+        else {
+            continue;
+        };
+        for row in &rows {
+            let Ok(record) = read_record(row) else {
+                continue;
+            };
+            let changed_at: i64 = row.try_get(15).ok().flatten().unwrap_or(since);
+            watermark = Some(watermark.unwrap_or(changed_at).max(changed_at));
+            send(&sender, &sent, record, changed_at);
+        }
+        if let Some(at) = watermark {
+            sent.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .forget_before(at - 2 * POLL_OVERLAP_MS);
+        }
+    }
+}
