@@ -4,6 +4,10 @@
 // against `mcp-tasks serve --config interop/fixtures/handoff.toml` (sync_wait 3 s).
 //
 //   node interop/ts_handoff_client.mjs --url URL [--header 'Authorization: Bearer T'] [--seconds 20]
+//        [--tool slow_report] [--control-tool slow_report_inline | none] [--expect TEXT]
+// (--tool takes {"seconds": N}; --expect defaults to "report ready after N s"; through
+// `mcp-tasks proxy` the tool is the upstream's, and the control, which needs a tool whose
+// handoff is off, is skipped with `none`.)
 //
 // Checks (each a line in "checks" of the JSON summary on stdout):
 //   helpers-listed (task_status, task_result, task_cancel in tools/list);
@@ -20,16 +24,20 @@ import { CallToolResultSchema, McpError } from "@modelcontextprotocol/sdk/types.
 import { readFileSync } from "node:fs";
 
 const args = process.argv.slice(2);
-const opts = { url: undefined, headers: {}, seconds: 20 };
+const opts = { url: undefined, headers: {}, seconds: 20, tool: "slow_report", control: "slow_report_inline", expect: undefined };
 for (let i = 0; i < args.length; i++) {
   if (args[i] === "--url") opts.url = args[++i];
   else if (args[i] === "--seconds") opts.seconds = Number(args[++i]);
+  else if (args[i] === "--tool") opts.tool = args[++i];
+  else if (args[i] === "--control-tool") opts.control = args[++i];
+  else if (args[i] === "--expect") opts.expect = args[++i];
   else if (args[i] === "--header") {
     const h = args[++i], c = h.indexOf(":");
     opts.headers[h.slice(0, c).trim()] = h.slice(c + 1).trim();
   } else { console.error(`unknown option ${args[i]}`); process.exit(2); }
 }
 if (!opts.url) { console.error("--url is required"); process.exit(2); }
+opts.expect ??= `report ready after ${opts.seconds} s`;
 
 const sdkVersion = JSON.parse(readFileSync(new URL("./node_modules/@modelcontextprotocol/sdk/package.json", import.meta.url), "utf8")).version;
 const TIMEOUT_MS = 5000;
@@ -65,18 +73,20 @@ async function main() {
   const tools = (await client.listTools()).tools.map((t) => t.name);
   check("helpers-listed", ["task_status", "task_result", "task_cancel"].every((n) => tools.includes(n)), tools);
 
-  try {
-    const r = await call("slow_report_inline", { seconds: 8 });
-    check("control-times-out", false, { unexpected: text(r) });
-  } catch (e) {
-    check("control-times-out", e instanceof McpError && e.code === -32001, { code: e?.code, message: String(e?.message) });
+  if (opts.control !== "none") {
+    try {
+      const r = await call(opts.control, { seconds: 8 });
+      check("control-times-out", false, { unexpected: text(r) });
+    } catch (e) {
+      check("control-times-out", e instanceof McpError && e.code === -32001, { code: e?.code, message: String(e?.message) });
+    }
   }
 
   let progress = 0;
   const t0 = Date.now();
   let handedOff;
   try {
-    handedOff = await call("slow_report", { seconds: opts.seconds }, { onprogress: () => { progress += 1; } });
+    handedOff = await call(opts.tool, { seconds: opts.seconds }, { onprogress: () => { progress += 1; } });
   } catch (e) {
     check("handoff", false, { code: e?.code, message: String(e?.message) });
     return done();
@@ -96,7 +106,7 @@ async function main() {
     result = await call("task_result", { task_id: id });
     if (result.structuredContent?.status !== "working") break;
   }
-  check("result-collected", text(result).includes(`report ready after ${opts.seconds} s`) && !result.isError,
+  check("result-collected", text(result).includes(opts.expect) && !result.isError,
     { rounds, afterMs: Date.now() - t0, text: text(result) });
   const finalStatus = await call("task_status", { task_id: id });
   check("status-completed", finalStatus.structuredContent?.status === "completed", text(finalStatus));

@@ -19,7 +19,9 @@
 # against (rmcp 3.11.0 TaskManager, TS server 2.4.0, Python mcp 2.3.0: first checked on their
 # own with raw HTTP, interop/modern-servers-selfcheck.sh, then driven by our CLI with --era
 # modern and auto, interop/client-peers-modern.sh); and the conformance suite's client scenarios
-# against our client library (interop/conformance-client.sh).
+# against our client library (interop/conformance-client.sh); and `mcp-tasks proxy` in front of
+# a Python mcp 1.30.0 server of ours and server-everything (stdio and HTTP), driven by the TS
+# SDK 1.32.2 client, the Inspector `mcpdo --era modern` and the Python client (interop/proxy.sh).
 #
 # Prints a closing line "total: N passed, M failed" (Rust tests plus interop suites).
 set -uo pipefail
@@ -63,6 +65,8 @@ if bash interop/install.sh; then
       bash interop/run-modern.sh --bin target/debug/mcp-tasks --conformance-bin target/debug/examples/conformance_server
     suite "mcp-tasks CLI in 2026-07-28 against the rmcp 3.11.0 tasks server, the TS server 2.4.0 and Python mcp 2.3.0" \
       bash interop/client-peers-modern.sh --bin target/debug/mcp-tasks
+    suite "mcp-tasks proxy: Python mcp 1.30.0 and server-everything (stdio, HTTP) upstream; TS SDK 1.32.2, Inspector --era modern, Python client downstream" \
+      bash interop/proxy.sh --bin target/debug/mcp-tasks
   else
     echo "=== interop: building the binaries FAILED" >&2; failed=$((failed + 1))
   fi

@@ -20,6 +20,26 @@ pub(crate) enum Command {
     ///           mcp-tasks serve --config examples/demo.toml --stdio
     Serve(ServeArgs),
 
+    /// Give any MCP server durable tasks: serve its tools (each a task when the client
+    /// wants one), resources, prompts and completion, in both MCP eras, from a stdio
+    /// command or an HTTP URL.
+    ///
+    /// The upstream server is started (--upstream-cmd, split into words like a POSIX shell
+    /// would but run without one, in a process group of its own) or reached over Streamable
+    /// HTTP (--upstream-url), in the era it speaks (negotiated; --upstream-era pins one).
+    /// Calls are tasks of mcp-tasks: stored before their id is shown, their results kept
+    /// until their TTL, progress and questions (elicitation, sampling) passed through, a
+    /// cancel passed upstream. A stdio upstream that dies is started again with backoff;
+    /// calls then in flight end by their tool's on_restart (fail, or retry). After a proxy
+    /// restart, a call the upstream ran as a task is resumed (polled again).
+    ///
+    /// Per-tool settings go in the --config file as [upstream.tools.NAME] (task_support,
+    /// timeout, on_restart, max_attempts, max_concurrent, inline_wait); [server] as for serve.
+    ///
+    /// Examples: mcp-tasks proxy --stdio --upstream-cmd "npx -y @modelcontextprotocol/server-everything"
+    ///           mcp-tasks proxy --listen 127.0.0.1:8766 --upstream-url http://127.0.0.1:3001/mcp --upstream-token T
+    Proxy(ProxyArgs),
+
     /// Run the tasks of a shared store (PostgreSQL) with the tools of a config, serving no
     /// clients: the job tier behind replicas started with `serve --no-work`, or extra hands
     /// beside replicas that run work too. It claims queued tasks as they arrive, takes over
@@ -333,4 +353,62 @@ pub(crate) struct ServeArgs {
     /// Needs a PostgreSQL store.
     #[arg(long)]
     pub(crate) no_work: bool,
+}
+
+/// `mcp-tasks proxy`.
+#[derive(Debug, Args)]
+pub(crate) struct ProxyArgs {
+    /// The upstream MCP server to start and speak to over stdio, e.g. "node server.js
+    /// --flag". Split into words as a POSIX shell would (quotes, backslashes), run without a
+    /// shell: no variables, globs, pipes or redirections.
+    #[arg(long, value_name = "COMMAND", conflicts_with = "upstream_url", required_unless_present = "upstream_url")]
+    pub(crate) upstream_cmd: Option<String>,
+
+    /// The upstream MCP server's Streamable HTTP endpoint, e.g. http://127.0.0.1:3001/mcp.
+    #[arg(long, value_name = "URL")]
+    pub(crate) upstream_url: Option<String>,
+
+    /// Bearer token for the HTTP upstream (sent as Authorization: Bearer TOKEN).
+    #[arg(long, value_name = "TOKEN", env = "MCP_TASKS_UPSTREAM_TOKEN", hide_env_values = true, requires = "upstream_url")]
+    pub(crate) upstream_token: Option<String>,
+
+    /// An HTTP header for every request to the HTTP upstream, as NAME:VALUE (repeatable).
+    #[arg(long = "upstream-header", value_name = "NAME:VALUE", value_parser = header, requires = "upstream_url")]
+    pub(crate) upstream_headers: Vec<(String, String)>,
+
+    /// Which MCP revision to speak upstream: auto (the default: 2026-07-28 if the upstream
+    /// serves it, else 2025-11-25), legacy or modern. Downstream both are served.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub(crate) upstream_era: EraArg,
+
+    /// A TOML file with [server] settings and [upstream.tools.NAME] per-tool settings
+    /// (optional: without it every upstream tool may run as a task, fails after a restart,
+    /// and the [server] defaults apply).
+    #[arg(long, short, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+
+    /// Speak newline-delimited JSON-RPC on stdin/stdout (logs go to stderr) instead of
+    /// Streamable HTTP: how a host starts it in place of the upstream's own command.
+    #[arg(long, conflicts_with = "listen")]
+    pub(crate) stdio: bool,
+
+    /// Serve Streamable HTTP at http://ADDR/mcp (default: [server] listen, else
+    /// 127.0.0.1:8765). Port 0 picks a free port; the address is printed to stderr.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) listen: Option<std::net::SocketAddr>,
+
+    /// Where tasks are kept, as for serve (default: tasks.sqlite3 in the platform's data
+    /// directory).
+    #[arg(long, value_name = "PATH|URL", env = "MCP_TASKS_STORE")]
+    pub(crate) store: Option<String>,
+}
+
+/// A NAME:VALUE header.
+fn header(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text.split_once(':').ok_or_else(|| format!("{text:?} is not NAME:VALUE"))?;
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(format!("{text:?} has no header name before the ':'"));
+    }
+    Ok((name.to_owned(), value.trim().to_owned()))
 }

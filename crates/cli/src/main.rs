@@ -5,6 +5,7 @@ mod call;
 mod check;
 mod ledger;
 mod prompt;
+mod proxy;
 mod remote;
 mod sampling;
 mod serve;
@@ -20,7 +21,7 @@ use crate::args::{Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let serving = matches!(cli.command, Command::Serve(_) | Command::Worker(_));
+    let serving = matches!(cli.command, Command::Serve(_) | Command::Worker(_) | Command::Proxy(_));
     init_logging(if serving { "info" } else { "warn" });
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
@@ -32,6 +33,7 @@ fn main() -> ExitCode {
     let (outcome, error_status) = runtime.block_on(async {
         match cli.command {
             Command::Serve(args) => (serve::run(args).await.map(|()| 0), 1),
+            Command::Proxy(args) => (proxy::run(args).await.map(|()| 0), 1),
             Command::Worker(args) => (serve::worker(args).await.map(|()| 0), 1),
             Command::CheckConfig(args) => (check::run(&args).map(|()| 0), 1),
             Command::Tools(args) => (call::tools(args).await, remote::USAGE),

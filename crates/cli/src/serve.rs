@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use crate::args::{ServeArgs, WorkerArgs};
 
 /// How often the TTL sweeper runs.
-const SWEEP_EVERY: Duration = Duration::from_secs(10);
+pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(10);
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let config = Config::load(&args.config)
@@ -165,7 +165,7 @@ pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
 }
 
 /// Streamable HTTP until SIGTERM or Ctrl-C; running tasks keep their durable state.
-async fn serve_http(config: &Config, listen: Option<SocketAddr>, server: mcp_tasks_server::Server) -> anyhow::Result<()> {
+pub(crate) async fn serve_http(config: &Config, listen: Option<SocketAddr>, server: mcp_tasks_server::Server) -> anyhow::Result<()> {
     let addr = listen.unwrap_or(config.server.listen);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -201,7 +201,7 @@ impl http::Authenticate for TokenAuth {
 }
 
 /// Resolves on SIGTERM or Ctrl-C.
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
@@ -223,7 +223,7 @@ async fn shutdown_signal() {
     tracing::info!("shutting down: open streams end, running tasks keep their state");
 }
 
-fn policy(config: &Config) -> Policy {
+pub(crate) fn policy(config: &Config) -> Policy {
     let ms = |duration: Duration| u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
     Policy {
         default_ttl_ms: ms(config.server.default_ttl),
@@ -266,7 +266,7 @@ fn tool_def(tool: &ToolConfig) -> ToolDef {
 
 /// Where tasks are kept, as `--store` (or `MCP_TASKS_STORE`) names it.
 #[derive(Debug, PartialEq)]
-enum StoreChoice {
+pub(crate) enum StoreChoice {
     /// An SQLite file: a path, or `sqlite://PATH`.
     Sqlite(PathBuf),
     /// A PostgreSQL database: a `postgres://` or `postgresql://` URL.
@@ -276,7 +276,7 @@ enum StoreChoice {
 /// The store `--store` names, by its scheme: `postgres://…` or `postgresql://…` is
 /// PostgreSQL, `sqlite://PATH` or a plain path is an SQLite file; none is the platform's
 /// default SQLite file.
-fn store_choice(arg: Option<&str>) -> anyhow::Result<StoreChoice> {
+pub(crate) fn store_choice(arg: Option<&str>) -> anyhow::Result<StoreChoice> {
     match arg {
         Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
             Ok(StoreChoice::Postgres(url.to_owned()))
@@ -309,7 +309,7 @@ fn webhook_outbox(choice: &StoreChoice) -> anyhow::Result<PathBuf> {
 
 /// Opens the chosen store; returns it with how start-up names it (a PostgreSQL URL with its
 /// password hidden).
-async fn open_store(choice: StoreChoice) -> anyhow::Result<(Arc<dyn TaskStore>, String)> {
+pub(crate) async fn open_store(choice: StoreChoice) -> anyhow::Result<(Arc<dyn TaskStore>, String)> {
     open_store_observed(choice).await.map(|(store, described, _)| (store, described))
 }
 

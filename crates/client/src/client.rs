@@ -32,6 +32,8 @@ const CLOSE_GRACE: Duration = Duration::from_secs(2);
 #[must_use]
 pub struct ClientBuilder {
     token: Option<String>,
+    /// Extra HTTP headers on every request.
+    headers: Vec<(String, String)>,
     handlers: Handlers,
     info: Implementation,
     /// The era to speak; `None`: the server's newest (probe, then fall back).
@@ -42,6 +44,13 @@ impl ClientBuilder {
     /// Sends `Authorization: Bearer <token>` on every HTTP request.
     pub fn token(mut self, token: impl Into<String>) -> ClientBuilder {
         self.token = Some(token.into());
+        self
+    }
+
+    /// Sends the HTTP header `name: value` on every request (e.g. an API key an upstream
+    /// wants); over stdio it is ignored. Checked when connecting.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> ClientBuilder {
+        self.headers.push((name.into(), value.into()));
         self
     }
 
@@ -86,7 +95,7 @@ impl ClientBuilder {
     /// A bad URL, an unreachable server, an HTTP error (401 without a valid token), or an
     /// `initialize` the server refused or answered with another protocol version.
     pub async fn connect_http(self, url: &str) -> Result<Client, ClientError> {
-        let transport = HttpTransport::new(url, self.token.clone())?;
+        let transport = HttpTransport::new(url, self.token.clone(), &self.headers)?;
         let connection = Arc::new(Connection::new(Transport::Http(transport), self.handlers.clone()));
         self.handshake(connection).await
     }
@@ -305,6 +314,24 @@ impl Inner {
     }
 }
 
+/// An open 2026-07-28 `subscriptions/listen` ([`Client::listen_tool_changes`]); dropping it
+/// ends the subscription.
+pub struct Subscription(crate::connection::Listening);
+
+impl Subscription {
+    /// Whether the stream is still open (a server that refused it, or a stream that ended,
+    /// sends nothing more).
+    pub fn is_live(&self) -> bool {
+        self.0.is_live()
+    }
+}
+
+impl std::fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscription").field("live", &self.is_live()).finish()
+    }
+}
+
 /// How many Multi Round-Trip rounds (2026-07-28 `InputRequiredResult`) one call may take
 /// before the client gives up on it.
 pub(crate) const MAX_ROUNDS: usize = 16;
@@ -342,7 +369,7 @@ impl Client {
     /// A builder, to set handlers or a token before connecting.
     pub fn builder() -> ClientBuilder {
         let info = Implementation::new("mcp-tasks-client", env!("CARGO_PKG_VERSION"));
-        ClientBuilder { token: None, handlers: Handlers::default(), info, era: None }
+        ClientBuilder { token: None, headers: Vec::new(), handlers: Handlers::default(), info, era: None }
     }
 
     /// Connects to `url` with an optional bearer token and no handlers: see
@@ -358,6 +385,18 @@ impl Client {
         }
         .connect_http(url)
         .await
+    }
+
+    /// Resolves when the stdio server's output has ended (it exited or closed its stdout):
+    /// nothing more will be answered on this session. Over HTTP, where each request has its
+    /// own connection, it resolves only when the client is closed; failed requests say when
+    /// the server is gone.
+    pub async fn closed(&self) {
+        let connection = &self.inner.connection;
+        tokio::select! {
+            () = connection.closed.cancelled() => {}
+            () = connection.stop.cancelled() => {}
+        }
     }
 
     /// The process id of the stdio server this client spawned, while it runs.
@@ -412,7 +451,10 @@ impl Client {
         let mut cursor: Option<String> = None;
         loop {
             let params = cursor.map_or_else(|| json!({}), |cursor| json!({ "cursor": cursor }));
-            let answer = self.request(method::TOOLS_LIST, params).await?;
+            // 2026-07-28: listed as the calls are made, with the tasks extension when the
+            // server offers it (a server may list other tools to clients without tasks, e.g.
+            // mcp-tasks' helper tools).
+            let answer = self.request_framed(method::TOOLS_LIST, params, self.server_runs_tool_tasks(), &[]).await?;
             let (page, next_cursor) = match self.inner.modern {
                 Some(_) => modern::tools_page(answer)?,
                 None => legacy::tools_page(answer)?,
@@ -449,6 +491,51 @@ impl Client {
         from_value(self.request(method::TOOLS_CALL, params).await?, method::TOOLS_CALL)
     }
 
+    /// [`Client::call_tool`] with a progress token the caller chose (the server's
+    /// `notifications/progress` for the call carry it: match them with
+    /// [`ServerNotification::progress_token`](crate::ServerNotification::progress_token)), that
+    /// can be cancelled: when `cancel` fires first, the client sends
+    /// `notifications/cancelled` for the request (the server should stop the work) and
+    /// returns [`ClientError::CallCancelled`].
+    ///
+    /// # Errors
+    /// As [`Client::call_tool`]; [`ClientError::CallCancelled`] once `cancel` fired.
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        progress_token: &str,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<CallToolResult, ClientError> {
+        let arguments = arguments_map(arguments)?;
+        let meta = RequestMeta { progress_token: Some(ProgressToken::String(progress_token.to_owned())), rest: Default::default() };
+        let called = async {
+            if self.inner.modern.is_some() {
+                let mut params = json!({"name": name, "_meta": meta});
+                if let Some(arguments) = arguments {
+                    params["arguments"] = Value::Object(arguments);
+                }
+                return match self.rounds_from(name, params, false).await? {
+                    modern::Answer::Complete(result) => from_value(result, method::TOOLS_CALL),
+                    _ => Err(ClientError::Protocol(format!("tools/call of {name:?} made a task that was not asked for"))),
+                };
+            }
+            let params = legacy::call_params(name, arguments, None, meta);
+            from_value(self.request(method::TOOLS_CALL, params).await?, method::TOOLS_CALL)
+        };
+        self.inner.connection.cancellable(called, cancel).await
+    }
+
+    /// Sends a request of any `method` with `params` in the session's era (2026-07-28: with
+    /// the per-request `_meta`) and returns its result as JSON: for the methods this client
+    /// has no typed call for, e.g. `resources/read`, `prompts/get`, `completion/complete`.
+    ///
+    /// # Errors
+    /// Transport, HTTP or JSON-RPC errors.
+    pub async fn request_raw(&self, method: &str, params: Value) -> Result<Value, ClientError> {
+        self.request(method, params).await
+    }
+
     /// Calls a tool, as a task where that is how the era and the tool have it: in
     /// 2025-11-25 as a task when the server runs tool calls as tasks and the tool's
     /// [`TaskMode`] allows it, plainly otherwise; in 2026-07-28 the server decides (the
@@ -458,6 +545,21 @@ impl Client {
     /// As [`Client::call_tool`] and [`Client::call_tool_as_task`].
     pub async fn call(&self, name: &str, arguments: Value) -> Result<Called, ClientError> {
         self.call_keyed(name, arguments, None).await
+    }
+
+    /// [`Client::call`] that `cancel` can stop until it is answered (a call answered with a
+    /// task is then cancelled with [`TaskHandle::cancel`]): the requests in flight are given
+    /// up and the server is sent `notifications/cancelled` for each.
+    ///
+    /// # Errors
+    /// As [`Client::call`]; [`ClientError::CallCancelled`] once `cancel` fired.
+    pub async fn call_cancellable(
+        &self,
+        name: &str,
+        arguments: Value,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<Called, ClientError> {
+        self.inner.connection.cancellable(self.call_keyed(name, arguments, None), cancel).await
     }
 
     /// [`Client::call`] made once-only by idempotency `key`
@@ -514,6 +616,11 @@ impl Client {
         if let Some(arguments) = arguments {
             params["arguments"] = Value::Object(arguments);
         }
+        self.rounds_from(name, params, tasks).await
+    }
+
+    /// [`Client::rounds`] from the first round's `params`.
+    async fn rounds_from(&self, name: &str, mut params: Value, tasks: bool) -> Result<modern::Answer, ClientError> {
         let mut headers = self.param_headers(name, params.get("arguments").and_then(Value::as_object)).await;
         let mut relisted = false;
         for _ in 0..MAX_ROUNDS {
@@ -655,6 +762,17 @@ impl Client {
     /// more than 256 behind loses the oldest (`RecvError::Lagged`).
     pub fn notifications(&self) -> tokio::sync::broadcast::Receiver<crate::ServerNotification> {
         self.inner.connection.notifications.subscribe()
+    }
+
+    /// 2026-07-28: asks the server for `notifications/tools/list_changed` with a
+    /// `subscriptions/listen` (in this era list changes come only on such a stream); they
+    /// reach [`Client::notifications`] like any other, until the returned [`Subscription`]
+    /// is dropped. `None` in 2025-11-25, where a server sends list changes on the session's
+    /// own streams unasked.
+    pub fn listen_tool_changes(&self) -> Option<Subscription> {
+        let identity = self.inner.modern.as_ref()?;
+        let params = identity.frame(json!({"notifications": {"toolsListChanged": true}}), false);
+        Some(Subscription(self.inner.connection.listen(params)))
     }
 
     /// A handle on a task created earlier (e.g. by another process of the same principal),

@@ -34,6 +34,11 @@ const NOTIFICATION_BUFFER: usize = 256;
 
 type Waiter = oneshot::Sender<Result<Value, ClientError>>;
 
+tokio::task_local! {
+    /// The requests sent by the call [`Connection::cancellable`] runs.
+    static SENT: Arc<Mutex<Vec<RequestId>>>;
+}
+
 /// The host's handlers for server requests.
 #[derive(Clone, Default)]
 pub(crate) struct Handlers {
@@ -110,7 +115,7 @@ pub(crate) struct Connection {
     /// Ends the background streams when the client is dropped.
     pub(crate) stop: CancellationToken,
     /// Cancelled when the stdio server's output ended: nothing more will be answered.
-    closed: CancellationToken,
+    pub(crate) closed: CancellationToken,
     /// Every notification from the server, to whoever subscribed.
     pub(crate) notifications: broadcast::Sender<ServerNotification>,
 }
@@ -193,6 +198,8 @@ impl Connection {
         let id = RequestId::from(self.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         self.pending().insert(id.clone(), tx);
+        // Inside Connection::cancellable: noted, to be cancelled with the call.
+        let _ = SENT.try_with(|sent| sent.lock().unwrap_or_else(PoisonError::into_inner).push(id.clone()));
         let _guard = PendingGuard { connection: self, id: id.clone() };
         let message = jsonrpc::request(&id, method, params);
         let http = match &self.transport {
@@ -214,6 +221,39 @@ impl Connection {
             }
         }
         self.wait(rx).await
+    }
+
+    /// Runs `call` (requests of this connection) until `cancel` fires; then each request it
+    /// still has in flight is given up and the server is sent `notifications/cancelled` for
+    /// it. The requests are known by a task-local list that [`Connection::request`] fills
+    /// (other calls on the connection, in other tasks, are not touched).
+    pub(crate) async fn cancellable<T>(
+        self: &Arc<Self>,
+        call: impl std::future::Future<Output = Result<T, ClientError>>,
+        cancel: &CancellationToken,
+    ) -> Result<T, ClientError> {
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        // Boxed, so that dropping it below ends the call (and its pending entries) before the
+        // notifications go out.
+        let mut call = Box::pin(SENT.scope(Arc::clone(&sent), call));
+        tokio::select! {
+            biased;
+            outcome = &mut call => return outcome,
+            () = cancel.cancelled() => {}
+        }
+        let in_flight: Vec<RequestId> = {
+            let pending = self.pending();
+            let sent = sent.lock().unwrap_or_else(PoisonError::into_inner);
+            sent.iter().filter(|id| pending.contains_key(*id)).cloned().collect()
+        };
+        drop(call);
+        for id in in_flight {
+            let params = serde_json::json!({"requestId": id, "reason": "cancelled by the client"});
+            if let Err(error) = self.notify(mcp_tasks_protocol::mcp::method::NOTIFY_CANCELLED, params).await {
+                tracing::debug!(%error, "could not send notifications/cancelled");
+            }
+        }
+        Err(ClientError::CallCancelled)
     }
 
     async fn wait(&self, rx: oneshot::Receiver<Result<Value, ClientError>>) -> Result<Value, ClientError> {

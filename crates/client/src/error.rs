@@ -83,6 +83,10 @@ pub enum ClientError {
         /// The server's status message.
         message: Option<String>,
     },
+    /// The caller cancelled the call ([`crate::Client::call_tool_with`]); the server was
+    /// sent `notifications/cancelled`.
+    #[error("the call was cancelled")]
+    CallCancelled,
     /// The client was closed while a call was under way.
     #[error("the client was closed")]
     Closed,

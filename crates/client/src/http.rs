@@ -36,6 +36,8 @@ pub(crate) struct HttpTransport {
     client: HyperClient<HttpConnector, Full<Bytes>>,
     url: Uri,
     token: Option<String>,
+    /// Headers sent on every request (`ClientBuilder::header`), already checked.
+    extra: Vec<(hyper::header::HeaderName, HeaderValue)>,
     /// `Mcp-Session-Id`, once `initialize` gave one.
     session: Mutex<Option<HeaderValue>>,
     /// Whether `initialize` is done (from then on every request names the version).
@@ -45,7 +47,14 @@ pub(crate) struct HttpTransport {
 }
 
 impl HttpTransport {
-    pub(crate) fn new(url: &str, token: Option<String>) -> Result<HttpTransport, ClientError> {
+    pub(crate) fn new(url: &str, token: Option<String>, headers: &[(String, String)]) -> Result<HttpTransport, ClientError> {
+        let mut extra = Vec::with_capacity(headers.len());
+        for (name, value) in headers {
+            let bad = |reason: String| ClientError::InvalidArguments(format!("the HTTP header {name:?}: {reason}"));
+            let name = hyper::header::HeaderName::from_bytes(name.trim().as_bytes()).map_err(|e| bad(e.to_string()))?;
+            let value = HeaderValue::from_str(value.trim()).map_err(|e| bad(e.to_string()))?;
+            extra.push((name, value));
+        }
         let invalid = |reason: &str| ClientError::InvalidUrl { url: url.to_owned(), reason: reason.to_owned() };
         let uri: Uri = url.parse().map_err(|e: hyper::http::uri::InvalidUri| invalid(&e.to_string()))?;
         match uri.scheme_str() {
@@ -61,6 +70,7 @@ impl HttpTransport {
             client,
             url: uri,
             token,
+            extra,
             session: Mutex::new(None),
             initialized: Mutex::new(false),
             modern: Mutex::new(false),
@@ -159,6 +169,9 @@ impl HttpTransport {
         }
         if *self.initialized.lock().unwrap_or_else(PoisonError::into_inner) {
             builder = builder.header(VERSION_HEADER, crate::legacy::PROTOCOL_VERSION);
+        }
+        for (name, value) in &self.extra {
+            builder = builder.header(name, value);
         }
         if let Some(token) = &self.token {
             builder = builder.header(AUTHORIZATION, format!("Bearer {token}"));

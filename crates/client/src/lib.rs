@@ -56,13 +56,14 @@ mod stdio;
 mod task;
 mod types;
 
-pub use client::{Called, Client, ClientBuilder};
+pub use client::{Called, Client, ClientBuilder, Subscription};
 
 /// Entry points for the fuzz targets (`fuzz/`) and their regression corpus; not an API.
 #[doc(hidden)]
 pub mod fuzzing {
     /// Feeds `bytes` to the SSE parser whole, and again in pieces cut where `cuts` says;
     /// returns the events of each way, which must be equal.
+    #[allow(clippy::type_complexity)] // a fuzz entry point: the two event lists, compared whole
     pub fn sse(bytes: &[u8], cuts: &[u8]) -> (Vec<(Option<String>, String, Option<u64>)>, Vec<(Option<String>, String, Option<u64>)>) {
         let shape = |events: Vec<crate::sse::Event>| events.into_iter().map(|e| (e.id, e.data, e.retry)).collect::<Vec<_>>();
         let whole = shape(crate::sse::Parser::default().push(bytes));

@@ -16,6 +16,7 @@ mod problem;
 mod server;
 mod tool;
 mod webhook;
+mod upstream;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -28,6 +29,7 @@ use server::RawServer;
 pub use server::{ServerConfig, TaskToolNames};
 pub use webhook::{WEBHOOK_EVENTS, Webhook};
 pub use tool::{InheritEnv, OutputFormat, RestartPolicy, Stdin, TaskSupport, ToolConfig};
+pub use upstream::UpstreamToolConfig;
 
 /// The whole configuration of `mcp-tasks serve`.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -36,6 +38,9 @@ pub struct Config {
     pub server: ServerConfig,
     /// The `[[tools]]` array, in file order.
     pub tools: Vec<ToolConfig>,
+    /// `[upstream.tools.NAME]`: settings of the upstream server's tools, by name (read by
+    /// `mcp-tasks proxy`; `serve` has no upstream).
+    pub upstream_tools: std::collections::BTreeMap<String, UpstreamToolConfig>,
 }
 
 impl Config {
@@ -145,8 +150,9 @@ impl Config {
                 }
             }
         }
+        let upstream_tools = raw.upstream.check(lines, &mut problems);
         match server {
-            Some(server) if problems.is_empty() => Ok(Config { server, tools }),
+            Some(server) if problems.is_empty() => Ok(Config { server, tools, upstream_tools }),
             _ => {
                 problems.sort_by_key(|problem| match problem {
                     ConfigError::Invalid {
@@ -179,6 +185,8 @@ struct RawConfig {
     server: RawServer,
     #[serde(default)]
     tools: Vec<tool::RawTool>,
+    #[serde(default)]
+    upstream: upstream::RawUpstream,
 }
 
 #[cfg(test)]

@@ -63,6 +63,11 @@
 //! - `max_concurrent` (no limit): calls of this tool running at once; the engine makes
 //!   the others wait.
 //!
+//! `[upstream.tools.NAME]` (read by `mcp-tasks proxy`, one table per tool of the upstream
+//! server, all optional): `task_support` (`"optional"`), `timeout`, `inline_wait`,
+//! `on_restart` (`"fail"`) with `max_attempts` (3, retry only), `max_concurrent`; checked
+//! as in `[[tools]]`.
+//!
 //! Unknown keys are refused. Every problem names its line: [`Config::load`] and
 //! [`Config::parse`] give the first, [`Config::check`] and [`Config::problems`] all of
 //! them (one per tool and one for `[server]` at most, after the TOML has the right
@@ -111,5 +116,5 @@ pub mod template;
 pub use auth::Auth;
 pub use config::{
     Config, ConfigError, InheritEnv, OutputFormat, Problem, RestartPolicy, ServerConfig, Stdin, TaskSupport,
-    TaskToolNames, ToolConfig, WEBHOOK_EVENTS, Webhook,
+    TaskToolNames, ToolConfig, UpstreamToolConfig, WEBHOOK_EVENTS, Webhook,
 };

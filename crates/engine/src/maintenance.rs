@@ -47,7 +47,10 @@ pub struct Sweep {
 
 impl Engine {
     /// Resolves tasks a previous process left unfinished, by their tool's restart policy:
-    /// `fail` (also for tools no longer registered) or `retry`. A task that keeps changing
+    /// `fail` (also for tools no longer registered) or `retry`. A task whose handler
+    /// recorded a checkpoint ([`Context::checkpoint`](crate::Context::checkpoint)) is run
+    /// again (counted as retried) whatever its tool's policy, within its tool's
+    /// `max_attempts`, and its handler reads the checkpoint to resume. A task that keeps changing
     /// while it is written (a compare-and-set conflict each time) is skipped and logged; the
     /// others are still recovered.
     ///
@@ -168,7 +171,15 @@ impl Engine {
                 };
             }
             let runtime = self.tool(&task.tool);
-            let done = match runtime.map(|tool| (tool.on_restart, tool.max_attempts.max(1))) {
+            // A task whose handler recorded a checkpoint is run again whatever its policy:
+            // the handler said where its work stands so that it can resume from there
+            // (e.g. a proxied call polls the upstream task it had started).
+            let resumable = runtime.is_some() && self.inner.store.checkpoint(&task.id).await?.is_some();
+            let policy = runtime.map(|tool| {
+                let on_restart = if resumable { RestartPolicy::Retry } else { tool.on_restart };
+                (on_restart, tool.max_attempts.max(1))
+            });
+            let done = match policy {
                 Some((RestartPolicy::Retry, max_attempts)) if task.attempt < max_attempts => {
                     match self.restart(&taken).await {
                         Ok(Some(restarted)) => {

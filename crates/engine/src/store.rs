@@ -118,6 +118,23 @@ pub trait TaskStore: Send + Sync + 'static {
     /// [`StoreError::Backend`].
     async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError>;
 
+    /// Records `checkpoint` (a handler's note of where its work stands, e.g. the id of the
+    /// upstream task it drives) with task `id`, replacing any recorded before, if the task is
+    /// still unfinished and its attempt is still `attempt` (fenced by the claim, as every
+    /// write of a runner: a stale attempt's note is not written). Durable before returning.
+    /// Neither the version nor anything else of the task changes. Returns whether it was
+    /// written (`false` for a stale attempt, a finished or an unknown task). The record goes
+    /// with its task when it is purged.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &Value) -> Result<bool, StoreError>;
+
+    /// The checkpoint last recorded for task `id`, if any.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn checkpoint(&self, id: &TaskId) -> Result<Option<Value>, StoreError>;
     // Many nodes on one store: claims with a lease, the retention limit, cancel requests,
     // input answers and the change feed. On a store that one process owns (SQLite) the same
     // methods hold, trivially: that process holds every claim.

@@ -331,6 +331,40 @@ impl Context {
         }
     }
 
+    /// Records `checkpoint` with the task: a note of where the work stands (e.g. the id of an
+    /// upstream task it drives), replacing the one recorded before. The write is fenced by
+    /// the attempt: it returns `true` once the note is durable, `false` if this attempt is
+    /// no longer the task's (or the task is finished), and for plain calls (they are not
+    /// recovered). A task with a checkpoint is run again after a server restart, whatever
+    /// its tool's restart policy ([`Engine::recover`]); the handler reads the note with
+    /// [`Context::checkpointed`] and resumes from it. Keep it small: it is one column of
+    /// the task's row.
+    pub async fn checkpoint(&self, checkpoint: Value) -> bool {
+        let Reporter::Task { engine, id, attempt } = &self.reporter else {
+            return false;
+        };
+        match engine.inner.store.set_checkpoint(id, *attempt, &checkpoint).await {
+            Ok(written) => written,
+            Err(err) => {
+                tracing::warn!(task = %id, error = %err, "could not store the task's checkpoint");
+                false
+            }
+        }
+    }
+
+    /// The checkpoint last recorded for this task ([`Context::checkpoint`]), by this attempt
+    /// or an earlier one (e.g. the attempt a server restart interrupted). `None` for a plain
+    /// call, a task that recorded none, or a store that cannot be read (logged).
+    pub async fn checkpointed(&self) -> Option<Value> {
+        let Reporter::Task { engine, id, .. } = &self.reporter else {
+            return None;
+        };
+        engine.inner.store.checkpoint(id).await.unwrap_or_else(|err| {
+            tracing::warn!(task = %id, error = %err, "could not read the task's checkpoint");
+            None
+        })
+    }
+
     /// Records, with the task, the process group the work started, so that a server
     /// started after a crash ends the group before it resolves the task. Call it as soon
     /// as the group exists; it returns once the record is durable. No-op for plain calls

@@ -18,6 +18,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0002_process_groups.sql"),
     include_str!("../migrations/0003_claims.sql"),
     include_str!("../migrations/0004_web_view.sql"),
+    include_str!("../migrations/0005_checkpoints.sql"),
 ];
 
 /// The schema version this build writes: the number of migrations.

@@ -117,6 +117,16 @@ pub const SET_PROCESS_GROUP: &str =
 /// `process_group`.
 pub const PROCESS_GROUP: &str = "SELECT process_group, process_start FROM tasks WHERE id = $1";
 
+/// `set_checkpoint`: fenced by the attempt, only while the task is unfinished; the version is
+/// not bumped.
+pub const SET_CHECKPOINT: &str = concat!(
+    "UPDATE tasks SET checkpoint = $1 WHERE id = $2 AND attempt = $3 AND ",
+    unfinished!()
+);
+
+/// `checkpoint`.
+pub const CHECKPOINT: &str = "SELECT checkpoint FROM tasks WHERE id = $1";
+
 /// `insert_claimed`: locks the owner's row of `task_counts` (creating it at zero) and reads
 /// the count, one statement: concurrent inserts for one owner, from any replica, queue on the
 /// row lock until the transaction holding it commits (its task counted) or rolls back.

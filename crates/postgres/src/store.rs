@@ -278,6 +278,29 @@ impl TaskStore for PostgresStore {
             .zip(start.and_then(|start| u64::try_from(start).ok()))
             .map(|(pgid, start_time)| ProcessGroup { pgid, start_time }))
     }
+
+    async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &serde_json::Value) -> Result<bool, StoreError> {
+        let text = checkpoint.to_string();
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql::SET_CHECKPOINT).await.map_err(StoreError::backend)?;
+        client
+            .execute(&statement, &[&text, &id.as_str(), &i64::from(attempt)])
+            .await
+            .map(|written| written == 1)
+            .map_err(StoreError::backend)
+    }
+
+    async fn checkpoint(&self, id: &TaskId) -> Result<Option<serde_json::Value>, StoreError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql::CHECKPOINT).await.map_err(StoreError::backend)?;
+        let row = client.query_opt(&statement, &[&id.as_str()]).await.map_err(StoreError::backend)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let text: Option<String> = row.try_get(0).map_err(StoreError::backend)?;
+        text.map(|text| serde_json::from_str(&text).map_err(StoreError::backend)).transpose()
+    }
+
     fn shared(&self) -> bool {
         true
     }

@@ -48,9 +48,9 @@ pub mod stdio;
 pub mod webhooks;
 
 pub use catalog::{
-    CompletionDef, CompletionRef, CompletionRequest, FnHandler, GetPromptResult, Prompt, PromptArgument, PromptDef,
+    CatalogUpstream, CompletionDef, CompletionRef, CompletionRequest, FnHandler, GetPromptResult, Prompt, PromptArgument, PromptDef,
     PromptMessage, PromptRequest, RESOURCE_NOT_FOUND, ReadRequest, Resource, ResourceContents, ResourceDef,
-    ResourceTemplate, ResourceTemplateDef, Role, UriTemplate, UriTemplateError, handler_fn, log_message,
+    ResourceTemplate, ResourceTemplateDef, Role, UpstreamOffers, UriTemplate, UriTemplateError, handler_fn, log_message,
     resource_not_found,
 };
 pub use errors::LIMIT_EXCEEDED;

@@ -201,6 +201,13 @@ impl ServerBuilder {
         self
     }
 
+    /// Serves the resources, templates, prompts and completion that `upstream` offers from
+    /// it, request by request, in place of those added here (the proxy's upstream server).
+    pub fn catalog_upstream(mut self, upstream: std::sync::Arc<dyn crate::catalog::CatalogUpstream>) -> ServerBuilder {
+        self.catalog.upstream = Some(upstream);
+        self
+    }
+
     /// Adds a completion handler for one argument of a prompt or template (replacing one for
     /// the same argument). Arguments without a handler get no suggestions.
     pub fn completion(mut self, completion: CompletionDef) -> ServerBuilder {

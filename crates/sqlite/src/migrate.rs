@@ -19,6 +19,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0005_process_groups.sql"),
     include_str!("../migrations/0006_claims.sql"),
     include_str!("../migrations/0007_web_view.sql"),
+    include_str!("../migrations/0008_checkpoints.sql"),
 ];
 
 /// The schema version this build writes: the number of migrations.

@@ -749,6 +749,33 @@ impl TaskStore for SqliteStore {
         })
         .await
     }
+
+    async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &serde_json::Value) -> Result<bool, StoreError> {
+        let id = id.as_str().to_owned();
+        let text = checkpoint.to_string();
+        self.write(move |conn| {
+            conn.prepare_cached(&format!(
+                "UPDATE tasks SET checkpoint = ?1 WHERE id = ?2 AND attempt = ?3 AND status IN {UNFINISHED}"
+            ))
+            .and_then(|mut stmt| stmt.execute(params![text, id, i64::from(attempt)]))
+            .map(|written| written == 1)
+            .map_err(StoreError::backend)
+        })
+        .await
+    }
+
+    async fn checkpoint(&self, id: &TaskId) -> Result<Option<serde_json::Value>, StoreError> {
+        let id = id.as_str().to_owned();
+        self.read(move |conn| {
+            let found: Option<Option<String>> = conn
+                .prepare_cached("SELECT checkpoint FROM tasks WHERE id = ?1")
+                .and_then(|mut stmt| stmt.query_row([id], |row| row.get(0)).optional())
+                .map_err(StoreError::backend)?;
+            found.flatten().map(|text| serde_json::from_str(&text).map_err(StoreError::backend)).transpose()
+        })
+        .await
+    }
+
     fn shared(&self) -> bool {
         // One process owns the file: the writer thread is the only writer.
         false

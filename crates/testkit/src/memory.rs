@@ -42,6 +42,8 @@ struct Tables {
     by_key: HashMap<(Principal, IdempotencyKey), TaskId>,
     /// The process group recorded for each task that has one.
     groups: HashMap<TaskId, ProcessGroup>,
+    /// Handlers' checkpoints, by task; removed with their task.
+    checkpoints: HashMap<TaskId, serde_json::Value>,
     /// Each claimed task's lease.
     claims: HashMap<TaskId, Lease>,
     /// Tasks whose requestor asked them to stop.
@@ -73,6 +75,7 @@ impl Tables {
             return;
         };
         self.groups.remove(id);
+        self.checkpoints.remove(id);
         self.claims.remove(id);
         self.cancels.remove(id);
         self.answers.retain(|(task, _), _| task != id);
@@ -319,6 +322,19 @@ impl TaskStore for MemoryStore {
 
     async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError> {
         Ok(self.lock().groups.get(id).copied())
+    }
+
+    async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &serde_json::Value) -> Result<bool, StoreError> {
+        let mut tables = self.lock();
+        let current = tables.tasks.get(id).is_some_and(|task| task.attempt == attempt && !task.status().is_terminal());
+        if current {
+            tables.checkpoints.insert(id.clone(), checkpoint.clone());
+        }
+        Ok(current)
+    }
+
+    async fn checkpoint(&self, id: &TaskId) -> Result<Option<serde_json::Value>, StoreError> {
+        Ok(self.lock().checkpoints.get(id).cloned())
     }
 
     fn shared(&self) -> bool {

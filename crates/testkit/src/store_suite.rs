@@ -636,6 +636,43 @@ pub async fn a_process_group_is_recorded_with_its_task_and_goes_with_it(store: A
     assert_eq!(store.process_group(&task.id).await.expect("read succeeds"), None, "gone with its task");
 }
 
+/// A checkpoint written by the task's current attempt reads back and a second replaces it;
+/// a stale attempt's is refused (`false`, the note unchanged), so is one for a finished or an
+/// unknown task; nothing else of the task changes (not its version); the checkpoint outlives
+/// the attempt that wrote it (a retry reads it) and goes with its task when it is purged.
+pub async fn a_checkpoint_is_fenced_by_the_attempt_and_goes_with_its_task(store: Arc<dyn TaskStore>) {
+    let task = task_at("alice", T0.0, Some(10), TaskState::Working);
+    insert_all(&*store, std::slice::from_ref(&task)).await;
+    assert_eq!(store.checkpoint(&task.id).await.expect("read succeeds"), None, "none recorded yet");
+    let first = json!({"upstream_task": "t-1", "nested": {"n": [1, 2.5, null, "é"]}});
+    assert!(store.set_checkpoint(&task.id, task.attempt, &first).await.expect("write succeeds"));
+    assert_eq!(store.checkpoint(&task.id).await.expect("read succeeds"), Some(first.clone()));
+    let second = json!("t-2");
+    assert!(store.set_checkpoint(&task.id, task.attempt, &second).await.expect("write succeeds"));
+    assert_eq!(store.checkpoint(&task.id).await.expect("read succeeds"), Some(second.clone()), "replaced");
+    let stale = store.set_checkpoint(&task.id, task.attempt + 1, &json!("other")).await.expect("write runs");
+    assert!(!stale, "another attempt's checkpoint is refused");
+    assert_eq!(store.checkpoint(&task.id).await.expect("read succeeds"), Some(second.clone()), "unchanged");
+    assert_eq!(store.get(&task.id).await.expect("get succeeds").as_ref(), Some(&task), "the task itself unchanged");
+
+    let retried = Update { state: TaskState::Working, status_message: None, updated_at: Timestamp(T0.0 + 1), attempt: task.attempt + 1 };
+    let retried = store.replace(&task.id, task.version, &retried).await.expect("replace succeeds");
+    assert_eq!(store.checkpoint(&task.id).await.expect("read succeeds"), Some(second), "the next attempt reads it");
+    let old = store.set_checkpoint(&task.id, task.attempt, &json!("late")).await.expect("write runs");
+    assert!(!old, "the interrupted attempt can no longer write");
+
+    let unknown = TaskId::random();
+    assert!(!store.set_checkpoint(&unknown, 1, &json!(1)).await.expect("an unknown id is no error"));
+    assert_eq!(store.checkpoint(&unknown).await.expect("read succeeds"), None);
+
+    let done = Update { state: completed(), status_message: None, updated_at: Timestamp(T0.0 + 2), attempt: retried.attempt };
+    store.replace(&task.id, retried.version, &done).await.expect("replace succeeds");
+    let finished = store.set_checkpoint(&task.id, retried.attempt, &json!("after")).await.expect("write runs");
+    assert!(!finished, "a finished task takes no checkpoint");
+    assert_eq!(store.purge(Timestamp(T0.0 + 1_000), 10).await.expect("purge succeeds"), 1);
+    assert_eq!(store.checkpoint(&task.id).await.expect("read succeeds"), None, "gone with its task");
+}
+
 /// Generates one `#[tokio::test]` per case of the store suite, each on a fresh store
 /// built by the async constructor `$make` (an expression whose output is a
 /// [`StoreFixture`](crate::store_suite::StoreFixture)).
@@ -679,6 +716,7 @@ macro_rules! store_suite {
             status_counts_follow_writes,
             the_status_history_records_each_change_and_goes_with_its_task,
             an_origin_is_recorded_with_its_task_and_goes_with_it,
+            a_checkpoint_is_fenced_by_the_attempt_and_goes_with_its_task,
         );
         $crate::store_suite!(@pairs $fixture;
             a_claim_holds_until_its_lease_lapses_and_a_take_over_fences_the_runner,

@@ -130,6 +130,13 @@ impl Server {
         Server::spawn_as_is(command)
     }
 
+    /// The binary with `args` (a subcommand that serves on stdio, e.g. `proxy --stdio …`).
+    pub(crate) fn spawn_args<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Server {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
+        command.args(args);
+        Server::spawn(command)
+    }
+
     /// Spawns `command` (an `mcp-tasks serve --stdio …`) and speaks to it over its stdio.
     pub(crate) fn spawn(mut command: Command) -> Server {
         command.env("RUST_LOG", "warn").stderr(Pipe::inherit());

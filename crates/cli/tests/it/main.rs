@@ -19,6 +19,7 @@ mod lifecycle;
 mod log_hygiene;
 mod metrics;
 mod postgres;
+mod proxy;
 mod replicas;
 mod restart;
 mod sampling;

@@ -2,3 +2,4 @@
 //! `[[server.auth.tokens]]` with `token_env` from the environment.
 
 mod auth;
+mod upstream;

@@ -28,10 +28,8 @@ fn plain_call(
     tokio::spawn(async move { engine.call_plain(&owner, TOOL, json!({"n": n}), ctx).await })
 }
 
-fn outcome_of(
-    call: tokio::task::JoinHandle<Result<Outcome, EngineError>>,
-) -> impl Future<Output = Outcome> + Send {
-    async move { call.await.unwrap().unwrap() }
+async fn outcome_of(call: tokio::task::JoinHandle<Result<Outcome, EngineError>>) -> Outcome {
+    call.await.unwrap().unwrap()
 }
 
 #[tokio::test]

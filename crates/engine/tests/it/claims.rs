@@ -130,6 +130,12 @@ impl TaskStore for Partitioned {
     async fn origin(&self, id: &TaskId) -> Result<Option<mcp_tasks_engine::Origin>, StoreError> {
         self.inner.origin(id).await
     }
+    async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &serde_json::Value) -> Result<bool, StoreError> {
+        self.inner.set_checkpoint(id, attempt, checkpoint).await
+    }
+    async fn checkpoint(&self, id: &TaskId) -> Result<Option<serde_json::Value>, StoreError> {
+        self.inner.checkpoint(id).await
+    }
 }
 
 /// Work that runs until cancelled, says so, then finishes with a result.

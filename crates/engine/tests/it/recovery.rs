@@ -64,6 +64,12 @@ impl TaskStore for Conflicting {
     async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError> {
         self.inner.process_group(id).await
     }
+    async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &serde_json::Value) -> Result<bool, StoreError> {
+        self.inner.set_checkpoint(id, attempt, checkpoint).await
+    }
+    async fn checkpoint(&self, id: &TaskId) -> Result<Option<serde_json::Value>, StoreError> {
+        self.inner.checkpoint(id).await
+    }
     fn shared(&self) -> bool {
         self.inner.shared()
     }
@@ -258,4 +264,55 @@ async fn recovery_restarts_a_task_waiting_for_input_in_working_through_the_trans
     assert_eq!((recovery.retried, recovery.skipped), (1, 0));
     let restarted = engine.get(&owner, &task.id).await.unwrap();
     assert_eq!((restarted.state, restarted.attempt), (TaskState::Working, 2));
+}
+
+/// Writes a checkpoint on its first attempt and then never ends (its process "dies"); run
+/// again, it answers with the checkpoint it finds.
+struct Resumable {
+    written: tokio::sync::Notify,
+}
+
+#[async_trait]
+impl mcp_tasks_engine::Handler for Resumable {
+    async fn call(&self, _arguments: serde_json::Value, ctx: mcp_tasks_engine::Context) -> Outcome {
+        if let Some(found) = ctx.checkpointed().await {
+            return Outcome::Result(json!({"content": [], "structuredContent": {"resumed_from": found, "attempt": ctx.attempt()}}));
+        }
+        assert!(ctx.checkpoint(json!({"upstream_task": "up-1"})).await, "the current attempt's checkpoint is written");
+        self.written.notify_one();
+        ctx.cancelled().await;
+        Outcome::Result(json!({"content": []}))
+    }
+}
+
+#[tokio::test]
+async fn a_checkpointed_task_of_a_fail_tool_is_resumed_with_its_checkpoint_and_one_without_is_failed() {
+    let store = Arc::new(MemoryStore::new());
+    let clock = Arc::new(FakeClock::new(Timestamp(1_764_000_000_000)));
+    let owner = Principal::new("a");
+    let before = Engine::new(Arc::clone(&store) as Arc<dyn TaskStore>, clock.clone(), Policy::default());
+    let first = Arc::new(Resumable { written: tokio::sync::Notify::new() });
+    before.register("noted", ToolRuntime::from_arc(first.clone()).on_restart(RestartPolicy::Fail));
+    before.register("failed", ToolRuntime::new(Forever).on_restart(RestartPolicy::Fail));
+    let noted = before.create(new_task("noted")).await.unwrap();
+    let plain = before.create(new_task("failed")).await.unwrap();
+    let written = first.written.notified();
+    before.start(&noted).unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(10), written).await.expect("the checkpoint is written");
+
+    // A new process on the same store: the old one's work is abandoned, not finished.
+    let after = Engine::new(Arc::clone(&store) as Arc<dyn TaskStore>, clock, Policy::default());
+    after.register("noted", ToolRuntime::new(Resumable { written: tokio::sync::Notify::new() }).on_restart(RestartPolicy::Fail));
+    after.register("failed", ToolRuntime::new(Forever).on_restart(RestartPolicy::Fail));
+    let recovery = after.recover().await.unwrap();
+    assert_eq!((recovery.retried, recovery.failed, recovery.skipped), (1, 1, 0));
+    let done = tokio::time::timeout(std::time::Duration::from_secs(10), after.wait_terminal(&owner, &noted.id))
+        .await
+        .expect("the resumed task ends")
+        .unwrap();
+    let TaskState::Completed { result } = &done.state else { panic!("completed, not {:?}", done.state) };
+    assert_eq!(result["structuredContent"], json!({"resumed_from": {"upstream_task": "up-1"}, "attempt": 2}));
+    let failed = after.get(&owner, &plain.id).await.unwrap();
+    assert_eq!(failed.state, TaskState::Failed { outcome: Outcome::Failure(WorkError::InterruptedByRestart) });
+    drop(before);
 }

@@ -11,6 +11,7 @@
 //! - `completion`: [`CompletionDef`]; `completion/complete`.
 //! - `logging`: [`log_message`], for a tool to send `notifications/message`.
 //! - `tools`: [`handler_fn`], a tool handler from a closure.
+//! - `upstream`: [`CatalogUpstream`], another server that serves these methods (the proxy).
 //!
 //! Lists come in a single page: a `cursor` is refused with `-32602`, since none is issued.
 
@@ -19,6 +20,7 @@ mod logging;
 mod prompts;
 mod resources;
 mod tools;
+mod upstream;
 mod uri_template;
 
 use std::collections::{BTreeMap, HashMap};
@@ -41,6 +43,7 @@ pub use resources::{
     resource_not_found,
 };
 pub use tools::{FnHandler, handler_fn};
+pub use upstream::{CatalogUpstream, UpstreamOffers};
 pub use uri_template::{UriTemplate, UriTemplateError};
 
 use crate::codec::parse_value;
@@ -53,6 +56,8 @@ pub(crate) type Work = Box<dyn FnOnce(Context) -> Pin<Box<dyn Future<Output = Re
 /// The resources, templates, prompts and completion handlers of a server.
 #[derive(Default)]
 pub(crate) struct Catalog {
+    /// Serves the methods it offers in place of the definitions below.
+    pub(crate) upstream: Option<std::sync::Arc<dyn CatalogUpstream>>,
     /// By URI, so that `resources/list` is stable and reads find them at once.
     pub(crate) resources: BTreeMap<String, ResourceDef>,
     /// In registration order, which is also the order in which they are tried on a read.
@@ -66,12 +71,34 @@ pub(crate) struct Catalog {
 impl Catalog {
     /// Whether the server offers resources (and so declares the capability).
     pub(crate) fn has_resources(&self) -> bool {
-        !self.resources.is_empty() || !self.templates.is_empty()
+        !self.resources.is_empty() || !self.templates.is_empty() || self.upstream_offers().resources
     }
 
     /// Whether the server offers prompts (and so declares the capability).
     pub(crate) fn has_prompts(&self) -> bool {
-        !self.prompts.is_empty()
+        !self.prompts.is_empty() || self.upstream_offers().prompts
+    }
+
+    /// What the upstream serves (nothing without one).
+    pub(crate) fn upstream_offers(&self) -> UpstreamOffers {
+        self.upstream.as_ref().map(|upstream| upstream.offers()).unwrap_or_default()
+    }
+
+    /// The upstream, if it serves `name`.
+    fn upstream_for(&self, name: &str) -> Option<&std::sync::Arc<dyn CatalogUpstream>> {
+        let offers = self.upstream_offers();
+        let served = match name {
+            method::RESOURCES_LIST | method::RESOURCES_TEMPLATES_LIST | method::RESOURCES_READ => offers.resources,
+            method::PROMPTS_LIST | method::PROMPTS_GET => offers.prompts,
+            method::COMPLETION_COMPLETE => offers.completions,
+            _ => false,
+        };
+        self.upstream.as_ref().filter(|_| served)
+    }
+
+    /// Whether requests of `name` go to the upstream.
+    pub(crate) fn forwards(&self, name: &str) -> bool {
+        self.upstream_for(name).is_some()
     }
 }
 
@@ -81,6 +108,14 @@ impl Catalog {
 /// `ctx` is the request's: how a prompt asks the client.
 pub(crate) async fn route(server: &Server, name: &str, params: Option<Value>, ctx: Context) -> Option<Result<Value, RpcError>> {
     let catalog = &server.inner.catalog;
+    if let Some(upstream) = catalog.upstream_for(name) {
+        let params = match params {
+            Some(Value::Object(params)) => Value::Object(params),
+            None | Some(Value::Null) => json!({}),
+            Some(other) => return Some(Err(RpcError::invalid_params(format!("the params of {name} must be an object, not {other}")))),
+        };
+        return Some(upstream.request(name, params).await);
+    }
     let reply = match name {
         method::RESOURCES_LIST if catalog.has_resources() => {
             first_page(name, params).map(|()| resources::list(catalog))

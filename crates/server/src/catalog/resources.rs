@@ -369,7 +369,8 @@ pub(crate) fn reading(
 impl Catalog {
     /// Whether some resource or template serves `uri`.
     pub(crate) fn serves(&self, uri: &str) -> bool {
-        self.resources.contains_key(uri) || self.templates.iter().any(|def| def.template.match_uri(uri).is_some())
+        self.upstream_offers().resources
+            || self.resources.contains_key(uri) || self.templates.iter().any(|def| def.template.match_uri(uri).is_some())
     }
 
     fn reader(&self, uri: &str) -> Option<(ReadFn, ReadRequest)> {

@@ -129,8 +129,12 @@ async fn route(meta: &RequestMeta, ctx: &RequestContext, request: Request) -> Re
         // Shared methods without a lifecycle rule; `ping` and the 2025-11-25-only ones are
         // not in the catalog's table either, and fall through to -32601.
         method::PING => Err(unknown(name)),
-        method::PROMPTS_GET if ctx.server().inner.catalog.has_prompts() => prompts_get(meta, ctx, params).await,
-        method::RESOURCES_READ if ctx.server().inner.catalog.has_resources() => resources_read(meta, ctx, params).await,
+        method::PROMPTS_GET if ctx.server().inner.catalog.has_prompts() && !ctx.server().inner.catalog.forwards(name) => {
+            prompts_get(meta, ctx, params).await
+        }
+        method::RESOURCES_READ if ctx.server().inner.catalog.has_resources() && !ctx.server().inner.catalog.forwards(name) => {
+            resources_read(meta, ctx, params).await
+        }
         other => match crate::catalog::route(ctx.server(), other, params, Context::plain(ctx.cancel.clone(), None)).await {
             Some(reply) => reply.map_err(resource_not_found_is_invalid_params),
             None => Err(unknown(other)),

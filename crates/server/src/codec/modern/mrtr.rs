@@ -77,6 +77,7 @@ impl Running {
 }
 
 /// What waits for the client's retry.
+#[allow(clippy::large_enum_variant)] // one per parked round, taken and matched at once
 pub(crate) enum Round {
     /// The in-process work of a plain request.
     Work(Running),

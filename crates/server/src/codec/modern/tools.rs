@@ -71,6 +71,8 @@ pub(crate) async fn call(meta: &RequestMeta, ctx: &RequestContext, params: CallT
     if !as_task {
         return Some(plain(meta, ctx, &tool, arguments, params.input_responses.unwrap_or_default()).await);
     }
+    // A keyed call's task can be found again with its key; a keyless one's only by its id.
+    let findable = idempotency_key.is_some();
     let call = ops::call::TaskCall {
         tool: params.name,
         arguments,
@@ -97,29 +99,43 @@ pub(crate) async fn call(meta: &RequestMeta, ctx: &RequestContext, params: CallT
     let (id, tool) = (created.record().id.clone(), created.record().tool.clone());
     let feed = ops::tasks::changes(ctx);
     created.start();
-    Some(settle(ctx, &tool, &id, inline, feed).await)
+    Some(settle(ctx, &tool, &id, inline, feed, findable).await)
 }
 
 /// The answer to a call whose task runs, after waiting up to `inline` for it: what a plain
 /// call would have answered if it ended; an `InputRequiredResult` round if it asks the
 /// client first (the task is shown only once its first questions are answered, on retries
 /// of the call: MRTR composed with task creation); else its `CreateTaskResult`. `feed` was
-/// subscribed before the task last changed.
+/// subscribed before the task last changed. A keyless call (`findable` false) cancelled
+/// while it waits cancels its task, whose id nobody has.
 async fn settle(
     ctx: &RequestContext,
     tool: &str,
     id: &TaskId,
     inline: Duration,
     mut feed: broadcast::Receiver<Change>,
+    findable: bool,
 ) -> Result<Value, RpcError> {
-    let settled = tokio::time::timeout(inline, async {
+    let waited = tokio::time::timeout(inline, async {
         let mut record = ops::tasks::get(ctx, id).await.ok()?;
         while matches!(record.state, TaskState::Working) {
             record = ops::tasks::next_change(ctx, &mut feed, id).await?.ok()?;
         }
         Some(record)
-    })
-    .await;
+    });
+    let settled = tokio::select! {
+        settled = waited => settled,
+        () = ctx.cancel.cancelled(), if !findable => {
+            // The request was cancelled (notifications/cancelled, a closed response) before
+            // its task was shown, and it carried no idempotency key: nobody can find the task
+            // again, so its work is stopped too. (A keyed call's task is kept: the caller
+            // gets it by sending the call again with its key.)
+            if let Err(err) = ops::tasks::request_cancel(ctx, id).await {
+                tracing::debug!(task = %id, error = ?err, "cancelling the unshown task of a cancelled call");
+            }
+            return Err(RpcError::internal("the call was cancelled"));
+        }
+    };
     match settled {
         Ok(Some(record)) if record.status().is_terminal() => inline_result(&record),
         Ok(Some(TaskRecord { state: TaskState::InputRequired { requests }, .. })) => {
@@ -201,7 +217,9 @@ async fn retry(ctx: &RequestContext, tool: &str, state: &str, answers: Map<Strin
             let inline = ops::call::tool(ctx, tool)
                 .and_then(|tool| tool.def.inline_wait)
                 .unwrap_or(ctx.server().inner.inline_wait);
-            settle(ctx, tool, &id, inline, feed).await
+            // A round's task is not shown before its questions are answered; keep it on a
+            // cancel as before (its round stays parked for the retry).
+            settle(ctx, tool, &id, inline, feed, true).await
         }
     }
 }

@@ -1,0 +1,340 @@
+//! The upstream connection and its supervisor: connects (the client negotiates the era),
+//! learns what the upstream offers, mirrors its tools into the server's registry (again on
+//! each `notifications/tools/list_changed`), and when the upstream dies (a stdio server's
+//! output ends, or a call finds it unreachable) starts it again with exponential backoff.
+//! Calls wait for the connection through a watch channel, bounded by
+//! [`ProxyOptions::connect_wait`].
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use mcp_tasks_client::{Client, ClientError, ToolInfo};
+use mcp_tasks_protocol::mcp::{Implementation, method};
+use mcp_tasks_server::{Server, TaskMode, ToolDef, ToolSpec, UpstreamOffers};
+use serde_json::json;
+use tokio::sync::{Notify, broadcast, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::asks::{Asks, Router};
+use crate::tool::UpstreamTool;
+use crate::{ProxyError, ProxyOptions, UpstreamSpec};
+
+/// How long a graceful close of the upstream waits before each signal.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
+
+/// A live session with the upstream.
+#[derive(Clone)]
+pub(crate) struct Link {
+    pub(crate) client: Client,
+    /// Which start of the upstream this is (0 for the first).
+    pub(crate) generation: u64,
+}
+
+pub(crate) struct Upstream {
+    pub(crate) spec: UpstreamSpec,
+    pub(crate) options: ProxyOptions,
+    pub(crate) asks: Arc<Asks>,
+    link: watch::Sender<Option<Link>>,
+    /// The generation now serving; a report of a broken older one is ignored.
+    generation: AtomicU64,
+    broken: Notify,
+    offers: Mutex<UpstreamOffers>,
+    /// The upstream tools as last listed, by name (the registry holds them as ours).
+    mirrored: Mutex<BTreeMap<String, ToolInfo>>,
+    stop: CancellationToken,
+    supervisor: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Upstream {
+    pub(crate) fn new(spec: UpstreamSpec, options: ProxyOptions) -> Upstream {
+        Upstream {
+            spec,
+            options,
+            asks: Arc::default(),
+            link: watch::Sender::new(None),
+            generation: AtomicU64::new(0),
+            broken: Notify::new(),
+            offers: Mutex::default(),
+            mirrored: Mutex::default(),
+            stop: CancellationToken::new(),
+            supervisor: Mutex::new(None),
+        }
+    }
+
+    pub(crate) fn offers(&self) -> UpstreamOffers {
+        *self.offers.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn current(&self) -> Option<Link> {
+        self.link.borrow().clone()
+    }
+
+    pub(crate) fn restarts(&self) -> u64 {
+        self.generation.load(Ordering::Relaxed)
+    }
+
+    /// The task mode the upstream declared for `tool`, as last listed.
+    pub(crate) fn upstream_mode(&self, tool: &str) -> mcp_tasks_client::TaskMode {
+        self.mirrored
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(tool)
+            .map_or(mcp_tasks_client::TaskMode::Forbidden, |info| info.task_mode)
+    }
+
+    /// Notes that a call found generation `generation` of the upstream unreachable: the
+    /// supervisor starts it again (a report about an older generation changes nothing).
+    pub(crate) fn report_broken(&self, generation: u64) {
+        if self.generation.load(Ordering::Relaxed) == generation {
+            self.broken.notify_one();
+        }
+    }
+
+    /// The live session, waiting for one while the upstream (re)starts, at most
+    /// [`ProxyOptions::connect_wait`]; `Err` says why there is none (or that `cancel` fired).
+    pub(crate) async fn wait_link(&self, cancel: Option<&CancellationToken>) -> Result<Link, String> {
+        self.wait_link_after(cancel, None).await
+    }
+
+    /// [`Upstream::wait_link`] for a session newer than generation `after` (the one a call
+    /// found gone), if given.
+    pub(crate) async fn wait_link_after(&self, cancel: Option<&CancellationToken>, after: Option<u64>) -> Result<Link, String> {
+        let mut link = self.link.subscribe();
+        let never = CancellationToken::new();
+        let cancel = cancel.unwrap_or(&never);
+        let wait = self.options.connect_wait;
+        tokio::select! {
+            found = link.wait_for(|link| link.as_ref().is_some_and(|link| after.is_none_or(|gone| link.generation > gone))) => match found {
+                Ok(found) => found.clone().ok_or_else(|| "the upstream server is gone".to_owned()),
+                Err(_) => Err("the proxy is shutting down".to_owned()),
+            },
+            () = cancel.cancelled() => Err("the call was cancelled".to_owned()),
+            () = self.stop.cancelled() => Err("the proxy is shutting down".to_owned()),
+            () = tokio::time::sleep(wait) => Err(format!(
+                "the upstream server {} is not connected: it could not be started again within {}",
+                self.spec.describe(),
+                humantime_secs(wait)
+            )),
+        }
+    }
+
+    /// One connection attempt, with this proxy's handlers for the upstream's questions.
+    async fn connect(&self) -> Result<Client, ClientError> {
+        let router = Router(Arc::clone(&self.asks));
+        let mut builder = Client::builder()
+            .elicitation(router.clone())
+            .sampling(router)
+            .client_info(Implementation::new("mcp-tasks-proxy", env!("CARGO_PKG_VERSION")));
+        if let Some(era) = self.options.era {
+            builder = builder.era(era);
+        }
+        match &self.spec {
+            UpstreamSpec::Command { program, args } => builder.connect_process(program, args).await,
+            UpstreamSpec::Http { url, token, headers } => {
+                if let Some(token) = token {
+                    builder = builder.token(token.clone());
+                }
+                for (name, value) in headers {
+                    builder = builder.header(name.clone(), value.clone());
+                }
+                builder.connect_http(url).await
+            }
+        }
+    }
+
+    /// The first connection, the tools mirrored, and the supervisor started.
+    pub(crate) async fn start(self: Arc<Self>, server: Server) -> Result<Vec<String>, ProxyError> {
+        let upstream = self.spec.describe();
+        let client = self.connect().await.map_err(|source| ProxyError::Connect { upstream: upstream.clone(), source })?;
+        self.learn_offers(&client).await;
+        let names = self.sync_tools(&server, &client).await.map_err(|source| ProxyError::ListTools { upstream, source })?;
+        let this = Arc::clone(&self);
+        let supervisor = tokio::spawn(async move { this.supervise(server, client).await });
+        *self.supervisor.lock().unwrap_or_else(PoisonError::into_inner) = Some(supervisor);
+        Ok(names)
+    }
+
+    /// Serves `client` until it dies, then starts the upstream again, until [`Upstream::shutdown`].
+    async fn supervise(self: Arc<Self>, server: Server, mut client: Client) {
+        loop {
+            let generation = self.generation.load(Ordering::Relaxed);
+            let mut notes = client.notifications();
+            // 2026-07-28: list changes come only on a subscriptions/listen stream.
+            let _listening = client.listen_tool_changes();
+            self.link.send_replace(Some(Link { client: client.clone(), generation }));
+            tracing::info!(upstream = %self.spec.describe(), era = %client.era(), generation, "upstream connected");
+            let reason = loop {
+                tokio::select! {
+                    () = self.stop.cancelled() => break None,
+                    () = client.closed() => break Some("its output ended (it exited)".to_owned()),
+                    () = self.broken.notified() => break Some("a request found it unreachable".to_owned()),
+                    note = notes.recv() => match note {
+                        Ok(note) if note.method == method::NOTIFY_TOOLS_LIST_CHANGED => {
+                            if let Err(error) = self.sync_tools(&server, &client).await {
+                                tracing::warn!(%error, "could not list the upstream's tools after list_changed");
+                            }
+                        }
+                        Ok(_) => {}
+                        Err(broadcast::error::RecvError::Lagged(_)) => {
+                            // A list change may be among the lost: list again.
+                            if let Err(error) = self.sync_tools(&server, &client).await {
+                                tracing::warn!(%error, "could not list the upstream's tools");
+                            }
+                        }
+                        Err(broadcast::error::RecvError::Closed) => break Some("its session ended".to_owned()),
+                    },
+                }
+            };
+            self.link.send_replace(None);
+            let Some(reason) = reason else {
+                close(client).await;
+                return;
+            };
+            tracing::warn!(upstream = %self.spec.describe(), %reason, "the upstream server is gone; starting it again");
+            end_group(&client);
+            drop(client);
+            let Some(next) = self.reconnect().await else { return };
+            client = next;
+            self.generation.fetch_add(1, Ordering::Relaxed);
+            self.learn_offers(&client).await;
+            if let Err(error) = self.sync_tools(&server, &client).await {
+                tracing::warn!(%error, "could not list the tools of the restarted upstream; keeping the last list");
+            }
+        }
+    }
+
+    /// Connects again with exponential backoff; `None` once the proxy stops.
+    async fn reconnect(&self) -> Option<Client> {
+        let mut delay = self.options.backoff;
+        loop {
+            tokio::select! {
+                () = self.stop.cancelled() => return None,
+                () = tokio::time::sleep(delay) => {}
+            }
+            match self.connect().await {
+                Ok(client) => return Some(client),
+                Err(error) => {
+                    tracing::warn!(upstream = %self.spec.describe(), %error, retry_in = ?delay, "the upstream server did not start");
+                    delay = (delay * 2).min(self.options.max_backoff);
+                }
+            }
+        }
+    }
+
+    /// Learns which catalog methods the upstream serves, by asking (a method it does not
+    /// have is refused with -32601).
+    async fn learn_offers(&self, client: &Client) {
+        let serves = |method: &'static str, params: serde_json::Value| async move {
+            match client.request_raw(method, params).await {
+                Ok(_) => true,
+                Err(ClientError::Rpc { code, .. }) => code != mcp_tasks_client::RpcError::METHOD_NOT_FOUND,
+                Err(error) => {
+                    tracing::debug!(%error, method, "probing the upstream");
+                    false
+                }
+            }
+        };
+        let offers = UpstreamOffers {
+            resources: serves(method::RESOURCES_LIST, json!({})).await,
+            prompts: serves(method::PROMPTS_LIST, json!({})).await,
+            completions: serves(
+                method::COMPLETION_COMPLETE,
+                json!({"ref": {"type": "ref/prompt", "name": ""}, "argument": {"name": "", "value": ""}}),
+            )
+            .await,
+        };
+        tracing::info!(resources = offers.resources, prompts = offers.prompts, completions = offers.completions, "upstream catalog");
+        *self.offers.lock().unwrap_or_else(PoisonError::into_inner) = offers;
+    }
+
+    /// Lists the upstream's tools and makes the registry match: new and changed ones
+    /// registered, gone ones removed. Returns every tool's name.
+    async fn sync_tools(self: &Arc<Self>, server: &Server, client: &Client) -> Result<Vec<String>, ClientError> {
+        let listed = client.list_tools().await?;
+        let mut mirrored = self.mirrored.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let names: Vec<String> = listed.iter().map(|tool| tool.name.clone()).collect();
+        for gone in mirrored.keys().filter(|name| !names.contains(name)).cloned().collect::<Vec<_>>() {
+            server.tools().remove(&gone);
+            mirrored.remove(&gone);
+            tracing::info!(tool = %gone, "the upstream no longer lists the tool");
+        }
+        for tool in listed {
+            if mirrored.get(&tool.name) == Some(&tool) {
+                continue;
+            }
+            match server.tools().insert(self.tool_def(&tool)) {
+                Ok(()) => {
+                    mirrored.insert(tool.name.clone(), tool);
+                }
+                Err(error) => tracing::warn!(tool = %tool.name, %error, "not serving an upstream tool"),
+            }
+        }
+        *self.mirrored.lock().unwrap_or_else(PoisonError::into_inner) = mirrored;
+        Ok(names)
+    }
+
+    fn tool_def(self: &Arc<Self>, tool: &ToolInfo) -> ToolDef {
+        let policy = self.options.policy(&tool.name);
+        let handler = UpstreamTool { name: tool.name.clone(), upstream: Arc::clone(self), policy: policy.clone() };
+        let mut def = ToolDef::new(tool.name.clone(), "", tool.input_schema.clone(), handler)
+            .task_mode(policy.task_mode)
+            .on_restart(policy.on_restart)
+            .max_concurrent(policy.max_concurrent)
+            .max_attempts(policy.max_attempts);
+        def.spec = ToolSpec {
+            name: tool.name.clone(),
+            title: tool.title.clone(),
+            description: tool.description.clone(),
+            input_schema: tool.input_schema.clone(),
+            output_schema: tool.output_schema.clone(),
+            annotations: tool.annotations.clone(),
+            task_mode: policy.task_mode,
+        };
+        def.inline_wait = policy.inline_wait;
+        if policy.task_mode == TaskMode::Forbidden && tool.task_mode == mcp_tasks_client::TaskMode::Required {
+            tracing::warn!(tool = %tool.name, "the upstream requires a task for this tool; its plain calls will be refused upstream");
+        }
+        def
+    }
+
+    /// Stops the supervisor; it closes the upstream gracefully.
+    pub(crate) async fn shutdown(&self) {
+        self.stop.cancel();
+        let supervisor = self.supervisor.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(supervisor) = supervisor
+            && let Err(error) = supervisor.await
+        {
+            tracing::warn!(%error, "the upstream supervisor failed");
+        }
+    }
+}
+
+/// Closes a session gracefully, then ends what is left of a stdio upstream's process group.
+async fn close(client: Client) {
+    let group = client.server_process_id();
+    match client.close_within(CLOSE_GRACE).await {
+        Ok(status) => tracing::info!(?status, "upstream closed"),
+        Err(error) => tracing::warn!(%error, "closing the upstream"),
+    }
+    kill_group(group);
+}
+
+/// SIGKILLs the process group of a stdio upstream that died (its children may live on).
+fn end_group(client: &Client) {
+    kill_group(client.server_process_id());
+}
+
+fn kill_group(leader: Option<u32>) {
+    let Some(pgid) = leader.and_then(|pid| i32::try_from(pid).ok()) else { return };
+    // The client spawned the upstream as the leader of its own group (pgid = its pid).
+    match nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL) {
+        Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
+        Err(error) => tracing::debug!(%error, pgid, "ending the upstream's process group"),
+    }
+}
+
+fn humantime_secs(duration: Duration) -> String {
+    format!("{} s", duration.as_secs())
+}
