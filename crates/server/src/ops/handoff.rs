@@ -495,6 +495,23 @@ fn duration_ms(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// How `tool` is listed to this request's client. To a client that speaks no tasks, a tool
+/// whose plain calls may be handed off lists no `outputSchema`: the handoff answer (a text
+/// naming the task) cannot match the tool's schema, and a client that validates structured
+/// results against it (as the TypeScript SDK does) would refuse the answer. Its results keep
+/// their `structuredContent`; `task_result` returns them as they are. Clients that speak tasks
+/// see the tool as defined.
+pub(crate) fn listed_spec<'a>(ctx: &RequestContext, tool: &'a Entry) -> std::borrow::Cow<'a, ToolSpec> {
+    let spec = &tool.def.spec;
+    let long = &ctx.server().inner.long_calls;
+    let hands_off = spec.task_mode == TaskMode::Optional && !tool.def.sync_wait.unwrap_or(long.sync_wait).is_zero();
+    if spec.output_schema.is_some() && hands_off && !ctx.client.tasks {
+        std::borrow::Cow::Owned(ToolSpec { output_schema: None, ..spec.clone() })
+    } else {
+        std::borrow::Cow::Borrowed(spec)
+    }
+}
+
 /// Whether the helper tools are served to this request's client: handoffs are on and the
 /// client speaks no tasks.
 pub(crate) fn helpers_listed(ctx: &RequestContext) -> bool {

@@ -89,6 +89,7 @@ fn fixture(sync_wait: Duration, heartbeat: Duration, names: TaskTools) -> Fixtur
             handler,
         )
         .task_mode(mode)
+        .output_schema(json!({"type": "object"}))
     };
     let server = Server::builder(engine)
         .name("handoff-test")
@@ -587,4 +588,35 @@ async fn a_question_asked_after_the_handoff_waits_in_the_task_and_is_answered_th
     let done = client.until(|m| m["id"] == waiting && m.get("method").is_none()).await.pop().unwrap();
     assert_eq!(done["result"]["content"][0]["text"], "answer: \"accept\"");
     client.validate();
+}
+
+/// Which tools list an `outputSchema` to `client`, by name.
+async fn with_output_schema(client: &mut TestPeer, params: Value) -> Vec<String> {
+    let listed = client.result("tools/list", params).await;
+    listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|tool| tool.get("outputSchema").is_some())
+        .map(|tool| tool["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_tool_that_may_be_handed_off_lists_no_output_schema_to_a_client_without_tasks() {
+    // The handoff answer cannot match the tool's outputSchema; a client without tasks that
+    // validates structured results against it would refuse the answer (found with the TS SDK
+    // client through the proxy). Clients with tasks, and servers without handoffs, list it.
+    let f = fixture(Duration::from_secs(45), Duration::ZERO, TaskTools::default());
+    let mut plain = TestPeer::start(f.server.clone()).await;
+    assert_eq!(with_output_schema(&mut plain, json!({})).await, ["slow_forbidden"]);
+    let mut tasks = TestPeer::connect(f.server.clone());
+    tasks.initialize(json!({"tasks": {"list": {}, "cancel": {}}})).await;
+    assert_eq!(with_output_schema(&mut tasks, json!({})).await, ["slow", "slow_forbidden"]);
+    let mut modern = TestPeer::connect_era(Era::Modern, f.server.clone());
+    assert_eq!(with_output_schema(&mut modern, modern_plain(json!({}))).await, ["slow_forbidden"]);
+    let off = fixture(Duration::ZERO, Duration::ZERO, TaskTools::default());
+    let mut plain = TestPeer::start(off.server.clone()).await;
+    assert_eq!(with_output_schema(&mut plain, json!({})).await, ["slow", "slow_forbidden"]);
+    plain.validate();
 }

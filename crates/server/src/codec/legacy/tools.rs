@@ -22,7 +22,7 @@ use crate::registry::TaskMode;
 /// `-32602` for any cursor: none is issued, so none is valid (2025-11-25 pagination).
 pub(crate) fn list(ctx: &RequestContext, params: Option<Value>) -> Result<Value, RpcError> {
     crate::catalog::first_page(method::TOOLS_LIST, params)?;
-    let mut tools: Vec<_> = ctx.server().tools().snapshot().values().map(|entry| wire::tool(&entry.def.spec)).collect();
+    let mut tools: Vec<_> = ctx.server().tools().snapshot().values().map(|entry| wire::tool(&ops::handoff::listed_spec(ctx, entry))).collect();
     if ops::handoff::helpers_listed(ctx) {
         tools.extend(ops::handoff::helper_specs(ctx).iter().map(wire::tool));
     }

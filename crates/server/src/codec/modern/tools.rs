@@ -25,7 +25,7 @@ use crate::registry::{Entry, TaskMode};
 /// `tools/list`: every tool, in one page (any cursor is `-32602`: none is issued).
 pub(crate) fn list(ctx: &RequestContext, params: Option<Value>) -> Result<Value, RpcError> {
     crate::catalog::first_page(method::TOOLS_LIST, params)?;
-    let mut tools: Vec<_> = ctx.server().tools().snapshot().values().map(|entry| wire::tool(&entry.def.spec)).collect();
+    let mut tools: Vec<_> = ctx.server().tools().snapshot().values().map(|entry| wire::tool(&ops::handoff::listed_spec(ctx, entry))).collect();
     if ops::handoff::helpers_listed(ctx) {
         tools.extend(ops::handoff::helper_specs(ctx).iter().map(wire::tool));
     }
