@@ -70,7 +70,14 @@ fn demo_disk_report_answers_structured_json_and_refuses_a_bad_path() {
     assert_eq!(result["isError"], false, "{result}");
     assert_eq!(result["structuredContent"]["path"], ".");
     assert!(result["structuredContent"]["kilobytes"].is_u64());
+    // To this client, which speaks no tasks, a tool whose calls may be handed off lists no
+    // outputSchema (the handoff answer could not match it); a client with tasks sees it.
     let tools = server.call("tools/list", json!({}));
+    let listed = tools["tools"].as_array().unwrap().iter().find(|t| t["name"] == "disk_report").unwrap().clone();
+    assert!(listed.get("outputSchema").is_none(), "{listed}");
+    let (_tasks_dir, mut with_tasks) = demo();
+    with_tasks.initialize_with(json!({"tasks": {"list": {}, "cancel": {}}}));
+    let tools = with_tasks.call("tools/list", json!({}));
     let listed = tools["tools"].as_array().unwrap().iter().find(|t| t["name"] == "disk_report").unwrap().clone();
     assert_eq!(listed["outputSchema"]["required"], json!(["path", "kilobytes"]));
     let refused = server.call_err("tools/call", json!({"name": "disk_report", "arguments": {"path": "$(id)"}, "task": {}}));
