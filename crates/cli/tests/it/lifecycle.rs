@@ -195,14 +195,17 @@ fn legacy_63_67_tasks_list_pages_with_opaque_cursors() {
     let cursor = first["nextCursor"].as_str().expect("legacy_64: nextCursor while more exist").to_owned();
     let second = server.call("tasks/list", json!({"cursor": cursor}));
     assert!(second.get("nextCursor").is_none());
-    let listed: Vec<String> = first["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .chain(second["tasks"].as_array().unwrap())
-        .map(|t| t["taskId"].as_str().unwrap().to_owned())
-        .collect();
-    assert_eq!(listed, ids, "every task once, oldest first");
+    let tasks: Vec<&serde_json::Value> =
+        first["tasks"].as_array().unwrap().iter().chain(second["tasks"].as_array().unwrap()).collect();
+    let mut listed: Vec<String> = tasks.iter().map(|t| t["taskId"].as_str().unwrap().to_owned()).collect();
+    // Oldest first by creation time; tasks created in the same millisecond come in the order
+    // of their ids, which need not be the order they were made in.
+    let created: Vec<&str> = tasks.iter().map(|t| t["createdAt"].as_str().unwrap()).collect();
+    assert!(created.windows(2).all(|pair| pair[0] <= pair[1]), "oldest first: {created:?}");
+    listed.sort();
+    let mut made = ids.clone();
+    made.sort();
+    assert_eq!(listed, made, "every task once");
     let err = server.call_err("tasks/list", json!({"cursor": "not-a-cursor"}));
     assert_eq!(err["code"], -32602);
     server.validate_received();
