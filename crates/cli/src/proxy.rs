@@ -9,11 +9,10 @@ use mcp_tasks_client::Era;
 use mcp_tasks_config::{Config, RestartPolicy as ConfigRestartPolicy, TaskSupport, UpstreamToolConfig};
 use mcp_tasks_engine::{Engine, RestartPolicy, SystemClock};
 use mcp_tasks_proxy::{Proxy, ProxyOptions, ToolPolicy, UpstreamSpec};
-use mcp_tasks_server::{Server, TaskMode, TaskTools, stdio};
-use tokio_util::sync::CancellationToken;
+use mcp_tasks_server::{Server, TaskMode};
 
 use crate::args::{EraArg, ProxyArgs};
-use crate::serve::{lease, open_store, policy, serve_http, shutdown_signal, store_choice};
+use crate::serve::{lease, observe_commits, open_store_observed, policy, serve_until_shutdown, store_choice};
 
 pub(crate) async fn run(args: ProxyArgs) -> anyhow::Result<()> {
     let config = match &args.config {
@@ -37,7 +36,7 @@ pub(crate) async fn run(args: ProxyArgs) -> anyhow::Result<()> {
     options.tools = config.upstream_tools.iter().map(|(name, tool)| (name.clone(), tool_policy(tool))).collect();
     let proxy = Proxy::new(spec, options);
 
-    let (store, described) = open_store(store_choice(args.store.as_deref())?).await?;
+    let (store, described, sqlite) = open_store_observed(store_choice(args.store.as_deref())?).await?;
     let engine = Engine::with_lease(store, Arc::new(SystemClock), policy(&config), lease(&config)?);
     // The same [server] policy as serve: long calls of clients without tasks are handed off
     // (heartbeats, sync_wait, the helper tools) as for any tool.
@@ -47,14 +46,11 @@ pub(crate) async fn run(args: ProxyArgs) -> anyhow::Result<()> {
         .retry_wait(config.server.retry_wait)
         .heartbeat(config.server.heartbeat)
         .sync_wait(config.server.sync_wait)
-        .task_tools(TaskTools {
-            status: config.server.task_tools.status.clone(),
-            result: config.server.task_tools.result.clone(),
-            cancel: config.server.task_tools.cancel.clone(),
-        })
+        .task_tools(config.server.task_tools.clone())
         .catalog_upstream(proxy.catalog())
         .build()
         .context("building the server")?;
+    observe_commits(sqlite, &server);
     // The upstream's tools are registered before recovery, so that a task of one left by
     // the last run is resolved by its policy (or resumed) rather than failed as unknown.
     let names = proxy.start(&server).await?;
@@ -70,23 +66,8 @@ pub(crate) async fn run(args: ProxyArgs) -> anyhow::Result<()> {
         names.len(),
         names.join(", ")
     );
-    let shutdown = CancellationToken::new();
-    let sweeper = engine.spawn_sweeper(crate::serve::SWEEP_EVERY, shutdown.clone());
-    // On a shared store: the heartbeat of this replica's claims and the rescuer.
-    let claims = engine.spawn_claims(shutdown.clone());
-    let served = if args.stdio {
-        eprintln!("mcp-tasks: serving on stdio");
-        let served = stdio::serve(tokio::io::BufReader::new(tokio::io::stdin()), tokio::io::stdout(), server);
-        tokio::select! {
-            served = served => served.context("serving on stdio"),
-            () = shutdown_signal() => Ok(()),
-        }
-    } else {
-        serve_http(&config, args.listen, server).await
-    };
-    shutdown.cancel();
-    let _ = sweeper.await;
-    let _ = claims.await;
+    let on_stdio = args.stdio.then(|| "mcp-tasks: serving on stdio".to_owned());
+    let served = serve_until_shutdown(&config, &engine, server, on_stdio, args.listen).await;
     proxy.shutdown().await;
     served
 }

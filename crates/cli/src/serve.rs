@@ -15,7 +15,7 @@ use mcp_tasks_config::{
 use mcp_tasks_engine::{Engine, Policy, Principal, RestartPolicy, SystemClock, TaskStore, ToolRuntime};
 use mcp_tasks_postgres::PostgresStore;
 use mcp_tasks_server::webhooks::Webhooks;
-use mcp_tasks_server::{Server, TaskMode, TaskTools, ToolDef, ToolSpec, http, stdio};
+use mcp_tasks_server::{Server, TaskMode, ToolDef, ToolSpec, http, stdio};
 use mcp_tasks_sqlite::SqliteStore;
 use tokio_util::sync::CancellationToken;
 
@@ -54,19 +54,12 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .retry_wait(config.server.retry_wait)
         .heartbeat(config.server.heartbeat)
         .sync_wait(config.server.sync_wait)
-        .task_tools(TaskTools {
-            status: config.server.task_tools.status.clone(),
-            result: config.server.task_tools.result.clone(),
-            cancel: config.server.task_tools.cancel.clone(),
-        });
+        .task_tools(config.server.task_tools.clone());
     for tool in &config.tools {
         builder = builder.tool(tool_def(tool));
     }
     let server = builder.build().context("building the server from the config's tools")?;
-    if let Some(sqlite) = sqlite {
-        let metrics = server.metrics().clone();
-        sqlite.on_commit(move |commit| metrics.record_store_commit(commit.elapsed, commit.writes, commit.committed));
-    }
+    observe_commits(sqlite, &server);
     let recovered = engine.recover().await.context("recovering tasks left by the previous run")?;
     server.metrics().record_recovery(&recovered);
     let names: Vec<&str> = config.tools.iter().map(|tool| tool.name.as_str()).collect();
@@ -83,12 +76,33 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             format!("{:?}", tool.on_restart).to_lowercase()
         );
     }
+    let on_stdio = format!("mcp-tasks: serving {} tools on stdio", names.len());
+    serve_until_shutdown(&config, &engine, server, args.stdio.then_some(on_stdio), args.listen).await
+}
+
+/// Feeds the SQLite store's commits, if it is one, to the server's metrics.
+pub(crate) fn observe_commits(sqlite: Option<SqliteStore>, server: &Server) {
+    if let Some(sqlite) = sqlite {
+        let metrics = server.metrics().clone();
+        sqlite.on_commit(move |commit| metrics.record_store_commit(commit.elapsed, commit.writes, commit.committed));
+    }
+}
+
+/// Serves `server` on stdio (when `stdio` holds the line to print first) or over HTTP, until
+/// the client goes or SIGTERM / Ctrl-C, with the engine's sweeper and, on a shared store, the
+/// heartbeat of this replica's claims and the rescuer running meanwhile; stops them after.
+pub(crate) async fn serve_until_shutdown(
+    config: &Config,
+    engine: &Engine,
+    server: Server,
+    stdio: Option<String>,
+    listen: Option<SocketAddr>,
+) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     let sweeper = engine.spawn_sweeper(SWEEP_EVERY, shutdown.clone());
-    // On a shared store: the heartbeat of this replica's claims and the rescuer.
     let claims = engine.spawn_claims(shutdown.clone());
-    let served = if args.stdio {
-        eprintln!("mcp-tasks: serving {} tools on stdio", names.len());
+    let served = if let Some(banner) = stdio {
+        eprintln!("{banner}");
         let served = stdio::serve(tokio::io::BufReader::new(tokio::io::stdin()), tokio::io::stdout(), server);
         // SIGTERM or Ctrl-C ends stdio serving as it ends HTTP: running commands are
         // killed with the runtime, their tasks resolved by `on_restart` at the next start.
@@ -97,7 +111,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             () = shutdown_signal() => Ok(()),
         }
     } else {
-        serve_http(&config, args.listen, server).await
+        serve_http(config, listen, server).await
     };
     shutdown.cancel();
     let _ = sweeper.await;
@@ -314,7 +328,7 @@ pub(crate) async fn open_store(choice: StoreChoice) -> anyhow::Result<(Arc<dyn T
 }
 
 /// As [`open_store`], with the SQLite store's handle too, for its commit metrics.
-async fn open_store_observed(choice: StoreChoice) -> anyhow::Result<(Arc<dyn TaskStore>, String, Option<SqliteStore>)> {
+pub(crate) async fn open_store_observed(choice: StoreChoice) -> anyhow::Result<(Arc<dyn TaskStore>, String, Option<SqliteStore>)> {
     match choice {
         StoreChoice::Sqlite(path) => {
             let store = SqliteStore::open(&path).with_context(|| format!("opening task store {}", path.display()))?;

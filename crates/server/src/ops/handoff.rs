@@ -34,27 +34,9 @@ use crate::ops;
 use crate::registry::{Entry, TaskMode, ToolSpec};
 
 /// The names of the helper tools for clients without tasks (defaults `task_status`,
-/// `task_result`, `task_cancel`). A tool of the server with one of these names hides the
-/// helper of that name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TaskTools {
-    /// Reads a task's status.
-    pub status: String,
-    /// Waits a while for a task's result and returns it.
-    pub result: String,
-    /// Cancels a task.
-    pub cancel: String,
-}
-
-impl Default for TaskTools {
-    fn default() -> TaskTools {
-        TaskTools {
-            status: "task_status".to_owned(),
-            result: "task_result".to_owned(),
-            cancel: "task_cancel".to_owned(),
-        }
-    }
-}
+/// `task_result`, `task_cancel`): the config's `[server.task_tools]` as it is. A tool of the
+/// server with one of these names hides the helper of that name.
+pub type TaskTools = mcp_tasks_config::TaskToolNames;
 
 /// What the server does for long plain calls.
 #[derive(Clone, Debug)]
@@ -229,10 +211,7 @@ impl Long {
         error_result_fails: bool,
     ) -> Option<Long> {
         let long = &ctx.server().inner.long_calls;
-        let sync_wait = match tool.def.spec.task_mode {
-            TaskMode::Optional => tool.def.sync_wait.unwrap_or(long.sync_wait),
-            TaskMode::Forbidden | TaskMode::Required => Duration::ZERO,
-        };
+        let sync_wait = sync_wait_of(ctx, tool);
         let heartbeat = if progress_token {
             long.heartbeat
         } else {
@@ -434,8 +413,8 @@ pub(crate) async fn sleep_until(at: Option<Instant>) {
     }
 }
 
-/// A plain call's outcome as its answer.
-fn answer(outcome: Result<Outcome, EngineError>) -> Result<Value, RpcError> {
+/// A plain call's outcome as its answer (in either era).
+pub(crate) fn answer(outcome: Result<Outcome, EngineError>) -> Result<Value, RpcError> {
     match outcome {
         Ok(Outcome::Result(result)) => Ok(result),
         Ok(Outcome::Error(error)) => Err(RpcError {
@@ -503,12 +482,19 @@ fn duration_ms(duration: Duration) -> u64 {
 /// see the tool as defined.
 pub(crate) fn listed_spec<'a>(ctx: &RequestContext, tool: &'a Entry) -> std::borrow::Cow<'a, ToolSpec> {
     let spec = &tool.def.spec;
-    let long = &ctx.server().inner.long_calls;
-    let hands_off = spec.task_mode == TaskMode::Optional && !tool.def.sync_wait.unwrap_or(long.sync_wait).is_zero();
-    if spec.output_schema.is_some() && hands_off && !ctx.client.tasks {
+    if spec.output_schema.is_some() && !sync_wait_of(ctx, tool).is_zero() && !ctx.client.tasks {
         std::borrow::Cow::Owned(ToolSpec { output_schema: None, ..spec.clone() })
     } else {
         std::borrow::Cow::Borrowed(spec)
+    }
+}
+
+/// How long a plain call of `tool` runs before it is handed off: the tool's own sync wait or
+/// the server's, for an `optional` tool; zero (never) for the others.
+fn sync_wait_of(ctx: &RequestContext, tool: &Entry) -> Duration {
+    match tool.def.spec.task_mode {
+        TaskMode::Optional => tool.def.sync_wait.unwrap_or(ctx.server().inner.long_calls.sync_wait),
+        TaskMode::Forbidden | TaskMode::Required => Duration::ZERO,
     }
 }
 

@@ -186,12 +186,7 @@ async fn plain(
     // A tool error completes a task of this era: a handed-off call's task too.
     let long = ops::handoff::Long::of(ctx, tool, &arguments, meta.progress_token.is_some(), false);
     mrtr::run(meta, ctx, mrtr::call_of(&work_tool), ahead, long, move |link, cancel| async move {
-        match ops::call::call_plain(&work_ctx, &work_tool, arguments, link, cancel).await {
-            Ok(Outcome::Result(result)) => Ok(result),
-            Ok(Outcome::Error(error)) => Err(RpcError { code: error.code, message: error.message, data: error.data }),
-            Ok(Outcome::Failure(failure)) => Err(work_error(&failure)),
-            Err(err) => Err(rpc_error(&err)),
-        }
+        ops::handoff::answer(ops::call::call_plain(&work_ctx, &work_tool, arguments, link, cancel).await)
     })
     .await
 }
