@@ -172,6 +172,9 @@ pub struct Report {
     pub rss_kib: Option<u64>,
     /// The server's `VmHWM` (peak RSS since it started), KiB.
     pub peak_rss_kib: Option<u64>,
+    /// The server's CPU time (user + system, from `/proc/PID/stat`) during the run,
+    /// divided by the checked calls: µs of server CPU per call or lifecycle.
+    pub server_cpu_us_per_call: Option<f64>,
 }
 
 impl Report {
@@ -207,6 +210,7 @@ impl Report {
             "first_task_id": self.first_task_id,
             "rss_kib": self.rss_kib,
             "peak_rss_kib": self.peak_rss_kib,
+            "server_cpu_us_per_call": self.server_cpu_us_per_call,
         })
     }
 
@@ -245,6 +249,9 @@ impl Report {
                 |k| format!("{:.1} MiB", k as f64 / 1024.0),
             )
         };
+        if let Some(cpu) = self.server_cpu_us_per_call {
+            let _ = writeln!(out, "  server CPU per call: {cpu:.0} µs");
+        }
         let _ = writeln!(
             out,
             "  server RSS {} (peak {})",
@@ -308,6 +315,7 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
         }));
     }
     barrier.wait().await;
+    let cpu_before = config.server_pid.and_then(cpu_ticks);
     let start = Instant::now();
     let mut all = Samples::default();
     let mut open_error = None;
@@ -319,6 +327,7 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
         }
     }
     let elapsed = start.elapsed();
+    let cpu_after = config.server_pid.and_then(cpu_ticks);
     if let Some(err) = open_error
         && all.ok == 0
     {
@@ -341,9 +350,27 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
         first_task_id: all.first_task_id,
         rss_kib,
         peak_rss_kib,
+        server_cpu_us_per_call: cpu_before.zip(cpu_after).filter(|_| ok > 0).map(|(before, after)| {
+            after.saturating_sub(before) as f64 * MICROS_PER_TICK / ok as f64
+        }),
         ok,
         config,
     })
+}
+
+/// Microseconds per clock tick of `/proc/PID/stat`: Linux reports CPU times there in
+/// `USER_HZ` units, which the kernel ABI fixes at 100 per second on every architecture.
+const MICROS_PER_TICK: f64 = 10_000.0;
+
+/// `utime + stime` of process `pid` (fields 14 and 15 of `/proc/PID/stat`), in ticks.
+pub fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: count after it.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
 }
 
 /// `VmRSS` and `VmHWM` of process `pid`, in KiB.
@@ -801,6 +828,19 @@ fn micros(duration: Duration) -> u64 {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn cpu_ticks_reads_this_process_and_grow_with_work() {
+        let before = cpu_ticks(std::process::id()).expect("our own /proc/PID/stat");
+        let started = std::time::Instant::now();
+        let mut x = 0u64;
+        while started.elapsed() < Duration::from_millis(50) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let after = cpu_ticks(std::process::id()).unwrap();
+        assert!(after > before, "50 ms of spinning should take at least one 10 ms tick: {before} → {after}");
+        assert_eq!(cpu_ticks(u32::MAX), None);
+    }
 
     #[test]
     fn percentiles_are_nearest_rank() {

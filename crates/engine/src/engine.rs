@@ -23,6 +23,7 @@ use crate::run::Registered;
 use crate::slots::Slots;
 use crate::store::{Inserted, Lease, ListQuery, NodeId, StoreError, TaskStore, Update};
 use crate::task::{Event, IdempotencyKey, InputKind, Principal, TaskId, TaskRecord, TaskState, Timestamp, Version};
+use crate::watch::Watched;
 use crate::work::{Progress, ToolRuntime};
 
 /// How many times a write is re-read and re-applied after a version conflict.
@@ -161,6 +162,8 @@ pub(crate) struct Inner {
     published: Mutex<HashMap<TaskId, (Version, bool)>>,
     /// The output feed ([`Output`]); a subscriber that lags misses output, nothing else.
     pub(crate) outputs: broadcast::Sender<Output>,
+    /// The changes routed by task id ([`Engine::watch_tasks`]).
+    pub(crate) hub: Arc<crate::watch::Hub>,
 }
 
 impl Engine {
@@ -194,6 +197,7 @@ impl Engine {
                 changes,
                 published: Mutex::new(HashMap::new()),
                 outputs,
+                hub: Arc::default(),
             }),
         };
         engine.follow(feed);
@@ -453,28 +457,16 @@ impl Engine {
     /// # Errors
     /// [`EngineError::NotFound`] if there is no such task or it was purged while waiting.
     pub async fn wait_terminal(&self, owner: &Principal, id: &TaskId) -> Result<TaskRecord, EngineError> {
-        let mut feed = self.subscribe();
-        let record = self.get(owner, id).await?;
-        if record.status().is_terminal() {
-            return Ok(record);
+        let watch = self.watch_task(id);
+        let mut record = self.get(owner, id).await?;
+        while !record.status().is_terminal() {
+            record = match watch.recv().await {
+                Watched::Change(Change::Task(record)) => TaskRecord::clone(&record),
+                Watched::Change(Change::Progress { .. }) => continue,
+                Watched::Lagged => self.get(owner, id).await?,
+            };
         }
-        loop {
-            match feed.recv().await {
-                Ok(Change::Task(record)) if &record.id == id && record.status().is_terminal() => {
-                    return Ok(TaskRecord::clone(&record));
-                }
-                Ok(_) => {}
-                Err(broadcast::error::RecvError::Lagged(_)) => {
-                    let record = self.get(owner, id).await?;
-                    if record.status().is_terminal() {
-                        return Ok(record);
-                    }
-                }
-                Err(broadcast::error::RecvError::Closed) => {
-                    return Err(EngineError::NotFound(id.clone()));
-                }
-            }
-        }
+        Ok(record)
     }
 
     /// Reads, applies `event_of`'s event with the transition function, and writes with
@@ -550,8 +542,21 @@ impl Engine {
             }
             published.insert(record.id.clone(), (record.version, record.status().is_terminal()));
         }
+        self.send_change(Change::Task(Arc::new(record.clone())));
+    }
+
+    /// Sends `change` to the watchers of its task and to the subscribers of every change.
+    pub(crate) fn send_change(&self, change: Change) {
+        self.inner.hub.route(&change);
         // No subscribers is fine: nobody is waiting.
-        let _ = self.inner.changes.send(Change::Task(Arc::new(record.clone())));
+        let _ = self.inner.changes.send(change);
+    }
+
+    /// How many task ids have a [`TaskWatch`](crate::TaskWatch) on them (a test's check that
+    /// watches end with their waits).
+    #[doc(hidden)]
+    pub fn watched_ids(&self) -> usize {
+        self.inner.hub.watched_ids()
     }
 
     /// Holds back publishing task `id` (its take-over by the rescuer is under way) until

@@ -10,13 +10,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
-use tokio::sync::{Notify, broadcast};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::{Change, Engine, MAX_CAS_ATTEMPTS, transition};
 use crate::error::{EngineError, InputError, WorkError};
 use crate::store::{StoreError, Update};
 use crate::task::{ErrorObject, Event, InputKind, InputRequest, Principal, TaskId, TaskState};
+use crate::watch::Watched;
 
 /// Work in this process waiting for the answer to an input request, by task and request key:
 /// woken when an answer is stored through this node (answers through other nodes wake it
@@ -65,7 +66,7 @@ impl Engine {
             inputs.insert((id.clone(), key.clone()), Arc::clone(&woken));
         }
         // Subscribed before the request is recorded: no answer can come before it.
-        let mut feed = self.subscribe();
+        let feed = self.watch_task(id);
         // However this wait ends (answer, cancellation, or the work being dropped), the
         // waiter leaves the map.
         let _waiter = WaiterGuard { engine: self, key: (id.clone(), key.clone()) };
@@ -89,7 +90,7 @@ impl Engine {
             tokio::select! {
                 () = woken.notified() => {}
                 change = feed.recv() => match change {
-                    Ok(Change::Task(record)) if &record.id == id => {
+                    Watched::Change(Change::Task(record)) => {
                         if record.status().is_terminal() || record.attempt != attempt {
                             return Err(WorkError::InputDropped.into());
                         }
@@ -97,9 +98,8 @@ impl Engine {
                             continue;
                         }
                     }
-                    Ok(_) => continue,
-                    Err(broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(broadcast::error::RecvError::Closed) => return Err(WorkError::InputDropped.into()),
+                    Watched::Change(Change::Progress { .. }) => continue,
+                    Watched::Lagged => {}
                 },
                 () = cancel.cancelled() => return Err(WorkError::CancelledWhileWaiting.into()),
             }

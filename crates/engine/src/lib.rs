@@ -71,6 +71,7 @@ mod slots;
 mod store;
 mod task;
 mod view;
+mod watch;
 mod work;
 
 pub use admission::Policy;
@@ -88,4 +89,5 @@ pub use task::{
     Refused, RestartPolicy, Status, TaskId, TaskRecord, TaskState, Timestamp, Version,
 };
 pub use view::Inspected;
+pub use watch::{TaskWatch, Watched};
 pub use work::{ClientLink, Context, Handler, Progress, ToolRuntime};

@@ -285,7 +285,7 @@ impl Engine {
             Some(running) if running.attempt == attempt => running.owner.clone(),
             _ => return,
         };
-        let _ = self.inner.changes.send(crate::Change::Progress { id: id.clone(), owner, progress });
+        self.send_change(crate::Change::Progress { id: id.clone(), owner, progress });
     }
 
     /// Publishes output of attempt `attempt` of task `id`; a stale attempt's is dropped.

@@ -25,6 +25,7 @@ mod queue;
 mod recording;
 mod recovery;
 mod retry;
+mod watch;
 
 pub(crate) const WAIT: Duration = Duration::from_secs(10);
 

@@ -606,7 +606,7 @@ pub(crate) async fn call_helper(
 
 /// The task once it ends, or as it stands after the sync wait.
 async fn wait_a_while(ctx: &RequestContext, id: &TaskId) -> Result<TaskRecord, EngineError> {
-    let mut feed = ops::tasks::changes(ctx);
+    let feed = ops::tasks::changes(ctx, id);
     let record = ops::tasks::get(ctx, id).await?;
     if record.status().is_terminal() {
         return Ok(record);
@@ -614,7 +614,7 @@ async fn wait_a_while(ctx: &RequestContext, id: &TaskId) -> Result<TaskRecord, E
     let wait = ctx.server().inner.long_calls.sync_wait;
     let ended = tokio::time::timeout(wait, async {
         loop {
-            match ops::tasks::next_change(ctx, &mut feed, id).await {
+            match ops::tasks::next_change(ctx, &feed, id).await {
                 Some(Ok(record)) if record.status().is_terminal() => return Ok(record),
                 Some(Ok(record)) if matches!(record.state, TaskState::InputRequired { .. }) => {
                     return Ok(record);

@@ -1,9 +1,8 @@
 //! Reading, waiting for, listing, cancelling and answering tasks, each scoped to the
 //! requestor's principal: another's task looks exactly like an unknown one.
 
-use mcp_tasks_engine::{Change, Cursor, EngineError, ListQuery, Principal, TaskId, TaskRecord};
+use mcp_tasks_engine::{Change, Cursor, EngineError, ListQuery, Principal, TaskId, TaskRecord, TaskWatch, Watched};
 use serde_json::Value;
-use tokio::sync::broadcast;
 
 use crate::context::RequestContext;
 use crate::server::Server;
@@ -16,28 +15,27 @@ pub(crate) async fn get(ctx: &RequestContext, id: &TaskId) -> Result<TaskRecord,
     ctx.server().engine().get(&ctx.principal, id).await
 }
 
-/// A subscription to task changes, taken before reading a task so that no change after the
-/// read is missed.
-pub(crate) fn changes(ctx: &RequestContext) -> broadcast::Receiver<Change> {
-    ctx.server().engine().subscribe()
+/// A watch on task `id`'s changes, taken before reading the task so that no change after
+/// the read is missed. Woken by that task's changes only.
+pub(crate) fn changes(ctx: &RequestContext, id: &TaskId) -> TaskWatch {
+    ctx.server().engine().watch_task(id)
 }
 
-/// The task's next state: woken by the change feed, never by a timer. When the feed lagged,
+/// The task's next state: woken by its changes, never by a timer. When the watch lagged,
 /// the task is read again.
 ///
 /// # Errors
-/// As [`get`] after a lag; `None` when the server is shutting down.
+/// As [`get`] after a lag.
 pub(crate) async fn next_change(
     ctx: &RequestContext,
-    feed: &mut broadcast::Receiver<Change>,
+    feed: &TaskWatch,
     id: &TaskId,
 ) -> Option<Result<TaskRecord, EngineError>> {
     loop {
         match feed.recv().await {
-            Ok(Change::Task(record)) if &record.id == id => return Some(Ok(TaskRecord::clone(&record))),
-            Ok(_) => {}
-            Err(broadcast::error::RecvError::Lagged(_)) => return Some(get(ctx, id).await),
-            Err(broadcast::error::RecvError::Closed) => return None,
+            Watched::Change(Change::Task(record)) if &record.id == id => return Some(Ok(TaskRecord::clone(&record))),
+            Watched::Change(_) => {}
+            Watched::Lagged => return Some(get(ctx, id).await),
         }
     }
 }
@@ -162,12 +160,12 @@ mod tests {
             input_kinds: vec![],
         };
         let record = engine.create(new).await.unwrap();
-        let mut feed = changes(&ctx);
+        let feed = changes(&ctx, &record.id);
         engine.start(&record).unwrap();
         request_cancel(&ctx, &record.id).await.unwrap();
         let mut last = get(&ctx, &record.id).await.unwrap();
         while !last.status().is_terminal() {
-            last = next_change(&ctx, &mut feed, &record.id).await.unwrap().unwrap();
+            last = next_change(&ctx, &feed, &record.id).await.unwrap().unwrap();
         }
         assert_eq!(last.status(), Status::Cancelled);
         let again = request_cancel(&ctx, &record.id).await.unwrap();

@@ -10,12 +10,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_tasks_engine::{Change, ClientLink, ErrorObject, InputKind, InputRequest, Progress, TaskId, TaskRecord, TaskState};
+use mcp_tasks_engine::{Change, ClientLink, ErrorObject, InputKind, InputRequest, Progress, TaskId, TaskRecord, TaskState, TaskWatch, Watched};
 use mcp_tasks_protocol::jsonrpc::{self, RequestId, RpcError};
 use mcp_tasks_protocol::legacy::{self, method};
 use mcp_tasks_protocol::mcp::ProgressToken;
 use serde_json::{Value, json};
-use tokio::sync::broadcast;
 
 use super::wire;
 use crate::connection::{Connection, Route};
@@ -32,6 +31,8 @@ pub(crate) struct LegacySession {
     /// A std mutex: every critical section is a few map operations, never across an await.
     /// Lock order: this, then the connection's.
     state: Mutex<State>,
+    /// The changes of the tasks in [`State::watched`], and of no others.
+    feed: TaskWatch,
 }
 
 #[derive(Default)]
@@ -54,14 +55,14 @@ impl LegacySession {
     /// The session `initialize` opens on `conn` for a client that declared
     /// `client_capabilities`.
     pub(crate) fn new(conn: Arc<Connection>, client_capabilities: Value) -> Arc<LegacySession> {
-        Arc::new(LegacySession { conn, client_capabilities, state: Mutex::new(State::default()) })
+        let feed = conn.server.engine().watch_tasks();
+        Arc::new(LegacySession { conn, client_capabilities, state: Mutex::new(State::default()), feed })
     }
 
     /// From now on, and until the connection closes, changes of the tasks this session
     /// watches are sent to the client as notifications.
     pub(crate) fn start_forwarding(self: &Arc<Self>) {
-        let feed = self.conn.server.engine().subscribe();
-        tokio::spawn(forward_changes(Arc::clone(self), feed));
+        tokio::spawn(forward_changes(Arc::clone(self)));
     }
 
     /// The client's capabilities as era-neutral facts.
@@ -106,7 +107,9 @@ impl LegacySession {
     /// From now on, changes of `id` are forwarded; progress goes to `token` if given.
     pub(crate) fn watch(&self, id: &TaskId, token: Option<ProgressToken>) {
         let mut state = self.state();
-        state.watched.insert(id.clone());
+        if state.watched.insert(id.clone()) {
+            self.feed.add(id);
+        }
         if let Some(token) = token {
             state.progress.insert(id.clone(), token);
         }
@@ -283,7 +286,7 @@ impl ClientLink for CallLink {
     }
 }
 
-async fn forward_changes(session: Arc<LegacySession>, mut feed: broadcast::Receiver<Change>) {
+async fn forward_changes(session: Arc<LegacySession>) {
     let mut tools = session.conn.server.tools().watch();
     tools.mark_unchanged();
     let mut tools_changing = true;
@@ -297,15 +300,14 @@ async fn forward_changes(session: Arc<LegacySession>, mut feed: broadcast::Recei
                 }
                 continue;
             }
-            change = feed.recv() => change,
+            change = session.feed.recv() => change,
         };
         match change {
-            Ok(Change::Task(record)) => session.on_task_change(&record),
-            Ok(Change::Progress { id, progress, .. }) => session.on_progress(&id, &progress),
-            Err(broadcast::error::RecvError::Lagged(missed)) => {
-                tracing::warn!(missed, "session fell behind the change feed; some notifications were skipped");
+            Watched::Change(Change::Task(record)) => session.on_task_change(&record),
+            Watched::Change(Change::Progress { id, progress, .. }) => session.on_progress(&id, &progress),
+            Watched::Lagged => {
+                tracing::warn!("session fell behind the changes of its tasks; some notifications were skipped");
             }
-            Err(broadcast::error::RecvError::Closed) => return,
         }
     }
 }

@@ -41,7 +41,7 @@ pub(crate) async fn result(
     params: TaskIdParams,
 ) -> Result<Value, RpcError> {
     let id = TaskId::from(params.task_id);
-    let mut feed = ops::tasks::changes(ctx);
+    let feed = ops::tasks::changes(ctx, &id);
     let mut record = ops::tasks::get(ctx, &id).await.map_err(|err| rpc_error(&err))?;
     // Only a task found is watched: a refused id must not stay in the session's memory.
     session.watch(&id, None);
@@ -59,7 +59,7 @@ pub(crate) async fn result(
             }
         }
         record = tokio::select! {
-            next = ops::tasks::next_change(ctx, &mut feed, &id) => match next {
+            next = ops::tasks::next_change(ctx, &feed, &id) => match next {
                 Some(next) => next.map_err(|err| rpc_error(&err))?,
                 None => return Err(RpcError::internal("the server is shutting down")),
             },

@@ -17,7 +17,7 @@
 
 use std::collections::BTreeSet;
 
-use mcp_tasks_engine::{Change, TaskId, TaskRecord};
+use mcp_tasks_engine::{Change, TaskId, TaskRecord, Watched};
 use mcp_tasks_protocol::jsonrpc::{self, RpcError};
 use mcp_tasks_protocol::mcp::method;
 use mcp_tasks_protocol::modern::{
@@ -43,10 +43,14 @@ pub(crate) async fn listen(meta: &RequestMeta, ctx: &RequestContext, params: Opt
     let mut tools = server.tools().watch();
     tools.mark_unchanged();
     let mut updates = server.inner.subscriptions.updates();
-    let mut changes = ops::tasks::changes(ctx);
     let agreed = agree(ctx, &wanted).await;
     let uris: Vec<String> = agreed.resource_subscriptions.clone().unwrap_or_default();
     let tasks: BTreeSet<String> = agreed.task_ids.iter().flatten().cloned().collect();
+    // Watched before the tasks are read as they stand (below): no later change is missed.
+    let changes = server.engine().watch_tasks();
+    for id in &tasks {
+        changes.add(&TaskId::from(id.clone()));
+    }
     let stream = Stream { ctx, tag: json!(ctx.id) };
     stream.send(modern_method::NOTIFY_SUBSCRIPTIONS_ACKNOWLEDGED, json!({"notifications": agreed}));
     stream.tasks_as_they_stand(&tasks).await;
@@ -66,11 +70,10 @@ pub(crate) async fn listen(meta: &RequestMeta, ctx: &RequestContext, params: Opt
                 Err(RecvError::Closed) => return Ok(ended(ctx)),
             },
             change = changes.recv(), if !tasks.is_empty() => match change {
-                Ok(Change::Task(record)) if tasks.contains(record.id.as_str()) => stream.task(&record),
-                Ok(_) => {}
+                Watched::Change(Change::Task(record)) => stream.task(&record),
+                Watched::Change(Change::Progress { .. }) => {}
                 // Behind the feed: what the tasks are now says what was missed.
-                Err(RecvError::Lagged(_)) => stream.tasks_as_they_stand(&tasks).await,
-                Err(RecvError::Closed) => return Ok(ended(ctx)),
+                Watched::Lagged => stream.tasks_as_they_stand(&tasks).await,
             },
         }
     }

@@ -7,12 +7,11 @@
 
 use std::time::Duration;
 
-use mcp_tasks_engine::{Change, Outcome, TaskId, TaskRecord, TaskState};
+use mcp_tasks_engine::{Outcome, TaskId, TaskRecord, TaskState, TaskWatch};
 use mcp_tasks_protocol::jsonrpc::RpcError;
 use mcp_tasks_protocol::mcp::method;
 use mcp_tasks_protocol::modern::{CallToolParams, RequestMeta, TASKS_EXTENSION};
 use serde_json::{Map, Value, json};
-use tokio::sync::broadcast;
 
 use super::mrtr::{self, Round};
 use super::{missing_extension, wire};
@@ -97,7 +96,7 @@ pub(crate) async fn call(meta: &RequestMeta, ctx: &RequestContext, params: CallT
         return Some(Ok(result));
     }
     let (id, tool) = (created.record().id.clone(), created.record().tool.clone());
-    let feed = ops::tasks::changes(ctx);
+    let feed = ops::tasks::changes(ctx, &id);
     created.start();
     Some(settle(ctx, &tool, &id, inline, feed, findable).await)
 }
@@ -113,13 +112,13 @@ async fn settle(
     tool: &str,
     id: &TaskId,
     inline: Duration,
-    mut feed: broadcast::Receiver<Change>,
+    feed: TaskWatch,
     findable: bool,
 ) -> Result<Value, RpcError> {
     let waited = tokio::time::timeout(inline, async {
         let mut record = ops::tasks::get(ctx, id).await.ok()?;
         while matches!(record.state, TaskState::Working) {
-            record = ops::tasks::next_change(ctx, &mut feed, id).await?.ok()?;
+            record = ops::tasks::next_change(ctx, &feed, id).await?.ok()?;
         }
         Some(record)
     });
@@ -205,7 +204,7 @@ async fn retry(ctx: &RequestContext, tool: &str, state: &str, answers: Map<Strin
                 let _ = ops::tasks::request_cancel(ctx, &id).await;
                 return Err(invalid);
             }
-            let feed = ops::tasks::changes(ctx);
+            let feed = ops::tasks::changes(ctx, &id);
             for (key, answer) in answers {
                 ops::tasks::answer(ctx.server(), &ctx.principal, &id, &key, Ok(answer)).await.map_err(|err| rpc_error(&err))?;
             }
