@@ -15,20 +15,29 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use mcp_tasks_engine::StoreError;
 use rusqlite::ErrorCode;
 
-/// The lock on a store file, held while the store is open.
-#[derive(Debug)]
+/// The lock on a store file, held while the store is open (and by every clone).
+#[derive(Clone, Debug)]
 pub(crate) struct StoreLock {
-    _file: Arc<File>,
+    held: Arc<Held>,
+}
+
+/// One lock file held by this process, and whether more than one store of the process
+/// has it open (then none of them may answer reads from its own memory: [`crate::hot`]).
+#[derive(Debug)]
+struct Held {
+    _file: File,
+    shared: AtomicBool,
 }
 
 /// The lock files this process holds, by canonical path (the lock goes when the last store
 /// of the file drops its [`StoreLock`]).
-static HELD: Mutex<Option<HashMap<PathBuf, Weak<File>>>> = Mutex::new(None);
+static HELD: Mutex<Option<HashMap<PathBuf, Weak<Held>>>> = Mutex::new(None);
 
 /// The lock file of the store at `path`: `PATH-lock`.
 pub(crate) fn lock_path(path: &Path) -> PathBuf {
@@ -56,8 +65,9 @@ impl StoreLock {
         let canonical = std::fs::canonicalize(&lock_path).unwrap_or_else(|_| lock_path.clone());
         let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
         let held = held.get_or_insert_with(HashMap::new);
-        if let Some(file) = held.get(&canonical).and_then(Weak::upgrade) {
-            return Ok(StoreLock { _file: file });
+        if let Some(shared) = held.get(&canonical).and_then(Weak::upgrade) {
+            shared.shared.store(true, Ordering::SeqCst);
+            return Ok(StoreLock { held: shared });
         }
         match file.try_lock() {
             Ok(()) => {}
@@ -78,10 +88,16 @@ impl StoreLock {
         }
         // Best effort: the pid only makes the message above more helpful.
         let _ = file.set_len(0).and_then(|()| file.rewind()).and_then(|()| write!(file, "{}", std::process::id()));
-        let file = Arc::new(file);
+        let file = Arc::new(Held { _file: file, shared: AtomicBool::new(false) });
         held.retain(|_, file| file.strong_count() > 0);
         held.insert(canonical, Arc::downgrade(&file));
-        Ok(StoreLock { _file: file })
+        Ok(StoreLock { held: file })
+    }
+
+    /// Whether another store of this process has opened the same file since this one was
+    /// (or before): then the file has more than one writer thread.
+    pub(crate) fn is_shared(&self) -> bool {
+        self.held.shared.load(Ordering::SeqCst)
     }
 }
 

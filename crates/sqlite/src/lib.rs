@@ -25,6 +25,7 @@
 
 mod compat;
 mod faults;
+mod hot;
 mod migrate;
 mod store;
 

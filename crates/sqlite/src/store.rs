@@ -42,6 +42,7 @@ use mcp_tasks_engine::{
 };
 
 use crate::faults::{self, StoreLock};
+use crate::hot::{Hot, Touch};
 /// Capacity of the change feed; a slower subscriber lags and re-reads.
 const FEED_CAPACITY: usize = 4096;
 
@@ -71,6 +72,9 @@ const READER_CACHE_KIB: u32 = 4 * 1024;
 const COLUMNS: &str = "id, owner, tool, arguments, state, status_message, created_at, \
                        updated_at, ttl_ms, poll_interval_ms, attempt, version, error_result_fails, \
                        input_methods, idempotency_key";
+
+/// How many columns [`COLUMNS`] names: the index of a column selected after them.
+const COLUMN_COUNT: usize = 15;
 
 /// The statuses of tasks that may still change, as an SQL list. It must match the
 /// `WHERE` of the partial indexes `tasks_unfinished` and `tasks_unfinished_by_expiry` word
@@ -163,6 +167,8 @@ struct Inner {
     synchronous: Synchronous,
     /// One server per file ([`faults`]); released after the writer is joined.
     _lock: StoreLock,
+    /// The tasks written last ([`crate::hot`]), kept by the writer thread.
+    hot: Arc<Hot>,
     /// The change feed: each write's record, sent once its batch has committed.
     feed: broadcast::Sender<Arc<TaskRecord>>,
 }
@@ -229,9 +235,11 @@ impl SqliteStore {
         let (writes, queue) = mpsc::channel();
         let stats = Arc::new(Counters::default());
         let counters = Arc::clone(&stats);
+        let hot = Arc::new(Hot::new(lock.clone()));
+        let kept = Arc::clone(&hot);
         let writer = std::thread::Builder::new()
             .name("sqlite-writer".to_owned())
-            .spawn(move || write_loop(&conn, &queue, &counters))
+            .spawn(move || write_loop(&conn, &queue, &counters, &kept))
             .map_err(StoreError::backend)?;
         tracing::debug!(path = %path.display(), schema = migrate::SCHEMA_VERSION, "opened the SQLite task store");
         Ok(SqliteStore {
@@ -244,6 +252,7 @@ impl SqliteStore {
                 path: path.to_owned(),
                 synchronous,
                 _lock: lock,
+                hot,
                 feed: broadcast::channel(FEED_CAPACITY).0,
             }),
         })
@@ -357,13 +366,14 @@ impl SqliteStore {
     /// commit tests rely on this to know a write is queued without waiting by time).
     async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
     where
-        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+        F: FnOnce(&mut Tx<'_>) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(Job {
             work: Some(f),
             outcome: None,
+            touched: Vec::new(),
             reply,
         });
         self.inner
@@ -388,6 +398,35 @@ fn writer_gone() -> StoreError {
     StoreError::Backend("the SQLite writer thread stopped".into())
 }
 
+/// The open transaction a write runs in: its connection (through `Deref`), and what the
+/// write did to rows of `tasks`, for the cache of the tasks written last ([`crate::hot`]).
+/// Every write that changes a column [`read_record`] reads must say so here: with the new
+/// record ([`Tx::put`]) or by forgetting the task ([`Tx::evict`]).
+struct Tx<'a> {
+    conn: &'a Connection,
+    touched: &'a mut Vec<Touch>,
+}
+
+impl std::ops::Deref for Tx<'_> {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        self.conn
+    }
+}
+
+impl Tx<'_> {
+    /// The task's row is now `record`; `bytes`: the size of its encoded state and arguments.
+    fn put(&mut self, record: TaskRecord, bytes: usize) {
+        self.touched.push(Touch::Put { record, bytes });
+    }
+
+    /// The task's row changed (or went) otherwise.
+    fn evict(&mut self, id: TaskId) {
+        self.touched.push(Touch::Evict(id));
+    }
+}
+
 /// One write queued to the writer thread.
 trait Write: Send {
     /// Runs the write inside the batch's open transaction and keeps its outcome.
@@ -399,6 +438,9 @@ trait Write: Send {
 
     /// Whether the write failed because the disk is full.
     fn found_disk_full(&self) -> bool;
+
+    /// What the write did to rows of `tasks` (taken once, after its batch committed).
+    fn take_touched(&mut self) -> Vec<Touch>;
 }
 
 /// Why a batch did not commit.
@@ -412,18 +454,23 @@ struct Failure {
 struct Job<T, F> {
     work: Option<F>,
     outcome: Option<Result<T, StoreError>>,
+    touched: Vec<Touch>,
     reply: oneshot::Sender<Result<T, StoreError>>,
 }
 
 impl<T, F> Write for Job<T, F>
 where
-    F: FnOnce(&Connection) -> Result<T, StoreError> + Send,
+    F: FnOnce(&mut Tx<'_>) -> Result<T, StoreError> + Send,
     T: Send,
 {
     fn run(&mut self, conn: &Connection) {
         if let Some(work) = self.work.take() {
-            self.outcome = Some(work(conn));
+            self.outcome = Some(work(&mut Tx { conn, touched: &mut self.touched }));
         }
+    }
+
+    fn take_touched(&mut self) -> Vec<Touch> {
+        std::mem::take(&mut self.touched)
     }
 
     fn found_disk_full(&self) -> bool {
@@ -449,7 +496,7 @@ where
 
 /// The writer thread: batches of queued writes, one transaction and one commit each,
 /// until every [`SqliteStore`] handle is gone and the queue is empty.
-fn write_loop(conn: &Connection, queue: &mpsc::Receiver<Box<dyn Write>>, stats: &Counters) {
+fn write_loop(conn: &Connection, queue: &mpsc::Receiver<Box<dyn Write>>, stats: &Counters, hot: &Hot) {
     let mut batch: Vec<Box<dyn Write>> = Vec::with_capacity(MAX_BATCH);
     while let Ok(first) = queue.recv() {
         batch.push(first);
@@ -476,6 +523,14 @@ fn write_loop(conn: &Connection, queue: &mpsc::Receiver<Box<dyn Write>>, stats: 
             Err(failure) => {
                 let error = &failure.reason;
                 tracing::error!(writes = batch.len(), %error, disk_full = failure.disk_full, "a batch of task store writes failed to commit");
+            }
+        }
+        if committed.is_ok() {
+            // Before anyone is answered, in commit order (a failed write's evictions too:
+            // what it did before failing committed with the batch).
+            let touched: Vec<Touch> = batch.iter_mut().flat_map(|job| job.take_touched()).collect();
+            if !touched.is_empty() {
+                hot.apply(touched);
             }
         }
         let failed = committed.err();
@@ -555,11 +610,11 @@ fn configure(
 impl TaskStore for SqliteStore {
     async fn insert(&self, task: &TaskRecord) -> Result<Inserted, StoreError> {
         let row = NewRow::from_record(task).map_err(StoreError::backend)?;
-        let id = task.id.clone();
+        let record = task.clone();
         // One write on the writer thread: the lookup of a held key and the insert are
         // atomic, and a concurrent insert with the same key, queued behind this one, sees
         // this one's row.
-        let inserted = self.write(move |conn| insert_keyed(conn, &row, id)).await?;
+        let inserted = self.write(move |tx| insert_keyed(tx, &row, record)).await?;
         if inserted == Inserted::New {
             self.publish(task);
         }
@@ -586,6 +641,9 @@ impl TaskStore for SqliteStore {
     }
 
     async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
+        if let Some(record) = self.inner.hot.get(id) {
+            return Ok(Some(record));
+        }
         let id = id.as_str().to_owned();
         self.read(move |conn| {
             conn.prepare_cached(&format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1"))
@@ -608,25 +666,27 @@ impl TaskStore for SqliteStore {
         let message = update.status_message.clone();
         let updated_at = update.updated_at.0;
         let attempt = update.attempt;
-        let written = self.write(move |conn| {
+        let written = self.write(move |tx| {
             // One statement: the compare-and-set and the read of the new row are atomic,
             // and within a batch the next write sees this one's version.
-            let written = conn
+            let written = tx
                 .prepare_cached(&format!(
                     "UPDATE tasks SET state = ?1, status = ?2, status_message = ?3, updated_at = ?4, \
                      attempt = ?5, version = version + 1 \
                      WHERE id = ?6 AND version = ?7 \
-                     RETURNING {COLUMNS}"
+                     RETURNING {COLUMNS}, length(arguments)"
                 ))
                 .and_then(|mut stmt| {
                     stmt.query_row(
                         params![state, status, message, updated_at, attempt, task.as_str(), expected],
-                        read_record,
+                        |row| Ok((read_record(row)?, row.get::<_, i64>(COLUMN_COUNT)?)),
                     )
                     .optional()
                 })
                 .map_err(StoreError::backend)?;
-            written.ok_or(StoreError::Conflict(task))
+            let (written, arguments) = written.ok_or(StoreError::Conflict(task))?;
+            tx.put(written.clone(), state.len() + usize::try_from(arguments).unwrap_or(usize::MAX / 2));
+            Ok(written)
         })
         .await?;
         self.publish(&written);
@@ -704,17 +764,24 @@ impl TaskStore for SqliteStore {
 
     async fn purge(&self, now: Timestamp, limit: u32) -> Result<u64, StoreError> {
         let limit = i64::from(limit);
-        self.write(move |conn| {
+        self.write(move |tx| {
             // SQLite's `DELETE … LIMIT` needs a compile-time option; a subquery does not.
-            let deleted = conn
+            let deleted = tx
                 .prepare_cached(&format!(
                     "DELETE FROM tasks WHERE rowid IN (\
                          SELECT rowid FROM tasks WHERE status IN {TERMINAL} AND expires_at <= ?1 \
-                         ORDER BY expires_at LIMIT ?2)"
+                         ORDER BY expires_at LIMIT ?2) RETURNING id"
                 ))
-                .and_then(|mut stmt| stmt.execute(params![now.0, limit]))
+                .and_then(|mut stmt| {
+                    stmt.query_map(params![now.0, limit], |row| row.get::<_, String>(0))?
+                        .collect::<rusqlite::Result<Vec<String>>>()
+                })
                 .map_err(StoreError::backend)?;
-            Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
+            let count = deleted.len();
+            for id in deleted {
+                tx.evict(TaskId::from(id));
+            }
+            Ok(u64::try_from(count).unwrap_or(u64::MAX))
         })
         .await
     }
@@ -788,7 +855,7 @@ impl TaskStore for SqliteStore {
         max_retained: u64,
     ) -> Result<Inserted, StoreError> {
         let row = NewRow::from_record(task).map_err(StoreError::backend)?;
-        let (id, owner) = (task.id.clone(), task.owner.clone());
+        let (record, id, owner) = (task.clone(), task.id.clone(), task.owner.clone());
         let key = task
             .idempotency_key
             .as_ref()
@@ -797,6 +864,7 @@ impl TaskStore for SqliteStore {
         let limit = i64::try_from(max_retained).unwrap_or(i64::MAX);
         let inserted = self
             .write(move |conn| {
+                let conn: &mut Tx<'_> = conn;
                 // On the one writer thread the count, the insert and the claim are atomic,
                 // and the next insert of the batch sees this one counted.
                 if let Some(key) = &key {
@@ -829,7 +897,7 @@ impl TaskStore for SqliteStore {
                         retained: u64::try_from(retained).unwrap_or(0),
                     });
                 }
-                let inserted = insert_keyed(conn, &row, id.clone())?;
+                let inserted = insert_keyed(conn, &row, record)?;
                 if inserted == Inserted::New {
                     conn.prepare_cached(
                         "UPDATE tasks SET claim_node = ?1, lease_until = ?2 WHERE id = ?3",
@@ -856,8 +924,9 @@ impl TaskStore for SqliteStore {
         let id = id.as_str().to_owned();
         let (node, until) = (lease.node.as_str().to_owned(), lease.until.0);
         let taken = self
-            .write(move |conn| {
-                conn.prepare_cached(&format!(
+            .write(move |tx| {
+                tx.evict(TaskId::from(id.clone()));
+                tx.prepare_cached(&format!(
                     "UPDATE tasks SET claim_node = ?1, lease_until = ?2, attempt = attempt + 1,                      version = version + 1                      WHERE id = ?3 AND attempt = ?4 AND status IN {UNFINISHED}                      AND (lease_until IS NULL OR lease_until <= ?5)                      RETURNING {COLUMNS}"
                 ))
                 .and_then(|mut stmt| stmt.query_row(params![node, until, id, attempt, now.0], read_record).optional())
@@ -907,8 +976,9 @@ impl TaskStore for SqliteStore {
     async fn request_cancel(&self, id: &TaskId) -> Result<bool, StoreError> {
         let id = id.as_str().to_owned();
         let written = self
-            .write(move |conn| {
-                conn.prepare_cached(&format!(
+            .write(move |tx| {
+                tx.evict(TaskId::from(id.clone()));
+                tx.prepare_cached(&format!(
                     "UPDATE tasks SET cancel_requested = 1, version = version + 1                      WHERE id = ?1 AND status IN {UNFINISHED} RETURNING {COLUMNS}"
                 ))
                 .and_then(|mut stmt| stmt.query_row([id], read_record).optional())
@@ -953,6 +1023,7 @@ impl TaskStore for SqliteStore {
         );
         let written = self
             .write(move |conn| {
+                conn.evict(task.clone());
                 // Two statements, undone together if the second fails (a savepoint inside
                 // the batch's transaction), so the answer is stored exactly with its write.
                 conn.execute_batch("SAVEPOINT answer").map_err(StoreError::backend)?;
@@ -1197,9 +1268,17 @@ fn browse_statement(query: &BrowseQuery) -> (String, Vec<rusqlite::types::Value>
 /// Inserts `row` (task `id`): a new task, or the owner's retained task holding its
 /// idempotency key. One write of the writer thread, so the key's lookup and the insert are
 /// atomic.
-fn insert_keyed(conn: &Connection, row: &NewRow, id: TaskId) -> Result<Inserted, StoreError> {
+/// Inserts `record` (encoded as `row`) unless its idempotency key is held by a retained
+/// task, which it then returns; the key of an expired holder is released first.
+fn insert_keyed(tx: &mut Tx<'_>, row: &NewRow, record: TaskRecord) -> Result<Inserted, StoreError> {
+    let conn: &Connection = tx;
+    let bytes = row.state.len() + row.arguments.len();
+    let id = record.id.clone();
     match insert_row(conn, row) {
-        Ok(1) => return Ok(Inserted::New),
+        Ok(1) => {
+            tx.put(record, bytes);
+            return Ok(Inserted::New);
+        }
         Ok(_) => {}
         Err(err) if is_duplicate_key(&err) => return Err(StoreError::Duplicate(id)),
         Err(err) => return Err(StoreError::backend(err)),
@@ -1217,14 +1296,21 @@ fn insert_keyed(conn: &Connection, row: &NewRow, id: TaskId) -> Result<Inserted,
         Some(existing) if existing.retained_at(Timestamp(row.created_at)) => {
             Ok(Inserted::Existing(existing))
         }
-        _ => {
+        holder => {
+            if let Some(holder) = holder {
+                tx.evict(holder.id);
+            }
+            let conn: &Connection = tx;
             conn.prepare_cached(
                 "UPDATE tasks SET idempotency_key = NULL WHERE owner = ?1 AND idempotency_key = ?2",
             )
             .and_then(|mut stmt| stmt.execute(params![owner, key]))
             .map_err(StoreError::backend)?;
             match insert_row(conn, row) {
-                Ok(_) => Ok(Inserted::New),
+                Ok(_) => {
+                    tx.put(record, bytes);
+                    Ok(Inserted::New)
+                }
                 Err(err) if is_duplicate_key(&err) => Err(StoreError::Duplicate(id)),
                 Err(err) => Err(StoreError::backend(err)),
             }

@@ -3,6 +3,7 @@
 
 mod engine_creates;
 mod group_commit;
+mod hot;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -246,6 +247,9 @@ async fn rows_in_the_format_of_earlier_builds_read_back_with_the_same_meaning() 
     let failed = sample_task("alice");
     store.insert(&waiting).await.expect("insert succeeds");
     store.insert(&failed).await.expect("insert succeeds");
+    // The rows are rewritten with the store closed: a serving store keeps the tasks it wrote
+    // last in memory, and nothing else may write the file under it.
+    drop(store);
     // Exactly what the earlier build wrote.
     let old_waiting = r#"{"status":"input_required","requests":{"q1":{"method":"elicitation/create","params":{"message":"Which file?"}},"q2":{"method":"sampling/createMessage","params":{"maxTokens":5}}}}"#;
     let old_failed = r#"{"status":"failed","outcome":{"error":{"code":-32603,"message":"Task expired: its TTL elapsed before the work finished"}}}"#;
@@ -258,6 +262,7 @@ async fn rows_in_the_format_of_earlier_builds_read_back_with_the_same_meaning() 
         conn.execute(set, rusqlite::params!["failed", old_failed, r#"["sampling/createMessage"]"#, failed.id.as_str()])
             .expect("an old failed row");
     }
+    let store = SqliteStore::open(&path).expect("the store opens again");
 
     let read = store.get(&waiting.id).await.expect("get succeeds").expect("the task");
     assert_eq!(read.input_kinds, vec![InputKind::Elicitation, InputKind::Sampling]);

@@ -1,0 +1,110 @@
+//! The tasks written last, kept in memory so that reading them takes no SQLite read: a
+//! `tasks/get` polling a task, a waiter reading it before it waits, and the engine's
+//! compare-and-set reading it before it writes (three reads per lifecycle, each one a hop to
+//! the blocking pool and a read transaction whose page cache the last commit had emptied).
+//!
+//! Correct because the writer thread is the only writer of the file: it applies each
+//! batch's changes here after the batch commits and before any of its callers is answered,
+//! in commit order, so a read that finds a task here finds it as the file has it. When a
+//! second store of this process opens the same file ([`StoreLock::is_shared`]) there are
+//! two writers, and the cache is bypassed and emptied for good. A write that changes a row
+//! without giving its new record evicts the task instead; reads never fill the cache.
+//!
+//! Bounded: at most [`MAX_ENTRIES`] tasks and [`MAX_BYTES`] of their encoded state and
+//! arguments; a record larger than [`MAX_RECORD_BYTES`] is not kept. When full, finished
+//! tasks go first, then everything (misses only cost the read they would have cost anyway).
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use mcp_tasks_engine::{TaskId, TaskRecord};
+
+use crate::faults::StoreLock;
+
+/// The most tasks kept.
+const MAX_ENTRIES: usize = 4096;
+/// The most bytes of encoded state and arguments kept, over all tasks.
+const MAX_BYTES: usize = 8 * 1024 * 1024;
+/// A larger record (a big result) is read from the file instead.
+const MAX_RECORD_BYTES: usize = 64 * 1024;
+
+/// What a write did to the rows of `tasks`, for the cache.
+#[derive(Debug)]
+pub(crate) enum Touch {
+    /// The task's row is now `record`, whose encoded state and arguments take `bytes`.
+    Put { record: TaskRecord, bytes: usize },
+    /// The task's row changed or went: forget it.
+    Evict(TaskId),
+}
+
+pub(crate) struct Hot {
+    lock: StoreLock,
+    state: Mutex<Entries>,
+}
+
+#[derive(Default)]
+struct Entries {
+    tasks: HashMap<TaskId, (TaskRecord, usize)>,
+    bytes: usize,
+}
+
+impl Entries {
+    fn remove(&mut self, id: &TaskId) {
+        if let Some((_, bytes)) = self.tasks.remove(id) {
+            self.bytes -= bytes;
+        }
+    }
+
+    fn make_room(&mut self, bytes: usize) {
+        if self.tasks.len() < MAX_ENTRIES && self.bytes + bytes <= MAX_BYTES {
+            return;
+        }
+        self.tasks.retain(|_, (record, _)| !record.status().is_terminal());
+        self.bytes = self.tasks.values().map(|(_, bytes)| bytes).sum();
+        if self.tasks.len() >= MAX_ENTRIES / 2 || self.bytes + bytes > MAX_BYTES / 2 {
+            self.tasks.clear();
+            self.bytes = 0;
+        }
+    }
+}
+
+impl Hot {
+    pub(crate) fn new(lock: StoreLock) -> Hot {
+        Hot { lock, state: Mutex::default() }
+    }
+
+    fn entries(&self) -> Option<MutexGuard<'_, Entries>> {
+        let mut entries = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.lock.is_shared() {
+            if !entries.tasks.is_empty() {
+                *entries = Entries::default();
+            }
+            return None;
+        }
+        Some(entries)
+    }
+
+    /// Task `id` as last committed, if it is kept.
+    pub(crate) fn get(&self, id: &TaskId) -> Option<TaskRecord> {
+        self.entries()?.tasks.get(id).map(|(record, _)| record.clone())
+    }
+
+    /// Applies a committed batch's touches, in order. Called on the writer thread only.
+    pub(crate) fn apply(&self, touches: Vec<Touch>) {
+        let Some(mut entries) = self.entries() else { return };
+        for touch in touches {
+            match touch {
+                Touch::Evict(id) => entries.remove(&id),
+                Touch::Put { record, bytes } => {
+                    entries.remove(&record.id);
+                    if bytes > MAX_RECORD_BYTES {
+                        continue;
+                    }
+                    entries.make_room(bytes);
+                    entries.bytes += bytes;
+                    entries.tasks.insert(record.id.clone(), (record, bytes));
+                }
+            }
+        }
+    }
+}
