@@ -35,6 +35,22 @@ const FEED_CAPACITY: usize = 4096;
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 /// Past this many tasks remembered as published, the finished ones are forgotten.
 const PUBLISHED_CAP: usize = 65_536;
+
+/// How long [`Engine::get`] waits for the outcome of a task whose work has just ended here
+/// (its commit: usually a millisecond or two) before answering the state it read.
+const FINISHING_WAIT: Duration = Duration::from_millis(100);
+
+/// While alive, the task's outcome is being written ([`Engine::finishing`]).
+pub(crate) struct Finishing<'a> {
+    engine: &'a Engine,
+    id: TaskId,
+}
+
+impl Drop for Finishing<'_> {
+    fn drop(&mut self) {
+        self.engine.inner.finishing.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.id);
+    }
+}
 /// The status message of a task cancelled by its requestor.
 pub(crate) const CANCELLED_MESSAGE: &str = "The task was cancelled by request.";
 
@@ -164,6 +180,9 @@ pub(crate) struct Inner {
     pub(crate) outputs: broadcast::Sender<Output>,
     /// The changes routed by task id ([`Engine::watch_tasks`]).
     pub(crate) hub: Arc<crate::watch::Hub>,
+    /// Tasks whose work has ended here and whose outcome is being written
+    /// ([`Engine::get`] waits a moment for it). A std mutex: an insert, a remove, a lookup.
+    pub(crate) finishing: Mutex<std::collections::HashSet<TaskId>>,
 }
 
 impl Engine {
@@ -198,6 +217,7 @@ impl Engine {
                 published: Mutex::new(HashMap::new()),
                 outputs,
                 hub: Arc::default(),
+                finishing: Mutex::default(),
             }),
         };
         engine.follow(feed);
@@ -375,16 +395,60 @@ impl Engine {
         }
     }
 
-    /// Reads `owner`'s task `id`.
+    /// Reads `owner`'s task `id`. When its work has just ended on this node and its outcome
+    /// is being committed, waits for that commit (up to 100 ms) and answers the outcome.
     ///
     /// # Errors
     /// [`EngineError::NotFound`] if there is no such task, or it belongs to another
     /// principal (invariant 4: indistinguishable).
     pub async fn get(&self, owner: &Principal, id: &TaskId) -> Result<TaskRecord, EngineError> {
+        let record = self.read(owner, id).await?;
+        if record.status().is_terminal() || !self.is_finishing(id) {
+            return Ok(record);
+        }
+        // The work has ended here and its outcome is being committed: the state read is
+        // about to change, and a poller told `working` would only ask again. Wait a moment
+        // for the outcome (watched before reading again: no change is missed).
+        let watch = self.watch_task(id);
+        let record = self.read(owner, id).await?;
+        if record.status().is_terminal() || !self.is_finishing(id) {
+            return Ok(record);
+        }
+        let ended = tokio::time::timeout(FINISHING_WAIT, async {
+            loop {
+                match watch.recv().await {
+                    Watched::Change(Change::Task(next)) => return Some(TaskRecord::clone(&next)),
+                    Watched::Change(Change::Progress { .. }) => {}
+                    Watched::Lagged => return None,
+                }
+            }
+        })
+        .await;
+        match ended {
+            Ok(Some(next)) => Ok(next),
+            _ => self.read(owner, id).await,
+        }
+    }
+
+    /// `owner`'s task `id` as the store has it.
+    async fn read(&self, owner: &Principal, id: &TaskId) -> Result<TaskRecord, EngineError> {
         match self.inner.store.get(id).await? {
             Some(record) if &record.owner == owner => Ok(record),
             _ => Err(EngineError::NotFound(id.clone())),
         }
+    }
+
+    /// Whether task `id`'s work ended here and its outcome is being written (public for
+    /// tests that hold that write back).
+    #[doc(hidden)]
+    pub fn is_finishing(&self, id: &TaskId) -> bool {
+        self.inner.finishing.lock().unwrap_or_else(PoisonError::into_inner).contains(id)
+    }
+
+    /// Marks task `id` as finishing until the guard drops.
+    pub(crate) fn finishing(&self, id: &TaskId) -> Finishing<'_> {
+        self.inner.finishing.lock().unwrap_or_else(PoisonError::into_inner).insert(id.clone());
+        Finishing { engine: self, id: id.clone() }
     }
 
     /// A page of the owner's tasks, oldest first.

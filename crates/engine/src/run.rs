@@ -191,6 +191,7 @@ impl Engine {
             return;
         }
         let (event, message) = ending.event();
+        let _finishing = self.finishing(id);
         // The outcome is the one thing the requestor waits for: a store that fails (a
         // database restarting, a connection cut) is tried again, backing off, until the write
         // lands or is refused (the task ended meanwhile, or another node took it over after

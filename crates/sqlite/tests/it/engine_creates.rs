@@ -85,3 +85,60 @@ async fn concurrent_creations_share_commits_and_never_overshoot_max_retained() {
         "concurrent creations share commits: {before:?} → {after:?}"
     );
 }
+
+/// A tool that ends as soon as it is released.
+struct Released(Arc<tokio::sync::Notify>);
+
+#[async_trait]
+impl Handler for Released {
+    async fn call(&self, _arguments: Value, _ctx: Context) -> Outcome {
+        self.0.notified().await;
+        Outcome::Result(json!({"content": [{"type": "text", "text": "done"}]}))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_get_while_the_outcome_commits_answers_the_outcome_not_working() {
+    use std::time::Duration;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("tasks.db");
+    let store = SqliteStore::open(&path).expect("the store opens");
+    let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), Policy::default());
+    let release = Arc::new(tokio::sync::Notify::new());
+    engine.register("released", ToolRuntime::new(Released(Arc::clone(&release))));
+    let alice = Principal::new("alice");
+    let task = engine.create(NewTask { tool: "released".to_owned(), ..new_task("alice") }).await.unwrap();
+    let watch = engine.watch_task(&task.id);
+    engine.start(&task).unwrap();
+
+    // Another connection holds the file's write lock: the outcome's commit waits for it.
+    let other = rusqlite::Connection::open(&path).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    release.notify_one();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !engine.is_finishing(&task.id) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await
+    .expect("the work ends and its outcome is being written");
+    let get = {
+        let (engine, alice, id) = (engine.clone(), alice.clone(), task.id.clone());
+        tokio::spawn(async move { engine.get(&alice, &id).await })
+    };
+    // Not answered `working` while the outcome waits for its commit...
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    assert!(!get.is_finished(), "the get waits for the outcome being committed");
+    other.execute_batch("COMMIT").unwrap();
+    // ...and answered with it once committed.
+    let read = tokio::time::timeout(Duration::from_secs(10), get).await.unwrap().unwrap().unwrap();
+    assert_eq!(read.status(), mcp_tasks_engine::Status::Completed);
+    drop(watch);
+
+    // A get of a task whose work is still running answers at once.
+    let running = engine.create(NewTask { tool: "released".to_owned(), ..new_task("alice") }).await.unwrap();
+    engine.start(&running).unwrap();
+    let read = tokio::time::timeout(Duration::from_secs(1), engine.get(&alice, &running.id)).await.unwrap().unwrap();
+    assert_eq!(read.status(), mcp_tasks_engine::Status::Working);
+    release.notify_one();
+}
