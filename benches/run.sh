@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# The benchmark of issue 7 in one invocation: builds (release), serves our bench server on a
-# fresh temporary SQLite store, runs the load harness (modes poll, block and plain at each
-# concurrency, then a blocking sleep run for the delivery lag), records idle and peak RSS,
-# stops it; does the same against the TypeScript SDK 1.32.2 peer (benches/peers/
-# ts_task_server.mjs on Node 22); prints both and the ratios ours / peer.
+# The lifecycle benchmark in one invocation: builds (release), serves our bench server on a
+# fresh temporary SQLite store (`--sync full`: every task and every completion fsynced before
+# anyone is told), runs the load harness (2025-11-25 modes poll, block and plain, and the
+# 2026-07-28 task lifecycle `modern`, at each concurrency, then a blocking sleep run for the
+# delivery lag), records idle and peak RSS and the server's CPU per call, stops it; does the
+# same against the TypeScript SDK 1.32.2 peer (benches/peers/ts_task_server.mjs on Node 22;
+# 2025-11-25 modes) and the rmcp 3.11 peer (benches/peers/rmcp; 2026-07-28 `modern` and
+# `plain`), one after the other; prints all and the ratios ours / peer.
 #
 #   bash benches/run.sh                      # from anywhere; everything on 127.0.0.1
 #
-# Environment: BENCH_TASKS (2000), BENCH_CONCURRENCY ("1 8 32"), BENCH_MODES
-# ("poll block plain"), BENCH_SLEEP_MS (20), BENCH_SLEEP_TASKS (500) and BENCH_SLEEP_C (8)
+# Environment: BENCH_TASKS (2000), BENCH_CONCURRENCY ("1 8 32 128"), BENCH_MODES
+# ("poll block plain modern"), BENCH_SLEEP_MS (20), BENCH_SLEEP_TASKS (500) and BENCH_SLEEP_C (8)
 # for the lag run, BENCH_SYNC (full; "normal" measures our server without an fsync per
-# commit, for comparison only), BENCH_PEER (1; 0 skips the peer), BENCH_NODE (the Node 22 binary),
+# commit, for comparison only), BENCH_PEER (1; 0 skips the TS peer), BENCH_RMCP (1; 0 skips the
+# rmcp peer, which is built on first use: its own Cargo project), BENCH_NODE (the Node 22 binary),
 # BENCH_OUT (a file for the raw JSON lines; default: in the temporary directory).
 # Exit status: non-zero if any call failed its check or a server did not start.
 set -euo pipefail
@@ -18,8 +22,8 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 tasks=${BENCH_TASKS:-2000}
-concurrency=${BENCH_CONCURRENCY:-1 8 32}
-modes=${BENCH_MODES:-poll block plain}
+concurrency=${BENCH_CONCURRENCY:-1 8 32 128}
+modes=${BENCH_MODES:-poll block plain modern}
 sleep_ms=${BENCH_SLEEP_MS:-20}
 sleep_tasks=${BENCH_SLEEP_TASKS:-500}
 sleep_c=${BENCH_SLEEP_C:-8}
@@ -38,6 +42,13 @@ target_dir=$(cargo metadata --format-version 1 --no-deps | jq -r .target_directo
 cp "$target_dir/release/examples/bench_server" "$target_dir/release/load" "$work/"
 bench_server=$work/bench_server
 load=$work/load
+rmcp_peer=""
+if [[ ${BENCH_RMCP:-1} != 0 ]]; then
+  echo "== building the rmcp 3.11 peer (release)" >&2
+  (cd benches/peers/rmcp && CARGO_TARGET_DIR="$root/benches/peers/rmcp/target" cargo build --release --locked >&2)
+  cp "$root/benches/peers/rmcp/target/release/rmcp-bench-peer" "$work/"
+  rmcp_peer=$work/rmcp-bench-peer
+fi
 
 
 # start_logged NAME ARGV...: start (benches/lib.sh), then says where it serves.
@@ -46,9 +57,9 @@ start_logged() {
   echo "== $1 serving $url (pid $server_pid)" >&2
 }
 
-# measure NAME: idle RSS, the runs, peak RSS, for the server started last.
+# measure NAME MODES: idle RSS, the runs of MODES, peak RSS, for the server started last.
 measure() {
-  local name=$1
+  local name=$1 served=$2
   sleep 1
   local idle
   idle=$(awk '/^VmRSS:/ {print $2}' "/proc/$server_pid/status")
@@ -57,10 +68,13 @@ measure() {
   local c mode json status
   for c in $concurrency; do
     for mode in $modes; do
+      [[ " $served " == *" $mode "* ]] || continue
       run "$name" --tasks "$tasks" --concurrency "$c" --mode "$mode" --tool noop
     done
   done
-  run "$name" --tasks "$sleep_tasks" --concurrency "$sleep_c" --mode block --tool sleep --ms "$sleep_ms"
+  if [[ " $served " == *" block "* ]]; then
+    run "$name" --tasks "$sleep_tasks" --concurrency "$sleep_c" --mode block --tool sleep --ms "$sleep_ms"
+  fi
   local peak
   peak=$(awk '/^VmHWM:/ {print $2}' "/proc/$server_pid/status")
   echo "{\"server\":\"$name\",\"peak_rss_kib\":$peak}" >>"$out"
@@ -83,8 +97,11 @@ run() {
     '"\($s) \(.mode) \(.tool) c=\(.concurrency): \(.per_second|floor)/s, e2e p50 \(.end_to_end.p50_us/1000) ms p99 \(.end_to_end.p99_us/1000) ms, \(.failures) failed"' >&2
 }
 
-start_logged ours "$bench_server" --listen 127.0.0.1:0 --store "$work/bench.sqlite3" --sync "${BENCH_SYNC:-full}"
-measure ours
+# `--inline-wait-ms 0`: a 2026-07-28 call is a task at once (the `modern` lifecycle: a
+# CreateTaskResult, then tasks/get), as the rmcp peer's are; 2025-11-25 calls are unaffected.
+start_logged ours "$bench_server" --listen 127.0.0.1:0 --store "$work/bench.sqlite3" --sync "${BENCH_SYNC:-full}" \
+  --inline-wait-ms 0
+measure ours "poll block plain modern"
 stop_server
 
 if [[ ${BENCH_PEER:-1} != 0 ]]; then
@@ -93,7 +110,13 @@ if [[ ${BENCH_PEER:-1} != 0 ]]; then
     exit 1
   fi
   start_logged ts-sdk "$node" benches/peers/ts_task_server.mjs --port 0
-  measure ts-sdk
+  measure ts-sdk "poll block plain"
+  stop_server
+fi
+if [[ -n $rmcp_peer ]]; then
+  # Finished tasks kept an hour, as ours are (rmcp's default evicts them after 300 s).
+  start_logged rmcp "$rmcp_peer" --listen 127.0.0.1:0 --ttl-ms 3600000
+  measure rmcp "modern plain"
   stop_server
 fi
 
@@ -105,14 +128,16 @@ jq -rs '
   def mib: if . == null then "-" else (. / 1024 * 10 | round / 10 | tostring) + " MiB" end;
   (map(select(.run)) | map(.run + {server})) as $runs
   | ($runs | map(select(.server == "ours"))) as $ours
-  | ($runs | map(select(.server != "ours"))) as $peer
+  | ($runs | map(select(.server != "ours"))) as $peers
   | (map(select(.idle_rss_kib)) | map({(.server): .idle_rss_kib}) | add // {}) as $idle
   | (map(select(.peak_rss_kib)) | map({(.server): .peak_rss_kib}) | add // {}) as $peak
-  | "| mode | tool | c | ours calls/s | peer calls/s | ratio | ours e2e p50 / p99 ms | peer e2e p50 / p99 ms | p99 ratio | ours create p99 ms | ours lag p50 / p99 ms | peer lag p50 / p99 ms |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|",
+  | def cpu: if . == null then "-" else (. | round | tostring) end;
+  "| mode | tool | c | peer | ours calls/s | peer calls/s | ratio | ours e2e p50 / p99 ms | peer e2e p50 / p99 ms | p99 ratio | ours / peer server CPU µs per call | ours gets per task | ours create p99 ms | ours lag p50 / p99 ms | peer lag p50 / p99 ms |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ($ours[] as $o
-     | ($peer | map(select(.mode == $o.mode and .tool == $o.tool and .concurrency == $o.concurrency)) | first) as $p
-     | "| \($o.mode) | \($o.tool)\(if $o.sleep_ms then " \($o.sleep_ms) ms" else "" end) | \($o.concurrency) | \($o.per_second | rate) | \($p.per_second | rate) | \(ratio($o.per_second; $p.per_second)) | \($o.end_to_end.p50_us | ms) / \($o.end_to_end.p99_us | ms) | \($p.end_to_end.p50_us | ms) / \($p.end_to_end.p99_us | ms) | \(ratio($o.end_to_end.p99_us; $p.end_to_end.p99_us)) | \($o.create.p99_us | ms) | \($o.lag.p50_us | ms) / \($o.lag.p99_us | ms) | \($p.lag.p50_us | ms) / \($p.lag.p99_us | ms) |"),
+     | ($peers | map(select(.mode == $o.mode and .tool == $o.tool and .concurrency == $o.concurrency))) as $matching
+     | (if ($matching | length) == 0 then [null] else $matching end)[] as $p
+     | "| \($o.mode) | \($o.tool)\(if $o.sleep_ms then " \($o.sleep_ms) ms" else "" end) | \($o.concurrency) | \($p.server // "-") | \($o.per_second | rate) | \($p.per_second | rate) | \(ratio($o.per_second; $p.per_second)) | \($o.end_to_end.p50_us | ms) / \($o.end_to_end.p99_us | ms) | \($p.end_to_end.p50_us | ms) / \($p.end_to_end.p99_us | ms) | \(ratio($o.end_to_end.p99_us; $p.end_to_end.p99_us)) | \($o.server_cpu_us_per_call | cpu) / \($p.server_cpu_us_per_call | cpu) | \(if $o.gets_per_task == null then "-" else ($o.gets_per_task * 100 | round / 100 | tostring) end) | \($o.create.p99_us | ms) | \($o.lag.p50_us | ms) / \($o.lag.p99_us | ms) | \($p.lag.p50_us | ms) / \($p.lag.p99_us | ms) |"),
     "",
     "| server | idle RSS | peak RSS | failed calls |",
     "|---|---|---|---|",

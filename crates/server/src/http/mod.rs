@@ -378,7 +378,7 @@ impl App {
 }
 
 fn json(status: StatusCode, message: &Value) -> Response {
-    (status, [(header::CONTENT_TYPE, "application/json")], message.to_string()).into_response()
+    (status, [(header::CONTENT_TYPE, "application/json")], serde_json::to_vec(message).unwrap_or_default()).into_response()
 }
 
 /// A message without `Mcp-Session-Id` whose `MCP-Protocol-Version` is 2026-07-28.

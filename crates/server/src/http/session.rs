@@ -274,7 +274,8 @@ impl Routes {
         let buffer = self.streams.entry(stream).or_insert_with(|| Stream { next_seq: 1, ..Stream::default() });
         let seq = buffer.next_seq;
         buffer.next_seq += 1;
-        let data: Arc<str> = Arc::from(message.to_string());
+        // serde_json's writer straight into bytes, not its `Display` (through a formatter).
+        let data: Arc<str> = Arc::from(serde_json::to_string(message).unwrap_or_default());
         if let Some(live) = &buffer.live {
             if live.send(frame(stream, seq, &data)).is_ok() {
                 buffer.delivered = seq;
