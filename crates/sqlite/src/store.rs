@@ -74,7 +74,20 @@ const COLUMNS: &str = "id, owner, tool, arguments, state, status_message, create
                        input_methods, idempotency_key";
 
 /// How many columns [`COLUMNS`] names: the index of a column selected after them.
-const COLUMN_COUNT: usize = 15;
+const COLUMN_COUNT: usize = column_count(COLUMNS);
+
+/// The number of comma-separated names in `columns`.
+const fn column_count(columns: &str) -> usize {
+    let bytes = columns.as_bytes();
+    let (mut i, mut count) = (0, 1);
+    while i < bytes.len() {
+        if bytes[i] == b',' {
+            count += 1;
+        }
+        i += 1;
+    }
+    count
+}
 
 /// The statuses of tasks that may still change, as an SQL list. It must match the
 /// `WHERE` of the partial indexes `tasks_unfinished` and `tasks_unfinished_by_expiry` word
