@@ -351,8 +351,7 @@ impl ProtectedResource {
     /// The URL of the metadata, as the 401 challenge's `resource_metadata` names it.
     #[must_use]
     pub fn metadata_url(&self) -> String {
-        let origin_end = self.resource.len() - self.resource_path().len();
-        format!("{}{}", &self.resource[..origin_end], self.metadata_path())
+        format!("{}{}", &self.resource[..self.path_start()], self.metadata_path())
     }
 
     /// The metadata document.
@@ -368,11 +367,16 @@ impl ProtectedResource {
 
     /// The path (and query) of the resource URL, `/` when it has none.
     fn resource_path(&self) -> &str {
-        let after_scheme = self.resource.split_once("://").map_or(0, |(scheme, _)| scheme.len() + 3);
-        match self.resource[after_scheme..].find(['/', '?']) {
-            Some(at) => &self.resource[after_scheme + at..],
-            None => "/",
+        match &self.resource[self.path_start()..] {
+            "" => "/",
+            path => path,
         }
+    }
+
+    /// Where the resource URL's path (or query) starts: its length if it has none.
+    fn path_start(&self) -> usize {
+        let after_scheme = self.resource.split_once("://").map_or(0, |(scheme, _)| scheme.len() + 3);
+        self.resource[after_scheme..].find(['/', '?']).map_or(self.resource.len(), |at| after_scheme + at)
     }
 }
 
@@ -436,8 +440,8 @@ mod tests {
     #[test]
     fn a_set_of_symmetric_keys_only_is_refused() {
         let set = br#"{"keys":[{"kty":"oct","k":"c2VjcmV0","kid":"h"}]}"#;
-        assert!(parse_set(set).unwrap_err().contains("no usable signing key"));
-        assert!(parse_set(b"[]").unwrap_err().contains("no `keys`"));
-        assert!(parse_set(b"{").unwrap_err().contains("not JSON"));
+        assert!(parse_set(set).err().unwrap().contains("no usable signing key"));
+        assert!(parse_set(b"[]").err().unwrap().contains("no `keys`"));
+        assert!(parse_set(b"{").err().unwrap().contains("not JSON"));
     }
 }
