@@ -152,6 +152,10 @@ fn check_url(url: &str) -> Result<(), String> {
     if url.contains('#') {
         return Err("must not have a fragment".into());
     }
+    // It is quoted in the `WWW-Authenticate` challenge.
+    if url.chars().any(|c| c == '"' || c == '\\' || c.is_control()) {
+        return Err("must not hold quotes, backslashes or control characters".into());
+    }
     Ok(())
 }
 
@@ -217,6 +221,7 @@ mod tests {
             ("issuer = \"idp\"\naudience = \"https://m\"\njwks = \"k\"", "issuer: must be an absolute URL"),
             ("issuer = \"https://i\"\naudience = \"http://mcp.example.com/mcp\"\njwks = \"k\"", "audience: must be https://"),
             ("issuer = \"https://i\"\naudience = \"https://m#x\"\njwks = \"k\"", "fragment"),
+            ("issuer = \"https://i\"\naudience = 'https://m/a\"b'\njwks = \"k\"", "quotes"),
             ("issuer = \"https://i\"\naudience = \"https://m\"\njwks = \"k\"\nscopes = [\"a b\"]", "not a scope token"),
             ("issuer = \"https://i\"\naudience = \"https://m\"\njwks = \"k\"\nleeway = \"10m\"", "at most 5m"),
             ("issuer = \"https://i\"\naudience = \"https://m\"\njwks = \"k\"\nprincipal_claim = \"\"", "principal_claim is empty"),
