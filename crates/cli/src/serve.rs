@@ -10,9 +10,9 @@ use std::net::SocketAddr;
 
 use mcp_tasks_command::CommandTool;
 use mcp_tasks_config::{
-    Auth, Config, RestartPolicy as ConfigRestartPolicy, TaskSupport as ConfigTaskSupport, ToolConfig,
+    Config, RestartPolicy as ConfigRestartPolicy, TaskSupport as ConfigTaskSupport, ToolConfig,
 };
-use mcp_tasks_engine::{Engine, Policy, Principal, RestartPolicy, SystemClock, TaskStore, ToolRuntime};
+use mcp_tasks_engine::{Engine, Policy, RestartPolicy, SystemClock, TaskStore, ToolRuntime};
 use mcp_tasks_postgres::PostgresStore;
 use mcp_tasks_server::webhooks::Webhooks;
 use mcp_tasks_server::{Server, TaskMode, ToolDef, ToolSpec, http, stdio};
@@ -185,12 +185,12 @@ pub(crate) async fn serve_http(config: &Config, listen: Option<SocketAddr>, serv
         .await
         .with_context(|| format!("binding {addr} (is another server on that port? pass --listen ADDR)"))?;
     let bound = listener.local_addr().context("reading the bound address")?;
-    let auth = config.server.auth();
+    let auth = bearer_auth(&config.server).await?;
     let options = http::Options {
         allowed_hosts: config.server.allowed_hosts.clone(),
         allowed_origins: config.server.allowed_origins.clone(),
         max_body: config.server.max_body,
-        auth: auth.is_enabled().then(|| Arc::new(TokenAuth(auth.clone())) as Arc<dyn http::Authenticate>),
+        auth,
         session_idle: config.server.session_idle,
         metrics: config.server.metrics,
         ui: config.server.serves_ui(bound),
@@ -205,13 +205,26 @@ pub(crate) async fn serve_http(config: &Config, listen: Option<SocketAddr>, serv
     http::serve(listener, server, options, shutdown_signal()).await.context("serving HTTP")
 }
 
-/// Bearer tokens from `[[server.auth.tokens]]`.
-struct TokenAuth(Auth);
-
-impl http::Authenticate for TokenAuth {
-    fn principal(&self, token: &str) -> Option<Principal> {
-        self.0.principal_for(token).map(Principal::new)
+/// The bearer tokens of `[[server.auth.tokens]]` and `[server.auth.oauth]`, if any; the OAuth
+/// keys are read before serving (a bad `jwks` file stops the start, an unreachable
+/// `jwks_url` is retried on the first token).
+async fn bearer_auth(server: &mcp_tasks_config::ServerConfig) -> anyhow::Result<Option<Arc<dyn http::Authenticate>>> {
+    if !server.authenticates() {
+        return Ok(None);
     }
+    let oauth = match &server.oauth {
+        None => None,
+        Some(config) => {
+            let oauth = http::OAuth::new(config.clone());
+            match (oauth.load().await, &config.jwks) {
+                (Ok(keys), _) => tracing::info!(keys, issuer = %config.issuer, "OAuth: read the authorization server's keys"),
+                (Err(err), mcp_tasks_config::JwksSource::File(_)) => return Err(anyhow::Error::new(err).context("server.auth.oauth.jwks")),
+                (Err(err), _) => tracing::warn!(error = %err, "OAuth: could not read the keys yet; tokens will retry"),
+            }
+            Some(Arc::new(oauth))
+        }
+    };
+    Ok(Some(Arc::new(http::BearerAuth::new(server.auth().clone(), oauth))))
 }
 
 /// Resolves on SIGTERM or Ctrl-C.

@@ -12,6 +12,7 @@
 //! numbers, and the checks of durations, sizes and counts that name them).
 
 mod lines;
+mod oauth;
 mod problem;
 mod server;
 mod tool;
@@ -28,6 +29,7 @@ pub use problem::{ConfigError, Problem};
 use server::RawServer;
 pub use server::{ServerConfig, TaskToolNames};
 pub use webhook::{WEBHOOK_EVENTS, Webhook};
+pub use oauth::{JwksSource, OAUTH_PRINCIPAL_PREFIX, OAuthConfig};
 pub use tool::{InheritEnv, OutputFormat, RestartPolicy, Stdin, TaskSupport, ToolConfig};
 pub use upstream::UpstreamToolConfig;
 
@@ -307,6 +309,7 @@ task_support = "forbidden"
                 },
                 ui: Some(false),
                 webhooks: Vec::new(),
+                oauth: None,
                 auth: Auth::from_digests([
                     ("alice", Auth::digest("hunter2")),
                     (

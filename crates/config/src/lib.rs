@@ -83,6 +83,7 @@
 //!   - `config::problem`: [`ConfigError`] and [`Problem`];
 //!   - `config::lines`: byte spans to line numbers, and the checks of durations, sizes and
 //!     counts that name the line of what they refuse.
+//!   - `config::oauth`: [`OAuthConfig`], `[server.auth.oauth]` (JWT access tokens), and its check;
 //! - `auth`: [`Auth`], the bearer tokens of `[[server.auth.tokens]]` as SHA-256 digests,
 //!   checked in constant time.
 //! - [`hosts`]: the `Host` and `Origin` values a server accepts: the check of the
@@ -115,6 +116,7 @@ pub mod template;
 
 pub use auth::Auth;
 pub use config::{
-    Config, ConfigError, InheritEnv, OutputFormat, Problem, RestartPolicy, ServerConfig, Stdin, TaskSupport,
+    Config, ConfigError, InheritEnv, JwksSource, OAUTH_PRINCIPAL_PREFIX, OAuthConfig, OutputFormat, Problem, RestartPolicy,
+    ServerConfig, Stdin, TaskSupport,
     TaskToolNames, ToolConfig, UpstreamToolConfig, WEBHOOK_EVENTS, Webhook,
 };

@@ -18,6 +18,7 @@ mod http_peer;
 mod lifecycle;
 mod log_hygiene;
 mod metrics;
+mod oauth;
 mod postgres;
 mod proxy;
 mod replicas;

@@ -257,6 +257,18 @@ pub enum Problem {
         /// `is not set`, `is empty`, ...
         reason: String,
     },
+    /// A `[server.auth.oauth]` table that is not valid.
+    #[error("server.auth.oauth: {reason}")]
+    OAuth {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A `[[server.auth.tokens]]` principal that starts with the prefix of OAuth principals.
+    #[error("server.auth.tokens: principal `{principal}` starts with `oauth:`, which is kept for OAuth principals")]
+    ReservedPrincipal {
+        /// The principal.
+        principal: String,
+    },
     /// A `[[server.webhooks]]` entry that is not valid (its `url`, `events` or secret).
     #[error("server.webhooks: `{url}`: {reason}")]
     Webhook {

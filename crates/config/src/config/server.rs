@@ -9,6 +9,7 @@ use toml::Spanned;
 
 use super::lines::{Lines, RawSize};
 use super::{ConfigError, Problem};
+use super::oauth::{OAUTH_PRINCIPAL_PREFIX, OAuthConfig, RawOAuth};
 use crate::auth::{self, Auth, EnvTokenError};
 use crate::hosts::{self, Authority, Origin};
 
@@ -59,6 +60,9 @@ pub struct ServerConfig {
     /// The bearer tokens accepted (`[[server.auth.tokens]]`, default none: authentication
     /// off). Holds SHA-256 digests only.
     pub auth: Auth,
+    /// The OAuth 2.1 resource server (`[server.auth.oauth]`, default none): JWT access
+    /// tokens from one authorization server, beside the static tokens.
+    pub oauth: Option<OAuthConfig>,
     /// How many tasks may run at once, all principals together (`max_running`, default
     /// 64; at least 1). Parsed and checked here; the engine enforces it.
     pub max_running: u32,
@@ -99,7 +103,7 @@ pub struct ServerConfig {
 impl ServerConfig {
     /// Whether `/ui` is served when listening on `addr` (see [`ServerConfig::ui`]).
     pub fn serves_ui(&self, addr: SocketAddr) -> bool {
-        self.ui.unwrap_or_else(|| addr.ip().is_loopback() || self.auth.is_enabled())
+        self.ui.unwrap_or_else(|| addr.ip().is_loopback() || self.authenticates())
     }
 }
 
@@ -140,6 +144,12 @@ impl ServerConfig {
     pub const DEFAULT_MAX_RUNNING_PER_PRINCIPAL: u32 = 16;
     /// The default of `max_retained_per_principal`.
     pub const DEFAULT_MAX_RETAINED_PER_PRINCIPAL: u32 = 10_000;
+
+    /// Whether requests must carry a bearer token: static tokens or OAuth are configured.
+    #[must_use]
+    pub fn authenticates(&self) -> bool {
+        self.auth.is_enabled() || self.oauth.is_some()
+    }
 
     /// The authenticator built from `[[server.auth.tokens]]` (the same as the `auth` field).
     #[must_use]
@@ -184,6 +194,7 @@ impl Default for ServerConfig {
             allowed_origins: Vec::new(),
             max_body: ServerConfig::DEFAULT_MAX_BODY,
             auth: Auth::default(),
+            oauth: None,
             max_running: ServerConfig::DEFAULT_MAX_RUNNING,
             max_running_per_principal: ServerConfig::DEFAULT_MAX_RUNNING_PER_PRINCIPAL,
             max_retained_per_principal: ServerConfig::DEFAULT_MAX_RETAINED_PER_PRINCIPAL,
@@ -274,6 +285,7 @@ impl RawTaskTools {
 struct RawAuth {
     #[serde(default)]
     tokens: Vec<RawToken>,
+    oauth: Option<Spanned<RawOAuth>>,
 }
 
 #[derive(Deserialize)]
@@ -293,6 +305,9 @@ impl RawAuth {
             let principal = raw.principal.into_inner();
             if principal.trim().is_empty() {
                 return Err(lines.error(line, Problem::EmptyPrincipal));
+            }
+            if principal.starts_with(OAUTH_PRINCIPAL_PREFIX) {
+                return Err(lines.error(line, Problem::ReservedPrincipal { principal }));
             }
             let source = |reason: &str| Problem::TokenSource {
                 principal: principal.clone(),
@@ -349,7 +364,7 @@ impl RawAuth {
 }
 
 impl RawServer {
-    pub(crate) fn check(self, lines: Lines<'_>) -> Result<ServerConfig, ConfigError> {
+    pub(crate) fn check(mut self, lines: Lines<'_>) -> Result<ServerConfig, ConfigError> {
         let defaults = ServerConfig::default();
         let duration = |field: &str, value: Option<Spanned<String>>, default: Duration| {
             value.map_or(Ok(default), |value| lines.duration(field, &value))
@@ -379,6 +394,13 @@ impl RawServer {
             None => defaults.max_body,
             Some(value) => lines.size("server.max_body", &value)?,
         };
+        let oauth = match self.auth.oauth.take() {
+            None => None,
+            Some(raw) => {
+                let line = lines.of(&raw.span());
+                Some(raw.into_inner().check(lines, line)?)
+            }
+        };
         let auth = self.auth.check(lines)?;
         let count = |field: &str, value: Option<Spanned<i64>>, default: u32| {
             value.map_or(Ok(default), |value| lines.count(field, &value))
@@ -400,6 +422,7 @@ impl RawServer {
             allowed_origins,
             max_body,
             auth,
+            oauth,
             name: self.name.unwrap_or(defaults.name),
             default_ttl: duration("server.default_ttl", self.default_ttl, defaults.default_ttl)?,
             max_ttl: duration("server.max_ttl", self.max_ttl, defaults.max_ttl)?,

@@ -6,15 +6,15 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use mcp_tasks_engine::Principal;
 use mcp_tasks_protocol::jsonrpc::RpcError;
 
-use super::{ANONYMOUS_PRINCIPAL, Options, Rejection, error};
+use super::{ANONYMOUS_PRINCIPAL, Authenticate, Denied, Options, Rejection, error};
 
 /// Host and Origin checks, then the principal.
-pub(super) fn guard(options: &Options, headers: &HeaderMap) -> Result<Principal, Rejection> {
+pub(super) async fn guard(options: &Options, headers: &HeaderMap) -> Result<Principal, Rejection> {
     guard_host(options, headers)?;
     let Some(auth) = &options.auth else {
         return Ok(Principal::new(ANONYMOUS_PRINCIPAL));
     };
-    principal(auth.as_ref(), headers)
+    principal(auth.as_ref(), headers).await
 }
 
 /// The Host and Origin checks alone (the web view's page and assets, which carry no data).
@@ -38,27 +38,53 @@ pub(super) fn guard_host(options: &Options, headers: &HeaderMap) -> Result<(), R
     Ok(())
 }
 
-/// The principal of the request's bearer token.
-fn principal(auth: &dyn super::Authenticate, headers: &HeaderMap) -> Result<Principal, Rejection> {
+/// The principal of the request's bearer token: 401 without one or with a bad one, 403 for
+/// one without the required scopes (RFC 6750 §3, and the RFC 9728 `resource_metadata` when
+/// the tokens come from an authorization server).
+async fn principal(auth: &dyn Authenticate, headers: &HeaderMap) -> Result<Principal, Rejection> {
     let token = headers
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer ")));
-    match token.and_then(|token| auth.principal(token.trim())) {
-        Some(principal) => Ok(principal),
-        None => {
-            let mut response = error(StatusCode::UNAUTHORIZED, RpcError::invalid_request(
-                "Unauthorized: send Authorization: Bearer <token> with a token this server knows",
-            ));
-            let challenge = if token.is_some() {
-                r#"Bearer realm="mcp-tasks", error="invalid_token""#
-            } else {
-                r#"Bearer realm="mcp-tasks""#
-            };
-            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
-            Err(Box::new(response))
+    let denied = match token {
+        None => None,
+        Some(token) => match auth.authenticate(token.trim()).await {
+            Ok(principal) => return Ok(principal),
+            Err(denied) => Some(denied),
+        },
+    };
+    let (status, message, code) = match denied {
+        None => (StatusCode::UNAUTHORIZED, "Unauthorized: send Authorization: Bearer <token>", None),
+        Some(Denied::InvalidToken) => (
+            StatusCode::UNAUTHORIZED,
+            "Unauthorized: the bearer token is not one this server accepts (unknown, expired or not for this server)",
+            Some("invalid_token"),
+        ),
+        Some(Denied::InsufficientScope) => (
+            StatusCode::FORBIDDEN,
+            "Forbidden: the access token lacks a scope this server requires",
+            Some("insufficient_scope"),
+        ),
+    };
+    let mut challenge = match auth.resource() {
+        Some(resource) => {
+            let mut challenge = format!(r#"Bearer resource_metadata="{}""#, resource.metadata_url());
+            if !resource.scopes.is_empty() {
+                challenge.push_str(&format!(r#", scope="{}""#, resource.scopes.join(" ")));
+            }
+            challenge
         }
+        None => r#"Bearer realm="mcp-tasks""#.to_owned(),
+    };
+    if let Some(code) = code {
+        challenge.push_str(&format!(r#", error="{code}""#));
     }
+    let mut response = error(status, RpcError::invalid_request(message));
+    // The URL and scopes were checked at load to hold no `"` or control character.
+    if let Ok(value) = HeaderValue::from_str(&challenge) {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+    }
+    Err(Box::new(response))
 }
 
 /// The one Host check, shared with `mcp-tasks check-config` (`mcp_tasks_config::hosts`).

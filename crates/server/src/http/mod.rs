@@ -25,10 +25,13 @@
 //! - `session`: Legacy sessions (`Mcp-Session-Id`), the routing of their messages onto
 //!   streams, resumption buffers, idle sessions;
 //! - `sse`: event framing, ids, keep-alive, one-write quick replies;
-//! - `ui`: the web view `/ui`, its API and its live output tails.
+//! - `ui`: the web view `/ui`, its API and its live output tails;
+//! - `oauth`: JWT access tokens ([`OAuth`], [`BearerAuth`]) and the RFC 9728 metadata
+//!   ([`ProtectedResource`]) served at `/.well-known/oauth-protected-resource`.
 
 mod guard;
 mod modern;
+mod oauth;
 mod session;
 mod sse;
 mod ui;
@@ -66,10 +69,34 @@ use crate::server::Server;
 /// identified: a task id is the capability to read it, and listing is per session.
 pub const ANONYMOUS_PRINCIPAL: &str = "anonymous";
 /// Maps a bearer token to the principal it stands for.
+#[async_trait::async_trait]
 pub trait Authenticate: Send + Sync + 'static {
-    /// The principal for `token`, if it is valid.
-    fn principal(&self, token: &str) -> Option<Principal>;
+    /// The principal for `token`, or why it is refused.
+    ///
+    /// # Errors
+    /// [`Denied`]: answered 401, or 403 for a missing scope.
+    async fn authenticate(&self, token: &str) -> Result<Principal, Denied>;
+
+    /// The RFC 9728 metadata of this server, when its tokens come from an authorization
+    /// server: then it is served at `/.well-known/oauth-protected-resource` (and with the
+    /// resource's path appended) and named in every 401 challenge.
+    fn resource(&self) -> Option<&ProtectedResource> {
+        None
+    }
 }
+
+/// Why a bearer token was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Denied {
+    /// Unknown, malformed, expired, not yet valid, for another audience or issuer, or badly
+    /// signed: 401 with `error="invalid_token"`.
+    InvalidToken,
+    /// Valid but without every required scope: 403 with `error="insufficient_scope"`.
+    InsufficientScope,
+}
+
+pub use self::oauth::{BearerAuth, JwksError, OAuth, ProtectedResource};
 
 /// How the HTTP transport guards itself.
 #[derive(Clone)]
@@ -155,6 +182,15 @@ pub fn router(server: Server, options: Options, stop: CancellationToken) -> Rout
         runtime.spawn(end_idle_sessions(Arc::downgrade(&app)));
     }
     let mut router = Router::new().route("/mcp", post(post_message).get(get_stream).delete(delete_session));
+    if let Some(resource) = app.options.auth.as_ref().and_then(|auth| auth.resource()) {
+        const ROOT: &str = "/.well-known/oauth-protected-resource";
+        let mut paths = vec![ROOT.to_owned(), format!("{ROOT}/mcp"), resource.metadata_path()];
+        paths.sort();
+        paths.dedup();
+        for path in paths {
+            router = router.route(&path, get(get_resource_metadata));
+        }
+    }
     if serve_metrics {
         router = router.route("/metrics", get(get_metrics));
     }
@@ -175,9 +211,21 @@ async fn count_request(State(metrics): State<Metrics>, request: Request, next: N
     response
 }
 
+/// `GET /.well-known/oauth-protected-resource[/…]` (RFC 9728), after the Host and Origin
+/// checks: no token, since it tells a client how to get one.
+async fn get_resource_metadata(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    if let Err(rejection) = guard::guard_host(&app.options, &headers) {
+        return *rejection;
+    }
+    match app.options.auth.as_ref().and_then(|auth| auth.resource()) {
+        Some(resource) => json(StatusCode::OK, &resource.document()),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
 /// `GET /metrics`: the Prometheus text format, after the Host, Origin and token checks.
 async fn get_metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    if let Err(rejection) = guard(&app.options, &headers) {
+    if let Err(rejection) = guard(&app.options, &headers).await {
         return *rejection;
     }
     let sessions = app.sessions().len();
@@ -205,11 +253,11 @@ async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: Bod
 }
 
 async fn get_stream(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    app.get(&headers).unwrap_or_else(|rejection| *rejection)
+    app.get(&headers).await.unwrap_or_else(|rejection| *rejection)
 }
 
 async fn delete_session(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    let result = guard(&app.options, &headers).and_then(|principal| app.session_for(&headers, &principal));
+    let result = guard(&app.options, &headers).await.and_then(|principal| app.session_for(&headers, &principal));
     match result {
         Ok((id, http)) => {
             app.sessions().remove(&id);
@@ -223,7 +271,7 @@ async fn delete_session(State(app): State<Arc<App>>, headers: HeaderMap) -> Resp
 
 impl App {
     async fn post(&self, headers: &HeaderMap, body: Body) -> Result<Response, Response> {
-        let principal = guard(&self.options, headers).map_err(|r| *r)?;
+        let principal = guard(&self.options, headers).await.map_err(|r| *r)?;
         if !accepts(headers, "application/json") && !accepts(headers, "text/event-stream") {
             return Err(error(StatusCode::NOT_ACCEPTABLE, RpcError::invalid_request(
                 "Not Acceptable: the client must accept application/json and text/event-stream",
@@ -317,8 +365,8 @@ impl App {
         response
     }
 
-    fn get(&self, headers: &HeaderMap) -> Result<Response, Rejection> {
-        let principal = guard(&self.options, headers)?;
+    async fn get(&self, headers: &HeaderMap) -> Result<Response, Rejection> {
+        let principal = guard(&self.options, headers).await?;
         if !accepts(headers, "text/event-stream") {
             return Err(Box::new(error(StatusCode::NOT_ACCEPTABLE, RpcError::invalid_request(
                 "Not Acceptable: GET opens an SSE stream; accept text/event-stream",

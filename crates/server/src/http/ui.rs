@@ -217,14 +217,14 @@ fn failure(err: &EngineError) -> Response {
 }
 
 /// The principal of an API request, after the checks of `/mcp`.
-fn principal(app: &App, headers: &HeaderMap) -> Result<Principal, Response> {
+async fn principal(app: &App, headers: &HeaderMap) -> Result<Principal, Response> {
     // The rejections of `/mcp` as they are (their text says what was wrong).
-    guard(&app.options, headers).map_err(|rejection| *rejection)
+    guard(&app.options, headers).await.map_err(|rejection| *rejection)
 }
 
 /// `GET /ui/api/tasks`.
 async fn list(State(app): State<Arc<App>>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
-    let owner = match principal(&app, &headers) {
+    let owner = match principal(&app, &headers).await {
         Ok(owner) => owner,
         Err(rejection) => return rejection,
     };
@@ -316,7 +316,7 @@ fn decode(value: &str) -> Option<String> {
 
 /// `GET /ui/api/tasks/{id}`.
 async fn detail(State(app): State<Arc<App>>, headers: HeaderMap, Path(id): Path<String>) -> Response {
-    let owner = match principal(&app, &headers) {
+    let owner = match principal(&app, &headers).await {
         Ok(owner) => owner,
         Err(rejection) => return rejection,
     };
@@ -423,7 +423,7 @@ fn now_ms() -> i64 {
 /// `POST /ui/api/tasks/{id}/cancel`: cancelled now, its work stopped (its process group
 /// ended), as 2025-11-25 `tasks/cancel` does.
 async fn cancel(State(app): State<Arc<App>>, headers: HeaderMap, Path(id): Path<String>) -> Response {
-    let owner = match principal(&app, &headers) {
+    let owner = match principal(&app, &headers).await {
         Ok(owner) => owner,
         Err(rejection) => return rejection,
     };
@@ -450,7 +450,7 @@ fn json_body(headers: &HeaderMap) -> bool {
 /// `POST /ui/api/tasks/{id}/answer` with `{"key", "action", "content"}`: the answer to an
 /// elicitation of the task, given as the client would (an `ElicitResult`).
 async fn answer(State(app): State<Arc<App>>, headers: HeaderMap, Path(id): Path<String>, body: Body) -> Response {
-    let owner = match principal(&app, &headers) {
+    let owner = match principal(&app, &headers).await {
         Ok(owner) => owner,
         Err(rejection) => return rejection,
     };
@@ -522,7 +522,7 @@ fn parse_answer(bytes: &Bytes, task: &TaskRecord) -> Result<(String, Value), (St
 /// `lagged` when some were missed: the page reads again), until the client goes or the
 /// server stops.
 async fn events(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    let owner = match principal(&app, &headers) {
+    let owner = match principal(&app, &headers).await {
         Ok(owner) => owner,
         Err(rejection) => return rejection,
     };

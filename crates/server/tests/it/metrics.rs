@@ -9,8 +9,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_tasks_engine::{Context, Outcome, Principal};
-use mcp_tasks_server::http::{self, Authenticate};
+use mcp_tasks_engine::{Context, Outcome};
+use mcp_tasks_server::http;
 use mcp_tasks_server::{Server, TaskMode, ToolDef, handler_fn};
 use mcp_tasks_testkit::{TestPeer, TestServer};
 use serde_json::{Value, json};
@@ -278,18 +278,14 @@ async fn metrics_after_a_scripted_run_in_both_eras_count_every_task_and_request(
 }
 
 /// Accepts one token, `s3cret`, as the principal `ops`.
-struct OneToken;
-
-impl Authenticate for OneToken {
-    fn principal(&self, token: &str) -> Option<Principal> {
-        (token == "s3cret").then(|| Principal::new("ops"))
-    }
+fn one_token() -> http::BearerAuth {
+    http::BearerAuth::new(mcp_tasks_config::Auth::from_digests([("ops", mcp_tasks_config::Auth::digest("s3cret"))]), None)
 }
 
 #[tokio::test]
 async fn metrics_need_a_known_host_and_with_tokens_configured_a_valid_token() {
     let (server, _dir) = server();
-    let options = http::Options { auth: Some(Arc::new(OneToken)), ..http::Options::default() };
+    let options = http::Options { auth: Some(Arc::new(one_token())), ..http::Options::default() };
     let http = TestServer::http_with(server, options).await.unwrap();
     let addr = http.addr().unwrap();
     assert_eq!(get(addr, "/metrics", "").await.0, 401, "no token");
