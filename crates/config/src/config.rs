@@ -317,6 +317,7 @@ task_support = "forbidden"
                         .unwrap()
                     ),
                 ]),
+                ..ServerConfig::default()
             }
         );
         let auth = config.server.auth();
