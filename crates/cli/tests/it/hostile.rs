@@ -8,7 +8,7 @@
 //! headers byte by byte.
 
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -449,4 +449,245 @@ fn hostile_bad_input_table_over_stdio_and_http_in_both_eras() {
     assert_eq!(http_result["content"][0]["text"], "done\n", "{http_result}");
     assert_eq!(ctx.alice.result("tasks/get", json!({"taskId": alice_task}))["status"], "completed");
     println!("hostile: {} rows in {:?}, both running tasks completed", rows.len(), started.elapsed());
+}
+
+/// A server with bearer tokens and `extra` keys in `[server]`.
+fn limited(extra: &str) -> (Workdir, HttpServer) {
+    let work = Workdir::new();
+    hostile_config(&work, extra);
+    let server = HttpServer::start(&work);
+    (work, server)
+}
+
+/// A 2026-07-28 `tasks/get` of `id` as the bearer of `token`.
+fn modern_get(addr: SocketAddr, token: &str, id: &str) -> (u16, Value) {
+    let params = modern_meta(&json!({"taskId": id}));
+    let headers = vec![
+        ("Content-Type", "application/json".to_owned()),
+        ("Accept", "application/json".to_owned()),
+        ("MCP-Protocol-Version", "2026-07-28".to_owned()),
+        ("Mcp-Method", "tasks/get".to_owned()),
+        ("Mcp-Name", id.to_owned()),
+        ("Authorization", format!("Bearer {token}")),
+    ];
+    let reply = http(addr, "POST", headers, &[], Some(&raw_call("tasks/get", &params)));
+    (reply.status, message_of(&reply).expect("a JSON-RPC answer"))
+}
+
+#[test]
+fn hostile_polling_beyond_the_rate_is_refused_per_principal_with_32010_and_a_wait_then_served_again() {
+    let (_work, server) = limited("poll_rate = 2\npoll_burst = 4");
+    let mut alice = Client::new(&server, Some(ALICE));
+    alice.initialize();
+    let mut bob = Client::new(&server, Some(BOB));
+    bob.initialize();
+    let created = alice.result("tools/call", json!({"name": "echo", "arguments": {"text": "x"}, "task": {}}));
+    let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+    // The burst is answered, faster than the task's pollInterval (250 ms) and without pause.
+    for _ in 0..4 {
+        alice.result("tasks/get", json!({"taskId": id}));
+    }
+    let refused = alice.error("tasks/get", json!({"taskId": id}));
+    assert_eq!(refused["code"], -32010, "{refused}");
+    assert_eq!((refused["data"]["limit"].clone(), refused["data"]["rate"].clone()), (json!("poll_rate"), json!(2)));
+    let wait = refused["data"]["retryAfterMs"].as_u64().unwrap();
+    assert!(wait > 0 && wait <= 501, "{refused}");
+    assert!(refused["message"].as_str().unwrap().starts_with("Polling too fast"), "{refused}");
+    // tasks/list counts too, and so does the other era: the bucket is the principal's.
+    assert_eq!(alice.error("tasks/list", json!({}))["data"]["limit"], "poll_rate");
+    let (status, modern) = modern_get(server.addr, ALICE, &id);
+    assert_eq!((status, modern["error"]["code"].clone(), modern["error"]["data"]["limit"].clone()), (200, json!(-32010), json!("poll_rate")));
+    // Everything else is served; another principal is not slowed.
+    assert_eq!(alice.result("ping", json!({})), json!({}));
+    assert!(alice.result("tools/list", json!({}))["tools"].is_array());
+    for _ in 0..4 {
+        assert!(bob.result("tasks/list", json!({}))["tasks"].is_array());
+    }
+    // After the wait it names, alice is served again.
+    std::thread::sleep(Duration::from_millis(wait));
+    assert_eq!(alice.result("tasks/get", json!({"taskId": id}))["taskId"], id.as_str());
+}
+
+#[test]
+fn hostile_sessions_over_max_sessions_per_principal_are_429_32010_and_others_are_not_affected() {
+    let (_work, server) = limited("max_sessions_per_principal = 2");
+    let mut first = Client::new(&server, Some(ALICE));
+    first.initialize();
+    let mut second = Client::new(&server, Some(ALICE));
+    second.initialize();
+    let third = Client::new(&server, Some(ALICE));
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}}});
+    let reply = third.post_with(&init.to_string(), &[]);
+    assert_eq!(reply.status, 429, "{}", reply.body);
+    assert!(reply.header("mcp-session-id").is_none());
+    let error = reply.json()["error"].clone();
+    assert_eq!((error["code"].clone(), error["data"].clone()), (json!(-32010), json!({"limit": "max_sessions_per_principal", "max": 2, "current": 2})));
+    assert_eq!(reply.json()["id"], 1);
+    assert!(error["message"].as_str().unwrap().contains("DELETE"), "{error}");
+    // Another principal gets its own sessions; alice's serve on.
+    Client::new(&server, Some(BOB)).initialize();
+    assert_eq!(first.result("ping", json!({})), json!({}));
+    // Ending one makes room.
+    let reply = http(server.addr, "DELETE", vec![("Authorization", format!("Bearer {ALICE}"))], &[("Mcp-Session-Id", second.session().to_owned())], None);
+    assert_eq!(reply.status, 200);
+    Client::new(&server, Some(ALICE)).initialize();
+}
+
+#[test]
+fn hostile_streams_over_max_streams_per_session_are_429_32010_and_json_answers_go_on() {
+    let (_work, server) = limited("max_streams_per_session = 1");
+    let mut alice = Client::new(&server, Some(ALICE));
+    alice.initialize();
+    let bearer = format!("Bearer {ALICE}");
+    let session = alice.session().to_owned();
+    let get = [("Accept", "text/event-stream"), ("Authorization", bearer.as_str()), ("Mcp-Session-Id", session.as_str())];
+    let mut standalone = http_peer::open(server.addr, "GET", &get, None);
+    assert_eq!(standalone.status, 200);
+    assert!(standalone.next_event().is_some(), "the priming event");
+    let call = alice.message("tools/call", json!({"name": "echo", "arguments": {"text": "streamed"}}));
+    let reply = alice.post_with(&call, &[]);
+    assert_eq!(reply.status, 429, "{}", reply.body);
+    let error = reply.json()["error"].clone();
+    assert_eq!((error["code"].clone(), error["data"]["limit"].clone(), error["data"]["max"].clone()), (json!(-32010), json!("max_streams_per_session"), json!(1)));
+    assert!(error["message"].as_str().unwrap().contains("Accept: application/json"), "{error}");
+    // The same call answered as JSON needs no stream.
+    let reply = alice.post_with(&call, &[("Accept", "application/json")]);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.json()["result"]["content"][0]["text"], "streamed");
+    // A second GET stream is refused as well (a stream limit, before the one-standalone rule).
+    let reply = http_peer::request(server.addr, "GET", &get, None);
+    assert_eq!(reply.status, 429, "{}", reply.body);
+    drop(standalone);
+}
+
+/// A tool that sends `count` progress notifications of about 4 KiB each, then prints `end`.
+const CHATTY: &str = r#"
+[[tools]]
+name = "chatty"
+description = "Reports progress many times with long messages."
+command = ["sh", "-c", "pad=$(head -c 4000 /dev/zero | tr '\\0' x); i=0; while [ $i -lt \"$1\" ]; do i=$((i+1)); printf '@mcp-tasks {{\"progress\": %d, \"message\": \"%s\"}}\n' $i $pad; done; echo end", "_", "{count}"]
+[tools.input_schema]
+type = "object"
+properties = { count = { type = "integer" } }
+"#;
+
+#[test]
+fn hostile_a_reader_that_never_reads_its_stream_has_it_closed_and_others_are_served_meanwhile() {
+    let work = Workdir::new();
+    hostile_config(&work, "max_stream_events = 8");
+    let text = std::fs::read_to_string(work.config()).unwrap();
+    std::fs::write(work.config(), format!("{text}\n{CHATTY}")).unwrap();
+    let server = HttpServer::start(&work);
+    let mut slow = Client::new(&server, Some(ALICE));
+    slow.initialize();
+    // 4000 events of 4 KiB, about 16 MiB: more than the socket buffers hold.
+    let count = 4000;
+    let call = slow.message("tools/call", json!({"name": "chatty", "arguments": {"count": count}, "_meta": {"progressToken": "p"}}));
+    let bearer = format!("Bearer {ALICE}");
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("Authorization", bearer.as_str()),
+        ("Mcp-Session-Id", slow.session()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let mut stream = http_peer::open(server.addr, "POST", &headers, Some(&call));
+    assert_eq!(stream.status, 200);
+    // While the stream is not read, another client's whole lifecycle completes in time.
+    let started = Instant::now();
+    let mut other = Client::new(&server, Some(BOB));
+    other.initialize();
+    let created = other.result("tools/call", json!({"name": "echo", "arguments": {"text": "meanwhile"}, "task": {}}));
+    let id = created["task"]["taskId"].clone();
+    assert_eq!(other.result("tasks/result", json!({"taskId": id}))["content"][0]["text"], "meanwhile");
+    assert!(started.elapsed() < Duration::from_secs(10), "served in {:?}", started.elapsed());
+    // Once the command has printed everything, the stream ends without the reply: the
+    // server closed it rather than buffer 16 MiB for a client that does not read.
+    let mut seen = 0;
+    let mut last_id = None;
+    let mut reply = None;
+    while let Some((event_id, message)) = stream.next_message() {
+        last_id = event_id.or(last_id);
+        if message.get("method").is_some() {
+            seen += 1;
+        } else {
+            reply = Some(message);
+        }
+    }
+    assert!(reply.is_none() && seen < count, "the stream was closed early ({seen} of {count} events, no reply)");
+    // The last events are kept for resumption: a client that comes back, reading this time,
+    // resumes from the last event it read (closed again whenever it falls behind) until the
+    // reply, which is always kept.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut last = last_id.expect("events had ids");
+    let answer = loop {
+        assert!(Instant::now() < deadline, "no reply by resumption");
+        let get = [
+            ("Accept", "text/event-stream"),
+            ("Authorization", bearer.as_str()),
+            ("Mcp-Session-Id", slow.session()),
+            ("Last-Event-ID", last.as_str()),
+        ];
+        let mut resumed = http_peer::open(server.addr, "GET", &get, None);
+        assert_eq!(resumed.status, 200);
+        let mut reply = None;
+        while let Some((event_id, message)) = resumed.next_message() {
+            last = event_id.unwrap_or(last);
+            if message.get("method").is_none() {
+                reply = Some(message);
+            }
+        }
+        if let Some(reply) = reply {
+            break reply;
+        }
+    };
+    assert_eq!(answer["result"]["content"][0]["text"], "end\n", "{}", answer.to_string().chars().take(300).collect::<String>());
+}
+
+#[test]
+fn hostile_a_client_sending_its_headers_byte_by_byte_is_cut_off_and_others_are_served_meanwhile() {
+    let (_work, server) = limited("header_timeout = \"1s\"");
+    let mut slowloris = std::net::TcpStream::connect(server.addr).unwrap();
+    slowloris.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    let request = format!("POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nX-Pad: {}\r\n", server.addr, "y".repeat(200));
+    let started = Instant::now();
+    let mut other: Option<Duration> = None;
+    let mut cut_off = None;
+    for byte in request.bytes() {
+        if std::io::Write::write_all(&mut slowloris, &[byte]).is_err() {
+            cut_off = Some(started.elapsed());
+            break;
+        }
+        let mut buf = [0u8; 512];
+        match std::io::Read::read(&mut slowloris, &mut buf) {
+            Ok(0) => {
+                cut_off = Some(started.elapsed());
+                break;
+            }
+            // A 408 or similar before the close.
+            Ok(_) => {}
+            Err(err) if matches!(err.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => {
+                cut_off = Some(started.elapsed());
+                break;
+            }
+        }
+        if other.is_none() {
+            // Meanwhile, another client's lifecycle.
+            let begun = Instant::now();
+            let mut client = Client::new(&server, Some(BOB));
+            client.initialize();
+            let created = client.result("tools/call", json!({"name": "echo", "arguments": {"text": "meanwhile"}, "task": {}}));
+            let id = created["task"]["taskId"].clone();
+            assert_eq!(client.result("tasks/result", json!({"taskId": id}))["content"][0]["text"], "meanwhile");
+            other = Some(begun.elapsed());
+        }
+        if started.elapsed() > Duration::from_secs(10) {
+            break;
+        }
+    }
+    let other = other.unwrap();
+    assert!(other < Duration::from_secs(5), "the other client took {other:?}");
+    let cut_off = cut_off.expect("the slow client was cut off");
+    assert!(cut_off >= Duration::from_millis(900) && cut_off < Duration::from_secs(5), "cut off after {cut_off:?}");
 }
