@@ -645,6 +645,52 @@ fn hostile_a_reader_that_never_reads_its_stream_has_it_closed_and_others_are_ser
 }
 
 #[test]
+fn hostile_modern_a_reader_that_never_reads_its_stream_has_it_ended_and_others_are_served_meanwhile() {
+    let work = Workdir::new();
+    hostile_config(&work, "max_stream_events = 8");
+    let text = std::fs::read_to_string(work.config()).unwrap();
+    std::fs::write(work.config(), format!("{text}\n{CHATTY}")).unwrap();
+    let server = HttpServer::start(&work);
+    let count = 4000;
+    // A plain 2026-07-28 call from a client without tasks, with a progress token: its
+    // progress comes on the response's SSE stream.
+    let mut params = modern_meta(&json!({"name": "chatty", "arguments": {"count": count}}));
+    params["_meta"]["progressToken"] = json!("p");
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
+    let body = raw_call("tools/call", &params);
+    let bearer = format!("Bearer {ALICE}");
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("Authorization", bearer.as_str()),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "chatty"),
+    ];
+    let mut stream = http_peer::open(server.addr, "POST", &headers, Some(&body));
+    assert_eq!(stream.status, 200);
+    let started = Instant::now();
+    let mut other = Client::new(&server, Some(BOB));
+    other.initialize();
+    let created = other.result("tools/call", json!({"name": "echo", "arguments": {"text": "meanwhile"}, "task": {}}));
+    let id = created["task"]["taskId"].clone();
+    assert_eq!(other.result("tasks/result", json!({"taskId": id}))["content"][0]["text"], "meanwhile");
+    let (status, discover) = modern_get(server.addr, BOB, UNKNOWN);
+    assert_eq!((status, discover["error"]["code"].clone()), (200, json!(-32602)));
+    assert!(started.elapsed() < Duration::from_secs(10), "served in {:?}", started.elapsed());
+    let mut seen = 0;
+    let mut reply = None;
+    while let Some((_, message)) = stream.next_message() {
+        if message.get("method").is_some() {
+            seen += 1;
+        } else {
+            reply = Some(message);
+        }
+    }
+    assert!(reply.is_none() && seen < count, "the stream was ended early ({seen} of {count} events, no reply)");
+}
+
+#[test]
 fn hostile_a_client_sending_its_headers_byte_by_byte_is_cut_off_and_others_are_served_meanwhile() {
     let (_work, server) = limited("header_timeout = \"1s\"");
     let mut slowloris = std::net::TcpStream::connect(server.addr).unwrap();

@@ -188,6 +188,8 @@ fn modern_http_tasks_survive_a_sigkill_and_are_read_in_this_era_after_the_restar
     let done = call(server.addr, "task_only", json!({}));
     let mut finished = get(server.addr, &done);
     while finished["status"] == "working" {
+        // At the suggested interval, as a client should (the server limits faster polling).
+        std::thread::sleep(std::time::Duration::from_millis(finished["pollIntervalMs"].as_u64().unwrap_or(250)));
         finished = get(server.addr, &done);
     }
     assert_eq!(finished["status"], "completed", "{finished}");

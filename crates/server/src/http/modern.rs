@@ -47,12 +47,12 @@ pub(super) async fn serve(app: &App, headers: &HeaderMap, principal: Principal, 
         return json(StatusCode::NOT_ACCEPTABLE, &jsonrpc::error_response(Some(&request.id), &error));
     }
     peer.handle_incoming(Incoming::Request(request));
-    respond(outgoing, streams, cancel_on_close).await
+    respond(outgoing, streams, cancel_on_close, app.options.max_stream_events).await
 }
 
 /// The answer: the reply alone as JSON (with its status), or, when notifications come
 /// first and the client takes SSE, a stream of them ending with the reply.
-async fn respond(mut outgoing: mpsc::UnboundedReceiver<Outbound>, streams: bool, guard: AbortOnDrop) -> Response {
+async fn respond(mut outgoing: mpsc::UnboundedReceiver<Outbound>, streams: bool, guard: AbortOnDrop, max_events: usize) -> Response {
     let mut early = Vec::new();
     while let Some(Outbound { message, route }) = outgoing.recv().await {
         match route {
@@ -64,7 +64,7 @@ async fn respond(mut outgoing: mpsc::UnboundedReceiver<Outbound>, streams: bool,
             Route::NoReply(_) => return StatusCode::ACCEPTED.into_response(),
             Route::Related(_) | Route::General if streams => {
                 early.push(message);
-                return sse(early, Some(outgoing), guard);
+                return sse(early, Some(bounded(outgoing, max_events)), guard);
             }
             // Without SSE, notifications before the reply cannot be delivered.
             Route::Related(_) | Route::General => {}
@@ -76,7 +76,7 @@ async fn respond(mut outgoing: mpsc::UnboundedReceiver<Outbound>, streams: bool,
 /// An SSE response with `first` and then every message of `rest` up to the reply. Each
 /// event is `data: <message>`: this revision has no event ids and no resumption. The
 /// stream counts in `mcp_tasks_http_streams_open` while it is open.
-fn sse(first: Vec<Value>, rest: Option<mpsc::UnboundedReceiver<Outbound>>, guard: AbortOnDrop) -> Response {
+fn sse(first: Vec<Value>, rest: Option<mpsc::Receiver<Outbound>>, guard: AbortOnDrop) -> Response {
     let open = guard.0.server.metrics().stream_opened(Era::Modern);
     let state = (first.into_iter(), rest, (guard, open), false);
     let stream = futures_util::stream::unfold(state, |(mut first, mut rest, guard, done)| async move {
@@ -106,6 +106,26 @@ fn sse(first: Vec<Value>, rest: Option<mpsc::UnboundedReceiver<Outbound>>, guard
         (header::HeaderName::from_static("x-accel-buffering"), "no"),
     ];
     (StatusCode::OK, headers, Body::from_stream(stream)).into_response()
+}
+
+/// The request's outgoing messages through a queue of `max` for its stream: a client that
+/// falls that far behind has its stream ended, which cancels the request as its
+/// disconnecting would (2026-07-28), instead of the messages piling up unread.
+fn bounded(mut outgoing: mpsc::UnboundedReceiver<Outbound>, max: usize) -> mpsc::Receiver<Outbound> {
+    let (tx, rx) = mpsc::channel(max.max(1));
+    tokio::spawn(async move {
+        while let Some(outbound) = outgoing.recv().await {
+            match tx.try_send(outbound) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    tracing::warn!(max, "ending a 2026-07-28 SSE stream whose client does not read it (max_stream_events)");
+                    return;
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => return,
+            }
+        }
+    });
+    rx
 }
 
 /// The HTTP status of a reply message (2026-07-28: 400 for header, capability, version and
