@@ -199,6 +199,7 @@ pub(crate) async fn serve_http(config: &Config, listen: Option<SocketAddr>, serv
         max_streams_per_session: config.server.max_streams_per_session as usize,
         max_stream_events: config.server.max_stream_events as usize,
         header_timeout: config.server.header_timeout,
+        max_listens_per_principal: config.server.max_listens_per_principal as usize,
     };
     if !bound.ip().is_loopback() {
         tracing::warn!(%bound, "listening beyond loopback: set server.allowed_hosts and auth tokens");

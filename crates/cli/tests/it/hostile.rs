@@ -690,6 +690,62 @@ fn hostile_modern_a_reader_that_never_reads_its_stream_has_it_ended_and_others_a
     assert!(reply.is_none() && seen < count, "the stream was ended early ({seen} of {count} events, no reply)");
 }
 
+/// Opens a 2026-07-28 `subscriptions/listen` stream as the bearer of `token`.
+fn listen(addr: SocketAddr, token: &str) -> http_peer::EventStream {
+    let params = modern_meta(&json!({"notifications": {"taskIds": [UNKNOWN]}}));
+    let bearer = format!("Bearer {token}");
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("Authorization", bearer.as_str()),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "subscriptions/listen"),
+    ];
+    http_peer::open(addr, "POST", &headers, Some(&raw_call("subscriptions/listen", &params)))
+}
+
+#[test]
+fn hostile_listen_streams_over_max_listens_per_principal_are_429_32010_and_a_closed_one_frees_its_place() {
+    let (_work, server) = limited("max_listens_per_principal = 2");
+    let mut first = listen(server.addr, ALICE);
+    let mut second = listen(server.addr, ALICE);
+    for stream in [&mut first, &mut second] {
+        assert_eq!(stream.status, 200);
+        let (_, ack) = stream.next_message().expect("the acknowledgement");
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged", "{ack}");
+    }
+    let params = modern_meta(&json!({"notifications": {"taskIds": [UNKNOWN]}}));
+    let headers = vec![
+        ("Content-Type", "application/json".to_owned()),
+        ("Accept", "application/json, text/event-stream".to_owned()),
+        ("Authorization", format!("Bearer {ALICE}")),
+        ("MCP-Protocol-Version", "2026-07-28".to_owned()),
+        ("Mcp-Method", "subscriptions/listen".to_owned()),
+    ];
+    let third = http(server.addr, "POST", headers, &[], Some(&raw_call("subscriptions/listen", &params)));
+    assert_eq!(third.status, 429, "{}", third.body);
+    let error = third.json()["error"].clone();
+    assert_eq!((error["code"].clone(), error["data"].clone()), (json!(-32010), json!({"limit": "max_listens_per_principal", "max": 2, "current": 2})));
+    // Another principal listens; alice's other requests are served.
+    let bob = listen(server.addr, BOB);
+    assert_eq!(bob.status, 200);
+    let (status, unknown) = modern_get(server.addr, ALICE, UNKNOWN);
+    assert_eq!((status, unknown["error"]["code"].clone()), (200, json!(-32602)));
+    // A stream the client closes frees its place (the server notices at its next write at
+    // the latest: keep-alives every 15 s).
+    drop(first);
+    let deadline = Instant::now() + Duration::from_secs(40);
+    loop {
+        let mut again = listen(server.addr, ALICE);
+        if again.status == 200 {
+            assert!(again.next_message().is_some());
+            break;
+        }
+        assert!(Instant::now() < deadline, "the closed stream's place was not freed");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 #[test]
 fn hostile_a_client_sending_its_headers_byte_by_byte_is_cut_off_and_others_are_served_meanwhile() {
     let (_work, server) = limited("header_timeout = \"1s\"");

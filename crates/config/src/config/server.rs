@@ -116,6 +116,9 @@ pub struct ServerConfig {
     /// How long a client may take to send a request's headers on a new HTTP connection
     /// (`header_timeout`, default 10s): a slow client (slowloris) is disconnected then.
     pub header_timeout: Duration,
+    /// How many 2026-07-28 `subscriptions/listen` streams one principal may hold open at
+    /// once (`max_listens_per_principal`, default 16; at least 1).
+    pub max_listens_per_principal: u32,
 }
 
 impl ServerConfig {
@@ -172,6 +175,8 @@ impl ServerConfig {
     pub const DEFAULT_MAX_STREAMS_PER_SESSION: u32 = 32;
     /// The default of `max_stream_events`.
     pub const DEFAULT_MAX_STREAM_EVENTS: u32 = 1000;
+    /// The default of `max_listens_per_principal`.
+    pub const DEFAULT_MAX_LISTENS_PER_PRINCIPAL: u32 = 16;
 
     /// The authenticator built from `[[server.auth.tokens]]` (the same as the `auth` field).
     #[must_use]
@@ -231,6 +236,7 @@ impl Default for ServerConfig {
             max_streams_per_session: ServerConfig::DEFAULT_MAX_STREAMS_PER_SESSION,
             max_stream_events: ServerConfig::DEFAULT_MAX_STREAM_EVENTS,
             header_timeout: Duration::from_secs(10),
+            max_listens_per_principal: ServerConfig::DEFAULT_MAX_LISTENS_PER_PRINCIPAL,
         }
     }
 }
@@ -270,6 +276,7 @@ pub(crate) struct RawServer {
     max_streams_per_session: Option<Spanned<i64>>,
     max_stream_events: Option<Spanned<i64>>,
     header_timeout: Option<Spanned<String>>,
+    max_listens_per_principal: Option<Spanned<i64>>,
 }
 
 #[derive(Default, Deserialize)]
@@ -480,6 +487,11 @@ impl RawServer {
             )?,
             max_stream_events: count("server.max_stream_events", self.max_stream_events, defaults.max_stream_events)?,
             header_timeout: duration("server.header_timeout", self.header_timeout, defaults.header_timeout)?,
+            max_listens_per_principal: count(
+                "server.max_listens_per_principal",
+                self.max_listens_per_principal,
+                defaults.max_listens_per_principal,
+            )?,
         };
         if server.default_ttl > server.max_ttl {
             return Err(ConfigError::Invalid {
@@ -1004,6 +1016,7 @@ mod tests {
             "max_sessions_per_principal",
             "max_streams_per_session",
             "max_stream_events",
+            "max_listens_per_principal",
         ] {
             let (line, problem, message) = invalid(&format!("[server]\nname = \"x\"\n{key} = 0\n"));
             assert_eq!(line, Some(3));

@@ -106,12 +106,16 @@ pub struct Options {
     /// How long a client may take to send a request's headers (slowloris); the connection is
     /// closed then.
     pub header_timeout: Duration,
+    /// How many 2026-07-28 `subscriptions/listen` streams one principal may hold open at
+    /// once (the era's only stream that outlives a request); one more is refused (429,
+    /// `-32010`, `max_listens_per_principal`).
+    pub max_listens_per_principal: usize,
 }
 
 impl Default for Options {
     /// Local clients only, 4 MiB bodies, no tokens, sessions idle for 30 minutes ended,
     /// `/metrics` and `/ui` served; 64 sessions per principal, 32 streams per session, 1000
-    /// events buffered per stream, 10 s to send headers.
+    /// events buffered per stream, 10 s to send headers, 16 listen streams per principal.
     fn default() -> Options {
         Options {
             allowed_hosts: Vec::new(),
@@ -125,6 +129,7 @@ impl Default for Options {
             max_streams_per_session: 32,
             max_stream_events: 1000,
             header_timeout: Duration::from_secs(10),
+            max_listens_per_principal: 16,
         }
     }
 }
@@ -190,7 +195,7 @@ pub fn router(server: Server, options: Options, stop: CancellationToken) -> Rout
     let serve_metrics = options.metrics;
     let ui = options.ui.then(|| ui::Ui::start(server.engine()));
     let serve_ui = ui.is_some();
-    let app = Arc::new(App { server, options, sessions: Mutex::new(HashMap::new()), stop, ui });
+    let app = Arc::new(App { server, options, sessions: Mutex::new(HashMap::new()), stop, ui, listens: modern::Listens::default() });
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
         runtime.spawn(end_idle_sessions(Arc::downgrade(&app)));
     }
@@ -234,6 +239,8 @@ struct App {
     stop: CancellationToken,
     /// The web view's live state, when `/ui` is served.
     ui: Option<Arc<ui::Ui>>,
+    /// Open 2026-07-28 `subscriptions/listen` streams by principal.
+    listens: modern::Listens,
 }
 
 type Rejection = Box<Response>;

@@ -35,17 +35,31 @@ pub(super) async fn serve(app: &App, headers: &HeaderMap, principal: Principal, 
     if let Err(error) = checked {
         return answer_error(&request, &error);
     }
+    let streams = accepts(headers, "text/event-stream");
+    let mut slot = None;
+    if request.method == modern::method::SUBSCRIPTIONS_LISTEN {
+        if !streams {
+            let error = RpcError::new(
+                RpcError::INVALID_REQUEST,
+                "subscriptions/listen answers with an SSE stream: send Accept: text/event-stream".to_owned(),
+            );
+            return json(StatusCode::NOT_ACCEPTABLE, &jsonrpc::error_response(Some(&request.id), &error));
+        }
+        let max = app.options.max_listens_per_principal;
+        match app.listens.take(&principal, max) {
+            Ok(taken) => slot = Some(taken),
+            Err(open) => {
+                return super::limit_refusal(Some(&request.id), "max_listens_per_principal", max, open, format!(
+                    "Too many listen streams: each principal may hold at most {max} subscriptions/listen \
+                     streams open at once (max_listens_per_principal) and you hold {open}. Close one, or \
+                     listen to several tasks on one stream."
+                ));
+            }
+        }
+    }
     let (out, outgoing) = mpsc::unbounded_channel();
     let peer = Peer::new(Connection::new(app.server.clone(), principal, Listing::Principal, out));
-    let cancel_on_close = AbortOnDrop(Arc::clone(&peer.conn));
-    let streams = accepts(headers, "text/event-stream");
-    if request.method == modern::method::SUBSCRIPTIONS_LISTEN && !streams {
-        let error = RpcError::new(
-            RpcError::INVALID_REQUEST,
-            "subscriptions/listen answers with an SSE stream: send Accept: text/event-stream".to_owned(),
-        );
-        return json(StatusCode::NOT_ACCEPTABLE, &jsonrpc::error_response(Some(&request.id), &error));
-    }
+    let cancel_on_close = AbortOnDrop(Arc::clone(&peer.conn), slot);
     peer.handle_incoming(Incoming::Request(request));
     respond(outgoing, streams, cancel_on_close, app.options.max_stream_events).await
 }
@@ -269,11 +283,49 @@ fn mismatch(message: String) -> RpcError {
     RpcError::new(HEADER_MISMATCH, format!("Header mismatch: {message}"))
 }
 
-/// Cancels the request when the response (or its stream) is dropped: the client closed it.
-struct AbortOnDrop(Arc<Connection>);
+/// Open `subscriptions/listen` streams by principal.
+#[derive(Clone, Default)]
+pub(super) struct Listens(Arc<std::sync::Mutex<std::collections::HashMap<Principal, usize>>>);
+
+impl Listens {
+    /// One more stream of `principal`, if it holds fewer than `max`; else how many it holds.
+    fn take(&self, principal: &Principal, max: usize) -> Result<ListenSlot, usize> {
+        let mut open = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let held = open.entry(principal.clone()).or_insert(0);
+        if *held >= max {
+            return Err(*held);
+        }
+        *held += 1;
+        Ok(ListenSlot { listens: self.clone(), principal: principal.clone() })
+    }
+}
+
+/// A `subscriptions/listen` stream counted against its principal while it is open.
+struct ListenSlot {
+    listens: Listens,
+    principal: Principal,
+}
+
+impl Drop for ListenSlot {
+    fn drop(&mut self) {
+        let mut open = self.listens.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(held) = open.get_mut(&self.principal) {
+            *held = held.saturating_sub(1);
+            if *held == 0 {
+                open.remove(&self.principal);
+            }
+        }
+    }
+}
+
+/// Cancels the request when the response (or its stream) is dropped: the client closed it;
+/// a listen stream's slot goes with it.
+struct AbortOnDrop(Arc<Connection>, Option<ListenSlot>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
+        // The stream is over: its principal may open another.
+        drop(self.1.take());
     }
 }

@@ -355,7 +355,7 @@ mod tests {
         let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), Policy::default());
         let server = Server::builder(engine).build().unwrap();
         let options = Options { session_idle: idle, ..Options::default() };
-        (App { server, options, sessions: Mutex::new(HashMap::new()), stop: CancellationToken::new(), ui: None }, dir)
+        (App { server, options, sessions: Mutex::new(HashMap::new()), stop: CancellationToken::new(), ui: None, listens: crate::http::modern::Listens::default() }, dir)
     }
 
     fn open(app: &App, id: &str) -> Arc<HttpSession> {
