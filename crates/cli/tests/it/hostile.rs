@@ -792,4 +792,10 @@ fn hostile_a_client_sending_its_headers_byte_by_byte_is_cut_off_and_others_are_s
     assert!(other < Duration::from_secs(5), "the other client took {other:?}");
     let cut_off = cut_off.expect("the slow client was cut off");
     assert!(cut_off >= Duration::from_millis(900) && cut_off < Duration::from_secs(5), "cut off after {cut_off:?}");
+    // The timeout is for headers only: a response streamed for longer is not cut.
+    let mut client = Client::new(&server, Some(ALICE));
+    client.initialize();
+    let created = client.result("tools/call", json!({"name": "slow", "arguments": {"seconds": 2}, "task": {}}));
+    let id = created["task"]["taskId"].clone();
+    assert_eq!(client.result("tasks/result", json!({"taskId": id}))["content"][0]["text"], "done\n");
 }
