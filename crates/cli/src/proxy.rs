@@ -47,6 +47,7 @@ pub(crate) async fn run(args: ProxyArgs) -> anyhow::Result<()> {
         .heartbeat(config.server.heartbeat)
         .sync_wait(config.server.sync_wait)
         .task_tools(config.server.task_tools.clone())
+        .poll_rate(mcp_tasks_server::PollRate { rate: config.server.poll_rate, burst: config.server.poll_burst })
         .catalog_upstream(proxy.catalog())
         .build()
         .context("building the server")?;

@@ -54,7 +54,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .retry_wait(config.server.retry_wait)
         .heartbeat(config.server.heartbeat)
         .sync_wait(config.server.sync_wait)
-        .task_tools(config.server.task_tools.clone());
+        .task_tools(config.server.task_tools.clone())
+        .poll_rate(mcp_tasks_server::PollRate { rate: config.server.poll_rate, burst: config.server.poll_burst });
     for tool in &config.tools {
         builder = builder.tool(tool_def(tool));
     }
@@ -194,6 +195,11 @@ pub(crate) async fn serve_http(config: &Config, listen: Option<SocketAddr>, serv
         session_idle: config.server.session_idle,
         metrics: config.server.metrics,
         ui: config.server.serves_ui(bound),
+        max_sessions_per_principal: config.server.max_sessions_per_principal as usize,
+        max_streams_per_session: config.server.max_streams_per_session as usize,
+        max_stream_events: config.server.max_stream_events as usize,
+        header_timeout: config.server.header_timeout,
+        max_listens_per_principal: config.server.max_listens_per_principal as usize,
     };
     if !bound.ip().is_loopback() {
         tracing::warn!(%bound, "listening beyond loopback: set server.allowed_hosts and auth tokens");

@@ -26,6 +26,22 @@ const DEFAULT_POLL: Duration = Duration::from_secs(1);
 /// `tasks/result` streams lost in a row on a terminal task before [`TaskHandle::wait`]
 /// gives up.
 const MAX_LOST_RESULTS: u32 = 3;
+/// How many times a poll refused by the server's polling rate limit is retried, each after
+/// the wait the refusal names (at most [`MAX_RATE_WAIT`]).
+const RATE_RETRIES: u32 = 20;
+/// The longest wait taken from a rate-limit refusal's `data.retryAfterMs`.
+const MAX_RATE_WAIT: Duration = Duration::from_secs(10);
+
+/// The wait a refusal by the server's polling rate limit asks for (`-32010` with
+/// `data.limit` `poll_rate` and `data.retryAfterMs`), if `error` is one.
+fn rate_limited(error: &ClientError) -> Option<Duration> {
+    let ClientError::Rpc { code: -32010, data: Some(data), .. } = error else { return None };
+    if data.get("limit").and_then(Value::as_str) != Some("poll_rate") {
+        return None;
+    }
+    let wait = data.get("retryAfterMs").and_then(Value::as_u64).map_or(DEFAULT_POLL, Duration::from_millis);
+    Some(wait.clamp(Duration::from_millis(1), MAX_RATE_WAIT))
+}
 
 /// A task the client created (or attached to by id). Cheap to clone: one clone can
 /// [`wait`](TaskHandle::wait) while another [`cancel`](TaskHandle::cancel)s.
@@ -120,14 +136,34 @@ impl TaskHandle {
         if self.modern.is_some() {
             return self.detailed().await.map(|detailed| detailed.task);
         }
-        let task = legacy::task(self.connection.request(method::TASKS_GET, self.params()).await?, method::TASKS_GET)?;
+        let task = legacy::task(self.polled(method::TASKS_GET, self.params()).await?, method::TASKS_GET)?;
         self.remember(&task);
         Ok(task)
     }
 
+    /// A task read (`tasks/get`), retried after the wait the server names when it refuses
+    /// it for polling too fast.
+    async fn polled(&self, name: &str, params: Value) -> Result<Value, ClientError> {
+        let mut tries = 0;
+        loop {
+            match self.request(name, params.clone()).await {
+                Err(error) if tries < RATE_RETRIES && rate_limited(&error).is_some() => {
+                    tries += 1;
+                    let wait = rate_limited(&error).unwrap_or(DEFAULT_POLL);
+                    tracing::debug!(task = %self.id, ?wait, "polling too fast for the server; backing off");
+                    tokio::select! {
+                        () = tokio::time::sleep(wait) => {}
+                        () = self.connection.stop.cancelled() => return Err(ClientError::Closed),
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// 2026-07-28 `tasks/get`: the task and what it inlines.
     async fn detailed(&self) -> Result<modern::Detailed, ClientError> {
-        let answer = self.request(method::TASKS_GET, self.params()).await?;
+        let answer = self.polled(method::TASKS_GET, self.params()).await?;
         let detailed = modern::detailed(answer, method::TASKS_GET)?;
         self.remember(&detailed.task);
         Ok(detailed)
@@ -355,5 +391,20 @@ impl TaskHandle {
 impl std::fmt::Debug for TaskHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TaskHandle").field("id", &self.id).field("last", &self.last_seen()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_poll_rate_refusal_is_waited_out_for_the_time_it_names_capped() {
+        let refusal = |data: Value| ClientError::Rpc { code: -32010, message: "Polling too fast".into(), data: Some(data) };
+        assert_eq!(rate_limited(&refusal(json!({"limit": "poll_rate", "retryAfterMs": 120}))), Some(Duration::from_millis(120)));
+        assert_eq!(rate_limited(&refusal(json!({"limit": "poll_rate", "retryAfterMs": 99_999_999}))), Some(MAX_RATE_WAIT));
+        assert_eq!(rate_limited(&refusal(json!({"limit": "poll_rate"}))), Some(DEFAULT_POLL));
+        assert_eq!(rate_limited(&refusal(json!({"limit": "max_running", "max": 1, "current": 1}))), None);
+        assert_eq!(rate_limited(&ClientError::Rpc { code: -32602, message: "x".into(), data: None }), None);
     }
 }

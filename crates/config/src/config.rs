@@ -320,6 +320,7 @@ task_support = "forbidden"
                         .unwrap()
                     ),
                 ]),
+                ..ServerConfig::default()
             }
         );
         let auth = config.server.auth();

@@ -24,6 +24,7 @@
 //! - `arguments`: `tools/call` arguments checked against each tool's `inputSchema`.
 //! - `errors`: the one mapping from engine errors (and argument violations) to JSON-RPC
 //!   errors, with [`LIMIT_EXCEEDED`] for calls over a limit.
+//! - `poll_rate`: the per-principal token bucket of task reads ([`PollRate`]).
 //! - `metrics`: [`Metrics`], the counters, gauges and histograms of `/metrics` (tasks by
 //!   tool and era from the ops and the engine's change feed, HTTP requests, recovery).
 //! - [`stdio`]: newline-delimited JSON-RPC over any reader and writer.
@@ -40,6 +41,7 @@ mod dispatch;
 mod errors;
 mod metrics;
 mod ops;
+mod poll_rate;
 mod registry;
 mod server;
 mod tool;
@@ -56,5 +58,6 @@ pub use catalog::{
 pub use errors::LIMIT_EXCEEDED;
 pub use metrics::{MAX_LIVE, Metrics};
 pub use ops::handoff::TaskTools;
+pub use poll_rate::PollRate;
 pub use registry::{TaskMode, ToolDef, ToolRegistry, ToolSpec};
 pub use server::{BuildError, Server, ServerBuilder};

@@ -12,6 +12,7 @@ use crate::catalog::{Catalog, CompletionDef, PromptDef, ResourceDef, ResourceTem
 use crate::codec;
 use crate::metrics::Metrics;
 use crate::ops::handoff::TaskTools;
+use crate::poll_rate::PollRate;
 use crate::registry::{ToolDef, ToolRegistry};
 
 /// An MCP server: identity, tools, resources, prompts, completions, and the engine. A cheap,
@@ -38,6 +39,8 @@ pub(crate) struct Inner {
     pub(crate) subscriptions: codec::legacy::Subscriptions,
     /// What `/metrics` shows.
     pub(crate) metrics: Metrics,
+    /// The polling rate limit of `tasks/get` and `tasks/list`, per principal.
+    pub(crate) polls: crate::poll_rate::PollLimiter,
 }
 
 impl Server {
@@ -58,6 +61,7 @@ impl Server {
             heartbeat: ServerBuilder::DEFAULT_HEARTBEAT,
             sync_wait: Duration::ZERO,
             task_tools: TaskTools::default(),
+            poll_rate: PollRate::OFF,
             tools: Vec::new(),
             catalog: Catalog::default(),
         }
@@ -97,6 +101,7 @@ pub struct ServerBuilder {
     heartbeat: Duration,
     sync_wait: Duration,
     task_tools: TaskTools,
+    poll_rate: PollRate,
     tools: Vec<ToolDef>,
     catalog: Catalog,
 }
@@ -153,6 +158,16 @@ impl ServerBuilder {
     /// `task_status`, `task_result`, `task_cancel`).
     pub fn task_tools(mut self, names: TaskTools) -> ServerBuilder {
         self.task_tools = names;
+        self
+    }
+
+    /// Limits how fast each principal may read tasks (`tasks/get`, `tasks/list`): `rate`
+    /// reads per second on average, `burst` at once; beyond, a read is refused with
+    /// [`LIMIT_EXCEEDED`](crate::LIMIT_EXCEEDED) and `data.retryAfterMs`. Default
+    /// [`PollRate::OFF`] (`mcp-tasks serve` sets `[server] poll_rate`, default 50/s, and
+    /// `poll_burst`, default 100).
+    pub fn poll_rate(mut self, rate: PollRate) -> ServerBuilder {
+        self.poll_rate = rate;
         self
     }
 
@@ -248,6 +263,7 @@ impl ServerBuilder {
                 parked: codec::modern::mrtr::Parked::with_limit(self.retry_wait),
                 subscriptions: codec::legacy::Subscriptions::default(),
                 metrics,
+                polls: crate::poll_rate::PollLimiter::new(self.poll_rate),
             }),
         })
     }

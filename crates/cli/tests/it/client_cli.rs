@@ -820,3 +820,15 @@ fn auto_tools_call_and_tasks_work_over_a_spawned_stdio_server_in_2026_07_28() {
     let output = cli_stdio(&work, &["tasks", "list"]);
     assert_eq!(output.status.code(), Some(2), "no tasks/list in this era");
 }
+
+#[test]
+fn modern_call_backs_off_when_the_server_refuses_polls_for_their_rate() {
+    let work = Workdir::new();
+    // One task read per second at most: the task's pollInterval (250 ms) is faster.
+    let config = format!("{CONFIG}\n{TOKENS}").replacen("[server]\n", "[server]\npoll_rate = 1\npoll_burst = 1\n", 1);
+    std::fs::write(work.config(), config).unwrap();
+    let server = HttpServer::start(&work);
+    let output = modern(&server, &["call", "slow", "--arg", "seconds=3", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(json(&output)["content"][0]["text"], "done\n");
+}

@@ -106,12 +106,20 @@ impl Client {
         headers
     }
 
+    /// The session id `initialize` got.
+    pub(crate) fn session(&self) -> &str {
+        self.session.as_deref().expect("an initialized session")
+    }
+
     pub(crate) fn post_with(&self, body: &str, extra: &[(&str, &str)]) -> Reply {
         let owned = self.headers();
         let mut headers: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        // An empty value removes the header.
         for (name, value) in extra {
             headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
-            headers.push((name, value));
+            if !value.is_empty() {
+                headers.push((name, value));
+            }
         }
         http_peer::request(self.addr, "POST", &headers, Some(body))
     }

@@ -144,6 +144,8 @@ fn modern_http_a_command_tool_becomes_a_task_that_is_read_cancelled_and_read_by_
     assert_eq!(reply.status, 400, "Mcp-Name must be the task id: {}", reply.body);
     let mut status = get(&id)["status"].clone();
     while status == "working" {
+        // Not without pause: the server limits polling beyond 50 reads a second.
+        std::thread::sleep(std::time::Duration::from_millis(50));
         status = get(&id)["status"].clone();
     }
     assert_eq!(status, "cancelled");
@@ -188,6 +190,8 @@ fn modern_http_tasks_survive_a_sigkill_and_are_read_in_this_era_after_the_restar
     let done = call(server.addr, "task_only", json!({}));
     let mut finished = get(server.addr, &done);
     while finished["status"] == "working" {
+        // At the suggested interval, as a client should (the server limits faster polling).
+        std::thread::sleep(std::time::Duration::from_millis(finished["pollIntervalMs"].as_u64().unwrap_or(250)));
         finished = get(server.addr, &done);
     }
     assert_eq!(finished["status"], "completed", "{finished}");

@@ -10,6 +10,7 @@ mod config;
 mod crash;
 mod demo;
 mod harness;
+mod hostile;
 mod input;
 mod http;
 mod http_bad_input;

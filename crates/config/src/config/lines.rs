@@ -98,6 +98,11 @@ impl Lines<'_> {
 
     /// Checks a whole number that must be at least 1 and fit in a `u32`.
     pub(crate) fn count(self, field: &str, value: &Spanned<i64>) -> Result<u32, ConfigError> {
+        self.count_from(field, value, 1)
+    }
+
+    /// A count of at least `min` (0 where zero means "off").
+    pub(crate) fn count_from(self, field: &str, value: &Spanned<i64>, min: i64) -> Result<u32, ConfigError> {
         let number = *value.get_ref();
         let bad = |reason: &str| {
             self.error(
@@ -109,8 +114,8 @@ impl Lines<'_> {
                 },
             )
         };
-        if number < 1 {
-            return Err(bad("must be at least 1"));
+        if number < min {
+            return Err(bad(&format!("must be at least {min}")));
         }
         u32::try_from(number).map_err(|_| bad("too large (at most 4294967295)"))
     }

@@ -98,6 +98,31 @@ pub struct ServerConfig {
     pub ui: Option<bool>,
     /// Where task events are POSTed (`[[server.webhooks]]`, default none).
     pub webhooks: Vec<super::Webhook>,
+    /// How many task reads (`tasks/get`, `tasks/list`, in both eras) one principal may make
+    /// per second on average (`poll_rate`, default 50; 0 turns the limit off). Beyond it, and
+    /// beyond `poll_burst`, a read is refused with `-32010` and `data.retryAfterMs`.
+    pub poll_rate: u32,
+    /// How many task reads one principal may make at once after a pause (`poll_burst`,
+    /// default 100; at least 1).
+    pub poll_burst: u32,
+    /// How many 2025-11-25 HTTP sessions one principal may hold open at once
+    /// (`max_sessions_per_principal`, default 64; at least 1). Without tokens every client
+    /// is the one anonymous principal, so this bounds all sessions together.
+    pub max_sessions_per_principal: u32,
+    /// How many SSE streams one 2025-11-25 HTTP session may have open at once, POST streams
+    /// and its GET stream together (`max_streams_per_session`, default 32; at least 1).
+    pub max_streams_per_session: u32,
+    /// How many events an SSE stream buffers for a client that does not read them or has
+    /// not reconnected yet (`max_stream_events`, default 1000; at least 1). A POST stream
+    /// over it is ended (its client gets the result from `tasks/result` again); the GET
+    /// stream drops its oldest events.
+    pub max_stream_events: u32,
+    /// How long a client may take to send a request's headers on a new HTTP connection
+    /// (`header_timeout`, default 10s): a slow client (slowloris) is disconnected then.
+    pub header_timeout: Duration,
+    /// How many 2026-07-28 `subscriptions/listen` streams one principal may hold open at
+    /// once (`max_listens_per_principal`, default 16; at least 1).
+    pub max_listens_per_principal: u32,
 }
 
 impl ServerConfig {
@@ -144,6 +169,18 @@ impl ServerConfig {
     pub const DEFAULT_MAX_RUNNING_PER_PRINCIPAL: u32 = 16;
     /// The default of `max_retained_per_principal`.
     pub const DEFAULT_MAX_RETAINED_PER_PRINCIPAL: u32 = 10_000;
+    /// The default of `poll_rate`: task reads per second per principal.
+    pub const DEFAULT_POLL_RATE: u32 = 50;
+    /// The default of `poll_burst`.
+    pub const DEFAULT_POLL_BURST: u32 = 100;
+    /// The default of `max_sessions_per_principal`.
+    pub const DEFAULT_MAX_SESSIONS_PER_PRINCIPAL: u32 = 64;
+    /// The default of `max_streams_per_session`.
+    pub const DEFAULT_MAX_STREAMS_PER_SESSION: u32 = 32;
+    /// The default of `max_stream_events`.
+    pub const DEFAULT_MAX_STREAM_EVENTS: u32 = 1000;
+    /// The default of `max_listens_per_principal`.
+    pub const DEFAULT_MAX_LISTENS_PER_PRINCIPAL: u32 = 16;
 
     /// Whether requests must carry a bearer token: static tokens or OAuth are configured.
     #[must_use]
@@ -204,6 +241,13 @@ impl Default for ServerConfig {
             task_tools: TaskToolNames::default(),
             ui: None,
             webhooks: Vec::new(),
+            poll_rate: ServerConfig::DEFAULT_POLL_RATE,
+            poll_burst: ServerConfig::DEFAULT_POLL_BURST,
+            max_sessions_per_principal: ServerConfig::DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
+            max_streams_per_session: ServerConfig::DEFAULT_MAX_STREAMS_PER_SESSION,
+            max_stream_events: ServerConfig::DEFAULT_MAX_STREAM_EVENTS,
+            header_timeout: Duration::from_secs(10),
+            max_listens_per_principal: ServerConfig::DEFAULT_MAX_LISTENS_PER_PRINCIPAL,
         }
     }
 }
@@ -237,6 +281,13 @@ pub(crate) struct RawServer {
     ui: Option<bool>,
     #[serde(default)]
     webhooks: Vec<super::webhook::RawWebhook>,
+    poll_rate: Option<Spanned<i64>>,
+    poll_burst: Option<Spanned<i64>>,
+    max_sessions_per_principal: Option<Spanned<i64>>,
+    max_streams_per_session: Option<Spanned<i64>>,
+    max_stream_events: Option<Spanned<i64>>,
+    header_timeout: Option<Spanned<String>>,
+    max_listens_per_principal: Option<Spanned<i64>>,
 }
 
 #[derive(Default, Deserialize)]
@@ -445,6 +496,25 @@ impl RawServer {
             task_tools: self.task_tools.unwrap_or_default().check(lines)?,
             ui: self.ui,
             webhooks: self.webhooks.into_iter().map(|raw| raw.check(lines)).collect::<Result<_, _>>()?,
+            poll_rate: self.poll_rate.map_or(Ok(defaults.poll_rate), |value| lines.count_from("server.poll_rate", &value, 0))?,
+            poll_burst: count("server.poll_burst", self.poll_burst, defaults.poll_burst)?,
+            max_sessions_per_principal: count(
+                "server.max_sessions_per_principal",
+                self.max_sessions_per_principal,
+                defaults.max_sessions_per_principal,
+            )?,
+            max_streams_per_session: count(
+                "server.max_streams_per_session",
+                self.max_streams_per_session,
+                defaults.max_streams_per_session,
+            )?,
+            max_stream_events: count("server.max_stream_events", self.max_stream_events, defaults.max_stream_events)?,
+            header_timeout: duration("server.header_timeout", self.header_timeout, defaults.header_timeout)?,
+            max_listens_per_principal: count(
+                "server.max_listens_per_principal",
+                self.max_listens_per_principal,
+                defaults.max_listens_per_principal,
+            )?,
         };
         if server.default_ttl > server.max_ttl {
             return Err(ConfigError::Invalid {
@@ -933,6 +1003,25 @@ mod tests {
     }
 
     #[test]
+    fn hostile_client_limits_parse_with_their_defaults_and_poll_rate_zero_is_off() {
+        let defaults = Config::parse("").unwrap().server;
+        assert_eq!((defaults.poll_rate, defaults.poll_burst), (50, 100));
+        assert_eq!((defaults.max_sessions_per_principal, defaults.max_streams_per_session), (64, 32));
+        assert_eq!((defaults.max_stream_events, defaults.header_timeout), (1000, Duration::from_secs(10)));
+        let config = Config::parse(
+            "[server]\npoll_rate = 0\npoll_burst = 5\nmax_sessions_per_principal = 2\n\
+             max_streams_per_session = 3\nmax_stream_events = 4\nheader_timeout = \"2s\"\n",
+        )
+        .unwrap()
+        .server;
+        assert_eq!((config.poll_rate, config.poll_burst, config.max_sessions_per_principal), (0, 5, 2));
+        assert_eq!((config.max_streams_per_session, config.max_stream_events), (3, 4));
+        assert_eq!(config.header_timeout, Duration::from_secs(2));
+        let (line, _, message) = invalid("[server]\npoll_rate = -1\n");
+        assert_eq!((line, message.as_str()), (Some(2), "line 2: server.poll_rate: invalid value -1: must be at least 0"));
+    }
+
+    #[test]
     fn server_limits_parse_and_are_at_least_one() {
         let config = Config::parse(
             "[server]\nmax_running = 4\nmax_running_per_principal = 1\n\
@@ -946,6 +1035,11 @@ mod tests {
             "max_running",
             "max_running_per_principal",
             "max_retained_per_principal",
+            "poll_burst",
+            "max_sessions_per_principal",
+            "max_streams_per_session",
+            "max_stream_events",
+            "max_listens_per_principal",
         ] {
             let (line, problem, message) = invalid(&format!("[server]\nname = \"x\"\n{key} = 0\n"));
             assert_eq!(line, Some(3));

@@ -49,7 +49,6 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::middleware::{self, Next};
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 use mcp_tasks_engine::{Principal, TaskId};
 use mcp_tasks_protocol::jsonrpc::{self, Incoming, RpcError};
 use mcp_tasks_protocol::modern::PROTOCOL_VERSION as MODERN_VERSION;
@@ -121,11 +120,29 @@ pub struct Options {
     /// Behind the same Host, Origin and token checks as `/mcp`; each principal sees only
     /// its own tasks.
     pub ui: bool,
+    /// How many 2025-11-25 sessions one principal may hold at once; `initialize` beyond it
+    /// is refused (429, `-32010` with `data.limit` `max_sessions_per_principal`).
+    pub max_sessions_per_principal: usize,
+    /// How many SSE streams one session may have open at once (POST streams and the GET
+    /// stream); a request for one more is refused (429, `-32010`, `max_streams_per_session`).
+    pub max_streams_per_session: usize,
+    /// How many events a stream buffers: the events kept for resumption, and those waiting
+    /// for a connected client that does not read. A client that falls this far behind has its
+    /// stream closed (it may resume with `Last-Event-ID`); the oldest kept events go first.
+    pub max_stream_events: usize,
+    /// How long a client may take to send a request's headers (slowloris); the connection is
+    /// closed then.
+    pub header_timeout: Duration,
+    /// How many 2026-07-28 `subscriptions/listen` streams one principal may hold open at
+    /// once (the era's only stream that outlives a request); one more is refused (429,
+    /// `-32010`, `max_listens_per_principal`).
+    pub max_listens_per_principal: usize,
 }
 
 impl Default for Options {
     /// Local clients only, 4 MiB bodies, no tokens, sessions idle for 30 minutes ended,
-    /// `/metrics` and `/ui` served.
+    /// `/metrics` and `/ui` served; 64 sessions per principal, 32 streams per session, 1000
+    /// events buffered per stream, 10 s to send headers, 16 listen streams per principal.
     fn default() -> Options {
         Options {
             allowed_hosts: Vec::new(),
@@ -135,6 +152,11 @@ impl Default for Options {
             session_idle: Duration::from_secs(30 * 60),
             metrics: true,
             ui: true,
+            max_sessions_per_principal: 64,
+            max_streams_per_session: 32,
+            max_stream_events: 1000,
+            header_timeout: Duration::from_secs(10),
+            max_listens_per_principal: 16,
         }
     }
 }
@@ -151,21 +173,44 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
     let stop = CancellationToken::new();
+    let header_timeout = options.header_timeout;
     let app = router(server, options, stop.clone());
-    let stopping = stop.clone();
-    // Without TCP_NODELAY, the last small write of an SSE answer waits for the client's
-    // delayed ACK (Nagle): ~40 ms on every streamed reply.
-    let listener = listener.tap_io(|tcp| {
+    // Our own accept loop rather than `axum::serve`, whose connections have no header read
+    // timeout: a client sending its headers byte by byte would hold its connection for ever.
+    let connections = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let tcp = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, _)) => tcp,
+                Err(err) => {
+                    // Out of file descriptors and the like: wait a little rather than spin.
+                    tracing::warn!(error = %err, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        // Without TCP_NODELAY, the last small write of an SSE answer waits for the client's
+        // delayed ACK (Nagle): ~40 ms on every streamed reply.
         if let Err(err) = tcp.set_nodelay(true) {
             tracing::debug!(error = %err, "could not set TCP_NODELAY");
         }
-    });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            stopping.cancel();
-        })
-        .await
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let mut http1 = hyper::server::conn::http1::Builder::new();
+        http1.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(header_timeout);
+        let connection = connections.watch(http1.serve_connection(hyper_util::rt::TokioIo::new(tcp), service));
+        tokio::spawn(async move {
+            if let Err(err) = connection.await {
+                tracing::debug!(error = %err, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    stop.cancel();
+    connections.shutdown().await;
+    Ok(())
 }
 
 /// The axum router (`/mcp`, `/metrics` if [`Options::metrics`], `/ui` if [`Options::ui`]), for tests and for
@@ -177,7 +222,7 @@ pub fn router(server: Server, options: Options, stop: CancellationToken) -> Rout
     let serve_metrics = options.metrics;
     let ui = options.ui.then(|| ui::Ui::start(server.engine()));
     let serve_ui = ui.is_some();
-    let app = Arc::new(App { server, options, sessions: Mutex::new(HashMap::new()), stop, ui });
+    let app = Arc::new(App { server, options, sessions: Mutex::new(HashMap::new()), stop, ui, listens: modern::Listens::default() });
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
         runtime.spawn(end_idle_sessions(Arc::downgrade(&app)));
     }
@@ -242,6 +287,8 @@ struct App {
     stop: CancellationToken,
     /// The web view's live state, when `/ui` is served.
     ui: Option<Arc<ui::Ui>>,
+    /// Open 2026-07-28 `subscriptions/listen` streams by principal.
+    listens: modern::Listens,
 }
 
 type Rejection = Box<Response>;
@@ -328,6 +375,7 @@ impl App {
         };
         tracing::debug!(session = %id, method = %request.method, "request");
         if accepts(headers, "text/event-stream") && streams(&request.method) {
+            self.stream_room(&http, Some(&request.id)).map_err(|r| *r)?;
             let events = http.open_stream(&request.id);
             http.peer.handle_incoming(Incoming::Request(request));
             Ok(sse_coalesced(&self.stop, events, Busy::new(&http)).await)
@@ -344,9 +392,19 @@ impl App {
 
     async fn initialize(&self, principal: Principal, incoming: Incoming) -> Response {
         let Incoming::Request(request) = &incoming else { return StatusCode::BAD_REQUEST.into_response() };
+        let max = self.options.max_sessions_per_principal;
+        let held = self.sessions().values().filter(|http| http.principal == principal).count();
+        if held >= max {
+            tracing::warn!(principal = %principal, max, "refused a session over max_sessions_per_principal");
+            return limit_refusal(Some(&request.id), "max_sessions_per_principal", max, held, format!(
+                "Too many sessions: each principal may hold at most {max} sessions at once \
+                 (max_sessions_per_principal) and you hold {held}. End sessions you no longer use \
+                 (DELETE with their Mcp-Session-Id) or wait until idle ones expire; your tasks stay readable from any session."
+            ));
+        }
         let id = TaskId::random().to_string();
         let listing = if self.options.auth.is_some() { Listing::Principal } else { Listing::Session };
-        let http = HttpSession::open(self.server.clone(), principal, listing);
+        let http = HttpSession::open(self.server.clone(), principal, listing, self.options.max_stream_events);
         let reply = http.await_json(&request.id);
         http.peer.handle_incoming(incoming);
         let Ok(message) = reply.await else {
@@ -373,6 +431,7 @@ impl App {
             ))));
         }
         let (_, http) = self.session_for(headers, &principal)?;
+        self.stream_room(&http, None)?;
         let events = match headers.get("last-event-id").and_then(|value| value.to_str().ok()) {
             Some(last) => {
                 let Some((stream, seq)) = parse_event_id(last) else {
@@ -405,6 +464,21 @@ impl App {
         Ok(sse(&ends, events, String::new(), Busy::new(&http)))
     }
 
+    /// Whether `http` may open one more SSE stream ([`Options::max_streams_per_session`]);
+    /// the refusal goes to `id`, the request that asked for it, if any.
+    fn stream_room(&self, http: &HttpSession, id: Option<&jsonrpc::RequestId>) -> Result<(), Rejection> {
+        let max = self.options.max_streams_per_session;
+        let open = http.live_streams();
+        if open < max {
+            return Ok(());
+        }
+        Err(Box::new(limit_refusal(id, "max_streams_per_session", max, open, format!(
+            "Too many open streams: a session may have at most {max} SSE streams open at once \
+             (max_streams_per_session) and this one has {open}. Close streams you no longer read, \
+             or send the request with Accept: application/json alone to be answered as JSON."
+        ))))
+    }
+
     /// The session named by `Mcp-Session-Id`, if it belongs to `principal`.
     fn session_for(&self, headers: &HeaderMap, principal: &Principal) -> Result<(String, Arc<HttpSession>), Rejection> {
         let Some(id) = headers.get("mcp-session-id").and_then(|value| value.to_str().ok()) else {
@@ -433,6 +507,13 @@ fn json(status: StatusCode, message: &Value) -> Response {
 fn modern_without_session(headers: &HeaderMap) -> bool {
     !headers.contains_key("mcp-session-id")
         && headers.get("mcp-protocol-version").is_some_and(|version| version.as_bytes() == MODERN_VERSION.as_bytes())
+}
+
+/// 429 with the [`LIMIT_EXCEEDED`](crate::LIMIT_EXCEEDED) error of a transport limit,
+/// `data: {"limit": …, "max": …, "current": …}` as for the engine's limits.
+fn limit_refusal(id: Option<&jsonrpc::RequestId>, limit: &str, max: usize, current: usize, message: String) -> Response {
+    let rpc = RpcError::new(crate::LIMIT_EXCEEDED, message).with_data(serde_json::json!({"limit": limit, "max": max, "current": current}));
+    json(StatusCode::TOO_MANY_REQUESTS, &jsonrpc::error_response(id, &rpc))
 }
 
 /// An HTTP error whose body is a JSON-RPC error without id.

@@ -35,24 +35,38 @@ pub(super) async fn serve(app: &App, headers: &HeaderMap, principal: Principal, 
     if let Err(error) = checked {
         return answer_error(&request, &error);
     }
+    let streams = accepts(headers, "text/event-stream");
+    let mut slot = None;
+    if request.method == modern::method::SUBSCRIPTIONS_LISTEN {
+        if !streams {
+            let error = RpcError::new(
+                RpcError::INVALID_REQUEST,
+                "subscriptions/listen answers with an SSE stream: send Accept: text/event-stream".to_owned(),
+            );
+            return json(StatusCode::NOT_ACCEPTABLE, &jsonrpc::error_response(Some(&request.id), &error));
+        }
+        let max = app.options.max_listens_per_principal;
+        match app.listens.take(&principal, max) {
+            Ok(taken) => slot = Some(taken),
+            Err(open) => {
+                return super::limit_refusal(Some(&request.id), "max_listens_per_principal", max, open, format!(
+                    "Too many listen streams: each principal may hold at most {max} subscriptions/listen \
+                     streams open at once (max_listens_per_principal) and you hold {open}. Close one, or \
+                     listen to several tasks on one stream."
+                ));
+            }
+        }
+    }
     let (out, outgoing) = mpsc::unbounded_channel();
     let peer = Peer::new(Connection::new(app.server.clone(), principal, Listing::Principal, out));
-    let cancel_on_close = AbortOnDrop(Arc::clone(&peer.conn));
-    let streams = accepts(headers, "text/event-stream");
-    if request.method == modern::method::SUBSCRIPTIONS_LISTEN && !streams {
-        let error = RpcError::new(
-            RpcError::INVALID_REQUEST,
-            "subscriptions/listen answers with an SSE stream: send Accept: text/event-stream".to_owned(),
-        );
-        return json(StatusCode::NOT_ACCEPTABLE, &jsonrpc::error_response(Some(&request.id), &error));
-    }
+    let cancel_on_close = AbortOnDrop(Arc::clone(&peer.conn), slot);
     peer.handle_incoming(Incoming::Request(request));
-    respond(outgoing, streams, cancel_on_close).await
+    respond(outgoing, streams, cancel_on_close, app.options.max_stream_events).await
 }
 
 /// The answer: the reply alone as JSON (with its status), or, when notifications come
 /// first and the client takes SSE, a stream of them ending with the reply.
-async fn respond(mut outgoing: mpsc::UnboundedReceiver<Outbound>, streams: bool, guard: AbortOnDrop) -> Response {
+async fn respond(mut outgoing: mpsc::UnboundedReceiver<Outbound>, streams: bool, guard: AbortOnDrop, max_events: usize) -> Response {
     let mut early = Vec::new();
     while let Some(Outbound { message, route }) = outgoing.recv().await {
         match route {
@@ -64,7 +78,7 @@ async fn respond(mut outgoing: mpsc::UnboundedReceiver<Outbound>, streams: bool,
             Route::NoReply(_) => return StatusCode::ACCEPTED.into_response(),
             Route::Related(_) | Route::General if streams => {
                 early.push(message);
-                return sse(early, Some(outgoing), guard);
+                return sse(early, Some(bounded(outgoing, max_events)), guard);
             }
             // Without SSE, notifications before the reply cannot be delivered.
             Route::Related(_) | Route::General => {}
@@ -76,7 +90,7 @@ async fn respond(mut outgoing: mpsc::UnboundedReceiver<Outbound>, streams: bool,
 /// An SSE response with `first` and then every message of `rest` up to the reply. Each
 /// event is `data: <message>`: this revision has no event ids and no resumption. The
 /// stream counts in `mcp_tasks_http_streams_open` while it is open.
-fn sse(first: Vec<Value>, rest: Option<mpsc::UnboundedReceiver<Outbound>>, guard: AbortOnDrop) -> Response {
+fn sse(first: Vec<Value>, rest: Option<mpsc::Receiver<Outbound>>, guard: AbortOnDrop) -> Response {
     let open = guard.0.server.metrics().stream_opened(Era::Modern);
     let state = (first.into_iter(), rest, (guard, open), false);
     let stream = futures_util::stream::unfold(state, |(mut first, mut rest, guard, done)| async move {
@@ -106,6 +120,26 @@ fn sse(first: Vec<Value>, rest: Option<mpsc::UnboundedReceiver<Outbound>>, guard
         (header::HeaderName::from_static("x-accel-buffering"), "no"),
     ];
     (StatusCode::OK, headers, Body::from_stream(stream)).into_response()
+}
+
+/// The request's outgoing messages through a queue of `max` for its stream: a client that
+/// falls that far behind has its stream ended, which cancels the request as its
+/// disconnecting would (2026-07-28), instead of the messages piling up unread.
+fn bounded(mut outgoing: mpsc::UnboundedReceiver<Outbound>, max: usize) -> mpsc::Receiver<Outbound> {
+    let (tx, rx) = mpsc::channel(max.max(1));
+    tokio::spawn(async move {
+        while let Some(outbound) = outgoing.recv().await {
+            match tx.try_send(outbound) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    tracing::warn!(max, "ending a 2026-07-28 SSE stream whose client does not read it (max_stream_events)");
+                    return;
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => return,
+            }
+        }
+    });
+    rx
 }
 
 /// The HTTP status of a reply message (2026-07-28: 400 for header, capability, version and
@@ -249,11 +283,49 @@ fn mismatch(message: String) -> RpcError {
     RpcError::new(HEADER_MISMATCH, format!("Header mismatch: {message}"))
 }
 
-/// Cancels the request when the response (or its stream) is dropped: the client closed it.
-struct AbortOnDrop(Arc<Connection>);
+/// Open `subscriptions/listen` streams by principal.
+#[derive(Clone, Default)]
+pub(super) struct Listens(Arc<std::sync::Mutex<std::collections::HashMap<Principal, usize>>>);
+
+impl Listens {
+    /// One more stream of `principal`, if it holds fewer than `max`; else how many it holds.
+    fn take(&self, principal: &Principal, max: usize) -> Result<ListenSlot, usize> {
+        let mut open = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let held = open.entry(principal.clone()).or_insert(0);
+        if *held >= max {
+            return Err(*held);
+        }
+        *held += 1;
+        Ok(ListenSlot { listens: self.clone(), principal: principal.clone() })
+    }
+}
+
+/// A `subscriptions/listen` stream counted against its principal while it is open.
+struct ListenSlot {
+    listens: Listens,
+    principal: Principal,
+}
+
+impl Drop for ListenSlot {
+    fn drop(&mut self) {
+        let mut open = self.listens.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(held) = open.get_mut(&self.principal) {
+            *held = held.saturating_sub(1);
+            if *held == 0 {
+                open.remove(&self.principal);
+            }
+        }
+    }
+}
+
+/// Cancels the request when the response (or its stream) is dropped: the client closed it;
+/// a listen stream's slot goes with it.
+struct AbortOnDrop(Arc<Connection>, Option<ListenSlot>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
+        // The stream is over: its principal may open another.
+        drop(self.1.take());
     }
 }

@@ -28,8 +28,6 @@ use crate::server::Server;
 pub(super) const SUPPORTED_VERSIONS: &[&str] = &[legacy::PROTOCOL_VERSION, "2025-06-18", "2025-03-26"];
 /// The standalone (GET) stream of a session.
 pub(super) const STANDALONE: u64 = 0;
-/// Events of the standalone stream kept for clients that are not connected.
-const STANDALONE_BACKLOG: usize = 1000;
 /// Finished POST streams kept per session for resumption.
 const FINISHED_KEPT: usize = 64;
 
@@ -90,6 +88,8 @@ pub(super) struct HttpSession {
     routes: Mutex<Routes>,
     /// Requests in progress and open streams, and when the last one began or ended.
     activity: Mutex<Activity>,
+    /// The events a stream buffers, kept and in flight ([`Options::max_stream_events`](super::Options::max_stream_events)).
+    max_events: usize,
 }
 
 struct Activity {
@@ -142,14 +142,22 @@ struct Stream {
     next_seq: u64,
     /// Sequence number of the last event handed to a live connection.
     delivered: u64,
-    live: Option<mpsc::UnboundedSender<String>>,
+    /// The connected client's queue, bounded: a client that does not read has its stream
+    /// closed when it is full (it may resume from `events`).
+    live: Option<mpsc::Sender<String>>,
     finished: bool,
+}
+
+impl Stream {
+    fn is_live(&self) -> bool {
+        self.live.as_ref().is_some_and(|live| !live.is_closed())
+    }
 }
 
 impl HttpSession {
     /// A new session of `principal` (not yet registered under an id): its connection, with
     /// a task that moves its outgoing messages onto its streams.
-    pub(super) fn open(server: Server, principal: Principal, listing: Listing) -> Arc<HttpSession> {
+    pub(super) fn open(server: Server, principal: Principal, listing: Listing, max_events: usize) -> Arc<HttpSession> {
         let (out, outgoing) = mpsc::unbounded_channel();
         let peer = Peer::new(Connection::new(server, principal.clone(), listing, out));
         let http = Arc::new(HttpSession {
@@ -157,6 +165,7 @@ impl HttpSession {
             principal,
             routes: Mutex::new(Routes { next_stream: 1, ..Routes::default() }),
             activity: Mutex::new(Activity { open: 0, last: Instant::now() }),
+            max_events: max_events.max(1),
         });
         tokio::spawn(pump(Arc::downgrade(&http), outgoing));
         let weak = Arc::downgrade(&http);
@@ -178,14 +187,24 @@ impl HttpSession {
         if activity.open > 0 { Duration::ZERO } else { now.saturating_duration_since(activity.last) }
     }
 
+    /// How many of the session's streams have a client connected.
+    pub(super) fn live_streams(&self) -> usize {
+        self.routes().streams.values().filter(|stream| stream.is_live()).count()
+    }
+
+    /// A client's queue: every event a stream buffers, and its priming event.
+    fn queue(&self) -> (mpsc::Sender<String>, mpsc::Receiver<String>) {
+        mpsc::channel(self.max_events + 1)
+    }
+
     /// A new SSE stream for request `id`; its first event is the priming event.
-    pub(super) fn open_stream(&self, id: &RequestId) -> mpsc::UnboundedReceiver<String> {
+    pub(super) fn open_stream(&self, id: &RequestId) -> mpsc::Receiver<String> {
+        let (tx, rx) = self.queue();
         let mut routes = self.routes();
         let stream = routes.next_stream;
         routes.next_stream += 1;
         routes.by_request.insert(id.clone(), Target::Stream(stream));
-        let (tx, rx) = mpsc::unbounded_channel();
-        let _ = tx.send(priming(stream));
+        let _ = tx.try_send(priming(stream));
         routes.streams.insert(stream, Stream { next_seq: 1, live: Some(tx), ..Stream::default() });
         rx
     }
@@ -198,12 +217,13 @@ impl HttpSession {
 
     /// Replays stream `stream` after `seq` on a new connection and keeps it live if the
     /// stream is not finished.
-    pub(super) fn resume(&self, stream: u64, seq: u64) -> Option<mpsc::UnboundedReceiver<String>> {
+    pub(super) fn resume(&self, stream: u64, seq: u64) -> Option<mpsc::Receiver<String>> {
+        let (tx, rx) = self.queue();
         let mut routes = self.routes();
         let buffer = routes.streams.get_mut(&stream)?;
-        let (tx, rx) = mpsc::unbounded_channel();
+        // At most `max_events` are kept: they fit in the queue.
         for (n, data) in buffer.events.iter().filter(|(n, _)| *n > seq) {
-            let _ = tx.send(frame(stream, *n, data));
+            let _ = tx.try_send(frame(stream, *n, data));
             buffer.delivered = buffer.delivered.max(*n);
         }
         if !buffer.finished {
@@ -214,21 +234,21 @@ impl HttpSession {
 
     /// Whether a client is connected to the standalone (GET) stream.
     pub(super) fn standalone_is_open(&self) -> bool {
-        self.routes().streams.get(&STANDALONE).and_then(|stream| stream.live.as_ref()).is_some_and(|live| !live.is_closed())
+        self.routes().streams.get(&STANDALONE).is_some_and(Stream::is_live)
     }
 
     /// Opens the standalone stream and flushes what it missed; `None` if one is open.
-    pub(super) fn attach_standalone(&self) -> Option<mpsc::UnboundedReceiver<String>> {
+    pub(super) fn attach_standalone(&self) -> Option<mpsc::Receiver<String>> {
+        let (tx, rx) = self.queue();
         let mut routes = self.routes();
         let buffer = routes.streams.entry(STANDALONE).or_insert_with(|| Stream { next_seq: 1, ..Stream::default() });
-        if buffer.live.as_ref().is_some_and(|live| !live.is_closed()) {
+        if buffer.is_live() {
             return None;
         }
-        let (tx, rx) = mpsc::unbounded_channel();
-        let _ = tx.send(priming(STANDALONE));
+        let _ = tx.try_send(priming(STANDALONE));
         let delivered = buffer.delivered;
         for (n, data) in buffer.events.iter().filter(|(n, _)| *n > delivered) {
-            let _ = tx.send(frame(STANDALONE, *n, data));
+            let _ = tx.try_send(frame(STANDALONE, *n, data));
             buffer.delivered = *n;
         }
         buffer.live = Some(tx);
@@ -245,7 +265,7 @@ impl HttpSession {
                     return;
                 }
                 Some(Target::Stream(stream)) => {
-                    routes.push(stream, &outbound.message);
+                    routes.push(stream, &outbound.message, self.max_events);
                     routes.finish(stream);
                     return;
                 }
@@ -265,26 +285,32 @@ impl HttpSession {
             },
             Route::General => STANDALONE,
         };
-        routes.push(stream, &outbound.message);
+        routes.push(stream, &outbound.message, self.max_events);
     }
 }
 
 impl Routes {
-    fn push(&mut self, stream: u64, message: &Value) {
+    /// Buffers an event of `stream` (at most `max` kept, the oldest dropped first) and hands
+    /// it to the connected client, whose stream is closed if its queue is full: a client that
+    /// does not read holds no more than `max` events of it.
+    fn push(&mut self, stream: u64, message: &Value, max: usize) {
         let buffer = self.streams.entry(stream).or_insert_with(|| Stream { next_seq: 1, ..Stream::default() });
         let seq = buffer.next_seq;
         buffer.next_seq += 1;
         // serde_json's writer straight into bytes, not its `Display` (through a formatter).
         let data: Arc<str> = Arc::from(serde_json::to_string(message).unwrap_or_default());
         if let Some(live) = &buffer.live {
-            if live.send(frame(stream, seq, &data)).is_ok() {
-                buffer.delivered = seq;
-            } else {
-                buffer.live = None;
+            match live.try_send(frame(stream, seq, &data)) {
+                Ok(()) => buffer.delivered = seq,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    tracing::warn!(stream, max, "closing an SSE stream whose client does not read it (max_stream_events)");
+                    buffer.live = None;
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => buffer.live = None,
             }
         }
         buffer.events.push_back((seq, data));
-        if stream == STANDALONE && buffer.events.len() > STANDALONE_BACKLOG {
+        while buffer.events.len() > max {
             buffer.events.pop_front();
         }
     }
@@ -330,11 +356,11 @@ mod tests {
         let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), Policy::default());
         let server = Server::builder(engine).build().unwrap();
         let options = Options { session_idle: idle, ..Options::default() };
-        (App { server, options, sessions: Mutex::new(HashMap::new()), stop: CancellationToken::new(), ui: None }, dir)
+        (App { server, options, sessions: Mutex::new(HashMap::new()), stop: CancellationToken::new(), ui: None, listens: crate::http::modern::Listens::default() }, dir)
     }
 
     fn open(app: &App, id: &str) -> Arc<HttpSession> {
-        let http = HttpSession::open(app.server.clone(), Principal::new("p"), Listing::Principal);
+        let http = HttpSession::open(app.server.clone(), Principal::new("p"), Listing::Principal, 10);
         app.sessions().insert(id.to_owned(), Arc::clone(&http));
         http
     }

@@ -30,7 +30,7 @@ const KEEPALIVE: Duration = Duration::from_secs(15);
 /// sent), answers its events (the priming event first, the same ids) as one complete SSE
 /// body, which leaves in one write with the headers instead of one chunk per event.
 /// Otherwise the events so far open the stream of [`sse`].
-pub(super) async fn sse_coalesced(stop: &CancellationToken, mut events: mpsc::UnboundedReceiver<String>, busy: Busy) -> Response {
+pub(super) async fn sse_coalesced(stop: &CancellationToken, mut events: mpsc::Receiver<String>, busy: Busy) -> Response {
     let mut first = String::new();
     for _ in 0..COALESCE_YIELDS {
         loop {
@@ -52,7 +52,7 @@ pub(super) async fn sse_coalesced(stop: &CancellationToken, mut events: mpsc::Un
 /// the frames of `events`, with a keep-alive comment every 15 s, until the channel closes
 /// or the server stops. `busy` keeps the session from expiring while the stream is open;
 /// the stream counts in `mcp_tasks_http_streams_open` meanwhile.
-pub(super) fn sse(stop: &CancellationToken, events: mpsc::UnboundedReceiver<String>, first: String, busy: Busy) -> Response {
+pub(super) fn sse(stop: &CancellationToken, events: mpsc::Receiver<String>, first: String, busy: Busy) -> Response {
     let keepalive = tokio::time::interval_at(tokio::time::Instant::now() + KEEPALIVE, KEEPALIVE);
     let first = Some(first).filter(|first| !first.is_empty());
     let open = busy.server().metrics().stream_opened(Era::Legacy);

@@ -97,6 +97,11 @@ async fn route(session: &Arc<LegacySession>, ctx: &RequestContext, request: Requ
     let params = request.params;
     let name = request.method.as_str();
     let catalog = &ctx.server().inner.catalog;
+    if matches!(name, method::TASKS_GET | method::TASKS_LIST)
+        && let Err(refused) = ctx.server().inner.polls.check(&ctx.principal, name)
+    {
+        return Some(Err(refused));
+    }
     let reply = match name {
         method::TOOLS_LIST => tools::list(ctx, params),
         method::TOOLS_CALL => match parse_value(name, params) {

@@ -114,6 +114,12 @@ async fn route(meta: &RequestMeta, ctx: &RequestContext, request: Request) -> Re
     let params = request.params;
     let name = request.method.as_str();
     let tasks = meta.declares_extension(TASKS_EXTENSION);
+    if tasks
+        && name == method::TASKS_GET
+        && let Err(refused) = ctx.server().inner.polls.check(&ctx.principal, name)
+    {
+        return Some(Err(refused));
+    }
     let reply = match name {
         modern::method::SERVER_DISCOVER => Ok(wire::discover(ctx.server())),
         modern::method::SUBSCRIPTIONS_LISTEN => listen::listen(meta, ctx, params).await,
