@@ -20,7 +20,7 @@ use tokio_postgres::{NoTls, Row};
 
 use mcp_tasks_engine::{
     Answer, BrowseQuery, HistoryEntry, IdempotencyKey, InputKind, Inserted, Lease, ListQuery, Origin, Principal,
-    ProcessGroup, Status, StoreError, TaskId, TaskRecord, TaskState, TaskStore, Timestamp, Update, Version,
+    ProcessGroup, Status, StoreError, TaskId, TaskRecord, TaskState, TaskStore, Timestamp, TraceContext, Update, Version,
 };
 use tokio::sync::broadcast;
 
@@ -718,7 +718,9 @@ async fn insert_keyed(
         .prepare_cached(sql::INSERT)
         .await
         .map_err(StoreError::backend)?;
-    let params: [&(dyn ToSql + Sync); 17] = [
+    let traceparent = task.trace.as_ref().map(TraceContext::traceparent);
+    let tracestate = task.trace.as_ref().and_then(TraceContext::tracestate);
+    let params: [&(dyn ToSql + Sync); 19] = [
         &row.id,
         &row.owner,
         &task.tool,
@@ -736,6 +738,8 @@ async fn insert_keyed(
         &task.error_result_fails,
         &Json(&task.input_kinds),
         &row.idempotency_key,
+        &traceparent,
+        &tracestate,
     ];
     for _ in 0..KEY_ROUNDS {
         match client.execute(&insert, &params).await {
@@ -858,5 +862,10 @@ fn decode(row: &Row) -> Result<TaskRecord, Box<dyn std::error::Error + Send + Sy
         error_result_fails: row.try_get(12)?,
         input_kinds: row.try_get::<_, Json<Vec<InputKind>>>(13)?.0,
         idempotency_key: row.try_get::<_, Option<String>>(14)?.map(IdempotencyKey::new),
+        // Written valid; a row edited by hand to something else reads as no trace.
+        trace: match row.try_get::<_, Option<String>>(15)? {
+            Some(traceparent) => TraceContext::parse(&traceparent, row.try_get::<_, Option<String>>(16)?.as_deref()),
+            None => None,
+        },
     })
 }

@@ -25,6 +25,7 @@ mod restart;
 mod sampling;
 mod stdio_shutdown;
 mod store_faults;
+mod traces;
 mod tty;
 mod web;
 mod webdriver;

@@ -154,6 +154,7 @@ mod tests {
         let (ctx, _dir) = ctx();
         let engine = ctx.server().engine().clone();
         let new = NewTask {
+            trace: None,
             owner: ctx.principal.clone(),
             tool: "wait".into(),
             arguments: json!({}),
