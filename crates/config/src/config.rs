@@ -26,7 +26,7 @@ use serde::Deserialize;
 use lines::{Lines, line_of};
 pub use problem::{ConfigError, Problem};
 use server::RawServer;
-pub use server::{ServerConfig, TaskToolNames};
+pub use server::{ServerConfig, TaskToolNames, TracingConfig};
 pub use webhook::{WEBHOOK_EVENTS, Webhook};
 pub use tool::{InheritEnv, OutputFormat, RestartPolicy, Stdin, TaskSupport, ToolConfig};
 pub use upstream::UpstreamToolConfig;
@@ -307,6 +307,7 @@ task_support = "forbidden"
                 },
                 ui: Some(false),
                 webhooks: Vec::new(),
+                tracing: crate::TracingConfig { otlp_endpoint: None, service_name: "mcp-tasks".into() },
                 auth: Auth::from_digests([
                     ("alice", Auth::digest("hunter2")),
                     (

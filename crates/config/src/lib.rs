@@ -116,5 +116,5 @@ pub mod template;
 pub use auth::Auth;
 pub use config::{
     Config, ConfigError, InheritEnv, OutputFormat, Problem, RestartPolicy, ServerConfig, Stdin, TaskSupport,
-    TaskToolNames, ToolConfig, UpstreamToolConfig, WEBHOOK_EVENTS, Webhook,
+    TaskToolNames, ToolConfig, TracingConfig, UpstreamToolConfig, WEBHOOK_EVENTS, Webhook,
 };

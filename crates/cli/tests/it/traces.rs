@@ -168,3 +168,96 @@ fn traces_a_task_retried_after_a_restart_gets_the_stored_traceparent() {
     let seen = result["content"][0]["text"].as_str().expect("text").to_owned();
     assert_child(&seen);
 }
+
+/// `[server.tracing]` naming a collector at `endpoint`, after the test's tools.
+fn config_with_collector(endpoint: &str) -> String {
+    format!("{CONFIG}\n[server.tracing]\notlp_endpoint = \"{endpoint}\"\n")
+}
+
+#[cfg(not(feature = "otlp"))]
+#[test]
+fn traces_an_otlp_endpoint_in_a_build_without_the_feature_is_a_clear_error() {
+    let work = workdir();
+    std::fs::write(work.config(), config_with_collector("http://127.0.0.1:4318")).expect("write config");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
+        .args(["serve", "--stdio", "--config"])
+        .arg(work.config())
+        .arg("--store")
+        .arg(work.store())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run mcp-tasks");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("built without OTLP support") && stderr.contains("--features otlp"), "{stderr}");
+}
+
+/// A loopback OTLP/HTTP collector: answers every POST 200 and hands its path and body on.
+#[cfg(feature = "otlp")]
+fn collector() -> (String, std::sync::mpsc::Receiver<(String, Vec<u8>)>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let endpoint = format!("http://{}", listener.local_addr().expect("address"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut request_line = String::new();
+            let _ = reader.read_line(&mut request_line);
+            let path = request_line.split(' ').nth(1).unwrap_or("").to_owned();
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some((name, value)) = line.split_once(':')
+                    && name.eq_ignore_ascii_case("content-length")
+                {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            if tx.send((path, body)).is_err() {
+                return;
+            }
+        }
+    });
+    (endpoint, rx)
+}
+
+#[cfg(feature = "otlp")]
+#[test]
+fn traces_with_otlp_a_loopback_collector_gets_the_task_span_in_the_requests_trace() {
+    let (endpoint, received) = collector();
+    let work = workdir();
+    std::fs::write(work.config(), config_with_collector(&endpoint)).expect("write config");
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
+    command.args(["serve", "--stdio", "--config"]).arg(work.config()).arg("--store").arg(work.store());
+    command.env("OTEL_BSP_SCHEDULE_DELAY", "100");
+    let mut server = Server::spawn(command);
+    server.initialize();
+    let meta = json!({"traceparent": TRACEPARENT});
+    let created = server.call("tools/call", json!({"name": "trace_env", "arguments": {}, "task": {}, "_meta": meta}));
+    let id = created["task"]["taskId"].as_str().expect("taskId").to_owned();
+    let (parent, _) = printed(&server.call("tasks/result", json!({"taskId": id})));
+    assert_child(&parent);
+    // The trace id as it is in the protobuf body: 16 raw bytes.
+    let trace_id: Vec<u8> = (0..16).map(|i| u8::from_str_radix(&TRACE_ID[2 * i..2 * i + 2], 16).expect("hex")).collect();
+    let task_id = id.as_bytes();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut exports = 0;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (path, body) = received.recv_timeout(left).unwrap_or_else(|_| panic!("no span of the trace in {exports} exports"));
+        exports += 1;
+        assert_eq!(path, "/v1/traces");
+        let has = |needle: &[u8]| body.windows(needle.len()).any(|window| window == needle);
+        if has(&trace_id) && has(task_id) && has(b"trace_env") {
+            break;
+        }
+    }
+}

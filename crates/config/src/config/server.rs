@@ -94,6 +94,21 @@ pub struct ServerConfig {
     pub ui: Option<bool>,
     /// Where task events are POSTed (`[[server.webhooks]]`, default none).
     pub webhooks: Vec<super::Webhook>,
+    /// Trace export (`[server.tracing]`).
+    pub tracing: TracingConfig,
+}
+
+/// Trace export (`[server.tracing]`): spans (requests and tasks, joined to the requestors'
+/// W3C trace context) sent to an OpenTelemetry collector over OTLP/HTTP. Needs a binary
+/// built with the `otlp` feature; without it, setting `otlp_endpoint` is an error at start.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TracingConfig {
+    /// The collector's OTLP/HTTP base URL (`otlp_endpoint`, e.g. `http://127.0.0.1:4318`;
+    /// spans go to its `/v1/traces` unless the URL names that path). `None`: no export.
+    /// Plain `http://` only (this build sends no TLS; use a local collector or relay).
+    pub otlp_endpoint: Option<String>,
+    /// The `service.name` of the exported spans (`service_name`, default `mcp-tasks`).
+    pub service_name: String,
 }
 
 impl ServerConfig {
@@ -193,6 +208,7 @@ impl Default for ServerConfig {
             task_tools: TaskToolNames::default(),
             ui: None,
             webhooks: Vec::new(),
+            tracing: TracingConfig { otlp_endpoint: None, service_name: "mcp-tasks".to_owned() },
         }
     }
 }
@@ -226,6 +242,34 @@ pub(crate) struct RawServer {
     ui: Option<bool>,
     #[serde(default)]
     webhooks: Vec<super::webhook::RawWebhook>,
+    tracing: Option<Spanned<RawTracing>>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTracing {
+    otlp_endpoint: Option<String>,
+    service_name: Option<String>,
+}
+
+impl RawTracing {
+    fn check(self, line: usize, lines: Lines<'_>) -> Result<TracingConfig, ConfigError> {
+        let problem = |reason: String| lines.error(line, Problem::Tracing { reason });
+        if let Some(url) = &self.otlp_endpoint {
+            let rest = url.strip_prefix("http://").ok_or_else(|| {
+                problem(format!("otlp_endpoint `{url}` must start with http:// (this build sends no TLS; use a local collector)"))
+            })?;
+            let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+            if authority.is_empty() || authority.contains('@') || url.chars().any(char::is_whitespace) {
+                return Err(problem(format!("otlp_endpoint `{url}` needs a host (and no user info or spaces)")));
+            }
+        }
+        let service_name = self.service_name.unwrap_or_else(|| "mcp-tasks".to_owned());
+        if service_name.trim().is_empty() {
+            return Err(problem("service_name is empty".to_owned()));
+        }
+        Ok(TracingConfig { otlp_endpoint: self.otlp_endpoint, service_name })
+    }
 }
 
 #[derive(Default, Deserialize)]
@@ -422,6 +466,13 @@ impl RawServer {
             task_tools: self.task_tools.unwrap_or_default().check(lines)?,
             ui: self.ui,
             webhooks: self.webhooks.into_iter().map(|raw| raw.check(lines)).collect::<Result<_, _>>()?,
+            tracing: match self.tracing {
+                Some(raw) => {
+                    let line = lines.of(&raw.span());
+                    raw.into_inner().check(line, lines)?
+                }
+                None => defaults.tracing,
+            },
         };
         if server.default_ttl > server.max_ttl {
             return Err(ConfigError::Invalid {
