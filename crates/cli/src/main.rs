@@ -4,6 +4,7 @@ mod args;
 mod call;
 mod check;
 mod ledger;
+mod otlp;
 mod prompt;
 mod proxy;
 mod remote;
@@ -16,13 +17,30 @@ mod wait;
 use std::process::ExitCode;
 
 use clap::Parser;
+use mcp_tasks_config::{Config, TracingConfig};
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::Layer as _;
 
 use crate::args::{Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let serving = matches!(cli.command, Command::Serve(_) | Command::Worker(_) | Command::Proxy(_));
-    init_logging(if serving { "info" } else { "warn" });
+    let exporter = match otlp::layer(&tracing_config(&cli.command)) {
+        Ok(Some((layer, exporter))) => {
+            init_logging(if serving { "info" } else { "warn" }, Some(layer));
+            Some(exporter)
+        }
+        Ok(None) => {
+            init_logging(if serving { "info" } else { "warn" }, None);
+            None
+        }
+        Err(err) => {
+            eprintln!("mcp-tasks: {}", describe(&err));
+            return ExitCode::FAILURE;
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
@@ -52,6 +70,9 @@ fn main() -> ExitCode {
         // A client may be blocked reading a prompt's answer from stdin: do not wait for it.
         runtime.shutdown_background();
     }
+    if let Some(exporter) = exporter {
+        exporter.shutdown();
+    }
     match outcome {
         Ok(status) => ExitCode::from(status),
         Err(err) => {
@@ -79,10 +100,25 @@ fn describe(err: &anyhow::Error) -> String {
     text
 }
 
+/// The `[server.tracing]` of the config a serving command is about to load, read here first
+/// so that the trace exporter is part of the subscriber from the start. A config that
+/// cannot be read gives the default (no export): the command itself reports why.
+fn tracing_config(command: &Command) -> TracingConfig {
+    let path = match command {
+        Command::Serve(args) => Some(&args.config),
+        Command::Worker(args) => Some(&args.config),
+        Command::Proxy(args) => args.config.as_ref(),
+        _ => None,
+    };
+    path.and_then(|path| Config::load(path).ok()).map(|config| config.server.tracing).unwrap_or_default()
+}
+
 /// Logs go to stderr only (stdout belongs to the stdio transport, or to a client command's
 /// output). `RUST_LOG` picks the level; the default is `info` for `serve`, `warn` otherwise.
-fn init_logging(default: &str) {
+/// `export`, if any, gets the spans too (the OTLP exporter, at its own level).
+fn init_logging(default: &str, export: Option<otlp::BoxedLayer>) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).init();
+    let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(false).with_filter(filter);
+    tracing_subscriber::registry().with(export).with(logs).init();
 }

@@ -36,7 +36,7 @@ pub(crate) async fn run(args: ProxyArgs) -> anyhow::Result<()> {
     options.tools = config.upstream_tools.iter().map(|(name, tool)| (name.clone(), tool_policy(tool))).collect();
     let proxy = Proxy::new(spec, options);
 
-    let (store, described, sqlite) = open_store_observed(store_choice(args.store.as_deref())?).await?;
+    let (store, described, concrete) = open_store_observed(store_choice(args.store.as_deref())?).await?;
     let engine = Engine::with_lease(store, Arc::new(SystemClock), policy(&config), lease(&config)?);
     // The same [server] policy as serve: long calls of clients without tasks are handed off
     // (heartbeats, sync_wait, the helper tools) as for any tool.
@@ -51,7 +51,7 @@ pub(crate) async fn run(args: ProxyArgs) -> anyhow::Result<()> {
         .catalog_upstream(proxy.catalog())
         .build()
         .context("building the server")?;
-    observe_commits(sqlite, &server);
+    observe_commits(concrete, &server);
     // The upstream's tools are registered before recovery, so that a task of one left by
     // the last run is resolved by its policy (or resumed) rather than failed as unknown.
     let names = proxy.start(&server).await?;

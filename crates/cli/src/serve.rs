@@ -35,7 +35,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         );
     }
     let outbox = webhook_outbox(&choice)?;
-    let (store, described, sqlite) = open_store_observed(choice).await?;
+    let (store, described, concrete) = open_store_observed(choice).await?;
     let engine = Engine::with_lease(store, Arc::new(SystemClock), policy(&config), lease(&config)?);
     engine.set_runs_work(!args.no_work);
     // Before recovery: what recovery does to the previous run's tasks is delivered too.
@@ -60,7 +60,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         builder = builder.tool(tool_def(tool));
     }
     let server = builder.build().context("building the server from the config's tools")?;
-    observe_commits(sqlite, &server);
+    observe_commits(concrete, &server);
     let recovered = engine.recover().await.context("recovering tasks left by the previous run")?;
     server.metrics().record_recovery(&recovered);
     let names: Vec<&str> = config.tools.iter().map(|tool| tool.name.as_str()).collect();
@@ -81,11 +81,23 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     serve_until_shutdown(&config, &engine, server, args.stdio.then_some(on_stdio), args.listen).await
 }
 
-/// Feeds the SQLite store's commits, if it is one, to the server's metrics.
-pub(crate) fn observe_commits(sqlite: Option<SqliteStore>, server: &Server) {
-    if let Some(sqlite) = sqlite {
-        let metrics = server.metrics().clone();
-        sqlite.on_commit(move |commit| metrics.record_store_commit(commit.elapsed, commit.writes, commit.committed));
+/// The store behind the engine's `dyn TaskStore`, kept to observe its commits.
+pub(crate) enum Concrete {
+    Sqlite(SqliteStore),
+    Postgres(PostgresStore),
+}
+
+/// Feeds the store's commits to the server's metrics: the SQLite writer's batches, or each
+/// PostgreSQL write (a group of one).
+pub(crate) fn observe_commits(store: Concrete, server: &Server) {
+    let metrics = server.metrics().clone();
+    match store {
+        Concrete::Sqlite(sqlite) => {
+            sqlite.on_commit(move |commit| metrics.record_store_commit(commit.elapsed, commit.writes, commit.committed));
+        }
+        Concrete::Postgres(postgres) => {
+            postgres.on_commit(move |commit| metrics.record_store_commit(commit.elapsed, commit.writes, commit.committed));
+        }
     }
 }
 
@@ -347,18 +359,18 @@ pub(crate) async fn open_store(choice: StoreChoice) -> anyhow::Result<(Arc<dyn T
 }
 
 /// As [`open_store`], with the SQLite store's handle too, for its commit metrics.
-pub(crate) async fn open_store_observed(choice: StoreChoice) -> anyhow::Result<(Arc<dyn TaskStore>, String, Option<SqliteStore>)> {
+pub(crate) async fn open_store_observed(choice: StoreChoice) -> anyhow::Result<(Arc<dyn TaskStore>, String, Concrete)> {
     match choice {
         StoreChoice::Sqlite(path) => {
             let store = SqliteStore::open(&path).with_context(|| format!("opening task store {}", path.display()))?;
             let described = format!("{} (SQLite, WAL, synchronous=FULL)", path.display());
-            Ok((Arc::new(store.clone()), described, Some(store)))
+            Ok((Arc::new(store.clone()), described, Concrete::Sqlite(store)))
         }
         StoreChoice::Postgres(url) => {
             // The error names the URL with its password hidden; so does every later one.
             let store = PostgresStore::connect(&url).await.context("opening the PostgreSQL task store")?;
             let described = format!("{} (PostgreSQL, shared: claims with a lease, any replica serves any task)", store.url());
-            Ok((Arc::new(store), described, None))
+            Ok((Arc::new(store.clone()), described, Concrete::Postgres(store)))
         }
     }
 }

@@ -61,7 +61,7 @@ use async_trait::async_trait;
 use jsonschema::Validator;
 use mcp_tasks_config::template::{self, Piece};
 use mcp_tasks_config::{InheritEnv, Stdin, ToolConfig};
-use mcp_tasks_engine::{Context, ErrorObject, Handler, Outcome, ProcessGroup, TASK_ID_ENV};
+use mcp_tasks_engine::{Context, ErrorObject, Handler, Outcome, ProcessGroup, TASK_ID_ENV, TraceContext};
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
@@ -75,6 +75,15 @@ use tokio::time::Instant;
 pub use line_protocol::MARKER;
 use line_protocol::Talk;
 use result::{End, Ending, Streams};
+
+/// The environment variable that carries a task's W3C `traceparent` to its command: the
+/// trace id of the request that created the task, a span id of its own (a child of the
+/// request's span), set only when the request carried a valid one, in every attempt.
+pub const TRACEPARENT_ENV: &str = "TRACEPARENT";
+
+/// The environment variable that carries the `tracestate` that came with
+/// [`TRACEPARENT_ENV`] (unset when there was none).
+pub const TRACESTATE_ENV: &str = "TRACESTATE";
 
 /// The size of one read from a pipe.
 const CHUNK: usize = 64 * 1024;
@@ -284,8 +293,15 @@ impl CommandTool {
     }
 
     /// Starts `argv` with the tool's environment and directory, in its own process group.
-    /// A task's run carries the task's id in [`TASK_ID_ENV`] (`task`), set last.
-    fn spawn(&self, argv: &[String], env: &[(&str, Option<String>)], task: Option<&str>) -> std::io::Result<Child> {
+    /// A task's run carries the task's id in [`TASK_ID_ENV`] (`task`) and, when the task has
+    /// a trace context, [`TRACEPARENT_ENV`] and [`TRACESTATE_ENV`] (`trace`), set last.
+    fn spawn(
+        &self,
+        argv: &[String],
+        env: &[(&str, Option<String>)],
+        task: Option<&str>,
+        trace: Option<&TraceContext>,
+    ) -> std::io::Result<Child> {
         become_subreaper();
         let (program, args) = argv.split_first().ok_or(std::io::ErrorKind::InvalidInput)?;
         let mut command = Command::new(program);
@@ -320,6 +336,13 @@ impl CommandTool {
         }
         if let Some(task) = task {
             command.env(TASK_ID_ENV, task);
+        }
+        if let Some(trace) = trace {
+            command.env(TRACEPARENT_ENV, trace.traceparent());
+            match trace.tracestate() {
+                Some(state) => command.env(TRACESTATE_ENV, state),
+                None => command.env_remove(TRACESTATE_ENV),
+            };
         }
         if let Some(cwd) = &self.tool.cwd {
             command.current_dir(cwd);
@@ -358,7 +381,9 @@ impl Handler for CommandTool {
             return result::tool_result(true, vec!["cancelled".to_owned()]);
         }
         let task = ctx.task_id().map(|id| id.as_str().to_owned());
-        let mut child = match self.spawn(&argv, &env, task.as_deref()) {
+        // The command is a child of the task's span: the request's trace id, a new span id.
+        let trace = ctx.trace().map(TraceContext::child);
+        let mut child = match self.spawn(&argv, &env, task.as_deref(), trace.as_ref()) {
             Ok(child) => child,
             Err(err) => return self.spawn_failure(&argv[0], &err),
         };

@@ -27,7 +27,7 @@ use serde::Deserialize;
 use lines::{Lines, line_of};
 pub use problem::{ConfigError, Problem};
 use server::RawServer;
-pub use server::{ServerConfig, TaskToolNames};
+pub use server::{ServerConfig, TaskToolNames, TracingConfig};
 pub use webhook::{WEBHOOK_EVENTS, Webhook};
 pub use oauth::{JwksSource, OAUTH_PRINCIPAL_PREFIX, OAuthConfig};
 pub use tool::{InheritEnv, OutputFormat, RestartPolicy, Stdin, TaskSupport, ToolConfig};
@@ -310,6 +310,7 @@ task_support = "forbidden"
                 ui: Some(false),
                 webhooks: Vec::new(),
                 oauth: None,
+                tracing: crate::TracingConfig { otlp_endpoint: None, service_name: "mcp-tasks".into() },
                 auth: Auth::from_digests([
                     ("alice", Auth::digest("hunter2")),
                     (

@@ -118,5 +118,5 @@ pub use auth::Auth;
 pub use config::{
     Config, ConfigError, InheritEnv, JwksSource, OAUTH_PRINCIPAL_PREFIX, OAuthConfig, OutputFormat, Problem, RestartPolicy,
     ServerConfig, Stdin, TaskSupport,
-    TaskToolNames, ToolConfig, UpstreamToolConfig, WEBHOOK_EVENTS, Webhook,
+    TaskToolNames, ToolConfig, TracingConfig, UpstreamToolConfig, WEBHOOK_EVENTS, Webhook,
 };

@@ -24,6 +24,7 @@ use crate::slots::Slots;
 use crate::store::{Inserted, Lease, ListQuery, NodeId, StoreError, TaskStore, Update};
 use crate::task::{Event, IdempotencyKey, InputKind, Principal, TaskId, TaskRecord, TaskState, Timestamp, Version};
 use crate::watch::Watched;
+use crate::trace::TraceContext;
 use crate::work::{Progress, ToolRuntime};
 
 /// How many times a write is re-read and re-applied after a version conflict.
@@ -71,6 +72,8 @@ pub struct NewTask {
     pub error_result_fails: bool,
     /// The kinds of input the requestor can answer.
     pub input_kinds: Vec<InputKind>,
+    /// The request's W3C trace context, kept with the task ([`TaskRecord::trace`]).
+    pub trace: Option<TraceContext>,
 }
 
 /// What [`Engine::create_with_key`] did.
@@ -354,6 +357,7 @@ impl Engine {
             error_result_fails: new.error_result_fails,
             input_kinds: new.input_kinds,
             idempotency_key: key,
+            trace: new.trace,
         };
         // Adopted work runs here whatever this node's role: the task is this node's claim.
         let runs_work = self.runs_work() || adopting.is_some();

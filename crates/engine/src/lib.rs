@@ -25,6 +25,7 @@
 //! - `error`: [`EngineError`], [`LimitExceeded`] for the [`Policy`] limits, and the
 //!   engine's own failures of the work, [`WorkError`] and [`InputError`].
 //! - `clock`: injected time.
+//! - `trace`: [`TraceContext`], the W3C trace context a task keeps from its request.
 //!
 //! The engine speaks no wire dialect: which results count as failures and how input
 //! requests are named is the handler's say ([`Handler::reported_failure`],
@@ -70,6 +71,7 @@ mod run;
 mod slots;
 mod store;
 mod task;
+mod trace;
 mod view;
 mod watch;
 mod work;
@@ -88,6 +90,7 @@ pub use task::{
     ErrorObject, Event, EventKind, IdempotencyKey, InputKind, InputRequest, InputRequests, Outcome, Principal,
     Refused, RestartPolicy, Status, TaskId, TaskRecord, TaskState, Timestamp, Version,
 };
+pub use trace::{TraceContext, set_span_parent};
 pub use view::Inspected;
 pub use watch::{TaskWatch, Watched};
 pub use work::{ClientLink, Context, Handler, Progress, ToolRuntime};

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use crate::admission::{PlainCall, Running};
 use crate::engine::{CANCELLED_MESSAGE, Engine};
@@ -92,10 +93,22 @@ impl Engine {
         let running = Running { claimed: true, ..Running::new(task.attempt, task.owner.clone(), cancel.clone()) };
         self.work().tasks.insert(task.id.clone(), running);
         let entry = slots.map(|slots| (slots.enter(), slots.size()));
-        let ctx = Context::for_task(self.clone(), task.id.clone(), task.attempt, cancel);
+        let ctx = Context::for_task(self.clone(), task, cancel);
         let engine = self.clone();
         let (id, attempt, arguments) = (task.id.clone(), task.attempt, task.arguments.clone());
         let (tool, error_result_fails) = (task.tool.clone(), task.error_result_fails);
+        // The task's span, a child of the request's trace when it carried one; the work
+        // (the handler, in its own Tokio task) runs inside it.
+        let span = tracing::info_span!(
+            "task",
+            task = %task.id,
+            tool = %task.tool,
+            attempt = task.attempt,
+            trace_id = tracing::field::Empty,
+        );
+        if let Some(trace) = &task.trace {
+            trace.adopt(&span);
+        }
         tokio::spawn(async move {
             let permit = match entry {
                 None => None,
@@ -121,7 +134,7 @@ impl Engine {
             }
             engine.mark_started(&id, attempt);
             let handler = Arc::clone(&runtime.handler);
-            let work = tokio::spawn(async move { runtime.handler.call(arguments, ctx).await });
+            let work = tokio::spawn(async move { runtime.handler.call(arguments, ctx).await }.in_current_span());
             let outcome = match work.await {
                 Ok(outcome) => outcome,
                 Err(err) => {
@@ -144,7 +157,7 @@ impl Engine {
             }
             let cancel_requested = engine.forget(&id, attempt);
             engine.finish(&id, attempt, Ending { outcome, reported_failure, cancel_requested }).await;
-        });
+        }.instrument(span));
         Ok(())
     }
 

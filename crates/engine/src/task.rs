@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::WorkError;
+use crate::trace::TraceContext;
 
 /// A task id: 128 bits from the operating system's CSPRNG, as 32 lowercase hex digits.
 ///
@@ -466,6 +467,10 @@ pub struct TaskRecord {
     /// is retained (until its TTL runs out), its owner's calls with this key get this task
     /// instead of a new one. At most one task of an owner holds a given key.
     pub idempotency_key: Option<IdempotencyKey>,
+    /// The W3C trace context of the request that created it, if it carried a valid one:
+    /// the task's spans and its work (a command's `TRACEPARENT`) join that trace, in every
+    /// attempt.
+    pub trace: Option<TraceContext>,
 }
 
 impl TaskRecord {

@@ -10,7 +10,8 @@ use tokio_util::sync::CancellationToken;
 use crate::engine::Engine;
 use crate::error::{InputError, WorkError};
 use crate::process::ProcessGroup;
-use crate::task::{ErrorObject, InputKind, InputRequest, Outcome, RestartPolicy, TaskId};
+use crate::task::{ErrorObject, InputKind, InputRequest, Outcome, RestartPolicy, TaskId, TaskRecord};
+use crate::trace::TraceContext;
 
 /// The code that runs a tool call, as a task or plainly.
 ///
@@ -150,6 +151,8 @@ pub trait ClientLink: Send + Sync + 'static {
 pub struct Context {
     cancel: CancellationToken,
     reporter: Reporter,
+    /// The task's trace context (a plain call has none).
+    trace: Option<TraceContext>,
 }
 
 #[derive(Clone)]
@@ -164,11 +167,19 @@ impl Context {
     /// A context for a plain (non-task) call: messages to the client go through `link`
     /// (none: they are dropped), synchronously, so they are ordered before the response.
     pub fn plain(cancel: CancellationToken, link: Option<Arc<dyn ClientLink>>) -> Context {
-        Context { cancel, reporter: Reporter::Direct(link) }
+        Context { cancel, reporter: Reporter::Direct(link), trace: None }
     }
 
-    pub(crate) fn for_task(engine: Engine, id: TaskId, attempt: u32, cancel: CancellationToken) -> Context {
-        Context { cancel, reporter: Reporter::Task { engine, id, attempt } }
+    pub(crate) fn for_task(engine: Engine, task: &TaskRecord, cancel: CancellationToken) -> Context {
+        let reporter = Reporter::Task { engine, id: task.id.clone(), attempt: task.attempt };
+        Context { cancel, reporter, trace: task.trace.clone() }
+    }
+
+    /// The W3C trace context the task was created with ([`TaskRecord::trace`]); `None` for a
+    /// plain call or a request that carried none. Work that starts processes or calls other
+    /// services passes on a [`TraceContext::child`] of it.
+    pub fn trace(&self) -> Option<&TraceContext> {
+        self.trace.as_ref()
     }
 
     /// The task this work runs for; `None` for a plain call.

@@ -28,5 +28,5 @@ pub mod sql;
 mod store;
 mod url;
 
-pub use store::PostgresStore;
+pub use store::{Commit, PostgresStore};
 pub use url::redact;

@@ -7,7 +7,8 @@
 macro_rules! columns {
     () => {
         "id, owner, tool, arguments, state, status_message, created_at, updated_at, ttl_ms, \
-         poll_interval_ms, attempt, version, error_result_fails, input_kinds, idempotency_key"
+         poll_interval_ms, attempt, version, error_result_fails, input_kinds, idempotency_key, \
+         traceparent, tracestate"
     };
 }
 
@@ -31,8 +32,8 @@ macro_rules! terminal {
 /// a taken id is a unique violation of the primary key.
 pub const INSERT: &str = "INSERT INTO tasks (id, owner, tool, arguments, status, state, \
      status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, attempt, \
-     version, error_result_fails, input_kinds, idempotency_key) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
+     version, error_result_fails, input_kinds, idempotency_key, traceparent, tracestate) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
      ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING";
 
 /// `insert`: the task holding an owner's key (`$1`, `$2`), retained or not.

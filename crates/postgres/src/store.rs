@@ -7,9 +7,10 @@
 //! `synchronous_commit = on`, flushed to its WAL (invariant 1).
 
 use std::fmt;
+use std::future::Future;
 use std::str::FromStr;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod};
@@ -19,7 +20,7 @@ use tokio_postgres::{NoTls, Row};
 
 use mcp_tasks_engine::{
     Answer, BrowseQuery, HistoryEntry, IdempotencyKey, InputKind, Inserted, Lease, ListQuery, Origin, Principal,
-    ProcessGroup, Status, StoreError, TaskId, TaskRecord, TaskState, TaskStore, Timestamp, Update, Version,
+    ProcessGroup, Status, StoreError, TaskId, TaskRecord, TaskState, TaskStore, Timestamp, TraceContext, Update, Version,
 };
 use tokio::sync::broadcast;
 
@@ -53,6 +54,27 @@ pub struct PostgresStore {
     shown: Arc<str>,
     /// The change feed, shared by the clones; its listener stops with the last one.
     feed: Arc<Feed>,
+    /// Told of every write ([`PostgresStore::on_commit`]), shared by the clones.
+    observer: Arc<OnceLock<CommitObserver>>,
+}
+
+/// What [`PostgresStore::on_commit`] is told of each write.
+type CommitObserver = Box<dyn Fn(Commit) + Send + Sync>;
+
+/// One write of the store: a statement in autocommit, or a transaction
+/// ([`PostgresStore::on_commit`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Commit {
+    /// From taking a pooled connection to the end of the commit (PostgreSQL's WAL flush
+    /// included) or of the failure.
+    pub elapsed: Duration,
+    /// How many writes it held: always 1 (each write commits on its own; there is no
+    /// group commit as in SQLite's writer thread).
+    pub writes: usize,
+    /// Whether it committed: `false` only for a backend failure (a compare-and-set that
+    /// finds the task moved on, a duplicate id or a full owner committed nothing, but the
+    /// database answered).
+    pub committed: bool,
 }
 
 impl fmt::Debug for PostgresStore {
@@ -108,7 +130,26 @@ impl PostgresStore {
         drop(client);
         // The channel the triggers of migration 0003 notify: `'mcp_tasks.' || TG_TABLE_SCHEMA`.
         let feed = Arc::new(Feed::start(url, format!("mcp_tasks.{schema}"), pool.clone()));
-        Ok(PostgresStore { pool, shown, feed })
+        Ok(PostgresStore { pool, shown, feed, observer: Arc::default() })
+    }
+
+    /// Calls `observer` after every write this store (and its clones) makes, with its
+    /// duration (for metrics: keep it quick). Only the first observer set is kept. Reads are
+    /// not reported.
+    pub fn on_commit(&self, observer: impl Fn(Commit) + Send + Sync + 'static) {
+        let _ = self.observer.set(Box::new(observer));
+    }
+
+    /// Runs `write` and tells the observer, if one is set, how long it took and whether it
+    /// committed.
+    async fn observed<T>(&self, write: impl Future<Output = Result<T, StoreError>>) -> Result<T, StoreError> {
+        let started = Instant::now();
+        let result = write.await;
+        if let Some(observer) = self.observer.get() {
+            let committed = !matches!(result, Err(StoreError::Backend(_)));
+            observer(Commit { elapsed: started.elapsed(), writes: 1, committed });
+        }
+        result
     }
 
     /// The URL this store was opened with, its password hidden.
@@ -168,8 +209,11 @@ fn failed(shown: &str, what: &str, err: &(dyn std::error::Error + 'static)) -> S
 #[async_trait]
 impl TaskStore for PostgresStore {
     async fn insert(&self, task: &TaskRecord) -> Result<Inserted, StoreError> {
-        let client = self.client().await?;
-        insert_keyed(&client, task).await
+        self.observed(async {
+            let client = self.client().await?;
+            insert_keyed(&client, task).await
+        })
+        .await
     }
 
     async fn find_by_key(
@@ -191,25 +235,28 @@ impl TaskStore for PostgresStore {
         expected: Version,
         update: &Update,
     ) -> Result<TaskRecord, StoreError> {
-        // A version beyond i64 cannot be stored, so no row has it: the task moved on.
-        let Ok(expected) = i64::try_from(expected.0) else {
-            return Err(StoreError::Conflict(id.clone()));
-        };
-        let written = self
-            .query_opt(
-                sql::REPLACE,
-                &[
-                    &Json(&update.state),
-                    &update.state.status().as_str(),
-                    &update.status_message,
-                    &update.updated_at.0,
-                    &i64::from(update.attempt),
-                    &id.as_str(),
-                    &expected,
-                ],
-            )
-            .await?;
-        written.ok_or_else(|| StoreError::Conflict(id.clone()))
+        self.observed(async {
+            // A version beyond i64 cannot be stored, so no row has it: the task moved on.
+            let Ok(expected) = i64::try_from(expected.0) else {
+                return Err(StoreError::Conflict(id.clone()));
+            };
+            let written = self
+                .query_opt(
+                    sql::REPLACE,
+                    &[
+                        &Json(&update.state),
+                        &update.state.status().as_str(),
+                        &update.status_message,
+                        &update.updated_at.0,
+                        &i64::from(update.attempt),
+                        &id.as_str(),
+                        &expected,
+                    ],
+                )
+                .await?;
+            written.ok_or_else(|| StoreError::Conflict(id.clone()))
+        })
+        .await
     }
 
     async fn list(&self, query: &ListQuery) -> Result<Vec<TaskRecord>, StoreError> {
@@ -245,23 +292,29 @@ impl TaskStore for PostgresStore {
     }
 
     async fn purge(&self, now: Timestamp, limit: u32) -> Result<u64, StoreError> {
-        let client = self.client().await?;
-        let statement = client.prepare_cached(sql::PURGE).await.map_err(StoreError::backend)?;
-        client
-            .execute(&statement, &[&now.0, &i64::from(limit)])
-            .await
-            .map_err(StoreError::backend)
+        self.observed(async {
+            let client = self.client().await?;
+            let statement = client.prepare_cached(sql::PURGE).await.map_err(StoreError::backend)?;
+            client
+                .execute(&statement, &[&now.0, &i64::from(limit)])
+                .await
+                .map_err(StoreError::backend)
+        })
+        .await
     }
 
     async fn set_process_group(&self, id: &TaskId, group: &ProcessGroup) -> Result<(), StoreError> {
-        let start = i64::try_from(group.start_time).map_err(StoreError::backend)?;
-        let client = self.client().await?;
-        let statement = client.prepare_cached(sql::SET_PROCESS_GROUP).await.map_err(StoreError::backend)?;
-        client
-            .execute(&statement, &[&i64::from(group.pgid), &start, &id.as_str()])
-            .await
-            .map(|_| ())
-            .map_err(StoreError::backend)
+        self.observed(async {
+            let start = i64::try_from(group.start_time).map_err(StoreError::backend)?;
+            let client = self.client().await?;
+            let statement = client.prepare_cached(sql::SET_PROCESS_GROUP).await.map_err(StoreError::backend)?;
+            client
+                .execute(&statement, &[&i64::from(group.pgid), &start, &id.as_str()])
+                .await
+                .map(|_| ())
+                .map_err(StoreError::backend)
+        })
+        .await
     }
 
     async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError> {
@@ -280,14 +333,17 @@ impl TaskStore for PostgresStore {
     }
 
     async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &serde_json::Value) -> Result<bool, StoreError> {
-        let text = checkpoint.to_string();
-        let client = self.client().await?;
-        let statement = client.prepare_cached(sql::SET_CHECKPOINT).await.map_err(StoreError::backend)?;
-        client
-            .execute(&statement, &[&text, &id.as_str(), &i64::from(attempt)])
-            .await
-            .map(|written| written == 1)
-            .map_err(StoreError::backend)
+        self.observed(async {
+            let text = checkpoint.to_string();
+            let client = self.client().await?;
+            let statement = client.prepare_cached(sql::SET_CHECKPOINT).await.map_err(StoreError::backend)?;
+            client
+                .execute(&statement, &[&text, &id.as_str(), &i64::from(attempt)])
+                .await
+                .map(|written| written == 1)
+                .map_err(StoreError::backend)
+        })
+        .await
     }
 
     async fn checkpoint(&self, id: &TaskId) -> Result<Option<serde_json::Value>, StoreError> {
@@ -311,48 +367,51 @@ impl TaskStore for PostgresStore {
         lease: &Lease,
         max_retained: u64,
     ) -> Result<Inserted, StoreError> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(StoreError::backend)?;
-        // The owner's count row, locked until commit: the check and the insert are atomic
-        // against every replica's inserts for this owner.
-        let lock = tx
-            .prepare_cached(sql::LOCK_COUNT)
-            .await
-            .map_err(StoreError::backend)?;
-        let retained: i64 = tx
-            .query_one(&lock, &[&task.owner.as_str()])
-            .await
-            .and_then(|row| row.try_get(0))
-            .map_err(StoreError::backend)?;
-        let retained = u64::try_from(retained).unwrap_or(0);
-        if retained >= max_retained {
-            // A retry of a retained keyed task adds nothing: it is the answer even at the limit.
-            if let Some(key) = &task.idempotency_key
-                && let Some(existing) = key_holder(&tx, task.owner.as_str(), key.as_str()).await?
-                && existing.retained_at(task.created_at)
-            {
-                return Ok(Inserted::Existing(existing));
-            }
-            return Err(StoreError::Full {
-                owner: task.owner.clone(),
-                retained,
-            });
-        }
-        let inserted = insert_keyed(&tx, task).await?;
-        if inserted == Inserted::New {
-            let claim = tx
-                .prepare_cached(sql::SET_CLAIM)
+        self.observed(async {
+            let mut client = self.client().await?;
+            let tx = client.transaction().await.map_err(StoreError::backend)?;
+            // The owner's count row, locked until commit: the check and the insert are atomic
+            // against every replica's inserts for this owner.
+            let lock = tx
+                .prepare_cached(sql::LOCK_COUNT)
                 .await
                 .map_err(StoreError::backend)?;
-            tx.execute(
-                &claim,
-                &[&lease.node.as_str(), &lease.until.0, &task.id.as_str()],
-            )
-            .await
-            .map_err(StoreError::backend)?;
-        }
-        tx.commit().await.map_err(StoreError::backend)?;
-        Ok(inserted)
+            let retained: i64 = tx
+                .query_one(&lock, &[&task.owner.as_str()])
+                .await
+                .and_then(|row| row.try_get(0))
+                .map_err(StoreError::backend)?;
+            let retained = u64::try_from(retained).unwrap_or(0);
+            if retained >= max_retained {
+                // A retry of a retained keyed task adds nothing: it is the answer even at the limit.
+                if let Some(key) = &task.idempotency_key
+                    && let Some(existing) = key_holder(&tx, task.owner.as_str(), key.as_str()).await?
+                    && existing.retained_at(task.created_at)
+                {
+                    return Ok(Inserted::Existing(existing));
+                }
+                return Err(StoreError::Full {
+                    owner: task.owner.clone(),
+                    retained,
+                });
+            }
+            let inserted = insert_keyed(&tx, task).await?;
+            if inserted == Inserted::New {
+                let claim = tx
+                    .prepare_cached(sql::SET_CLAIM)
+                    .await
+                    .map_err(StoreError::backend)?;
+                tx.execute(
+                    &claim,
+                    &[&lease.node.as_str(), &lease.until.0, &task.id.as_str()],
+                )
+                .await
+                .map_err(StoreError::backend)?;
+            }
+            tx.commit().await.map_err(StoreError::backend)?;
+            Ok(inserted)
+        })
+        .await
     }
 
     async fn claim(
@@ -362,41 +421,47 @@ impl TaskStore for PostgresStore {
         lease: &Lease,
         now: Timestamp,
     ) -> Result<Option<TaskRecord>, StoreError> {
-        self.query_opt(
-            sql::CLAIM,
-            &[
-                &lease.node.as_str(),
-                &lease.until.0,
-                &id.as_str(),
-                &i64::from(attempt),
-                &now.0,
-            ],
-        )
+        self.observed(async {
+            self.query_opt(
+                sql::CLAIM,
+                &[
+                    &lease.node.as_str(),
+                    &lease.until.0,
+                    &id.as_str(),
+                    &i64::from(attempt),
+                    &now.0,
+                ],
+            )
+            .await
+        })
         .await
     }
 
     async fn renew(&self, lease: &Lease, now: Timestamp) -> Result<Vec<TaskId>, StoreError> {
-        let client = self.client().await?;
-        let statement = client
-            .prepare_cached(sql::RENEW)
-            .await
-            .map_err(StoreError::backend)?;
-        let rows = client
-            .query(&statement, &[&lease.until.0, &lease.node.as_str(), &now.0])
-            .await
-            .map_err(StoreError::backend)?;
-        let slots = client.prepare_cached(sql::RENEW_SLOTS).await.map_err(StoreError::backend)?;
-        client
-            .execute(&slots, &[&lease.until.0, &lease.node.as_str(), &now.0])
-            .await
-            .map_err(StoreError::backend)?;
-        rows.iter()
-            .map(|row| {
-                row.try_get::<_, String>(0)
-                    .map(TaskId::from)
-                    .map_err(StoreError::backend)
-            })
-            .collect()
+        self.observed(async {
+            let client = self.client().await?;
+            let statement = client
+                .prepare_cached(sql::RENEW)
+                .await
+                .map_err(StoreError::backend)?;
+            let rows = client
+                .query(&statement, &[&lease.until.0, &lease.node.as_str(), &now.0])
+                .await
+                .map_err(StoreError::backend)?;
+            let slots = client.prepare_cached(sql::RENEW_SLOTS).await.map_err(StoreError::backend)?;
+            client
+                .execute(&slots, &[&lease.until.0, &lease.node.as_str(), &now.0])
+                .await
+                .map_err(StoreError::backend)?;
+            rows.iter()
+                .map(|row| {
+                    row.try_get::<_, String>(0)
+                        .map(TaskId::from)
+                        .map_err(StoreError::backend)
+                })
+                .collect()
+        })
+        .await
     }
 
     async fn lapsed(&self, now: Timestamp, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
@@ -404,16 +469,19 @@ impl TaskStore for PostgresStore {
     }
 
     async fn request_cancel(&self, id: &TaskId) -> Result<bool, StoreError> {
-        let client = self.client().await?;
-        let statement = client
-            .prepare_cached(sql::REQUEST_CANCEL)
-            .await
-            .map_err(StoreError::backend)?;
-        let row = client
-            .query_opt(&statement, &[&id.as_str()])
-            .await
-            .map_err(StoreError::backend)?;
-        Ok(row.is_some())
+        self.observed(async {
+            let client = self.client().await?;
+            let statement = client
+                .prepare_cached(sql::REQUEST_CANCEL)
+                .await
+                .map_err(StoreError::backend)?;
+            let row = client
+                .query_opt(&statement, &[&id.as_str()])
+                .await
+                .map_err(StoreError::backend)?;
+            Ok(row.is_some())
+        })
+        .await
     }
 
     async fn cancel_requested(&self, id: &TaskId) -> Result<bool, StoreError> {
@@ -440,41 +508,47 @@ impl TaskStore for PostgresStore {
         key: &str,
         answer: &Answer,
     ) -> Result<TaskRecord, StoreError> {
-        let Ok(expected) = i64::try_from(expected.0) else {
-            return Err(StoreError::Conflict(id.clone()));
-        };
-        let written = self
-            .query_opt(
-                sql::ANSWER,
-                &[
-                    &Json(&update.state),
-                    &update.state.status().as_str(),
-                    &update.status_message,
-                    &update.updated_at.0,
-                    &i64::from(update.attempt),
-                    &id.as_str(),
-                    &expected,
-                    &key,
-                    &Json(answer),
-                ],
-            )
-            .await?;
-        written.ok_or_else(|| StoreError::Conflict(id.clone()))
+        self.observed(async {
+            let Ok(expected) = i64::try_from(expected.0) else {
+                return Err(StoreError::Conflict(id.clone()));
+            };
+            let written = self
+                .query_opt(
+                    sql::ANSWER,
+                    &[
+                        &Json(&update.state),
+                        &update.state.status().as_str(),
+                        &update.status_message,
+                        &update.updated_at.0,
+                        &i64::from(update.attempt),
+                        &id.as_str(),
+                        &expected,
+                        &key,
+                        &Json(answer),
+                    ],
+                )
+                .await?;
+            written.ok_or_else(|| StoreError::Conflict(id.clone()))
+        })
+        .await
     }
 
     async fn take_answer(&self, id: &TaskId, key: &str) -> Result<Option<Answer>, StoreError> {
-        let client = self.client().await?;
-        let statement = client
-            .prepare_cached(sql::TAKE_ANSWER)
-            .await
-            .map_err(StoreError::backend)?;
-        let row = client
-            .query_opt(&statement, &[&id.as_str(), &key])
-            .await
-            .map_err(StoreError::backend)?;
-        row.map(|row| row.try_get::<_, Json<Answer>>(0).map(|json| json.0))
-            .transpose()
-            .map_err(StoreError::backend)
+        self.observed(async {
+            let client = self.client().await?;
+            let statement = client
+                .prepare_cached(sql::TAKE_ANSWER)
+                .await
+                .map_err(StoreError::backend)?;
+            let row = client
+                .query_opt(&statement, &[&id.as_str(), &key])
+                .await
+                .map_err(StoreError::backend)?;
+            row.map(|row| row.try_get::<_, Json<Answer>>(0).map(|json| json.0))
+                .transpose()
+                .map_err(StoreError::backend)
+        })
+        .await
     }
 
     fn changes(&self) -> broadcast::Receiver<Arc<TaskRecord>> {
@@ -482,35 +556,41 @@ impl TaskStore for PostgresStore {
     }
 
     async fn take_slot(&self, tool: &str, size: u32, id: &TaskId, lease: &Lease, now: Timestamp) -> Result<bool, StoreError> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(StoreError::backend)?;
-        let lock = tx.prepare_cached(sql::LOCK_SLOTS).await.map_err(StoreError::backend)?;
-        tx.execute(&lock, &[&tool]).await.map_err(StoreError::backend)?;
-        let free = tx.prepare_cached(sql::FREE_SLOTS).await.map_err(StoreError::backend)?;
-        tx.execute(&free, &[&tool, &now.0]).await.map_err(StoreError::backend)?;
-        let count = tx.prepare_cached(sql::COUNT_SLOTS).await.map_err(StoreError::backend)?;
-        let row = tx.query_one(&count, &[&tool, &id.as_str()]).await.map_err(StoreError::backend)?;
-        let (held, mine): (i64, i64) =
-            (row.try_get(0).map_err(StoreError::backend)?, row.try_get(1).map_err(StoreError::backend)?);
-        let taken = if mine > 0 {
-            true
-        } else if held >= i64::from(size) {
-            false
-        } else {
-            let take = tx.prepare_cached(sql::TAKE_SLOT).await.map_err(StoreError::backend)?;
-            tx.execute(&take, &[&tool, &id.as_str(), &lease.node.as_str(), &lease.until.0])
-                .await
-                .map_err(StoreError::backend)?;
-            true
-        };
-        tx.commit().await.map_err(StoreError::backend)?;
-        Ok(taken)
+        self.observed(async {
+            let mut client = self.client().await?;
+            let tx = client.transaction().await.map_err(StoreError::backend)?;
+            let lock = tx.prepare_cached(sql::LOCK_SLOTS).await.map_err(StoreError::backend)?;
+            tx.execute(&lock, &[&tool]).await.map_err(StoreError::backend)?;
+            let free = tx.prepare_cached(sql::FREE_SLOTS).await.map_err(StoreError::backend)?;
+            tx.execute(&free, &[&tool, &now.0]).await.map_err(StoreError::backend)?;
+            let count = tx.prepare_cached(sql::COUNT_SLOTS).await.map_err(StoreError::backend)?;
+            let row = tx.query_one(&count, &[&tool, &id.as_str()]).await.map_err(StoreError::backend)?;
+            let (held, mine): (i64, i64) =
+                (row.try_get(0).map_err(StoreError::backend)?, row.try_get(1).map_err(StoreError::backend)?);
+            let taken = if mine > 0 {
+                true
+            } else if held >= i64::from(size) {
+                false
+            } else {
+                let take = tx.prepare_cached(sql::TAKE_SLOT).await.map_err(StoreError::backend)?;
+                tx.execute(&take, &[&tool, &id.as_str(), &lease.node.as_str(), &lease.until.0])
+                    .await
+                    .map_err(StoreError::backend)?;
+                true
+            };
+            tx.commit().await.map_err(StoreError::backend)?;
+            Ok(taken)
+        })
+        .await
     }
 
     async fn release_slot(&self, tool: &str, id: &TaskId) -> Result<(), StoreError> {
-        let client = self.client().await?;
-        let statement = client.prepare_cached(sql::RELEASE_SLOT).await.map_err(StoreError::backend)?;
-        client.execute(&statement, &[&tool, &id.as_str()]).await.map(|_| ()).map_err(StoreError::backend)
+        self.observed(async {
+            let client = self.client().await?;
+            let statement = client.prepare_cached(sql::RELEASE_SLOT).await.map_err(StoreError::backend)?;
+            client.execute(&statement, &[&tool, &id.as_str()]).await.map(|_| ()).map_err(StoreError::backend)
+        })
+        .await
     }
 
     async fn browse(&self, query: &BrowseQuery) -> Result<Vec<TaskRecord>, StoreError> {
@@ -582,24 +662,27 @@ impl TaskStore for PostgresStore {
     }
 
     async fn set_origin(&self, id: &TaskId, origin: &Origin) -> Result<(), StoreError> {
-        let client = self.client().await?;
-        let statement = client
-            .prepare_cached(sql::SET_ORIGIN)
-            .await
-            .map_err(StoreError::backend)?;
-        client
-            .execute(
-                &statement,
-                &[
-                    &origin.era,
-                    &origin.client_name,
-                    &origin.client_version,
-                    &id.as_str(),
-                ],
-            )
-            .await
-            .map(|_| ())
-            .map_err(StoreError::backend)
+        self.observed(async {
+            let client = self.client().await?;
+            let statement = client
+                .prepare_cached(sql::SET_ORIGIN)
+                .await
+                .map_err(StoreError::backend)?;
+            client
+                .execute(
+                    &statement,
+                    &[
+                        &origin.era,
+                        &origin.client_name,
+                        &origin.client_version,
+                        &id.as_str(),
+                    ],
+                )
+                .await
+                .map(|_| ())
+                .map_err(StoreError::backend)
+        })
+        .await
     }
 
     async fn origin(&self, id: &TaskId) -> Result<Option<Origin>, StoreError> {
@@ -635,7 +718,9 @@ async fn insert_keyed(
         .prepare_cached(sql::INSERT)
         .await
         .map_err(StoreError::backend)?;
-    let params: [&(dyn ToSql + Sync); 17] = [
+    let traceparent = task.trace.as_ref().map(TraceContext::traceparent);
+    let tracestate = task.trace.as_ref().and_then(TraceContext::tracestate);
+    let params: [&(dyn ToSql + Sync); 19] = [
         &row.id,
         &row.owner,
         &task.tool,
@@ -653,6 +738,8 @@ async fn insert_keyed(
         &task.error_result_fails,
         &Json(&task.input_kinds),
         &row.idempotency_key,
+        &traceparent,
+        &tracestate,
     ];
     for _ in 0..KEY_ROUNDS {
         match client.execute(&insert, &params).await {
@@ -775,5 +862,10 @@ fn decode(row: &Row) -> Result<TaskRecord, Box<dyn std::error::Error + Send + Sy
         error_result_fails: row.try_get(12)?,
         input_kinds: row.try_get::<_, Json<Vec<InputKind>>>(13)?.0,
         idempotency_key: row.try_get::<_, Option<String>>(14)?.map(IdempotencyKey::new),
+        // Written valid; a row edited by hand to something else reads as no trace.
+        trace: match row.try_get::<_, Option<String>>(15)? {
+            Some(traceparent) => TraceContext::parse(&traceparent, row.try_get::<_, Option<String>>(16)?.as_deref()),
+            None => None,
+        },
     })
 }

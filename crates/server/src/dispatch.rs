@@ -11,6 +11,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures_util::FutureExt;
+use tracing::Instrument as _;
 use mcp_tasks_protocol::era::{Era, per_request_version};
 use mcp_tasks_protocol::modern;
 use mcp_tasks_protocol::jsonrpc::{self, Incoming, Request, RpcError};
@@ -113,7 +114,20 @@ where
     // In flight from the moment it is read, so that a `notifications/cancelled` read after
     // it always finds it.
     let cancel = conn.begin(&request.id);
-    tokio::spawn(async move {
+    // The request's span: what it is and for whom, never its arguments (nor any token).
+    let span = tracing::info_span!(
+        "request",
+        method = %request.method,
+        era = %era,
+        id = %request.id,
+        principal = %conn.principal,
+        trace_id = tracing::field::Empty,
+    );
+    let meta = request.params.as_ref().and_then(|params| params.get("_meta")).and_then(Value::as_object);
+    if let Some(trace) = crate::ops::call::trace_context(meta) {
+        trace.adopt(&span);
+    }
+    let served = async move {
         let id = request.id.clone();
         let ctx = RequestContext {
             era,
@@ -134,7 +148,8 @@ where
             Some(reply) => conn.respond(&id, reply),
             None => {}
         }
-    });
+    };
+    tokio::spawn(served.instrument(span));
 }
 
 /// The `-32603` answer to a request whose handler panicked; the panic is logged. The state

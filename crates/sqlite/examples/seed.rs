@@ -74,6 +74,7 @@ fn finished_task(owner: &Principal, n: u64, count: u64, now: i64) -> TaskRecord 
         error_result_fails: true,
         input_kinds: Vec::new(),
         idempotency_key: None,
+        trace: None,
     }
 }
 

@@ -38,7 +38,7 @@ use tokio::sync::{Semaphore, broadcast, oneshot};
 
 use mcp_tasks_engine::{
     Answer, BrowseQuery, HistoryEntry, IdempotencyKey, Inserted, Lease, ListQuery, Origin, Principal, ProcessGroup,
-    Status, StoreError, TaskId, TaskRecord, TaskStore, Timestamp, Update, Version,
+    Status, StoreError, TaskId, TaskRecord, TaskStore, Timestamp, TraceContext, Update, Version,
 };
 
 use crate::faults::{self, StoreLock};
@@ -71,7 +71,7 @@ const READER_CACHE_KIB: u32 = 4 * 1024;
 /// The columns every read selects, in the order [`read_record`] decodes them.
 const COLUMNS: &str = "id, owner, tool, arguments, state, status_message, created_at, \
                        updated_at, ttl_ms, poll_interval_ms, attempt, version, error_result_fails, \
-                       input_methods, idempotency_key";
+                       input_methods, idempotency_key, traceparent, tracestate";
 
 /// How many columns [`COLUMNS`] names: the index of a column selected after them.
 const COLUMN_COUNT: usize = column_count(COLUMNS);
@@ -1350,6 +1350,8 @@ struct NewRow {
     error_result_fails: bool,
     input_methods: String,
     idempotency_key: Option<String>,
+    traceparent: Option<String>,
+    tracestate: Option<String>,
 }
 
 impl NewRow {
@@ -1372,6 +1374,8 @@ impl NewRow {
             error_result_fails: task.error_result_fails,
             input_methods: to_json(&task.input_kinds)?,
             idempotency_key: task.idempotency_key.as_ref().map(|key| key.as_str().to_owned()),
+            traceparent: task.trace.as_ref().map(|trace| trace.traceparent().to_owned()),
+            tracestate: task.trace.as_ref().and_then(TraceContext::tracestate).map(str::to_owned),
         })
     }
 }
@@ -1382,8 +1386,8 @@ fn insert_row(conn: &Connection, row: &NewRow) -> rusqlite::Result<usize> {
     conn.prepare_cached(
         "INSERT INTO tasks (id, owner, tool, arguments, status, state, status_message, \
          created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, attempt, version, \
-         error_result_fails, input_methods, idempotency_key) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17) \
+         error_result_fails, input_methods, idempotency_key, traceparent, tracestate) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19) \
          ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING",
     )?
     .execute(params![
@@ -1404,6 +1408,8 @@ fn insert_row(conn: &Connection, row: &NewRow) -> rusqlite::Result<usize> {
         row.error_result_fails,
         row.input_methods,
         row.idempotency_key,
+        row.traceparent,
+        row.tracestate,
     ])
 }
 
@@ -1433,6 +1439,11 @@ fn read_record(row: &Row<'_>) -> rusqlite::Result<TaskRecord> {
         error_result_fails: row.get(12)?,
         input_kinds: compat::input_kinds(13, &row.get::<_, String>(13)?)?,
         idempotency_key: row.get::<_, Option<String>>(14)?.map(IdempotencyKey::new),
+        // Written valid; a row edited by hand to something else reads as no trace.
+        trace: match row.get::<_, Option<String>>(15)? {
+            Some(traceparent) => TraceContext::parse(&traceparent, row.get::<_, Option<String>>(16)?.as_deref()),
+            None => None,
+        },
     })
 }
 

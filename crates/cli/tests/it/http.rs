@@ -37,11 +37,16 @@ impl HttpServer {
 
     /// As [`HttpServer::start`], with more environment variables for the server.
     pub(crate) fn start_with_env(work: &Workdir, env: &[(&str, &str)]) -> HttpServer {
+        HttpServer::start_on(work, work.store().as_os_str(), env)
+    }
+
+    /// As [`HttpServer::start_with_env`], on the store `store` (a path or a `postgres://` URL).
+    pub(crate) fn start_on(work: &Workdir, store: &std::ffi::OsStr, env: &[(&str, &str)]) -> HttpServer {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
             .args(["serve", "--listen", "127.0.0.1:0", "--config"])
             .arg(work.config())
             .arg("--store")
-            .arg(work.store())
+            .arg(store)
             .env("RUST_LOG", "warn")
             .env("MCP_TASKS_TEST_BOB_TOKEN", BOB)
             .envs(env.iter().copied())

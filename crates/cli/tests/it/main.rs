@@ -27,6 +27,7 @@ mod restart;
 mod sampling;
 mod stdio_shutdown;
 mod store_faults;
+mod traces;
 mod tty;
 mod web;
 mod webdriver;

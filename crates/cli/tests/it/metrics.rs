@@ -108,3 +108,29 @@ fn store_commit_metrics_observe_every_transaction_of_the_sqlite_writer() {
     let buckets = series(&body, "mcp_tasks_store_commit_seconds_bucket");
     assert!(buckets.iter().any(|line| line.contains(r#"le="+Inf""#) && line.ends_with(&format!(" {commits}"))), "{buckets:?}");
 }
+
+#[test]
+fn store_commit_metrics_observe_every_write_on_postgres() {
+    let Some(server_url) = crate::postgres::database_url() else { return };
+    let schema = crate::postgres::Schema::create(&server_url);
+    let work = Workdir::new();
+    let store = schema.url();
+    let server = HttpServer::start_on(&work, store.as_ref(), &[]);
+    let mut client = Client::new(&server, None);
+    client.initialize();
+    for n in 0..5 {
+        let created = client.result("tools/call", json!({"name": "echo", "arguments": {"text": format!("n{n}")}, "task": {}}));
+        let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+        assert_eq!(client.result("tasks/result", json!({"taskId": id}))["content"][0]["text"], format!("n{n}"));
+    }
+    let body = metrics(&server);
+    let (commits, timed) = (value(&body, "mcp_tasks_store_commit_writes_count"), value(&body, "mcp_tasks_store_commit_seconds_count"));
+    assert_eq!(commits, timed, "each write is timed once and sized once");
+    // Five inserts and five completions at least; each PostgreSQL write is a group of one.
+    let writes = value(&body, "mcp_tasks_store_commit_writes_sum");
+    assert!(writes >= 10.0 && writes == commits, "writes {writes}, commits {commits}:\n{body}");
+    assert!(value(&body, "mcp_tasks_store_commit_seconds_sum") > 0.0);
+    assert_eq!(value(&body, "mcp_tasks_store_commit_failures_total"), 0.0);
+    let sizes = series(&body, "mcp_tasks_store_commit_writes_bucket");
+    assert!(sizes.iter().any(|line| line.contains(r#"le="1""#) && line.ends_with(&format!(" {commits}"))), "{sizes:?}");
+}

@@ -33,6 +33,7 @@ async fn status_messages(
     let mut feed = engine.subscribe();
     let task = engine
         .create(NewTask {
+            trace: None,
             owner: Principal::new("alice"),
             tool: "t".into(),
             arguments,

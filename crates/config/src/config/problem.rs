@@ -277,6 +277,12 @@ pub enum Problem {
         /// What is wrong with it.
         reason: String,
     },
+    /// A `[server.tracing]` setting that is not valid.
+    #[error("server.tracing: {reason}")]
+    Tracing {
+        /// What is wrong.
+        reason: String,
+    },
     /// A placeholder naming no property of the tool's input schema.
     #[error(
         "tool `{tool}`: placeholder `{{{placeholder}}}` names no property of input_schema.properties"

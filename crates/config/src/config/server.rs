@@ -123,6 +123,21 @@ pub struct ServerConfig {
     /// How many 2026-07-28 `subscriptions/listen` streams one principal may hold open at
     /// once (`max_listens_per_principal`, default 16; at least 1).
     pub max_listens_per_principal: u32,
+    /// Trace export (`[server.tracing]`).
+    pub tracing: TracingConfig,
+}
+
+/// Trace export (`[server.tracing]`): spans (requests and tasks, joined to the requestors'
+/// W3C trace context) sent to an OpenTelemetry collector over OTLP/HTTP. Needs a binary
+/// built with the `otlp` feature; without it, setting `otlp_endpoint` is an error at start.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TracingConfig {
+    /// The collector's OTLP/HTTP base URL (`otlp_endpoint`, e.g. `http://127.0.0.1:4318`;
+    /// spans go to its `/v1/traces` unless the URL names that path). `None`: no export.
+    /// Plain `http://` only (this build sends no TLS; use a local collector or relay).
+    pub otlp_endpoint: Option<String>,
+    /// The `service.name` of the exported spans (`service_name`, default `mcp-tasks`).
+    pub service_name: String,
 }
 
 impl ServerConfig {
@@ -248,6 +263,7 @@ impl Default for ServerConfig {
             max_stream_events: ServerConfig::DEFAULT_MAX_STREAM_EVENTS,
             header_timeout: Duration::from_secs(10),
             max_listens_per_principal: ServerConfig::DEFAULT_MAX_LISTENS_PER_PRINCIPAL,
+            tracing: TracingConfig { otlp_endpoint: None, service_name: "mcp-tasks".to_owned() },
         }
     }
 }
@@ -288,6 +304,34 @@ pub(crate) struct RawServer {
     max_stream_events: Option<Spanned<i64>>,
     header_timeout: Option<Spanned<String>>,
     max_listens_per_principal: Option<Spanned<i64>>,
+    tracing: Option<Spanned<RawTracing>>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTracing {
+    otlp_endpoint: Option<String>,
+    service_name: Option<String>,
+}
+
+impl RawTracing {
+    fn check(self, line: usize, lines: Lines<'_>) -> Result<TracingConfig, ConfigError> {
+        let problem = |reason: String| lines.error(line, Problem::Tracing { reason });
+        if let Some(url) = &self.otlp_endpoint {
+            let rest = url.strip_prefix("http://").ok_or_else(|| {
+                problem(format!("otlp_endpoint `{url}` must start with http:// (this build sends no TLS; use a local collector)"))
+            })?;
+            let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+            if authority.is_empty() || authority.contains('@') || url.chars().any(char::is_whitespace) {
+                return Err(problem(format!("otlp_endpoint `{url}` needs a host (and no user info or spaces)")));
+            }
+        }
+        let service_name = self.service_name.unwrap_or_else(|| "mcp-tasks".to_owned());
+        if service_name.trim().is_empty() {
+            return Err(problem("service_name is empty".to_owned()));
+        }
+        Ok(TracingConfig { otlp_endpoint: self.otlp_endpoint, service_name })
+    }
 }
 
 #[derive(Default, Deserialize)]
@@ -515,6 +559,13 @@ impl RawServer {
                 self.max_listens_per_principal,
                 defaults.max_listens_per_principal,
             )?,
+            tracing: match self.tracing {
+                Some(raw) => {
+                    let line = lines.of(&raw.span());
+                    raw.into_inner().check(line, lines)?
+                }
+                None => defaults.tracing,
+            },
         };
         if server.default_ttl > server.max_ttl {
             return Err(ConfigError::Invalid {

@@ -2,4 +2,5 @@
 //! `[[server.auth.tokens]]` with `token_env` from the environment.
 
 mod auth;
+mod tracing;
 mod upstream;

@@ -162,6 +162,7 @@ async fn a_node_whose_claims_go_unrenewed_for_a_lease_stops_its_work_and_the_wor
     let claims = engine.spawn_claims(shutdown.clone());
     let owner = Principal::new("alice");
     let new = NewTask {
+        trace: None,
         owner: owner.clone(),
         tool: "hold".into(),
         arguments: json!({}),
@@ -212,6 +213,7 @@ async fn a_take_over_that_fails_half_way_gives_the_task_back_for_the_next_pass()
     dead.register("hold", ToolRuntime::new(UntilCancelled(mpsc::unbounded_channel().0)));
     let owner = Principal::new("alice");
     let new = NewTask {
+        trace: None,
         owner: owner.clone(),
         tool: "hold".into(),
         arguments: json!({}),

@@ -78,6 +78,7 @@ pub(crate) fn fixture(on_restart: RestartPolicy, ignore_cancel: bool) -> Fixture
 
 pub(crate) fn new_task(owner: &str, ttl: Option<u64>) -> NewTask {
     NewTask {
+        trace: None,
         owner: Principal::new(owner),
         tool: "gate".into(),
         arguments: json!({}),

@@ -109,6 +109,7 @@ impl Recording {
 /// A task of `owner` for call `n` of the recorded tool.
 pub(crate) fn new_task(owner: &str, n: u64) -> NewTask {
     NewTask {
+        trace: None,
         owner: Principal::new(owner),
         tool: TOOL.into(),
         arguments: json!({"n": n}),

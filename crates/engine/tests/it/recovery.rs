@@ -181,6 +181,7 @@ fn engine() -> (Engine, Arc<Conflicting>) {
 
 fn new_task(tool: &str) -> mcp_tasks_engine::NewTask {
     mcp_tasks_engine::NewTask {
+        trace: None,
         owner: Principal::new("a"),
         tool: tool.into(),
         arguments: json!({}),

@@ -316,6 +316,29 @@ async fn delete_session(State(app): State<Arc<App>>, headers: HeaderMap) -> Resp
     }
 }
 
+/// Copies the HTTP `traceparent` and `tracestate` headers of a `tools/call` (either era) into
+/// its `params._meta`, where the codecs read a task's trace context, unless `_meta` carries
+/// its own `traceparent` (the message's own context wins over the transport's; a `tracestate`
+/// goes only with the `traceparent` it came with). The values are checked later, where they
+/// are read: a malformed one is ignored there, as one in `_meta` is.
+fn carry_trace_headers(headers: &HeaderMap, request: &mut jsonrpc::Request) {
+    if request.method != "tools/call" {
+        return;
+    }
+    let Some(traceparent) = headers.get("traceparent").and_then(|value| value.to_str().ok()) else { return };
+    let Some(params) = request.params.as_mut().and_then(Value::as_object_mut) else { return };
+    let meta = params.entry("_meta").or_insert_with(|| Value::Object(serde_json::Map::new()));
+    let Some(meta) = meta.as_object_mut() else { return };
+    if meta.contains_key("traceparent") {
+        return;
+    }
+    meta.insert("traceparent".to_owned(), Value::String(traceparent.to_owned()));
+    meta.remove("tracestate");
+    if let Some(tracestate) = headers.get("tracestate").and_then(|value| value.to_str().ok()) {
+        meta.insert("tracestate".to_owned(), Value::String(tracestate.to_owned()));
+    }
+}
+
 impl App {
     async fn post(&self, headers: &HeaderMap, body: Body) -> Result<Response, Response> {
         let principal = guard(&self.options, headers).await.map_err(|r| *r)?;
@@ -342,7 +365,10 @@ impl App {
         let text = std::str::from_utf8(&bytes)
             .map_err(|_| error(StatusCode::BAD_REQUEST, RpcError::parse_error("Parse error: the body is not UTF-8")))?;
         // The error names what was wrong, as over stdio, and goes to the id if it was read.
-        let incoming = jsonrpc::parse(text).map_err(|failure| json(StatusCode::BAD_REQUEST, &failure.to_response()))?;
+        let mut incoming = jsonrpc::parse(text).map_err(|failure| json(StatusCode::BAD_REQUEST, &failure.to_response()))?;
+        if let Incoming::Request(request) = &mut incoming {
+            carry_trace_headers(headers, request);
+        }
         match incoming {
             // 2026-07-28: served on its own, no session.
             Incoming::Request(request) if dispatch::is_stateless(&request) => {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use futures_util::FutureExt;
 use mcp_tasks_engine::{
     ClientLink, Context, Creation, Engine, EngineError, IdempotencyKey, InputKind, NewTask, Origin, Outcome, TaskRecord,
-    WorkError,
+    TraceContext, WorkError,
 };
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -38,6 +38,8 @@ pub(crate) struct TaskCall {
     pub(crate) error_result_fails: bool,
     /// The requestor's idempotency key, already checked against the wire's rules.
     pub(crate) idempotency_key: Option<IdempotencyKey>,
+    /// The request's W3C trace context ([`trace_context`]), kept with the task.
+    pub(crate) trace: Option<TraceContext>,
 }
 
 /// A task committed to the store whose work has not started: answer the requestor with it
@@ -82,6 +84,7 @@ impl Created {
 pub(crate) async fn create_task(ctx: &RequestContext, call: TaskCall) -> Result<Created, EngineError> {
     let engine = ctx.server().engine().clone();
     let new = NewTask {
+        trace: call.trace,
         owner: ctx.principal.clone(),
         tool: call.tool,
         arguments: call.arguments,
@@ -129,6 +132,22 @@ pub(crate) async fn call_plain(
         tracing::error!(tool, "tool handler panicked in a plain call");
         Ok(Outcome::Failure(WorkError::HandlerCrashed))
     })
+}
+
+/// The W3C trace context of a `tools/call`'s `_meta`: its `traceparent` and `tracestate`
+/// (both eras; over HTTP the transport copies the `traceparent` header there when `_meta`
+/// has none). Trace context is advisory: a missing, non-string or malformed `traceparent`
+/// gives `None`, never an error, and a bad `tracestate` is dropped on its own
+/// ([`TraceContext::parse`]).
+pub(crate) fn trace_context(meta: Option<&mcp_tasks_protocol::mcp::Meta>) -> Option<TraceContext> {
+    let meta = meta?;
+    let traceparent = meta.get("traceparent")?.as_str()?;
+    let tracestate = meta.get("tracestate").and_then(Value::as_str);
+    let parsed = TraceContext::parse(traceparent, tracestate);
+    if parsed.is_none() {
+        tracing::debug!("ignored a malformed traceparent in a tools/call's _meta");
+    }
+    parsed
 }
 
 /// The idempotency key of a `tools/call`'s `_meta`, checked against the wire's rules. Read

@@ -296,6 +296,7 @@ impl LongRun {
         ctx: &RequestContext,
     ) -> Option<(Value, Arc<dyn ClientLink>)> {
         let new = NewTask {
+            trace: None,
             owner: ctx.principal.clone(),
             tool: self.long.tool.clone(),
             arguments: self.long.arguments.clone(),

@@ -152,6 +152,7 @@ mod tests {
         let (ctx, _dir) = ctx();
         let engine = ctx.server().engine().clone();
         let new = NewTask {
+            trace: None,
             owner: ctx.principal.clone(),
             tool: "wait".into(),
             arguments: json!({}),

@@ -23,6 +23,7 @@ impl Handler for Noop {
 
 fn new_task(owner: &str) -> NewTask {
     NewTask {
+        trace: None,
         owner: Principal::new(owner),
         tool: "noop".to_owned(),
         arguments: json!({}),

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use mcp_tasks_engine::{
     ErrorObject, IdempotencyKey, InputKind, InputRequest, InputRequests, ListQuery, Outcome, Principal, TaskId, TaskRecord,
-    TaskState, TaskStore, Timestamp, Version, WorkError,
+    TaskState, TaskStore, Timestamp, TraceContext, Version, WorkError,
 };
 
 /// The creation time of [`sample_task`]: 2025-11-25T00:00:00.123Z, with milliseconds so
@@ -84,6 +84,7 @@ pub fn sample_task(owner: &str) -> TaskRecord {
         error_result_fails: false,
         input_kinds: vec![InputKind::Elicitation, InputKind::Sampling],
         idempotency_key: None,
+        trace: None,
     }
 }
 
@@ -148,6 +149,12 @@ pub(crate) fn tasks_in_every_state() -> Vec<TaskRecord> {
             if i % 3 == 0 {
                 task.input_kinds.clear();
             }
+            // A trace context with and without its tracestate, and none.
+            task.trace = match i % 3 {
+                0 => TraceContext::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", Some("rojo=1,congo=t61rcWkgMzE")),
+                1 => TraceContext::parse(&format!("00-0af7651916cd43dd8448eb211c80319{i}-b7ad6b7169203331-00"), None),
+                _ => None,
+            };
             if i % 2 == 0 {
                 task.idempotency_key = Some(IdempotencyKey::new(format!("key {i}: ünïcödé")));
                 task.status_message = Some(format!("message {i}: ünïcödé 'quotes' \"and\" more"));

@@ -52,6 +52,7 @@ pub(crate) async fn call(session: &Arc<LegacySession>, ctx: &RequestContext, par
         Ok(key) => key,
         Err(invalid) => return Some(Err(invalid)),
     };
+    let trace = ops::call::trace_context(params.meta.as_ref().map(|meta| &meta.rest));
     let progress_token = params.meta.and_then(|meta| meta.progress_token);
     match (params.task, tool.def.spec.task_mode) {
         // 2025-11-25 tools: a task on a forbidden tool SHOULD be -32601.
@@ -74,6 +75,7 @@ pub(crate) async fn call(session: &Arc<LegacySession>, ctx: &RequestContext, par
                 requested_ttl_ms: task.ttl,
                 error_result_fails: wire::ERROR_RESULT_FAILS,
                 idempotency_key,
+                trace,
             };
             let created = match ops::call::create_task(ctx, call).await {
                 Ok(created) => created,

@@ -177,6 +177,7 @@ mod tests {
             error_result_fails: true,
             input_kinds: Vec::new(),
             idempotency_key: None,
+            trace: None,
         }
     }
 

@@ -78,6 +78,7 @@ pub(crate) async fn call(meta: &RequestMeta, ctx: &RequestContext, params: CallT
         requested_ttl_ms: None,
         error_result_fails: false,
         idempotency_key,
+        trace: ops::call::trace_context(params.meta.as_ref()),
     };
     let created = match ops::call::create_task(ctx, call).await {
         Ok(created) => created,
