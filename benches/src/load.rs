@@ -311,6 +311,7 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
                     }
                 }
             }
+            session.close().await;
             Ok::<Samples, LoadError>(samples)
         }));
     }
@@ -679,6 +680,27 @@ impl Session {
 
     /// POSTs `message`; the answer's headers and, unless it is 202, the messages it carried.
     /// A Modern request also carries the headers that mirror its body (`name`: `Mcp-Name`).
+    /// Ends the 2025-11-25 session (`DELETE`), as a client that is done does, so that runs
+    /// one after the other do not pile up sessions on the server. Best effort.
+    async fn close(mut self) {
+        let Some(id) = self.session_id.take() else { return };
+        let Ok(request) = Request::builder()
+            .method(Method::DELETE)
+            .uri(&self.target.path)
+            .header(header::HOST, &self.target.authority)
+            .header("mcp-session-id", id)
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(Full::new(Bytes::new()))
+        else {
+            return;
+        };
+        if self.sender.ready().await.is_ok()
+            && let Ok(response) = self.sender.send_request(request).await
+        {
+            let _ = response.into_body().collect().await;
+        }
+    }
+
     async fn post(
         &mut self,
         message: &Value,

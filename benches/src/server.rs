@@ -145,7 +145,10 @@ pub async fn serve_store(
     let stop = CancellationToken::new();
     let sweeper = engine.spawn_sweeper(SWEEP_EVERY, stop.clone());
     ready();
-    let served = http::serve(listener, server, http::Options::default(), shutdown).await;
+    // Like the admission limits: no session of the harness is refused (it runs up to 128
+    // clients at once, one session each).
+    let options = http::Options { max_sessions_per_principal: 4096, ..http::Options::default() };
+    let served = http::serve(listener, server, options, shutdown).await;
     stop.cancel();
     let _ = sweeper.await;
     Ok(served?)
