@@ -23,7 +23,6 @@ use crate::run::Registered;
 use crate::slots::Slots;
 use crate::store::{Inserted, Lease, ListQuery, NodeId, StoreError, TaskStore, Update};
 use crate::task::{Event, IdempotencyKey, InputKind, Principal, TaskId, TaskRecord, TaskState, Timestamp, Version};
-use crate::watch::Watched;
 use crate::trace::TraceContext;
 use crate::work::{Progress, ToolRuntime};
 
@@ -418,18 +417,8 @@ impl Engine {
         if record.status().is_terminal() || !self.is_finishing(id) {
             return Ok(record);
         }
-        let ended = tokio::time::timeout(FINISHING_WAIT, async {
-            loop {
-                match watch.recv().await {
-                    Watched::Change(Change::Task(next)) => return Some(TaskRecord::clone(&next)),
-                    Watched::Change(Change::Progress { .. }) => {}
-                    Watched::Lagged => return None,
-                }
-            }
-        })
-        .await;
-        match ended {
-            Ok(Some(next)) => Ok(next),
+        match tokio::time::timeout(FINISHING_WAIT, watch.next_task()).await {
+            Ok(Some(next)) => Ok(TaskRecord::clone(&next)),
             _ => self.read(owner, id).await,
         }
     }
@@ -528,10 +517,9 @@ impl Engine {
         let watch = self.watch_task(id);
         let mut record = self.get(owner, id).await?;
         while !record.status().is_terminal() {
-            record = match watch.recv().await {
-                Watched::Change(Change::Task(record)) => TaskRecord::clone(&record),
-                Watched::Change(Change::Progress { .. }) => continue,
-                Watched::Lagged => self.get(owner, id).await?,
+            record = match watch.next_task().await {
+                Some(next) => TaskRecord::clone(&next),
+                None => self.get(owner, id).await?,
             };
         }
         Ok(record)

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::Notify;
 
 use crate::engine::{Change, Engine};
-use crate::task::TaskId;
+use crate::task::{TaskId, TaskRecord};
 
 /// How many changes a watcher may hold unread before it is told it lagged.
 const WATCH_CAPACITY: usize = 1024;
@@ -142,6 +142,18 @@ impl TaskWatch {
                 }
             }
             woken.await;
+        }
+    }
+
+    /// The next record of a watched task, its progress reports passed over; `None` if
+    /// changes were dropped ([`Watched::Lagged`]: read the task again).
+    pub async fn next_task(&self) -> Option<Arc<TaskRecord>> {
+        loop {
+            match self.recv().await {
+                Watched::Change(Change::Task(record)) => return Some(record),
+                Watched::Change(Change::Progress { .. }) => {}
+                Watched::Lagged => return None,
+            }
         }
     }
 }

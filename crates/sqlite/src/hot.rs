@@ -32,7 +32,7 @@ const MAX_RECORD_BYTES: usize = 64 * 1024;
 #[derive(Debug)]
 pub(crate) enum Touch {
     /// The task's row is now `record`, whose encoded state and arguments take `bytes`.
-    Put { record: TaskRecord, bytes: usize },
+    Put { record: Box<TaskRecord>, bytes: usize },
     /// The task's row changed or went: forget it.
     Evict(TaskId),
 }
@@ -102,7 +102,7 @@ impl Hot {
                     }
                     entries.make_room(bytes);
                     entries.bytes += bytes;
-                    entries.tasks.insert(record.id.clone(), (record, bytes));
+                    entries.tasks.insert(record.id.clone(), (*record, bytes));
                 }
             }
         }

@@ -431,7 +431,7 @@ impl std::ops::Deref for Tx<'_> {
 impl Tx<'_> {
     /// The task's row is now `record`; `bytes`: the size of its encoded state and arguments.
     fn put(&mut self, record: TaskRecord, bytes: usize) {
-        self.touched.push(Touch::Put { record, bytes });
+        self.touched.push(Touch::Put { record: Box::new(record), bytes });
     }
 
     /// The task's row changed (or went) otherwise.

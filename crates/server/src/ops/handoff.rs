@@ -615,14 +615,9 @@ async fn wait_a_while(ctx: &RequestContext, id: &TaskId) -> Result<TaskRecord, E
     let wait = ctx.server().inner.long_calls.sync_wait;
     let ended = tokio::time::timeout(wait, async {
         loop {
-            match ops::tasks::next_change(ctx, &feed, id).await {
-                Some(Ok(record)) if record.status().is_terminal() => return Ok(record),
-                Some(Ok(record)) if matches!(record.state, TaskState::InputRequired { .. }) => {
-                    return Ok(record);
-                }
-                Some(Ok(_)) => {}
-                Some(Err(err)) => return Err(err),
-                None => return ops::tasks::get(ctx, id).await,
+            let record = ops::tasks::next_change(ctx, &feed, id).await?;
+            if record.status().is_terminal() || matches!(record.state, TaskState::InputRequired { .. }) {
+                return Ok(record);
             }
         }
     })

@@ -1,7 +1,7 @@
 //! Reading, waiting for, listing, cancelling and answering tasks, each scoped to the
 //! requestor's principal: another's task looks exactly like an unknown one.
 
-use mcp_tasks_engine::{Change, Cursor, EngineError, ListQuery, Principal, TaskId, TaskRecord, TaskWatch, Watched};
+use mcp_tasks_engine::{Cursor, EngineError, ListQuery, Principal, TaskId, TaskRecord, TaskWatch};
 use serde_json::Value;
 
 use crate::context::RequestContext;
@@ -26,17 +26,10 @@ pub(crate) fn changes(ctx: &RequestContext, id: &TaskId) -> TaskWatch {
 ///
 /// # Errors
 /// As [`get`] after a lag.
-pub(crate) async fn next_change(
-    ctx: &RequestContext,
-    feed: &TaskWatch,
-    id: &TaskId,
-) -> Option<Result<TaskRecord, EngineError>> {
-    loop {
-        match feed.recv().await {
-            Watched::Change(Change::Task(record)) if &record.id == id => return Some(Ok(TaskRecord::clone(&record))),
-            Watched::Change(_) => {}
-            Watched::Lagged => return Some(get(ctx, id).await),
-        }
+pub(crate) async fn next_change(ctx: &RequestContext, feed: &TaskWatch, id: &TaskId) -> Result<TaskRecord, EngineError> {
+    match feed.next_task().await {
+        Some(record) => Ok(TaskRecord::clone(&record)),
+        None => get(ctx, id).await,
     }
 }
 
@@ -166,7 +159,7 @@ mod tests {
         request_cancel(&ctx, &record.id).await.unwrap();
         let mut last = get(&ctx, &record.id).await.unwrap();
         while !last.status().is_terminal() {
-            last = next_change(&ctx, &feed, &record.id).await.unwrap().unwrap();
+            last = next_change(&ctx, &feed, &record.id).await.unwrap();
         }
         assert_eq!(last.status(), Status::Cancelled);
         let again = request_cancel(&ctx, &record.id).await.unwrap();

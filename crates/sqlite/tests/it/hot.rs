@@ -79,7 +79,7 @@ async fn every_task_read_after_each_kind_of_write_is_what_the_file_has() {
 async fn read_all(store: &SqliteStore, ids: &[TaskId]) -> Vec<Option<TaskRecord>> {
     let mut out = Vec::new();
     for id in ids {
-        out.push(store.get(id).await.unwrap());
+        out.push(store.get(id).await.expect("get succeeds"));
     }
     out
 }

@@ -59,10 +59,7 @@ pub(crate) async fn result(
             }
         }
         record = tokio::select! {
-            next = ops::tasks::next_change(ctx, &feed, &id) => match next {
-                Some(next) => next.map_err(|err| rpc_error(&err))?,
-                None => return Err(RpcError::internal("the server is shutting down")),
-            },
+            next = ops::tasks::next_change(ctx, &feed, &id) => next.map_err(|err| rpc_error(&err))?,
             _ = ctx.cancel.cancelled() => return Err(RpcError::internal("tasks/result was cancelled")),
         };
     }

@@ -119,7 +119,7 @@ async fn settle(
     let waited = tokio::time::timeout(inline, async {
         let mut record = ops::tasks::get(ctx, id).await.ok()?;
         while matches!(record.state, TaskState::Working) {
-            record = ops::tasks::next_change(ctx, &feed, id).await?.ok()?;
+            record = ops::tasks::next_change(ctx, &feed, id).await.ok()?;
         }
         Some(record)
     });
