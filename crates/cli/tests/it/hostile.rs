@@ -597,9 +597,7 @@ fn hostile_a_reader_that_never_reads_its_stream_has_it_closed_and_others_are_ser
     let started = Instant::now();
     let mut other = Client::new(&server, Some(BOB));
     other.initialize();
-    let created = other.result("tools/call", json!({"name": "echo", "arguments": {"text": "meanwhile"}, "task": {}}));
-    let id = created["task"]["taskId"].clone();
-    assert_eq!(other.result("tasks/result", json!({"taskId": id}))["content"][0]["text"], "meanwhile");
+    other.echo_task("meanwhile");
     assert!(started.elapsed() < Duration::from_secs(10), "served in {:?}", started.elapsed());
     // Once the command has printed everything, the stream ends without the reply: the
     // server closed it rather than buffer 16 MiB for a client that does not read.
@@ -672,9 +670,7 @@ fn hostile_modern_a_reader_that_never_reads_its_stream_has_it_ended_and_others_a
     let started = Instant::now();
     let mut other = Client::new(&server, Some(BOB));
     other.initialize();
-    let created = other.result("tools/call", json!({"name": "echo", "arguments": {"text": "meanwhile"}, "task": {}}));
-    let id = created["task"]["taskId"].clone();
-    assert_eq!(other.result("tasks/result", json!({"taskId": id}))["content"][0]["text"], "meanwhile");
+    other.echo_task("meanwhile");
     let (status, discover) = modern_get(server.addr, BOB, UNKNOWN);
     assert_eq!((status, discover["error"]["code"].clone()), (200, json!(-32602)));
     assert!(started.elapsed() < Duration::from_secs(10), "served in {:?}", started.elapsed());
@@ -779,9 +775,7 @@ fn hostile_a_client_sending_its_headers_byte_by_byte_is_cut_off_and_others_are_s
             let begun = Instant::now();
             let mut client = Client::new(&server, Some(BOB));
             client.initialize();
-            let created = client.result("tools/call", json!({"name": "echo", "arguments": {"text": "meanwhile"}, "task": {}}));
-            let id = created["task"]["taskId"].clone();
-            assert_eq!(client.result("tasks/result", json!({"taskId": id}))["content"][0]["text"], "meanwhile");
+            client.echo_task("meanwhile");
             other = Some(begun.elapsed());
         }
         if started.elapsed() > Duration::from_secs(10) {

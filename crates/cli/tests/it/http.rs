@@ -187,6 +187,14 @@ impl Client {
         let response = self.call(method, params);
         response.get("error").cloned().unwrap_or_else(|| panic!("{method} should fail: {response}"))
     }
+
+    /// A whole task lifecycle of the `echo` tool: `tools/call` as a task, then `tasks/result`,
+    /// which must answer `text`.
+    pub(crate) fn echo_task(&mut self, text: &str) {
+        let created = self.result("tools/call", json!({"name": "echo", "arguments": {"text": text}, "task": {}}));
+        let id = created["task"]["taskId"].clone();
+        assert_eq!(self.result("tasks/result", json!({"taskId": id}))["content"][0]["text"], text);
+    }
 }
 
 fn tokens_config(work: &Workdir) {

@@ -86,18 +86,21 @@ fn value(body: &str, name: &str) -> f64 {
     lines[0].rsplit(' ').next().unwrap().parse().unwrap()
 }
 
+/// Five `echo` task lifecycles (each a creation and a completion), then `/metrics`.
+fn five_tasks_then_metrics(server: &HttpServer) -> String {
+    let mut client = Client::new(server, None);
+    client.initialize();
+    for n in 0..5 {
+        client.echo_task(&format!("n{n}"));
+    }
+    metrics(server)
+}
+
 #[test]
 fn store_commit_metrics_observe_every_transaction_of_the_sqlite_writer() {
     let work = Workdir::new();
     let server = HttpServer::start(&work);
-    let mut client = Client::new(&server, None);
-    client.initialize();
-    for n in 0..5 {
-        let created = client.result("tools/call", json!({"name": "echo", "arguments": {"text": format!("n{n}")}, "task": {}}));
-        let id = created["task"]["taskId"].as_str().unwrap().to_owned();
-        assert_eq!(client.result("tasks/result", json!({"taskId": id}))["content"][0]["text"], format!("n{n}"));
-    }
-    let body = metrics(&server);
+    let body = five_tasks_then_metrics(&server);
     let (commits, timed) = (value(&body, "mcp_tasks_store_commit_writes_count"), value(&body, "mcp_tasks_store_commit_seconds_count"));
     assert_eq!(commits, timed, "each transaction is timed once and sized once");
     // Five inserts and five completions at least (status messages and process groups come on top).
@@ -116,14 +119,7 @@ fn store_commit_metrics_observe_every_write_on_postgres() {
     let work = Workdir::new();
     let store = schema.url();
     let server = HttpServer::start_on(&work, store.as_ref(), &[]);
-    let mut client = Client::new(&server, None);
-    client.initialize();
-    for n in 0..5 {
-        let created = client.result("tools/call", json!({"name": "echo", "arguments": {"text": format!("n{n}")}, "task": {}}));
-        let id = created["task"]["taskId"].as_str().unwrap().to_owned();
-        assert_eq!(client.result("tasks/result", json!({"taskId": id}))["content"][0]["text"], format!("n{n}"));
-    }
-    let body = metrics(&server);
+    let body = five_tasks_then_metrics(&server);
     let (commits, timed) = (value(&body, "mcp_tasks_store_commit_writes_count"), value(&body, "mcp_tasks_store_commit_seconds_count"));
     assert_eq!(commits, timed, "each write is timed once and sized once");
     // Five inserts and five completions at least; each PostgreSQL write is a group of one.
