@@ -124,8 +124,11 @@ mod exporting {
         let _ = span.set_parent(opentelemetry::Context::new().with_remote_span_context(remote));
     }
 
-    /// A blocking HTTP/1.1 client for plain `http://` (the batch processor calls it on its
-    /// own thread): one connection per export, `Connection: close`.
+    /// A blocking HTTP/1.1 client for plain `http://`: one connection per export,
+    /// `Connection: close`; only the reply's status is read. By hand because the batch
+    /// processor calls it on its own thread, outside any Tokio runtime, so the hyper client
+    /// the server uses elsewhere (webhooks, JWK Sets) cannot run there, and the one ready-made
+    /// blocking client (`opentelemetry-http`'s `reqwest-blocking`) would bring reqwest in.
     #[derive(Debug)]
     struct BlockingHttp;
 
