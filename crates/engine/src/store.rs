@@ -150,6 +150,8 @@ pub trait TaskStore: Send + Sync + 'static {
     /// are one atomic step, so of concurrent inserts from any number of handles no more are
     /// stored than the limit allows. An idempotency key that finds a retained task answers
     /// [`Inserted::Existing`] even when the owner is at the limit (it adds nothing).
+    /// `origin`, where the task came from, is written with the new row (what
+    /// [`TaskStore::set_origin`] would write, without a second write).
     ///
     /// # Errors
     /// [`StoreError::Full`] if the owner is at the limit (nothing is written);
@@ -159,6 +161,7 @@ pub trait TaskStore: Send + Sync + 'static {
         task: &TaskRecord,
         lease: &Lease,
         max_retained: u64,
+        origin: Option<&Origin>,
     ) -> Result<Inserted, StoreError>;
 
     /// Takes unfinished task `id` over for `lease`, if its claim is absent or lapsed at `now`

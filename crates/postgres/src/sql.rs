@@ -29,11 +29,14 @@ macro_rules! terminal {
 }
 
 /// `insert`: the row, unless its owner's idempotency key is taken (then no row, no error);
-/// a taken id is a unique violation of the primary key.
+/// a taken id is a unique violation of the primary key. With the claim (`$20`, `$21`) and
+/// the origin (`$22`..`$24`), NULL when there is none: one statement, one round trip.
 pub const INSERT: &str = "INSERT INTO tasks (id, owner, tool, arguments, status, state, \
      status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, attempt, \
-     version, error_result_fails, input_kinds, idempotency_key, traceparent, tracestate) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
+     version, error_result_fails, input_kinds, idempotency_key, traceparent, tracestate, \
+     claim_node, lease_until, era, client_name, client_version) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, \
+     $20, $21, $22, $23, $24) \
      ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING";
 
 /// `insert`: the task holding an owner's key (`$1`, `$2`), retained or not.
@@ -133,9 +136,6 @@ pub const CHECKPOINT: &str = "SELECT checkpoint FROM tasks WHERE id = $1";
 /// row lock until the transaction holding it commits (its task counted) or rolls back.
 pub const LOCK_COUNT: &str = "INSERT INTO task_counts AS counts (owner, tasks) VALUES ($1, 0) \
      ON CONFLICT (owner) DO UPDATE SET tasks = counts.tasks RETURNING tasks";
-
-/// `insert_claimed`: the claim of the row just inserted (same transaction).
-pub const SET_CLAIM: &str = "UPDATE tasks SET claim_node = $1, lease_until = $2 WHERE id = $3";
 
 /// `claim`: the take-over of a lapsed (or absent) claim at the expected attempt, bumping the
 /// attempt (the fence) and the version, one statement.

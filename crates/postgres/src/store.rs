@@ -211,7 +211,7 @@ impl TaskStore for PostgresStore {
     async fn insert(&self, task: &TaskRecord) -> Result<Inserted, StoreError> {
         self.observed(async {
             let client = self.client().await?;
-            insert_keyed(&client, task).await
+            insert_keyed(&client, task, None, None).await
         })
         .await
     }
@@ -366,6 +366,7 @@ impl TaskStore for PostgresStore {
         task: &TaskRecord,
         lease: &Lease,
         max_retained: u64,
+        origin: Option<&Origin>,
     ) -> Result<Inserted, StoreError> {
         self.observed(async {
             let mut client = self.client().await?;
@@ -395,19 +396,8 @@ impl TaskStore for PostgresStore {
                     retained,
                 });
             }
-            let inserted = insert_keyed(&tx, task).await?;
-            if inserted == Inserted::New {
-                let claim = tx
-                    .prepare_cached(sql::SET_CLAIM)
-                    .await
-                    .map_err(StoreError::backend)?;
-                tx.execute(
-                    &claim,
-                    &[&lease.node.as_str(), &lease.until.0, &task.id.as_str()],
-                )
-                .await
-                .map_err(StoreError::backend)?;
-            }
+            // The claim and the origin go in with the row: one round trip, not three.
+            let inserted = insert_keyed(&tx, task, Some(lease), origin).await?;
             tx.commit().await.map_err(StoreError::backend)?;
             Ok(inserted)
         })
@@ -712,6 +702,8 @@ impl TaskStore for PostgresStore {
 async fn insert_keyed(
     client: &impl GenericClient,
     task: &TaskRecord,
+    claim: Option<&Lease>,
+    origin: Option<&Origin>,
 ) -> Result<Inserted, StoreError> {
     let row = NewRow::from_record(task)?;
     let insert = client
@@ -720,7 +712,11 @@ async fn insert_keyed(
         .map_err(StoreError::backend)?;
     let traceparent = task.trace.as_ref().map(TraceContext::traceparent);
     let tracestate = task.trace.as_ref().and_then(TraceContext::tracestate);
-    let params: [&(dyn ToSql + Sync); 19] = [
+    let (node, until) = (claim.map(|lease| lease.node.as_str()), claim.map(|lease| lease.until.0));
+    let era = origin.map(|origin| origin.era.as_str());
+    let client_name = origin.and_then(|origin| origin.client_name.as_deref());
+    let client_version = origin.and_then(|origin| origin.client_version.as_deref());
+    let params: [&(dyn ToSql + Sync); 24] = [
         &row.id,
         &row.owner,
         &task.tool,
@@ -740,6 +736,11 @@ async fn insert_keyed(
         &row.idempotency_key,
         &traceparent,
         &tracestate,
+        &node,
+        &until,
+        &era,
+        &client_name,
+        &client_version,
     ];
     for _ in 0..KEY_ROUNDS {
         match client.execute(&insert, &params).await {

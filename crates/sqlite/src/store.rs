@@ -866,14 +866,17 @@ impl TaskStore for SqliteStore {
         task: &TaskRecord,
         lease: &Lease,
         max_retained: u64,
+        origin: Option<&Origin>,
     ) -> Result<Inserted, StoreError> {
-        let row = NewRow::from_record(task).map_err(StoreError::backend)?;
-        let (record, id, owner) = (task.clone(), task.id.clone(), task.owner.clone());
+        let mut row = NewRow::from_record(task).map_err(StoreError::backend)?;
+        // The claim and the origin go in with the row: one statement, not three.
+        row.claim = Some((lease.node.as_str().to_owned(), lease.until.0));
+        row.origin = origin.cloned();
+        let (record, owner) = (task.clone(), task.owner.clone());
         let key = task
             .idempotency_key
             .as_ref()
             .map(|key| key.as_str().to_owned());
-        let (node, until) = (lease.node.as_str().to_owned(), lease.until.0);
         let limit = i64::try_from(max_retained).unwrap_or(i64::MAX);
         let inserted = self
             .write(move |conn| {
@@ -910,15 +913,7 @@ impl TaskStore for SqliteStore {
                         retained: u64::try_from(retained).unwrap_or(0),
                     });
                 }
-                let inserted = insert_keyed(conn, &row, record)?;
-                if inserted == Inserted::New {
-                    conn.prepare_cached(
-                        "UPDATE tasks SET claim_node = ?1, lease_until = ?2 WHERE id = ?3",
-                    )
-                    .and_then(|mut stmt| stmt.execute(params![node, until, id.as_str()]))
-                    .map_err(StoreError::backend)?;
-                }
-                Ok(inserted)
+                insert_keyed(conn, &row, record)
             })
             .await?;
         if inserted == Inserted::New {
@@ -1352,6 +1347,10 @@ struct NewRow {
     idempotency_key: Option<String>,
     traceparent: Option<String>,
     tracestate: Option<String>,
+    /// The runner's claim (node, lease end); `None`: unclaimed.
+    claim: Option<(String, i64)>,
+    /// Where the task came from; `None`: unrecorded.
+    origin: Option<Origin>,
 }
 
 impl NewRow {
@@ -1376,6 +1375,8 @@ impl NewRow {
             idempotency_key: task.idempotency_key.as_ref().map(|key| key.as_str().to_owned()),
             traceparent: task.trace.as_ref().map(|trace| trace.traceparent().to_owned()),
             tracestate: task.trace.as_ref().and_then(TraceContext::tracestate).map(str::to_owned),
+            claim: None,
+            origin: None,
         })
     }
 }
@@ -1386,8 +1387,10 @@ fn insert_row(conn: &Connection, row: &NewRow) -> rusqlite::Result<usize> {
     conn.prepare_cached(
         "INSERT INTO tasks (id, owner, tool, arguments, status, state, status_message, \
          created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, attempt, version, \
-         error_result_fails, input_methods, idempotency_key, traceparent, tracestate) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19) \
+         error_result_fails, input_methods, idempotency_key, traceparent, tracestate, \
+         claim_node, lease_until, era, client_name, client_version) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, \
+         ?20, ?21, ?22, ?23, ?24) \
          ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING",
     )?
     .execute(params![
@@ -1410,6 +1413,11 @@ fn insert_row(conn: &Connection, row: &NewRow) -> rusqlite::Result<usize> {
         row.idempotency_key,
         row.traceparent,
         row.tracestate,
+        row.claim.as_ref().map(|(node, _)| node),
+        row.claim.as_ref().map(|(_, until)| until),
+        row.origin.as_ref().map(|origin| &origin.era),
+        row.origin.as_ref().and_then(|origin| origin.client_name.as_ref()),
+        row.origin.as_ref().and_then(|origin| origin.client_version.as_ref()),
     ])
 }
 

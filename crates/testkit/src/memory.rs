@@ -346,6 +346,7 @@ impl TaskStore for MemoryStore {
         task: &TaskRecord,
         lease: &Lease,
         max_retained: u64,
+        origin: Option<&Origin>,
     ) -> Result<Inserted, StoreError> {
         let mut tables = self.lock();
         if let Some(key) = &task.idempotency_key
@@ -363,6 +364,9 @@ impl TaskStore for MemoryStore {
         let inserted = MemoryStore::insert_locked(&mut tables, task)?;
         if inserted == Inserted::New {
             tables.claims.insert(task.id.clone(), lease.clone());
+            if let Some(origin) = origin {
+                tables.origins.insert(task.id.clone(), origin.clone());
+            }
             self.publish(task);
         }
         Ok(inserted)

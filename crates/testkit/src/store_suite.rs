@@ -716,6 +716,7 @@ macro_rules! store_suite {
             status_counts_follow_writes,
             the_status_history_records_each_change_and_goes_with_its_task,
             an_origin_is_recorded_with_its_task_and_goes_with_it,
+            an_origin_given_at_the_insert_reads_back_with_the_task,
             a_checkpoint_is_fenced_by_the_attempt_and_goes_with_its_task,
         );
         $crate::store_suite!(@pairs $fixture;

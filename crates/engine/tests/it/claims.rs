@@ -75,8 +75,14 @@ impl TaskStore for Partitioned {
     fn shared(&self) -> bool {
         true
     }
-    async fn insert_claimed(&self, task: &TaskRecord, lease: &Lease, max_retained: u64) -> Result<Inserted, StoreError> {
-        self.inner.insert_claimed(task, lease, max_retained).await
+    async fn insert_claimed(
+        &self,
+        task: &TaskRecord,
+        lease: &Lease,
+        max_retained: u64,
+        origin: Option<&mcp_tasks_engine::Origin>,
+    ) -> Result<Inserted, StoreError> {
+        self.inner.insert_claimed(task, lease, max_retained, origin).await
     }
     async fn claim(&self, id: &TaskId, attempt: u32, lease: &Lease, now: Timestamp) -> Result<Option<TaskRecord>, StoreError> {
         self.inner.claim(id, attempt, lease, now).await
@@ -163,6 +169,7 @@ async fn a_node_whose_claims_go_unrenewed_for_a_lease_stops_its_work_and_the_wor
     let owner = Principal::new("alice");
     let new = NewTask {
         trace: None,
+        origin: None,
         owner: owner.clone(),
         tool: "hold".into(),
         arguments: json!({}),
@@ -214,6 +221,7 @@ async fn a_take_over_that_fails_half_way_gives_the_task_back_for_the_next_pass()
     let owner = Principal::new("alice");
     let new = NewTask {
         trace: None,
+        origin: None,
         owner: owner.clone(),
         tool: "hold".into(),
         arguments: json!({}),

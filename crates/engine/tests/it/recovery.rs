@@ -78,8 +78,9 @@ impl TaskStore for Conflicting {
         task: &TaskRecord,
         lease: &Lease,
         max_retained: u64,
+        origin: Option<&mcp_tasks_engine::Origin>,
     ) -> Result<Inserted, StoreError> {
-        self.inner.insert_claimed(task, lease, max_retained).await
+        self.inner.insert_claimed(task, lease, max_retained, origin).await
     }
     async fn claim(
         &self,
@@ -182,6 +183,7 @@ fn engine() -> (Engine, Arc<Conflicting>) {
 fn new_task(tool: &str) -> mcp_tasks_engine::NewTask {
     mcp_tasks_engine::NewTask {
         trace: None,
+        origin: None,
         owner: Principal::new("a"),
         tool: tool.into(),
         arguments: json!({}),

@@ -132,6 +132,7 @@ async fn the_serving_queries_use_the_indexes() {
         &[
             &"id", &"alice", &"echo", &Json(json!({})), &"working", &state, &None::<String>, &1_i64, &1_i64,
             &None::<i64>, &None::<i64>, &None::<i64>, &1_i64, &1_i64, &false, &Json(json!([])), &Some("k"),
+            &None::<String>, &None::<String>, &Some("node"), &Some(1_i64), &Some("2026-07-28"),
             &None::<String>, &None::<String>,
         ],
     )
