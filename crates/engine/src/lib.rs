@@ -65,6 +65,7 @@ mod clock;
 mod engine;
 mod error;
 mod input;
+mod local;
 mod maintenance;
 mod process;
 mod run;
@@ -81,10 +82,12 @@ pub use adopt::TaskLink;
 pub use clock::{Clock, FakeClock, SystemClock};
 pub use engine::{Change, Creation, DEFAULT_LEASE, Engine, NewTask, Output};
 pub use error::{EngineError, InputError, LimitExceeded, WorkError};
+pub use local::{LocalPlaces, LocalSessions};
 pub use maintenance::{Recovery, Sweep};
 pub use process::{Leftover, ProcessGroup, TASK_ID_ENV};
 pub use store::{
-    Answer, BrowseQuery, Cursor, HistoryEntry, Inserted, Lease, ListQuery, NodeId, Origin, StoreError, TaskStore, Update,
+    Answer, BrowseQuery, Cursor, HistoryEntry, Inserted, Lease, ListQuery, NodeId, Origin, Place, PlaceHolder, RunningLimits,
+    SessionRecord, StoreError, TaskStore, Update,
 };
 pub use task::{
     ErrorObject, Event, EventKind, IdempotencyKey, InputKind, InputRequest, InputRequests, Outcome, Principal,
