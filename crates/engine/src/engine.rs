@@ -371,6 +371,9 @@ impl Engine {
         let inserting = self.admit_task(&record, adopting).await?;
         let inserted = self.inner.store.insert_claimed(&record, &lease, policy.max_retained_per_principal).await;
         drop(inserting);
+        if !matches!(inserted, Ok(Inserted::New)) && adopting.is_none() {
+            self.release_place(&crate::store::PlaceHolder::Task(record.id.clone())).await;
+        }
         match inserted {
             Err(StoreError::Full { owner, retained }) => {
                 self.forget(&record.id, record.attempt);
