@@ -69,6 +69,7 @@ mod local;
 mod maintenance;
 mod process;
 mod run;
+mod sessions;
 mod slots;
 mod store;
 mod task;
