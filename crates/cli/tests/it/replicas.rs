@@ -457,11 +457,17 @@ fn authority_of(url: &str) -> String {
 /// Three `mcp-tasks serve --listen` on one fresh schema and one config with bearer tokens
 /// (alice, bob): a load balancer without sticky sessions in front of them.
 fn http_replicas() -> Option<(Vec<HttpServer>, Schema, Workdir)> {
+    http_replicas_with("", TOKENS)
+}
+
+/// As [`http_replicas`], with `server` added to the config's `[server]` table and `tokens`
+/// (the bearer tokens, or nothing: requestors are then not identified).
+fn http_replicas_with(server: &str, tokens: &str) -> Option<(Vec<HttpServer>, Schema, Workdir)> {
     let server_url = database_url()?;
     let schema = Schema::create(&server_url);
     let work = Workdir::new();
-    let lease = format!("lease = \"{}ms\"", LEASE.as_millis());
-    let config = CONFIG.replacen("name = \"test-server\"", &format!("name = \"test-server\"\n{lease}"), 1) + TOKENS;
+    let lease = format!("lease = \"{}ms\"\n{server}", LEASE.as_millis());
+    let config = CONFIG.replacen("name = \"test-server\"", &format!("name = \"test-server\"\n{lease}"), 1) + tokens;
     std::fs::write(work.config(), config).expect("write the config");
     let store = schema.url();
     let servers = (0..3).map(|_| HttpServer::start_on(&work, std::ffi::OsStr::new(&store), &[])).collect();
@@ -558,5 +564,63 @@ fn replicas_max_running_per_principal_2_holds_across_replicas_under_concurrent_c
         assert_eq!(again["error"]["data"]["limit"], "max_running_per_principal", "{again}");
         assert!(Instant::now() < deadline, "no place came free after the cancel: {again}");
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Idle expiry of stored sessions (`session_idle = "1s"`): a session used through B alone
+/// stays alive for every replica well past the idle period (B marks its record used, so A,
+/// which let its own copy go, restores it); left alone for the idle period, its record is
+/// pruned and every replica answers 404.
+#[test]
+fn replicas_a_stored_session_used_anywhere_stays_and_one_left_idle_ends_for_every_replica() {
+    let Some((servers, schema, _work)) = http_replicas_with("session_idle = \"1s\"", TOKENS) else { return };
+    let [a, b, c] = &servers[..] else { unreachable!() };
+    let mut client = Client::new(a, Some(ALICE));
+    client.initialize();
+    let session = client.session().to_owned();
+    let started = schema.session_last_used(&session).expect("stored at initialize");
+    let deadline = Instant::now() + TAKE_OVER_DEADLINE;
+    client.at(b);
+    // Used through B until its record shows a use two idle periods after initialize.
+    while schema.session_last_used(&session).expect("kept while used") < started + 2_000 {
+        assert!(client.call("tools/list", json!({})).get("result").is_some(), "served by B");
+        assert!(Instant::now() < deadline, "B never marked the session used");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for server in [a, c] {
+        let listed = client.at(server).call("tools/list", json!({}));
+        assert!(listed.get("result").is_some(), "still a session for every replica: {listed}");
+    }
+    // Left alone: pruned within the idle period and a sweep or two.
+    while schema.session_last_used(&session).is_some() {
+        assert!(Instant::now() < deadline, "the idle session's record was never pruned");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for server in [a, b, c] {
+        let body = client.message("tools/list", json!({}));
+        let reply = client.at(server).post_with(&body, &[]);
+        assert_eq!(reply.status, 404, "ended for every replica: {}", reply.body);
+    }
+}
+
+/// Without tokens a session lists only the tasks it created (2025-11-25 tasks security), on
+/// whichever replica it asks: a task created through B is listed through C, and another
+/// anonymous session sees none of it on any replica.
+#[test]
+fn replicas_an_unidentified_sessions_listing_is_its_own_on_every_replica() {
+    let Some((servers, _schema, _work)) = http_replicas_with("", "") else { return };
+    let [a, b, c] = &servers[..] else { unreachable!() };
+    let mut mine = Client::new(a, None);
+    mine.initialize();
+    let created = mine.at(b).result("tools/call", json!({"name": "echo", "arguments": {"text": "x"}, "task": {}}));
+    let id = created["task"]["taskId"].as_str().expect("a task").to_owned();
+    let mut other = Client::new(c, None);
+    other.initialize();
+    for server in [a, b, c] {
+        let listed = mine.at(server).result("tasks/list", json!({}));
+        let ids: Vec<&str> = listed["tasks"].as_array().expect("tasks").iter().filter_map(|task| task["taskId"].as_str()).collect();
+        assert_eq!(ids, [id.as_str()], "{listed}");
+        let theirs = other.at(server).result("tasks/list", json!({}));
+        assert_eq!(theirs["tasks"], json!([]), "{theirs}");
     }
 }
