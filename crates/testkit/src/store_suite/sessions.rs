@@ -198,7 +198,7 @@ pub async fn a_session_is_found_by_its_owner_through_either_handle_and_ended_for
     assert_eq!(read.created.len(), tasks.len(), "the created tasks are kept");
 
     let touched = a.touch_sessions(&[stored.id.clone(), "no-such-session".to_owned()], at(100)).await.expect("touch");
-    assert_eq!(touched, [stored.id.clone()], "only the stored one");
+    assert_eq!(touched, std::slice::from_ref(&stored.id), "only the stored one");
     a.touch_sessions(std::slice::from_ref(&stored.id), at(50)).await.expect("an older touch");
     assert_eq!(b.session(&stored.id, &stored.owner).await.expect("read").expect("stored").last_used, at(100), "never back");
 
