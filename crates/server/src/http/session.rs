@@ -78,7 +78,7 @@ const STORED_BATCH: usize = 500;
 /// since `since` (so that no replica prunes a session in use elsewhere), lets go of those whose
 /// record is gone (ended through another replica: their GET streams end), and deletes the
 /// records nobody used for [`Options::session_idle`](super::Options::session_idle), a bounded batch.
-pub(super) async fn sync_stored(app: &App, since: Instant) {
+async fn sync_stored(app: &App, since: Instant) {
     let engine = app.server.engine();
     let used: Vec<String> =
         app.sessions().iter().filter(|(_, http)| http.used_since(since)).map(|(id, _)| id.clone()).collect();
