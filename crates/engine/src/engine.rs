@@ -378,6 +378,9 @@ impl Engine {
             .insert_claimed(&record, &lease, policy.max_retained_per_principal, new.origin.as_ref())
             .await;
         drop(inserting);
+        if !matches!(inserted, Ok(Inserted::New)) && adopting.is_none() {
+            self.release_place(&crate::store::PlaceHolder::Task(record.id.clone())).await;
+        }
         match inserted {
             Err(StoreError::Full { owner, retained }) => {
                 self.forget(&record.id, record.attempt);

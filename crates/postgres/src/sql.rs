@@ -227,6 +227,62 @@ pub const RELEASE_SLOT: &str = "DELETE FROM tool_slots WHERE tool = $1 AND task_
 
 /// `renew`: the node's live slots, beside its claims.
 pub const RENEW_SLOTS: &str = "UPDATE tool_slots SET lease_until = $1 WHERE node = $2 AND lease_until > $3";
+
+/// `renew`: the node's live running places, a task's only while the task is unfinished.
+pub const RENEW_PLACES: &str = concat!(
+    "UPDATE running_places SET lease_until = $1 WHERE node = $2 AND lease_until > $3 AND (NOT is_task OR EXISTS \
+     (SELECT 1 FROM tasks WHERE tasks.id = running_places.holder AND tasks.",
+    unfinished!(),
+    "))"
+);
+
+/// `take_place`: serialises the takers of running places, across replicas, until commit.
+pub const LOCK_PLACES: &str = "SELECT pg_advisory_xact_lock(hashtext('mcp_tasks.running.' || current_schema()))";
+
+/// `take_place`: frees the places whose lease lapsed or whose task finished (a task not
+/// stored yet keeps its place: it is taken before the insert).
+pub const FREE_PLACES: &str = concat!(
+    "DELETE FROM running_places WHERE lease_until <= $1 OR (is_task AND EXISTS \
+     (SELECT 1 FROM tasks WHERE tasks.id = running_places.holder AND NOT tasks.",
+    unfinished!(),
+    "))"
+);
+
+/// `take_place`: the places held in all, by the owner, and by the holder.
+pub const COUNT_PLACES: &str =
+    "SELECT count(*), count(*) FILTER (WHERE owner = $1), count(*) FILTER (WHERE holder = $2) FROM running_places";
+
+/// `take_place`: the holder keeps its place, with the new lease.
+pub const KEEP_PLACE: &str = "UPDATE running_places SET lease_until = $2, node = $3 WHERE holder = $1";
+
+/// `take_place`.
+pub const TAKE_PLACE: &str =
+    "INSERT INTO running_places (holder, is_task, owner, node, lease_until) VALUES ($1, $2, $3, $4, $5)";
+
+/// `release_place`.
+pub const RELEASE_PLACE: &str = "DELETE FROM running_places WHERE holder = $1";
+
+/// `put_session`: the tasks it created are kept.
+pub const PUT_SESSION: &str = "INSERT INTO sessions (id, owner, state, last_used) VALUES ($1, $2, $3, $4) \
+     ON CONFLICT (id) DO UPDATE SET owner = EXCLUDED.owner, state = EXCLUDED.state, last_used = EXCLUDED.last_used";
+
+/// `session`: by primary key, scoped to the owner.
+pub const SESSION: &str = "SELECT state, created, last_used FROM sessions WHERE id = $1 AND owner = $2";
+
+/// `add_session_task`: appended in one statement, so that concurrent creations both stay.
+pub const ADD_SESSION_TASK: &str =
+    "UPDATE sessions SET created = array_append(created, $2) WHERE id = $1 AND NOT ($2 = ANY (created))";
+
+/// `touch_sessions`.
+pub const TOUCH_SESSIONS: &str =
+    "UPDATE sessions SET last_used = GREATEST(last_used, $2) WHERE id = ANY ($1) RETURNING id";
+
+/// `end_session`.
+pub const END_SESSION: &str = "DELETE FROM sessions WHERE id = $1";
+
+/// `prune_sessions`: oldest first, from `sessions_by_last_use`, in a bounded batch.
+pub const PRUNE_SESSIONS: &str = "DELETE FROM sessions WHERE id IN \
+     (SELECT id FROM sessions WHERE last_used < $1 ORDER BY last_used LIMIT $2 FOR UPDATE SKIP LOCKED)";
 /// `browse`: one statement for every combination of filters, each off when its parameter is
 /// NULL (`$2` status, `$3` tool, `$4` lowercased text, `$5`/`$6` the cursor), newest first.
 pub const BROWSE: &str = concat!(

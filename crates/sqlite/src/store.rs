@@ -37,8 +37,9 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use tokio::sync::{Semaphore, broadcast, oneshot};
 
 use mcp_tasks_engine::{
-    Answer, BrowseQuery, HistoryEntry, IdempotencyKey, Inserted, Lease, ListQuery, Origin, Principal, ProcessGroup,
-    Status, StoreError, TaskId, TaskRecord, TaskStore, Timestamp, TraceContext, Update, Version,
+    Answer, BrowseQuery, HistoryEntry, IdempotencyKey, Inserted, Lease, ListQuery, LocalPlaces, LocalSessions, Origin,
+    Place, PlaceHolder, Principal, ProcessGroup, RunningLimits, SessionRecord, Status, StoreError, TaskId, TaskRecord,
+    TaskStore, Timestamp, TraceContext, Update, Version,
 };
 
 use crate::faults::{self, StoreLock};
@@ -184,6 +185,12 @@ struct Inner {
     hot: Arc<Hot>,
     /// The change feed: each write's record, sent once its batch has committed.
     feed: broadcast::Sender<Arc<TaskRecord>>,
+    /// Running places: in memory, since one process owns the file (the engine takes none on
+    /// a store that is not shared; they are kept for the contract and its suite).
+    places: LocalPlaces,
+    /// 2025-11-25 HTTP session records: in memory, since this process is their only reader
+    /// (a session does not outlive its server, as before).
+    sessions: LocalSessions,
 }
 
 impl Drop for Inner {
@@ -267,6 +274,8 @@ impl SqliteStore {
                 _lock: lock,
                 hot,
                 feed: broadcast::channel(FEED_CAPACITY).0,
+                places: LocalPlaces::default(),
+                sessions: LocalSessions::default(),
             }),
         })
     }
@@ -949,7 +958,7 @@ impl TaskStore for SqliteStore {
 
     async fn renew(&self, lease: &Lease, now: Timestamp) -> Result<Vec<TaskId>, StoreError> {
         let (node, until) = (lease.node.as_str().to_owned(), lease.until.0);
-        self.write(move |conn| {
+        let renewed = self.write(move |conn| {
             conn.prepare_cached(&format!(
                 "UPDATE tasks SET lease_until = ?1                  WHERE claim_node = ?2 AND lease_until > ?3 AND status IN {UNFINISHED} RETURNING id"
             ))
@@ -965,7 +974,10 @@ impl TaskStore for SqliteStore {
             })
             .map_err(StoreError::backend)
         })
-        .await
+        .await?;
+        let unfinished = self.holders_where(|task| !task.status().is_terminal()).await?;
+        self.inner.places.renew(lease, now, &unfinished);
+        Ok(renewed)
     }
 
     async fn lapsed(&self, now: Timestamp, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
@@ -1222,6 +1234,63 @@ impl TaskStore for SqliteStore {
             }))
         })
         .await
+    }
+
+    async fn take_place(
+        &self,
+        holder: &PlaceHolder,
+        owner: &Principal,
+        limits: &RunningLimits,
+        lease: &Lease,
+        now: Timestamp,
+    ) -> Result<Place, StoreError> {
+        let finished = self.holders_where(|task| task.status().is_terminal()).await?;
+        Ok(self.inner.places.take(holder, owner, limits, lease, now, &finished))
+    }
+
+    async fn release_place(&self, holder: &PlaceHolder) -> Result<(), StoreError> {
+        self.inner.places.release(holder);
+        Ok(())
+    }
+
+    async fn put_session(&self, session: &SessionRecord) -> Result<(), StoreError> {
+        self.inner.sessions.put(session);
+        Ok(())
+    }
+
+    async fn session(&self, id: &str, owner: &Principal) -> Result<Option<SessionRecord>, StoreError> {
+        Ok(self.inner.sessions.get(id, owner))
+    }
+
+    async fn add_session_task(&self, id: &str, task: &TaskId) -> Result<(), StoreError> {
+        self.inner.sessions.add_task(id, task);
+        Ok(())
+    }
+
+    async fn touch_sessions(&self, ids: &[String], now: Timestamp) -> Result<Vec<String>, StoreError> {
+        Ok(self.inner.sessions.touch(ids, now))
+    }
+
+    async fn end_session(&self, id: &str) -> Result<bool, StoreError> {
+        Ok(self.inner.sessions.end(id))
+    }
+
+    async fn prune_sessions(&self, idle_before: Timestamp, limit: u32) -> Result<u64, StoreError> {
+        Ok(self.inner.sessions.prune(idle_before, limit))
+    }
+}
+
+impl SqliteStore {
+    /// The tasks holding a running place that are stored and pass `test` (a read each: the
+    /// places are few, and the engine takes none on this store).
+    async fn holders_where(&self, test: impl Fn(&TaskRecord) -> bool) -> Result<Vec<TaskId>, StoreError> {
+        let mut passing = Vec::new();
+        for id in self.inner.places.task_holders() {
+            if self.get(&id).await?.as_ref().is_some_and(&test) {
+                passing.push(id);
+            }
+        }
+        Ok(passing)
     }
 }
 
