@@ -294,6 +294,7 @@ async fn the_running_limits_hold_across_two_nodes_on_a_shared_store() {
     }
     let new = |owner: &str| NewTask {
         trace: None,
+        origin: None,
         owner: Principal::new(owner),
         tool: "hold".into(),
         arguments: json!({}),

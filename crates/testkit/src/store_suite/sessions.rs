@@ -48,7 +48,7 @@ pub async fn running_places_hold_within_both_limits_and_free_up_by_release_lapse
     assert_eq!(a.take_place(&held, &alice, &limits, &lease(&node, 10_000), at(0)).await.expect("take"), Place::Taken);
     let alices_call = call("alice");
     assert_eq!(b.take_place(&alices_call, &alice, &limits, &lease(&node, 10_000), at(1)).await.expect("take"), Place::Taken);
-    assert_eq!(a.insert_claimed(&task, &lease(&node, 10_000), u64::MAX).await.expect("insert"), Inserted::New);
+    assert_eq!(a.insert_claimed(&task, &lease(&node, 10_000), u64::MAX, None).await.expect("insert"), Inserted::New);
     let third = call("alice");
     assert_eq!(
         a.take_place(&third, &alice, &limits, &lease(&node, 10_000), at(2)).await.expect("take"),
@@ -101,7 +101,7 @@ pub async fn running_places_hold_within_both_limits_and_free_up_by_release_lapse
     let holder = PlaceHolder::Task(running.id.clone());
     let wide = RunningLimits { max_running: 100, max_running_per_principal: 1 };
     assert_eq!(a.take_place(&holder, &frank, &wide, &lease(&other, 50_000), at(40_001)).await.expect("take"), Place::Taken);
-    assert_eq!(a.insert_claimed(&running, &lease(&other, 50_000), u64::MAX).await.expect("insert"), Inserted::New);
+    assert_eq!(a.insert_claimed(&running, &lease(&other, 50_000), u64::MAX, None).await.expect("insert"), Inserted::New);
     b.renew(&lease(&other, 90_000), at(40_002)).await.expect("renew");
     assert_eq!(
         a.take_place(&call("frank"), &frank, &wide, &lease(&other, 90_000), at(60_000)).await.expect("take"),
