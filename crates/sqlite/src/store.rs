@@ -23,6 +23,7 @@
 //! ([`READERS`]); WAL lets them read alongside the writer. A read started after a write
 //! returned sees that write: a commit is visible to new read transactions once it returns.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -43,7 +44,7 @@ use mcp_tasks_engine::{
 };
 
 use crate::faults::{self, StoreLock};
-use crate::hot::{Hot, Touch};
+use crate::hot::{Hot, Size, Touch};
 /// Capacity of the change feed; a slower subscriber lags and re-reads.
 const FEED_CAPACITY: usize = 4096;
 
@@ -427,6 +428,11 @@ fn writer_gone() -> StoreError {
 struct Tx<'a> {
     conn: &'a Connection,
     touched: &'a mut Vec<Touch>,
+    /// The cache as committed before this batch.
+    hot: &'a Hot,
+    /// The tasks whose rows a write of this batch touched already: their cached record is
+    /// not their row any more.
+    dirty: &'a mut HashSet<TaskId>,
 }
 
 impl std::ops::Deref for Tx<'_> {
@@ -439,20 +445,31 @@ impl std::ops::Deref for Tx<'_> {
 
 impl Tx<'_> {
     /// The task's row is now `record`; `bytes`: the size of its encoded state and arguments.
-    fn put(&mut self, record: TaskRecord, bytes: usize) {
-        self.touched.push(Touch::Put { record: Box::new(record), bytes });
+    fn put(&mut self, record: TaskRecord, size: Size) {
+        self.dirty.insert(record.id.clone());
+        self.touched.push(Touch::Put { record: Box::new(record), size });
     }
 
     /// The task's row changed (or went) otherwise.
     fn evict(&mut self, id: TaskId) {
+        self.dirty.insert(id.clone());
         self.touched.push(Touch::Evict(id));
+    }
+
+    /// Task `id`'s row as it stands in this transaction, with its size, when the cache
+    /// knows it: kept, and not touched by an earlier write of this batch.
+    fn current(&self, id: &TaskId) -> Option<(TaskRecord, Size)> {
+        if self.dirty.contains(id) {
+            return None;
+        }
+        self.hot.get_sized(id)
     }
 }
 
 /// One write queued to the writer thread.
 trait Write: Send {
     /// Runs the write inside the batch's open transaction and keeps its outcome.
-    fn run(&mut self, conn: &Connection);
+    fn run(&mut self, conn: &Connection, hot: &Hot, dirty: &mut HashSet<TaskId>);
 
     /// Answers the caller: with the kept outcome if the batch committed, or with `failed`
     /// (the batch's failure) if it did not.
@@ -485,9 +502,9 @@ where
     F: FnOnce(&mut Tx<'_>) -> Result<T, StoreError> + Send,
     T: Send,
 {
-    fn run(&mut self, conn: &Connection) {
+    fn run(&mut self, conn: &Connection, hot: &Hot, dirty: &mut HashSet<TaskId>) {
         if let Some(work) = self.work.take() {
-            self.outcome = Some(work(&mut Tx { conn, touched: &mut self.touched }));
+            self.outcome = Some(work(&mut Tx { conn, touched: &mut self.touched, hot, dirty }));
         }
     }
 
@@ -529,7 +546,7 @@ fn write_loop(conn: &Connection, queue: &mpsc::Receiver<Box<dyn Write>>, stats: 
             }
         }
         let started = Instant::now();
-        let committed = commit(conn, &mut batch);
+        let committed = commit(conn, &mut batch, hot);
         if let Some(observer) = stats.observer.get() {
             observer(Commit { elapsed: started.elapsed(), writes: batch.len(), committed: committed.is_ok() });
         }
@@ -564,11 +581,12 @@ fn write_loop(conn: &Connection, queue: &mpsc::Receiver<Box<dyn Write>>, stats: 
 
 /// Runs `batch` in one transaction and commits it. `Err` (with the reason) if the
 /// transaction did not commit, in which case none of its writes is on disk.
-fn commit(conn: &Connection, batch: &mut [Box<dyn Write>]) -> Result<(), Failure> {
+fn commit(conn: &Connection, batch: &mut [Box<dyn Write>], hot: &Hot) -> Result<(), Failure> {
     let failed = |err: rusqlite::Error| Failure { disk_full: faults::is_full_sqlite(&err), reason: err.to_string() };
     conn.execute_batch("BEGIN IMMEDIATE").map_err(failed)?;
+    let mut dirty = HashSet::new();
     for job in batch.iter_mut() {
-        job.run(conn);
+        job.run(conn, hot, &mut dirty);
         // Some errors (a full disk, I/O, running out of memory) roll back the whole
         // transaction rather than one statement; then nothing of the batch stands.
         if conn.is_autocommit() {
@@ -682,13 +700,39 @@ impl TaskStore for SqliteStore {
         update: &Update,
     ) -> Result<TaskRecord, StoreError> {
         let task = id.clone();
+        let expected_version = expected.0;
         let expected = to_i64(expected.0).map_err(StoreError::backend)?;
         let state = to_json(&update.state).map_err(StoreError::backend)?;
+        let new_state = update.state.clone();
         let status = update.state.status().as_str();
         let message = update.status_message.clone();
         let updated_at = update.updated_at.0;
         let attempt = update.attempt;
         let written = self.write(move |tx| {
+            // The row as the cache knows it, at the expected version: the new record is
+            // that one with the update, and the compare-and-set needs no RETURNING (whose
+            // ephemeral table and row decoding were a tenth of a lifecycle's SQLite cost).
+            if let Some((mut record, size)) = tx.current(&task).filter(|(record, _)| record.version.0 == expected_version) {
+                let changed = tx
+                    .prepare_cached(
+                        "UPDATE tasks SET state = ?1, status = ?2, status_message = ?3, updated_at = ?4, \
+                         attempt = ?5, version = version + 1 WHERE id = ?6 AND version = ?7",
+                    )
+                    .and_then(|mut stmt| {
+                        stmt.execute(params![state, status, message, updated_at, attempt, task.as_str(), expected])
+                    })
+                    .map_err(StoreError::backend)?;
+                if changed == 0 {
+                    return Err(StoreError::Conflict(task));
+                }
+                record.state = new_state;
+                record.status_message = message;
+                record.updated_at = Timestamp(updated_at);
+                record.attempt = attempt;
+                record.version = Version(record.version.0 + 1);
+                tx.put(record.clone(), Size { state: state.len(), arguments: size.arguments });
+                return Ok(record);
+            }
             // One statement: the compare-and-set and the read of the new row are atomic,
             // and within a batch the next write sees this one's version.
             let written = tx
@@ -707,7 +751,8 @@ impl TaskStore for SqliteStore {
                 })
                 .map_err(StoreError::backend)?;
             let (written, arguments) = written.ok_or(StoreError::Conflict(task))?;
-            tx.put(written.clone(), state.len() + usize::try_from(arguments).unwrap_or(usize::MAX / 2));
+            let arguments = usize::try_from(arguments).unwrap_or(usize::MAX / 2);
+            tx.put(written.clone(), Size { state: state.len(), arguments });
             Ok(written)
         })
         .await?;
@@ -1349,11 +1394,11 @@ fn browse_statement(query: &BrowseQuery) -> (String, Vec<rusqlite::types::Value>
 /// task, which it then returns; the key of an expired holder is released first.
 fn insert_keyed(tx: &mut Tx<'_>, row: &NewRow, record: TaskRecord) -> Result<Inserted, StoreError> {
     let conn: &Connection = tx;
-    let bytes = row.state.len() + row.arguments.len();
+    let size = Size { state: row.state.len(), arguments: row.arguments.len() };
     let id = record.id.clone();
     match insert_row(conn, row) {
         Ok(1) => {
-            tx.put(record, bytes);
+            tx.put(record, size);
             return Ok(Inserted::New);
         }
         Ok(_) => {}
@@ -1385,7 +1430,7 @@ fn insert_keyed(tx: &mut Tx<'_>, row: &NewRow, record: TaskRecord) -> Result<Ins
             .map_err(StoreError::backend)?;
             match insert_row(conn, row) {
                 Ok(_) => {
-                    tx.put(record, bytes);
+                    tx.put(record, size);
                     Ok(Inserted::New)
                 }
                 Err(err) if is_duplicate_key(&err) => Err(StoreError::Duplicate(id)),
