@@ -3,7 +3,9 @@
 //! each `notifications/tools/list_changed`), and when the upstream dies (a stdio server's
 //! output ends, or a call finds it unreachable) starts it again with exponential backoff.
 //! Calls wait for the connection through a watch channel, bounded by
-//! [`ProxyOptions::connect_wait`].
+//! [`ProxyOptions::connect_wait`]. A stdio upstream's process group is recorded in the store
+//! under its command line ([`Engine::keep_group`]), so that a proxy started after one that was
+//! killed ends the upstream that one left running before it spawns its own.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,6 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use mcp_tasks_client::{Client, ClientError, ToolInfo};
+use mcp_tasks_engine::{Engine, Leftover};
 use mcp_tasks_protocol::mcp::{Implementation, method};
 use mcp_tasks_server::{Server, TaskMode, ToolDef, ToolSpec, UpstreamOffers};
 use serde_json::json;
@@ -147,7 +150,9 @@ impl Upstream {
     /// The first connection, the tools mirrored, and the supervisor started.
     pub(crate) async fn start(self: Arc<Self>, server: Server) -> Result<Vec<String>, ProxyError> {
         let upstream = self.spec.describe();
+        self.end_stale(server.engine()).await;
         let client = self.connect().await.map_err(|source| ProxyError::Connect { upstream: upstream.clone(), source })?;
+        self.keep(server.engine(), &client).await;
         self.learn_offers(&client).await;
         let names = self.sync_tools(&server, &client).await.map_err(|source| ProxyError::ListTools { upstream, source })?;
         let this = Arc::clone(&self);
@@ -190,6 +195,11 @@ impl Upstream {
             self.link.send_replace(None);
             let Some(reason) = reason else {
                 close(client).await;
+                if let Some(key) = self.kept_key()
+                    && let Err(error) = server.engine().forget_kept_group(&key).await
+                {
+                    tracing::warn!(%error, "could not remove the record of the closed upstream's process group");
+                }
                 return;
             };
             tracing::warn!(upstream = %self.spec.describe(), %reason, "the upstream server is gone; starting it again");
@@ -197,6 +207,7 @@ impl Upstream {
             drop(client);
             let Some(next) = self.reconnect().await else { return };
             client = next;
+            self.keep(server.engine(), &client).await;
             self.generation.fetch_add(1, Ordering::Relaxed);
             self.learn_offers(&client).await;
             if let Err(error) = self.sync_tools(&server, &client).await {
@@ -220,6 +231,43 @@ impl Upstream {
                     delay = (delay * 2).min(self.options.max_backoff);
                 }
             }
+        }
+    }
+
+    /// The key under which the store records a stdio upstream's process group: a SHA-256 of
+    /// the command line (a proxy of another upstream on the same store keeps its own record;
+    /// the arguments, which may hold secrets, are neither stored nor logged). `None` for an
+    /// HTTP upstream (no process of ours).
+    fn kept_key(&self) -> Option<String> {
+        use sha2::Digest as _;
+        let UpstreamSpec::Command { program, args } = &self.spec else { return None };
+        let line: Vec<&String> = std::iter::once(program).chain(args).collect();
+        let digest = sha2::Sha256::digest(serde_json::to_string(&line).unwrap_or_default().as_bytes());
+        let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+        Some(format!("proxy upstream {hex}"))
+    }
+
+    /// Ends the stdio upstream a previous proxy of the same command on this store left
+    /// running when it was killed (SIGTERM, SIGKILL after a grace), before this proxy starts
+    /// its own; a group whose proxy still runs, or whose pid is another process's now, is
+    /// left alone ([`Engine::end_kept_group`]).
+    async fn end_stale(&self, engine: &Engine) {
+        let Some(key) = self.kept_key() else { return };
+        match engine.end_kept_group(&key, CLOSE_GRACE).await {
+            Ok(Some(Leftover::Terminated | Leftover::Killed)) => {
+                tracing::warn!(upstream = %self.spec.describe(), "ended the upstream a previous proxy on this store left running");
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "could not read the record of a previous proxy's upstream"),
+        }
+    }
+
+    /// Records the process group of the stdio upstream `client` speaks to (see
+    /// [`Upstream::end_stale`]).
+    async fn keep(&self, engine: &Engine, client: &Client) {
+        let (Some(key), Some(leader)) = (self.kept_key(), client.server_process_id()) else { return };
+        if let Err(error) = engine.keep_group(&key, leader).await {
+            tracing::warn!(%error, "could not record the upstream's process group; a killed proxy's upstream would be left running");
         }
     }
 

@@ -21,6 +21,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0007_web_view.sql"),
     include_str!("../migrations/0008_checkpoints.sql"),
     include_str!("../migrations/0009_trace_context.sql"),
+    include_str!("../migrations/0010_kept_groups.sql"),
 ];
 
 /// The schema version this build writes: the number of migrations.

@@ -544,3 +544,63 @@ fn proxy_tool_timeout_cancels_the_upstream_call_and_fails_it_saying_so() {
     assert!(error["message"].as_str().is_some_and(|m| m.contains("did not finish within its timeout of 1 s")), "{error}");
     wait_gone(run_pids(&runs_file)[0], "after the timeout");
 }
+
+/// Whether process `pid` runs (exists and is no zombie), and its command name.
+fn running_as(pid: i32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (name, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
+    (!rest.starts_with('Z')).then(|| name.to_owned())
+}
+
+#[test]
+fn proxy_sigkilled_leaves_its_stdio_upstream_running_and_the_next_proxy_on_the_store_ends_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs_file = dir.path().join("runs");
+    let config = counting_upstream_config(dir.path(), &runs_file);
+    // An upstream that outlives its proxy: once the server in it ends (its stdin closed), the
+    // shell that started it stays (as `sleep`), deaf to SIGTERM, so the next proxy has to
+    // escalate to SIGKILL.
+    let upstream = format!(
+        "sh -c 'trap \"\" TERM; \"$0\" \"$@\"; exec sleep 600' {}",
+        serve_stdio(&config, &dir.path().join("upstream.sqlite3"))
+    );
+    let mut first = proxy(dir.path(), &upstream, &[]);
+    first.initialize();
+    let old = children_of(first.pid());
+    assert_eq!(old.len(), 1, "one upstream process: {old:?}");
+    let old = old[0];
+    first.kill();
+    // The proxy is gone, its upstream not: the server in it saw its stdin end, the rest stays.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match running_as(old) {
+            Some(name) if name == "sleep" => break,
+            Some(_) => {}
+            None => panic!("the upstream {old} ended with its proxy: this test needs one that stays"),
+        }
+        assert!(Instant::now() < deadline, "the upstream's server did not end after its proxy was killed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let mut second = proxy(dir.path(), &upstream, &[]);
+    second.initialize();
+    // Ended before the new proxy spawned its own: SIGTERM, ignored, then SIGKILL after the
+    // grace (2 s); within the bound, far below the 600 s it would otherwise run.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while running_as(old).is_some() {
+        assert!(Instant::now() < deadline, "the upstream {old} a killed proxy left still runs after the next proxy started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let new = children_of(second.pid());
+    assert!(new.len() == 1 && new[0] != old, "the new proxy runs its own upstream: {new:?}");
+    let result = second.call("tools/call", json!({"name": "plain_slow", "arguments": {"seconds": "0"}}));
+    assert_eq!(text_of(&result).trim(), "done");
+    // A proxy that shuts down closes its upstream and forgets it: nothing to end next time.
+    second.close_stdin();
+    assert!(second.wait_exit(Duration::from_secs(20)).is_some_and(|status| status.success()), "the proxy exits");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while running_as(new[0]).is_some() {
+        assert!(Instant::now() < deadline, "the closed upstream {} still runs", new[0]);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
