@@ -775,6 +775,16 @@ impl Client {
         Some(Subscription(self.inner.connection.listen(params)))
     }
 
+    /// [`Client::listen_tool_changes`] for every list: `notifications/tools/list_changed`,
+    /// `notifications/resources/list_changed` and `notifications/prompts/list_changed` (the
+    /// server agrees to those it sends).
+    pub fn listen_list_changes(&self) -> Option<Subscription> {
+        let identity = self.inner.modern.as_ref()?;
+        let wanted = json!({"toolsListChanged": true, "resourcesListChanged": true, "promptsListChanged": true});
+        let params = identity.frame(json!({"notifications": wanted}), false);
+        Some(Subscription(self.inner.connection.listen(params)))
+    }
+
     /// A handle on a task created earlier (e.g. by another process of the same principal),
     /// by its id; call [`TaskHandle::status`] to learn where it stands.
     pub fn task(&self, task_id: &str) -> TaskHandle {

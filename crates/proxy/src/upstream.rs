@@ -1,6 +1,7 @@
 //! The upstream connection and its supervisor: connects (the client negotiates the era),
 //! learns what the upstream offers, mirrors its tools into the server's registry (again on
-//! each `notifications/tools/list_changed`), and when the upstream dies (a stdio server's
+//! each `notifications/tools/list_changed`), passes its resource and prompt list changes and
+//! resource updates on to the downstream clients, and when the upstream dies (a stdio server's
 //! output ends, or a call finds it unreachable) starts it again with exponential backoff.
 //! Calls wait for the connection through a watch channel, bounded by
 //! [`ProxyOptions::connect_wait`]. A stdio upstream's process group is recorded in the store
@@ -167,7 +168,7 @@ impl Upstream {
             let generation = self.generation.load(Ordering::Relaxed);
             let mut notes = client.notifications();
             // 2026-07-28: list changes come only on a subscriptions/listen stream.
-            let _listening = client.listen_tool_changes();
+            let _listening = client.listen_list_changes();
             self.link.send_replace(Some(Link { client: client.clone(), generation }));
             tracing::info!(upstream = %self.spec.describe(), era = %client.era(), generation, "upstream connected");
             let reason = loop {
@@ -181,12 +182,23 @@ impl Upstream {
                                 tracing::warn!(%error, "could not list the upstream's tools after list_changed");
                             }
                         }
+                        // Resources and prompts are forwarded request by request: the next
+                        // listing is the upstream's new one, so only the news is passed on.
+                        Ok(note) if note.method == method::NOTIFY_RESOURCES_LIST_CHANGED => server.notify_resources_list_changed(),
+                        Ok(note) if note.method == method::NOTIFY_PROMPTS_LIST_CHANGED => server.notify_prompts_list_changed(),
+                        Ok(note) if note.method == method::NOTIFY_RESOURCE_UPDATED => {
+                            if let Some(uri) = note.params.get("uri").and_then(serde_json::Value::as_str) {
+                                server.notify_resource_updated(uri);
+                            }
+                        }
                         Ok(_) => {}
                         Err(broadcast::error::RecvError::Lagged(_)) => {
-                            // A list change may be among the lost: list again.
+                            // A list change may be among the lost: list again, and tell.
                             if let Err(error) = self.sync_tools(&server, &client).await {
                                 tracing::warn!(%error, "could not list the upstream's tools");
                             }
+                            server.notify_resources_list_changed();
+                            server.notify_prompts_list_changed();
                         }
                         Err(broadcast::error::RecvError::Closed) => break Some("its session ended".to_owned()),
                     },
@@ -213,6 +225,9 @@ impl Upstream {
             if let Err(error) = self.sync_tools(&server, &client).await {
                 tracing::warn!(%error, "could not list the tools of the restarted upstream; keeping the last list");
             }
+            // What the restarted upstream lists may differ from before.
+            server.notify_resources_list_changed();
+            server.notify_prompts_list_changed();
         }
     }
 

@@ -604,3 +604,69 @@ fn proxy_sigkilled_leaves_its_stdio_upstream_running_and_the_next_proxy_on_the_s
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The Python SDK upstream interop/proxy_upstream.py as a command line (the pinned `mcp` in
+/// the interop venv), or `None` (skip) when the peers are not installed; under CI=true their
+/// absence fails the test.
+fn python_upstream() -> Option<String> {
+    let interop = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop");
+    let python = interop.join(".peers/venv/bin/python");
+    if python.is_file() {
+        return Some(format!("{} {}", quoted(&python), quoted(&interop.join("proxy_upstream.py"))));
+    }
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "interop peers missing under CI: run interop/install.sh");
+    eprintln!("skipping: interop peers not installed (interop/install.sh)");
+    None
+}
+
+/// `params` with the per-request `_meta` of a 2026-07-28 client.
+fn modern(mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "it", "version": "0"},
+    });
+    params
+}
+
+fn listed<'a>(list: &'a Value, key: &str, field: &str) -> Vec<&'a str> {
+    list[key].as_array().into_iter().flatten().filter_map(|item| item[field].as_str()).collect()
+}
+
+#[test]
+fn proxy_upstream_resource_and_prompt_list_changes_reach_clients_of_both_eras() {
+    let Some(upstream) = python_upstream() else { return };
+    // 2025-11-25: the session gets both notifications, and the lists are the new ones.
+    let dir = tempfile::tempdir().unwrap();
+    let mut legacy = proxy(dir.path(), &upstream, &[]);
+    let init = legacy.initialize();
+    assert_eq!(init["capabilities"]["resources"]["listChanged"], true, "{init}");
+    assert_eq!(init["capabilities"]["prompts"]["listChanged"], true, "{init}");
+    assert!(!listed(&legacy.call("resources/list", json!({})), "resources", "uri").contains(&"proxy://legacy-one"));
+    let added = legacy.call("tools/call", json!({"name": "interop_add_listing", "arguments": {"name": "legacy-one"}}));
+    assert_eq!(text_of(&added), "listed legacy-one");
+    legacy.notification(|n| n["method"] == "notifications/resources/list_changed");
+    legacy.notification(|n| n["method"] == "notifications/prompts/list_changed");
+    assert!(listed(&legacy.call("resources/list", json!({})), "resources", "uri").contains(&"proxy://legacy-one"));
+    assert!(listed(&legacy.call("prompts/list", json!({})), "prompts", "name").contains(&"legacy-one"));
+
+    // 2026-07-28: a listen stream that asked for them gets them, tagged with its id.
+    let dir = tempfile::tempdir().unwrap();
+    let mut fresh = proxy(dir.path(), &upstream, &[]);
+    let discovered = fresh.call("server/discover", modern(json!({})));
+    assert_eq!(discovered["capabilities"]["resources"]["listChanged"], true, "{discovered}");
+    let wanted = json!({"notifications": {"resourcesListChanged": true, "promptsListChanged": true}});
+    let listen = fresh.send_request("subscriptions/listen", modern(wanted));
+    let acknowledged = fresh.notification(|n| n["method"] == "notifications/subscriptions/acknowledged");
+    let agreed = &acknowledged["params"]["notifications"];
+    assert!(agreed["resourcesListChanged"] == true && agreed["promptsListChanged"] == true, "{acknowledged}");
+    let added = fresh.call("tools/call", modern(json!({"name": "interop_add_listing", "arguments": {"name": "modern-one"}})));
+    assert_eq!(text_of(&added), "listed modern-one", "{added}");
+    let tagged = |n: &Value, method: &str| {
+        n["method"] == method && n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == json!(listen)
+    };
+    fresh.notification(|n| tagged(n, "notifications/resources/list_changed"));
+    fresh.notification(|n| tagged(n, "notifications/prompts/list_changed"));
+    let resources = fresh.call("resources/list", modern(json!({})));
+    assert!(listed(&resources, "resources", "uri").contains(&"proxy://modern-one"), "{resources}");
+}
