@@ -776,11 +776,15 @@ impl Client {
     }
 
     /// [`Client::listen_tool_changes`] for every list: `notifications/tools/list_changed`,
-    /// `notifications/resources/list_changed` and `notifications/prompts/list_changed` (the
-    /// server agrees to those it sends).
-    pub fn listen_list_changes(&self) -> Option<Subscription> {
+    /// `notifications/resources/list_changed` and `notifications/prompts/list_changed`, and
+    /// `notifications/resources/updated` for `resources` (URIs; the server agrees to those
+    /// it sends).
+    pub fn listen_list_changes(&self, resources: &[String]) -> Option<Subscription> {
         let identity = self.inner.modern.as_ref()?;
-        let wanted = json!({"toolsListChanged": true, "resourcesListChanged": true, "promptsListChanged": true});
+        let mut wanted = json!({"toolsListChanged": true, "resourcesListChanged": true, "promptsListChanged": true});
+        if !resources.is_empty() {
+            wanted["resourceSubscriptions"] = json!(resources);
+        }
         let params = identity.frame(json!({"notifications": wanted}), false);
         Some(Subscription(self.inner.connection.listen(params)))
     }

@@ -8,12 +8,12 @@
 //! under its command line ([`Engine::keep_group`]), so that a proxy started after one that was
 //! killed ends the upstream that one left running before it spawns its own.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use mcp_tasks_client::{Client, ClientError, ToolInfo};
+use mcp_tasks_client::{Client, ClientError, RpcError, ToolInfo};
 use mcp_tasks_engine::{Engine, Leftover};
 use mcp_tasks_protocol::mcp::{Implementation, method};
 use mcp_tasks_server::{Server, TaskMode, ToolDef, ToolSpec, UpstreamOffers};
@@ -47,6 +47,9 @@ pub(crate) struct Upstream {
     offers: Mutex<UpstreamOffers>,
     /// The upstream tools as last listed, by name (the registry holds them as ours).
     mirrored: Mutex<BTreeMap<String, ToolInfo>>,
+    /// The resource URIs downstream clients subscribed to, subscribed upstream too (again
+    /// after a restart); kept while the proxy runs (the server filters updates per client).
+    subscribed: watch::Sender<BTreeSet<String>>,
     stop: CancellationToken,
     supervisor: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -62,6 +65,7 @@ impl Upstream {
             broken: Notify::new(),
             offers: Mutex::default(),
             mirrored: Mutex::default(),
+            subscribed: watch::Sender::new(BTreeSet::new()),
             stop: CancellationToken::new(),
             supervisor: Mutex::new(None),
         }
@@ -167,8 +171,11 @@ impl Upstream {
         loop {
             let generation = self.generation.load(Ordering::Relaxed);
             let mut notes = client.notifications();
-            // 2026-07-28: list changes come only on a subscriptions/listen stream.
-            let _listening = client.listen_list_changes();
+            // 2026-07-28: list changes and resource updates come only on a
+            // subscriptions/listen stream (opened again when the URIs change).
+            let mut uris = self.subscribed.subscribe();
+            let mut _listening = client.listen_list_changes(&uris.borrow_and_update().iter().cloned().collect::<Vec<_>>());
+            let modern = client.era() == mcp_tasks_client::Era::Modern;
             self.link.send_replace(Some(Link { client: client.clone(), generation }));
             tracing::info!(upstream = %self.spec.describe(), era = %client.era(), generation, "upstream connected");
             let reason = loop {
@@ -176,6 +183,11 @@ impl Upstream {
                     () = self.stop.cancelled() => break None,
                     () = client.closed() => break Some("its output ended (it exited)".to_owned()),
                     () = self.broken.notified() => break Some("a request found it unreachable".to_owned()),
+                    // The sender lives as long as `self`: never an error.
+                    Ok(()) = uris.changed(), if modern => {
+                        let wanted: Vec<String> = uris.borrow_and_update().iter().cloned().collect();
+                        _listening = client.listen_list_changes(&wanted);
+                    }
                     note = notes.recv() => match note {
                         Ok(note) if note.method == method::NOTIFY_TOOLS_LIST_CHANGED => {
                             if let Err(error) = self.sync_tools(&server, &client).await {
@@ -224,6 +236,12 @@ impl Upstream {
             self.learn_offers(&client).await;
             if let Err(error) = self.sync_tools(&server, &client).await {
                 tracing::warn!(%error, "could not list the tools of the restarted upstream; keeping the last list");
+            }
+            let wanted: Vec<String> = self.subscribed.borrow().iter().cloned().collect();
+            for uri in wanted {
+                if let Err(error) = subscribe_upstream(&client, &uri).await {
+                    tracing::warn!(%uri, message = %error.message, "could not subscribe to the resource on the restarted upstream");
+                }
             }
             // What the restarted upstream lists may differ from before.
             server.notify_resources_list_changed();
@@ -284,6 +302,24 @@ impl Upstream {
         if let Err(error) = engine.keep_group(&key, leader).await {
             tracing::warn!(%error, "could not record the upstream's process group; a killed proxy's upstream would be left running");
         }
+    }
+
+    /// A downstream client subscribed to `uri`: subscribes upstream, once per URI
+    /// (2025-11-25 `resources/subscribe`; 2026-07-28: the supervisor opens its listen stream
+    /// again with the URI). The upstream's refusal is the client's error; an upstream without
+    /// subscriptions is none (no updates will come).
+    pub(crate) async fn subscribe(&self, uri: &str) -> Result<(), RpcError> {
+        if self.subscribed.borrow().contains(uri) {
+            return Ok(());
+        }
+        let link = self.wait_link(None).await.map_err(RpcError::internal)?;
+        if link.client.era() == mcp_tasks_client::Era::Legacy {
+            subscribe_upstream(&link.client, uri).await?;
+        }
+        self.subscribed.send_modify(|uris| {
+            uris.insert(uri.to_owned());
+        });
+        Ok(())
     }
 
     /// Learns which catalog methods the upstream serves, by asking (a method it does not
@@ -371,6 +407,23 @@ impl Upstream {
         {
             tracing::warn!(%error, "the upstream supervisor failed");
         }
+    }
+}
+
+/// 2025-11-25 `resources/subscribe` of `uri` upstream (nothing in 2026-07-28, where a listen
+/// stream carries the subscriptions); `-32601` (an upstream without subscriptions) is no error.
+async fn subscribe_upstream(client: &Client, uri: &str) -> Result<(), RpcError> {
+    if client.era() != mcp_tasks_client::Era::Legacy {
+        return Ok(());
+    }
+    match client.request_raw("resources/subscribe", json!({"uri": uri})).await {
+        Ok(_) => Ok(()),
+        Err(ClientError::Rpc { code, .. }) if code == RpcError::METHOD_NOT_FOUND => {
+            tracing::debug!(%uri, "the upstream has no resource subscriptions");
+            Ok(())
+        }
+        Err(ClientError::Rpc { code, message, data }) => Err(RpcError { code, message, data }),
+        Err(error) => Err(RpcError::internal(format!("the upstream server could not be asked to subscribe to {uri}: {error}"))),
     }
 }
 

@@ -670,3 +670,32 @@ fn proxy_upstream_resource_and_prompt_list_changes_reach_clients_of_both_eras() 
     let resources = fresh.call("resources/list", modern(json!({})));
     assert!(listed(&resources, "resources", "uri").contains(&"proxy://modern-one"), "{resources}");
 }
+
+#[test]
+fn proxy_resource_subscriptions_are_mirrored_upstream_and_its_updates_reach_the_subscribers_of_both_eras() {
+    let Some(upstream) = python_upstream() else { return };
+    // 2025-11-25: resources/subscribe reaches the upstream (it says so), and its update comes back.
+    let dir = tempfile::tempdir().unwrap();
+    let mut legacy = proxy(dir.path(), &upstream, &[]);
+    legacy.initialize();
+    let touched = legacy.call("tools/call", json!({"name": "interop_touch", "arguments": {"uri": "proxy://readme"}}));
+    assert_eq!(text_of(&touched), "not subscribed: proxy://readme", "nobody subscribed yet");
+    legacy.call("resources/subscribe", json!({"uri": "proxy://readme"}));
+    let touched = legacy.call("tools/call", json!({"name": "interop_touch", "arguments": {"uri": "proxy://readme"}}));
+    assert_eq!(text_of(&touched), "updated proxy://readme", "the subscription was mirrored upstream");
+    legacy.notification(|n| n["method"] == "notifications/resources/updated" && n["params"]["uri"] == "proxy://readme");
+
+    // 2026-07-28: a listen stream's resourceSubscriptions do the same, tagged with its id.
+    let dir = tempfile::tempdir().unwrap();
+    let mut fresh = proxy(dir.path(), &upstream, &[]);
+    let listen = fresh.send_request("subscriptions/listen", modern(json!({"notifications": {"resourceSubscriptions": ["proxy://readme"]}})));
+    let acknowledged = fresh.notification(|n| n["method"] == "notifications/subscriptions/acknowledged");
+    assert_eq!(acknowledged["params"]["notifications"]["resourceSubscriptions"], json!(["proxy://readme"]), "{acknowledged}");
+    let touched = fresh.call("tools/call", modern(json!({"name": "interop_touch", "arguments": {"uri": "proxy://readme"}})));
+    assert_eq!(text_of(&touched), "updated proxy://readme", "{touched}");
+    fresh.notification(|n| {
+        n["method"] == "notifications/resources/updated"
+            && n["params"]["uri"] == "proxy://readme"
+            && n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == json!(listen)
+    });
+}

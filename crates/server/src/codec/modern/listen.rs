@@ -106,6 +106,13 @@ async fn agree(ctx: &RequestContext, wanted: &SubscriptionFilter) -> Subscriptio
         .filter(|uri| catalog.has_resources() && catalog.serves(uri))
         .cloned()
         .collect();
+    if let Some(upstream) = &catalog.upstream {
+        for uri in &uris {
+            if let Err(error) = upstream.subscribe(uri).await {
+                tracing::warn!(%uri, message = %error.message, "could not subscribe to the resource upstream");
+            }
+        }
+    }
     let mut tasks = Vec::new();
     for id in wanted.task_ids.iter().flatten() {
         if ops::tasks::get(ctx, &TaskId::from(id.clone())).await.is_ok() {
