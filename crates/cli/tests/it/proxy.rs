@@ -699,3 +699,55 @@ fn proxy_resource_subscriptions_are_mirrored_upstream_and_its_updates_reach_the_
             && n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == json!(listen)
     });
 }
+
+#[test]
+fn proxy_upstream_tool_hands_off_at_its_own_sync_wait_while_another_uses_the_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs_file = dir.path().join("runs");
+    let config = counting_upstream_config(dir.path(), &runs_file);
+    let proxy_config = dir.path().join("proxy.toml");
+    std::fs::write(&proxy_config, "[server]\nsync_wait = \"30s\"\n\n[upstream.tools.plain_slow]\nsync_wait = \"1s\"\n").unwrap();
+    let upstream = serve_stdio(&config, &dir.path().join("upstream.sqlite3"));
+    let mut proxy = proxy(dir.path(), &upstream, &["--config", proxy_config.to_str().unwrap()]);
+    proxy.initialize(); // no tasks capability: plain calls
+    let tools = proxy.call("tools/list", json!({}));
+    assert!(listed(&tools, "tools", "name").contains(&"task_result"), "the helper tools are listed: {tools}");
+
+    // Its own 1 s: a 4 s call is handed off to a task, and collected with the helper tools.
+    let handed = proxy.call("tools/call", json!({"name": "plain_slow", "arguments": {"seconds": "4"}}));
+    let id = handed["structuredContent"]["taskId"].as_str().unwrap_or_else(|| panic!("handed off: {handed}")).to_owned();
+    assert!(text_of(&handed).contains(&id) && text_of(&handed).contains("task_result"), "{handed}");
+    // The server's 30 s: a 3 s call is answered whole.
+    let whole = proxy.call("tools/call", json!({"name": "task_slow", "arguments": {"seconds": "3"}}));
+    assert!(whole["structuredContent"]["taskId"].is_null(), "not handed off: {whole}");
+    assert_eq!(text_of(&whole).trim(), "done");
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = proxy.call("tools/call", json!({"name": "task_status", "arguments": {"task_id": id}}));
+        if status["structuredContent"]["status"] == "completed" {
+            break;
+        }
+        assert!(status["structuredContent"]["status"] == "working" && Instant::now() < deadline, "{status}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let result = proxy.call("tools/call", json!({"name": "task_result", "arguments": {"task_id": id}}));
+    assert_eq!(text_of(&result).trim(), "done", "{result}");
+    assert_eq!(runs(&runs_file), 2, "each call ran once");
+}
+
+#[test]
+fn proxy_bad_per_tool_sync_wait_is_refused_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("c.toml");
+    std::fs::write(&config, "[upstream.tools.slow]\nsync_wait = \"a while\"\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
+        .args(["proxy", "--stdio", "--upstream-cmd", "x", "--config"])
+        .arg(&config)
+        .arg("--store")
+        .arg(dir.path().join("s.sqlite3"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code() == Some(1) && err.contains("sync_wait of upstream tool `slow`"), "{err}");
+}
