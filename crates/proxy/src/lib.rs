@@ -104,6 +104,9 @@ pub struct ToolPolicy {
     /// A plain call of a client that speaks no tasks: how long it runs before it is handed
     /// off to a task (default: the server's `sync_wait`; zero: never).
     pub sync_wait: Option<Duration>,
+    /// A plain call with a progress token from a client that speaks no tasks: how often it
+    /// gets a progress heartbeat (default: the server's `heartbeat`; zero: never).
+    pub heartbeat: Option<Duration>,
 }
 
 impl Default for ToolPolicy {
@@ -116,6 +119,7 @@ impl Default for ToolPolicy {
             max_concurrent: None,
             inline_wait: None,
             sync_wait: None,
+            heartbeat: None,
         }
     }
 }

@@ -393,6 +393,7 @@ impl Upstream {
         };
         def.inline_wait = policy.inline_wait;
         def.sync_wait = policy.sync_wait;
+        def.heartbeat = policy.heartbeat;
         if policy.task_mode == TaskMode::Forbidden && tool.task_mode == mcp_tasks_client::TaskMode::Required {
             tracing::warn!(tool = %tool.name, "the upstream requires a task for this tool; its plain calls will be refused upstream");
         }

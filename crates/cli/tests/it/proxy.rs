@@ -751,3 +751,25 @@ fn proxy_bad_per_tool_sync_wait_is_refused_naming_the_key() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.code() == Some(1) && err.contains("sync_wait of upstream tool `slow`"), "{err}");
 }
+
+#[test]
+fn proxy_upstream_tool_heartbeats_at_its_own_rate_while_another_keeps_the_servers_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs_file = dir.path().join("runs");
+    let config = counting_upstream_config(dir.path(), &runs_file);
+    let proxy_config = dir.path().join("proxy.toml");
+    std::fs::write(&proxy_config, "[server]\nheartbeat = \"0\"\n\n[upstream.tools.plain_slow]\nheartbeat = \"200ms\"\n").unwrap();
+    let upstream = serve_stdio(&config, &dir.path().join("upstream.sqlite3"));
+    let mut proxy = proxy(dir.path(), &upstream, &["--config", proxy_config.to_str().unwrap()]);
+    proxy.initialize(); // no tasks: plain calls, with a progress token
+    let beats = |proxy: &Server, token: &str| {
+        proxy.notifications.iter().filter(|n| n["method"] == "notifications/progress" && n["params"]["progressToken"] == token).count()
+    };
+    // The upstream's command reports no progress: whatever comes is the proxy's heartbeat.
+    let own = proxy.call("tools/call", json!({"name": "plain_slow", "arguments": {"seconds": "2"}, "_meta": {"progressToken": "own"}}));
+    assert_eq!(text_of(&own).trim(), "done");
+    assert!(beats(&proxy, "own") >= 2, "heartbeats every 200 ms over a 2 s call: {}", beats(&proxy, "own"));
+    let server = proxy.call("tools/call", json!({"name": "task_slow", "arguments": {"seconds": "1"}, "_meta": {"progressToken": "server"}}));
+    assert_eq!(text_of(&server).trim(), "done");
+    assert_eq!(beats(&proxy, "server"), 0, "the server's heartbeat is off");
+}

@@ -26,6 +26,9 @@ pub struct UpstreamToolConfig {
     /// how long the call runs before it is handed off to a task (`None`: `[server]
     /// sync_wait`; zero: never).
     pub sync_wait: Option<Duration>,
+    /// A plain call with a progress token from a client that speaks no tasks: how often it
+    /// gets a progress heartbeat (`None`: `[server] heartbeat`; zero: never).
+    pub heartbeat: Option<Duration>,
     /// What a restart of the proxy does to a call in flight (default `fail`; a call the
     /// upstream runs as a task is resumed whatever this says).
     pub on_restart: RestartPolicy,
@@ -42,8 +45,8 @@ impl Default for UpstreamToolConfig {
 }
 
 impl UpstreamToolConfig {
-    /// The defaults: task support `optional`, no timeout, the server's `inline_wait` and
-    /// `sync_wait`, failed after a restart, no concurrency limit.
+    /// The defaults: task support `optional`, no timeout, the server's `inline_wait`,
+    /// `sync_wait` and `heartbeat`, failed after a restart, no concurrency limit.
     #[must_use]
     pub fn new() -> UpstreamToolConfig {
         UpstreamToolConfig {
@@ -51,6 +54,7 @@ impl UpstreamToolConfig {
             timeout: None,
             inline_wait: None,
             sync_wait: None,
+            heartbeat: None,
             on_restart: RestartPolicy::Fail,
             max_attempts: ToolConfig::DEFAULT_MAX_ATTEMPTS,
             max_concurrent: None,
@@ -74,6 +78,7 @@ struct RawUpstreamTool {
     timeout: Option<Spanned<String>>,
     inline_wait: Option<Spanned<String>>,
     sync_wait: Option<Spanned<String>>,
+    heartbeat: Option<Spanned<String>>,
     #[serde(default)]
     on_restart: RestartPolicy,
     max_attempts: Option<Spanned<i64>>,
@@ -109,11 +114,11 @@ impl RawUpstreamTool {
         };
         let timeout = self.timeout.as_ref().map(|value| duration("timeout", value)).transpose()?;
         let inline_wait = self.inline_wait.as_ref().map(|value| duration("inline_wait", value)).transpose()?;
-        let sync_wait = self
-            .sync_wait
-            .as_ref()
-            .map(|value| lines.duration_or_off(&format!("sync_wait of upstream tool `{name}`"), value))
-            .transpose()?;
+        let off_or = |setting: &str, value: &Option<Spanned<String>>| {
+            value.as_ref().map(|value| lines.duration_or_off(&format!("{setting} of upstream tool `{name}`"), value)).transpose()
+        };
+        let sync_wait = off_or("sync_wait", &self.sync_wait)?;
+        let heartbeat = off_or("heartbeat", &self.heartbeat)?;
         let max_attempts = match &self.max_attempts {
             Some(value) if self.on_restart != RestartPolicy::Retry => {
                 let problem = Problem::MaxAttemptsWithoutRetry { tool: name.to_owned() };
@@ -132,6 +137,7 @@ impl RawUpstreamTool {
             timeout,
             inline_wait,
             sync_wait,
+            heartbeat,
             on_restart: self.on_restart,
             max_attempts,
             max_concurrent,
