@@ -11,7 +11,8 @@ answers of interop/fixtures/mcp-tasks.toml's, so the same downstream drivers che
   interop_touch URI       sends notifications/resources/updated for URI if a client
                           subscribed to it (resources/subscribe), and says whether it did
 
-Each call is logged to stderr. Run: $INTEROP_PYTHON interop/proxy_upstream.py (stdio).
+Each call is logged to stderr. Run: $INTEROP_PYTHON interop/proxy_upstream.py (stdio), or
+with `http PORT` for Streamable HTTP on http://127.0.0.1:PORT/mcp.
 """
 
 import asyncio
@@ -124,4 +125,11 @@ def haiku(topic: str) -> str:
 
 
 if __name__ == "__main__":
-    mcp.run("stdio")
+    if len(sys.argv) == 3 and sys.argv[1] == "http":
+        # Streamable HTTP on 127.0.0.1:PORT/mcp: a tool's questions come on its call's
+        # POST response stream.
+        mcp.settings.host = "127.0.0.1"
+        mcp.settings.port = int(sys.argv[2])
+        mcp.run("streamable-http")
+    else:
+        mcp.run("stdio")

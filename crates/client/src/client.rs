@@ -639,7 +639,9 @@ impl Client {
             };
             match modern::answer(answer, method::TOOLS_CALL)? {
                 modern::Answer::InputRequired { requests, state } => {
-                    let responses = modern::answer_all(&self.inner.connection.handlers, &requests, None).await?;
+                    let token = crate::handlers::progress_token_of(&params);
+                    let responses =
+                        modern::answer_all(&self.inner.connection.handlers, &requests, None, token.as_deref()).await?;
                     params["inputResponses"] = Value::Object(responses);
                     match state {
                         Some(state) => params["requestState"] = json!(state),

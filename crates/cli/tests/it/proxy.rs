@@ -773,3 +773,74 @@ fn proxy_upstream_tool_heartbeats_at_its_own_rate_while_another_keeps_the_server
     assert_eq!(text_of(&server).trim(), "done");
     assert_eq!(beats(&proxy, "server"), 0, "the server's heartbeat is off");
 }
+
+/// Waits (bounded) until task `id` is `status`; it may only be `working` meanwhile.
+fn wait_status(proxy: &mut Server, id: &str, status: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let task = proxy.call("tasks/get", json!({"taskId": id}));
+        if task["status"] == status {
+            return task;
+        }
+        assert!(task["status"] == "working" && Instant::now() < deadline, "waiting for {status}: {task}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn proxy_http_upstream_question_goes_to_the_call_whose_stream_carried_it_not_the_oldest() {
+    let Some(upstream) = python_upstream() else { return };
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut words = shlex::split(&upstream).unwrap();
+    let mut server = Command::new(words.remove(0));
+    server.args(words).args(["http", &port.to_string()]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
+    let mut server = KillOnDrop(server.spawn().unwrap());
+    let stderr = server.0.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("Uvicorn running") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(30)).expect("the Python upstream listens");
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("proxy.sqlite3");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let mut proxy = Server::spawn_args(&[
+        "proxy".as_ref(),
+        "--stdio".as_ref(),
+        "--store".as_ref(),
+        store.as_os_str(),
+        "--upstream-url".as_ref(),
+        std::ffi::OsStr::new(&url),
+        "--upstream-era".as_ref(),
+        "legacy".as_ref(),
+    ]);
+    proxy.initialize_with(json!({"elicitation": {}}));
+
+    // Two plain upstream calls in flight; the younger one asks.
+    let older = proxy.call("tools/call", json!({"name": "interop_sleep", "arguments": {"seconds": 4}, "task": {"ttl": 60000}}));
+    let older = older["task"]["taskId"].as_str().unwrap().to_owned();
+    let younger = proxy.call("tools/call", json!({"name": "interop_confirm", "arguments": {"item": "the younger"}, "task": {"ttl": 60000}}));
+    let younger = younger["task"]["taskId"].as_str().unwrap().to_owned();
+    wait_status(&mut proxy, &younger, "input_required");
+    let task = proxy.call("tasks/get", json!({"taskId": older}));
+    assert_eq!(task["status"], "working", "the older call was not asked: {task}");
+    let waiting = proxy.send_request("tasks/result", json!({"taskId": younger}));
+    let asked = loop {
+        let message = proxy.recv();
+        if message["method"] == "elicitation/create" {
+            break message;
+        }
+    };
+    assert_eq!(asked["params"]["message"], "Confirm the younger?", "{asked}");
+    assert_eq!(asked["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], younger.as_str(), "{asked}");
+    proxy.send(&json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"confirm": true}}}));
+    let result = proxy.response(waiting)["result"].clone();
+    assert!(text_of(&result).starts_with("confirmed the younger"), "{result}");
+    wait_status(&mut proxy, &older, "completed");
+    assert_eq!(text_of(&proxy.call("tasks/result", json!({"taskId": older}))), "slept");
+}
