@@ -172,7 +172,17 @@ impl ClientBuilder {
                             .to_owned(),
                     ));
                 }
-                None => tracing::debug!("the server does not serve 2026-07-28; falling back to initialize"),
+                None => {
+                    tracing::debug!("the server does not serve 2026-07-28; falling back to initialize");
+                    // A server that made a session for the probe (the Python SDK's does, and
+                    // ends it after the error) must not see its id on `initialize`: 404.
+                    if let Transport::Http(http) = &connection.transport {
+                        if let Err(error) = http.delete_session().await {
+                            tracing::debug!(%error, "ending the session the probe was given");
+                        }
+                        http.forget_session();
+                    }
+                }
             }
         }
         self.initialize(connection).await
