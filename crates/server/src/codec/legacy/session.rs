@@ -290,6 +290,7 @@ async fn forward_changes(session: Arc<LegacySession>) {
     let mut tools = session.conn.server.tools().watch();
     tools.mark_unchanged();
     let mut tools_changing = true;
+    let catalog = &session.conn.server.inner.catalog;
     let lists = &session.conn.server.inner.list_changes;
     let (mut resources, mut prompts) = (lists.resources.subscribe(), lists.prompts.subscribe());
     resources.mark_unchanged();
@@ -306,12 +307,17 @@ async fn forward_changes(session: Arc<LegacySession>) {
                 continue;
             }
             // The senders live as long as the server (and so this session): never an error.
+            // Only for a list the server offers (declares) as it now stands.
             Ok(()) = resources.changed() => {
-                list_changed(method::NOTIFY_RESOURCES_LIST_CHANGED);
+                if catalog.has_resources() {
+                    list_changed(method::NOTIFY_RESOURCES_LIST_CHANGED);
+                }
                 continue;
             }
             Ok(()) = prompts.changed() => {
-                list_changed(method::NOTIFY_PROMPTS_LIST_CHANGED);
+                if catalog.has_prompts() {
+                    list_changed(method::NOTIFY_PROMPTS_LIST_CHANGED);
+                }
                 continue;
             }
             change = session.feed.recv() => change,
