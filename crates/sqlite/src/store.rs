@@ -37,8 +37,9 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use tokio::sync::{Semaphore, broadcast, oneshot};
 
 use mcp_tasks_engine::{
-    Answer, BrowseQuery, HistoryEntry, IdempotencyKey, Inserted, KeptGroup, Lease, ListQuery, Origin, Principal, ProcessGroup,
-    Status, StoreError, TaskId, TaskRecord, TaskStore, Timestamp, TraceContext, Update, Version,
+    Answer, BrowseQuery, HistoryEntry, IdempotencyKey, Inserted, KeptGroup, Lease, ListQuery, LocalPlaces, LocalSessions, Origin,
+    Place, PlaceHolder, Principal, ProcessGroup, RunningLimits, SessionRecord, Status, StoreError, TaskId, TaskRecord,
+    TaskStore, Timestamp, TraceContext, Update, Version,
 };
 
 use crate::faults::{self, StoreLock};
@@ -184,6 +185,12 @@ struct Inner {
     hot: Arc<Hot>,
     /// The change feed: each write's record, sent once its batch has committed.
     feed: broadcast::Sender<Arc<TaskRecord>>,
+    /// Running places: in memory, since one process owns the file (the engine takes none on
+    /// a store that is not shared; they are kept for the contract and its suite).
+    places: LocalPlaces,
+    /// 2025-11-25 HTTP session records: in memory, since this process is their only reader
+    /// (a session does not outlive its server, as before).
+    sessions: LocalSessions,
 }
 
 impl Drop for Inner {
@@ -267,6 +274,8 @@ impl SqliteStore {
                 _lock: lock,
                 hot,
                 feed: broadcast::channel(FEED_CAPACITY).0,
+                places: LocalPlaces::default(),
+                sessions: LocalSessions::default(),
             }),
         })
     }
@@ -911,14 +920,17 @@ impl TaskStore for SqliteStore {
         task: &TaskRecord,
         lease: &Lease,
         max_retained: u64,
+        origin: Option<&Origin>,
     ) -> Result<Inserted, StoreError> {
-        let row = NewRow::from_record(task).map_err(StoreError::backend)?;
-        let (record, id, owner) = (task.clone(), task.id.clone(), task.owner.clone());
+        let mut row = NewRow::from_record(task).map_err(StoreError::backend)?;
+        // The claim and the origin go in with the row: one statement, not three.
+        row.claim = Some((lease.node.as_str().to_owned(), lease.until.0));
+        row.origin = origin.cloned();
+        let (record, owner) = (task.clone(), task.owner.clone());
         let key = task
             .idempotency_key
             .as_ref()
             .map(|key| key.as_str().to_owned());
-        let (node, until) = (lease.node.as_str().to_owned(), lease.until.0);
         let limit = i64::try_from(max_retained).unwrap_or(i64::MAX);
         let inserted = self
             .write(move |conn| {
@@ -955,15 +967,7 @@ impl TaskStore for SqliteStore {
                         retained: u64::try_from(retained).unwrap_or(0),
                     });
                 }
-                let inserted = insert_keyed(conn, &row, record)?;
-                if inserted == Inserted::New {
-                    conn.prepare_cached(
-                        "UPDATE tasks SET claim_node = ?1, lease_until = ?2 WHERE id = ?3",
-                    )
-                    .and_then(|mut stmt| stmt.execute(params![node, until, id.as_str()]))
-                    .map_err(StoreError::backend)?;
-                }
-                Ok(inserted)
+                insert_keyed(conn, &row, record)
             })
             .await?;
         if inserted == Inserted::New {
@@ -999,7 +1003,7 @@ impl TaskStore for SqliteStore {
 
     async fn renew(&self, lease: &Lease, now: Timestamp) -> Result<Vec<TaskId>, StoreError> {
         let (node, until) = (lease.node.as_str().to_owned(), lease.until.0);
-        self.write(move |conn| {
+        let renewed = self.write(move |conn| {
             conn.prepare_cached(&format!(
                 "UPDATE tasks SET lease_until = ?1                  WHERE claim_node = ?2 AND lease_until > ?3 AND status IN {UNFINISHED} RETURNING id"
             ))
@@ -1015,7 +1019,10 @@ impl TaskStore for SqliteStore {
             })
             .map_err(StoreError::backend)
         })
-        .await
+        .await?;
+        let unfinished = self.holders_where(|task| !task.status().is_terminal()).await?;
+        self.inner.places.renew(lease, now, &unfinished);
+        Ok(renewed)
     }
 
     async fn lapsed(&self, now: Timestamp, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
@@ -1273,6 +1280,63 @@ impl TaskStore for SqliteStore {
         })
         .await
     }
+
+    async fn take_place(
+        &self,
+        holder: &PlaceHolder,
+        owner: &Principal,
+        limits: &RunningLimits,
+        lease: &Lease,
+        now: Timestamp,
+    ) -> Result<Place, StoreError> {
+        let finished = self.holders_where(|task| task.status().is_terminal()).await?;
+        Ok(self.inner.places.take(holder, owner, limits, lease, now, &finished))
+    }
+
+    async fn release_place(&self, holder: &PlaceHolder) -> Result<(), StoreError> {
+        self.inner.places.release(holder);
+        Ok(())
+    }
+
+    async fn put_session(&self, session: &SessionRecord) -> Result<(), StoreError> {
+        self.inner.sessions.put(session);
+        Ok(())
+    }
+
+    async fn session(&self, id: &str, owner: &Principal) -> Result<Option<SessionRecord>, StoreError> {
+        Ok(self.inner.sessions.get(id, owner))
+    }
+
+    async fn add_session_task(&self, id: &str, task: &TaskId) -> Result<(), StoreError> {
+        self.inner.sessions.add_task(id, task);
+        Ok(())
+    }
+
+    async fn touch_sessions(&self, ids: &[String], now: Timestamp) -> Result<Vec<String>, StoreError> {
+        Ok(self.inner.sessions.touch(ids, now))
+    }
+
+    async fn end_session(&self, id: &str) -> Result<bool, StoreError> {
+        Ok(self.inner.sessions.end(id))
+    }
+
+    async fn prune_sessions(&self, idle_before: Timestamp, limit: u32) -> Result<u64, StoreError> {
+        Ok(self.inner.sessions.prune(idle_before, limit))
+    }
+}
+
+impl SqliteStore {
+    /// The tasks holding a running place that are stored and pass `test` (a read each: the
+    /// places are few, and the engine takes none on this store).
+    async fn holders_where(&self, test: impl Fn(&TaskRecord) -> bool) -> Result<Vec<TaskId>, StoreError> {
+        let mut passing = Vec::new();
+        for id in self.inner.places.task_holders() {
+            if self.get(&id).await?.as_ref().is_some_and(&test) {
+                passing.push(id);
+            }
+        }
+        Ok(passing)
+    }
 }
 
 /// `status_counts`.
@@ -1397,6 +1461,10 @@ struct NewRow {
     idempotency_key: Option<String>,
     traceparent: Option<String>,
     tracestate: Option<String>,
+    /// The runner's claim (node, lease end); `None`: unclaimed.
+    claim: Option<(String, i64)>,
+    /// Where the task came from; `None`: unrecorded.
+    origin: Option<Origin>,
 }
 
 impl NewRow {
@@ -1421,6 +1489,8 @@ impl NewRow {
             idempotency_key: task.idempotency_key.as_ref().map(|key| key.as_str().to_owned()),
             traceparent: task.trace.as_ref().map(|trace| trace.traceparent().to_owned()),
             tracestate: task.trace.as_ref().and_then(TraceContext::tracestate).map(str::to_owned),
+            claim: None,
+            origin: None,
         })
     }
 }
@@ -1431,8 +1501,10 @@ fn insert_row(conn: &Connection, row: &NewRow) -> rusqlite::Result<usize> {
     conn.prepare_cached(
         "INSERT INTO tasks (id, owner, tool, arguments, status, state, status_message, \
          created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, attempt, version, \
-         error_result_fails, input_methods, idempotency_key, traceparent, tracestate) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19) \
+         error_result_fails, input_methods, idempotency_key, traceparent, tracestate, \
+         claim_node, lease_until, era, client_name, client_version) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, \
+         ?20, ?21, ?22, ?23, ?24) \
          ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING",
     )?
     .execute(params![
@@ -1455,6 +1527,11 @@ fn insert_row(conn: &Connection, row: &NewRow) -> rusqlite::Result<usize> {
         row.idempotency_key,
         row.traceparent,
         row.tracestate,
+        row.claim.as_ref().map(|(node, _)| node),
+        row.claim.as_ref().map(|(_, until)| until),
+        row.origin.as_ref().map(|origin| &origin.era),
+        row.origin.as_ref().and_then(|origin| origin.client_name.as_ref()),
+        row.origin.as_ref().and_then(|origin| origin.client_version.as_ref()),
     ])
 }
 

@@ -20,7 +20,8 @@
 //!
 //! The cases of many nodes on one store (`nodes`: claims and leases, the retention limit,
 //! cancel requests, input answers, the change feed) take two handles,
-//! [`StoreFixture::store`] and [`StoreFixture::second`].
+//! [`StoreFixture::store`] and [`StoreFixture::second`], and so do those of `sessions` (the
+//! running places of the running limits, and 2025-11-25 HTTP session records).
 //!
 //! Cases that only make sense for one backend (reopening a file, pragmas) live in that
 //! backend's own tests.
@@ -37,12 +38,14 @@ use mcp_tasks_engine::{
 mod fixtures;
 mod keys;
 mod nodes;
+mod sessions;
 mod view;
 
 pub use fixtures::{Handles, StoreFixture, T0, TTL_MS, sample_task};
 use fixtures::*;
 pub use keys::*;
 pub use nodes::*;
+pub use sessions::*;
 pub use view::*;
 
 /// Insert, then get, returns every field as written, for every state variant, including
@@ -737,6 +740,7 @@ macro_rules! store_suite {
             status_counts_follow_writes,
             the_status_history_records_each_change_and_goes_with_its_task,
             an_origin_is_recorded_with_its_task_and_goes_with_it,
+            an_origin_given_at_the_insert_reads_back_with_the_task,
             a_checkpoint_is_fenced_by_the_attempt_and_goes_with_its_task,
             a_kept_group_is_recorded_by_key_replaced_and_removed,
         );
@@ -750,6 +754,10 @@ macro_rules! store_suite {
             an_answer_is_stored_with_its_write_and_taken_once,
             the_change_feed_carries_the_writes_of_either_handle,
             a_tools_slots_hold_across_handles_and_free_up_by_release_lapse_or_end,
+            running_places_hold_within_both_limits_and_free_up_by_release_lapse_or_end,
+            of_racing_place_takers_from_two_handles_no_more_than_the_limit_hold_one,
+            a_session_is_found_by_its_owner_through_either_handle_and_ended_for_both,
+            idle_sessions_are_pruned_oldest_first_within_the_limit,
         );
     };
     ($make:expr) => {

@@ -84,8 +84,9 @@ impl TaskStore for Conflicting {
         task: &TaskRecord,
         lease: &Lease,
         max_retained: u64,
+        origin: Option<&mcp_tasks_engine::Origin>,
     ) -> Result<Inserted, StoreError> {
-        self.inner.insert_claimed(task, lease, max_retained).await
+        self.inner.insert_claimed(task, lease, max_retained, origin).await
     }
     async fn claim(
         &self,
@@ -162,6 +163,37 @@ impl TaskStore for Conflicting {
     async fn origin(&self, id: &TaskId) -> Result<Option<mcp_tasks_engine::Origin>, StoreError> {
         self.inner.origin(id).await
     }
+    async fn take_place(
+        &self,
+        holder: &mcp_tasks_engine::PlaceHolder,
+        owner: &Principal,
+        limits: &mcp_tasks_engine::RunningLimits,
+        lease: &Lease,
+        now: Timestamp,
+    ) -> Result<mcp_tasks_engine::Place, StoreError> {
+        self.inner.take_place(holder, owner, limits, lease, now).await
+    }
+    async fn release_place(&self, holder: &mcp_tasks_engine::PlaceHolder) -> Result<(), StoreError> {
+        self.inner.release_place(holder).await
+    }
+    async fn put_session(&self, session: &mcp_tasks_engine::SessionRecord) -> Result<(), StoreError> {
+        self.inner.put_session(session).await
+    }
+    async fn session(&self, id: &str, owner: &Principal) -> Result<Option<mcp_tasks_engine::SessionRecord>, StoreError> {
+        self.inner.session(id, owner).await
+    }
+    async fn add_session_task(&self, id: &str, task: &TaskId) -> Result<(), StoreError> {
+        self.inner.add_session_task(id, task).await
+    }
+    async fn touch_sessions(&self, ids: &[String], now: Timestamp) -> Result<Vec<String>, StoreError> {
+        self.inner.touch_sessions(ids, now).await
+    }
+    async fn end_session(&self, id: &str) -> Result<bool, StoreError> {
+        self.inner.end_session(id).await
+    }
+    async fn prune_sessions(&self, idle_before: Timestamp, limit: u32) -> Result<u64, StoreError> {
+        self.inner.prune_sessions(idle_before, limit).await
+    }
 }
 
 /// A handler that never finishes (the work of a process that is about to "die").
@@ -188,6 +220,7 @@ fn engine() -> (Engine, Arc<Conflicting>) {
 fn new_task(tool: &str) -> mcp_tasks_engine::NewTask {
     mcp_tasks_engine::NewTask {
         trace: None,
+        origin: None,
         owner: Principal::new("a"),
         tool: tool.into(),
         arguments: json!({}),

@@ -297,6 +297,7 @@ impl LongRun {
     ) -> Option<(Value, Arc<dyn ClientLink>)> {
         let new = NewTask {
             trace: None,
+            origin: Some(ops::call::origin_of(ctx)),
             owner: ctx.principal.clone(),
             tool: self.long.tool.clone(),
             arguments: self.long.arguments.clone(),

@@ -1,4 +1,4 @@
--- 0010: process groups a server keeps running beside its tasks (a proxy's stdio upstream),
+-- 0011: process groups a server keeps running beside its tasks (a proxy's stdio upstream),
 -- by a key of the server's (scoped to the boot that wrote it): the group's leader pid and start
 -- time, and the pid and start time of the server process that keeps it. A server started
 -- after one that was killed ends the group it left running, unless its keeper still runs.
