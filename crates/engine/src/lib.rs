@@ -22,6 +22,8 @@
 //!   registered with, and the [`Context`] they receive.
 //! - `view`: what a person's view of tasks reads ([`Engine::browse`], counts, history,
 //!   origin, output), owner-scoped like every read.
+//! - `kept`: process groups a server keeps beside its tasks (a proxy's stdio upstream),
+//!   recorded by key, and the one a killed server left ended ([`Engine::end_kept_group`]).
 //! - `slots`: a tool's `max_concurrent` limit, a gate that admits queued calls in order.
 //! - `error`: [`EngineError`], [`LimitExceeded`] for the [`Policy`] limits, and the
 //!   engine's own failures of the work, [`WorkError`] and [`InputError`].
@@ -70,6 +72,7 @@ mod clock;
 mod engine;
 mod error;
 mod input;
+mod kept;
 mod local;
 mod maintenance;
 mod process;
@@ -90,7 +93,7 @@ pub use engine::{Change, Creation, DEFAULT_LEASE, Engine, NewTask, Output};
 pub use error::{EngineError, InputError, LimitExceeded, WorkError};
 pub use local::{LocalPlaces, LocalSessions};
 pub use maintenance::{Recovery, Sweep};
-pub use process::{Leftover, ProcessGroup, TASK_ID_ENV};
+pub use process::{KeptGroup, Leftover, ProcessGroup, TASK_ID_ENV};
 pub use store::{
     Answer, BrowseQuery, Cursor, HistoryEntry, Inserted, Lease, ListQuery, NodeId, Origin, Place, PlaceHolder, RunningLimits,
     SessionRecord, StoreError, TaskStore, Update,

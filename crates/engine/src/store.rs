@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use crate::process::ProcessGroup;
+use crate::process::{KeptGroup, ProcessGroup};
 use crate::task::{ErrorObject, IdempotencyKey, Principal, Status, TaskId, TaskRecord, TaskState, Timestamp, Version};
 
 /// Durable storage for tasks.
@@ -117,6 +117,22 @@ pub trait TaskStore: Send + Sync + 'static {
     /// # Errors
     /// [`StoreError::Backend`].
     async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError>;
+
+    /// Records under `key` the process group a server keeps running beside its tasks (a
+    /// proxy's stdio upstream), and the process that keeps it, replacing any record under
+    /// that key; `None` removes the record. Durable before returning. So a server started
+    /// after one that was killed can end the group it left running
+    /// ([`Engine::end_kept_group`](crate::Engine::end_kept_group)). Not tied to any task.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn set_kept_group(&self, key: &str, kept: Option<&KeptGroup>) -> Result<(), StoreError>;
+
+    /// What [`TaskStore::set_kept_group`] last recorded under `key`, if anything.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn kept_group(&self, key: &str) -> Result<Option<KeptGroup>, StoreError>;
 
     /// Records `checkpoint` (a handler's note of where its work stands, e.g. the id of the
     /// upstream task it drives) with task `id`, replacing any recorded before, if the task is

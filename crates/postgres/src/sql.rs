@@ -121,6 +121,17 @@ pub const SET_PROCESS_GROUP: &str =
 /// `process_group`.
 pub const PROCESS_GROUP: &str = "SELECT process_group, process_start FROM tasks WHERE id = $1";
 
+/// `set_kept_group` with a record: one row per key, replaced.
+pub const SET_KEPT_GROUP: &str = "INSERT INTO kept_groups (key, process_group, process_start, keeper_pid, keeper_start) \
+     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key) DO UPDATE SET process_group = EXCLUDED.process_group, \
+     process_start = EXCLUDED.process_start, keeper_pid = EXCLUDED.keeper_pid, keeper_start = EXCLUDED.keeper_start";
+
+/// `set_kept_group` without one.
+pub const FORGET_KEPT_GROUP: &str = "DELETE FROM kept_groups WHERE key = $1";
+
+/// `kept_group`.
+pub const KEPT_GROUP: &str = "SELECT process_group, process_start, keeper_pid, keeper_start FROM kept_groups WHERE key = $1";
+
 /// `set_checkpoint`: fenced by the attempt, only while the task is unfinished; the version is
 /// not bumped.
 pub const SET_CHECKPOINT: &str = concat!(

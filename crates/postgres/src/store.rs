@@ -19,7 +19,7 @@ use tokio_postgres::types::{Json, ToSql};
 use tokio_postgres::{NoTls, Row};
 
 use mcp_tasks_engine::{
-    Answer, BrowseQuery, HistoryEntry, IdempotencyKey, InputKind, Inserted, Lease, ListQuery, Origin, Place, PlaceHolder,
+    Answer, BrowseQuery, HistoryEntry, IdempotencyKey, InputKind, Inserted, KeptGroup, Lease, ListQuery, Origin, Place, PlaceHolder,
     Principal, ProcessGroup, RunningLimits, SessionRecord, Status, StoreError, TaskId, TaskRecord, TaskState, TaskStore,
     Timestamp, TraceContext, Update, Version,
 };
@@ -341,6 +341,47 @@ impl TaskStore for PostgresStore {
             .and_then(|pgid| u32::try_from(pgid).ok())
             .zip(start.and_then(|start| u64::try_from(start).ok()))
             .map(|(pgid, start_time)| ProcessGroup { pgid, start_time }))
+    }
+
+    async fn set_kept_group(&self, key: &str, kept: Option<&KeptGroup>) -> Result<(), StoreError> {
+        self.observed(async {
+            let client = self.client().await?;
+            match kept {
+                Some(kept) => {
+                    let start = i64::try_from(kept.group.start_time).map_err(StoreError::backend)?;
+                    let keeper_start = i64::try_from(kept.keeper_start).map_err(StoreError::backend)?;
+                    let statement = client.prepare_cached(sql::SET_KEPT_GROUP).await.map_err(StoreError::backend)?;
+                    let params: [&(dyn ToSql + Sync); 5] =
+                        [&key, &i64::from(kept.group.pgid), &start, &i64::from(kept.keeper_pid), &keeper_start];
+                    client.execute(&statement, &params).await
+                }
+                None => {
+                    let statement = client.prepare_cached(sql::FORGET_KEPT_GROUP).await.map_err(StoreError::backend)?;
+                    client.execute(&statement, &[&key]).await
+                }
+            }
+            .map(|_| ())
+            .map_err(StoreError::backend)
+        })
+        .await
+    }
+
+    async fn kept_group(&self, key: &str) -> Result<Option<KeptGroup>, StoreError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql::KEPT_GROUP).await.map_err(StoreError::backend)?;
+        let row = client.query_opt(&statement, &[&key]).await.map_err(StoreError::backend)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let column = |index: usize| row.try_get::<_, i64>(index).map_err(StoreError::backend);
+        let (pgid, start, keeper, keeper_start) = (column(0)?, column(1)?, column(2)?, column(3)?);
+        Ok((|| {
+            Some(KeptGroup {
+                group: ProcessGroup { pgid: u32::try_from(pgid).ok()?, start_time: u64::try_from(start).ok()? },
+                keeper_pid: u32::try_from(keeper).ok()?,
+                keeper_start: u64::try_from(keeper_start).ok()?,
+            })
+        })())
     }
 
     async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &serde_json::Value) -> Result<bool, StoreError> {

@@ -39,6 +39,7 @@ const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../migrations/0010_status_check_without_in_list.sql"),
         edits_schema: true,
     },
+    sql(include_str!("../migrations/0011_kept_groups.sql")),
 ];
 
 /// The schema version this build writes: the number of migrations.

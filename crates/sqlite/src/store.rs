@@ -38,7 +38,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use tokio::sync::{Semaphore, broadcast, oneshot};
 
 use mcp_tasks_engine::{
-    Answer, BrowseQuery, HistoryEntry, IdempotencyKey, Inserted, Lease, ListQuery, LocalPlaces, LocalSessions, Origin,
+    Answer, BrowseQuery, HistoryEntry, IdempotencyKey, Inserted, KeptGroup, Lease, ListQuery, LocalPlaces, LocalSessions, Origin,
     Place, PlaceHolder, Principal, ProcessGroup, RunningLimits, SessionRecord, Status, StoreError, TaskId, TaskRecord,
     TaskStore, Timestamp, TraceContext, Update, Version,
 };
@@ -880,6 +880,51 @@ impl TaskStore for SqliteStore {
                     .map(|(pgid, start_time)| ProcessGroup { pgid, start_time }),
                 _ => None,
             })
+        })
+        .await
+    }
+
+    async fn set_kept_group(&self, key: &str, kept: Option<&KeptGroup>) -> Result<(), StoreError> {
+        let key = key.to_owned();
+        let row = match kept {
+            Some(kept) => Some((
+                i64::from(kept.group.pgid),
+                to_i64(kept.group.start_time).map_err(StoreError::backend)?,
+                i64::from(kept.keeper_pid),
+                to_i64(kept.keeper_start).map_err(StoreError::backend)?,
+            )),
+            None => None,
+        };
+        self.write(move |conn| {
+            let done = match row {
+                Some((pgid, start, keeper, keeper_start)) => conn
+                    .prepare_cached(
+                        "INSERT INTO kept_groups (key, process_group, process_start, keeper_pid, keeper_start) \
+                         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (key) DO UPDATE SET process_group = excluded.process_group, \
+                         process_start = excluded.process_start, keeper_pid = excluded.keeper_pid, keeper_start = excluded.keeper_start",
+                    )
+                    .and_then(|mut stmt| stmt.execute(params![key, pgid, start, keeper, keeper_start])),
+                None => conn.prepare_cached("DELETE FROM kept_groups WHERE key = ?1").and_then(|mut stmt| stmt.execute([key])),
+            };
+            done.map(|_| ()).map_err(StoreError::backend)
+        })
+        .await
+    }
+
+    async fn kept_group(&self, key: &str) -> Result<Option<KeptGroup>, StoreError> {
+        let key = key.to_owned();
+        self.read(move |conn| {
+            let found: Option<(i64, i64, i64, i64)> = conn
+                .prepare_cached("SELECT process_group, process_start, keeper_pid, keeper_start FROM kept_groups WHERE key = ?1")
+                .and_then(|mut stmt| stmt.query_row([key], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))).optional())
+                .map_err(StoreError::backend)?;
+            Ok(found.and_then(|(pgid, start, keeper, keeper_start)| {
+                Some(KeptGroup {
+                    group: ProcessGroup { pgid: u32::try_from(pgid).ok()?, start_time: u64::try_from(start).ok()? },
+                    keeper_pid: u32::try_from(keeper).ok()?,
+                    keeper_start: u64::try_from(keeper_start).ok()?,
+                })
+            }))
         })
         .await
     }

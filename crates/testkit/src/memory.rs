@@ -25,7 +25,7 @@ use async_trait::async_trait;
 use tokio::sync::broadcast;
 
 use mcp_tasks_engine::{
-    Answer, BrowseQuery, HistoryEntry, IdempotencyKey, Inserted, Lease, ListQuery, LocalPlaces, LocalSessions, Origin,
+    Answer, BrowseQuery, HistoryEntry, IdempotencyKey, Inserted, KeptGroup, Lease, ListQuery, LocalPlaces, LocalSessions, Origin,
     Place, PlaceHolder, Principal, ProcessGroup, RunningLimits, SessionRecord, Status, StoreError, TaskId, TaskRecord,
     TaskStore, Timestamp, Update, Version,
 };
@@ -44,6 +44,8 @@ struct Tables {
     by_key: HashMap<(Principal, IdempotencyKey), TaskId>,
     /// The process group recorded for each task that has one.
     groups: HashMap<TaskId, ProcessGroup>,
+    /// Process groups kept beside the tasks, by key (not tied to a task).
+    kept: HashMap<String, KeptGroup>,
     /// Handlers' checkpoints, by task; removed with their task.
     checkpoints: HashMap<TaskId, serde_json::Value>,
     /// Each claimed task's lease.
@@ -335,6 +337,19 @@ impl TaskStore for MemoryStore {
 
     async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError> {
         Ok(self.lock().groups.get(id).copied())
+    }
+
+    async fn set_kept_group(&self, key: &str, kept: Option<&KeptGroup>) -> Result<(), StoreError> {
+        let mut tables = self.lock();
+        match kept {
+            Some(kept) => tables.kept.insert(key.to_owned(), *kept),
+            None => tables.kept.remove(key),
+        };
+        Ok(())
+    }
+
+    async fn kept_group(&self, key: &str) -> Result<Option<KeptGroup>, StoreError> {
+        Ok(self.lock().kept.get(key).copied())
     }
 
     async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &serde_json::Value) -> Result<bool, StoreError> {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mcp_tasks_engine::{
-    Answer, Clock, Engine, IdempotencyKey, Inserted, Lease, ListQuery, NewTask, Outcome, Policy, Principal, ProcessGroup,
+    Answer, Clock, Engine, IdempotencyKey, Inserted, KeptGroup, Lease, ListQuery, NewTask, Outcome, Policy, Principal, ProcessGroup,
     Status, StoreError, SystemClock, TaskId, TaskRecord, TaskStore, Timestamp, ToolRuntime, Update, Version,
 };
 use mcp_tasks_testkit::MemoryStore;
@@ -71,6 +71,12 @@ impl TaskStore for Partitioned {
             return Err(StoreError::Backend("the database went away".into()));
         }
         self.inner.process_group(id).await
+    }
+    async fn set_kept_group(&self, key: &str, kept: Option<&KeptGroup>) -> Result<(), StoreError> {
+        self.inner.set_kept_group(key, kept).await
+    }
+    async fn kept_group(&self, key: &str) -> Result<Option<KeptGroup>, StoreError> {
+        self.inner.kept_group(key).await
     }
     fn shared(&self) -> bool {
         true

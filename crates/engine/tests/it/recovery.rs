@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use mcp_tasks_engine::{
-    Answer, Lease, Engine, FakeClock, IdempotencyKey, Inserted, ListQuery, Outcome, Policy, Principal, ProcessGroup, RestartPolicy, Status, StoreError, TaskId, TaskRecord,
+    Answer, Lease, Engine, FakeClock, IdempotencyKey, Inserted, KeptGroup, ListQuery, Outcome, Policy, Principal, ProcessGroup, RestartPolicy, Status, StoreError, TaskId, TaskRecord,
     TaskState, TaskStore, Timestamp, ToolRuntime, Update, Version, WorkError,
 };
 use mcp_tasks_testkit::MemoryStore;
@@ -63,6 +63,12 @@ impl TaskStore for Conflicting {
     }
     async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError> {
         self.inner.process_group(id).await
+    }
+    async fn set_kept_group(&self, key: &str, kept: Option<&KeptGroup>) -> Result<(), StoreError> {
+        self.inner.set_kept_group(key, kept).await
+    }
+    async fn kept_group(&self, key: &str) -> Result<Option<KeptGroup>, StoreError> {
+        self.inner.kept_group(key).await
     }
     async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &serde_json::Value) -> Result<bool, StoreError> {
         self.inner.set_checkpoint(id, attempt, checkpoint).await

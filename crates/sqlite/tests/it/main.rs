@@ -48,7 +48,7 @@ async fn tasks_survive_closing_and_reopening_the_file() {
     );
     assert_eq!(replaced.version, Version(2));
     // Reopening does not run the migration again (it would fail: the table exists).
-    assert_eq!(reopened.pragma("user_version").await.expect("pragma"), "10");
+    assert_eq!(reopened.pragma("user_version").await.expect("pragma"), "11");
 }
 
 #[tokio::test]
@@ -226,7 +226,7 @@ async fn migration_0003_counts_the_tasks_already_stored() {
         }
     }
     let store = SqliteStore::open(&path).expect("the store opens and migrates");
-    assert_eq!(store.pragma("user_version").await.expect("pragma"), "10");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "11");
     let count = |owner: &'static str| {
         let store = store.clone();
         async move { store.count(&Principal::new(owner)).await.expect("count") }
@@ -366,7 +366,7 @@ async fn migration_0004_keeps_old_rows_readable_and_adds_idempotency_keys() {
         .expect("a version 3 row");
     }
     let store = SqliteStore::open(&path).expect("the store opens and migrates");
-    assert_eq!(store.pragma("user_version").await.expect("pragma"), "10");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "11");
     let old = store
         .get(&"old".into())
         .await

@@ -149,13 +149,18 @@ async fn route(session: &Arc<LegacySession>, ctx: &RequestContext, request: Requ
             Err(err) => Err(err),
         },
         method::RESOURCES_SUBSCRIBE if catalog.has_resources() => {
-            parse_value::<UriParams>(name, params).and_then(|params| {
+            async {
+                let params = parse_value::<UriParams>(name, params)?;
                 if !catalog.serves(&params.uri) {
                     return Err(crate::catalog::resource_not_found(&params.uri));
                 }
+                if let Some(upstream) = &catalog.upstream {
+                    upstream.subscribe(&params.uri).await?;
+                }
                 ctx.server().inner.subscriptions.subscribe(session, &params.uri);
                 Ok(json!({}))
-            })
+            }
+            .await
         }
         method::RESOURCES_UNSUBSCRIBE if catalog.has_resources() => parse_value::<UriParams>(name, params).map(|params| {
             ctx.server().inner.subscriptions.unsubscribe(session, &params.uri);

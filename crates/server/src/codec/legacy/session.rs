@@ -360,13 +360,33 @@ async fn forward_changes(session: Arc<LegacySession>) {
     let mut tools = session.conn.server.tools().watch();
     tools.mark_unchanged();
     let mut tools_changing = true;
+    let catalog = &session.conn.server.inner.catalog;
+    let lists = &session.conn.server.inner.list_changes;
+    let (mut resources, mut prompts) = (lists.resources.subscribe(), lists.prompts.subscribe());
+    resources.mark_unchanged();
+    prompts.mark_unchanged();
+    let list_changed = |name: &str| session.conn.send(jsonrpc::notification(name, json!({})), Route::General);
     loop {
         let change = tokio::select! {
             _ = session.conn.closed().cancelled() => return,
             changed = tools.changed(), if tools_changing => {
                 match changed {
-                    Ok(()) => session.conn.send(jsonrpc::notification(method::NOTIFY_TOOLS_LIST_CHANGED, json!({})), Route::General),
+                    Ok(()) => list_changed(method::NOTIFY_TOOLS_LIST_CHANGED),
                     Err(_) => tools_changing = false,
+                }
+                continue;
+            }
+            // The senders live as long as the server (and so this session): never an error.
+            // Only for a list the server offers (declares) as it now stands.
+            Ok(()) = resources.changed() => {
+                if catalog.has_resources() {
+                    list_changed(method::NOTIFY_RESOURCES_LIST_CHANGED);
+                }
+                continue;
+            }
+            Ok(()) = prompts.changed() => {
+                if catalog.has_prompts() {
+                    list_changed(method::NOTIFY_PROMPTS_LIST_CHANGED);
                 }
                 continue;
             }
