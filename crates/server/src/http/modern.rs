@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use mcp_tasks_engine::Principal;
-use mcp_tasks_protocol::jsonrpc::{self, Incoming, Request, RpcError};
+use mcp_tasks_protocol::jsonrpc::{self, Request, RpcError};
 use mcp_tasks_protocol::era::Era;
 use mcp_tasks_protocol::mcp::method;
 use mcp_tasks_protocol::modern::{self, HEADER_MISMATCH};
@@ -24,17 +24,17 @@ use super::guard::accepts;
 use super::{App, json};
 use crate::codec;
 use crate::connection::{Connection, Listing, Outbound, Route};
-use crate::dispatch::Peer;
 use crate::server::Server;
 
 /// Serves one 2026-07-28 request.
 pub(super) async fn serve(app: &App, headers: &HeaderMap, principal: Principal, request: Request) -> Response {
     let checked = check_headers(headers, &request)
         .and_then(|()| check_param_headers(&app.server, headers, &request))
-        .and_then(|()| codec::modern::check(&request).map(|_| ()));
-    if let Err(error) = checked {
-        return answer_error(&request, &error);
-    }
+        .and_then(|()| codec::modern::check(&request));
+    let meta = match checked {
+        Ok(meta) => meta,
+        Err(error) => return answer_error(&request, &error),
+    };
     let streams = accepts(headers, "text/event-stream");
     let mut slot = None;
     if request.method == modern::method::SUBSCRIPTIONS_LISTEN {
@@ -58,9 +58,11 @@ pub(super) async fn serve(app: &App, headers: &HeaderMap, principal: Principal, 
         }
     }
     let (out, outgoing) = mpsc::unbounded_channel();
-    let peer = Peer::new(Connection::new(app.server.clone(), principal, Listing::Principal, out));
-    let cancel_on_close = AbortOnDrop(Arc::clone(&peer.conn), slot);
-    peer.handle_incoming(Incoming::Request(request));
+    // A 2026-07-28 request is stateless: its own connection, no session (no `Peer`).
+    let conn = Arc::new(Connection::new(app.server.clone(), principal, Listing::Principal, out));
+    let cancel_on_close = AbortOnDrop(Arc::clone(&conn), slot);
+    // Checked above: served as the 2026-07-28 request it is, its `_meta` read once.
+    codec::modern::serve_checked(&conn, request, meta);
     respond(outgoing, streams, cancel_on_close, app.options.max_stream_events).await
 }
 

@@ -52,10 +52,14 @@ const META_PROBLEM: &str = "_meta";
 
 /// Serves one request of the Modern era.
 pub(crate) fn request(conn: &Arc<Connection>, request: Request) {
-    let meta = match check(&request) {
-        Ok(meta) => meta,
-        Err(error) => return conn.respond(&request.id, Err(error)),
-    };
+    match check(&request) {
+        Ok(meta) => serve_checked(conn, request, meta),
+        Err(error) => conn.respond(&request.id, Err(error)),
+    }
+}
+
+/// Serves one request of the Modern era that passed [`check`], which read its `meta`.
+pub(crate) fn serve_checked(conn: &Arc<Connection>, request: Request, meta: RequestMeta) {
     let client = ClientCaps {
         elicitation: meta.declares("elicitation"),
         sampling: meta.declares("sampling"),
