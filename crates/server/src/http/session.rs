@@ -180,6 +180,7 @@ enum Target {
 
 #[derive(Default)]
 struct Stream {
+    /// Each kept event's sequence number and SSE frame (its id is the same when replayed).
     events: VecDeque<(u64, Arc<str>)>,
     next_seq: u64,
     /// Sequence number of the last event handed to a live connection.
@@ -270,8 +271,8 @@ impl HttpSession {
         let mut routes = self.routes();
         let buffer = routes.streams.get_mut(&stream)?;
         // At most `max_events` are kept: they fit in the queue.
-        for (n, data) in buffer.events.iter().filter(|(n, _)| *n > seq) {
-            let _ = tx.try_send(frame(stream, *n, data));
+        for (n, frame) in buffer.events.iter().filter(|(n, _)| *n > seq) {
+            let _ = tx.try_send(frame.to_string());
             buffer.delivered = buffer.delivered.max(*n);
         }
         if !buffer.finished {
@@ -295,8 +296,8 @@ impl HttpSession {
         }
         let _ = tx.try_send(priming(STANDALONE));
         let delivered = buffer.delivered;
-        for (n, data) in buffer.events.iter().filter(|(n, _)| *n > delivered) {
-            let _ = tx.try_send(frame(STANDALONE, *n, data));
+        for (n, frame) in buffer.events.iter().filter(|(n, _)| *n > delivered) {
+            let _ = tx.try_send(frame.to_string());
             buffer.delivered = *n;
         }
         buffer.live = Some(tx);
@@ -345,10 +346,11 @@ impl Routes {
         let buffer = self.streams.entry(stream).or_insert_with(|| Stream { next_seq: 1, ..Stream::default() });
         let seq = buffer.next_seq;
         buffer.next_seq += 1;
-        // serde_json's writer straight into bytes, not its `Display` (through a formatter).
-        let data: Arc<str> = Arc::from(serde_json::to_string(message).unwrap_or_default());
+        // The message written once, by serde_json's writer, straight into its frame.
+        let framed = frame(stream, seq, message);
+        let kept: Arc<str> = Arc::from(framed.as_str());
         if let Some(live) = &buffer.live {
-            match live.try_send(frame(stream, seq, &data)) {
+            match live.try_send(framed) {
                 Ok(()) => buffer.delivered = seq,
                 Err(mpsc::error::TrySendError::Full(_)) => {
                     tracing::warn!(stream, max, "closing an SSE stream whose client does not read it (max_stream_events)");
@@ -357,7 +359,7 @@ impl Routes {
                 Err(mpsc::error::TrySendError::Closed(_)) => buffer.live = None,
             }
         }
-        buffer.events.push_back((seq, data));
+        buffer.events.push_back((seq, kept));
         while buffer.events.len() > max {
             buffer.events.pop_front();
         }

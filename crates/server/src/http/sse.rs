@@ -9,6 +9,7 @@ use axum::body::{Body, Bytes};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use mcp_tasks_protocol::era::Era;
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -80,14 +81,15 @@ pub(super) fn priming(stream: u64) -> String {
 }
 
 /// One SSE event carrying a JSON-RPC message (serialized JSON has no raw newlines).
-pub(super) fn frame(stream: u64, seq: u64, data: &str) -> String {
-    use std::fmt::Write as _;
-    // Built for every event sent: the message copied once, not through a formatter.
-    let mut frame = String::with_capacity(data.len() + 32);
+pub(super) fn frame(stream: u64, seq: u64, message: &Value) -> String {
+    use std::io::Write as _;
+    // Built for every event sent: the message serialized straight into its frame.
+    let mut frame = Vec::with_capacity(256);
     let _ = write!(frame, "id: {stream}-{seq}\ndata: ");
-    frame.push_str(data);
-    frame.push_str("\n\n");
-    frame
+    let _ = serde_json::to_writer(&mut frame, message);
+    frame.extend_from_slice(b"\n\n");
+    // serde_json writes UTF-8, and so does `write!` of two numbers.
+    String::from_utf8(frame).unwrap_or_default()
 }
 
 pub(super) fn event_id(stream: u64, seq: u64) -> String {
@@ -105,7 +107,7 @@ mod tests {
 
     #[test]
     fn a_frame_is_an_event_id_and_its_data() {
-        assert_eq!(frame(3, 17, "{\"a\":1}"), "id: 3-17\ndata: {\"a\":1}\n\n");
+        assert_eq!(frame(3, 17, &serde_json::json!({"a": 1})), "id: 3-17\ndata: {\"a\":1}\n\n");
     }
 
     #[test]
