@@ -85,7 +85,7 @@ fn client_info<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Implementat
     object::required(deserializer, "clientInfo")
 }
 
-fn meta<'de, D: Deserializer<'de>, T: DeserializeOwned>(deserializer: D) -> Result<Option<T>, D::Error> {
+fn meta<'de, D: Deserializer<'de>, T: DeserializeOwned + 'static>(deserializer: D) -> Result<Option<T>, D::Error> {
     object::optional(deserializer, "_meta")
 }
 
