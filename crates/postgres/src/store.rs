@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, PoolError, RecyclingMethod};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{Json, ToSql};
 use tokio_postgres::{NoTls, Row};
@@ -25,7 +25,8 @@ use mcp_tasks_engine::{
 use tokio::sync::broadcast;
 
 use crate::feed::Feed;
-use crate::{migrate, sql, url};
+use crate::outage::backend;
+use crate::{migrate, outage, sql, url};
 
 /// The most connections one store (one replica) holds open.
 const POOL_SIZE: usize = 16;
@@ -146,7 +147,7 @@ impl PostgresStore {
         let started = Instant::now();
         let result = write.await;
         if let Some(observer) = self.observer.get() {
-            let committed = !matches!(result, Err(StoreError::Backend(_)));
+            let committed = !matches!(result, Err(StoreError::Backend(_) | StoreError::Unavailable(_)));
             observer(Commit { elapsed: started.elapsed(), writes: 1, committed });
         }
         result
@@ -157,12 +158,31 @@ impl PostgresStore {
         &self.shown
     }
 
-    /// A pooled connection.
+    /// A pooled connection. While the database refuses connections (restarting, recovering,
+    /// or out of reach) it tries again for up to [`CONNECT_WAIT`](outage::CONNECT_WAIT), then
+    /// fails as [`StoreError::Unavailable`]; nothing was sent then.
     async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
-        self.pool
-            .get()
-            .await
-            .map_err(|err| failed(&self.shown, "cannot reach PostgreSQL", &err))
+        let deadline = Instant::now() + outage::CONNECT_WAIT;
+        loop {
+            let err = match self.pool.get().await {
+                Ok(client) => return Ok(client),
+                Err(err) => err,
+            };
+            let unreachable = match &err {
+                PoolError::Backend(driver) => outage::unreachable(driver),
+                PoolError::Timeout(_) => true,
+                _ => false,
+            };
+            if !unreachable {
+                return Err(failed(&self.shown, "cannot reach PostgreSQL", &err));
+            }
+            if Instant::now() + outage::CONNECT_RETRY > deadline {
+                let waited = outage::CONNECT_WAIT.as_secs();
+                let what = format!("cannot reach PostgreSQL (waited {waited} s)");
+                return Err(StoreError::Unavailable(format!("{what} at {}: {}", self.shown, outage::described(&err))));
+            }
+            tokio::time::sleep(outage::CONNECT_RETRY).await;
+        }
     }
 
     /// Runs a read of at most one row through the statement cache.
@@ -172,8 +192,8 @@ impl PostgresStore {
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Option<TaskRecord>, StoreError> {
         let client = self.client().await?;
-        let statement = client.prepare_cached(statement).await.map_err(StoreError::backend)?;
-        let row = client.query_opt(&statement, params).await.map_err(StoreError::backend)?;
+        let statement = client.prepare_cached(statement).await.map_err(backend)?;
+        let row = client.query_opt(&statement, params).await.map_err(backend)?;
         row.as_ref().map(read_record).transpose()
     }
 
@@ -184,8 +204,8 @@ impl PostgresStore {
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<TaskRecord>, StoreError> {
         let client = self.client().await?;
-        let statement = client.prepare_cached(statement).await.map_err(StoreError::backend)?;
-        let rows = client.query(&statement, params).await.map_err(StoreError::backend)?;
+        let statement = client.prepare_cached(statement).await.map_err(backend)?;
+        let rows = client.query(&statement, params).await.map_err(backend)?;
         rows.iter().map(read_record).collect()
     }
 }
@@ -193,17 +213,7 @@ impl PostgresStore {
 /// A failure of `what`, naming the store by its shown URL, with every cause of `err` (the
 /// pool's errors leave out their driver's cause, e.g. "Connection refused").
 fn failed(shown: &str, what: &str, err: &(dyn std::error::Error + 'static)) -> StoreError {
-    let mut message = format!("{what} at {shown}: {err}");
-    let mut cause = err.source();
-    while let Some(next) = cause {
-        let text = next.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        cause = next.source();
-    }
-    StoreError::Backend(message.into())
+    StoreError::Backend(format!("{what} at {shown}: {}", outage::described(err)).into())
 }
 
 #[async_trait]
@@ -274,12 +284,12 @@ impl TaskStore for PostgresStore {
     async fn count(&self, owner: &Principal) -> Result<u64, StoreError> {
         // One row of `task_counts`, kept by triggers on insert and delete (migration 0001).
         let client = self.client().await?;
-        let statement = client.prepare_cached(sql::COUNT).await.map_err(StoreError::backend)?;
+        let statement = client.prepare_cached(sql::COUNT).await.map_err(backend)?;
         let row = client
             .query_opt(&statement, &[&owner.as_str()])
             .await
-            .map_err(StoreError::backend)?;
-        let count: i64 = row.map(|row| row.try_get(0)).transpose().map_err(StoreError::backend)?.unwrap_or(0);
+            .map_err(backend)?;
+        let count: i64 = row.map(|row| row.try_get(0)).transpose().map_err(backend)?.unwrap_or(0);
         Ok(u64::try_from(count).unwrap_or(0))
     }
 
@@ -294,38 +304,38 @@ impl TaskStore for PostgresStore {
     async fn purge(&self, now: Timestamp, limit: u32) -> Result<u64, StoreError> {
         self.observed(async {
             let client = self.client().await?;
-            let statement = client.prepare_cached(sql::PURGE).await.map_err(StoreError::backend)?;
+            let statement = client.prepare_cached(sql::PURGE).await.map_err(backend)?;
             client
                 .execute(&statement, &[&now.0, &i64::from(limit)])
                 .await
-                .map_err(StoreError::backend)
+                .map_err(backend)
         })
         .await
     }
 
     async fn set_process_group(&self, id: &TaskId, group: &ProcessGroup) -> Result<(), StoreError> {
         self.observed(async {
-            let start = i64::try_from(group.start_time).map_err(StoreError::backend)?;
+            let start = i64::try_from(group.start_time).map_err(backend)?;
             let client = self.client().await?;
-            let statement = client.prepare_cached(sql::SET_PROCESS_GROUP).await.map_err(StoreError::backend)?;
+            let statement = client.prepare_cached(sql::SET_PROCESS_GROUP).await.map_err(backend)?;
             client
                 .execute(&statement, &[&i64::from(group.pgid), &start, &id.as_str()])
                 .await
                 .map(|_| ())
-                .map_err(StoreError::backend)
+                .map_err(backend)
         })
         .await
     }
 
     async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError> {
         let client = self.client().await?;
-        let statement = client.prepare_cached(sql::PROCESS_GROUP).await.map_err(StoreError::backend)?;
-        let row = client.query_opt(&statement, &[&id.as_str()]).await.map_err(StoreError::backend)?;
+        let statement = client.prepare_cached(sql::PROCESS_GROUP).await.map_err(backend)?;
+        let row = client.query_opt(&statement, &[&id.as_str()]).await.map_err(backend)?;
         let Some(row) = row else {
             return Ok(None);
         };
-        let pgid: Option<i64> = row.try_get(0).map_err(StoreError::backend)?;
-        let start: Option<i64> = row.try_get(1).map_err(StoreError::backend)?;
+        let pgid: Option<i64> = row.try_get(0).map_err(backend)?;
+        let start: Option<i64> = row.try_get(1).map_err(backend)?;
         Ok(pgid
             .and_then(|pgid| u32::try_from(pgid).ok())
             .zip(start.and_then(|start| u64::try_from(start).ok()))
@@ -336,25 +346,25 @@ impl TaskStore for PostgresStore {
         self.observed(async {
             let text = checkpoint.to_string();
             let client = self.client().await?;
-            let statement = client.prepare_cached(sql::SET_CHECKPOINT).await.map_err(StoreError::backend)?;
+            let statement = client.prepare_cached(sql::SET_CHECKPOINT).await.map_err(backend)?;
             client
                 .execute(&statement, &[&text, &id.as_str(), &i64::from(attempt)])
                 .await
                 .map(|written| written == 1)
-                .map_err(StoreError::backend)
+                .map_err(backend)
         })
         .await
     }
 
     async fn checkpoint(&self, id: &TaskId) -> Result<Option<serde_json::Value>, StoreError> {
         let client = self.client().await?;
-        let statement = client.prepare_cached(sql::CHECKPOINT).await.map_err(StoreError::backend)?;
-        let row = client.query_opt(&statement, &[&id.as_str()]).await.map_err(StoreError::backend)?;
+        let statement = client.prepare_cached(sql::CHECKPOINT).await.map_err(backend)?;
+        let row = client.query_opt(&statement, &[&id.as_str()]).await.map_err(backend)?;
         let Some(row) = row else {
             return Ok(None);
         };
-        let text: Option<String> = row.try_get(0).map_err(StoreError::backend)?;
-        text.map(|text| serde_json::from_str(&text).map_err(StoreError::backend)).transpose()
+        let text: Option<String> = row.try_get(0).map_err(backend)?;
+        text.map(|text| serde_json::from_str(&text).map_err(backend)).transpose()
     }
 
     fn shared(&self) -> bool {
@@ -369,18 +379,18 @@ impl TaskStore for PostgresStore {
     ) -> Result<Inserted, StoreError> {
         self.observed(async {
             let mut client = self.client().await?;
-            let tx = client.transaction().await.map_err(StoreError::backend)?;
+            let tx = client.transaction().await.map_err(backend)?;
             // The owner's count row, locked until commit: the check and the insert are atomic
             // against every replica's inserts for this owner.
             let lock = tx
                 .prepare_cached(sql::LOCK_COUNT)
                 .await
-                .map_err(StoreError::backend)?;
+                .map_err(backend)?;
             let retained: i64 = tx
                 .query_one(&lock, &[&task.owner.as_str()])
                 .await
                 .and_then(|row| row.try_get(0))
-                .map_err(StoreError::backend)?;
+                .map_err(backend)?;
             let retained = u64::try_from(retained).unwrap_or(0);
             if retained >= max_retained {
                 // A retry of a retained keyed task adds nothing: it is the answer even at the limit.
@@ -400,15 +410,15 @@ impl TaskStore for PostgresStore {
                 let claim = tx
                     .prepare_cached(sql::SET_CLAIM)
                     .await
-                    .map_err(StoreError::backend)?;
+                    .map_err(backend)?;
                 tx.execute(
                     &claim,
                     &[&lease.node.as_str(), &lease.until.0, &task.id.as_str()],
                 )
                 .await
-                .map_err(StoreError::backend)?;
+                .map_err(backend)?;
             }
-            tx.commit().await.map_err(StoreError::backend)?;
+            tx.commit().await.map_err(backend)?;
             Ok(inserted)
         })
         .await
@@ -443,21 +453,21 @@ impl TaskStore for PostgresStore {
             let statement = client
                 .prepare_cached(sql::RENEW)
                 .await
-                .map_err(StoreError::backend)?;
+                .map_err(backend)?;
             let rows = client
                 .query(&statement, &[&lease.until.0, &lease.node.as_str(), &now.0])
                 .await
-                .map_err(StoreError::backend)?;
-            let slots = client.prepare_cached(sql::RENEW_SLOTS).await.map_err(StoreError::backend)?;
+                .map_err(backend)?;
+            let slots = client.prepare_cached(sql::RENEW_SLOTS).await.map_err(backend)?;
             client
                 .execute(&slots, &[&lease.until.0, &lease.node.as_str(), &now.0])
                 .await
-                .map_err(StoreError::backend)?;
+                .map_err(backend)?;
             rows.iter()
                 .map(|row| {
                     row.try_get::<_, String>(0)
                         .map(TaskId::from)
-                        .map_err(StoreError::backend)
+                        .map_err(backend)
                 })
                 .collect()
         })
@@ -474,11 +484,11 @@ impl TaskStore for PostgresStore {
             let statement = client
                 .prepare_cached(sql::REQUEST_CANCEL)
                 .await
-                .map_err(StoreError::backend)?;
+                .map_err(backend)?;
             let row = client
                 .query_opt(&statement, &[&id.as_str()])
                 .await
-                .map_err(StoreError::backend)?;
+                .map_err(backend)?;
             Ok(row.is_some())
         })
         .await
@@ -489,15 +499,15 @@ impl TaskStore for PostgresStore {
         let statement = client
             .prepare_cached(sql::CANCEL_REQUESTED)
             .await
-            .map_err(StoreError::backend)?;
+            .map_err(backend)?;
         let row = client
             .query_opt(&statement, &[&id.as_str()])
             .await
-            .map_err(StoreError::backend)?;
+            .map_err(backend)?;
         row.map(|row| row.try_get::<_, bool>(0))
             .transpose()
             .map(|asked| asked.unwrap_or(false))
-            .map_err(StoreError::backend)
+            .map_err(backend)
     }
 
     async fn answer(
@@ -539,14 +549,14 @@ impl TaskStore for PostgresStore {
             let statement = client
                 .prepare_cached(sql::TAKE_ANSWER)
                 .await
-                .map_err(StoreError::backend)?;
+                .map_err(backend)?;
             let row = client
                 .query_opt(&statement, &[&id.as_str(), &key])
                 .await
-                .map_err(StoreError::backend)?;
+                .map_err(backend)?;
             row.map(|row| row.try_get::<_, Json<Answer>>(0).map(|json| json.0))
                 .transpose()
-                .map_err(StoreError::backend)
+                .map_err(backend)
         })
         .await
     }
@@ -558,27 +568,27 @@ impl TaskStore for PostgresStore {
     async fn take_slot(&self, tool: &str, size: u32, id: &TaskId, lease: &Lease, now: Timestamp) -> Result<bool, StoreError> {
         self.observed(async {
             let mut client = self.client().await?;
-            let tx = client.transaction().await.map_err(StoreError::backend)?;
-            let lock = tx.prepare_cached(sql::LOCK_SLOTS).await.map_err(StoreError::backend)?;
-            tx.execute(&lock, &[&tool]).await.map_err(StoreError::backend)?;
-            let free = tx.prepare_cached(sql::FREE_SLOTS).await.map_err(StoreError::backend)?;
-            tx.execute(&free, &[&tool, &now.0]).await.map_err(StoreError::backend)?;
-            let count = tx.prepare_cached(sql::COUNT_SLOTS).await.map_err(StoreError::backend)?;
-            let row = tx.query_one(&count, &[&tool, &id.as_str()]).await.map_err(StoreError::backend)?;
+            let tx = client.transaction().await.map_err(backend)?;
+            let lock = tx.prepare_cached(sql::LOCK_SLOTS).await.map_err(backend)?;
+            tx.execute(&lock, &[&tool]).await.map_err(backend)?;
+            let free = tx.prepare_cached(sql::FREE_SLOTS).await.map_err(backend)?;
+            tx.execute(&free, &[&tool, &now.0]).await.map_err(backend)?;
+            let count = tx.prepare_cached(sql::COUNT_SLOTS).await.map_err(backend)?;
+            let row = tx.query_one(&count, &[&tool, &id.as_str()]).await.map_err(backend)?;
             let (held, mine): (i64, i64) =
-                (row.try_get(0).map_err(StoreError::backend)?, row.try_get(1).map_err(StoreError::backend)?);
+                (row.try_get(0).map_err(backend)?, row.try_get(1).map_err(backend)?);
             let taken = if mine > 0 {
                 true
             } else if held >= i64::from(size) {
                 false
             } else {
-                let take = tx.prepare_cached(sql::TAKE_SLOT).await.map_err(StoreError::backend)?;
+                let take = tx.prepare_cached(sql::TAKE_SLOT).await.map_err(backend)?;
                 tx.execute(&take, &[&tool, &id.as_str(), &lease.node.as_str(), &lease.until.0])
                     .await
-                    .map_err(StoreError::backend)?;
+                    .map_err(backend)?;
                 true
             };
-            tx.commit().await.map_err(StoreError::backend)?;
+            tx.commit().await.map_err(backend)?;
             Ok(taken)
         })
         .await
@@ -587,8 +597,8 @@ impl TaskStore for PostgresStore {
     async fn release_slot(&self, tool: &str, id: &TaskId) -> Result<(), StoreError> {
         self.observed(async {
             let client = self.client().await?;
-            let statement = client.prepare_cached(sql::RELEASE_SLOT).await.map_err(StoreError::backend)?;
-            client.execute(&statement, &[&tool, &id.as_str()]).await.map(|_| ()).map_err(StoreError::backend)
+            let statement = client.prepare_cached(sql::RELEASE_SLOT).await.map_err(backend)?;
+            client.execute(&statement, &[&tool, &id.as_str()]).await.map(|_| ()).map_err(backend)
         })
         .await
     }
@@ -617,15 +627,15 @@ impl TaskStore for PostgresStore {
         let statement = client
             .prepare_cached(sql::STATUS_COUNTS)
             .await
-            .map_err(StoreError::backend)?;
+            .map_err(backend)?;
         let rows = client
             .query(&statement, &[&owner.as_str()])
             .await
-            .map_err(StoreError::backend)?;
+            .map_err(backend)?;
         let mut counts = Vec::new();
         for row in rows {
-            let status: String = row.try_get(0).map_err(StoreError::backend)?;
-            let n: i64 = row.try_get(1).map_err(StoreError::backend)?;
+            let status: String = row.try_get(0).map_err(backend)?;
+            let n: i64 = row.try_get(1).map_err(backend)?;
             if let (Some(status), Ok(n)) = (Status::parse(&status), u64::try_from(n)) {
                 counts.push((status, n));
             }
@@ -638,11 +648,11 @@ impl TaskStore for PostgresStore {
         let statement = client
             .prepare_cached(sql::HISTORY)
             .await
-            .map_err(StoreError::backend)?;
+            .map_err(backend)?;
         let rows = client
             .query(&statement, &[&id.as_str()])
             .await
-            .map_err(StoreError::backend)?;
+            .map_err(backend)?;
         rows.iter()
             .map(|row| {
                 let decode =
@@ -667,7 +677,7 @@ impl TaskStore for PostgresStore {
             let statement = client
                 .prepare_cached(sql::SET_ORIGIN)
                 .await
-                .map_err(StoreError::backend)?;
+                .map_err(backend)?;
             client
                 .execute(
                     &statement,
@@ -680,7 +690,7 @@ impl TaskStore for PostgresStore {
                 )
                 .await
                 .map(|_| ())
-                .map_err(StoreError::backend)
+                .map_err(backend)
         })
         .await
     }
@@ -690,15 +700,15 @@ impl TaskStore for PostgresStore {
         let statement = client
             .prepare_cached(sql::ORIGIN)
             .await
-            .map_err(StoreError::backend)?;
+            .map_err(backend)?;
         let row = client
             .query_opt(&statement, &[&id.as_str()])
             .await
-            .map_err(StoreError::backend)?;
+            .map_err(backend)?;
         let Some(row) = row else { return Ok(None) };
-        let era: Option<String> = row.try_get(0).map_err(StoreError::backend)?;
-        let client_name: Option<String> = row.try_get(1).map_err(StoreError::backend)?;
-        let client_version: Option<String> = row.try_get(2).map_err(StoreError::backend)?;
+        let era: Option<String> = row.try_get(0).map_err(backend)?;
+        let client_name: Option<String> = row.try_get(1).map_err(backend)?;
+        let client_version: Option<String> = row.try_get(2).map_err(backend)?;
         Ok(era.map(|era| Origin {
             era,
             client_name,
@@ -717,7 +727,7 @@ async fn insert_keyed(
     let insert = client
         .prepare_cached(sql::INSERT)
         .await
-        .map_err(StoreError::backend)?;
+        .map_err(backend)?;
     let traceparent = task.trace.as_ref().map(TraceContext::traceparent);
     let tracestate = task.trace.as_ref().and_then(TraceContext::tracestate);
     let params: [&(dyn ToSql + Sync); 19] = [
@@ -748,7 +758,7 @@ async fn insert_keyed(
             Err(err) if is_duplicate_id(&err) => {
                 return Err(StoreError::Duplicate(task.id.clone()));
             }
-            Err(err) => return Err(StoreError::backend(err)),
+            Err(err) => return Err(backend(err)),
         }
         // No row and no error: the owner's key is taken (a keyless row never conflicts),
         // by a retained task, which is the answer, or by one past its TTL, which gives it
@@ -765,11 +775,11 @@ async fn insert_keyed(
             let release = client
                 .prepare_cached(sql::RELEASE_KEY)
                 .await
-                .map_err(StoreError::backend)?;
+                .map_err(backend)?;
             client
                 .execute(&release, &[&row.owner, &key, &task.created_at.0])
                 .await
-                .map_err(StoreError::backend)?;
+                .map_err(backend)?;
         }
     }
     Err(StoreError::Backend(
@@ -790,11 +800,11 @@ async fn key_holder(
     let holder = client
         .prepare_cached(sql::KEY_HOLDER)
         .await
-        .map_err(StoreError::backend)?;
+        .map_err(backend)?;
     let holder = client
         .query_opt(&holder, &[&owner, &key])
         .await
-        .map_err(StoreError::backend)?;
+        .map_err(backend)?;
     holder.as_ref().map(read_record).transpose()
 }
 

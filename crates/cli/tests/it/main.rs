@@ -20,6 +20,8 @@ mod lifecycle;
 mod log_hygiene;
 mod metrics;
 mod oauth;
+mod pg_cluster;
+mod pg_faults;
 mod postgres;
 mod proxy;
 mod replicas;
