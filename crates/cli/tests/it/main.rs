@@ -19,6 +19,7 @@ mod http_peer;
 mod lifecycle;
 mod log_hygiene;
 mod metrics;
+mod netns;
 mod oauth;
 mod pg_cluster;
 mod pg_faults;

@@ -1,8 +1,10 @@
-//! Faults of PostgreSQL itself under two replicas (issue 14 item 5), on a private cluster
-//! ([`Cluster`]) that the test may restart and crash, never the shared server: PostgreSQL
-//! restarted (`pg_ctl restart -m fast`) and crashed (`-m immediate`) while tasks are created
-//! and collected on both replicas. Skipped when the machine cannot run a private cluster
-//! (not root, no binaries), failed instead under `CI=true`.
+//! Faults of PostgreSQL and of the network under two replicas (issue 14 item 5), on a private
+//! cluster ([`Cluster`]) that the test may restart and crash, never the shared server:
+//! PostgreSQL restarted (`pg_ctl restart -m fast`) and crashed (`-m immediate`) while tasks are
+//! created and collected on both replicas; and one replica on a test host of its own
+//! ([`TestHost`], a network namespace) cut off from the database for longer than its lease.
+//! Skipped when the machine cannot run them (not root, no PostgreSQL binaries, no `ip netns`),
+//! failed instead under `CI=true`.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -12,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::harness::{CONFIG, Server, Workdir};
+use crate::harness::{CONFIG, Server, Workdir, create_task, started_pid};
+use crate::netns::TestHost;
 use crate::pg_cluster::Cluster;
 
 /// How long the load may wait for the acknowledgements it counts on, and a task to finish.
@@ -176,7 +179,120 @@ fn replicas_postgres_restarted_and_crashed_under_load_lose_no_acknowledged_task_
     assert!(run_count.values().all(|count| *count == 1), "no call's tool ran twice: {run_count:?}");
     // The change feed is back: a task created on one replica and waited for on the other.
     let [a, b] = &mut replicas[..] else { unreachable!() };
-    let id = crate::harness::create_task(a, "slow", json!({"seconds": 0.2}));
+    let id = create_task(a, "slow", json!({"seconds": 0.2}));
     let result = b.call("tasks/result", json!({"taskId": id}));
     assert_eq!(result["content"][0]["text"], "done\n", "{result}");
+}
+
+/// The lease of the partition test's replicas: short, so that the cut outlasts it quickly.
+const LEASE: Duration = Duration::from_secs(2);
+
+/// A tool whose work waits for a file to exist, then ends (so that it can end at a moment the
+/// test chooses: inside a partition).
+const ENDS_WHEN: &str = r#"
+[[tools]]
+name = "ends_when"
+command = ["sh", "-c", "while [ ! -e \"$1\" ]; do sleep 0.05; done; echo late", "_", "{file}"]
+[tools.input_schema]
+type = "object"
+properties = { file = { type = "string" } }
+"#;
+
+/// Calls `tasks/get` on `server` until the task leaves `working`, at most until `deadline`.
+fn settled(server: &mut Server, id: &str, deadline: Instant) -> Value {
+    loop {
+        let task = server.call("tasks/get", json!({"taskId": id}));
+        if task["status"] != "working" {
+            return task;
+        }
+        assert!(Instant::now() < deadline, "task {id} never left working: {task}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Replica A runs on a test host of its own (a network namespace joined by a veth pair), B on
+/// this one, both on a private cluster that listens on both; A's link goes down for longer
+/// than its lease while A runs three tasks, one of which ends inside the partition: B takes
+/// all three over by their restart policy; A's work is stopped, and the outcome A held is
+/// never stored (fenced: by A, which knows its claim lapsed, or by the attempt B bumped);
+/// once the link is back what B decided stands, and A serves again without a restart.
+#[test]
+fn replicas_a_replica_on_its_own_host_cut_off_longer_than_its_lease_is_taken_over_fenced_and_serves_again() {
+    let Some(host) = TestHost::create() else { return };
+    let Some(cluster) = Cluster::start(&[&host.host_address], &[&host.network]) else { return };
+    let work = Workdir::new();
+    let lease = format!("lease = \"{}ms\"", LEASE.as_millis());
+    let config = CONFIG.replacen("name = \"test-server\"", &format!("name = \"test-server\"\n{lease}"), 1) + ENDS_WHEN;
+    std::fs::write(work.config(), config).expect("write the config");
+    let log = work.path("replica-a.log");
+    let mut a = {
+        let mut command = host.command(env!("CARGO_BIN_EXE_mcp-tasks"));
+        command.args(["serve", "--stdio", "--config"]).arg(work.config());
+        command.args(["--store", &cluster.url_on(&host.host_address)]);
+        Server::spawn_logging(command, "warn,mcp_tasks_engine::run=debug", &log)
+    };
+    let mut b = Server::start(&work.config(), Path::new(&cluster.url()));
+    a.initialize();
+    b.initialize();
+    let marker = work.path("first-run-marker");
+    let release = work.path("release");
+    let failing = create_task(&mut a, "slow", json!({"seconds": 60}));
+    let pgid = started_pid(&mut a, &failing);
+    let late = create_task(&mut a, "ends_when", json!({"file": release.to_str().unwrap()}));
+    started_pid(&mut a, &late);
+    let retried = create_task(&mut a, "retry_job", json!({"marker": marker.to_str().unwrap()}));
+    let first_run = Instant::now() + DEADLINE;
+    while !marker.exists() {
+        assert!(Instant::now() < first_run, "the first run of retry_job never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    host.set_link(false);
+    let cut = Instant::now();
+    // `late`'s work ends now, on A, which cannot write its outcome until the link is back.
+    std::fs::write(&release, "").expect("release the work");
+    let deadline = cut + DEADLINE;
+    for id in [&failing, &late] {
+        let task = settled(&mut b, id, deadline);
+        assert_eq!(task["status"], "failed", "a fail tool of the cut-off replica is failed by B: {task}");
+        assert!(task["statusMessage"].as_str().unwrap_or_default().contains("interrupted"), "{task}");
+    }
+    let done = settled(&mut b, &retried, deadline);
+    let result = b.call("tasks/result", json!({"taskId": retried}));
+    assert_eq!(result["content"][0]["text"], "second-run\n", "a retry tool is run again by B: {done} {result}");
+    while nix::sys::signal::killpg(pgid, None).is_ok() {
+        assert!(Instant::now() < deadline, "replica A's work still runs {:?} after the cut", cut.elapsed());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    eprintln!("pg_faults: the cut-off replica's tasks were resolved by the other {:?} after the cut (lease {LEASE:?})", cut.elapsed());
+
+    host.set_link(true);
+    let healed = Instant::now();
+    // A's outcome of `late` ("late") is never stored: A drops it itself once it knows its
+    // claim lapsed (no renewal for a whole lease), or, written again until it reaches the
+    // database, it is refused there (the attempt it is fenced by has moved on).
+    let fenced = |line: &&str| {
+        line.contains(&format!("task={late}"))
+            && (line.contains("work ended after this node lost its claim; nothing written")
+                || line.contains("work ended after the task was already terminal, or taken over"))
+    };
+    let refusal = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if let Some(line) = text.lines().find(fenced) {
+            break line.to_owned();
+        }
+        assert!(healed.elapsed() < DEADLINE, "replica A never gave up its late write of {late}; its log:\n{text}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    eprintln!("pg_faults: the cut-off replica's late write: {refusal}");
+    for (id, status) in [(&failing, "failed"), (&late, "failed"), (&retried, "completed")] {
+        let seen_by_a = a.call("tasks/get", json!({"taskId": id}));
+        assert_eq!(seen_by_a["status"], status, "what B decided stands: {seen_by_a}");
+    }
+    let error = a.call_err("tasks/result", json!({"taskId": late}));
+    assert!(!error.to_string().contains("late"), "the late outcome was not stored: {error}");
+    // A serves again, work included, and B sees it.
+    let id = create_task(&mut a, "echo", json!({"text": "after the partition"}));
+    let result = b.call("tasks/result", json!({"taskId": id}));
+    assert_eq!(result["content"][0]["text"], "after the partition", "{result}");
 }
