@@ -72,9 +72,9 @@ pub struct Commit {
     /// How many writes it held: always 1 (each write commits on its own; there is no
     /// group commit as in SQLite's writer thread).
     pub writes: usize,
-    /// Whether it committed: `false` only for a backend failure (a compare-and-set that
-    /// finds the task moved on, a duplicate id or a full owner committed nothing, but the
-    /// database answered).
+    /// Whether it committed: `false` only for a backend failure or an unreachable database
+    /// (a compare-and-set that finds the task moved on, a duplicate id or a full owner
+    /// committed nothing, but the database answered).
     pub committed: bool,
 }
 
