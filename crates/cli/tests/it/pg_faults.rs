@@ -78,6 +78,15 @@ fn note_time(seen: &Mutex<Seen>, took: Duration) {
     seen.slowest = seen.slowest.max(took);
 }
 
+/// Sets its flag when dropped: the load threads stop also when the test fails.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
 /// Waits until `acked` reaches `count`.
 fn wait_acked(acked: &AtomicUsize, count: usize, cluster: &Cluster) {
     let deadline = Instant::now() + DEADLINE;
@@ -108,6 +117,7 @@ fn replicas_postgres_restarted_and_crashed_under_load_lose_no_acknowledged_task_
         server.initialize();
     }
     let stop = Arc::new(AtomicBool::new(false));
+    let _stop_on_failure = StopOnDrop(Arc::clone(&stop));
     let acked = Arc::new(AtomicUsize::new(0));
     let seen: Vec<Arc<Mutex<Seen>>> = (0..2).map(|_| Arc::default()).collect();
     let threads: Vec<_> = replicas
