@@ -43,8 +43,7 @@ impl Cluster {
         let port = free_port();
         let settings = format!(
             "listen_addresses = '{}'\nport = {port}\nunix_socket_directories = '{}'\nfsync = on\n\
-             synchronous_commit = on\nmax_connections = 200\nshared_preload_libraries = 'pg_stat_statements'\n\
-             log_min_messages = warning\n",
+             synchronous_commit = on\nmax_connections = 200\nlog_min_messages = warning\n",
             listen.join(","),
             dir.path().display()
         );
