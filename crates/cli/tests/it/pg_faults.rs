@@ -104,7 +104,8 @@ fn wait_acked(acked: &AtomicUsize, count: usize, cluster: &Cluster) {
 /// PostgreSQL restarted (`-m fast`) and then crashed and recovered (`-m immediate`) while two
 /// replicas take calls and collect results: every answer comes within a bound, an error is
 /// one that says to retry; every task acknowledged is found on the other replica, completed,
-/// its tool run once; both replicas serve again by themselves, the change feed included.
+/// its tool run once; work of a third replica that ended during each outage completes; the
+/// replicas serve again by themselves, the change feed included.
 #[test]
 fn replicas_postgres_restarted_and_crashed_under_load_lose_no_acknowledged_task_and_resume() {
     let Some(cluster) = Cluster::start(&[], &[]) else { return };
@@ -116,6 +117,11 @@ fn replicas_postgres_restarted_and_crashed_under_load_lose_no_acknowledged_task_
     for server in &mut replicas {
         server.initialize();
     }
+    // A third replica runs work that ends while the database is down: its outcome is written
+    // again until it lands.
+    let mut c = Server::start(&work.config(), Path::new(&store));
+    c.initialize();
+    let mut spanning = Vec::new();
     let stop = Arc::new(AtomicBool::new(false));
     let _stop_on_failure = StopOnDrop(Arc::clone(&stop));
     let acked = Arc::new(AtomicUsize::new(0));
@@ -130,11 +136,13 @@ fn replicas_postgres_restarted_and_crashed_under_load_lose_no_acknowledged_task_
         .collect();
 
     wait_acked(&acked, 20, &cluster);
+    spanning.push(create_task(&mut c, "slow", json!({"seconds": 0.2})));
     let restarted = Instant::now();
     cluster.restart("fast");
     eprintln!("pg_faults: PostgreSQL restarted (-m fast) in {:?}", restarted.elapsed());
     let after_fast = acked.load(Ordering::SeqCst);
     wait_acked(&acked, after_fast + 20, &cluster);
+    spanning.push(create_task(&mut c, "slow", json!({"seconds": 0.2})));
     let crashed = Instant::now();
     cluster.restart("immediate");
     eprintln!("pg_faults: PostgreSQL crashed and recovered (-m immediate) in {:?}", crashed.elapsed());
@@ -187,6 +195,10 @@ fn replicas_postgres_restarted_and_crashed_under_load_lose_no_acknowledged_task_
         }
     }
     assert!(run_count.values().all(|count| *count == 1), "no call's tool ran twice: {run_count:?}");
+    for id in &spanning {
+        let result = replicas[0].call("tasks/result", json!({"taskId": id}));
+        assert_eq!(result["content"][0]["text"], "done\n", "work that ended during the outage completed: {result}");
+    }
     // The change feed is back: a task created on one replica and waited for on the other.
     let [a, b] = &mut replicas[..] else { unreachable!() };
     let id = create_task(a, "slow", json!({"seconds": 0.2}));
