@@ -103,6 +103,8 @@ fn tool_policy(tool: &UpstreamToolConfig) -> ToolPolicy {
     };
     policy.timeout = tool.timeout;
     policy.inline_wait = tool.inline_wait;
+    policy.sync_wait = tool.sync_wait;
+    policy.heartbeat = tool.heartbeat;
     policy.on_restart = match tool.on_restart {
         ConfigRestartPolicy::Fail => RestartPolicy::Fail,
         ConfigRestartPolicy::Retry => RestartPolicy::Retry,

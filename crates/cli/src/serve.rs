@@ -306,6 +306,7 @@ fn tool_def(tool: &ToolConfig) -> ToolDef {
             .max_attempts(tool.max_attempts),
         inline_wait: tool.inline_wait,
         sync_wait: tool.sync_wait,
+        heartbeat: None,
     }
 }
 

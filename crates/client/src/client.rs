@@ -172,7 +172,17 @@ impl ClientBuilder {
                             .to_owned(),
                     ));
                 }
-                None => tracing::debug!("the server does not serve 2026-07-28; falling back to initialize"),
+                None => {
+                    tracing::debug!("the server does not serve 2026-07-28; falling back to initialize");
+                    // A server that made a session for the probe (the Python SDK's does, and
+                    // ends it after the error) must not see its id on `initialize`: 404.
+                    if let Transport::Http(http) = &connection.transport {
+                        if let Err(error) = http.delete_session().await {
+                            tracing::debug!(%error, "ending the session the probe was given");
+                        }
+                        http.forget_session();
+                    }
+                }
             }
         }
         self.initialize(connection).await
@@ -639,7 +649,9 @@ impl Client {
             };
             match modern::answer(answer, method::TOOLS_CALL)? {
                 modern::Answer::InputRequired { requests, state } => {
-                    let responses = modern::answer_all(&self.inner.connection.handlers, &requests, None).await?;
+                    let token = crate::handlers::progress_token_of(&params);
+                    let responses =
+                        modern::answer_all(&self.inner.connection.handlers, &requests, None, token.as_deref()).await?;
                     params["inputResponses"] = Value::Object(responses);
                     match state {
                         Some(state) => params["requestState"] = json!(state),
@@ -772,6 +784,20 @@ impl Client {
     pub fn listen_tool_changes(&self) -> Option<Subscription> {
         let identity = self.inner.modern.as_ref()?;
         let params = identity.frame(json!({"notifications": {"toolsListChanged": true}}), false);
+        Some(Subscription(self.inner.connection.listen(params)))
+    }
+
+    /// [`Client::listen_tool_changes`] for every list: `notifications/tools/list_changed`,
+    /// `notifications/resources/list_changed` and `notifications/prompts/list_changed`, and
+    /// `notifications/resources/updated` for `resources` (URIs; the server agrees to those
+    /// it sends).
+    pub fn listen_list_changes(&self, resources: &[String]) -> Option<Subscription> {
+        let identity = self.inner.modern.as_ref()?;
+        let mut wanted = json!({"toolsListChanged": true, "resourcesListChanged": true, "promptsListChanged": true});
+        if !resources.is_empty() {
+            wanted["resourceSubscriptions"] = json!(resources);
+        }
+        let params = identity.frame(json!({"notifications": wanted}), false);
         Some(Subscription(self.inner.connection.listen(params)))
     }
 

@@ -201,6 +201,7 @@ impl Connection {
         // Inside Connection::cancellable: noted, to be cancelled with the call.
         let _ = SENT.try_with(|sent| sent.lock().unwrap_or_else(PoisonError::into_inner).push(id.clone()));
         let _guard = PendingGuard { connection: self, id: id.clone() };
+        let token = crate::handlers::progress_token_of(&params);
         let message = jsonrpc::request(&id, method, params);
         let http = match &self.transport {
             Transport::Http(http) => http,
@@ -214,7 +215,7 @@ impl Connection {
             Reply::Stream(stream) => {
                 let this = Arc::clone(self);
                 let method = method.to_owned();
-                tokio::spawn(async move { this.read(stream, Some((id, method))).await });
+                tokio::spawn(async move { this.read(stream, Some((id, method)), token).await });
             }
             Reply::Accepted => {
                 return Err(ClientError::Protocol(format!("the server answered 202 Accepted to the request {method}")));
@@ -360,7 +361,7 @@ impl Connection {
             let outcome = http.get(None).await;
             let _ = opened.send(());
             match outcome {
-                Ok(stream) => this.read(stream, None).await,
+                Ok(stream) => this.read(stream, None, None).await,
                 Err(error) => tracing::debug!(%error, "no standalone SSE stream"),
             }
         });
@@ -370,8 +371,9 @@ impl Connection {
     }
 
     /// Reads a stream until it ends; if it breaks while `waiting` is unanswered (or if it
-    /// is the standalone stream), resumes it after its last event id.
-    async fn read(self: Arc<Self>, mut stream: EventStream, waiting: Option<(RequestId, String)>) {
+    /// is the standalone stream), resumes it after its last event id. `token`: the progress
+    /// token of the request whose response stream it is (its server requests say so).
+    async fn read(self: Arc<Self>, mut stream: EventStream, waiting: Option<(RequestId, String)>, token: Option<String>) {
         let mut last_id: Option<String> = None;
         let mut retry = DEFAULT_RETRY;
         let mut attempts = 0;
@@ -389,7 +391,7 @@ impl Connection {
                 }
                 attempts = 0;
                 match serde_json::from_str(&event.data) {
-                    Ok(message) => self.deliver(message),
+                    Ok(message) => self.deliver_from(message, token.as_deref()),
                     Err(error) => tracing::warn!(%error, "an SSE event is not JSON; skipped"),
                 }
             }
@@ -470,6 +472,12 @@ impl Connection {
 
     /// Routes one message from the server.
     fn deliver(self: &Arc<Self>, message: Value) {
+        self.deliver_from(message, None);
+    }
+
+    /// [`Connection::deliver`] of a message that came on the response stream of the request
+    /// with progress token `token`.
+    fn deliver_from(self: &Arc<Self>, message: Value, token: Option<&str>) {
         match jsonrpc::parse(&message.to_string()) {
             Ok(Incoming::Response(response)) => {
                 let waiter = self.pending().remove(&response.id);
@@ -482,9 +490,11 @@ impl Connection {
             }
             Ok(Incoming::Request(request)) => {
                 let this = Arc::clone(self);
+                let token = token.map(str::to_owned);
                 tokio::spawn(async move {
                     let id = request.id.clone();
-                    let asked = ServerRequest::new(request.method, request.params);
+                    let mut asked = ServerRequest::new(request.method, request.params);
+                    asked.request_token = token;
                     let related = asked.related_task.clone();
                     let answer = match this.answer(asked).await {
                         Ok(result) => jsonrpc::response(&id, tag(result, related.as_deref())),

@@ -17,13 +17,27 @@ pub struct ServerRequest {
     /// The task the request is about (`_meta["io.modelcontextprotocol/related-task"]`), if
     /// any. The answer carries the same tag back.
     pub related_task: Option<String>,
+    /// The progress token of this client's request the server asked this within, where the
+    /// transport says so: over Streamable HTTP, the request whose POST response stream
+    /// carried it; in 2026-07-28, the `tools/call` whose round asked it (`inputRequests`).
+    /// `None` on stdio, on the standalone GET stream, or for a request sent without a token.
+    pub request_token: Option<String>,
 }
 
 impl ServerRequest {
     pub(crate) fn new(method: String, params: Option<Value>) -> ServerRequest {
         let params = params.unwrap_or_else(|| Value::Object(Default::default()));
         let related_task = crate::legacy::related_task(&params);
-        ServerRequest { method, params, related_task }
+        ServerRequest { method, params, related_task, request_token: None }
+    }
+}
+
+/// The progress token in a request's `params._meta` (a string, or a number as its text).
+pub(crate) fn progress_token_of(params: &Value) -> Option<String> {
+    match params.get("_meta")?.get("progressToken")? {
+        Value::String(token) => Some(token.clone()),
+        Value::Number(token) => Some(token.to_string()),
+        _ => None,
     }
 }
 

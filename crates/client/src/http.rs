@@ -145,6 +145,11 @@ impl HttpTransport {
         Ok(EventStream::new(response.into_body()))
     }
 
+    /// Forgets the session id a response gave (the next request goes without one).
+    pub(crate) fn forget_session(&self) {
+        *self.session.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
     /// Ends the session: DELETE with its `Mcp-Session-Id` (nothing to do without one). A
     /// server that refuses (405) or already forgot the session (404) is fine.
     pub(crate) async fn delete_session(&self) -> Result<(), ClientError> {

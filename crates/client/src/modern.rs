@@ -167,8 +167,9 @@ pub(crate) async fn answer_all(
     handlers: &Handlers,
     requests: &Map<String, Value>,
     task: Option<&str>,
+    request_token: Option<&str>,
 ) -> Result<Map<String, Value>, ClientError> {
-    match answer_each(handlers, requests, task).await {
+    match answer_each(handlers, requests, task, request_token).await {
         (answers, None) => Ok(answers),
         (_, Some(failure)) => Err(failure),
     }
@@ -176,18 +177,25 @@ pub(crate) async fn answer_all(
 
 /// The answers of the host's handlers to a task's `inputRequests`, by key, each tried: the
 /// ones answered (to send now: a task takes partial answers), and the error of the first
-/// that could not be, if any.
+/// that could not be, if any. `request_token`: the progress token of the call that asked
+/// ([`ServerRequest::request_token`]).
 pub(crate) async fn answer_each(
     handlers: &Handlers,
     requests: &Map<String, Value>,
     task: Option<&str>,
+    request_token: Option<&str>,
 ) -> (Map<String, Value>, Option<ClientError>) {
     let mut answers = Map::new();
     let mut failure = None;
     for (key, request) in requests {
         let method = request.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
         let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
-        let asked = ServerRequest { method: method.clone(), params, related_task: task.map(str::to_owned) };
+        let asked = ServerRequest {
+            method: method.clone(),
+            params,
+            related_task: task.map(str::to_owned),
+            request_token: request_token.map(str::to_owned),
+        };
         match handlers.call(asked).await {
             Ok(answer) => {
                 answers.insert(key.clone(), answer);

@@ -321,7 +321,7 @@ impl TaskHandle {
         }
         // The questions answered go at once, even when another could not be: a task takes
         // partial answers, and the one left open can be answered by a later run.
-        let (answers, failure) = modern::answer_each(&self.connection.handlers, &fresh, Some(&self.id)).await;
+        let (answers, failure) = modern::answer_each(&self.connection.handlers, &fresh, Some(&self.id), None).await;
         if answers.is_empty() {
             return Err(failure.unwrap_or_else(|| ClientError::Protocol("no input request to answer".into())));
         }

@@ -1,5 +1,8 @@
 //! Admission: the [`Policy`] an engine applies at creation, and the bookkeeping of the work
-//! running in this process that its running limits bound ([`Work`]).
+//! running in this process that its running limits bound ([`Work`]). On a shared store
+//! (PostgreSQL, many replicas) the running limits hold across every node too: each task and
+//! plain call also takes a running place in the store ([`TaskStore::take_place`]), held by
+//! this node's lease like a claim.
 
 use std::collections::{HashMap, HashSet};
 
@@ -7,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::Engine;
 use crate::error::{EngineError, LimitExceeded};
+use crate::store::{Place, PlaceHolder, RunningLimits};
 use crate::task::{Principal, TaskId, TaskRecord};
 
 /// Retention, polling and admission policy, applied at creation.
@@ -18,11 +22,13 @@ pub struct Policy {
     pub max_ttl_ms: Option<u64>,
     /// Suggested interval between polls, in ms.
     pub poll_interval_ms: u64,
-    /// At most this many tasks and plain calls run at once in this process, for all
-    /// principals together; a new one over it is refused ([`LimitExceeded::Running`]). A
-    /// task counts from its creation until its work ends, including while it waits for
-    /// input or queues for a slot of its tool; tasks retried by [`Engine::recover`] count
-    /// but are never refused.
+    /// At most this many tasks and plain calls run at once, for all principals together; a
+    /// new one over it is refused ([`LimitExceeded::Running`]). A task counts from its
+    /// creation until its work ends, including while it waits for input or queues for a slot
+    /// of its tool; tasks retried by [`Engine::recover`] count but are never refused. On a
+    /// shared store the limit holds across every replica and worker on it (a running place
+    /// per task and call in the store; a task's place is given up when it is seen finished,
+    /// or its creating node's lease lapses).
     pub max_running: u32,
     /// The same, for each principal alone ([`LimitExceeded::RunningPerPrincipal`]).
     pub max_running_per_principal: u32,
@@ -225,6 +231,80 @@ impl Engine {
         }
         let inserting = Inserting::new(self, &record.owner);
         drop(admission);
+        if adopting.is_none()
+            && let Err(err) = self.take_place(&PlaceHolder::Task(record.id.clone()), &record.owner).await
+        {
+            self.forget(&record.id, record.attempt);
+            return Err(err);
+        }
         Ok(inserting)
+    }
+
+    /// On a shared store, takes a running place for `holder` of `owner` in the store, so that
+    /// the running limits hold across every node; nothing on a store one process owns (its
+    /// own counters, checked before, are exact).
+    ///
+    /// # Errors
+    /// [`LimitExceeded::Running`] or [`LimitExceeded::RunningPerPrincipal`] with the counts
+    /// across the nodes; [`EngineError::Store`].
+    pub(crate) async fn take_place(&self, holder: &PlaceHolder, owner: &Principal) -> Result<(), EngineError> {
+        if !self.inner.store.shared() {
+            return Ok(());
+        }
+        let policy = self.policy();
+        let limits = RunningLimits { max_running: policy.max_running, max_running_per_principal: policy.max_running_per_principal };
+        let place = self.inner.store.take_place(holder, owner, &limits, &self.lease_from_now(), self.inner.clock.now()).await?;
+        let count = |running: u64| usize::try_from(running).unwrap_or(usize::MAX);
+        match place {
+            Place::Taken => Ok(()),
+            Place::Full { running } => Err(LimitExceeded::Running { running: count(running), limit: policy.max_running }.into()),
+            Place::OwnerFull { running } => Err(LimitExceeded::RunningPerPrincipal {
+                owner: owner.clone(),
+                running: count(running),
+                limit: policy.max_running_per_principal,
+            }
+            .into()),
+        }
+    }
+
+    /// Gives up the running place of `holder` on a shared store (a creation that stored no
+    /// task, a plain call that ended). A failure is logged: the place frees by itself when
+    /// this node's lease lapses, or its task is seen finished.
+    pub(crate) async fn release_place(&self, holder: &PlaceHolder) {
+        if self.inner.store.shared()
+            && let Err(err) = self.inner.store.release_place(holder).await
+        {
+            tracing::warn!(holder = holder.as_str(), error = %err, "could not give up a running place");
+        }
+    }
+}
+
+/// A plain call's running place in a shared store, given up when dropped.
+pub(crate) struct CallPlace {
+    engine: Engine,
+    holder: Option<PlaceHolder>,
+}
+
+impl CallPlace {
+    /// Takes a running place for a plain call of `owner` (on a shared store; see
+    /// [`Engine::take_place`]).
+    pub(crate) async fn take(engine: &Engine, owner: &Principal) -> Result<CallPlace, EngineError> {
+        if !engine.inner.store.shared() {
+            return Ok(CallPlace { engine: engine.clone(), holder: None });
+        }
+        let holder = PlaceHolder::Call(TaskId::random().to_string());
+        engine.take_place(&holder, owner).await?;
+        Ok(CallPlace { engine: engine.clone(), holder: Some(holder) })
+    }
+}
+
+impl Drop for CallPlace {
+    fn drop(&mut self) {
+        let Some(holder) = self.holder.take() else { return };
+        let engine = self.engine.clone();
+        // Dropped in async code that cannot wait here (a call's future, perhaps cancelled).
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move { engine.release_place(&holder).await });
+        }
     }
 }

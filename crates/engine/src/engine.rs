@@ -21,7 +21,7 @@ use crate::error::{EngineError, LimitExceeded};
 use crate::input::InputWaiters;
 use crate::run::Registered;
 use crate::slots::Slots;
-use crate::store::{Inserted, Lease, ListQuery, NodeId, StoreError, TaskStore, Update};
+use crate::store::{Inserted, Lease, ListQuery, NodeId, Origin, StoreError, TaskStore, Update};
 use crate::task::{Event, IdempotencyKey, InputKind, Principal, TaskId, TaskRecord, TaskState, Timestamp, Version};
 use crate::trace::TraceContext;
 use crate::work::{Progress, ToolRuntime};
@@ -73,6 +73,9 @@ pub struct NewTask {
     pub input_kinds: Vec<InputKind>,
     /// The request's W3C trace context, kept with the task ([`TaskRecord::trace`]).
     pub trace: Option<TraceContext>,
+    /// Where the call came from (the era and the client), written with the task's row
+    /// ([`TaskStore::origin`](crate::TaskStore::origin) reads it; the web view shows it).
+    pub origin: Option<Origin>,
 }
 
 /// What [`Engine::create_with_key`] did.
@@ -369,8 +372,15 @@ impl Engine {
             Lease { node: self.inner.node.clone(), until: Timestamp(i64::MIN) }
         };
         let inserting = self.admit_task(&record, adopting).await?;
-        let inserted = self.inner.store.insert_claimed(&record, &lease, policy.max_retained_per_principal).await;
+        let inserted = self
+            .inner
+            .store
+            .insert_claimed(&record, &lease, policy.max_retained_per_principal, new.origin.as_ref())
+            .await;
         drop(inserting);
+        if !matches!(inserted, Ok(Inserted::New)) && adopting.is_none() {
+            self.release_place(&crate::store::PlaceHolder::Task(record.id.clone())).await;
+        }
         match inserted {
             Err(StoreError::Full { owner, retained }) => {
                 self.forget(&record.id, record.attempt);

@@ -56,11 +56,11 @@ pub enum EngineError {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum LimitExceeded {
-    /// [`Policy::max_running`](crate::Policy::max_running): this process runs as many tasks
-    /// and plain calls as it may.
+    /// [`Policy::max_running`](crate::Policy::max_running): as many tasks and plain calls run
+    /// as may (in this process; on a shared store, across its nodes).
     #[error("{running} tasks and calls are running, the most this server allows (max_running = {limit})")]
     Running {
-        /// Tasks and plain calls running in this process now.
+        /// Tasks and plain calls running now.
         running: usize,
         /// The limit.
         limit: u32,
@@ -74,7 +74,7 @@ pub enum LimitExceeded {
     RunningPerPrincipal {
         /// The principal.
         owner: Principal,
-        /// Its tasks and plain calls running in this process now.
+        /// Its tasks and plain calls running now.
         running: usize,
         /// The limit.
         limit: u32,

@@ -9,7 +9,8 @@
 //! - `store`: the [`TaskStore`] seam (compare-and-set writes) and its errors.
 //! - `engine`: [`Engine`]: create, get, list, cancel ([`Engine::cancel`] and the cooperative
 //!   [`Engine::request_cancel`]), await, and the one compare-and-set loop.
-//! - `admission`: the [`Policy`] and its limits on the work running in this process.
+//! - `admission`: the [`Policy`] and its limits on the work running in this process (and, on
+//!   a shared store, across its nodes: running places in the store).
 //! - `run`: starting a task's work, recording its end, plain calls, the tools' slots.
 //! - `adopt`: a running plain call handed off to a task ([`Engine::adopt`], [`TaskLink`]).
 //! - `input`: input requests of the work and their answers.
@@ -21,9 +22,15 @@
 //!   registered with, and the [`Context`] they receive.
 //! - `view`: what a person's view of tasks reads ([`Engine::browse`], counts, history,
 //!   origin, output), owner-scoped like every read.
+//! - `kept`: process groups a server keeps beside its tasks (a proxy's stdio upstream),
+//!   recorded by key, and the one a killed server left ended ([`Engine::end_kept_group`]).
 //! - `slots`: a tool's `max_concurrent` limit, a gate that admits queued calls in order.
 //! - `error`: [`EngineError`], [`LimitExceeded`] for the [`Policy`] limits, and the
 //!   engine's own failures of the work, [`WorkError`] and [`InputError`].
+//! - `sessions`: the 2025-11-25 HTTP session records of the store, for the transport
+//!   ([`Engine::save_session`], [`Engine::stored_session`], …).
+//! - `local`: [`LocalPlaces`] and [`LocalSessions`], the running places and session records
+//!   of a store one process owns, kept in its memory.
 //! - `clock`: injected time.
 //! - `trace`: [`TraceContext`], the W3C trace context a task keeps from its request.
 //!
@@ -65,9 +72,12 @@ mod clock;
 mod engine;
 mod error;
 mod input;
+mod kept;
+mod local;
 mod maintenance;
 mod process;
 mod run;
+mod sessions;
 mod slots;
 mod store;
 mod task;
@@ -81,10 +91,12 @@ pub use adopt::TaskLink;
 pub use clock::{Clock, FakeClock, SystemClock};
 pub use engine::{Change, Creation, DEFAULT_LEASE, Engine, NewTask, Output};
 pub use error::{EngineError, InputError, LimitExceeded, WorkError};
+pub use local::{LocalPlaces, LocalSessions};
 pub use maintenance::{Recovery, Sweep};
-pub use process::{Leftover, ProcessGroup, TASK_ID_ENV};
+pub use process::{KeptGroup, Leftover, ProcessGroup, TASK_ID_ENV};
 pub use store::{
-    Answer, BrowseQuery, Cursor, HistoryEntry, Inserted, Lease, ListQuery, NodeId, Origin, StoreError, TaskStore, Update,
+    Answer, BrowseQuery, Cursor, HistoryEntry, Inserted, Lease, ListQuery, NodeId, Origin, Place, PlaceHolder, RunningLimits,
+    SessionRecord, StoreError, TaskStore, Update,
 };
 pub use task::{
     ErrorObject, Event, EventKind, IdempotencyKey, InputKind, InputRequest, InputRequests, Outcome, Principal,

@@ -232,7 +232,7 @@ impl Engine {
         };
         match group.end_leftover().await {
             Leftover::Gone | Leftover::Reused => {}
-            Leftover::Killed => {
+            Leftover::Killed | Leftover::Terminated => {
                 tracing::warn!(task = %task.id, pgid = group.pgid, "killed the process group a previous server left running");
             }
             Leftover::Survived => {

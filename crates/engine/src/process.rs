@@ -82,6 +82,9 @@ pub enum Leftover {
     Gone,
     /// The group was running and got SIGKILL; it is gone now.
     Killed,
+    /// The group was running and got SIGTERM
+    /// ([`ProcessGroup::terminate_leftover`]); it was gone within the grace.
+    Terminated,
     /// The group was running and got SIGKILL, but some of it was still there after the wait.
     Survived,
     /// The pid is some other process's now: left alone.
@@ -107,6 +110,16 @@ impl ProcessGroup {
     ///   was freed, reused by a new group leader, and that leader died, all between the crash
     ///   and now. They are killed if none of them started before the recorded leader did.
     pub async fn end_leftover(&self) -> Leftover {
+        self.end(None).await
+    }
+
+    /// [`ProcessGroup::end_leftover`], but gracefully: the group (if it is ours, by the same
+    /// rules) first gets SIGTERM, and SIGKILL only if some of it is still there after `grace`.
+    pub async fn terminate_leftover(&self, grace: Duration) -> Leftover {
+        self.end(Some(grace)).await
+    }
+
+    async fn end(&self, grace: Option<Duration>) -> Leftover {
         let Ok(raw) = i32::try_from(self.pgid) else {
             return Leftover::Reused;
         };
@@ -122,16 +135,65 @@ impl ProcessGroup {
             }
             None => {}
         }
-        let _ = killpg(group, Signal::SIGKILL);
-        let deadline = Instant::now() + KILL_WAIT;
-        while running(self.pgid) {
-            if Instant::now() >= deadline {
-                return Leftover::Survived;
+        if let Some(grace) = grace {
+            let _ = killpg(group, Signal::SIGTERM);
+            if gone_within(self.pgid, grace).await {
+                return Leftover::Terminated;
             }
-            tokio::time::sleep(GROUP_POLL).await;
         }
-        Leftover::Killed
+        let _ = killpg(group, Signal::SIGKILL);
+        if gone_within(self.pgid, KILL_WAIT).await { Leftover::Killed } else { Leftover::Survived }
     }
+}
+
+/// A process group a server keeps running beside its tasks (a proxy's stdio upstream), as
+/// [`TaskStore::set_kept_group`](crate::TaskStore::set_kept_group) records it: the group,
+/// and the process that keeps it (its pid and start time), so that a server finding the
+/// record can tell a keeper that still runs (another replica on this machine: its group is
+/// left alone) from one that is gone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeptGroup {
+    /// The group.
+    pub group: ProcessGroup,
+    /// The keeper's pid.
+    pub keeper_pid: u32,
+    /// The keeper's start time, in clock ticks after boot.
+    pub keeper_start: u64,
+}
+
+impl KeptGroup {
+    /// `group`, kept by this process. `None` off Linux.
+    pub fn by_this_process(group: ProcessGroup) -> Option<KeptGroup> {
+        let pid = std::process::id();
+        let stat = Stat::read(pid)?;
+        Some(KeptGroup { group, keeper_pid: pid, keeper_start: stat.start_time })
+    }
+
+    /// Whether the keeper still runs: its pid with the recorded start time, not a zombie.
+    pub fn keeper_runs(&self) -> bool {
+        Stat::read(self.keeper_pid).is_some_and(|stat| stat.start_time == self.keeper_start && stat.state != 'Z')
+    }
+}
+
+/// This boot's id (`/proc/sys/kernel/random/boot_id`): start times count from the boot, so a
+/// record of a process is only meaningful within the boot (and on the machine) that wrote it.
+/// `None` off Linux.
+pub(crate) fn boot_id() -> Option<String> {
+    let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let id = id.trim();
+    (!id.is_empty()).then(|| id.to_owned())
+}
+
+/// Waits up to `wait` for every process of group `pgid` to be gone; whether they are.
+async fn gone_within(pgid: u32, wait: Duration) -> bool {
+    let deadline = Instant::now() + wait;
+    while running(pgid) {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(GROUP_POLL).await;
+    }
+    true
 }
 
 /// Whether any process of group `pgid` still runs (zombies do not: they only wait to be

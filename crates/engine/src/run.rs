@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use crate::admission::{PlainCall, Running};
+use crate::admission::{CallPlace, PlainCall, Running};
 use crate::engine::{CANCELLED_MESSAGE, Engine};
 use crate::error::{EngineError, WorkError};
 use crate::slots::{Entry, Permit, Slots};
@@ -179,6 +179,7 @@ impl Engine {
         let Registered { runtime, slots } =
             self.registered(tool).ok_or_else(|| EngineError::UnknownTool(tool.to_owned()))?;
         let _running = PlainCall::admit(self, owner)?;
+        let _place = CallPlace::take(self, owner).await?;
         let permit = match slots.map(|slots| slots.enter()) {
             None => None,
             Some(Entry::Admitted(permit)) => Some(permit),

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use crate::process::ProcessGroup;
+use crate::process::{KeptGroup, ProcessGroup};
 use crate::task::{ErrorObject, IdempotencyKey, Principal, Status, TaskId, TaskRecord, TaskState, Timestamp, Version};
 
 /// Durable storage for tasks.
@@ -118,6 +118,22 @@ pub trait TaskStore: Send + Sync + 'static {
     /// [`StoreError::Backend`].
     async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError>;
 
+    /// Records under `key` the process group a server keeps running beside its tasks (a
+    /// proxy's stdio upstream), and the process that keeps it, replacing any record under
+    /// that key; `None` removes the record. Durable before returning. So a server started
+    /// after one that was killed can end the group it left running
+    /// ([`Engine::end_kept_group`](crate::Engine::end_kept_group)). Not tied to any task.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn set_kept_group(&self, key: &str, kept: Option<&KeptGroup>) -> Result<(), StoreError>;
+
+    /// What [`TaskStore::set_kept_group`] last recorded under `key`, if anything.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn kept_group(&self, key: &str) -> Result<Option<KeptGroup>, StoreError>;
+
     /// Records `checkpoint` (a handler's note of where its work stands, e.g. the id of the
     /// upstream task it drives) with task `id`, replacing any recorded before, if the task is
     /// still unfinished and its attempt is still `attempt` (fenced by the claim, as every
@@ -150,6 +166,8 @@ pub trait TaskStore: Send + Sync + 'static {
     /// are one atomic step, so of concurrent inserts from any number of handles no more are
     /// stored than the limit allows. An idempotency key that finds a retained task answers
     /// [`Inserted::Existing`] even when the owner is at the limit (it adds nothing).
+    /// `origin`, where the task came from, is written with the new row (what
+    /// [`TaskStore::set_origin`] would write, without a second write).
     ///
     /// # Errors
     /// [`StoreError::Full`] if the owner is at the limit (nothing is written);
@@ -159,6 +177,7 @@ pub trait TaskStore: Send + Sync + 'static {
         task: &TaskRecord,
         lease: &Lease,
         max_retained: u64,
+        origin: Option<&Origin>,
     ) -> Result<Inserted, StoreError>;
 
     /// Takes unfinished task `id` over for `lease`, if its claim is absent or lapsed at `now`
@@ -295,6 +314,150 @@ pub trait TaskStore: Send + Sync + 'static {
     /// # Errors
     /// [`StoreError::Backend`].
     async fn origin(&self, id: &TaskId) -> Result<Option<Origin>, StoreError>;
+
+    // The running limits across nodes ([`Policy::max_running`](crate::Policy::max_running)
+    // and `max_running_per_principal`): a place per running task or plain call, held by a
+    // node's lease like a claim. The engine takes places only on a shared store; on one that
+    // one process owns its own counters are exact.
+
+    /// Takes a running place for `holder` (of `owner`, held by `lease`) if fewer than
+    /// `limits.max_running` places are held in all and fewer than
+    /// `limits.max_running_per_principal` by `owner`; a place is free if its lease lapsed at
+    /// `now`, or it is held by a task that is finished. Atomic: of racing takers from any
+    /// number of handles no more hold a place than the limits allow. A holder that holds a
+    /// place already keeps it ([`Place::Taken`]). Renewed by [`TaskStore::renew`] with the
+    /// node's claims, except those of finished tasks.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn take_place(
+        &self,
+        holder: &PlaceHolder,
+        owner: &Principal,
+        limits: &RunningLimits,
+        lease: &Lease,
+        now: Timestamp,
+    ) -> Result<Place, StoreError>;
+
+    /// Gives up the running place of `holder`, if it holds one.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn release_place(&self, holder: &PlaceHolder) -> Result<(), StoreError>;
+
+    // 2025-11-25 HTTP sessions (`Mcp-Session-Id`), so that any replica serves any session: the
+    // record of what `initialize` negotiated and what the session changed since. The open
+    // streams of a session are not stored: they stay with the process holding them.
+
+    /// Stores `session`, or replaces the stored one with this id (its state, owner and last
+    /// use; the tasks it created are kept). Durable before returning.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn put_session(&self, session: &SessionRecord) -> Result<(), StoreError>;
+
+    /// The session `id` of `owner`, if it is stored: another owner's session is never found
+    /// (as if it did not exist). One lookup by id.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn session(&self, id: &str, owner: &Principal) -> Result<Option<SessionRecord>, StoreError>;
+
+    /// Adds `task` to the tasks session `id` created (its listing when requestors are not
+    /// identified), after those recorded before; a task recorded already is not added again.
+    /// Atomic, so that creations through two nodes at once both stay. An unknown session is
+    /// no error (nothing is written).
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn add_session_task(&self, id: &str, task: &TaskId) -> Result<(), StoreError>;
+
+    /// Sets the last use of each of the sessions `ids` that is stored to `now` (if later than
+    /// the stored one), and returns the ids of those still stored (the others were ended,
+    /// perhaps through another node). At most a few hundred ids at a time.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn touch_sessions(&self, ids: &[String], now: Timestamp) -> Result<Vec<String>, StoreError>;
+
+    /// Deletes session `id` (DELETE, or ended by its node); `false` if it was not stored.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn end_session(&self, id: &str) -> Result<bool, StoreError>;
+
+    /// Deletes sessions last used before `idle_before`, at most `limit` (oldest first);
+    /// returns how many went. Served from an index on the last use.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn prune_sessions(&self, idle_before: Timestamp, limit: u32) -> Result<u64, StoreError>;
+}
+
+/// Who holds a running place ([`TaskStore::take_place`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum PlaceHolder {
+    /// A task, from its creation until its work ends (or it is seen finished).
+    Task(TaskId),
+    /// A plain call while it runs, by a random id of its own.
+    Call(String),
+}
+
+impl PlaceHolder {
+    /// The holder's id as stored (a task id, or a plain call's id).
+    pub fn as_str(&self) -> &str {
+        match self {
+            PlaceHolder::Task(id) => id.as_str(),
+            PlaceHolder::Call(id) => id,
+        }
+    }
+
+    /// Whether the holder is a task.
+    pub fn is_task(&self) -> bool {
+        matches!(self, PlaceHolder::Task(_))
+    }
+}
+
+/// The running limits a [`TaskStore::take_place`] checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunningLimits {
+    /// Places held in all, by every owner on every node.
+    pub max_running: u32,
+    /// Places held by one owner.
+    pub max_running_per_principal: u32,
+}
+
+/// What [`TaskStore::take_place`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// The holder holds a place now.
+    Taken,
+    /// Every place is held: `running` in all (nothing was written).
+    Full {
+        /// Places held in all.
+        running: u64,
+    },
+    /// The owner holds `running` places, its limit (nothing was written).
+    OwnerFull {
+        /// Places the owner holds.
+        running: u64,
+    },
+}
+
+/// A stored 2025-11-25 HTTP session ([`TaskStore::put_session`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionRecord {
+    /// The `Mcp-Session-Id` (128 random bits).
+    pub id: String,
+    /// The principal the session belongs to.
+    pub owner: Principal,
+    /// What the era's codec needs to serve the session's requests (negotiated version,
+    /// client capabilities and info, log level), as it writes it.
+    pub state: Value,
+    /// The tasks the session created, oldest first ([`TaskStore::add_session_task`]).
+    pub created: Vec<TaskId>,
+    /// When a request of the session was last served, as far as the store knows.
+    pub last_used: Timestamp,
 }
 
 /// A page request for [`TaskStore::browse`]: newest first, filtered.

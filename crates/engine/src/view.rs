@@ -61,14 +61,6 @@ impl Engine {
             origin,
         })
     }
-
-    /// Records where the owner's new task `id` came from. Best effort, after the task is
-    /// committed: a failure is logged, never the task's.
-    pub async fn record_origin(&self, id: &TaskId, origin: &Origin) {
-        if let Err(err) = self.inner.store.set_origin(id, origin).await {
-            tracing::warn!(task = %id, error = %err, "could not record where the task came from");
-        }
-    }
 }
 
 /// A task as [`Engine::inspect`] reads it.

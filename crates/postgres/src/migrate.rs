@@ -20,6 +20,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0004_web_view.sql"),
     include_str!("../migrations/0005_checkpoints.sql"),
     include_str!("../migrations/0006_trace_context.sql"),
+    include_str!("../migrations/0007_sessions.sql"),
+    include_str!("../migrations/0008_kept_groups.sql"),
 ];
 
 /// The schema version this build writes: the number of migrations.

@@ -29,11 +29,14 @@ macro_rules! terminal {
 }
 
 /// `insert`: the row, unless its owner's idempotency key is taken (then no row, no error);
-/// a taken id is a unique violation of the primary key.
+/// a taken id is a unique violation of the primary key. With the claim (`$20`, `$21`) and
+/// the origin (`$22`..`$24`), NULL when there is none: one statement, one round trip.
 pub const INSERT: &str = "INSERT INTO tasks (id, owner, tool, arguments, status, state, \
      status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, attempt, \
-     version, error_result_fails, input_kinds, idempotency_key, traceparent, tracestate) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
+     version, error_result_fails, input_kinds, idempotency_key, traceparent, tracestate, \
+     claim_node, lease_until, era, client_name, client_version) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, \
+     $20, $21, $22, $23, $24) \
      ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING";
 
 /// `insert`: the task holding an owner's key (`$1`, `$2`), retained or not.
@@ -118,6 +121,17 @@ pub const SET_PROCESS_GROUP: &str =
 /// `process_group`.
 pub const PROCESS_GROUP: &str = "SELECT process_group, process_start FROM tasks WHERE id = $1";
 
+/// `set_kept_group` with a record: one row per key, replaced.
+pub const SET_KEPT_GROUP: &str = "INSERT INTO kept_groups (key, process_group, process_start, keeper_pid, keeper_start) \
+     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key) DO UPDATE SET process_group = EXCLUDED.process_group, \
+     process_start = EXCLUDED.process_start, keeper_pid = EXCLUDED.keeper_pid, keeper_start = EXCLUDED.keeper_start";
+
+/// `set_kept_group` without one.
+pub const FORGET_KEPT_GROUP: &str = "DELETE FROM kept_groups WHERE key = $1";
+
+/// `kept_group`.
+pub const KEPT_GROUP: &str = "SELECT process_group, process_start, keeper_pid, keeper_start FROM kept_groups WHERE key = $1";
+
 /// `set_checkpoint`: fenced by the attempt, only while the task is unfinished; the version is
 /// not bumped.
 pub const SET_CHECKPOINT: &str = concat!(
@@ -133,9 +147,6 @@ pub const CHECKPOINT: &str = "SELECT checkpoint FROM tasks WHERE id = $1";
 /// row lock until the transaction holding it commits (its task counted) or rolls back.
 pub const LOCK_COUNT: &str = "INSERT INTO task_counts AS counts (owner, tasks) VALUES ($1, 0) \
      ON CONFLICT (owner) DO UPDATE SET tasks = counts.tasks RETURNING tasks";
-
-/// `insert_claimed`: the claim of the row just inserted (same transaction).
-pub const SET_CLAIM: &str = "UPDATE tasks SET claim_node = $1, lease_until = $2 WHERE id = $3";
 
 /// `claim`: the take-over of a lapsed (or absent) claim at the expected attempt, bumping the
 /// attempt (the fence) and the version, one statement.
@@ -227,6 +238,62 @@ pub const RELEASE_SLOT: &str = "DELETE FROM tool_slots WHERE tool = $1 AND task_
 
 /// `renew`: the node's live slots, beside its claims.
 pub const RENEW_SLOTS: &str = "UPDATE tool_slots SET lease_until = $1 WHERE node = $2 AND lease_until > $3";
+
+/// `renew`: the node's live running places, a task's only while the task is unfinished.
+pub const RENEW_PLACES: &str = concat!(
+    "UPDATE running_places SET lease_until = $1 WHERE node = $2 AND lease_until > $3 AND (NOT is_task OR EXISTS \
+     (SELECT 1 FROM tasks WHERE tasks.id = running_places.holder AND tasks.",
+    unfinished!(),
+    "))"
+);
+
+/// `take_place`: serialises the takers of running places, across replicas, until commit.
+pub const LOCK_PLACES: &str = "SELECT pg_advisory_xact_lock(hashtext('mcp_tasks.running.' || current_schema()))";
+
+/// `take_place`: frees the places whose lease lapsed or whose task finished (a task not
+/// stored yet keeps its place: it is taken before the insert).
+pub const FREE_PLACES: &str = concat!(
+    "DELETE FROM running_places WHERE lease_until <= $1 OR (is_task AND EXISTS \
+     (SELECT 1 FROM tasks WHERE tasks.id = running_places.holder AND NOT tasks.",
+    unfinished!(),
+    "))"
+);
+
+/// `take_place`: the places held in all, by the owner, and by the holder.
+pub const COUNT_PLACES: &str =
+    "SELECT count(*), count(*) FILTER (WHERE owner = $1), count(*) FILTER (WHERE holder = $2) FROM running_places";
+
+/// `take_place`: the holder keeps its place, with the new lease.
+pub const KEEP_PLACE: &str = "UPDATE running_places SET lease_until = $2, node = $3 WHERE holder = $1";
+
+/// `take_place`.
+pub const TAKE_PLACE: &str =
+    "INSERT INTO running_places (holder, is_task, owner, node, lease_until) VALUES ($1, $2, $3, $4, $5)";
+
+/// `release_place`.
+pub const RELEASE_PLACE: &str = "DELETE FROM running_places WHERE holder = $1";
+
+/// `put_session`: the tasks it created are kept.
+pub const PUT_SESSION: &str = "INSERT INTO sessions (id, owner, state, last_used) VALUES ($1, $2, $3, $4) \
+     ON CONFLICT (id) DO UPDATE SET owner = EXCLUDED.owner, state = EXCLUDED.state, last_used = EXCLUDED.last_used";
+
+/// `session`: by primary key, scoped to the owner.
+pub const SESSION: &str = "SELECT state, created, last_used FROM sessions WHERE id = $1 AND owner = $2";
+
+/// `add_session_task`: appended in one statement, so that concurrent creations both stay.
+pub const ADD_SESSION_TASK: &str =
+    "UPDATE sessions SET created = array_append(created, $2) WHERE id = $1 AND NOT ($2 = ANY (created))";
+
+/// `touch_sessions`.
+pub const TOUCH_SESSIONS: &str =
+    "UPDATE sessions SET last_used = GREATEST(last_used, $2) WHERE id = ANY ($1) RETURNING id";
+
+/// `end_session`.
+pub const END_SESSION: &str = "DELETE FROM sessions WHERE id = $1";
+
+/// `prune_sessions`: oldest first, from `sessions_by_last_use`, in a bounded batch.
+pub const PRUNE_SESSIONS: &str = "DELETE FROM sessions WHERE id IN \
+     (SELECT id FROM sessions WHERE last_used < $1 ORDER BY last_used LIMIT $2 FOR UPDATE SKIP LOCKED)";
 /// `browse`: one statement for every combination of filters, each off when its parameter is
 /// NULL (`$2` status, `$3` tool, `$4` lowercased text, `$5`/`$6` the cursor), newest first.
 pub const BROWSE: &str = concat!(

@@ -19,8 +19,9 @@ use tokio_postgres::types::{Json, ToSql};
 use tokio_postgres::{NoTls, Row};
 
 use mcp_tasks_engine::{
-    Answer, BrowseQuery, HistoryEntry, IdempotencyKey, InputKind, Inserted, Lease, ListQuery, Origin, Principal,
-    ProcessGroup, Status, StoreError, TaskId, TaskRecord, TaskState, TaskStore, Timestamp, TraceContext, Update, Version,
+    Answer, BrowseQuery, HistoryEntry, IdempotencyKey, InputKind, Inserted, KeptGroup, Lease, ListQuery, Origin, Place, PlaceHolder,
+    Principal, ProcessGroup, RunningLimits, SessionRecord, Status, StoreError, TaskId, TaskRecord, TaskState, TaskStore,
+    Timestamp, TraceContext, Update, Version,
 };
 use tokio::sync::broadcast;
 
@@ -197,6 +198,16 @@ impl PostgresStore {
         row.as_ref().map(read_record).transpose()
     }
 
+    /// Runs a write through the statement cache; returns how many rows it touched.
+    async fn execute(&self, statement: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, StoreError> {
+        self.observed(async {
+            let client = self.client().await?;
+            let statement = client.prepare_cached(statement).await.map_err(backend)?;
+            client.execute(&statement, params).await.map_err(backend)
+        })
+        .await
+    }
+
     /// Runs a read of many rows through the statement cache.
     async fn query(
         &self,
@@ -221,7 +232,7 @@ impl TaskStore for PostgresStore {
     async fn insert(&self, task: &TaskRecord) -> Result<Inserted, StoreError> {
         self.observed(async {
             let client = self.client().await?;
-            insert_keyed(&client, task).await
+            insert_keyed(&client, task, None, None).await
         })
         .await
     }
@@ -342,6 +353,47 @@ impl TaskStore for PostgresStore {
             .map(|(pgid, start_time)| ProcessGroup { pgid, start_time }))
     }
 
+    async fn set_kept_group(&self, key: &str, kept: Option<&KeptGroup>) -> Result<(), StoreError> {
+        self.observed(async {
+            let client = self.client().await?;
+            match kept {
+                Some(kept) => {
+                    let start = i64::try_from(kept.group.start_time).map_err(backend)?;
+                    let keeper_start = i64::try_from(kept.keeper_start).map_err(backend)?;
+                    let statement = client.prepare_cached(sql::SET_KEPT_GROUP).await.map_err(backend)?;
+                    let params: [&(dyn ToSql + Sync); 5] =
+                        [&key, &i64::from(kept.group.pgid), &start, &i64::from(kept.keeper_pid), &keeper_start];
+                    client.execute(&statement, &params).await
+                }
+                None => {
+                    let statement = client.prepare_cached(sql::FORGET_KEPT_GROUP).await.map_err(backend)?;
+                    client.execute(&statement, &[&key]).await
+                }
+            }
+            .map(|_| ())
+            .map_err(backend)
+        })
+        .await
+    }
+
+    async fn kept_group(&self, key: &str) -> Result<Option<KeptGroup>, StoreError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql::KEPT_GROUP).await.map_err(backend)?;
+        let row = client.query_opt(&statement, &[&key]).await.map_err(backend)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let column = |index: usize| row.try_get::<_, i64>(index).map_err(backend);
+        let (pgid, start, keeper, keeper_start) = (column(0)?, column(1)?, column(2)?, column(3)?);
+        Ok((|| {
+            Some(KeptGroup {
+                group: ProcessGroup { pgid: u32::try_from(pgid).ok()?, start_time: u64::try_from(start).ok()? },
+                keeper_pid: u32::try_from(keeper).ok()?,
+                keeper_start: u64::try_from(keeper_start).ok()?,
+            })
+        })())
+    }
+
     async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &serde_json::Value) -> Result<bool, StoreError> {
         self.observed(async {
             let text = checkpoint.to_string();
@@ -376,6 +428,7 @@ impl TaskStore for PostgresStore {
         task: &TaskRecord,
         lease: &Lease,
         max_retained: u64,
+        origin: Option<&Origin>,
     ) -> Result<Inserted, StoreError> {
         self.observed(async {
             let mut client = self.client().await?;
@@ -405,19 +458,8 @@ impl TaskStore for PostgresStore {
                     retained,
                 });
             }
-            let inserted = insert_keyed(&tx, task).await?;
-            if inserted == Inserted::New {
-                let claim = tx
-                    .prepare_cached(sql::SET_CLAIM)
-                    .await
-                    .map_err(backend)?;
-                tx.execute(
-                    &claim,
-                    &[&lease.node.as_str(), &lease.until.0, &task.id.as_str()],
-                )
-                .await
-                .map_err(backend)?;
-            }
+            // The claim and the origin go in with the row: one round trip, not three.
+            let inserted = insert_keyed(&tx, task, Some(lease), origin).await?;
             tx.commit().await.map_err(backend)?;
             Ok(inserted)
         })
@@ -461,6 +503,11 @@ impl TaskStore for PostgresStore {
             let slots = client.prepare_cached(sql::RENEW_SLOTS).await.map_err(backend)?;
             client
                 .execute(&slots, &[&lease.until.0, &lease.node.as_str(), &now.0])
+                .await
+                .map_err(backend)?;
+            let places = client.prepare_cached(sql::RENEW_PLACES).await.map_err(backend)?;
+            client
+                .execute(&places, &[&lease.until.0, &lease.node.as_str(), &now.0])
                 .await
                 .map_err(backend)?;
             rows.iter()
@@ -594,6 +641,98 @@ impl TaskStore for PostgresStore {
         .await
     }
 
+    async fn take_place(
+        &self,
+        holder: &PlaceHolder,
+        owner: &Principal,
+        limits: &RunningLimits,
+        lease: &Lease,
+        now: Timestamp,
+    ) -> Result<Place, StoreError> {
+        self.observed(async {
+            let mut client = self.client().await?;
+            let tx = client.transaction().await.map_err(backend)?;
+            let lock = tx.prepare_cached(sql::LOCK_PLACES).await.map_err(backend)?;
+            tx.execute(&lock, &[]).await.map_err(backend)?;
+            let free = tx.prepare_cached(sql::FREE_PLACES).await.map_err(backend)?;
+            tx.execute(&free, &[&now.0]).await.map_err(backend)?;
+            let count = tx.prepare_cached(sql::COUNT_PLACES).await.map_err(backend)?;
+            let row = tx.query_one(&count, &[&owner.as_str(), &holder.as_str()]).await.map_err(backend)?;
+            let counted = |n: usize| row.try_get::<_, i64>(n).map(|count| count.max(0).unsigned_abs()).map_err(backend);
+            let (running, mine, held) = (counted(0)?, counted(1)?, counted(2)?);
+            let place = if held > 0 {
+                let keep = tx.prepare_cached(sql::KEEP_PLACE).await.map_err(backend)?;
+                tx.execute(&keep, &[&holder.as_str(), &lease.until.0, &lease.node.as_str()])
+                    .await
+                    .map_err(backend)?;
+                Place::Taken
+            } else if running >= u64::from(limits.max_running) {
+                Place::Full { running }
+            } else if mine >= u64::from(limits.max_running_per_principal) {
+                Place::OwnerFull { running: mine }
+            } else {
+                let take = tx.prepare_cached(sql::TAKE_PLACE).await.map_err(backend)?;
+                tx.execute(
+                    &take,
+                    &[&holder.as_str(), &holder.is_task(), &owner.as_str(), &lease.node.as_str(), &lease.until.0],
+                )
+                .await
+                .map_err(backend)?;
+                Place::Taken
+            };
+            tx.commit().await.map_err(backend)?;
+            Ok(place)
+        })
+        .await
+    }
+
+    async fn release_place(&self, holder: &PlaceHolder) -> Result<(), StoreError> {
+        self.execute(sql::RELEASE_PLACE, &[&holder.as_str()]).await.map(|_| ())
+    }
+
+    async fn put_session(&self, session: &SessionRecord) -> Result<(), StoreError> {
+        let state = session.state.to_string();
+        self.execute(sql::PUT_SESSION, &[&session.id, &session.owner.as_str(), &state, &session.last_used.0])
+            .await
+            .map(|_| ())
+    }
+
+    async fn session(&self, id: &str, owner: &Principal) -> Result<Option<SessionRecord>, StoreError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql::SESSION).await.map_err(backend)?;
+        let Some(row) = client.query_opt(&statement, &[&id, &owner.as_str()]).await.map_err(backend)? else {
+            return Ok(None);
+        };
+        let state: String = row.try_get(0).map_err(backend)?;
+        let created: Vec<String> = row.try_get(1).map_err(backend)?;
+        Ok(Some(SessionRecord {
+            id: id.to_owned(),
+            owner: owner.clone(),
+            state: serde_json::from_str(&state).map_err(backend)?,
+            created: created.into_iter().map(TaskId::from).collect(),
+            last_used: Timestamp(row.try_get(2).map_err(backend)?),
+        }))
+    }
+
+    async fn add_session_task(&self, id: &str, task: &TaskId) -> Result<(), StoreError> {
+        self.execute(sql::ADD_SESSION_TASK, &[&id, &task.as_str()]).await.map(|_| ())
+    }
+
+    async fn touch_sessions(&self, ids: &[String], now: Timestamp) -> Result<Vec<String>, StoreError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql::TOUCH_SESSIONS).await.map_err(backend)?;
+        let rows = client.query(&statement, &[&ids, &now.0]).await.map_err(backend)?;
+        rows.iter().map(|row| row.try_get::<_, String>(0).map_err(backend)).collect()
+    }
+
+    async fn end_session(&self, id: &str) -> Result<bool, StoreError> {
+        self.execute(sql::END_SESSION, &[&id]).await.map(|ended| ended > 0)
+    }
+
+    async fn prune_sessions(&self, idle_before: Timestamp, limit: u32) -> Result<u64, StoreError> {
+        self.execute(sql::PRUNE_SESSIONS, &[&idle_before.0, &i64::from(limit)]).await
+    }
+
     async fn release_slot(&self, tool: &str, id: &TaskId) -> Result<(), StoreError> {
         self.observed(async {
             let client = self.client().await?;
@@ -722,6 +861,8 @@ impl TaskStore for PostgresStore {
 async fn insert_keyed(
     client: &impl GenericClient,
     task: &TaskRecord,
+    claim: Option<&Lease>,
+    origin: Option<&Origin>,
 ) -> Result<Inserted, StoreError> {
     let row = NewRow::from_record(task)?;
     let insert = client
@@ -730,7 +871,11 @@ async fn insert_keyed(
         .map_err(backend)?;
     let traceparent = task.trace.as_ref().map(TraceContext::traceparent);
     let tracestate = task.trace.as_ref().and_then(TraceContext::tracestate);
-    let params: [&(dyn ToSql + Sync); 19] = [
+    let (node, until) = (claim.map(|lease| lease.node.as_str()), claim.map(|lease| lease.until.0));
+    let era = origin.map(|origin| origin.era.as_str());
+    let client_name = origin.and_then(|origin| origin.client_name.as_deref());
+    let client_version = origin.and_then(|origin| origin.client_version.as_deref());
+    let params: [&(dyn ToSql + Sync); 24] = [
         &row.id,
         &row.owner,
         &task.tool,
@@ -750,6 +895,11 @@ async fn insert_keyed(
         &row.idempotency_key,
         &traceparent,
         &tracestate,
+        &node,
+        &until,
+        &era,
+        &client_name,
+        &client_version,
     ];
     for _ in 0..KEY_ROUNDS {
         match client.execute(&insert, &params).await {

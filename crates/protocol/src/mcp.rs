@@ -362,6 +362,10 @@ pub mod method {
     pub const NOTIFY_TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
     /// Resource changed (after `resources/subscribe`).
     pub const NOTIFY_RESOURCE_UPDATED: &str = "notifications/resources/updated";
+    /// The resource list changed (2025-11-25: on the session; 2026-07-28: on a listen stream).
+    pub const NOTIFY_RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
+    /// The prompt list changed (2025-11-25: on the session; 2026-07-28: on a listen stream).
+    pub const NOTIFY_PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
     /// Lists resources.
     pub const RESOURCES_LIST: &str = "resources/list";
     /// Lists resource templates.

@@ -3,10 +3,16 @@
 //! requests (`input_required`), in a plain call they go straight to the client; the answer
 //! goes back upstream as the request's result.
 //!
-//! MCP gives a server request no link to the call it is about, except the related-task
-//! `_meta` of an upstream task. So: a request tagged with an upstream task goes to the call
-//! that drives that task; any other to the oldest call in flight (with one call at a time,
-//! always the right one).
+//! Which call a request is about, from what says so, in this order:
+//! 1. the related-task `_meta` of an upstream task: the call that drives that task;
+//! 2. the transport ([`ServerRequest::request_token`]): over Streamable HTTP the request came
+//!    on the response stream of one of our calls, and a 2026-07-28 call's round asks its own
+//!    questions; each plain call goes upstream with a progress token of its own, which names
+//!    it;
+//! 3. nothing (stdio, 2025-11-25, or the standalone GET stream): the oldest call in flight.
+//!    With one call at a time that is always the right one; with several plain calls in
+//!    flight on a stdio upstream it is a guess, since MCP gives such a request no link to
+//!    the call it is about.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -29,6 +35,8 @@ struct Asking {
     id: u64,
     ctx: Context,
     upstream_task: Option<String>,
+    /// The progress token the call went upstream with.
+    token: Option<String>,
 }
 
 /// A call's place among those that may be asked; dropped when the call ends.
@@ -58,19 +66,24 @@ impl Asks {
         self.calls.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Enters a call that may be asked, with the context its questions go through.
-    pub(crate) fn enter(self: &Arc<Self>, ctx: Context) -> AskGuard {
+    /// Enters a call that may be asked, with the context its questions go through and the
+    /// progress token it goes upstream with, if it is ours to choose.
+    pub(crate) fn enter(self: &Arc<Self>, ctx: Context, token: Option<&str>) -> AskGuard {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        self.lock().push(Asking { id, ctx, upstream_task: None });
+        self.lock().push(Asking { id, ctx, upstream_task: None, token: token.map(str::to_owned) });
         AskGuard { asks: Arc::clone(self), id }
     }
 
-    /// The context of the call a request is about: the one driving `related` (an upstream
-    /// task id), else the oldest call in flight.
-    fn find(&self, related: Option<&str>) -> Option<Context> {
+    /// The context of the call `request` is about (see the module's comment).
+    fn find(&self, request: &ServerRequest) -> Option<Context> {
         let calls = self.lock();
-        if let Some(task) = related
+        if let Some(task) = request.related_task.as_deref()
             && let Some(call) = calls.iter().find(|call| call.upstream_task.as_deref() == Some(task))
+        {
+            return Some(call.ctx.clone());
+        }
+        if let Some(token) = request.request_token.as_deref()
+            && let Some(call) = calls.iter().find(|call| call.token.as_deref() == Some(token))
         {
             return Some(call.ctx.clone());
         }
@@ -84,7 +97,7 @@ pub(crate) struct Router(pub(crate) Arc<Asks>);
 
 impl Router {
     async fn ask(&self, request: ServerRequest, sampling: bool) -> Result<Value, RpcError> {
-        let Some(ctx) = self.0.find(request.related_task.as_deref()) else {
+        let Some(ctx) = self.0.find(&request) else {
             return Err(RpcError::internal(format!(
                 "{} reached the proxy while no call through it was running, so nobody can answer it",
                 request.method

@@ -18,6 +18,10 @@ impl CatalogUpstream for Forwarder {
         self.0.offers()
     }
 
+    async fn subscribe(&self, uri: &str) -> Result<(), RpcError> {
+        self.0.subscribe(uri).await
+    }
+
     async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
         let link = self.0.wait_link(None).await.map_err(RpcError::internal)?;
         match link.client.request_raw(method, params).await {

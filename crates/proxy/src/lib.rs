@@ -101,6 +101,12 @@ pub struct ToolPolicy {
     pub max_concurrent: Option<u32>,
     /// 2026-07-28: how long a call waits to answer inline (default: the server's).
     pub inline_wait: Option<Duration>,
+    /// A plain call of a client that speaks no tasks: how long it runs before it is handed
+    /// off to a task (default: the server's `sync_wait`; zero: never).
+    pub sync_wait: Option<Duration>,
+    /// A plain call with a progress token from a client that speaks no tasks: how often it
+    /// gets a progress heartbeat (default: the server's `heartbeat`; zero: never).
+    pub heartbeat: Option<Duration>,
 }
 
 impl Default for ToolPolicy {
@@ -112,6 +118,8 @@ impl Default for ToolPolicy {
             max_attempts: mcp_tasks_engine::ToolRuntime::DEFAULT_MAX_ATTEMPTS,
             max_concurrent: None,
             inline_wait: None,
+            sync_wait: None,
+            heartbeat: None,
         }
     }
 }

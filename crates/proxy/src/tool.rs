@@ -147,7 +147,7 @@ impl UpstreamTool {
         let client = &link.client;
         let as_task = client.server_runs_tool_tasks() && self.upstream.upstream_mode(&self.name) != UpstreamMode::Forbidden;
         if as_task {
-            let asking = self.upstream.asks.enter(ctx.clone());
+            let asking = self.upstream.asks.enter(ctx.clone(), None);
             // 2026-07-28: the upstream decides, and may answer plainly; until it answers, a
             // cancel is sent as notifications/cancelled.
             let called = client.call_cancellable(&self.name, arguments, cancel).await;
@@ -166,8 +166,8 @@ impl UpstreamTool {
                 Err(error) => attempt_of(error),
             };
         }
-        let _asking = self.upstream.asks.enter(ctx.clone());
         let token = format!("mcp-tasks-proxy-{}", NEXT_TOKEN.fetch_add(1, Ordering::Relaxed));
+        let _asking = self.upstream.asks.enter(ctx.clone(), Some(&token));
         let notes = client.notifications();
         let called = client.call_tool_with(&self.name, arguments, &token, cancel);
         tokio::select! {
@@ -183,7 +183,7 @@ impl UpstreamTool {
     /// Drives an upstream task to its end, relaying its progress and status; a cancel is
     /// sent upstream as `tasks/cancel`.
     async fn drive(&self, link: &Link, handle: TaskHandle, ctx: &Context, cancel: &CancellationToken) -> Attempt {
-        let asking = self.upstream.asks.enter(ctx.clone());
+        let asking = self.upstream.asks.enter(ctx.clone(), None);
         asking.upstream_task(handle.id());
         let notes = link.client.notifications();
         let token = handle.progress_token().map(str::to_owned);

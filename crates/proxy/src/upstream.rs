@@ -1,16 +1,20 @@
 //! The upstream connection and its supervisor: connects (the client negotiates the era),
 //! learns what the upstream offers, mirrors its tools into the server's registry (again on
-//! each `notifications/tools/list_changed`), and when the upstream dies (a stdio server's
+//! each `notifications/tools/list_changed`), passes its resource and prompt list changes and
+//! resource updates on to the downstream clients, and when the upstream dies (a stdio server's
 //! output ends, or a call finds it unreachable) starts it again with exponential backoff.
 //! Calls wait for the connection through a watch channel, bounded by
-//! [`ProxyOptions::connect_wait`].
+//! [`ProxyOptions::connect_wait`]. A stdio upstream's process group is recorded in the store
+//! under its command line ([`Engine::keep_group`]), so that a proxy started after one that was
+//! killed ends the upstream that one left running before it spawns its own.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use mcp_tasks_client::{Client, ClientError, ToolInfo};
+use mcp_tasks_client::{Client, ClientError, RpcError, ToolInfo};
+use mcp_tasks_engine::{Engine, Leftover};
 use mcp_tasks_protocol::mcp::{Implementation, method};
 use mcp_tasks_server::{Server, TaskMode, ToolDef, ToolSpec, UpstreamOffers};
 use serde_json::json;
@@ -43,6 +47,9 @@ pub(crate) struct Upstream {
     offers: Mutex<UpstreamOffers>,
     /// The upstream tools as last listed, by name (the registry holds them as ours).
     mirrored: Mutex<BTreeMap<String, ToolInfo>>,
+    /// The resource URIs downstream clients subscribed to, subscribed upstream too (again
+    /// after a restart); kept while the proxy runs (the server filters updates per client).
+    subscribed: watch::Sender<BTreeSet<String>>,
     stop: CancellationToken,
     supervisor: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -58,6 +65,7 @@ impl Upstream {
             broken: Notify::new(),
             offers: Mutex::default(),
             mirrored: Mutex::default(),
+            subscribed: watch::Sender::new(BTreeSet::new()),
             stop: CancellationToken::new(),
             supervisor: Mutex::new(None),
         }
@@ -147,7 +155,9 @@ impl Upstream {
     /// The first connection, the tools mirrored, and the supervisor started.
     pub(crate) async fn start(self: Arc<Self>, server: Server) -> Result<Vec<String>, ProxyError> {
         let upstream = self.spec.describe();
+        self.end_stale(server.engine()).await;
         let client = self.connect().await.map_err(|source| ProxyError::Connect { upstream: upstream.clone(), source })?;
+        self.keep(server.engine(), &client).await;
         self.learn_offers(&client).await;
         let names = self.sync_tools(&server, &client).await.map_err(|source| ProxyError::ListTools { upstream, source })?;
         let this = Arc::clone(&self);
@@ -161,8 +171,11 @@ impl Upstream {
         loop {
             let generation = self.generation.load(Ordering::Relaxed);
             let mut notes = client.notifications();
-            // 2026-07-28: list changes come only on a subscriptions/listen stream.
-            let _listening = client.listen_tool_changes();
+            // 2026-07-28: list changes and resource updates come only on a
+            // subscriptions/listen stream (opened again when the URIs change).
+            let mut uris = self.subscribed.subscribe();
+            let mut _listening = client.listen_list_changes(&uris.borrow_and_update().iter().cloned().collect::<Vec<_>>());
+            let modern = client.era() == mcp_tasks_client::Era::Modern;
             self.link.send_replace(Some(Link { client: client.clone(), generation }));
             tracing::info!(upstream = %self.spec.describe(), era = %client.era(), generation, "upstream connected");
             let reason = loop {
@@ -170,18 +183,34 @@ impl Upstream {
                     () = self.stop.cancelled() => break None,
                     () = client.closed() => break Some("its output ended (it exited)".to_owned()),
                     () = self.broken.notified() => break Some("a request found it unreachable".to_owned()),
+                    // The sender lives as long as `self`: never an error.
+                    Ok(()) = uris.changed(), if modern => {
+                        let wanted: Vec<String> = uris.borrow_and_update().iter().cloned().collect();
+                        _listening = client.listen_list_changes(&wanted);
+                    }
                     note = notes.recv() => match note {
                         Ok(note) if note.method == method::NOTIFY_TOOLS_LIST_CHANGED => {
                             if let Err(error) = self.sync_tools(&server, &client).await {
                                 tracing::warn!(%error, "could not list the upstream's tools after list_changed");
                             }
                         }
+                        // Resources and prompts are forwarded request by request: the next
+                        // listing is the upstream's new one, so only the news is passed on.
+                        Ok(note) if note.method == method::NOTIFY_RESOURCES_LIST_CHANGED => server.notify_resources_list_changed(),
+                        Ok(note) if note.method == method::NOTIFY_PROMPTS_LIST_CHANGED => server.notify_prompts_list_changed(),
+                        Ok(note) if note.method == method::NOTIFY_RESOURCE_UPDATED => {
+                            if let Some(uri) = note.params.get("uri").and_then(serde_json::Value::as_str) {
+                                server.notify_resource_updated(uri);
+                            }
+                        }
                         Ok(_) => {}
                         Err(broadcast::error::RecvError::Lagged(_)) => {
-                            // A list change may be among the lost: list again.
+                            // A list change may be among the lost: list again, and tell.
                             if let Err(error) = self.sync_tools(&server, &client).await {
                                 tracing::warn!(%error, "could not list the upstream's tools");
                             }
+                            server.notify_resources_list_changed();
+                            server.notify_prompts_list_changed();
                         }
                         Err(broadcast::error::RecvError::Closed) => break Some("its session ended".to_owned()),
                     },
@@ -190,6 +219,11 @@ impl Upstream {
             self.link.send_replace(None);
             let Some(reason) = reason else {
                 close(client).await;
+                if let Some(key) = self.kept_key()
+                    && let Err(error) = server.engine().forget_kept_group(&key).await
+                {
+                    tracing::warn!(%error, "could not remove the record of the closed upstream's process group");
+                }
                 return;
             };
             tracing::warn!(upstream = %self.spec.describe(), %reason, "the upstream server is gone; starting it again");
@@ -197,11 +231,21 @@ impl Upstream {
             drop(client);
             let Some(next) = self.reconnect().await else { return };
             client = next;
+            self.keep(server.engine(), &client).await;
             self.generation.fetch_add(1, Ordering::Relaxed);
             self.learn_offers(&client).await;
             if let Err(error) = self.sync_tools(&server, &client).await {
                 tracing::warn!(%error, "could not list the tools of the restarted upstream; keeping the last list");
             }
+            let wanted: Vec<String> = self.subscribed.borrow().iter().cloned().collect();
+            for uri in wanted {
+                if let Err(error) = subscribe_upstream(&client, &uri).await {
+                    tracing::warn!(%uri, message = %error.message, "could not subscribe to the resource on the restarted upstream");
+                }
+            }
+            // What the restarted upstream lists may differ from before.
+            server.notify_resources_list_changed();
+            server.notify_prompts_list_changed();
         }
     }
 
@@ -221,6 +265,61 @@ impl Upstream {
                 }
             }
         }
+    }
+
+    /// The key under which the store records a stdio upstream's process group: a SHA-256 of
+    /// the command line (a proxy of another upstream on the same store keeps its own record;
+    /// the arguments, which may hold secrets, are neither stored nor logged). `None` for an
+    /// HTTP upstream (no process of ours).
+    fn kept_key(&self) -> Option<String> {
+        use sha2::Digest as _;
+        let UpstreamSpec::Command { program, args } = &self.spec else { return None };
+        let line: Vec<&String> = std::iter::once(program).chain(args).collect();
+        let digest = sha2::Sha256::digest(serde_json::to_string(&line).unwrap_or_default().as_bytes());
+        let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+        Some(format!("proxy upstream {hex}"))
+    }
+
+    /// Ends the stdio upstream a previous proxy of the same command on this store left
+    /// running when it was killed (SIGTERM, SIGKILL after a grace), before this proxy starts
+    /// its own; a group whose proxy still runs, or whose pid is another process's now, is
+    /// left alone ([`Engine::end_kept_group`]).
+    async fn end_stale(&self, engine: &Engine) {
+        let Some(key) = self.kept_key() else { return };
+        match engine.end_kept_group(&key, CLOSE_GRACE).await {
+            Ok(Some(Leftover::Terminated | Leftover::Killed)) => {
+                tracing::warn!(upstream = %self.spec.describe(), "ended the upstream a previous proxy on this store left running");
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "could not read the record of a previous proxy's upstream"),
+        }
+    }
+
+    /// Records the process group of the stdio upstream `client` speaks to (see
+    /// [`Upstream::end_stale`]).
+    async fn keep(&self, engine: &Engine, client: &Client) {
+        let (Some(key), Some(leader)) = (self.kept_key(), client.server_process_id()) else { return };
+        if let Err(error) = engine.keep_group(&key, leader).await {
+            tracing::warn!(%error, "could not record the upstream's process group; a killed proxy's upstream would be left running");
+        }
+    }
+
+    /// A downstream client subscribed to `uri`: subscribes upstream, once per URI
+    /// (2025-11-25 `resources/subscribe`; 2026-07-28: the supervisor opens its listen stream
+    /// again with the URI). The upstream's refusal is the client's error; an upstream without
+    /// subscriptions is none (no updates will come).
+    pub(crate) async fn subscribe(&self, uri: &str) -> Result<(), RpcError> {
+        if self.subscribed.borrow().contains(uri) {
+            return Ok(());
+        }
+        let link = self.wait_link(None).await.map_err(RpcError::internal)?;
+        if link.client.era() == mcp_tasks_client::Era::Legacy {
+            subscribe_upstream(&link.client, uri).await?;
+        }
+        self.subscribed.send_modify(|uris| {
+            uris.insert(uri.to_owned());
+        });
+        Ok(())
     }
 
     /// Learns which catalog methods the upstream serves, by asking (a method it does not
@@ -293,6 +392,8 @@ impl Upstream {
             task_mode: policy.task_mode,
         };
         def.inline_wait = policy.inline_wait;
+        def.sync_wait = policy.sync_wait;
+        def.heartbeat = policy.heartbeat;
         if policy.task_mode == TaskMode::Forbidden && tool.task_mode == mcp_tasks_client::TaskMode::Required {
             tracing::warn!(tool = %tool.name, "the upstream requires a task for this tool; its plain calls will be refused upstream");
         }
@@ -308,6 +409,23 @@ impl Upstream {
         {
             tracing::warn!(%error, "the upstream supervisor failed");
         }
+    }
+}
+
+/// 2025-11-25 `resources/subscribe` of `uri` upstream (nothing in 2026-07-28, where a listen
+/// stream carries the subscriptions); `-32601` (an upstream without subscriptions) is no error.
+async fn subscribe_upstream(client: &Client, uri: &str) -> Result<(), RpcError> {
+    if client.era() != mcp_tasks_client::Era::Legacy {
+        return Ok(());
+    }
+    match client.request_raw("resources/subscribe", json!({"uri": uri})).await {
+        Ok(_) => Ok(()),
+        Err(ClientError::Rpc { code, .. }) if code == RpcError::METHOD_NOT_FOUND => {
+            tracing::debug!(%uri, "the upstream has no resource subscriptions");
+            Ok(())
+        }
+        Err(ClientError::Rpc { code, message, data }) => Err(RpcError { code, message, data }),
+        Err(error) => Err(RpcError::internal(format!("the upstream server could not be asked to subscribe to {uri}: {error}"))),
     }
 }
 

@@ -66,6 +66,10 @@ pub(crate) struct Connection {
     /// The client's name and version, as it named itself (2025-11-25 `initialize`, the
     /// latest 2026-07-28 request's `_meta`); recorded with the tasks it creates.
     client_info: Mutex<Option<(String, String)>>,
+    /// The `Mcp-Session-Id` under which the store keeps this connection's session record
+    /// (HTTP on a shared store): what the session changes is written there too, for the other
+    /// replicas. Unset otherwise.
+    stored_as: OnceLock<String>,
 }
 
 #[derive(Default)]
@@ -80,6 +84,16 @@ impl Connection {
     /// Records the client's name and version (see [`Connection::client_info`]).
     pub(crate) fn set_client_info(&self, name: &str, version: &str) {
         *self.client_info.lock().unwrap_or_else(PoisonError::into_inner) = Some((name.to_owned(), version.to_owned()));
+    }
+
+    /// From now on the session's changes are written to the store's record `id` too.
+    pub(crate) fn set_stored_as(&self, id: &str) {
+        let _ = self.stored_as.set(id.to_owned());
+    }
+
+    /// The id of the store's record of this connection's session, if it has one.
+    pub(crate) fn stored_as(&self) -> Option<&str> {
+        self.stored_as.get().map(String::as_str)
     }
 
     /// The client's name and version, if it named itself.
@@ -98,6 +112,7 @@ impl Connection {
             next_request: AtomicU64::new(1),
             standalone_open: OnceLock::new(),
             client_info: Mutex::new(None),
+            stored_as: OnceLock::new(),
             state: Mutex::new(State::default()),
         }
     }

@@ -39,6 +39,27 @@ impl Peer {
         Arc::new(Peer { conn: Arc::new(conn), legacy: codec::legacy::Slot::new() })
     }
 
+    /// The state of the peer's 2025-11-25 session for its stored record, once initialized.
+    pub(crate) fn legacy_state(&self) -> Option<Value> {
+        codec::legacy::stored_state(&self.legacy)
+    }
+
+    /// Restores a stored 2025-11-25 session on this (new) peer.
+    ///
+    /// # Errors
+    /// What is wrong with the stored `state`.
+    pub(crate) fn restore_legacy(&self, state: &Value, created: Vec<mcp_tasks_engine::TaskId>) -> Result<(), String> {
+        codec::legacy::restore(&self.legacy, &self.conn, state, created)
+    }
+
+    /// Takes over what another replica changed of the peer's stored 2025-11-25 session.
+    ///
+    /// # Errors
+    /// What is wrong with the stored `state`.
+    pub(crate) fn refresh_legacy(&self, state: &Value, created: Vec<mcp_tasks_engine::TaskId>) -> Result<(), String> {
+        codec::legacy::refresh(&self.legacy, state, created)
+    }
+
     /// Handles one line (or body) received from the client.
     pub(crate) fn handle_text(&self, text: &str) {
         match jsonrpc::parse(text) {

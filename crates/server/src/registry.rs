@@ -63,6 +63,10 @@ pub struct ToolDef {
     /// task's id (`None`: the server's, [`ServerBuilder::sync_wait`](crate::ServerBuilder::sync_wait);
     /// zero: never).
     pub sync_wait: Option<Duration>,
+    /// A plain call with a progress token from a client that speaks no tasks: how often it
+    /// gets a progress heartbeat while nothing else went to the client (`None`: the server's,
+    /// [`ServerBuilder::heartbeat`](crate::ServerBuilder::heartbeat); zero: never).
+    pub heartbeat: Option<Duration>,
 }
 
 impl ToolDef {
@@ -87,7 +91,7 @@ impl ToolDef {
             annotations: None,
             task_mode: TaskMode::Forbidden,
         };
-        ToolDef { spec, runtime: ToolRuntime::new(handler), inline_wait: None, sync_wait: None }
+        ToolDef { spec, runtime: ToolRuntime::new(handler), inline_wait: None, sync_wait: None, heartbeat: None }
     }
 
     /// Sets whether the tool may ([`TaskMode::Optional`]), must ([`TaskMode::Required`]) or
@@ -111,6 +115,14 @@ impl ToolDef {
     #[must_use]
     pub fn sync_wait(mut self, wait: Duration) -> ToolDef {
         self.sync_wait = Some(wait);
+        self
+    }
+
+    /// Sets how often a plain call with a progress token gets a progress heartbeat; zero:
+    /// never.
+    #[must_use]
+    pub fn heartbeat(mut self, every: Duration) -> ToolDef {
+        self.heartbeat = Some(every);
         self
     }
 

@@ -37,6 +37,8 @@ pub(crate) struct Inner {
     pub(crate) parked: codec::modern::mrtr::Parked,
     /// 2025-11-25 `resources/subscribe`: which Legacy sessions want which URIs.
     pub(crate) subscriptions: codec::legacy::Subscriptions,
+    /// Counts the changes of the resource and of the prompt list, for their `list_changed`.
+    pub(crate) list_changes: ListChanges,
     /// What `/metrics` shows.
     pub(crate) metrics: Metrics,
     /// The polling rate limit of `tasks/get` and `tasks/list`, per principal.
@@ -88,6 +90,32 @@ impl Server {
     /// it (`resources/subscribe`), on the stream for messages not tied to a request.
     pub fn notify_resource_updated(&self, uri: &str) {
         self.inner.subscriptions.notify_updated(uri);
+    }
+
+    /// Sends `notifications/resources/list_changed` to every 2025-11-25 session and every
+    /// 2026-07-28 `subscriptions/listen` stream that asked for it (a proxy whose upstream's
+    /// resource list changed). Declared (`listChanged: true`) only with a catalog upstream.
+    pub fn notify_resources_list_changed(&self) {
+        self.inner.list_changes.resources.send_modify(|count| *count += 1);
+    }
+
+    /// [`Server::notify_resources_list_changed`] for the prompt list
+    /// (`notifications/prompts/list_changed`).
+    pub fn notify_prompts_list_changed(&self) {
+        self.inner.list_changes.prompts.send_modify(|count| *count += 1);
+    }
+}
+
+/// The change counters of the resource and prompt lists; a session or listen stream
+/// watches them ([`tokio::sync::watch`]: a burst of changes is one notification).
+pub(crate) struct ListChanges {
+    pub(crate) resources: tokio::sync::watch::Sender<u64>,
+    pub(crate) prompts: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for ListChanges {
+    fn default() -> ListChanges {
+        ListChanges { resources: tokio::sync::watch::Sender::new(0), prompts: tokio::sync::watch::Sender::new(0) }
     }
 }
 
@@ -262,6 +290,7 @@ impl ServerBuilder {
                 catalog: self.catalog,
                 parked: codec::modern::mrtr::Parked::with_limit(self.retry_wait),
                 subscriptions: codec::legacy::Subscriptions::default(),
+                list_changes: ListChanges::default(),
                 metrics,
                 polls: crate::poll_rate::PollLimiter::new(self.poll_rate),
             }),

@@ -28,11 +28,24 @@ const MAX_BYTES: usize = 8 * 1024 * 1024;
 /// A larger record (a big result) is read from the file instead.
 const MAX_RECORD_BYTES: usize = 64 * 1024;
 
+/// The encoded size of a record's state and arguments, in bytes (what the bound counts).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Size {
+    pub(crate) state: usize,
+    pub(crate) arguments: usize,
+}
+
+impl Size {
+    fn total(self) -> usize {
+        self.state.saturating_add(self.arguments)
+    }
+}
+
 /// What a write did to the rows of `tasks`, for the cache.
 #[derive(Debug)]
 pub(crate) enum Touch {
-    /// The task's row is now `record`, whose encoded state and arguments take `bytes`.
-    Put { record: Box<TaskRecord>, bytes: usize },
+    /// The task's row is now `record`, whose encoded state and arguments take `size`.
+    Put { record: Box<TaskRecord>, size: Size },
     /// The task's row changed or went: forget it.
     Evict(TaskId),
 }
@@ -44,14 +57,14 @@ pub(crate) struct Hot {
 
 #[derive(Default)]
 struct Entries {
-    tasks: HashMap<TaskId, (TaskRecord, usize)>,
+    tasks: HashMap<TaskId, (TaskRecord, Size)>,
     bytes: usize,
 }
 
 impl Entries {
     fn remove(&mut self, id: &TaskId) {
-        if let Some((_, bytes)) = self.tasks.remove(id) {
-            self.bytes -= bytes;
+        if let Some((_, size)) = self.tasks.remove(id) {
+            self.bytes -= size.total();
         }
     }
 
@@ -60,7 +73,7 @@ impl Entries {
             return;
         }
         self.tasks.retain(|_, (record, _)| !record.status().is_terminal());
-        self.bytes = self.tasks.values().map(|(_, bytes)| bytes).sum();
+        self.bytes = self.tasks.values().map(|(_, size)| size.total()).sum();
         if self.tasks.len() >= MAX_ENTRIES / 2 || self.bytes + bytes > MAX_BYTES / 2 {
             self.tasks.clear();
             self.bytes = 0;
@@ -89,20 +102,26 @@ impl Hot {
         self.entries()?.tasks.get(id).map(|(record, _)| record.clone())
     }
 
+    /// Task `id` as last committed with its encoded size, if it is kept.
+    pub(crate) fn get_sized(&self, id: &TaskId) -> Option<(TaskRecord, Size)> {
+        self.entries()?.tasks.get(id).cloned()
+    }
+
     /// Applies a committed batch's touches, in order. Called on the writer thread only.
     pub(crate) fn apply(&self, touches: Vec<Touch>) {
         let Some(mut entries) = self.entries() else { return };
         for touch in touches {
             match touch {
                 Touch::Evict(id) => entries.remove(&id),
-                Touch::Put { record, bytes } => {
+                Touch::Put { record, size } => {
+                    let bytes = size.total();
                     entries.remove(&record.id);
                     if bytes > MAX_RECORD_BYTES {
                         continue;
                     }
                     entries.make_room(bytes);
                     entries.bytes += bytes;
-                    entries.tasks.insert(record.id.clone(), (*record, bytes));
+                    entries.tasks.insert(record.id.clone(), (*record, size));
                 }
             }
         }

@@ -10,17 +10,36 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use mcp_tasks_engine::StoreError;
 
+/// One numbered migration.
+struct Migration {
+    /// Its SQL, run as one batch.
+    sql: &'static str,
+    /// Whether it edits the text of the schema (`PRAGMA writable_schema`, ending with it on):
+    /// then the runner checks the edit was made, bumps `schema_version` (so every connection
+    /// reads the schema again) and reloads this connection's.
+    edits_schema: bool,
+}
+
+const fn sql(sql: &'static str) -> Migration {
+    Migration { sql, edits_schema: false }
+}
+
 /// Every migration, in order. Append only.
-const MIGRATIONS: &[&str] = &[
-    include_str!("../migrations/0001_tasks.sql"),
-    include_str!("../migrations/0002_input_methods.sql"),
-    include_str!("../migrations/0003_retention_at_scale.sql"),
-    include_str!("../migrations/0004_idempotency_keys.sql"),
-    include_str!("../migrations/0005_process_groups.sql"),
-    include_str!("../migrations/0006_claims.sql"),
-    include_str!("../migrations/0007_web_view.sql"),
-    include_str!("../migrations/0008_checkpoints.sql"),
-    include_str!("../migrations/0009_trace_context.sql"),
+const MIGRATIONS: &[Migration] = &[
+    sql(include_str!("../migrations/0001_tasks.sql")),
+    sql(include_str!("../migrations/0002_input_methods.sql")),
+    sql(include_str!("../migrations/0003_retention_at_scale.sql")),
+    sql(include_str!("../migrations/0004_idempotency_keys.sql")),
+    sql(include_str!("../migrations/0005_process_groups.sql")),
+    sql(include_str!("../migrations/0006_claims.sql")),
+    sql(include_str!("../migrations/0007_web_view.sql")),
+    sql(include_str!("../migrations/0008_checkpoints.sql")),
+    sql(include_str!("../migrations/0009_trace_context.sql")),
+    Migration {
+        sql: include_str!("../migrations/0010_status_check_without_in_list.sql"),
+        edits_schema: true,
+    },
+    sql(include_str!("../migrations/0011_kept_groups.sql")),
 ];
 
 /// The schema version this build writes: the number of migrations.
@@ -37,7 +56,7 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(StoreError::backend)?;
         let current = user_version(&tx).map_err(StoreError::backend)?;
-        let Some(sql) = usize::try_from(current)
+        let Some(migration) = usize::try_from(current)
             .ok()
             .and_then(|n| MIGRATIONS.get(n))
         else {
@@ -54,11 +73,41 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
             return Ok(());
         };
         let next = current + 1;
-        tx.execute_batch(sql).map_err(StoreError::backend)?;
+        tx.execute_batch(migration.sql).map_err(StoreError::backend)?;
+        if migration.edits_schema {
+            finish_schema_edit(&tx, next)?;
+        }
         tx.pragma_update(None, "user_version", next)
             .map_err(StoreError::backend)?;
         tx.commit().map_err(StoreError::backend)?;
         tracing::info!(version = next, "applied task store migration");
+    }
+}
+
+/// Ends a migration that edited the schema's text: refuses it if the edit found nothing to
+/// change (a `tasks` table this build did not write), bumps `schema_version`, as SQLite's
+/// procedure requires, and turns `writable_schema` off with a reload of this connection's
+/// schema, which also parses the edited text (a malformed edit fails here, inside the
+/// migration's transaction, and is rolled back).
+fn finish_schema_edit(tx: &Connection, version: u32) -> Result<(), StoreError> {
+    let edited = || -> rusqlite::Result<bool> {
+        let changed = tx.changes() > 0;
+        let schema: u32 = tx.pragma_query_value(None, "schema_version", |row| row.get(0))?;
+        tx.pragma_update(None, "schema_version", schema.wrapping_add(1))?;
+        tx.execute_batch("PRAGMA writable_schema = RESET")?;
+        tx.query_row("SELECT count(*) FROM tasks WHERE 0", [], |_| Ok(()))?;
+        Ok(changed)
+    };
+    match edited() {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(StoreError::Backend(
+            format!(
+                "migration {version} found no table text to edit: this database's `tasks` table \
+                 was not written by mcp-tasks; restore it from a backup or start a new store"
+            )
+            .into(),
+        )),
+        Err(err) => Err(StoreError::backend(err)),
     }
 }
 

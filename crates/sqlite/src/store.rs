@@ -23,6 +23,7 @@
 //! ([`READERS`]); WAL lets them read alongside the writer. A read started after a write
 //! returned sees that write: a commit is visible to new read transactions once it returns.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -37,12 +38,13 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use tokio::sync::{Semaphore, broadcast, oneshot};
 
 use mcp_tasks_engine::{
-    Answer, BrowseQuery, HistoryEntry, IdempotencyKey, Inserted, Lease, ListQuery, Origin, Principal, ProcessGroup,
-    Status, StoreError, TaskId, TaskRecord, TaskStore, Timestamp, TraceContext, Update, Version,
+    Answer, BrowseQuery, HistoryEntry, IdempotencyKey, Inserted, KeptGroup, Lease, ListQuery, LocalPlaces, LocalSessions, Origin,
+    Place, PlaceHolder, Principal, ProcessGroup, RunningLimits, SessionRecord, Status, StoreError, TaskId, TaskRecord,
+    TaskStore, Timestamp, TraceContext, Update, Version,
 };
 
 use crate::faults::{self, StoreLock};
-use crate::hot::{Hot, Touch};
+use crate::hot::{Hot, Size, Touch};
 /// Capacity of the change feed; a slower subscriber lags and re-reads.
 const FEED_CAPACITY: usize = 4096;
 
@@ -184,6 +186,12 @@ struct Inner {
     hot: Arc<Hot>,
     /// The change feed: each write's record, sent once its batch has committed.
     feed: broadcast::Sender<Arc<TaskRecord>>,
+    /// Running places: in memory, since one process owns the file (the engine takes none on
+    /// a store that is not shared; they are kept for the contract and its suite).
+    places: LocalPlaces,
+    /// 2025-11-25 HTTP session records: in memory, since this process is their only reader
+    /// (a session does not outlive its server, as before).
+    sessions: LocalSessions,
 }
 
 impl Drop for Inner {
@@ -267,6 +275,8 @@ impl SqliteStore {
                 _lock: lock,
                 hot,
                 feed: broadcast::channel(FEED_CAPACITY).0,
+                places: LocalPlaces::default(),
+                sessions: LocalSessions::default(),
             }),
         })
     }
@@ -418,6 +428,11 @@ fn writer_gone() -> StoreError {
 struct Tx<'a> {
     conn: &'a Connection,
     touched: &'a mut Vec<Touch>,
+    /// The cache as committed before this batch.
+    hot: &'a Hot,
+    /// The tasks whose rows a write of this batch touched already: their cached record is
+    /// not their row any more.
+    dirty: &'a mut HashSet<TaskId>,
 }
 
 impl std::ops::Deref for Tx<'_> {
@@ -430,20 +445,31 @@ impl std::ops::Deref for Tx<'_> {
 
 impl Tx<'_> {
     /// The task's row is now `record`; `bytes`: the size of its encoded state and arguments.
-    fn put(&mut self, record: TaskRecord, bytes: usize) {
-        self.touched.push(Touch::Put { record: Box::new(record), bytes });
+    fn put(&mut self, record: TaskRecord, size: Size) {
+        self.dirty.insert(record.id.clone());
+        self.touched.push(Touch::Put { record: Box::new(record), size });
     }
 
     /// The task's row changed (or went) otherwise.
     fn evict(&mut self, id: TaskId) {
+        self.dirty.insert(id.clone());
         self.touched.push(Touch::Evict(id));
+    }
+
+    /// Task `id`'s row as it stands in this transaction, with its size, when the cache
+    /// knows it: kept, and not touched by an earlier write of this batch.
+    fn current(&self, id: &TaskId) -> Option<(TaskRecord, Size)> {
+        if self.dirty.contains(id) {
+            return None;
+        }
+        self.hot.get_sized(id)
     }
 }
 
 /// One write queued to the writer thread.
 trait Write: Send {
     /// Runs the write inside the batch's open transaction and keeps its outcome.
-    fn run(&mut self, conn: &Connection);
+    fn run(&mut self, conn: &Connection, hot: &Hot, dirty: &mut HashSet<TaskId>);
 
     /// Answers the caller: with the kept outcome if the batch committed, or with `failed`
     /// (the batch's failure) if it did not.
@@ -476,9 +502,9 @@ where
     F: FnOnce(&mut Tx<'_>) -> Result<T, StoreError> + Send,
     T: Send,
 {
-    fn run(&mut self, conn: &Connection) {
+    fn run(&mut self, conn: &Connection, hot: &Hot, dirty: &mut HashSet<TaskId>) {
         if let Some(work) = self.work.take() {
-            self.outcome = Some(work(&mut Tx { conn, touched: &mut self.touched }));
+            self.outcome = Some(work(&mut Tx { conn, touched: &mut self.touched, hot, dirty }));
         }
     }
 
@@ -520,7 +546,7 @@ fn write_loop(conn: &Connection, queue: &mpsc::Receiver<Box<dyn Write>>, stats: 
             }
         }
         let started = Instant::now();
-        let committed = commit(conn, &mut batch);
+        let committed = commit(conn, &mut batch, hot);
         if let Some(observer) = stats.observer.get() {
             observer(Commit { elapsed: started.elapsed(), writes: batch.len(), committed: committed.is_ok() });
         }
@@ -555,11 +581,12 @@ fn write_loop(conn: &Connection, queue: &mpsc::Receiver<Box<dyn Write>>, stats: 
 
 /// Runs `batch` in one transaction and commits it. `Err` (with the reason) if the
 /// transaction did not commit, in which case none of its writes is on disk.
-fn commit(conn: &Connection, batch: &mut [Box<dyn Write>]) -> Result<(), Failure> {
+fn commit(conn: &Connection, batch: &mut [Box<dyn Write>], hot: &Hot) -> Result<(), Failure> {
     let failed = |err: rusqlite::Error| Failure { disk_full: faults::is_full_sqlite(&err), reason: err.to_string() };
     conn.execute_batch("BEGIN IMMEDIATE").map_err(failed)?;
+    let mut dirty = HashSet::new();
     for job in batch.iter_mut() {
-        job.run(conn);
+        job.run(conn, hot, &mut dirty);
         // Some errors (a full disk, I/O, running out of memory) roll back the whole
         // transaction rather than one statement; then nothing of the batch stands.
         if conn.is_autocommit() {
@@ -673,13 +700,39 @@ impl TaskStore for SqliteStore {
         update: &Update,
     ) -> Result<TaskRecord, StoreError> {
         let task = id.clone();
+        let expected_version = expected.0;
         let expected = to_i64(expected.0).map_err(StoreError::backend)?;
         let state = to_json(&update.state).map_err(StoreError::backend)?;
+        let new_state = update.state.clone();
         let status = update.state.status().as_str();
         let message = update.status_message.clone();
         let updated_at = update.updated_at.0;
         let attempt = update.attempt;
         let written = self.write(move |tx| {
+            // The row as the cache knows it, at the expected version: the new record is
+            // that one with the update, and the compare-and-set needs no RETURNING (whose
+            // ephemeral table and row decoding were a tenth of a lifecycle's SQLite cost).
+            if let Some((mut record, size)) = tx.current(&task).filter(|(record, _)| record.version.0 == expected_version) {
+                let changed = tx
+                    .prepare_cached(
+                        "UPDATE tasks SET state = ?1, status = ?2, status_message = ?3, updated_at = ?4, \
+                         attempt = ?5, version = version + 1 WHERE id = ?6 AND version = ?7",
+                    )
+                    .and_then(|mut stmt| {
+                        stmt.execute(params![state, status, message, updated_at, attempt, task.as_str(), expected])
+                    })
+                    .map_err(StoreError::backend)?;
+                if changed == 0 {
+                    return Err(StoreError::Conflict(task));
+                }
+                record.state = new_state;
+                record.status_message = message;
+                record.updated_at = Timestamp(updated_at);
+                record.attempt = attempt;
+                record.version = Version(record.version.0 + 1);
+                tx.put(record.clone(), Size { state: state.len(), arguments: size.arguments });
+                return Ok(record);
+            }
             // One statement: the compare-and-set and the read of the new row are atomic,
             // and within a batch the next write sees this one's version.
             let written = tx
@@ -698,7 +751,8 @@ impl TaskStore for SqliteStore {
                 })
                 .map_err(StoreError::backend)?;
             let (written, arguments) = written.ok_or(StoreError::Conflict(task))?;
-            tx.put(written.clone(), state.len() + usize::try_from(arguments).unwrap_or(usize::MAX / 2));
+            let arguments = usize::try_from(arguments).unwrap_or(usize::MAX / 2);
+            tx.put(written.clone(), Size { state: state.len(), arguments });
             Ok(written)
         })
         .await?;
@@ -830,6 +884,51 @@ impl TaskStore for SqliteStore {
         .await
     }
 
+    async fn set_kept_group(&self, key: &str, kept: Option<&KeptGroup>) -> Result<(), StoreError> {
+        let key = key.to_owned();
+        let row = match kept {
+            Some(kept) => Some((
+                i64::from(kept.group.pgid),
+                to_i64(kept.group.start_time).map_err(StoreError::backend)?,
+                i64::from(kept.keeper_pid),
+                to_i64(kept.keeper_start).map_err(StoreError::backend)?,
+            )),
+            None => None,
+        };
+        self.write(move |conn| {
+            let done = match row {
+                Some((pgid, start, keeper, keeper_start)) => conn
+                    .prepare_cached(
+                        "INSERT INTO kept_groups (key, process_group, process_start, keeper_pid, keeper_start) \
+                         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (key) DO UPDATE SET process_group = excluded.process_group, \
+                         process_start = excluded.process_start, keeper_pid = excluded.keeper_pid, keeper_start = excluded.keeper_start",
+                    )
+                    .and_then(|mut stmt| stmt.execute(params![key, pgid, start, keeper, keeper_start])),
+                None => conn.prepare_cached("DELETE FROM kept_groups WHERE key = ?1").and_then(|mut stmt| stmt.execute([key])),
+            };
+            done.map(|_| ()).map_err(StoreError::backend)
+        })
+        .await
+    }
+
+    async fn kept_group(&self, key: &str) -> Result<Option<KeptGroup>, StoreError> {
+        let key = key.to_owned();
+        self.read(move |conn| {
+            let found: Option<(i64, i64, i64, i64)> = conn
+                .prepare_cached("SELECT process_group, process_start, keeper_pid, keeper_start FROM kept_groups WHERE key = ?1")
+                .and_then(|mut stmt| stmt.query_row([key], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))).optional())
+                .map_err(StoreError::backend)?;
+            Ok(found.and_then(|(pgid, start, keeper, keeper_start)| {
+                Some(KeptGroup {
+                    group: ProcessGroup { pgid: u32::try_from(pgid).ok()?, start_time: u64::try_from(start).ok()? },
+                    keeper_pid: u32::try_from(keeper).ok()?,
+                    keeper_start: u64::try_from(keeper_start).ok()?,
+                })
+            }))
+        })
+        .await
+    }
+
     async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &serde_json::Value) -> Result<bool, StoreError> {
         let id = id.as_str().to_owned();
         let text = checkpoint.to_string();
@@ -866,14 +965,17 @@ impl TaskStore for SqliteStore {
         task: &TaskRecord,
         lease: &Lease,
         max_retained: u64,
+        origin: Option<&Origin>,
     ) -> Result<Inserted, StoreError> {
-        let row = NewRow::from_record(task).map_err(StoreError::backend)?;
-        let (record, id, owner) = (task.clone(), task.id.clone(), task.owner.clone());
+        let mut row = NewRow::from_record(task).map_err(StoreError::backend)?;
+        // The claim and the origin go in with the row: one statement, not three.
+        row.claim = Some((lease.node.as_str().to_owned(), lease.until.0));
+        row.origin = origin.cloned();
+        let (record, owner) = (task.clone(), task.owner.clone());
         let key = task
             .idempotency_key
             .as_ref()
             .map(|key| key.as_str().to_owned());
-        let (node, until) = (lease.node.as_str().to_owned(), lease.until.0);
         let limit = i64::try_from(max_retained).unwrap_or(i64::MAX);
         let inserted = self
             .write(move |conn| {
@@ -910,15 +1012,7 @@ impl TaskStore for SqliteStore {
                         retained: u64::try_from(retained).unwrap_or(0),
                     });
                 }
-                let inserted = insert_keyed(conn, &row, record)?;
-                if inserted == Inserted::New {
-                    conn.prepare_cached(
-                        "UPDATE tasks SET claim_node = ?1, lease_until = ?2 WHERE id = ?3",
-                    )
-                    .and_then(|mut stmt| stmt.execute(params![node, until, id.as_str()]))
-                    .map_err(StoreError::backend)?;
-                }
-                Ok(inserted)
+                insert_keyed(conn, &row, record)
             })
             .await?;
         if inserted == Inserted::New {
@@ -954,7 +1048,7 @@ impl TaskStore for SqliteStore {
 
     async fn renew(&self, lease: &Lease, now: Timestamp) -> Result<Vec<TaskId>, StoreError> {
         let (node, until) = (lease.node.as_str().to_owned(), lease.until.0);
-        self.write(move |conn| {
+        let renewed = self.write(move |conn| {
             conn.prepare_cached(&format!(
                 "UPDATE tasks SET lease_until = ?1                  WHERE claim_node = ?2 AND lease_until > ?3 AND status IN {UNFINISHED} RETURNING id"
             ))
@@ -970,7 +1064,10 @@ impl TaskStore for SqliteStore {
             })
             .map_err(StoreError::backend)
         })
-        .await
+        .await?;
+        let unfinished = self.holders_where(|task| !task.status().is_terminal()).await?;
+        self.inner.places.renew(lease, now, &unfinished);
+        Ok(renewed)
     }
 
     async fn lapsed(&self, now: Timestamp, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
@@ -1228,6 +1325,63 @@ impl TaskStore for SqliteStore {
         })
         .await
     }
+
+    async fn take_place(
+        &self,
+        holder: &PlaceHolder,
+        owner: &Principal,
+        limits: &RunningLimits,
+        lease: &Lease,
+        now: Timestamp,
+    ) -> Result<Place, StoreError> {
+        let finished = self.holders_where(|task| task.status().is_terminal()).await?;
+        Ok(self.inner.places.take(holder, owner, limits, lease, now, &finished))
+    }
+
+    async fn release_place(&self, holder: &PlaceHolder) -> Result<(), StoreError> {
+        self.inner.places.release(holder);
+        Ok(())
+    }
+
+    async fn put_session(&self, session: &SessionRecord) -> Result<(), StoreError> {
+        self.inner.sessions.put(session);
+        Ok(())
+    }
+
+    async fn session(&self, id: &str, owner: &Principal) -> Result<Option<SessionRecord>, StoreError> {
+        Ok(self.inner.sessions.get(id, owner))
+    }
+
+    async fn add_session_task(&self, id: &str, task: &TaskId) -> Result<(), StoreError> {
+        self.inner.sessions.add_task(id, task);
+        Ok(())
+    }
+
+    async fn touch_sessions(&self, ids: &[String], now: Timestamp) -> Result<Vec<String>, StoreError> {
+        Ok(self.inner.sessions.touch(ids, now))
+    }
+
+    async fn end_session(&self, id: &str) -> Result<bool, StoreError> {
+        Ok(self.inner.sessions.end(id))
+    }
+
+    async fn prune_sessions(&self, idle_before: Timestamp, limit: u32) -> Result<u64, StoreError> {
+        Ok(self.inner.sessions.prune(idle_before, limit))
+    }
+}
+
+impl SqliteStore {
+    /// The tasks holding a running place that are stored and pass `test` (a read each: the
+    /// places are few, and the engine takes none on this store).
+    async fn holders_where(&self, test: impl Fn(&TaskRecord) -> bool) -> Result<Vec<TaskId>, StoreError> {
+        let mut passing = Vec::new();
+        for id in self.inner.places.task_holders() {
+            if self.get(&id).await?.as_ref().is_some_and(&test) {
+                passing.push(id);
+            }
+        }
+        Ok(passing)
+    }
 }
 
 /// `status_counts`.
@@ -1285,11 +1439,11 @@ fn browse_statement(query: &BrowseQuery) -> (String, Vec<rusqlite::types::Value>
 /// task, which it then returns; the key of an expired holder is released first.
 fn insert_keyed(tx: &mut Tx<'_>, row: &NewRow, record: TaskRecord) -> Result<Inserted, StoreError> {
     let conn: &Connection = tx;
-    let bytes = row.state.len() + row.arguments.len();
+    let size = Size { state: row.state.len(), arguments: row.arguments.len() };
     let id = record.id.clone();
     match insert_row(conn, row) {
         Ok(1) => {
-            tx.put(record, bytes);
+            tx.put(record, size);
             return Ok(Inserted::New);
         }
         Ok(_) => {}
@@ -1321,7 +1475,7 @@ fn insert_keyed(tx: &mut Tx<'_>, row: &NewRow, record: TaskRecord) -> Result<Ins
             .map_err(StoreError::backend)?;
             match insert_row(conn, row) {
                 Ok(_) => {
-                    tx.put(record, bytes);
+                    tx.put(record, size);
                     Ok(Inserted::New)
                 }
                 Err(err) if is_duplicate_key(&err) => Err(StoreError::Duplicate(id)),
@@ -1352,6 +1506,10 @@ struct NewRow {
     idempotency_key: Option<String>,
     traceparent: Option<String>,
     tracestate: Option<String>,
+    /// The runner's claim (node, lease end); `None`: unclaimed.
+    claim: Option<(String, i64)>,
+    /// Where the task came from; `None`: unrecorded.
+    origin: Option<Origin>,
 }
 
 impl NewRow {
@@ -1376,6 +1534,8 @@ impl NewRow {
             idempotency_key: task.idempotency_key.as_ref().map(|key| key.as_str().to_owned()),
             traceparent: task.trace.as_ref().map(|trace| trace.traceparent().to_owned()),
             tracestate: task.trace.as_ref().and_then(TraceContext::tracestate).map(str::to_owned),
+            claim: None,
+            origin: None,
         })
     }
 }
@@ -1386,8 +1546,10 @@ fn insert_row(conn: &Connection, row: &NewRow) -> rusqlite::Result<usize> {
     conn.prepare_cached(
         "INSERT INTO tasks (id, owner, tool, arguments, status, state, status_message, \
          created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, attempt, version, \
-         error_result_fails, input_methods, idempotency_key, traceparent, tracestate) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19) \
+         error_result_fails, input_methods, idempotency_key, traceparent, tracestate, \
+         claim_node, lease_until, era, client_name, client_version) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, \
+         ?20, ?21, ?22, ?23, ?24) \
          ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING",
     )?
     .execute(params![
@@ -1410,6 +1572,11 @@ fn insert_row(conn: &Connection, row: &NewRow) -> rusqlite::Result<usize> {
         row.idempotency_key,
         row.traceparent,
         row.tracestate,
+        row.claim.as_ref().map(|(node, _)| node),
+        row.claim.as_ref().map(|(_, until)| until),
+        row.origin.as_ref().map(|origin| &origin.era),
+        row.origin.as_ref().and_then(|origin| origin.client_name.as_ref()),
+        row.origin.as_ref().and_then(|origin| origin.client_version.as_ref()),
     ])
 }
 

@@ -11,7 +11,8 @@
 //! The multi-node part of the trait holds too: claims with leases (lapsing at the `now` given),
 //! the retention limit checked under the same lock as the insert, cancel requests, stored
 //! input answers, and the change feed (a broadcast sent under the lock, so in write order).
-//! It is one process's store ([`TaskStore::shared`] is `false`).
+//! It is one process's store ([`TaskStore::shared`] is `false`). Running places and HTTP
+//! session records are the engine's [`LocalPlaces`] and [`LocalSessions`], as in SQLite.
 //!
 //! The orders follow the SQLite store's: `unfinished` by (creation time, id), `expired` and
 //! `purge` by (expiry, id).
@@ -24,8 +25,9 @@ use async_trait::async_trait;
 use tokio::sync::broadcast;
 
 use mcp_tasks_engine::{
-    Answer, BrowseQuery, HistoryEntry, IdempotencyKey, Inserted, Lease, ListQuery, Origin, Principal, ProcessGroup,
-    Status, StoreError, TaskId, TaskRecord, TaskStore, Timestamp, Update, Version,
+    Answer, BrowseQuery, HistoryEntry, IdempotencyKey, Inserted, KeptGroup, Lease, ListQuery, LocalPlaces, LocalSessions, Origin,
+    Place, PlaceHolder, Principal, ProcessGroup, RunningLimits, SessionRecord, Status, StoreError, TaskId, TaskRecord,
+    TaskStore, Timestamp, Update, Version,
 };
 
 /// Capacity of the change feed; a slower subscriber lags and re-reads.
@@ -42,6 +44,8 @@ struct Tables {
     by_key: HashMap<(Principal, IdempotencyKey), TaskId>,
     /// The process group recorded for each task that has one.
     groups: HashMap<TaskId, ProcessGroup>,
+    /// Process groups kept beside the tasks, by key (not tied to a task).
+    kept: HashMap<String, KeptGroup>,
     /// Handlers' checkpoints, by task; removed with their task.
     checkpoints: HashMap<TaskId, serde_json::Value>,
     /// Each claimed task's lease.
@@ -69,6 +73,11 @@ fn entry(task: &TaskRecord) -> HistoryEntry {
 }
 
 impl Tables {
+    /// The tasks holding a running place that are stored and pass `test`.
+    fn holders_where(&self, places: &LocalPlaces, test: impl Fn(&TaskRecord) -> bool) -> Vec<TaskId> {
+        places.task_holders().into_iter().filter(|id| self.tasks.get(id).is_some_and(&test)).collect()
+    }
+
     /// Takes a task out of both maps.
     fn remove(&mut self, id: &TaskId) {
         let Some(task) = self.tasks.remove(id) else {
@@ -140,6 +149,10 @@ fn unclaimed(tables: &Tables, task: &TaskRecord, now: Timestamp) -> bool {
 pub struct MemoryStore {
     tables: Mutex<Tables>,
     feed: broadcast::Sender<Arc<TaskRecord>>,
+    /// The running places (lock order: `tables`, then this).
+    places: LocalPlaces,
+    /// 2025-11-25 HTTP sessions.
+    sessions: LocalSessions,
 }
 
 impl Default for MemoryStore {
@@ -147,6 +160,8 @@ impl Default for MemoryStore {
         MemoryStore {
             tables: Mutex::default(),
             feed: broadcast::channel(FEED_CAPACITY).0,
+            places: LocalPlaces::default(),
+            sessions: LocalSessions::default(),
         }
     }
 }
@@ -324,6 +339,19 @@ impl TaskStore for MemoryStore {
         Ok(self.lock().groups.get(id).copied())
     }
 
+    async fn set_kept_group(&self, key: &str, kept: Option<&KeptGroup>) -> Result<(), StoreError> {
+        let mut tables = self.lock();
+        match kept {
+            Some(kept) => tables.kept.insert(key.to_owned(), *kept),
+            None => tables.kept.remove(key),
+        };
+        Ok(())
+    }
+
+    async fn kept_group(&self, key: &str) -> Result<Option<KeptGroup>, StoreError> {
+        Ok(self.lock().kept.get(key).copied())
+    }
+
     async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &serde_json::Value) -> Result<bool, StoreError> {
         let mut tables = self.lock();
         let current = tables.tasks.get(id).is_some_and(|task| task.attempt == attempt && !task.status().is_terminal());
@@ -346,6 +374,7 @@ impl TaskStore for MemoryStore {
         task: &TaskRecord,
         lease: &Lease,
         max_retained: u64,
+        origin: Option<&Origin>,
     ) -> Result<Inserted, StoreError> {
         let mut tables = self.lock();
         if let Some(key) = &task.idempotency_key
@@ -363,6 +392,9 @@ impl TaskStore for MemoryStore {
         let inserted = MemoryStore::insert_locked(&mut tables, task)?;
         if inserted == Inserted::New {
             tables.claims.insert(task.id.clone(), lease.clone());
+            if let Some(origin) = origin {
+                tables.origins.insert(task.id.clone(), origin.clone());
+            }
             self.publish(task);
         }
         Ok(inserted)
@@ -415,6 +447,8 @@ impl TaskStore for MemoryStore {
                 }
             }
         }
+        let unfinished = tables.holders_where(&self.places, |task| !task.status().is_terminal());
+        self.places.renew(lease, now, &unfinished);
         renewed.sort();
         Ok(renewed)
     }
@@ -545,5 +579,49 @@ impl TaskStore for MemoryStore {
 
     async fn origin(&self, id: &TaskId) -> Result<Option<Origin>, StoreError> {
         Ok(self.lock().origins.get(id).cloned())
+    }
+
+    async fn take_place(
+        &self,
+        holder: &PlaceHolder,
+        owner: &Principal,
+        limits: &RunningLimits,
+        lease: &Lease,
+        now: Timestamp,
+    ) -> Result<Place, StoreError> {
+        let tables = self.lock();
+        let finished = tables.holders_where(&self.places, |task| task.status().is_terminal());
+        Ok(self.places.take(holder, owner, limits, lease, now, &finished))
+    }
+
+    async fn release_place(&self, holder: &PlaceHolder) -> Result<(), StoreError> {
+        self.places.release(holder);
+        Ok(())
+    }
+
+    async fn put_session(&self, session: &SessionRecord) -> Result<(), StoreError> {
+        self.sessions.put(session);
+        Ok(())
+    }
+
+    async fn session(&self, id: &str, owner: &Principal) -> Result<Option<SessionRecord>, StoreError> {
+        Ok(self.sessions.get(id, owner))
+    }
+
+    async fn add_session_task(&self, id: &str, task: &TaskId) -> Result<(), StoreError> {
+        self.sessions.add_task(id, task);
+        Ok(())
+    }
+
+    async fn touch_sessions(&self, ids: &[String], now: Timestamp) -> Result<Vec<String>, StoreError> {
+        Ok(self.sessions.touch(ids, now))
+    }
+
+    async fn end_session(&self, id: &str) -> Result<bool, StoreError> {
+        Ok(self.sessions.end(id))
+    }
+
+    async fn prune_sessions(&self, idle_before: Timestamp, limit: u32) -> Result<u64, StoreError> {
+        Ok(self.sessions.prune(idle_before, limit))
     }
 }

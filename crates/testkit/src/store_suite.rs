@@ -20,7 +20,8 @@
 //!
 //! The cases of many nodes on one store (`nodes`: claims and leases, the retention limit,
 //! cancel requests, input answers, the change feed) take two handles,
-//! [`StoreFixture::store`] and [`StoreFixture::second`].
+//! [`StoreFixture::store`] and [`StoreFixture::second`], and so do those of `sessions` (the
+//! running places of the running limits, and 2025-11-25 HTTP session records).
 //!
 //! Cases that only make sense for one backend (reopening a file, pragmas) live in that
 //! backend's own tests.
@@ -30,19 +31,21 @@ use std::sync::Arc;
 use serde_json::json;
 
 use mcp_tasks_engine::{
-    Cursor, InputKind, InputRequest, InputRequests, ListQuery, Principal, ProcessGroup, StoreError, TaskId, TaskRecord,
+    Cursor, InputKind, InputRequest, InputRequests, KeptGroup, ListQuery, Principal, ProcessGroup, StoreError, TaskId, TaskRecord,
     TaskState, TaskStore, Timestamp, Update, Version,
 };
 
 mod fixtures;
 mod keys;
 mod nodes;
+mod sessions;
 mod view;
 
 pub use fixtures::{Handles, StoreFixture, T0, TTL_MS, sample_task};
 use fixtures::*;
 pub use keys::*;
 pub use nodes::*;
+pub use sessions::*;
 pub use view::*;
 
 /// Insert, then get, returns every field as written, for every state variant, including
@@ -636,6 +639,27 @@ pub async fn a_process_group_is_recorded_with_its_task_and_goes_with_it(store: A
     assert_eq!(store.process_group(&task.id).await.expect("read succeeds"), None, "gone with its task");
 }
 
+/// A kept group recorded under a key reads back (every field, at the ends of its range), a
+/// second record under the key replaces the first, keys are independent, `None` removes the
+/// record (removing an absent one is no error), and no task is involved.
+pub async fn a_kept_group_is_recorded_by_key_replaced_and_removed(store: Arc<dyn TaskStore>) {
+    assert_eq!(store.kept_group("boot:proxy a").await.expect("read succeeds"), None, "none recorded yet");
+    let far = u64::try_from(i64::MAX).unwrap_or(u64::MAX);
+    let first = KeptGroup { group: ProcessGroup { pgid: 4_294_967_295, start_time: far }, keeper_pid: 4_294_967_295, keeper_start: far };
+    store.set_kept_group("boot:proxy a", Some(&first)).await.expect("record succeeds");
+    assert_eq!(store.kept_group("boot:proxy a").await.expect("read succeeds"), Some(first));
+    let second = KeptGroup { group: ProcessGroup { pgid: 4242, start_time: 987_654 }, keeper_pid: 17, keeper_start: 12 };
+    store.set_kept_group("boot:proxy a", Some(&second)).await.expect("record succeeds");
+    assert_eq!(store.kept_group("boot:proxy a").await.expect("read succeeds"), Some(second), "replaced");
+    store.set_kept_group("boot:proxy b", Some(&first)).await.expect("record succeeds");
+    assert_eq!(store.kept_group("boot:proxy a").await.expect("read succeeds"), Some(second), "keys are independent");
+    store.set_kept_group("boot:proxy a", None).await.expect("remove succeeds");
+    assert_eq!(store.kept_group("boot:proxy a").await.expect("read succeeds"), None, "removed");
+    assert_eq!(store.kept_group("boot:proxy b").await.expect("read succeeds"), Some(first), "the other key kept");
+    store.set_kept_group("boot:proxy a", None).await.expect("removing an absent record is no error");
+    assert!(store.unfinished(10).await.expect("unfinished succeeds").is_empty(), "no task written");
+}
+
 /// A checkpoint written by the task's current attempt reads back and a second replaces it;
 /// a stale attempt's is refused (`false`, the note unchanged), so is one for a finished or an
 /// unknown task; nothing else of the task changes (not its version); the checkpoint outlives
@@ -716,7 +740,9 @@ macro_rules! store_suite {
             status_counts_follow_writes,
             the_status_history_records_each_change_and_goes_with_its_task,
             an_origin_is_recorded_with_its_task_and_goes_with_it,
+            an_origin_given_at_the_insert_reads_back_with_the_task,
             a_checkpoint_is_fenced_by_the_attempt_and_goes_with_its_task,
+            a_kept_group_is_recorded_by_key_replaced_and_removed,
         );
         $crate::store_suite!(@pairs $fixture;
             a_claim_holds_until_its_lease_lapses_and_a_take_over_fences_the_runner,
@@ -728,6 +754,10 @@ macro_rules! store_suite {
             an_answer_is_stored_with_its_write_and_taken_once,
             the_change_feed_carries_the_writes_of_either_handle,
             a_tools_slots_hold_across_handles_and_free_up_by_release_lapse_or_end,
+            running_places_hold_within_both_limits_and_free_up_by_release_lapse_or_end,
+            of_racing_place_takers_from_two_handles_no_more_than_the_limit_hold_one,
+            a_session_is_found_by_its_owner_through_either_handle_and_ended_for_both,
+            idle_sessions_are_pruned_oldest_first_within_the_limit,
         );
     };
     ($make:expr) => {

@@ -111,6 +111,24 @@ impl Client {
         headers
     }
 
+    /// From now on, requests go to `server` (another replica), with the same session.
+    pub(crate) fn at(&mut self, server: &HttpServer) -> &mut Client {
+        self.addr = server.addr;
+        self
+    }
+
+    /// A client of `token` naming session `session` (someone else's, or none that exists).
+    pub(crate) fn impostor(&self, token: Option<&str>, session: &str) -> Client {
+        Client { addr: self.addr, token: token.map(str::to_owned), session: Some(session.to_owned()), next_id: 1 }
+    }
+
+    /// DELETE of the session; the status.
+    pub(crate) fn delete(&self) -> u16 {
+        let owned = self.headers();
+        let headers: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        http_peer::request(self.addr, "DELETE", &headers, None).status
+    }
+
     /// The session id `initialize` got.
     pub(crate) fn session(&self) -> &str {
         self.session.as_deref().expect("an initialized session")

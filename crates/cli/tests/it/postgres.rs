@@ -56,6 +56,19 @@ impl Schema {
         format!("{}{separator}options=-c%20search_path%3D{}", self.server, self.name)
     }
 
+    /// The last use of session `id` as the database holds it (ms), if it is stored.
+    pub(crate) fn session_last_used(&self, id: &str) -> Option<i64> {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let (client, connection) = tokio_postgres::connect(&self.url(), tokio_postgres::NoTls).await.unwrap();
+            tokio::spawn(async move {
+                let _ = connection.await;
+            });
+            let row = client.query_opt("SELECT last_used FROM sessions WHERE id = $1", &[&id]).await.expect("the query runs");
+            row.map(|row| row.get(0))
+        })
+    }
+
     /// The status of task `id` as the database holds it.
     pub(crate) fn status(&self, id: &str) -> String {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::harness::{CONFIG, Server, Workdir, create_task, started_pid};
+use crate::http::{ALICE, BOB, Client, HttpServer, TOKENS};
 use crate::postgres::{Schema, database_url};
 
 /// The lease of the replicas' claims: a dead replica's tasks are taken over this long after
@@ -40,10 +41,15 @@ struct Replicas {
 
 impl Replicas {
     fn start(capabilities: &Value) -> Option<Replicas> {
+        Replicas::start_with(capabilities, "")
+    }
+
+    /// As [`Replicas::start`], with `server` added to the config's `[server]` table.
+    fn start_with(capabilities: &Value, server: &str) -> Option<Replicas> {
         let server_url = database_url()?;
         let schema = Schema::create(&server_url);
         let work = Workdir::new();
-        let lease = format!("lease = \"{}ms\"", LEASE.as_millis());
+        let lease = format!("lease = \"{}ms\"\n{server}", LEASE.as_millis());
         let config = CONFIG.replacen("name = \"test-server\"", &format!("name = \"test-server\"\n{lease}"), 1) + ONE_AT_A_TIME;
         std::fs::write(work.config(), config).expect("write the config");
         let store = schema.url();
@@ -446,4 +452,175 @@ fn authority_of(url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
     let authority = rest.split('/').next().unwrap_or_default();
     authority.rsplit('@').next().unwrap_or_default().to_owned()
+}
+
+/// Three `mcp-tasks serve --listen` on one fresh schema and one config with bearer tokens
+/// (alice, bob): a load balancer without sticky sessions in front of them.
+fn http_replicas() -> Option<(Vec<HttpServer>, Schema, Workdir)> {
+    http_replicas_with("", TOKENS)
+}
+
+/// As [`http_replicas`], with `server` added to the config's `[server]` table and `tokens`
+/// (the bearer tokens, or nothing: requestors are then not identified).
+fn http_replicas_with(server: &str, tokens: &str) -> Option<(Vec<HttpServer>, Schema, Workdir)> {
+    let server_url = database_url()?;
+    let schema = Schema::create(&server_url);
+    let work = Workdir::new();
+    let lease = format!("lease = \"{}ms\"\n{server}", LEASE.as_millis());
+    let config = CONFIG.replacen("name = \"test-server\"", &format!("name = \"test-server\"\n{lease}"), 1) + tokens;
+    std::fs::write(work.config(), config).expect("write the config");
+    let store = schema.url();
+    let servers = (0..3).map(|_| HttpServer::start_on(&work, std::ffi::OsStr::new(&store), &[])).collect();
+    Some((servers, schema, work))
+}
+
+/// A 2025-11-25 client whose every request reaches another replica: `initialize` on A,
+/// `tools/call` as a task on B, `tasks/get` on C, `tasks/result` on A, `tasks/list` on B and
+/// C; the session id used by another principal is 404 on every replica, exactly as an unknown
+/// id; DELETE on B ends it for all, C and A (which holds it in memory) included.
+#[test]
+fn replicas_a_legacy_http_session_is_served_by_whichever_replica_each_request_reaches() {
+    let Some((servers, _schema, _work)) = http_replicas() else { return };
+    let [a, b, c] = &servers[..] else { unreachable!() };
+    let mut client = Client::new(a, Some(ALICE));
+    client.initialize();
+    let created = client.at(b).result("tools/call", json!({"name": "slow", "arguments": {"seconds": 0.5}, "task": {}}));
+    let id = created["task"]["taskId"].as_str().expect("a task").to_owned();
+    let got = client.at(c).result("tasks/get", json!({"taskId": id}));
+    assert_eq!(got["taskId"], id.as_str(), "{got}");
+    let result = client.at(a).result("tasks/result", json!({"taskId": id}));
+    assert_eq!(result["content"][0]["text"], "done\n", "{result}");
+    for server in [b, c] {
+        let listed = client.at(server).result("tasks/list", json!({}));
+        let ids: Vec<&str> = listed["tasks"].as_array().expect("tasks").iter().filter_map(|task| task["taskId"].as_str()).collect();
+        assert_eq!(ids, [id.as_str()], "{listed}");
+    }
+    assert_eq!(client.at(c).result("logging/setLevel", json!({"level": "error"})), json!({}));
+
+    // Bob naming alice's session: 404, the same answer as for an id that never existed.
+    for server in [a, b, c] {
+        client.at(server);
+        let ask = |mut impostor: Client| {
+            let body = impostor.message("tasks/list", json!({}));
+            impostor.post_with(&body, &[])
+        };
+        let stolen = ask(client.impostor(Some(BOB), client.session()));
+        let unknown = ask(client.impostor(Some(BOB), "0123456789abcdef0123456789abcdef"));
+        assert_eq!((stolen.status, unknown.status), (404, 404), "{} / {}", stolen.body, unknown.body);
+        assert_eq!(stolen.body, unknown.body, "indistinguishable from an unknown id");
+    }
+    assert_eq!(client.at(a).result("tasks/get", json!({"taskId": id}))["status"], "completed", "alice still has her session");
+
+    assert_eq!(client.at(b).delete(), 200, "DELETE on B");
+    for server in [c, a] {
+        let body = client.message("tasks/list", json!({}));
+        let reply = client.at(server).post_with(&body, &[]);
+        assert_eq!(reply.status, 404, "the session ended for every replica: {}", reply.body);
+    }
+}
+
+/// `max_running_per_principal = 2` across three replicas: six task calls of one principal
+/// sent to the three at once (two each, before any answer is read) create exactly two tasks;
+/// the other four are refused with -32010 naming the limit, counted across the replicas.
+#[test]
+fn replicas_max_running_per_principal_2_holds_across_replicas_under_concurrent_calls() {
+    let Some(mut replicas) = Replicas::start_with(&json!({}), "max_running_per_principal = 2") else { return };
+    let mut sent = Vec::new();
+    for _ in 0..2 {
+        for (n, server) in replicas.servers.iter_mut().enumerate() {
+            let params = json!({"name": "slow", "arguments": {"seconds": 30}, "task": {"ttl": 60000}});
+            sent.push((n, server.send_request("tools/call", params)));
+        }
+    }
+    let (mut created, mut refused) = (Vec::new(), Vec::new());
+    for (n, server) in replicas.servers.iter_mut().enumerate() {
+        let mut waiting: Vec<i64> = sent.iter().filter(|(to, _)| *to == n).map(|(_, request)| *request).collect();
+        while !waiting.is_empty() {
+            let message = server.recv();
+            let Some(id) = message.get("id").and_then(Value::as_i64).filter(|id| waiting.contains(id)) else { continue };
+            waiting.retain(|request| *request != id);
+            match message["result"]["task"]["taskId"].as_str() {
+                Some(task) => created.push(task.to_owned()),
+                None => refused.push(message["error"].clone()),
+            }
+        }
+    }
+    assert_eq!(created.len(), 2, "exactly the limit, across the replicas: {created:?} / {refused:?}");
+    for error in &refused {
+        assert_eq!(error["code"], -32010, "{error}");
+        assert_eq!(error["data"]["limit"], "max_running_per_principal", "{error}");
+        assert_eq!(error["data"]["max"], 2, "{error}");
+    }
+    // A task that ends frees its place, for any replica (once the replica that runs it has
+    // seen its work end: until then its own count still has it).
+    let [a, _, c] = &mut replicas.servers[..] else { unreachable!() };
+    assert_eq!(a.call("tasks/cancel", json!({"taskId": created[0]}))["status"], "cancelled");
+    let deadline = Instant::now() + TAKE_OVER_DEADLINE;
+    loop {
+        let again = c.request("tools/call", json!({"name": "slow", "arguments": {"seconds": 30}, "task": {"ttl": 60000}}));
+        if again["result"]["task"]["taskId"].is_string() {
+            break;
+        }
+        assert_eq!(again["error"]["data"]["limit"], "max_running_per_principal", "{again}");
+        assert!(Instant::now() < deadline, "no place came free after the cancel: {again}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Idle expiry of stored sessions (`session_idle = "1s"`): a session used through B alone
+/// stays alive for every replica well past the idle period (B marks its record used, so A,
+/// which let its own copy go, restores it); left alone for the idle period, its record is
+/// pruned and every replica answers 404.
+#[test]
+fn replicas_a_stored_session_used_anywhere_stays_and_one_left_idle_ends_for_every_replica() {
+    let Some((servers, schema, _work)) = http_replicas_with("session_idle = \"1s\"", TOKENS) else { return };
+    let [a, b, c] = &servers[..] else { unreachable!() };
+    let mut client = Client::new(a, Some(ALICE));
+    client.initialize();
+    let session = client.session().to_owned();
+    let started = schema.session_last_used(&session).expect("stored at initialize");
+    let deadline = Instant::now() + TAKE_OVER_DEADLINE;
+    client.at(b);
+    // Used through B until its record shows a use two idle periods after initialize.
+    while schema.session_last_used(&session).expect("kept while used") < started + 2_000 {
+        assert!(client.call("tools/list", json!({})).get("result").is_some(), "served by B");
+        assert!(Instant::now() < deadline, "B never marked the session used");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for server in [a, c] {
+        let listed = client.at(server).call("tools/list", json!({}));
+        assert!(listed.get("result").is_some(), "still a session for every replica: {listed}");
+    }
+    // Left alone: pruned within the idle period and a sweep or two.
+    while schema.session_last_used(&session).is_some() {
+        assert!(Instant::now() < deadline, "the idle session's record was never pruned");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for server in [a, b, c] {
+        let body = client.message("tools/list", json!({}));
+        let reply = client.at(server).post_with(&body, &[]);
+        assert_eq!(reply.status, 404, "ended for every replica: {}", reply.body);
+    }
+}
+
+/// Without tokens a session lists only the tasks it created (2025-11-25 tasks security), on
+/// whichever replica it asks: a task created through B is listed through C, and another
+/// anonymous session sees none of it on any replica.
+#[test]
+fn replicas_an_unidentified_sessions_listing_is_its_own_on_every_replica() {
+    let Some((servers, _schema, _work)) = http_replicas_with("", "") else { return };
+    let [a, b, c] = &servers[..] else { unreachable!() };
+    let mut mine = Client::new(a, None);
+    mine.initialize();
+    let created = mine.at(b).result("tools/call", json!({"name": "echo", "arguments": {"text": "x"}, "task": {}}));
+    let id = created["task"]["taskId"].as_str().expect("a task").to_owned();
+    let mut other = Client::new(c, None);
+    other.initialize();
+    for server in [a, b, c] {
+        let listed = mine.at(server).result("tasks/list", json!({}));
+        let ids: Vec<&str> = listed["tasks"].as_array().expect("tasks").iter().filter_map(|task| task["taskId"].as_str()).collect();
+        assert_eq!(ids, [id.as_str()], "{listed}");
+        let theirs = other.at(server).result("tasks/list", json!({}));
+        assert_eq!(theirs["tasks"], json!([]), "{theirs}");
+    }
 }

@@ -34,6 +34,7 @@ async fn status_messages(
     let task = engine
         .create(NewTask {
             trace: None,
+            origin: None,
             owner: Principal::new("alice"),
             tool: "t".into(),
             arguments,

@@ -22,6 +22,13 @@ pub struct UpstreamToolConfig {
     pub timeout: Option<Duration>,
     /// 2026-07-28: how long a call waits to answer inline (default `[server] inline_wait`).
     pub inline_wait: Option<Duration>,
+    /// A task-capable (`optional`) tool called plainly by a client that speaks no tasks:
+    /// how long the call runs before it is handed off to a task (`None`: `[server]
+    /// sync_wait`; zero: never).
+    pub sync_wait: Option<Duration>,
+    /// A plain call with a progress token from a client that speaks no tasks: how often it
+    /// gets a progress heartbeat (`None`: `[server] heartbeat`; zero: never).
+    pub heartbeat: Option<Duration>,
     /// What a restart of the proxy does to a call in flight (default `fail`; a call the
     /// upstream runs as a task is resumed whatever this says).
     pub on_restart: RestartPolicy,
@@ -39,13 +46,15 @@ impl Default for UpstreamToolConfig {
 
 impl UpstreamToolConfig {
     /// The defaults: task support `optional`, no timeout, the server's `inline_wait`,
-    /// failed after a restart, no concurrency limit.
+    /// `sync_wait` and `heartbeat`, failed after a restart, no concurrency limit.
     #[must_use]
     pub fn new() -> UpstreamToolConfig {
         UpstreamToolConfig {
             task_support: TaskSupport::Optional,
             timeout: None,
             inline_wait: None,
+            sync_wait: None,
+            heartbeat: None,
             on_restart: RestartPolicy::Fail,
             max_attempts: ToolConfig::DEFAULT_MAX_ATTEMPTS,
             max_concurrent: None,
@@ -68,6 +77,8 @@ struct RawUpstreamTool {
     task_support: TaskSupport,
     timeout: Option<Spanned<String>>,
     inline_wait: Option<Spanned<String>>,
+    sync_wait: Option<Spanned<String>>,
+    heartbeat: Option<Spanned<String>>,
     #[serde(default)]
     on_restart: RestartPolicy,
     max_attempts: Option<Spanned<i64>>,
@@ -103,6 +114,11 @@ impl RawUpstreamTool {
         };
         let timeout = self.timeout.as_ref().map(|value| duration("timeout", value)).transpose()?;
         let inline_wait = self.inline_wait.as_ref().map(|value| duration("inline_wait", value)).transpose()?;
+        let off_or = |setting: &str, value: &Option<Spanned<String>>| {
+            value.as_ref().map(|value| lines.duration_or_off(&format!("{setting} of upstream tool `{name}`"), value)).transpose()
+        };
+        let sync_wait = off_or("sync_wait", &self.sync_wait)?;
+        let heartbeat = off_or("heartbeat", &self.heartbeat)?;
         let max_attempts = match &self.max_attempts {
             Some(value) if self.on_restart != RestartPolicy::Retry => {
                 let problem = Problem::MaxAttemptsWithoutRetry { tool: name.to_owned() };
@@ -120,6 +136,8 @@ impl RawUpstreamTool {
             task_support: self.task_support,
             timeout,
             inline_wait,
+            sync_wait,
+            heartbeat,
             on_restart: self.on_restart,
             max_attempts,
             max_concurrent,

@@ -16,12 +16,17 @@ inline_wait = "2s"
 task_support = "required"
 timeout = "10m"
 inline_wait = "0.5s"
+sync_wait = "3s"
+heartbeat = "5s"
 on_restart = "retry"
 max_attempts = 2
 max_concurrent = 4
 
 [upstream.tools.echo]
 task_support = "forbidden"
+
+[upstream.tools.never-handed-off]
+sync_wait = "0"
 "#,
     )
     .expect("a valid config");
@@ -29,6 +34,9 @@ task_support = "forbidden"
     assert_eq!(slow.task_support, TaskSupport::Required);
     assert_eq!(slow.timeout, Some(Duration::from_secs(600)));
     assert_eq!(slow.inline_wait, Some(Duration::from_millis(500)));
+    assert_eq!((slow.sync_wait, slow.heartbeat), (Some(Duration::from_secs(3)), Some(Duration::from_secs(5))));
+    assert_eq!(config.upstream_tools["never-handed-off"].sync_wait, Some(Duration::ZERO), "zero: never handed off");
+    assert_eq!(UpstreamToolConfig::new().sync_wait, None, "the server's by default");
     assert_eq!((slow.on_restart, slow.max_attempts, slow.max_concurrent), (RestartPolicy::Retry, 2, Some(4)));
     let echo = &config.upstream_tools["echo"];
     assert_eq!(echo, &UpstreamToolConfig { task_support: TaskSupport::Forbidden, ..UpstreamToolConfig::new() });
@@ -40,6 +48,9 @@ task_support = "forbidden"
 fn bad_upstream_tool_settings_are_refused_with_their_line_and_what_was_wrong() {
     let cases = [
         ("[upstream.tools.a]\ntimeout = \"soon\"\n", 2, "timeout of upstream tool `a`"),
+        ("[upstream.tools.a]\n\nsync_wait = \"a while\"\n", 3, "sync_wait of upstream tool `a`"),
+        ("[upstream.tools.a]\nsync_wait = \"-1s\"\n", 2, "sync_wait of upstream tool `a`"),
+        ("[upstream.tools.a]\nheartbeat = \"often\"\n", 2, "heartbeat of upstream tool `a`"),
         ("[upstream.tools.a]\n\nmax_attempts = 2\n", 3, "max_attempts"),
         ("[upstream.tools.a]\nmax_concurrent = 0\n", 2, "must be at least 1"),
         ("[upstream.tools.a]\ncommand = [\"x\"]\n", 2, "unknown field `command`"),

@@ -110,6 +110,7 @@ async fn an_adopted_tasks_link_reports_progress_and_asks_through_the_task() {
     timeout(WAIT, f.started.recv()).await.unwrap();
     let new = NewTask {
         trace: None,
+        origin: None,
         input_kinds: vec![InputKind::Elicitation],
         ..new_task("alice", 1)
     };

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mcp_tasks_engine::{
-    Answer, Clock, Engine, IdempotencyKey, Inserted, Lease, ListQuery, NewTask, Outcome, Policy, Principal, ProcessGroup,
+    Answer, Clock, Engine, IdempotencyKey, Inserted, KeptGroup, Lease, ListQuery, NewTask, Outcome, Policy, Principal, ProcessGroup,
     Status, StoreError, SystemClock, TaskId, TaskRecord, TaskStore, Timestamp, ToolRuntime, Update, Version,
 };
 use mcp_tasks_testkit::MemoryStore;
@@ -72,11 +72,23 @@ impl TaskStore for Partitioned {
         }
         self.inner.process_group(id).await
     }
+    async fn set_kept_group(&self, key: &str, kept: Option<&KeptGroup>) -> Result<(), StoreError> {
+        self.inner.set_kept_group(key, kept).await
+    }
+    async fn kept_group(&self, key: &str) -> Result<Option<KeptGroup>, StoreError> {
+        self.inner.kept_group(key).await
+    }
     fn shared(&self) -> bool {
         true
     }
-    async fn insert_claimed(&self, task: &TaskRecord, lease: &Lease, max_retained: u64) -> Result<Inserted, StoreError> {
-        self.inner.insert_claimed(task, lease, max_retained).await
+    async fn insert_claimed(
+        &self,
+        task: &TaskRecord,
+        lease: &Lease,
+        max_retained: u64,
+        origin: Option<&mcp_tasks_engine::Origin>,
+    ) -> Result<Inserted, StoreError> {
+        self.inner.insert_claimed(task, lease, max_retained, origin).await
     }
     async fn claim(&self, id: &TaskId, attempt: u32, lease: &Lease, now: Timestamp) -> Result<Option<TaskRecord>, StoreError> {
         self.inner.claim(id, attempt, lease, now).await
@@ -130,6 +142,37 @@ impl TaskStore for Partitioned {
     async fn origin(&self, id: &TaskId) -> Result<Option<mcp_tasks_engine::Origin>, StoreError> {
         self.inner.origin(id).await
     }
+    async fn take_place(
+        &self,
+        holder: &mcp_tasks_engine::PlaceHolder,
+        owner: &Principal,
+        limits: &mcp_tasks_engine::RunningLimits,
+        lease: &Lease,
+        now: Timestamp,
+    ) -> Result<mcp_tasks_engine::Place, StoreError> {
+        self.inner.take_place(holder, owner, limits, lease, now).await
+    }
+    async fn release_place(&self, holder: &mcp_tasks_engine::PlaceHolder) -> Result<(), StoreError> {
+        self.inner.release_place(holder).await
+    }
+    async fn put_session(&self, session: &mcp_tasks_engine::SessionRecord) -> Result<(), StoreError> {
+        self.inner.put_session(session).await
+    }
+    async fn session(&self, id: &str, owner: &Principal) -> Result<Option<mcp_tasks_engine::SessionRecord>, StoreError> {
+        self.inner.session(id, owner).await
+    }
+    async fn add_session_task(&self, id: &str, task: &TaskId) -> Result<(), StoreError> {
+        self.inner.add_session_task(id, task).await
+    }
+    async fn touch_sessions(&self, ids: &[String], now: Timestamp) -> Result<Vec<String>, StoreError> {
+        self.inner.touch_sessions(ids, now).await
+    }
+    async fn end_session(&self, id: &str) -> Result<bool, StoreError> {
+        self.inner.end_session(id).await
+    }
+    async fn prune_sessions(&self, idle_before: Timestamp, limit: u32) -> Result<u64, StoreError> {
+        self.inner.prune_sessions(idle_before, limit).await
+    }
     async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &serde_json::Value) -> Result<bool, StoreError> {
         self.inner.set_checkpoint(id, attempt, checkpoint).await
     }
@@ -163,6 +206,7 @@ async fn a_node_whose_claims_go_unrenewed_for_a_lease_stops_its_work_and_the_wor
     let owner = Principal::new("alice");
     let new = NewTask {
         trace: None,
+        origin: None,
         owner: owner.clone(),
         tool: "hold".into(),
         arguments: json!({}),
@@ -214,6 +258,7 @@ async fn a_take_over_that_fails_half_way_gives_the_task_back_for_the_next_pass()
     let owner = Principal::new("alice");
     let new = NewTask {
         trace: None,
+        origin: None,
         owner: owner.clone(),
         tool: "hold".into(),
         arguments: json!({}),
@@ -238,4 +283,46 @@ async fn a_take_over_that_fails_half_way_gives_the_task_back_for_the_next_pass()
     assert_eq!(recovered.failed, 1, "{recovered:?}");
     let stored = rescuer.get(&owner, &task.id).await.unwrap();
     assert_eq!(stored.status(), Status::Failed, "{stored:?}");
+}
+
+/// Two nodes on one shared store, `max_running_per_principal = 2` and `max_running = 3`: the
+/// limits count the tasks of both nodes (running places in the store, not this process's
+/// counters), the refusal names the count across them, and a task that ends frees its place
+/// for either node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_running_limits_hold_across_two_nodes_on_a_shared_store() {
+    let store: Arc<dyn TaskStore> = Arc::new(Partitioned::default());
+    let policy = Policy { max_running: 3, max_running_per_principal: 2, ..Policy::default() };
+    let (a, b) = (Engine::new(Arc::clone(&store), Arc::new(SystemClock), policy), Engine::new(store, Arc::new(SystemClock), policy));
+    let (events, _seen) = mpsc::unbounded_channel();
+    for engine in [&a, &b] {
+        engine.register("hold", ToolRuntime::new(UntilCancelled(events.clone())));
+    }
+    let new = |owner: &str| NewTask {
+        trace: None,
+        origin: None,
+        owner: Principal::new(owner),
+        tool: "hold".into(),
+        arguments: json!({}),
+        requested_ttl_ms: None,
+        error_result_fails: false,
+        input_kinds: vec![],
+    };
+    let first = a.create(new("alice")).await.expect("alice's first, on A");
+    b.create(new("alice")).await.expect("alice's second, on B");
+    match a.create(new("alice")).await {
+        Err(mcp_tasks_engine::EngineError::Limit(mcp_tasks_engine::LimitExceeded::RunningPerPrincipal { running, limit, .. })) => {
+            assert_eq!((running, limit), (2, 2), "counted across both nodes");
+        }
+        other => panic!("alice's third is refused: {other:?}"),
+    }
+    b.create(new("bob")).await.expect("bob's, on B");
+    match a.create(new("carol")).await {
+        Err(mcp_tasks_engine::EngineError::Limit(mcp_tasks_engine::LimitExceeded::Running { running, limit })) => {
+            assert_eq!((running, limit), (3, 3), "counted across both nodes");
+        }
+        other => panic!("carol's is refused: the three places are held: {other:?}"),
+    }
+    a.cancel(&Principal::new("alice"), &first.id).await.expect("cancel");
+    b.create(new("alice")).await.expect("the ended task's place is free, on the other node too");
 }

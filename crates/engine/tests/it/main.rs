@@ -79,6 +79,7 @@ pub(crate) fn fixture(on_restart: RestartPolicy, ignore_cancel: bool) -> Fixture
 pub(crate) fn new_task(owner: &str, ttl: Option<u64>) -> NewTask {
     NewTask {
         trace: None,
+        origin: None,
         owner: Principal::new(owner),
         tool: "gate".into(),
         arguments: json!({}),

@@ -110,6 +110,7 @@ impl Recording {
 pub(crate) fn new_task(owner: &str, n: u64) -> NewTask {
     NewTask {
         trace: None,
+        origin: None,
         owner: Principal::new(owner),
         tool: TOOL.into(),
         arguments: json!({"n": n}),

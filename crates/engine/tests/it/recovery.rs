@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use mcp_tasks_engine::{
-    Answer, Lease, Engine, FakeClock, IdempotencyKey, Inserted, ListQuery, Outcome, Policy, Principal, ProcessGroup, RestartPolicy, Status, StoreError, TaskId, TaskRecord,
+    Answer, Lease, Engine, FakeClock, IdempotencyKey, Inserted, KeptGroup, ListQuery, Outcome, Policy, Principal, ProcessGroup, RestartPolicy, Status, StoreError, TaskId, TaskRecord,
     TaskState, TaskStore, Timestamp, ToolRuntime, Update, Version, WorkError,
 };
 use mcp_tasks_testkit::MemoryStore;
@@ -64,6 +64,12 @@ impl TaskStore for Conflicting {
     async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError> {
         self.inner.process_group(id).await
     }
+    async fn set_kept_group(&self, key: &str, kept: Option<&KeptGroup>) -> Result<(), StoreError> {
+        self.inner.set_kept_group(key, kept).await
+    }
+    async fn kept_group(&self, key: &str) -> Result<Option<KeptGroup>, StoreError> {
+        self.inner.kept_group(key).await
+    }
     async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &serde_json::Value) -> Result<bool, StoreError> {
         self.inner.set_checkpoint(id, attempt, checkpoint).await
     }
@@ -78,8 +84,9 @@ impl TaskStore for Conflicting {
         task: &TaskRecord,
         lease: &Lease,
         max_retained: u64,
+        origin: Option<&mcp_tasks_engine::Origin>,
     ) -> Result<Inserted, StoreError> {
-        self.inner.insert_claimed(task, lease, max_retained).await
+        self.inner.insert_claimed(task, lease, max_retained, origin).await
     }
     async fn claim(
         &self,
@@ -156,6 +163,37 @@ impl TaskStore for Conflicting {
     async fn origin(&self, id: &TaskId) -> Result<Option<mcp_tasks_engine::Origin>, StoreError> {
         self.inner.origin(id).await
     }
+    async fn take_place(
+        &self,
+        holder: &mcp_tasks_engine::PlaceHolder,
+        owner: &Principal,
+        limits: &mcp_tasks_engine::RunningLimits,
+        lease: &Lease,
+        now: Timestamp,
+    ) -> Result<mcp_tasks_engine::Place, StoreError> {
+        self.inner.take_place(holder, owner, limits, lease, now).await
+    }
+    async fn release_place(&self, holder: &mcp_tasks_engine::PlaceHolder) -> Result<(), StoreError> {
+        self.inner.release_place(holder).await
+    }
+    async fn put_session(&self, session: &mcp_tasks_engine::SessionRecord) -> Result<(), StoreError> {
+        self.inner.put_session(session).await
+    }
+    async fn session(&self, id: &str, owner: &Principal) -> Result<Option<mcp_tasks_engine::SessionRecord>, StoreError> {
+        self.inner.session(id, owner).await
+    }
+    async fn add_session_task(&self, id: &str, task: &TaskId) -> Result<(), StoreError> {
+        self.inner.add_session_task(id, task).await
+    }
+    async fn touch_sessions(&self, ids: &[String], now: Timestamp) -> Result<Vec<String>, StoreError> {
+        self.inner.touch_sessions(ids, now).await
+    }
+    async fn end_session(&self, id: &str) -> Result<bool, StoreError> {
+        self.inner.end_session(id).await
+    }
+    async fn prune_sessions(&self, idle_before: Timestamp, limit: u32) -> Result<u64, StoreError> {
+        self.inner.prune_sessions(idle_before, limit).await
+    }
 }
 
 /// A handler that never finishes (the work of a process that is about to "die").
@@ -182,6 +220,7 @@ fn engine() -> (Engine, Arc<Conflicting>) {
 fn new_task(tool: &str) -> mcp_tasks_engine::NewTask {
     mcp_tasks_engine::NewTask {
         trace: None,
+        origin: None,
         owner: Principal::new("a"),
         tool: tool.into(),
         arguments: json!({}),

@@ -122,6 +122,18 @@ async fn the_serving_queries_use_the_indexes() {
         let counts = plan(&client, sql::STATUS_COUNTS, &[&owner]).await;
         assert_served_by(&counts, "tasks_by_owner", false);
         assert_served_by(&plan(&client, sql::HISTORY, &[&id]).await, "task_history_pkey", false);
+        // 2025-11-25 HTTP sessions: each request's lookup, its writes, and the idle sweep.
+        let session = "0123456789abcdef";
+        assert_served_by(&plan(&client, sql::SESSION, &[&session, &owner]).await, "sessions_pkey", false);
+        assert_served_by(&plan(&client, sql::ADD_SESSION_TASK, &[&session, &id]).await, "sessions_pkey", false);
+        let touched = vec![session.to_owned()];
+        assert_served_by(&plan(&client, sql::TOUCH_SESSIONS, &[&touched, &at]).await, "sessions_pkey", false);
+        assert_served_by(&plan(&client, sql::END_SESSION, &[&session]).await, "sessions_pkey", false);
+        assert_served_by(&plan(&client, sql::PRUNE_SESSIONS, &[&at, &limit]).await, "sessions_by_last_use", true);
+        // The running places: the heartbeat's renewal and a release. (Taking one reads the
+        // whole of `running_places`, which holds only the places in use, under its lock.)
+        assert_served_by(&plan(&client, sql::RENEW_PLACES, &[&at, &node, &at]).await, "running_places_by_node", false);
+        assert_served_by(&plan(&client, sql::RELEASE_PLACE, &[&id]).await, "running_places_pkey", false);
     }
     let lock = plan(&client, sql::LOCK_COUNT, &[&"owner3"]).await;
     assert!(lock.contains("Conflict Arbiter Indexes: task_counts_pkey"), "{lock}");
@@ -132,6 +144,7 @@ async fn the_serving_queries_use_the_indexes() {
         &[
             &"id", &"alice", &"echo", &Json(json!({})), &"working", &state, &None::<String>, &1_i64, &1_i64,
             &None::<i64>, &None::<i64>, &None::<i64>, &1_i64, &1_i64, &false, &Json(json!([])), &Some("k"),
+            &None::<String>, &None::<String>, &Some("node"), &Some(1_i64), &Some("2026-07-28"),
             &None::<String>, &None::<String>,
         ],
     )

@@ -79,6 +79,12 @@ impl Catalog {
         !self.prompts.is_empty() || self.upstream_offers().prompts
     }
 
+    /// Whether the resource and prompt lists may change while the server runs (and so
+    /// `listChanged` is declared): only when an upstream serves them.
+    pub(crate) fn lists_change(&self) -> bool {
+        self.upstream.is_some()
+    }
+
     /// What the upstream serves (nothing without one).
     pub(crate) fn upstream_offers(&self) -> UpstreamOffers {
         self.upstream.as_ref().map(|upstream| upstream.offers()).unwrap_or_default()

@@ -31,4 +31,17 @@ pub trait CatalogUpstream: Send + Sync + 'static {
     /// The upstream's JSON-RPC error, or an error that says why it could not be asked
     /// (e.g. `-32603` "the upstream server is restarting").
     async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError>;
+
+    /// A downstream client subscribed to `uri` (2025-11-25 `resources/subscribe`, or a
+    /// 2026-07-28 listen stream's `resourceSubscriptions`): the upstream is asked for its
+    /// updates too, which come back through [`Server::notify_resource_updated`]
+    /// (crate::Server::notify_resource_updated). The server filters them for its clients, so an
+    /// upstream subscription may outlive the downstream ones. The default does nothing.
+    ///
+    /// # Errors
+    /// Why the upstream could not be asked (an upstream without subscriptions is no error).
+    async fn subscribe(&self, uri: &str) -> Result<(), RpcError> {
+        let _ = uri;
+        Ok(())
+    }
 }

@@ -23,7 +23,8 @@
 //! - this file: the router, POST / GET / DELETE, `/metrics`, and the checks of each message;
 //! - `guard`: Host, Origin, bearer token, accepted media types;
 //! - `session`: Legacy sessions (`Mcp-Session-Id`), the routing of their messages onto
-//!   streams, resumption buffers, idle sessions;
+//!   streams, resumption buffers, idle sessions; on a shared store (many replicas) their
+//!   records in the store, so that any replica serves any session;
 //! - `sse`: event framing, ids, keep-alive, one-write quick replies;
 //! - `ui`: the web view `/ui`, its API and its live output tails;
 //! - `oauth`: JWT access tokens ([`OAuth`], [`BearerAuth`]) and the RFC 9728 metadata
@@ -304,11 +305,21 @@ async fn get_stream(State(app): State<Arc<App>>, headers: HeaderMap) -> Response
 }
 
 async fn delete_session(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    let result = guard(&app.options, &headers).await.and_then(|principal| app.session_for(&headers, &principal));
-    match result {
+    let principal = match guard(&app.options, &headers).await {
+        Ok(principal) => principal,
+        Err(rejection) => return *rejection,
+    };
+    match app.session_for(&headers, &principal).await {
         Ok((id, http)) => {
             app.sessions().remove(&id);
             http.peer.conn.abort();
+            // On a shared store, for every replica: their next request of it reads no record.
+            if app.server.engine().shares_store()
+                && let Err(err) = app.server.engine().end_stored_session(&id).await
+            {
+                tracing::warn!(session = %id, error = %err, "could not delete the stored session");
+                return unavailable();
+            }
             tracing::info!(session = %id, "session ended by DELETE");
             StatusCode::OK.into_response()
         }
@@ -384,7 +395,7 @@ impl App {
 
     /// A 2025-11-25 message of a session.
     async fn post_legacy(&self, headers: &HeaderMap, principal: Principal, incoming: Incoming) -> Result<Response, Response> {
-        let (id, http) = self.session_for(headers, &principal).map_err(|r| *r)?;
+        let (id, http) = self.session_for(headers, &principal).await.map_err(|r| *r)?;
         let _busy = Busy::new(&http);
         if let Some(version) = headers.get("mcp-protocol-version") {
             let version = version.to_str().unwrap_or("");
@@ -440,6 +451,16 @@ impl App {
             http.peer.conn.abort();
             return json(StatusCode::OK, &message);
         }
+        if self.server.engine().shares_store() {
+            // Stored before its id leaves, so that any replica serves its next request.
+            http.peer.conn.set_stored_as(&id);
+            let state = http.peer.legacy_state().unwrap_or(Value::Null);
+            if let Err(err) = self.server.engine().save_session(&id, &http.principal, state).await {
+                tracing::warn!(error = %err, "could not store a new session");
+                http.peer.conn.abort();
+                return unavailable();
+            }
+        }
         self.sessions().insert(id.clone(), Arc::clone(&http));
         tracing::info!(session = %id, principal = %http.principal, "session started");
         let mut response = json(StatusCode::OK, &message);
@@ -456,7 +477,7 @@ impl App {
                 "Not Acceptable: GET opens an SSE stream; accept text/event-stream",
             ))));
         }
-        let (_, http) = self.session_for(headers, &principal)?;
+        let (_, http) = self.session_for(headers, &principal).await?;
         self.stream_room(&http, None)?;
         let events = match headers.get("last-event-id").and_then(|value| value.to_str().ok()) {
             Some(last) => {
@@ -505,18 +526,79 @@ impl App {
         ))))
     }
 
-    /// The session named by `Mcp-Session-Id`, if it belongs to `principal`.
-    fn session_for(&self, headers: &HeaderMap, principal: &Principal) -> Result<(String, Arc<HttpSession>), Rejection> {
+    /// The session named by `Mcp-Session-Id`, if it belongs to `principal` (another
+    /// principal's is answered exactly as an unknown one, 404).
+    ///
+    /// On a store one process owns, this replica's memory alone answers. On a shared store
+    /// (many replicas) the stored record decides: a session held here is checked against it
+    /// (ended through another replica: 404; a log level another replica set is taken over),
+    /// and one not held here is restored from it (its streams start afresh on this replica).
+    async fn session_for(&self, headers: &HeaderMap, principal: &Principal) -> Result<(String, Arc<HttpSession>), Rejection> {
         let Some(id) = headers.get("mcp-session-id").and_then(|value| value.to_str().ok()) else {
             return Err(Box::new(error(StatusCode::BAD_REQUEST, RpcError::invalid_request(
                 "Bad Request: Mcp-Session-Id header is required; send initialize first to get one",
             ))));
         };
-        match self.sessions().get(id) {
-            Some(http) if &http.principal == principal => Ok((id.to_owned(), Arc::clone(http))),
-            _ => Err(Box::new(error(StatusCode::NOT_FOUND, RpcError::invalid_request(
-                "Not Found: no such session (it ended or never existed); initialize a new one",
-            )))),
+        let held = match self.sessions().get(id) {
+            Some(http) if &http.principal == principal => Some(Arc::clone(http)),
+            Some(_) => return Err(no_such_session()),
+            None => None,
+        };
+        let engine = self.server.engine();
+        if !engine.shares_store() {
+            return held.map(|http| (id.to_owned(), http)).ok_or_else(no_such_session);
+        }
+        let record = match engine.stored_session(id, principal).await {
+            Ok(record) => record,
+            Err(err) => {
+                tracing::warn!(error = %err, "could not read a stored session");
+                return Err(Box::new(unavailable()));
+            }
+        };
+        let Some(record) = record else {
+            if let Some(http) = held {
+                self.sessions().remove(id);
+                http.peer.conn.abort();
+                tracing::info!(session = %id, "session ended through another replica");
+            }
+            return Err(no_such_session());
+        };
+        match held {
+            Some(http) => {
+                if let Err(err) = http.peer.refresh_legacy(&record.state, record.created) {
+                    tracing::warn!(session = %id, error = %err, "the stored session's state is unreadable; keeping this replica's");
+                }
+                Ok((id.to_owned(), http))
+            }
+            None => self.restore(record).map(|http| (id.to_owned(), http)),
+        }
+    }
+
+    /// Serves stored session `record` on this replica from now on: a new connection with the
+    /// session `initialize` made elsewhere (or here, before this replica let it go).
+    fn restore(&self, record: mcp_tasks_engine::SessionRecord) -> Result<Arc<HttpSession>, Rejection> {
+        let listing = if self.options.auth.is_some() { Listing::Principal } else { Listing::Session };
+        let http = HttpSession::open(self.server.clone(), record.owner.clone(), listing, self.options.max_stream_events);
+        http.peer.conn.set_stored_as(&record.id);
+        if let Err(err) = http.peer.restore_legacy(&record.state, record.created) {
+            http.peer.conn.abort();
+            tracing::warn!(session = %record.id, error = %err, "a stored session cannot be served");
+            return Err(Box::new(error(StatusCode::NOT_FOUND, RpcError::invalid_request(format!(
+                "Not Found: the stored session cannot be served by this server ({err}); initialize a new one"
+            )))));
+        }
+        // Two requests restoring it at once: the first one in memory serves both.
+        let mut sessions = self.sessions();
+        match sessions.entry(record.id.clone()) {
+            std::collections::hash_map::Entry::Occupied(held) => {
+                http.peer.conn.abort();
+                Ok(Arc::clone(held.get()))
+            }
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                tracing::info!(session = %record.id, principal = %record.owner, "stored session now served here too");
+                slot.insert(Arc::clone(&http));
+                Ok(http)
+            }
         }
     }
 
@@ -540,6 +622,20 @@ fn modern_without_session(headers: &HeaderMap) -> bool {
 fn limit_refusal(id: Option<&jsonrpc::RequestId>, limit: &str, max: usize, current: usize, message: String) -> Response {
     let rpc = RpcError::new(crate::LIMIT_EXCEEDED, message).with_data(serde_json::json!({"limit": limit, "max": max, "current": current}));
     json(StatusCode::TOO_MANY_REQUESTS, &jsonrpc::error_response(id, &rpc))
+}
+
+/// 404 for a session id this server does not know (or that is another principal's).
+fn no_such_session() -> Rejection {
+    Box::new(error(StatusCode::NOT_FOUND, RpcError::invalid_request(
+        "Not Found: no such session (it ended or never existed); initialize a new one",
+    )))
+}
+
+/// 503: the shared task store did not answer (the cause is logged); the client may retry.
+fn unavailable() -> Response {
+    error(StatusCode::SERVICE_UNAVAILABLE, RpcError::internal(
+        "Service Unavailable: the task store did not answer; retry in a moment",
+    ))
 }
 
 /// An HTTP error whose body is a JSON-RPC error without id.

@@ -3,7 +3,10 @@
 //! connection, the routing of its outgoing
 //! messages onto SSE streams (a request's own stream, or the standalone GET stream), the
 //! buffers that let a broken stream be resumed with `Last-Event-ID`, and the ending of
-//! sessions left idle.
+//! sessions left idle. On a shared store (many replicas) a session is also a record in the
+//! store, which any replica serves it from: this replica marks the records of the sessions it
+//! served used, and prunes those nobody used for the idle period. A session's streams stay
+//! on the replica that opened them.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -52,13 +55,52 @@ pub(super) async fn end_idle_sessions(app: Weak<App>) {
         None => return,
     };
     let mut ticks = tokio::time::interval((idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(60)));
+    let mut last_sync = Instant::now();
     loop {
         tokio::select! {
             _ = ticks.tick() => {}
             () = stop.cancelled() => return,
         }
         let Some(app) = app.upgrade() else { return };
-        end_idle_once(&app, Instant::now());
+        let tick = Instant::now();
+        end_idle_once(&app, tick);
+        if app.server.engine().shares_store() {
+            sync_stored(&app, last_sync).await;
+        }
+        last_sync = tick;
+    }
+}
+
+/// How many stored sessions one pass touches per statement, and prunes at most.
+const STORED_BATCH: usize = 500;
+
+/// On a shared store, one pass of the sessions' records: marks used those this replica served
+/// since `since` (so that no replica prunes a session in use elsewhere), lets go of those whose
+/// record is gone (ended through another replica: their GET streams end), and deletes the
+/// records nobody used for [`Options::session_idle`](super::Options::session_idle), a bounded batch.
+async fn sync_stored(app: &App, since: Instant) {
+    let engine = app.server.engine();
+    let used: Vec<String> =
+        app.sessions().iter().filter(|(_, http)| http.used_since(since)).map(|(id, _)| id.clone()).collect();
+    for batch in used.chunks(STORED_BATCH) {
+        let stored = match engine.touch_sessions(batch).await {
+            Ok(stored) => stored,
+            Err(err) => {
+                tracing::warn!(error = %err, "could not mark the sessions used in the store; trying again next pass");
+                return;
+            }
+        };
+        for id in batch.iter().filter(|id| !stored.contains(id)) {
+            if let Some(http) = app.sessions().remove(id) {
+                http.peer.conn.abort();
+                tracing::info!(session = %id, "session ended through another replica");
+            }
+        }
+    }
+    match engine.prune_sessions(app.options.session_idle, STORED_BATCH as u32).await {
+        Ok(0) => {}
+        Ok(pruned) => tracing::info!(pruned, "stored sessions ended: idle"),
+        Err(err) => tracing::warn!(error = %err, "could not prune idle stored sessions"),
     }
 }
 
@@ -185,6 +227,12 @@ impl HttpSession {
     pub(super) fn idle_since(&self, now: Instant) -> Duration {
         let activity = self.activity();
         if activity.open > 0 { Duration::ZERO } else { now.saturating_duration_since(activity.last) }
+    }
+
+    /// Whether the session was busy at any time since `since` (or is now).
+    pub(super) fn used_since(&self, since: Instant) -> bool {
+        let activity = self.activity();
+        activity.open > 0 || activity.last >= since
     }
 
     /// How many of the session's streams have a client connected.

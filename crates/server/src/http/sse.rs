@@ -81,7 +81,13 @@ pub(super) fn priming(stream: u64) -> String {
 
 /// One SSE event carrying a JSON-RPC message (serialized JSON has no raw newlines).
 pub(super) fn frame(stream: u64, seq: u64, data: &str) -> String {
-    format!("id: {}\ndata: {data}\n\n", event_id(stream, seq))
+    use std::fmt::Write as _;
+    // Built for every event sent: the message copied once, not through a formatter.
+    let mut frame = String::with_capacity(data.len() + 32);
+    let _ = write!(frame, "id: {stream}-{seq}\ndata: ");
+    frame.push_str(data);
+    frame.push_str("\n\n");
+    frame
 }
 
 pub(super) fn event_id(stream: u64, seq: u64) -> String {
@@ -96,6 +102,11 @@ pub(super) fn parse_event_id(id: &str) -> Option<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_frame_is_an_event_id_and_its_data() {
+        assert_eq!(frame(3, 17, "{\"a\":1}"), "id: 3-17\ndata: {\"a\":1}\n\n");
+    }
 
     #[test]
     fn event_ids_round_trip() {

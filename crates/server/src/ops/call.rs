@@ -73,6 +73,13 @@ impl Created {
     }
 }
 
+/// Where a task made by this request comes from, for the web view: the era and the client
+/// (written with the task's row).
+pub(crate) fn origin_of(ctx: &RequestContext) -> Origin {
+    let (client_name, client_version) = ctx.conn.client_info().unzip();
+    Origin { era: ctx.era.revision().to_owned(), client_name, client_version }
+}
+
 /// Creates the task for `call` under the request's principal, within the engine's limits.
 ///
 /// With an idempotency key, the principal's retained task made with it is the answer
@@ -85,6 +92,7 @@ pub(crate) async fn create_task(ctx: &RequestContext, call: TaskCall) -> Result<
     let engine = ctx.server().engine().clone();
     let new = NewTask {
         trace: call.trace,
+        origin: Some(origin_of(ctx)),
         owner: ctx.principal.clone(),
         tool: call.tool,
         arguments: call.arguments,
@@ -99,12 +107,6 @@ pub(crate) async fn create_task(ctx: &RequestContext, call: TaskCall) -> Result<
     let record = creation.record();
     if creation.is_new() {
         ctx.server().metrics().task_created(record, ctx.era);
-        // Where the task came from, for the web view: recorded beside it, off the path of
-        // the answer (the task is committed already; this never delays or fails it).
-        let (client_name, client_version) = ctx.conn.client_info().unzip();
-        let origin = Origin { era: ctx.era.revision().to_owned(), client_name, client_version };
-        let (recording, id) = (engine.clone(), record.id.clone());
-        tokio::spawn(async move { recording.record_origin(&id, &origin).await });
         tracing::debug!(task = %record.id, era = %ctx.era, tool = %record.tool, "task created");
     } else {
         tracing::debug!(task = %record.id, era = %ctx.era, tool = %record.tool, "task found by its idempotency key");

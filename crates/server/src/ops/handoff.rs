@@ -213,7 +213,7 @@ impl Long {
         let long = &ctx.server().inner.long_calls;
         let sync_wait = sync_wait_of(ctx, tool);
         let heartbeat = if progress_token {
-            long.heartbeat
+            tool.def.heartbeat.unwrap_or(long.heartbeat)
         } else {
             Duration::ZERO
         };
@@ -297,6 +297,7 @@ impl LongRun {
     ) -> Option<(Value, Arc<dyn ClientLink>)> {
         let new = NewTask {
             trace: None,
+            origin: Some(ops::call::origin_of(ctx)),
             owner: ctx.principal.clone(),
             tool: self.long.tool.clone(),
             arguments: self.long.arguments.clone(),

@@ -146,6 +146,7 @@ mod tests {
         let engine = ctx.server().engine().clone();
         let new = NewTask {
             trace: None,
+            origin: None,
             owner: ctx.principal.clone(),
             tool: "wait".into(),
             arguments: json!({}),

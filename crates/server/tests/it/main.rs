@@ -36,6 +36,7 @@ mod modern_listen;
 mod modern_mrtr;
 mod panics;
 mod progress;
+mod sessions;
 
 /// An engine over a fresh SQLite file; keep the directory alive for the test's length.
 pub(crate) fn sqlite_engine() -> (Engine, tempfile::TempDir) {

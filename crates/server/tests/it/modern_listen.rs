@@ -101,6 +101,7 @@ async fn modern_listen_task_ids_push_the_detailed_task_of_the_requestors_own_tas
     // Another principal's task is left out exactly like an unknown id.
     let foreign = NewTask {
         trace: None,
+        origin: None,
         owner: Principal::new("someone-else"),
         tool: "gate".to_owned(),
         arguments: json!({}),

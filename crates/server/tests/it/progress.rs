@@ -55,6 +55,7 @@ async fn start(step: Arc<Notify>, reported_after_cancel: mpsc::UnboundedSender<(
         runtime: ToolRuntime::new(Stepper { step, reported_after_cancel }),
         inline_wait: None,
         sync_wait: None,
+        heartbeat: None,
     };
     let server = Server::builder(engine).name("lib-test").tool(tool).build().unwrap();
     (TestPeer::start(server).await, dir)

@@ -24,6 +24,7 @@ impl Handler for Noop {
 fn new_task(owner: &str) -> NewTask {
     NewTask {
         trace: None,
+        origin: None,
         owner: Principal::new(owner),
         tool: "noop".to_owned(),
         arguments: json!({}),

@@ -35,7 +35,7 @@ fn at(ms: i64) -> Timestamp {
 /// Inserts `task` claimed by `lease`, with room for it.
 async fn insert_claimed(store: &dyn TaskStore, task: &TaskRecord, lease: &Lease) {
     let inserted = store
-        .insert_claimed(task, lease, u64::MAX)
+        .insert_claimed(task, lease, u64::MAX, None)
         .await
         .expect("the claimed insert succeeds");
     assert_eq!(inserted, Inserted::New);
@@ -313,7 +313,7 @@ pub async fn the_retention_limit_holds_across_handles_under_racing_inserts(
             tokio::spawn(async move {
                 let task = sample_task("alice");
                 start.wait().await;
-                store.insert_claimed(&task, &lease, LIMIT).await
+                store.insert_claimed(&task, &lease, LIMIT, None).await
             })
         })
         .collect();
@@ -341,7 +341,7 @@ pub async fn the_retention_limit_holds_across_handles_under_racing_inserts(
         "nothing written by a refusal"
     );
     assert_eq!(
-        b.insert_claimed(&sample_task("bob"), &lease(&node, 1), LIMIT)
+        b.insert_claimed(&sample_task("bob"), &lease(&node, 1), LIMIT, None)
             .await
             .expect("bob has room"),
         Inserted::New
@@ -350,7 +350,7 @@ pub async fn the_retention_limit_holds_across_handles_under_racing_inserts(
     let mut keyed = sample_task("carol");
     keyed.idempotency_key = Some(mcp_tasks_engine::IdempotencyKey::new("once"));
     assert_eq!(
-        a.insert_claimed(&keyed, &lease(&node, 1), 1)
+        a.insert_claimed(&keyed, &lease(&node, 1), 1, None)
             .await
             .expect("insert succeeds"),
         Inserted::New
@@ -358,7 +358,7 @@ pub async fn the_retention_limit_holds_across_handles_under_racing_inserts(
     let mut retry = sample_task("carol");
     retry.idempotency_key = keyed.idempotency_key.clone();
     assert_eq!(
-        b.insert_claimed(&retry, &lease(&node, 1), 1)
+        b.insert_claimed(&retry, &lease(&node, 1), 1, None)
             .await
             .expect("a retry is no new task"),
         Inserted::Existing(keyed)

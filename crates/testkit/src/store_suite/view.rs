@@ -6,8 +6,8 @@ use std::sync::Arc;
 use serde_json::json;
 
 use mcp_tasks_engine::{
-    BrowseQuery, Cursor, HistoryEntry, Origin, Principal, Status, TaskId, TaskState, TaskStore,
-    Timestamp, Update, Version,
+    BrowseQuery, Cursor, HistoryEntry, Inserted, Lease, NodeId, Origin, Principal, Status, TaskId,
+    TaskState, TaskStore, Timestamp, Update, Version,
 };
 
 use super::fixtures::*;
@@ -330,5 +330,38 @@ pub async fn an_origin_is_recorded_with_its_task_and_goes_with_it(store: Arc<dyn
         store.origin(&task.id).await.expect("read succeeds"),
         None,
         "gone with its task"
+    );
+}
+
+/// An origin given to the claimed insert is written with the row: it reads back like a
+/// recorded one, the task reads back as inserted, and a task inserted without one has none.
+pub async fn an_origin_given_at_the_insert_reads_back_with_the_task(store: Arc<dyn TaskStore>) {
+    let origin = Origin {
+        era: "2025-11-25".into(),
+        client_name: Some("vscode".into()),
+        client_version: Some("1.107".into()),
+    };
+    let lease = Lease {
+        node: NodeId::random(),
+        until: Timestamp(T0.0 + 60_000),
+    };
+    let with = sample_task("alice");
+    let without = sample_task("alice");
+    for (task, origin) in [(&with, Some(&origin)), (&without, None)] {
+        let inserted = store
+            .insert_claimed(task, &lease, u64::MAX, origin)
+            .await
+            .expect("the claimed insert succeeds");
+        assert_eq!(inserted, Inserted::New);
+    }
+    assert_eq!(
+        store.origin(&with.id).await.expect("read succeeds"),
+        Some(origin)
+    );
+    assert_eq!(store.origin(&without.id).await.expect("read succeeds"), None);
+    assert_eq!(
+        store.get(&with.id).await.expect("get").as_ref(),
+        Some(&with),
+        "the task reads back as inserted"
     );
 }

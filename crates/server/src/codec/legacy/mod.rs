@@ -71,6 +71,32 @@ pub(crate) fn request(slot: &Slot, conn: &Arc<Connection>, request: Request) {
     }
 }
 
+/// The state of the connection's Legacy session for its stored record, once `initialize`
+/// has created it.
+pub(crate) fn stored_state(slot: &Slot) -> Option<Value> {
+    slot.get().map(|session| session.stored_state())
+}
+
+/// Restores a stored session (its `state` and the tasks it `created`) on `conn`, as if
+/// `initialize` had run on it, and starts forwarding its tasks' changes.
+///
+/// # Errors
+/// What is wrong with `state`, or the connection has a session already.
+pub(crate) fn restore(slot: &Slot, conn: &Arc<Connection>, state: &Value, created: Vec<mcp_tasks_engine::TaskId>) -> Result<(), String> {
+    let session = LegacySession::restore(Arc::clone(conn), state, created)?;
+    slot.set(Arc::clone(&session)).map_err(|_| "the connection has a session already".to_owned())?;
+    session.start_forwarding();
+    Ok(())
+}
+
+/// Takes over what another replica changed of the connection's stored session.
+///
+/// # Errors
+/// What is wrong with `state`.
+pub(crate) fn refresh(slot: &Slot, state: &Value, created: Vec<mcp_tasks_engine::TaskId>) -> Result<(), String> {
+    slot.get().map_or(Ok(()), |session| session.refresh(state, created))
+}
+
 /// Whether `request` opens a 2025-11-25 session: `initialize`.
 pub(crate) fn opens_session(request: &Request) -> bool {
     request.method == method::INITIALIZE
@@ -115,18 +141,26 @@ async fn route(session: &Arc<LegacySession>, ctx: &RequestContext, request: Requ
             async { tasks::list(session, ctx, parse_value(name, Some(params))?).await }.await
         }
         method::TASKS_CANCEL => async { tasks::cancel(ctx, parse_value(name, params)?).await }.await,
-        method::LOGGING_SET_LEVEL => parse_value::<SetLevelParams>(name, params).map(|params| {
-            session.set_log_level(params.level);
-            json!({})
-        }),
+        method::LOGGING_SET_LEVEL => match parse_value::<SetLevelParams>(name, params) {
+            Ok(params) => {
+                session.set_log_level(params.level).await;
+                Ok(json!({}))
+            }
+            Err(err) => Err(err),
+        },
         method::RESOURCES_SUBSCRIBE if catalog.has_resources() => {
-            parse_value::<UriParams>(name, params).and_then(|params| {
+            async {
+                let params = parse_value::<UriParams>(name, params)?;
                 if !catalog.serves(&params.uri) {
                     return Err(crate::catalog::resource_not_found(&params.uri));
                 }
+                if let Some(upstream) = &catalog.upstream {
+                    upstream.subscribe(&params.uri).await?;
+                }
                 ctx.server().inner.subscriptions.subscribe(session, &params.uri);
                 Ok(json!({}))
-            })
+            }
+            .await
         }
         method::RESOURCES_UNSUBSCRIBE if catalog.has_resources() => parse_value::<UriParams>(name, params).map(|params| {
             ctx.server().inner.subscriptions.unsubscribe(session, &params.uri);

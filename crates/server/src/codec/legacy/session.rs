@@ -4,6 +4,10 @@
 //! the tasks it watches as `notifications/tasks/status` and `notifications/progress`, and
 //! delivers task input requests to the client as server-to-client requests tagged with
 //! related-task metadata.
+//!
+//! Over HTTP on a shared store the session is stored too ([`LegacySession::stored_state`]):
+//! another replica serves it from the record ([`LegacySession::restore`]), and what it
+//! changes (the log level, the tasks it created) is written back for the others.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -59,6 +63,64 @@ impl LegacySession {
         Arc::new(LegacySession { conn, client_capabilities, state: Mutex::new(State::default()), feed })
     }
 
+    /// The session `state` a stored record holds ([`LegacySession::stored_state`]), with the
+    /// tasks it created, restored on `conn` (another replica's session, or one this replica
+    /// dropped from memory).
+    ///
+    /// # Errors
+    /// What is wrong with `state` (written by another build, or damaged).
+    pub(crate) fn restore(conn: Arc<Connection>, state: &Value, created: Vec<TaskId>) -> Result<Arc<LegacySession>, String> {
+        let capabilities = state.get("capabilities").filter(|caps| caps.is_object()).cloned().ok_or("no client capabilities")?;
+        if let Some(info) = state.get("clientInfo") {
+            let field = |name: &str| info.get(name).and_then(Value::as_str).unwrap_or_default().to_owned();
+            conn.set_client_info(&field("name"), &field("version"));
+        }
+        let session = LegacySession::new(conn, capabilities);
+        session.refresh(state, created)?;
+        Ok(session)
+    }
+
+    /// What a stored record keeps of the session: the negotiated version, the client's
+    /// capabilities and info, and its log level (the tasks it created are kept beside it).
+    pub(crate) fn stored_state(&self) -> Value {
+        let (name, version) = self.conn.client_info().unwrap_or_default();
+        json!({
+            "protocolVersion": legacy::PROTOCOL_VERSION,
+            "capabilities": self.client_capabilities,
+            "clientInfo": {"name": name, "version": version},
+            "logLevel": self.state().log_level,
+        })
+    }
+
+    /// Takes over what another replica may have changed of the stored session: its log level
+    /// and the tasks it created.
+    ///
+    /// # Errors
+    /// What is wrong with `state`.
+    pub(crate) fn refresh(&self, state: &Value, created: Vec<TaskId>) -> Result<(), String> {
+        let log_level = match state.get("logLevel") {
+            None | Some(Value::Null) => None,
+            Some(level) => Some(serde_json::from_value(level.clone()).map_err(|err| format!("logLevel: {err}"))?),
+        };
+        let mut mine = self.state();
+        mine.log_level = log_level;
+        for id in created {
+            if !mine.created.contains(&id) {
+                mine.created.push(id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the session's state to its stored record, if it has one (a failure is logged:
+    /// the other replicas then see the earlier state).
+    async fn save(&self) {
+        let Some(id) = self.conn.stored_as() else { return };
+        if let Err(err) = self.conn.server.engine().save_session(id, &self.conn.principal, self.stored_state()).await {
+            tracing::warn!(session = %id, error = %err, "could not store the session's state");
+        }
+    }
+
     /// From now on, and until the connection closes, changes of the tasks this session
     /// watches are sent to the client as notifications.
     pub(crate) fn start_forwarding(self: &Arc<Self>) {
@@ -80,12 +142,19 @@ impl LegacySession {
         self.client_capabilities.get(name).is_some_and(Value::is_object)
     }
 
-    /// Records that this session created `id` (or got it by its idempotency key).
-    pub(crate) fn created(&self, id: &TaskId) {
-        let mut state = self.state();
-        // A retry with an idempotency key gets a task this session may have listed already.
-        if !state.created.contains(id) {
-            state.created.push(id.clone());
+    /// Records that this session created `id` (or got it by its idempotency key), in its
+    /// stored record too if it has one, so that its listing on another replica shows it.
+    pub(crate) async fn created(&self, id: &TaskId) {
+        {
+            let mut state = self.state();
+            // A retry with an idempotency key gets a task this session may have listed already.
+            if !state.created.contains(id) {
+                state.created.push(id.clone());
+            }
+        }
+        let Some(session) = self.conn.stored_as() else { return };
+        if let Err(err) = self.conn.server.engine().add_session_task(session, id).await {
+            tracing::warn!(session = %session, task = %id, error = %err, "could not store a task the session created");
         }
     }
 
@@ -94,9 +163,10 @@ impl LegacySession {
         self.state().created.clone()
     }
 
-    /// `logging/setLevel`.
-    pub(crate) fn set_log_level(&self, level: LogLevel) {
+    /// `logging/setLevel` (stored for the other replicas too, if the session is stored).
+    pub(crate) async fn set_log_level(&self, level: LogLevel) {
         self.state().log_level = Some(level);
+        self.save().await;
     }
 
     /// Whether a log message at `level` goes to the client (all do until a level is set).
@@ -290,13 +360,33 @@ async fn forward_changes(session: Arc<LegacySession>) {
     let mut tools = session.conn.server.tools().watch();
     tools.mark_unchanged();
     let mut tools_changing = true;
+    let catalog = &session.conn.server.inner.catalog;
+    let lists = &session.conn.server.inner.list_changes;
+    let (mut resources, mut prompts) = (lists.resources.subscribe(), lists.prompts.subscribe());
+    resources.mark_unchanged();
+    prompts.mark_unchanged();
+    let list_changed = |name: &str| session.conn.send(jsonrpc::notification(name, json!({})), Route::General);
     loop {
         let change = tokio::select! {
             _ = session.conn.closed().cancelled() => return,
             changed = tools.changed(), if tools_changing => {
                 match changed {
-                    Ok(()) => session.conn.send(jsonrpc::notification(method::NOTIFY_TOOLS_LIST_CHANGED, json!({})), Route::General),
+                    Ok(()) => list_changed(method::NOTIFY_TOOLS_LIST_CHANGED),
                     Err(_) => tools_changing = false,
+                }
+                continue;
+            }
+            // The senders live as long as the server (and so this session): never an error.
+            // Only for a list the server offers (declares) as it now stands.
+            Ok(()) = resources.changed() => {
+                if catalog.has_resources() {
+                    list_changed(method::NOTIFY_RESOURCES_LIST_CHANGED);
+                }
+                continue;
+            }
+            Ok(()) = prompts.changed() => {
+                if catalog.has_prompts() {
+                    list_changed(method::NOTIFY_PROMPTS_LIST_CHANGED);
                 }
                 continue;
             }

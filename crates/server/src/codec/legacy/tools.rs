@@ -86,10 +86,11 @@ pub(crate) async fn call(session: &Arc<LegacySession>, ctx: &RequestContext, par
             // task found by its idempotency key is answered the same way; its work runs
             // already (or has ended), so nothing starts.
             let record = created.record();
+            // Recorded before the answer: the session's listing (on any replica) shows it.
+            session.created(&record.id).await;
             let result = CreateTaskResult { task: wire::task(record), meta: None };
             ctx.conn.respond(&ctx.id, serde_json::to_value(result).map_err(|err| RpcError::internal(err.to_string())));
             session.watch(&record.id, progress_token);
-            session.created(&record.id);
             created.start();
             None
         }

@@ -41,17 +41,18 @@ pub(crate) fn task_support(mode: TaskMode) -> TaskSupport {
 /// What `initialize` declares: tools, tasks, logging and completions always; resources
 /// (with subscriptions) when there is a resource or template; prompts when there is a
 /// prompt. The tool list announces its changes (`notifications/tools/list_changed`); the
-/// prompt and resource lists do not change while the server runs (`listChanged: false`).
+/// prompt and resource lists change only when an upstream serves them (the proxy), which
+/// then announces theirs too (`listChanged`).
 pub(crate) fn capabilities(server: &Server) -> ServerCapabilities {
     let catalog = &server.inner.catalog;
     ServerCapabilities {
         completions: Some(Empty {}),
         experimental: None,
         logging: Some(Empty {}),
-        prompts: catalog.has_prompts().then_some(PromptsCapability { list_changed: Some(false) }),
+        prompts: catalog.has_prompts().then_some(PromptsCapability { list_changed: Some(catalog.lists_change()) }),
         resources: catalog
             .has_resources()
-            .then_some(ResourcesCapability { subscribe: Some(true), list_changed: Some(false) }),
+            .then_some(ResourcesCapability { subscribe: Some(true), list_changed: Some(catalog.lists_change()) }),
         tasks: Some(ServerTasksCapability::full()),
         tools: Some(ToolsCapability { list_changed: Some(true) }),
     }

@@ -11,8 +11,11 @@
 //!   or an unknown id, is left out of the agreement, alike), and once at the start, so that
 //!   a task that already ended is not waited for in vain.
 //!
-//! Prompts and resource lists do not change while a server runs, so those are never agreed
-//! to. The stream ends when the client cancels it (HTTP: closes it); progress and log
+//! - `resourcesListChanged`, `promptsListChanged`: their `list_changed` when the list
+//!   changes; agreed to only where the lists can change (an upstream serves them: the proxy),
+//!   and the server offers resources or prompts.
+//!
+//! The stream ends when the client cancels it (HTTP: closes it); progress and log
 //! messages never go on it.
 
 use std::collections::BTreeSet;
@@ -43,6 +46,10 @@ pub(crate) async fn listen(meta: &RequestMeta, ctx: &RequestContext, params: Opt
     let mut tools = server.tools().watch();
     tools.mark_unchanged();
     let mut updates = server.inner.subscriptions.updates();
+    let lists = &server.inner.list_changes;
+    let (mut resources, mut prompts) = (lists.resources.subscribe(), lists.prompts.subscribe());
+    resources.mark_unchanged();
+    prompts.mark_unchanged();
     let agreed = agree(ctx, &wanted).await;
     let uris: Vec<String> = agreed.resource_subscriptions.clone().unwrap_or_default();
     let tasks: BTreeSet<String> = agreed.task_ids.iter().flatten().cloned().collect();
@@ -55,6 +62,8 @@ pub(crate) async fn listen(meta: &RequestMeta, ctx: &RequestContext, params: Opt
     stream.send(modern_method::NOTIFY_SUBSCRIPTIONS_ACKNOWLEDGED, json!({"notifications": agreed}));
     stream.tasks_as_they_stand(&tasks).await;
     let tools_wanted = agreed.tools_list_changed == Some(true);
+    let resources_wanted = agreed.resources_list_changed == Some(true);
+    let prompts_wanted = agreed.prompts_list_changed == Some(true);
     loop {
         tokio::select! {
             () = ctx.cancel.cancelled() => return Err(RpcError::internal("the subscription was cancelled")),
@@ -62,6 +71,9 @@ pub(crate) async fn listen(meta: &RequestMeta, ctx: &RequestContext, params: Opt
                 Ok(()) => stream.send(method::NOTIFY_TOOLS_LIST_CHANGED, json!({})),
                 Err(_) => return Ok(ended(ctx)),
             },
+            // The senders live as long as the server: never an error.
+            Ok(()) = resources.changed(), if resources_wanted => stream.send(method::NOTIFY_RESOURCES_LIST_CHANGED, json!({})),
+            Ok(()) = prompts.changed(), if prompts_wanted => stream.send(method::NOTIFY_PROMPTS_LIST_CHANGED, json!({})),
             updated = updates.recv(), if !uris.is_empty() => match updated {
                 Ok(uri) if uris.iter().any(|subscribed| under(&uri, subscribed)) => {
                     stream.send(method::NOTIFY_RESOURCE_UPDATED, json!({"uri": uri}));
@@ -94,6 +106,13 @@ async fn agree(ctx: &RequestContext, wanted: &SubscriptionFilter) -> Subscriptio
         .filter(|uri| catalog.has_resources() && catalog.serves(uri))
         .cloned()
         .collect();
+    if let Some(upstream) = &catalog.upstream {
+        for uri in &uris {
+            if let Err(error) = upstream.subscribe(uri).await {
+                tracing::warn!(%uri, message = %error.message, "could not subscribe to the resource upstream");
+            }
+        }
+    }
     let mut tasks = Vec::new();
     for id in wanted.task_ids.iter().flatten() {
         if ops::tasks::get(ctx, &TaskId::from(id.clone())).await.is_ok() {
@@ -102,8 +121,10 @@ async fn agree(ctx: &RequestContext, wanted: &SubscriptionFilter) -> Subscriptio
     }
     SubscriptionFilter {
         tools_list_changed: (wanted.tools_list_changed == Some(true)).then_some(true),
-        prompts_list_changed: None,
-        resources_list_changed: None,
+        prompts_list_changed: (wanted.prompts_list_changed == Some(true) && catalog.lists_change() && catalog.has_prompts())
+            .then_some(true),
+        resources_list_changed: (wanted.resources_list_changed == Some(true) && catalog.lists_change() && catalog.has_resources())
+            .then_some(true),
         resource_subscriptions: (!uris.is_empty()).then_some(uris),
         task_ids: wanted.task_ids.as_ref().map(|_| tasks),
     }

@@ -110,10 +110,10 @@ pub(crate) fn discover(server: &Server) -> Value {
         "extensions": {TASKS_EXTENSION: {}},
     });
     if catalog.has_prompts() {
-        capabilities["prompts"] = json!({"listChanged": false});
+        capabilities["prompts"] = json!({"listChanged": catalog.lists_change()});
     }
     if catalog.has_resources() {
-        capabilities["resources"] = json!({"listChanged": false, "subscribe": true});
+        capabilities["resources"] = json!({"listChanged": catalog.lists_change(), "subscribe": true});
     }
     let mut result = json!({
         "supportedVersions": SUPPORTED_VERSIONS,
