@@ -1,9 +1,11 @@
 //! The bench server of issue 7: our real server over Streamable HTTP at `/mcp` with the
-//! tools `noop` and `sleep` (see `mcp_tasks_bench::server`), on the durable SQLite store.
+//! tools `noop` and `sleep` (see `mcp_tasks_bench::server`), on the durable SQLite store, or
+//! on PostgreSQL when `--store` is a `postgres://…` URL (then as one of any number of
+//! replicas on that database: claims with a lease, the change feed; `benches/postgres.sh`).
 //!
 //! ```text
-//! cargo run --release --example bench_server -- --listen 127.0.0.1:PORT --store PATH [--sync full|normal]
-//!     [--inline-wait-ms MS]
+//! cargo run --release --example bench_server -- --listen 127.0.0.1:PORT --store PATH|postgres://…
+//!     [--sync full|normal] [--inline-wait-ms MS]
 //! ```
 //!
 //! `--inline-wait-ms` sets how long a 2026-07-28 call of an optional tool waits to answer
@@ -19,9 +21,12 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_tasks_bench::server::Settings;
+use mcp_tasks_engine::TaskStore;
+use mcp_tasks_postgres::PostgresStore;
 use mcp_tasks_sqlite::{SqliteStore, Synchronous};
 use tokio::net::TcpListener;
 
@@ -43,14 +48,14 @@ async fn main() -> ExitCode {
             }
             _ => {
                 eprintln!(
-                    "usage: bench_server --listen ADDR --store PATH [--sync full|normal] [--inline-wait-ms MS]"
+                    "usage: bench_server --listen ADDR --store PATH|postgres://… [--sync full|normal] [--inline-wait-ms MS]"
                 );
                 return ExitCode::from(2);
             }
         }
     }
     let Some(store) = store else {
-        eprintln!("bench_server: --store PATH is required");
+        eprintln!("bench_server: --store PATH|postgres://… is required");
         return ExitCode::from(2);
     };
     if let Ok(filter) = std::env::var("RUST_LOG") {
@@ -66,13 +71,16 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let store = match SqliteStore::open_with(&store, synchronous) {
+    let shown = store.display().to_string();
+    let opened: Result<Arc<dyn TaskStore>, String> = if shown.starts_with("postgres://") || shown.starts_with("postgresql://") {
+        PostgresStore::connect(&shown).await.map(|store| Arc::new(store) as Arc<dyn TaskStore>).map_err(|err| err.to_string())
+    } else {
+        SqliteStore::open_with(&store, synchronous).map(|store| Arc::new(store) as Arc<dyn TaskStore>).map_err(|err| err.to_string())
+    };
+    let store = match opened {
         Ok(store) => store,
         Err(err) => {
-            eprintln!(
-                "bench_server: cannot open the store {}: {err}",
-                store.display()
-            );
+            eprintln!("bench_server: cannot open the store {}: {err}", mcp_tasks_postgres::redact(&shown));
             return ExitCode::FAILURE;
         }
     };

@@ -97,7 +97,8 @@ impl Tool {
 /// One run's settings.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// The MCP endpoint, `http://HOST:PORT/PATH`.
+    /// The MCP endpoint, `http://HOST:PORT/PATH`; or several, comma-separated (replicas of
+    /// one service): worker `i` talks to endpoint `i mod n`, so the clients are spread evenly.
     pub url: String,
     /// Calls in all.
     pub tasks: usize,
@@ -282,14 +283,14 @@ impl std::error::Error for LoadError {}
 /// # Errors
 /// The URL is not `http://host:port/path`, or a session could not be opened.
 pub async fn run(config: Config) -> Result<Report, LoadError> {
-    let target = Target::parse(&config.url)?;
+    let targets = config.url.split(',').map(Target::parse).collect::<Result<Vec<_>, _>>()?;
     let workers = config.concurrency.max(1);
     let barrier = Arc::new(Barrier::new(workers + 1));
     let next = Arc::new(AtomicUsize::new(0));
     let mut handles = Vec::with_capacity(workers);
-    for _ in 0..workers {
+    for worker in 0..workers {
         let (target, config, barrier, next) = (
-            target.clone(),
+            targets[worker % targets.len()].clone(),
             config.clone(),
             Arc::clone(&barrier),
             Arc::clone(&next),

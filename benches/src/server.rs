@@ -3,7 +3,8 @@
 //! finished, so that the harness can measure how long the result took to reach it), both
 //! `taskSupport: "optional"`, served over Streamable HTTP at `/mcp` on [`SqliteStore`] with
 //! its production durability (WAL, `synchronous=FULL`: a task is on disk before its
-//! `CreateTaskResult` leaves).
+//! `CreateTaskResult` leaves), or on any other [`TaskStore`] ([`serve_store`]: the PostgreSQL
+//! store of `bench_server --store postgres://…`, one of many replicas on one database).
 //!
 //! In the 2026-07-28 era the server decides whether a call becomes a task: an optional tool
 //! answers inline if its work ends within the inline wait (the server's default, 1 s, unless
@@ -21,7 +22,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use mcp_tasks_engine::{Engine, Outcome, Policy, SystemClock};
+use mcp_tasks_engine::{Engine, Outcome, Policy, SystemClock, TaskStore};
 use mcp_tasks_server::{BuildError, Server, TaskMode, ToolDef, handler_fn, http};
 use mcp_tasks_sqlite::SqliteStore;
 use serde_json::{Value, json};
@@ -118,7 +119,7 @@ pub async fn serve(
 ) -> Result<(), Box<dyn Error + Send + Sync>> {
     serve_store(
         listener,
-        SqliteStore::open(store)?,
+        Arc::new(SqliteStore::open(store)?),
         settings,
         ready,
         shutdown,
@@ -128,22 +129,24 @@ pub async fn serve(
 
 /// Recovers `store`, calls `ready` (the server serves from then on), and serves the bench
 /// server on `listener` at `/mcp` until `shutdown` resolves, sweeping expired tasks
-/// meanwhile.
+/// meanwhile and, on a shared store (PostgreSQL), renewing this replica's claims and rescuing
+/// lapsed ones as `mcp-tasks serve` does.
 ///
 /// # Errors
 /// The store could not be recovered, or the listener failed.
 pub async fn serve_store(
     listener: TcpListener,
-    store: SqliteStore,
+    store: Arc<dyn TaskStore>,
     settings: Settings,
     ready: impl FnOnce(),
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Box<dyn Error + Send + Sync>> {
-    let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), policy());
+    let engine = Engine::new(store, Arc::new(SystemClock), policy());
     let server = server(engine.clone(), settings)?;
     engine.recover().await?;
     let stop = CancellationToken::new();
     let sweeper = engine.spawn_sweeper(SWEEP_EVERY, stop.clone());
+    let claims = engine.spawn_claims(stop.clone());
     ready();
     // Like the admission limits: no session of the harness is refused (it runs up to 128
     // clients at once, one session each).
@@ -151,6 +154,7 @@ pub async fn serve_store(
     let served = http::serve(listener, server, options, shutdown).await;
     stop.cancel();
     let _ = sweeper.await;
+    let _ = claims.await;
     Ok(served?)
 }
 

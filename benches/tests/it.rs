@@ -164,3 +164,41 @@ async fn a_wrong_url_is_an_error_not_a_report() {
     };
     assert!(load::run(config).await.is_err());
 }
+
+/// Several comma-separated URLs (replicas): client `i` talks to URL `i mod n` (a lone client to
+/// the first, whether it answers or not), and endpoints that answer share the run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_are_spread_over_every_url_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("bench.sqlite3");
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let (stop, stopped) = oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        mcp_tasks_bench::server::serve(listener, &store, Settings::default(), || {}, async {
+            let _ = stopped.await;
+        })
+        .await
+        .map_err(|err| err.to_string())
+    });
+    let dead = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let dead_addr = dead.local_addr().unwrap();
+    drop(dead);
+    let config = |url: String, concurrency| Config {
+        url,
+        tasks: 100,
+        concurrency,
+        mode: Mode::Block,
+        tool: Tool::Noop,
+        server_pid: Some(std::process::id()),
+        json_only: false,
+    };
+    // One client: the first URL's. Two: one each.
+    let dead = format!("http://{dead_addr}/mcp");
+    let Err(err) = load::run(config(format!("{dead},{url}"), 1)).await else { panic!("the first endpoint gets the client") };
+    assert!(err.to_string().contains(&dead_addr.to_string()), "{err}");
+    assert_all_checked(&load::run(config(format!("{url},{dead}"), 1)).await.unwrap());
+    assert_all_checked(&load::run(config(format!("{url},{url}"), 4)).await.unwrap());
+    stop.send(()).unwrap();
+    server.await.unwrap().unwrap();
+}

@@ -5,7 +5,8 @@
 //!      [--tool noop|sleep] [--ms MS] [--server-pid PID] [--json-only] [--json]
 //! ```
 //!
-//! `--json-only` accepts only `application/json` answers (no SSE).
+//! `--json-only` accepts only `application/json` answers (no SSE). `--url` may name several
+//! endpoints, comma-separated (replicas): the clients are spread over them evenly.
 //! Prints a short table (or one JSON object with `--json`) and exits 1 if any call failed
 //! its check, 2 on a usage error or when no session could be opened.
 

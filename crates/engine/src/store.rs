@@ -628,6 +628,12 @@ pub enum StoreError {
         /// How many tasks the owner keeps.
         retained: u64,
     },
+    /// The database cannot be reached for now (down, restarting, recovering from a crash, or
+    /// the connection dropped): the request may be retried once it is back, which the store
+    /// finds out by itself. A write whose connection dropped while it ran may have committed
+    /// or not; one that could not get a connection stored nothing.
+    #[error("the task store is unreachable: {0}")]
+    Unavailable(String),
     /// The database failed.
     #[error("task store failed: {0}")]
     Backend(#[source] Box<dyn StdError + Send + Sync>),

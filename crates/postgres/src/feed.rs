@@ -133,7 +133,7 @@ async fn listen(
         let (client, mut connection) = match connected {
             Ok(pair) => pair,
             Err(err) => {
-                tracing::warn!(error = %err, "the change feed cannot connect to listen; polling meanwhile");
+                tracing::warn!(error = %crate::outage::described(&err), "the change feed cannot connect to listen; polling meanwhile");
                 tokio::select! {
                     _ = stop.cancelled() => return,
                     _ = tokio::time::sleep(RECONNECT_AFTER) => continue,
@@ -157,7 +157,7 @@ async fn listen(
         });
         let listen = format!("LISTEN \"{}\"", channel.replace('"', "\"\""));
         if let Err(err) = client.batch_execute(&listen).await {
-            tracing::warn!(error = %err, "the change feed cannot LISTEN; polling meanwhile");
+            tracing::warn!(error = %crate::outage::described(&err), "the change feed cannot LISTEN; polling meanwhile");
         } else {
             loop {
                 let id = tokio::select! {

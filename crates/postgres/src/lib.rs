@@ -18,11 +18,14 @@
 //! - `sql`: every statement the store runs (public only for the EXPLAIN tests).
 //! - `migrate`: the numbered migrations embedded from `migrations/000n_….sql`, applied at
 //!   connect under `pg_advisory_xact_lock`, tracked in `mcp_tasks_schema`.
+//! - `outage`: the database unreachable for a while: which failures say so
+//!   (`StoreError::Unavailable`, retryable), and the bounded wait for a connection.
 //! - `feed`: the change feed across replicas (`LISTEN/NOTIFY` and a polling backstop).
 //! - `url`: [`redact`]: connection URLs as they may be shown, the password hidden.
 
 mod feed;
 mod migrate;
+mod outage;
 #[doc(hidden)]
 pub mod sql;
 mod store;

@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, PoolError, RecyclingMethod};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{Json, ToSql};
 use tokio_postgres::{NoTls, Row};
@@ -26,7 +26,8 @@ use mcp_tasks_engine::{
 use tokio::sync::broadcast;
 
 use crate::feed::Feed;
-use crate::{migrate, sql, url};
+use crate::outage::backend;
+use crate::{migrate, outage, sql, url};
 
 /// The most connections one store (one replica) holds open.
 const POOL_SIZE: usize = 16;
@@ -72,9 +73,9 @@ pub struct Commit {
     /// How many writes it held: always 1 (each write commits on its own; there is no
     /// group commit as in SQLite's writer thread).
     pub writes: usize,
-    /// Whether it committed: `false` only for a backend failure (a compare-and-set that
-    /// finds the task moved on, a duplicate id or a full owner committed nothing, but the
-    /// database answered).
+    /// Whether it committed: `false` only for a backend failure or an unreachable database
+    /// (a compare-and-set that finds the task moved on, a duplicate id or a full owner
+    /// committed nothing, but the database answered).
     pub committed: bool,
 }
 
@@ -147,7 +148,7 @@ impl PostgresStore {
         let started = Instant::now();
         let result = write.await;
         if let Some(observer) = self.observer.get() {
-            let committed = !matches!(result, Err(StoreError::Backend(_)));
+            let committed = !matches!(result, Err(StoreError::Backend(_) | StoreError::Unavailable(_)));
             observer(Commit { elapsed: started.elapsed(), writes: 1, committed });
         }
         result
@@ -158,12 +159,31 @@ impl PostgresStore {
         &self.shown
     }
 
-    /// A pooled connection.
+    /// A pooled connection. While the database refuses connections (restarting, recovering,
+    /// or out of reach) it tries again for up to [`CONNECT_WAIT`](outage::CONNECT_WAIT), then
+    /// fails as [`StoreError::Unavailable`]; nothing was sent then.
     async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
-        self.pool
-            .get()
-            .await
-            .map_err(|err| failed(&self.shown, "cannot reach PostgreSQL", &err))
+        let deadline = Instant::now() + outage::CONNECT_WAIT;
+        loop {
+            let err = match self.pool.get().await {
+                Ok(client) => return Ok(client),
+                Err(err) => err,
+            };
+            let unreachable = match &err {
+                PoolError::Backend(driver) => outage::unreachable(driver),
+                PoolError::Timeout(_) => true,
+                _ => false,
+            };
+            if !unreachable {
+                return Err(failed(&self.shown, "cannot reach PostgreSQL", &err));
+            }
+            if Instant::now() + outage::CONNECT_RETRY > deadline {
+                let waited = outage::CONNECT_WAIT.as_secs();
+                let what = format!("cannot reach PostgreSQL (waited {waited} s)");
+                return Err(StoreError::Unavailable(format!("{what} at {}: {}", self.shown, outage::described(&err))));
+            }
+            tokio::time::sleep(outage::CONNECT_RETRY).await;
+        }
     }
 
     /// Runs a read of at most one row through the statement cache.
@@ -173,8 +193,8 @@ impl PostgresStore {
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Option<TaskRecord>, StoreError> {
         let client = self.client().await?;
-        let statement = client.prepare_cached(statement).await.map_err(StoreError::backend)?;
-        let row = client.query_opt(&statement, params).await.map_err(StoreError::backend)?;
+        let statement = client.prepare_cached(statement).await.map_err(backend)?;
+        let row = client.query_opt(&statement, params).await.map_err(backend)?;
         row.as_ref().map(read_record).transpose()
     }
 
@@ -182,8 +202,8 @@ impl PostgresStore {
     async fn execute(&self, statement: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, StoreError> {
         self.observed(async {
             let client = self.client().await?;
-            let statement = client.prepare_cached(statement).await.map_err(StoreError::backend)?;
-            client.execute(&statement, params).await.map_err(StoreError::backend)
+            let statement = client.prepare_cached(statement).await.map_err(backend)?;
+            client.execute(&statement, params).await.map_err(backend)
         })
         .await
     }
@@ -195,8 +215,8 @@ impl PostgresStore {
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<TaskRecord>, StoreError> {
         let client = self.client().await?;
-        let statement = client.prepare_cached(statement).await.map_err(StoreError::backend)?;
-        let rows = client.query(&statement, params).await.map_err(StoreError::backend)?;
+        let statement = client.prepare_cached(statement).await.map_err(backend)?;
+        let rows = client.query(&statement, params).await.map_err(backend)?;
         rows.iter().map(read_record).collect()
     }
 }
@@ -204,17 +224,7 @@ impl PostgresStore {
 /// A failure of `what`, naming the store by its shown URL, with every cause of `err` (the
 /// pool's errors leave out their driver's cause, e.g. "Connection refused").
 fn failed(shown: &str, what: &str, err: &(dyn std::error::Error + 'static)) -> StoreError {
-    let mut message = format!("{what} at {shown}: {err}");
-    let mut cause = err.source();
-    while let Some(next) = cause {
-        let text = next.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        cause = next.source();
-    }
-    StoreError::Backend(message.into())
+    StoreError::Backend(format!("{what} at {shown}: {}", outage::described(err)).into())
 }
 
 #[async_trait]
@@ -285,12 +295,12 @@ impl TaskStore for PostgresStore {
     async fn count(&self, owner: &Principal) -> Result<u64, StoreError> {
         // One row of `task_counts`, kept by triggers on insert and delete (migration 0001).
         let client = self.client().await?;
-        let statement = client.prepare_cached(sql::COUNT).await.map_err(StoreError::backend)?;
+        let statement = client.prepare_cached(sql::COUNT).await.map_err(backend)?;
         let row = client
             .query_opt(&statement, &[&owner.as_str()])
             .await
-            .map_err(StoreError::backend)?;
-        let count: i64 = row.map(|row| row.try_get(0)).transpose().map_err(StoreError::backend)?.unwrap_or(0);
+            .map_err(backend)?;
+        let count: i64 = row.map(|row| row.try_get(0)).transpose().map_err(backend)?.unwrap_or(0);
         Ok(u64::try_from(count).unwrap_or(0))
     }
 
@@ -305,38 +315,38 @@ impl TaskStore for PostgresStore {
     async fn purge(&self, now: Timestamp, limit: u32) -> Result<u64, StoreError> {
         self.observed(async {
             let client = self.client().await?;
-            let statement = client.prepare_cached(sql::PURGE).await.map_err(StoreError::backend)?;
+            let statement = client.prepare_cached(sql::PURGE).await.map_err(backend)?;
             client
                 .execute(&statement, &[&now.0, &i64::from(limit)])
                 .await
-                .map_err(StoreError::backend)
+                .map_err(backend)
         })
         .await
     }
 
     async fn set_process_group(&self, id: &TaskId, group: &ProcessGroup) -> Result<(), StoreError> {
         self.observed(async {
-            let start = i64::try_from(group.start_time).map_err(StoreError::backend)?;
+            let start = i64::try_from(group.start_time).map_err(backend)?;
             let client = self.client().await?;
-            let statement = client.prepare_cached(sql::SET_PROCESS_GROUP).await.map_err(StoreError::backend)?;
+            let statement = client.prepare_cached(sql::SET_PROCESS_GROUP).await.map_err(backend)?;
             client
                 .execute(&statement, &[&i64::from(group.pgid), &start, &id.as_str()])
                 .await
                 .map(|_| ())
-                .map_err(StoreError::backend)
+                .map_err(backend)
         })
         .await
     }
 
     async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError> {
         let client = self.client().await?;
-        let statement = client.prepare_cached(sql::PROCESS_GROUP).await.map_err(StoreError::backend)?;
-        let row = client.query_opt(&statement, &[&id.as_str()]).await.map_err(StoreError::backend)?;
+        let statement = client.prepare_cached(sql::PROCESS_GROUP).await.map_err(backend)?;
+        let row = client.query_opt(&statement, &[&id.as_str()]).await.map_err(backend)?;
         let Some(row) = row else {
             return Ok(None);
         };
-        let pgid: Option<i64> = row.try_get(0).map_err(StoreError::backend)?;
-        let start: Option<i64> = row.try_get(1).map_err(StoreError::backend)?;
+        let pgid: Option<i64> = row.try_get(0).map_err(backend)?;
+        let start: Option<i64> = row.try_get(1).map_err(backend)?;
         Ok(pgid
             .and_then(|pgid| u32::try_from(pgid).ok())
             .zip(start.and_then(|start| u64::try_from(start).ok()))
@@ -348,32 +358,32 @@ impl TaskStore for PostgresStore {
             let client = self.client().await?;
             match kept {
                 Some(kept) => {
-                    let start = i64::try_from(kept.group.start_time).map_err(StoreError::backend)?;
-                    let keeper_start = i64::try_from(kept.keeper_start).map_err(StoreError::backend)?;
-                    let statement = client.prepare_cached(sql::SET_KEPT_GROUP).await.map_err(StoreError::backend)?;
+                    let start = i64::try_from(kept.group.start_time).map_err(backend)?;
+                    let keeper_start = i64::try_from(kept.keeper_start).map_err(backend)?;
+                    let statement = client.prepare_cached(sql::SET_KEPT_GROUP).await.map_err(backend)?;
                     let params: [&(dyn ToSql + Sync); 5] =
                         [&key, &i64::from(kept.group.pgid), &start, &i64::from(kept.keeper_pid), &keeper_start];
                     client.execute(&statement, &params).await
                 }
                 None => {
-                    let statement = client.prepare_cached(sql::FORGET_KEPT_GROUP).await.map_err(StoreError::backend)?;
+                    let statement = client.prepare_cached(sql::FORGET_KEPT_GROUP).await.map_err(backend)?;
                     client.execute(&statement, &[&key]).await
                 }
             }
             .map(|_| ())
-            .map_err(StoreError::backend)
+            .map_err(backend)
         })
         .await
     }
 
     async fn kept_group(&self, key: &str) -> Result<Option<KeptGroup>, StoreError> {
         let client = self.client().await?;
-        let statement = client.prepare_cached(sql::KEPT_GROUP).await.map_err(StoreError::backend)?;
-        let row = client.query_opt(&statement, &[&key]).await.map_err(StoreError::backend)?;
+        let statement = client.prepare_cached(sql::KEPT_GROUP).await.map_err(backend)?;
+        let row = client.query_opt(&statement, &[&key]).await.map_err(backend)?;
         let Some(row) = row else {
             return Ok(None);
         };
-        let column = |index: usize| row.try_get::<_, i64>(index).map_err(StoreError::backend);
+        let column = |index: usize| row.try_get::<_, i64>(index).map_err(backend);
         let (pgid, start, keeper, keeper_start) = (column(0)?, column(1)?, column(2)?, column(3)?);
         Ok((|| {
             Some(KeptGroup {
@@ -388,25 +398,25 @@ impl TaskStore for PostgresStore {
         self.observed(async {
             let text = checkpoint.to_string();
             let client = self.client().await?;
-            let statement = client.prepare_cached(sql::SET_CHECKPOINT).await.map_err(StoreError::backend)?;
+            let statement = client.prepare_cached(sql::SET_CHECKPOINT).await.map_err(backend)?;
             client
                 .execute(&statement, &[&text, &id.as_str(), &i64::from(attempt)])
                 .await
                 .map(|written| written == 1)
-                .map_err(StoreError::backend)
+                .map_err(backend)
         })
         .await
     }
 
     async fn checkpoint(&self, id: &TaskId) -> Result<Option<serde_json::Value>, StoreError> {
         let client = self.client().await?;
-        let statement = client.prepare_cached(sql::CHECKPOINT).await.map_err(StoreError::backend)?;
-        let row = client.query_opt(&statement, &[&id.as_str()]).await.map_err(StoreError::backend)?;
+        let statement = client.prepare_cached(sql::CHECKPOINT).await.map_err(backend)?;
+        let row = client.query_opt(&statement, &[&id.as_str()]).await.map_err(backend)?;
         let Some(row) = row else {
             return Ok(None);
         };
-        let text: Option<String> = row.try_get(0).map_err(StoreError::backend)?;
-        text.map(|text| serde_json::from_str(&text).map_err(StoreError::backend)).transpose()
+        let text: Option<String> = row.try_get(0).map_err(backend)?;
+        text.map(|text| serde_json::from_str(&text).map_err(backend)).transpose()
     }
 
     fn shared(&self) -> bool {
@@ -422,18 +432,18 @@ impl TaskStore for PostgresStore {
     ) -> Result<Inserted, StoreError> {
         self.observed(async {
             let mut client = self.client().await?;
-            let tx = client.transaction().await.map_err(StoreError::backend)?;
+            let tx = client.transaction().await.map_err(backend)?;
             // The owner's count row, locked until commit: the check and the insert are atomic
             // against every replica's inserts for this owner.
             let lock = tx
                 .prepare_cached(sql::LOCK_COUNT)
                 .await
-                .map_err(StoreError::backend)?;
+                .map_err(backend)?;
             let retained: i64 = tx
                 .query_one(&lock, &[&task.owner.as_str()])
                 .await
                 .and_then(|row| row.try_get(0))
-                .map_err(StoreError::backend)?;
+                .map_err(backend)?;
             let retained = u64::try_from(retained).unwrap_or(0);
             if retained >= max_retained {
                 // A retry of a retained keyed task adds nothing: it is the answer even at the limit.
@@ -450,7 +460,7 @@ impl TaskStore for PostgresStore {
             }
             // The claim and the origin go in with the row: one round trip, not three.
             let inserted = insert_keyed(&tx, task, Some(lease), origin).await?;
-            tx.commit().await.map_err(StoreError::backend)?;
+            tx.commit().await.map_err(backend)?;
             Ok(inserted)
         })
         .await
@@ -485,26 +495,26 @@ impl TaskStore for PostgresStore {
             let statement = client
                 .prepare_cached(sql::RENEW)
                 .await
-                .map_err(StoreError::backend)?;
+                .map_err(backend)?;
             let rows = client
                 .query(&statement, &[&lease.until.0, &lease.node.as_str(), &now.0])
                 .await
-                .map_err(StoreError::backend)?;
-            let slots = client.prepare_cached(sql::RENEW_SLOTS).await.map_err(StoreError::backend)?;
+                .map_err(backend)?;
+            let slots = client.prepare_cached(sql::RENEW_SLOTS).await.map_err(backend)?;
             client
                 .execute(&slots, &[&lease.until.0, &lease.node.as_str(), &now.0])
                 .await
-                .map_err(StoreError::backend)?;
-            let places = client.prepare_cached(sql::RENEW_PLACES).await.map_err(StoreError::backend)?;
+                .map_err(backend)?;
+            let places = client.prepare_cached(sql::RENEW_PLACES).await.map_err(backend)?;
             client
                 .execute(&places, &[&lease.until.0, &lease.node.as_str(), &now.0])
                 .await
-                .map_err(StoreError::backend)?;
+                .map_err(backend)?;
             rows.iter()
                 .map(|row| {
                     row.try_get::<_, String>(0)
                         .map(TaskId::from)
-                        .map_err(StoreError::backend)
+                        .map_err(backend)
                 })
                 .collect()
         })
@@ -521,11 +531,11 @@ impl TaskStore for PostgresStore {
             let statement = client
                 .prepare_cached(sql::REQUEST_CANCEL)
                 .await
-                .map_err(StoreError::backend)?;
+                .map_err(backend)?;
             let row = client
                 .query_opt(&statement, &[&id.as_str()])
                 .await
-                .map_err(StoreError::backend)?;
+                .map_err(backend)?;
             Ok(row.is_some())
         })
         .await
@@ -536,15 +546,15 @@ impl TaskStore for PostgresStore {
         let statement = client
             .prepare_cached(sql::CANCEL_REQUESTED)
             .await
-            .map_err(StoreError::backend)?;
+            .map_err(backend)?;
         let row = client
             .query_opt(&statement, &[&id.as_str()])
             .await
-            .map_err(StoreError::backend)?;
+            .map_err(backend)?;
         row.map(|row| row.try_get::<_, bool>(0))
             .transpose()
             .map(|asked| asked.unwrap_or(false))
-            .map_err(StoreError::backend)
+            .map_err(backend)
     }
 
     async fn answer(
@@ -586,14 +596,14 @@ impl TaskStore for PostgresStore {
             let statement = client
                 .prepare_cached(sql::TAKE_ANSWER)
                 .await
-                .map_err(StoreError::backend)?;
+                .map_err(backend)?;
             let row = client
                 .query_opt(&statement, &[&id.as_str(), &key])
                 .await
-                .map_err(StoreError::backend)?;
+                .map_err(backend)?;
             row.map(|row| row.try_get::<_, Json<Answer>>(0).map(|json| json.0))
                 .transpose()
-                .map_err(StoreError::backend)
+                .map_err(backend)
         })
         .await
     }
@@ -605,27 +615,27 @@ impl TaskStore for PostgresStore {
     async fn take_slot(&self, tool: &str, size: u32, id: &TaskId, lease: &Lease, now: Timestamp) -> Result<bool, StoreError> {
         self.observed(async {
             let mut client = self.client().await?;
-            let tx = client.transaction().await.map_err(StoreError::backend)?;
-            let lock = tx.prepare_cached(sql::LOCK_SLOTS).await.map_err(StoreError::backend)?;
-            tx.execute(&lock, &[&tool]).await.map_err(StoreError::backend)?;
-            let free = tx.prepare_cached(sql::FREE_SLOTS).await.map_err(StoreError::backend)?;
-            tx.execute(&free, &[&tool, &now.0]).await.map_err(StoreError::backend)?;
-            let count = tx.prepare_cached(sql::COUNT_SLOTS).await.map_err(StoreError::backend)?;
-            let row = tx.query_one(&count, &[&tool, &id.as_str()]).await.map_err(StoreError::backend)?;
+            let tx = client.transaction().await.map_err(backend)?;
+            let lock = tx.prepare_cached(sql::LOCK_SLOTS).await.map_err(backend)?;
+            tx.execute(&lock, &[&tool]).await.map_err(backend)?;
+            let free = tx.prepare_cached(sql::FREE_SLOTS).await.map_err(backend)?;
+            tx.execute(&free, &[&tool, &now.0]).await.map_err(backend)?;
+            let count = tx.prepare_cached(sql::COUNT_SLOTS).await.map_err(backend)?;
+            let row = tx.query_one(&count, &[&tool, &id.as_str()]).await.map_err(backend)?;
             let (held, mine): (i64, i64) =
-                (row.try_get(0).map_err(StoreError::backend)?, row.try_get(1).map_err(StoreError::backend)?);
+                (row.try_get(0).map_err(backend)?, row.try_get(1).map_err(backend)?);
             let taken = if mine > 0 {
                 true
             } else if held >= i64::from(size) {
                 false
             } else {
-                let take = tx.prepare_cached(sql::TAKE_SLOT).await.map_err(StoreError::backend)?;
+                let take = tx.prepare_cached(sql::TAKE_SLOT).await.map_err(backend)?;
                 tx.execute(&take, &[&tool, &id.as_str(), &lease.node.as_str(), &lease.until.0])
                     .await
-                    .map_err(StoreError::backend)?;
+                    .map_err(backend)?;
                 true
             };
-            tx.commit().await.map_err(StoreError::backend)?;
+            tx.commit().await.map_err(backend)?;
             Ok(taken)
         })
         .await
@@ -641,36 +651,36 @@ impl TaskStore for PostgresStore {
     ) -> Result<Place, StoreError> {
         self.observed(async {
             let mut client = self.client().await?;
-            let tx = client.transaction().await.map_err(StoreError::backend)?;
-            let lock = tx.prepare_cached(sql::LOCK_PLACES).await.map_err(StoreError::backend)?;
-            tx.execute(&lock, &[]).await.map_err(StoreError::backend)?;
-            let free = tx.prepare_cached(sql::FREE_PLACES).await.map_err(StoreError::backend)?;
-            tx.execute(&free, &[&now.0]).await.map_err(StoreError::backend)?;
-            let count = tx.prepare_cached(sql::COUNT_PLACES).await.map_err(StoreError::backend)?;
-            let row = tx.query_one(&count, &[&owner.as_str(), &holder.as_str()]).await.map_err(StoreError::backend)?;
-            let counted = |n: usize| row.try_get::<_, i64>(n).map(|count| count.max(0).unsigned_abs()).map_err(StoreError::backend);
+            let tx = client.transaction().await.map_err(backend)?;
+            let lock = tx.prepare_cached(sql::LOCK_PLACES).await.map_err(backend)?;
+            tx.execute(&lock, &[]).await.map_err(backend)?;
+            let free = tx.prepare_cached(sql::FREE_PLACES).await.map_err(backend)?;
+            tx.execute(&free, &[&now.0]).await.map_err(backend)?;
+            let count = tx.prepare_cached(sql::COUNT_PLACES).await.map_err(backend)?;
+            let row = tx.query_one(&count, &[&owner.as_str(), &holder.as_str()]).await.map_err(backend)?;
+            let counted = |n: usize| row.try_get::<_, i64>(n).map(|count| count.max(0).unsigned_abs()).map_err(backend);
             let (running, mine, held) = (counted(0)?, counted(1)?, counted(2)?);
             let place = if held > 0 {
-                let keep = tx.prepare_cached(sql::KEEP_PLACE).await.map_err(StoreError::backend)?;
+                let keep = tx.prepare_cached(sql::KEEP_PLACE).await.map_err(backend)?;
                 tx.execute(&keep, &[&holder.as_str(), &lease.until.0, &lease.node.as_str()])
                     .await
-                    .map_err(StoreError::backend)?;
+                    .map_err(backend)?;
                 Place::Taken
             } else if running >= u64::from(limits.max_running) {
                 Place::Full { running }
             } else if mine >= u64::from(limits.max_running_per_principal) {
                 Place::OwnerFull { running: mine }
             } else {
-                let take = tx.prepare_cached(sql::TAKE_PLACE).await.map_err(StoreError::backend)?;
+                let take = tx.prepare_cached(sql::TAKE_PLACE).await.map_err(backend)?;
                 tx.execute(
                     &take,
                     &[&holder.as_str(), &holder.is_task(), &owner.as_str(), &lease.node.as_str(), &lease.until.0],
                 )
                 .await
-                .map_err(StoreError::backend)?;
+                .map_err(backend)?;
                 Place::Taken
             };
-            tx.commit().await.map_err(StoreError::backend)?;
+            tx.commit().await.map_err(backend)?;
             Ok(place)
         })
         .await
@@ -689,18 +699,18 @@ impl TaskStore for PostgresStore {
 
     async fn session(&self, id: &str, owner: &Principal) -> Result<Option<SessionRecord>, StoreError> {
         let client = self.client().await?;
-        let statement = client.prepare_cached(sql::SESSION).await.map_err(StoreError::backend)?;
-        let Some(row) = client.query_opt(&statement, &[&id, &owner.as_str()]).await.map_err(StoreError::backend)? else {
+        let statement = client.prepare_cached(sql::SESSION).await.map_err(backend)?;
+        let Some(row) = client.query_opt(&statement, &[&id, &owner.as_str()]).await.map_err(backend)? else {
             return Ok(None);
         };
-        let state: String = row.try_get(0).map_err(StoreError::backend)?;
-        let created: Vec<String> = row.try_get(1).map_err(StoreError::backend)?;
+        let state: String = row.try_get(0).map_err(backend)?;
+        let created: Vec<String> = row.try_get(1).map_err(backend)?;
         Ok(Some(SessionRecord {
             id: id.to_owned(),
             owner: owner.clone(),
-            state: serde_json::from_str(&state).map_err(StoreError::backend)?,
+            state: serde_json::from_str(&state).map_err(backend)?,
             created: created.into_iter().map(TaskId::from).collect(),
-            last_used: Timestamp(row.try_get(2).map_err(StoreError::backend)?),
+            last_used: Timestamp(row.try_get(2).map_err(backend)?),
         }))
     }
 
@@ -710,9 +720,9 @@ impl TaskStore for PostgresStore {
 
     async fn touch_sessions(&self, ids: &[String], now: Timestamp) -> Result<Vec<String>, StoreError> {
         let client = self.client().await?;
-        let statement = client.prepare_cached(sql::TOUCH_SESSIONS).await.map_err(StoreError::backend)?;
-        let rows = client.query(&statement, &[&ids, &now.0]).await.map_err(StoreError::backend)?;
-        rows.iter().map(|row| row.try_get::<_, String>(0).map_err(StoreError::backend)).collect()
+        let statement = client.prepare_cached(sql::TOUCH_SESSIONS).await.map_err(backend)?;
+        let rows = client.query(&statement, &[&ids, &now.0]).await.map_err(backend)?;
+        rows.iter().map(|row| row.try_get::<_, String>(0).map_err(backend)).collect()
     }
 
     async fn end_session(&self, id: &str) -> Result<bool, StoreError> {
@@ -726,8 +736,8 @@ impl TaskStore for PostgresStore {
     async fn release_slot(&self, tool: &str, id: &TaskId) -> Result<(), StoreError> {
         self.observed(async {
             let client = self.client().await?;
-            let statement = client.prepare_cached(sql::RELEASE_SLOT).await.map_err(StoreError::backend)?;
-            client.execute(&statement, &[&tool, &id.as_str()]).await.map(|_| ()).map_err(StoreError::backend)
+            let statement = client.prepare_cached(sql::RELEASE_SLOT).await.map_err(backend)?;
+            client.execute(&statement, &[&tool, &id.as_str()]).await.map(|_| ()).map_err(backend)
         })
         .await
     }
@@ -756,15 +766,15 @@ impl TaskStore for PostgresStore {
         let statement = client
             .prepare_cached(sql::STATUS_COUNTS)
             .await
-            .map_err(StoreError::backend)?;
+            .map_err(backend)?;
         let rows = client
             .query(&statement, &[&owner.as_str()])
             .await
-            .map_err(StoreError::backend)?;
+            .map_err(backend)?;
         let mut counts = Vec::new();
         for row in rows {
-            let status: String = row.try_get(0).map_err(StoreError::backend)?;
-            let n: i64 = row.try_get(1).map_err(StoreError::backend)?;
+            let status: String = row.try_get(0).map_err(backend)?;
+            let n: i64 = row.try_get(1).map_err(backend)?;
             if let (Some(status), Ok(n)) = (Status::parse(&status), u64::try_from(n)) {
                 counts.push((status, n));
             }
@@ -777,11 +787,11 @@ impl TaskStore for PostgresStore {
         let statement = client
             .prepare_cached(sql::HISTORY)
             .await
-            .map_err(StoreError::backend)?;
+            .map_err(backend)?;
         let rows = client
             .query(&statement, &[&id.as_str()])
             .await
-            .map_err(StoreError::backend)?;
+            .map_err(backend)?;
         rows.iter()
             .map(|row| {
                 let decode =
@@ -806,7 +816,7 @@ impl TaskStore for PostgresStore {
             let statement = client
                 .prepare_cached(sql::SET_ORIGIN)
                 .await
-                .map_err(StoreError::backend)?;
+                .map_err(backend)?;
             client
                 .execute(
                     &statement,
@@ -819,7 +829,7 @@ impl TaskStore for PostgresStore {
                 )
                 .await
                 .map(|_| ())
-                .map_err(StoreError::backend)
+                .map_err(backend)
         })
         .await
     }
@@ -829,15 +839,15 @@ impl TaskStore for PostgresStore {
         let statement = client
             .prepare_cached(sql::ORIGIN)
             .await
-            .map_err(StoreError::backend)?;
+            .map_err(backend)?;
         let row = client
             .query_opt(&statement, &[&id.as_str()])
             .await
-            .map_err(StoreError::backend)?;
+            .map_err(backend)?;
         let Some(row) = row else { return Ok(None) };
-        let era: Option<String> = row.try_get(0).map_err(StoreError::backend)?;
-        let client_name: Option<String> = row.try_get(1).map_err(StoreError::backend)?;
-        let client_version: Option<String> = row.try_get(2).map_err(StoreError::backend)?;
+        let era: Option<String> = row.try_get(0).map_err(backend)?;
+        let client_name: Option<String> = row.try_get(1).map_err(backend)?;
+        let client_version: Option<String> = row.try_get(2).map_err(backend)?;
         Ok(era.map(|era| Origin {
             era,
             client_name,
@@ -858,7 +868,7 @@ async fn insert_keyed(
     let insert = client
         .prepare_cached(sql::INSERT)
         .await
-        .map_err(StoreError::backend)?;
+        .map_err(backend)?;
     let traceparent = task.trace.as_ref().map(TraceContext::traceparent);
     let tracestate = task.trace.as_ref().and_then(TraceContext::tracestate);
     let (node, until) = (claim.map(|lease| lease.node.as_str()), claim.map(|lease| lease.until.0));
@@ -898,7 +908,7 @@ async fn insert_keyed(
             Err(err) if is_duplicate_id(&err) => {
                 return Err(StoreError::Duplicate(task.id.clone()));
             }
-            Err(err) => return Err(StoreError::backend(err)),
+            Err(err) => return Err(backend(err)),
         }
         // No row and no error: the owner's key is taken (a keyless row never conflicts),
         // by a retained task, which is the answer, or by one past its TTL, which gives it
@@ -915,11 +925,11 @@ async fn insert_keyed(
             let release = client
                 .prepare_cached(sql::RELEASE_KEY)
                 .await
-                .map_err(StoreError::backend)?;
+                .map_err(backend)?;
             client
                 .execute(&release, &[&row.owner, &key, &task.created_at.0])
                 .await
-                .map_err(StoreError::backend)?;
+                .map_err(backend)?;
         }
     }
     Err(StoreError::Backend(
@@ -940,11 +950,11 @@ async fn key_holder(
     let holder = client
         .prepare_cached(sql::KEY_HOLDER)
         .await
-        .map_err(StoreError::backend)?;
+        .map_err(backend)?;
     let holder = client
         .query_opt(&holder, &[&owner, &key])
         .await
-        .map_err(StoreError::backend)?;
+        .map_err(backend)?;
     holder.as_ref().map(read_record).transpose()
 }
 

@@ -22,7 +22,9 @@ pub const LIMIT_EXCEEDED: i64 = -32010;
 ///
 /// 2025-11-25 tasks: an unknown, expired or foreign task id is `-32602` (the same answer
 /// for another principal's task, so existence is not revealed); cancelling a terminal task
-/// is `-32602`; internal failures are `-32603` with a generic message (the cause is logged).
+/// is `-32602`; internal failures are `-32603` with a generic message (the cause is logged),
+/// except a full disk and an unreachable store, which say so and that the request may be
+/// retried (`data`: `{"retryable": true, "cause": "store_disk_full" | "store_unavailable"}`).
 /// A limit is [`LIMIT_EXCEEDED`]. An idempotency key reused for another call is `-32602`
 /// (about the requestor's own tasks only: keys are per principal).
 pub(crate) fn rpc_error(err: &EngineError) -> RpcError {
@@ -48,6 +50,14 @@ pub(crate) fn rpc_error(err: &EngineError) -> RpcError {
                  created or changed; tasks stored before are intact). Retry once space is freed on the server.",
             )
             .with_data(serde_json::json!({"retryable": true, "cause": "store_disk_full"}))
+        }
+        EngineError::Store(StoreError::Unavailable(reason)) => {
+            tracing::warn!(%reason, "the task store is unreachable: refusing the request until it is back");
+            RpcError::internal(
+                "Internal error: the server's task store is unreachable right now (the database may be restarting), \
+                 so this request may not have been carried out; tasks stored before are kept. Retry in a few seconds.",
+            )
+            .with_data(serde_json::json!({"retryable": true, "cause": "store_unavailable"}))
         }
         other => {
             tracing::error!(error = %other, "internal error while serving a request");
@@ -115,4 +125,19 @@ pub(crate) fn invalid_arguments(err: &InvalidArguments) -> RpcError {
         .map(|violation| json!({"path": violation.path, "message": violation.message}))
         .collect();
     RpcError::invalid_params(err.to_string()).with_data(serde_json::Value::Array(data))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unreachable_store_is_a_retryable_error_that_says_so_and_hides_the_cause() {
+        let err = EngineError::Store(StoreError::Unavailable("cannot reach PostgreSQL at postgres://u:***@db/x".to_owned()));
+        let rpc = rpc_error(&err);
+        assert_eq!(rpc.code, RpcError::INTERNAL_ERROR);
+        assert!(rpc.message.contains("unreachable") && rpc.message.contains("Retry"), "{}", rpc.message);
+        assert!(!rpc.message.contains("postgres://"), "the cause is logged, not sent: {}", rpc.message);
+        assert_eq!(rpc.data, Some(json!({"retryable": true, "cause": "store_unavailable"})));
+    }
 }

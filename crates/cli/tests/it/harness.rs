@@ -130,6 +130,14 @@ impl Server {
         Server::spawn_as_is(command)
     }
 
+    /// Spawns `command` (an `mcp-tasks serve --stdio …`) at the log level `filter`
+    /// (`RUST_LOG`), its logs written to `log`.
+    pub(crate) fn spawn_logging(mut command: Command, filter: &str, log: &Path) -> Server {
+        let log = std::fs::File::create(log).expect("log file");
+        command.env("RUST_LOG", filter).stderr(log);
+        Server::spawn_as_is(command)
+    }
+
     /// The binary with `args` (a subcommand that serves on stdio, e.g. `proxy --stdio …`).
     pub(crate) fn spawn_args<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Server {
         let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));

@@ -1,13 +1,14 @@
 //! Integration tests of `mcp-tasks-postgres` against a real PostgreSQL (`TEST_DATABASE_URL`):
 //! the shared store suite on a fresh schema per test, and what only a PostgreSQL store has
 //! (the schema and its migrations, query plans, several handles on one database, URLs that
-//! carry a password).
+//! carry a password, the database out of reach for a while).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
 mod db;
 mod explain;
 mod handles;
+mod outage;
 mod schema;
 mod urls;
 

@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# The task lifecycle on PostgreSQL with 1 and with 3 replicas, and on SQLite for comparison,
+# in one run on one machine, with the same bench server and load harness as run.sh: builds
+# (release), starts a private PostgreSQL cluster (initdb into a temporary directory, fsync=on,
+# synchronous_commit=on, pg_stat_statements loaded; as the postgres OS user when run as root),
+# and for each setup starts the bench servers (`bench_server --store postgres://…` N times on
+# one fresh database, or once on a fresh SQLite file with --sync full), drives the load harness
+# against them (with 3 replicas the clients are spread evenly over the replicas: one
+# `--url A,B,C`), and prints one table: calls/s, end-to-end p50/p99, the CPU of the replicas
+# and of PostgreSQL per task, and the SQL statements per task that pg_stat_statements counted
+# during the run: the top-level ones, which the replicas sent (the lifecycle's, the heartbeats',
+# the change feed's polls and reads; each one round trip in tokio-postgres's extended
+# protocol, a first Parse per pooled connection aside), and all of them, with those the
+# triggers ran inside them.
+#
+#   bash benches/postgres.sh                 # from anywhere; everything on 127.0.0.1
+#
+# Environment: BENCH_TASKS (2000), BENCH_CONCURRENCY ("3 24"), BENCH_MODES ("block poll modern"),
+# BENCH_SETUPS ("sqlite pg1 pg3"), PG_BIN (default: the newest /usr/lib/postgresql/*/bin),
+# BENCH_OUT (a file for the raw JSON lines; default: in the temporary directory).
+# Exit status: non-zero if any call failed its check or a server did not start.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+tasks=${BENCH_TASKS:-2000}
+concurrency=${BENCH_CONCURRENCY:-3 24}
+modes=${BENCH_MODES:-block poll modern}
+setups=${BENCH_SETUPS:-sqlite pg1 pg3}
+pg_bin=${PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
+if [[ -z $pg_bin || ! -x $pg_bin/initdb ]]; then
+  echo "no PostgreSQL server binaries (initdb, pg_ctl): install them or set PG_BIN" >&2
+  exit 1
+fi
+hz=$(getconf CLK_TCK)
+
+# shellcheck source=benches/lib.sh
+source "$root/benches/lib.sh"
+bench_init mcp-tasks-pg-bench
+out=${BENCH_OUT:-$work/results.jsonl}
+: >"$out"
+pids=()
+pgdir=$(mktemp -d "${TMPDIR:-/tmp}/mcp-tasks-pg-bench-db.XXXXXX")
+if [[ $(id -u) == 0 ]]; then
+  chown postgres: "$pgdir"
+  as_pg() { runuser -u postgres -- "$@"; }
+else
+  as_pg() { "$@"; }
+fi
+
+stop_all() {
+  local pid
+  for pid in "${pids[@]}"; do
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  pids=()
+}
+cleanup() {
+  stop_all
+  (cd / && as_pg "$pg_bin/pg_ctl" -D "$pgdir/data" stop -m fast -w >/dev/null 2>&1) || true
+  rm -rf "$pgdir"
+  bench_cleanup
+}
+trap cleanup EXIT
+
+echo "== building (release)" >&2
+cargo build --release -p mcp-tasks-bench --example bench_server --bin load >&2
+target_dir=$(cargo metadata --format-version 1 --no-deps | jq -r .target_directory)
+cp "$target_dir/release/examples/bench_server" "$target_dir/release/load" "$work/"
+
+echo "== a private PostgreSQL cluster ($pg_bin)" >&2
+(cd / && as_pg "$pg_bin/initdb" --auth=trust --username=postgres --encoding=UTF8 -D "$pgdir/data" >/dev/null)
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat >>"$pgdir/data/postgresql.conf" <<EOF
+listen_addresses = '127.0.0.1'
+port = $port
+unix_socket_directories = '$pgdir'
+fsync = on
+synchronous_commit = on
+max_connections = 200
+shared_preload_libraries = 'pg_stat_statements'
+pg_stat_statements.track = all
+EOF
+(cd / && as_pg "$pg_bin/pg_ctl" -D "$pgdir/data" -l "$pgdir/server.log" -w start >/dev/null)
+postmaster=$(head -n 1 "$pgdir/data/postmaster.pid")
+sql() { psql -qAtX "postgres://postgres@127.0.0.1:$port/$1" -c "$2"; }
+
+# ticks PID...: the CPU (user + system, in clock ticks) the processes used so far.
+ticks() {
+  local pid sum=0
+  for pid in "$@"; do
+    [[ -r /proc/$pid/stat ]] || continue
+    sum=$((sum + $(awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$pid/stat")))
+  done
+  echo "$sum"
+}
+# The postmaster and its children (backends, checkpointer, WAL writer…).
+pg_pids() { echo "$postmaster" $(ps -o pid= --ppid "$postmaster"); }
+
+# start_replicas N STORE: N bench servers on STORE; sets pids and urls (comma-separated).
+start_replicas() {
+  local n=$1 store=$2 i
+  urls=""
+  for ((i = 0; i < n; i++)); do
+    start "replica$i" "$work/bench_server" --listen 127.0.0.1:0 --store "$store" --sync full --inline-wait-ms 0 || return 1
+    pids+=("$server_pid")
+    server_pid=""
+    urls=${urls:+$urls,}$url
+  done
+  echo "== $n replica(s) on $store: $urls" >&2
+}
+
+# measure SETUP REPLICAS DB: every concurrency and mode against the replicas started last; DB
+# is the database whose statements are counted ("" for SQLite).
+measure() {
+  local setup=$1 n=$2 db=$3 c mode json status app0 app1 pg0 pg1 statements load_average
+  for c in $concurrency; do
+    for mode in $modes; do
+      [[ -n $db ]] && sql "$db" "SELECT pg_stat_statements_reset()" >/dev/null
+      load_average=$(cut -d' ' -f1 /proc/loadavg)
+      app0=$(ticks "${pids[@]}")
+      pg0=$(ticks $(pg_pids))
+      status=0
+      json=$("$work/load" --url "$urls" --json --tasks "$tasks" --concurrency "$c" --mode "$mode" --tool noop) || status=$?
+      app1=$(ticks "${pids[@]}")
+      pg1=$(ticks $(pg_pids))
+      statements=null
+      if [[ -n $db ]]; then
+        # Top-level statements (sent by the replicas: one round trip each) and all of them
+        # (with those the triggers run: counts, history, notifications, foreign-key checks).
+        statements=$(sql "$db" "SELECT json_build_object('toplevel', coalesce(sum(calls) FILTER (WHERE toplevel), 0),
+          'all', coalesce(sum(calls), 0)) FROM pg_stat_statements
+          WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '$db') AND query NOT LIKE '%pg_stat_statements%'")
+      fi
+      if [[ -z $json ]]; then
+        echo "load $mode c=$c against $setup: no report (exit $status)" >&2
+        failed=1
+        continue
+      fi
+      [[ $status -eq 0 ]] || failed=1
+      jq -c --arg setup "$setup" --argjson replicas "$n" --argjson statements "$statements" \
+        --argjson app $(((app1 - app0) * 1000000 / hz)) --argjson pg $(((pg1 - pg0) * 1000000 / hz)) \
+        --arg load "$load_average" --argjson tasks "$tasks" \
+        '{setup: $setup, replicas: $replicas, load_average: $load, run: .,
+          app_cpu_us_per_task: ($app / $tasks), pg_cpu_us_per_task: (if $statements == null then null else $pg / $tasks end),
+          round_trips_per_task: (if $statements == null then null else $statements.toplevel / $tasks end),
+          statements_per_task: (if $statements == null then null else $statements.all / $tasks end)}' <<<"$json" >>"$out"
+      echo "$json" | jq -r --arg s "$setup" '"\($s) \(.mode) c=\(.concurrency): \(.per_second|floor)/s, e2e p50 \(.end_to_end.p50_us/1000) ms p99 \(.end_to_end.p99_us/1000) ms, \(.failures) failed"' >&2
+    done
+  done
+  if [[ -n $db ]]; then
+    # Where the statements of the last run went (a sample for BENCHMARKS.md).
+    echo "== $setup: statements of the last run ($mode c=$c), per task" >&2
+    sql "$db" "SELECT round(calls::numeric / $tasks, 2) || CASE WHEN toplevel THEN '  ' ELSE ' (trigger) ' END
+      || left(regexp_replace(query, '\s+', ' ', 'g'), 100)
+      FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '$db')
+      AND query NOT LIKE '%pg_stat_statements%' ORDER BY toplevel DESC, calls DESC LIMIT 20" >&2
+  fi
+}
+
+for setup in $setups; do
+  case $setup in
+    sqlite)
+      start_replicas 1 "$work/bench.sqlite3"
+      measure sqlite 1 ""
+      ;;
+    pg*)
+      n=${setup#pg}
+      db=bench_$setup
+      sql postgres "CREATE DATABASE $db" >/dev/null
+      sql "$db" "CREATE EXTENSION pg_stat_statements" >/dev/null
+      start_replicas "$n" "postgres://postgres@127.0.0.1:$port/$db"
+      measure "$setup" "$n" "$db"
+      ;;
+    *)
+      echo "unknown setup $setup (sqlite, pg1, pg3, pgN)" >&2
+      exit 2
+      ;;
+  esac
+  stop_all
+done
+
+jq -rs '
+  def ms: if . == null then "-" else (. / 10 | round / 100 | tostring) end;
+  def n: if . == null then "-" else (. * 10 | round / 10 | tostring) end;
+  "| store | replicas | mode | c | calls/s | e2e p50 / p99 ms | replicas CPU µs/task | PostgreSQL CPU µs/task | round trips/task | statements/task (with triggers) | failed | load avg |",
+  "|---|---|---|---|---|---|---|---|---|---|---|---|",
+  (.[] | "| \(if .setup == "sqlite" then "SQLite (sync full)" else "PostgreSQL" end) | \(.replicas) | \(.run.mode) | \(.run.concurrency) | \(.run.per_second | round) | \(.run.end_to_end.p50_us | ms) / \(.run.end_to_end.p99_us | ms) | \(.app_cpu_us_per_task | round) | \(.pg_cpu_us_per_task | n) | \(.round_trips_per_task | n) | \(.statements_per_task | n) | \(.run.failures) | \(.load_average) |")
+' "$out"
+if [[ -n ${BENCH_OUT:-} ]]; then
+  echo "raw results: $out" >&2
+fi
+exit "$failed"
