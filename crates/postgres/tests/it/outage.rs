@@ -75,10 +75,19 @@ async fn an_unreachable_database_is_a_retryable_error_after_a_bounded_wait_and_s
     let waited = asked.elapsed();
     assert!(matches!(err, StoreError::Unavailable(_)), "a retryable error: {err:?}");
     assert!(waited < Duration::from_secs(10), "a bounded wait: {waited:?}");
-    // Again, now that no connection is left: refused at once, tried again until the wait ends.
-    let asked = Instant::now();
-    let err = store.get(&id).await.expect_err("still out of reach");
-    let waited = asked.elapsed();
+    // Again, until no pooled connection is left (each one the relay cut fails as it is handed
+    // out, and is dropped): then a new one is refused, tried again until the wait ends.
+    let mut tries = 0;
+    let (err, waited) = loop {
+        let asked = Instant::now();
+        let err = store.get(&id).await.expect_err("still out of reach");
+        let waited = asked.elapsed();
+        tries += 1;
+        if err.to_string().contains("cannot reach PostgreSQL") || tries == 16 {
+            break (err, waited);
+        }
+        assert!(matches!(err, StoreError::Unavailable(_)), "a cut pooled connection is retryable too: {err:?}");
+    };
     let message = err.to_string();
     assert!(matches!(err, StoreError::Unavailable(_)), "{message}");
     assert!(message.contains(&relay.addr.to_string()) && message.contains("cannot reach PostgreSQL"), "{message}");
