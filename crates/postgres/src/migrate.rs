@@ -22,6 +22,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0006_trace_context.sql"),
     include_str!("../migrations/0007_sessions.sql"),
     include_str!("../migrations/0008_kept_groups.sql"),
+    include_str!("../migrations/0009_notify_after_commit.sql"),
+    include_str!("../migrations/0010_take_place_in_one_statement.sql"),
 ];
 
 /// The schema version this build writes: the number of migrations.

@@ -39,6 +39,9 @@ pub const INSERT: &str = "INSERT INTO tasks (id, owner, tool, arguments, status,
      $20, $21, $22, $23, $24) \
      ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING";
 
+/// `announce`: a changed task's id, to every replica's feed, after its write committed.
+pub const NOTIFY: &str = "SELECT pg_notify($1, $2)";
+
 /// `insert`: the task holding an owner's key (`$1`, `$2`), retained or not.
 pub const KEY_HOLDER: &str = concat!(
     "SELECT ",
@@ -247,35 +250,9 @@ pub const RENEW_PLACES: &str = concat!(
     "))"
 );
 
-/// `take_place`: serialises the takers of running places, across replicas, until commit; and
-/// commits without waiting for the WAL flush (`synchronous_commit` off for this transaction
-/// only), so that the lock is held for the statements, not for a flush: with it, the whole
-/// cluster took about one place per flush (~270/s on this machine's disk). A place is a
-/// leased reservation, not an acknowledged result: a PostgreSQL crash may lose the last few
-/// taken, which then count as free until their tasks end (the limits may be exceeded by
-/// those for a while after such a crash; nothing is lost or run twice).
-pub const LOCK_PLACES: &str = "SELECT set_config('synchronous_commit', 'off', true), \
-     pg_advisory_xact_lock(hashtext('mcp_tasks.running.' || current_schema()))";
-
-/// `take_place`: frees the places whose lease lapsed or whose task finished (a task not
-/// stored yet keeps its place: it is taken before the insert).
-pub const FREE_PLACES: &str = concat!(
-    "DELETE FROM running_places WHERE lease_until <= $1 OR (is_task AND EXISTS \
-     (SELECT 1 FROM tasks WHERE tasks.id = running_places.holder AND NOT tasks.",
-    unfinished!(),
-    "))"
-);
-
-/// `take_place`: the places held in all, by the owner, and by the holder.
-pub const COUNT_PLACES: &str =
-    "SELECT count(*), count(*) FILTER (WHERE owner = $1), count(*) FILTER (WHERE holder = $2) FROM running_places";
-
-/// `take_place`: the holder keeps its place, with the new lease.
-pub const KEEP_PLACE: &str = "UPDATE running_places SET lease_until = $2, node = $3 WHERE holder = $1";
-
-/// `take_place`.
-pub const TAKE_PLACE: &str =
-    "INSERT INTO running_places (holder, is_task, owner, node, lease_until) VALUES ($1, $2, $3, $4, $5)";
+/// `take_place`: the decision and its write in one statement, by the function of migration
+/// 0010 (which says why): `(outcome, running)`.
+pub const TAKE_PLACE: &str = "SELECT outcome, running FROM mcp_tasks_take_place($1, $2, $3, $4, $5, $6, $7, $8)";
 
 /// `release_place`.
 pub const RELEASE_PLACE: &str = "DELETE FROM running_places WHERE holder = $1";

@@ -58,6 +58,8 @@ pub struct PostgresStore {
     feed: Arc<Feed>,
     /// Told of every write ([`PostgresStore::on_commit`]), shared by the clones.
     observer: Arc<OnceLock<CommitObserver>>,
+    /// The channel the feeds of every replica listen on (`mcp_tasks.<schema>`).
+    channel: Arc<str>,
 }
 
 /// What [`PostgresStore::on_commit`] is told of each write.
@@ -130,9 +132,24 @@ impl PostgresStore {
             .map_err(|err| failed(&shown, "cannot read the current schema", &err))?;
         tracing::debug!(url = %shown, schema = migrate::SCHEMA_VERSION, found, "opened the PostgreSQL task store");
         drop(client);
-        // The channel the triggers of migration 0003 notify: `'mcp_tasks.' || TG_TABLE_SCHEMA`.
-        let feed = Arc::new(Feed::start(url, format!("mcp_tasks.{schema}"), pool.clone()));
-        Ok(PostgresStore { pool, shown, feed, observer: Arc::default() })
+        // The channel every write that changes a task announces it on ([`Self::announce`]).
+        let channel = format!("mcp_tasks.{schema}");
+        let feed = Arc::new(Feed::start(url, channel.clone(), pool.clone()));
+        Ok(PostgresStore { pool, shown, feed, observer: Arc::default(), channel: channel.into() })
+    }
+
+    /// Tells the feeds of every replica that task `id` changed, once its write committed: a
+    /// statement of its own, outside the write's transaction (migration 0009 says why). A hint:
+    /// if it fails, the feeds' poll finds the change within a second.
+    async fn announce(&self, id: &TaskId) {
+        let sent = async {
+            let client = self.client().await?;
+            let notify = client.prepare_cached(sql::NOTIFY).await.map_err(backend)?;
+            client.execute(&notify, &[&&*self.channel, &id.as_str()]).await.map_err(backend)
+        };
+        if let Err(err) = sent.await {
+            tracing::debug!(task = %id, error = %err, "could not announce a changed task (the feed's poll will find it)");
+        }
     }
 
     /// Calls `observer` after every write this store (and its clones) makes, with its
@@ -230,11 +247,15 @@ fn failed(shown: &str, what: &str, err: &(dyn std::error::Error + 'static)) -> S
 #[async_trait]
 impl TaskStore for PostgresStore {
     async fn insert(&self, task: &TaskRecord) -> Result<Inserted, StoreError> {
-        self.observed(async {
+        let inserted = self.observed(async {
             let client = self.client().await?;
             insert_keyed(&client, task, None, None).await
         })
-        .await
+        .await;
+        if let Ok(Inserted::New) = &inserted {
+            self.announce(&task.id).await;
+        }
+        inserted
     }
 
     async fn find_by_key(
@@ -256,7 +277,7 @@ impl TaskStore for PostgresStore {
         expected: Version,
         update: &Update,
     ) -> Result<TaskRecord, StoreError> {
-        self.observed(async {
+        let written = self.observed(async {
             // A version beyond i64 cannot be stored, so no row has it: the task moved on.
             let Ok(expected) = i64::try_from(expected.0) else {
                 return Err(StoreError::Conflict(id.clone()));
@@ -277,7 +298,11 @@ impl TaskStore for PostgresStore {
                 .await?;
             written.ok_or_else(|| StoreError::Conflict(id.clone()))
         })
-        .await
+        .await;
+        if written.is_ok() {
+            self.announce(id).await;
+        }
+        written
     }
 
     async fn list(&self, query: &ListQuery) -> Result<Vec<TaskRecord>, StoreError> {
@@ -430,7 +455,7 @@ impl TaskStore for PostgresStore {
         max_retained: u64,
         origin: Option<&Origin>,
     ) -> Result<Inserted, StoreError> {
-        self.observed(async {
+        let inserted = self.observed(async {
             let mut client = self.client().await?;
             let tx = client.transaction().await.map_err(backend)?;
             // The owner's count row, locked until commit: the check and the insert are atomic
@@ -463,7 +488,11 @@ impl TaskStore for PostgresStore {
             tx.commit().await.map_err(backend)?;
             Ok(inserted)
         })
-        .await
+        .await;
+        if let Ok(Inserted::New) = &inserted {
+            self.announce(&task.id).await;
+        }
+        inserted
     }
 
     async fn claim(
@@ -473,7 +502,7 @@ impl TaskStore for PostgresStore {
         lease: &Lease,
         now: Timestamp,
     ) -> Result<Option<TaskRecord>, StoreError> {
-        self.observed(async {
+        let taken = self.observed(async {
             self.query_opt(
                 sql::CLAIM,
                 &[
@@ -486,7 +515,11 @@ impl TaskStore for PostgresStore {
             )
             .await
         })
-        .await
+        .await;
+        if let Ok(Some(_)) = &taken {
+            self.announce(id).await;
+        }
+        taken
     }
 
     async fn renew(&self, lease: &Lease, now: Timestamp) -> Result<Vec<TaskId>, StoreError> {
@@ -526,7 +559,7 @@ impl TaskStore for PostgresStore {
     }
 
     async fn request_cancel(&self, id: &TaskId) -> Result<bool, StoreError> {
-        self.observed(async {
+        let requested = self.observed(async {
             let client = self.client().await?;
             let statement = client
                 .prepare_cached(sql::REQUEST_CANCEL)
@@ -538,7 +571,11 @@ impl TaskStore for PostgresStore {
                 .map_err(backend)?;
             Ok(row.is_some())
         })
-        .await
+        .await;
+        if let Ok(true) = &requested {
+            self.announce(id).await;
+        }
+        requested
     }
 
     async fn cancel_requested(&self, id: &TaskId) -> Result<bool, StoreError> {
@@ -565,7 +602,7 @@ impl TaskStore for PostgresStore {
         key: &str,
         answer: &Answer,
     ) -> Result<TaskRecord, StoreError> {
-        self.observed(async {
+        let written = self.observed(async {
             let Ok(expected) = i64::try_from(expected.0) else {
                 return Err(StoreError::Conflict(id.clone()));
             };
@@ -587,7 +624,11 @@ impl TaskStore for PostgresStore {
                 .await?;
             written.ok_or_else(|| StoreError::Conflict(id.clone()))
         })
-        .await
+        .await;
+        if written.is_ok() {
+            self.announce(id).await;
+        }
+        written
     }
 
     async fn take_answer(&self, id: &TaskId, key: &str) -> Result<Option<Answer>, StoreError> {
@@ -650,38 +691,33 @@ impl TaskStore for PostgresStore {
         now: Timestamp,
     ) -> Result<Place, StoreError> {
         self.observed(async {
-            let mut client = self.client().await?;
-            let tx = client.transaction().await.map_err(backend)?;
-            let lock = tx.prepare_cached(sql::LOCK_PLACES).await.map_err(backend)?;
-            tx.execute(&lock, &[]).await.map_err(backend)?;
-            let free = tx.prepare_cached(sql::FREE_PLACES).await.map_err(backend)?;
-            tx.execute(&free, &[&now.0]).await.map_err(backend)?;
-            let count = tx.prepare_cached(sql::COUNT_PLACES).await.map_err(backend)?;
-            let row = tx.query_one(&count, &[&owner.as_str(), &holder.as_str()]).await.map_err(backend)?;
-            let counted = |n: usize| row.try_get::<_, i64>(n).map(|count| count.max(0).unsigned_abs()).map_err(backend);
-            let (running, mine, held) = (counted(0)?, counted(1)?, counted(2)?);
-            let place = if held > 0 {
-                let keep = tx.prepare_cached(sql::KEEP_PLACE).await.map_err(backend)?;
-                tx.execute(&keep, &[&holder.as_str(), &lease.until.0, &lease.node.as_str()])
-                    .await
-                    .map_err(backend)?;
-                Place::Taken
-            } else if running >= u64::from(limits.max_running) {
-                Place::Full { running }
-            } else if mine >= u64::from(limits.max_running_per_principal) {
-                Place::OwnerFull { running: mine }
-            } else {
-                let take = tx.prepare_cached(sql::TAKE_PLACE).await.map_err(backend)?;
-                tx.execute(
+            let client = self.client().await?;
+            let take = client.prepare_cached(sql::TAKE_PLACE).await.map_err(backend)?;
+            let limit = |limit: u32| i64::from(limit);
+            let row = client
+                .query_one(
                     &take,
-                    &[&holder.as_str(), &holder.is_task(), &owner.as_str(), &lease.node.as_str(), &lease.until.0],
+                    &[
+                        &holder.as_str(),
+                        &holder.is_task(),
+                        &owner.as_str(),
+                        &lease.node.as_str(),
+                        &lease.until.0,
+                        &now.0,
+                        &limit(limits.max_running),
+                        &limit(limits.max_running_per_principal),
+                    ],
                 )
                 .await
                 .map_err(backend)?;
-                Place::Taken
-            };
-            tx.commit().await.map_err(backend)?;
-            Ok(place)
+            let outcome: String = row.try_get(0).map_err(backend)?;
+            let running = row.try_get::<_, i64>(1).map(|count| count.max(0).unsigned_abs()).map_err(backend)?;
+            match outcome.as_str() {
+                "taken" => Ok(Place::Taken),
+                "full" => Ok(Place::Full { running }),
+                "owner_full" => Ok(Place::OwnerFull { running }),
+                other => Err(StoreError::Backend(format!("mcp_tasks_take_place answered {other:?}").into())),
+            }
         })
         .await
     }
