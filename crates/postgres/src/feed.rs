@@ -1,6 +1,6 @@
 //! The change feed of a [`PostgresStore`](crate::PostgresStore) across replicas:
-//! `LISTEN "mcp_tasks.<schema>"` on a connection of its own (the triggers of migration 0003
-//! send each changed task's id at commit) as the fast hint, and a poll of `tasks_by_change`
+//! `LISTEN "mcp_tasks.<schema>"` on a connection of its own (every write that changes a task
+//! is announced by its id once it committed: `PostgresStore::announce`) as the fast hint, and a poll of `tasks_by_change`
 //! every [`POLL_EVERY`] as the backstop for what notifications miss (a listener reconnecting,
 //! a connection pooler that drops them). Each changed record is read once per replica and
 //! sent to every subscriber; a record already sent at its version is not sent again.
