@@ -16,7 +16,7 @@
 //!     options: Option<serde_json::Map<String, serde_json::Value>>,
 //! }
 //!
-//! fn options<'de, D: Deserializer<'de>, T: serde::de::DeserializeOwned>(d: D) -> Result<Option<T>, D::Error> {
+//! fn options<'de, D: Deserializer<'de>, T: serde::de::DeserializeOwned + 'static>(d: D) -> Result<Option<T>, D::Error> {
 //!     object::optional(d, "options")
 //! }
 //!
