@@ -338,15 +338,7 @@ impl TaskStore for PostgresStore {
     }
 
     async fn purge(&self, now: Timestamp, limit: u32) -> Result<u64, StoreError> {
-        self.observed(async {
-            let client = self.client().await?;
-            let statement = client.prepare_cached(sql::PURGE).await.map_err(backend)?;
-            client
-                .execute(&statement, &[&now.0, &i64::from(limit)])
-                .await
-                .map_err(backend)
-        })
-        .await
+        self.execute(sql::PURGE, &[&now.0, &i64::from(limit)]).await
     }
 
     async fn set_process_group(&self, id: &TaskId, group: &ProcessGroup) -> Result<(), StoreError> {
@@ -420,17 +412,10 @@ impl TaskStore for PostgresStore {
     }
 
     async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &serde_json::Value) -> Result<bool, StoreError> {
-        self.observed(async {
-            let text = checkpoint.to_string();
-            let client = self.client().await?;
-            let statement = client.prepare_cached(sql::SET_CHECKPOINT).await.map_err(backend)?;
-            client
-                .execute(&statement, &[&text, &id.as_str(), &i64::from(attempt)])
-                .await
-                .map(|written| written == 1)
-                .map_err(backend)
-        })
-        .await
+        let text = checkpoint.to_string();
+        self.execute(sql::SET_CHECKPOINT, &[&text, &id.as_str(), &i64::from(attempt)])
+            .await
+            .map(|written| written == 1)
     }
 
     async fn checkpoint(&self, id: &TaskId) -> Result<Option<serde_json::Value>, StoreError> {
@@ -770,12 +755,7 @@ impl TaskStore for PostgresStore {
     }
 
     async fn release_slot(&self, tool: &str, id: &TaskId) -> Result<(), StoreError> {
-        self.observed(async {
-            let client = self.client().await?;
-            let statement = client.prepare_cached(sql::RELEASE_SLOT).await.map_err(backend)?;
-            client.execute(&statement, &[&tool, &id.as_str()]).await.map(|_| ()).map_err(backend)
-        })
-        .await
+        self.execute(sql::RELEASE_SLOT, &[&tool, &id.as_str()]).await.map(|_| ())
     }
 
     async fn browse(&self, query: &BrowseQuery) -> Result<Vec<TaskRecord>, StoreError> {
@@ -847,27 +827,9 @@ impl TaskStore for PostgresStore {
     }
 
     async fn set_origin(&self, id: &TaskId, origin: &Origin) -> Result<(), StoreError> {
-        self.observed(async {
-            let client = self.client().await?;
-            let statement = client
-                .prepare_cached(sql::SET_ORIGIN)
-                .await
-                .map_err(backend)?;
-            client
-                .execute(
-                    &statement,
-                    &[
-                        &origin.era,
-                        &origin.client_name,
-                        &origin.client_version,
-                        &id.as_str(),
-                    ],
-                )
-                .await
-                .map(|_| ())
-                .map_err(backend)
-        })
-        .await
+        self.execute(sql::SET_ORIGIN, &[&origin.era, &origin.client_name, &origin.client_version, &id.as_str()])
+            .await
+            .map(|_| ())
     }
 
     async fn origin(&self, id: &TaskId) -> Result<Option<Origin>, StoreError> {

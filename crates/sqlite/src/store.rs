@@ -421,6 +421,10 @@ fn writer_gone() -> StoreError {
     StoreError::Backend("the SQLite writer thread stopped".into())
 }
 
+/// `replace`: the compare-and-set of a task's state (`?6` its id, `?7` the expected version).
+const REPLACE: &str = "UPDATE tasks SET state = ?1, status = ?2, status_message = ?3, updated_at = ?4, \
+     attempt = ?5, version = version + 1 WHERE id = ?6 AND version = ?7";
+
 /// The open transaction a write runs in: its connection (through `Deref`), and what the
 /// write did to rows of `tasks`, for the cache of the tasks written last ([`crate::hot`]).
 /// Every write that changes a column [`read_record`] reads must say so here: with the new
@@ -714,10 +718,7 @@ impl TaskStore for SqliteStore {
             // ephemeral table and row decoding were a tenth of a lifecycle's SQLite cost).
             if let Some((mut record, size)) = tx.current(&task).filter(|(record, _)| record.version.0 == expected_version) {
                 let changed = tx
-                    .prepare_cached(
-                        "UPDATE tasks SET state = ?1, status = ?2, status_message = ?3, updated_at = ?4, \
-                         attempt = ?5, version = version + 1 WHERE id = ?6 AND version = ?7",
-                    )
+                    .prepare_cached(REPLACE)
                     .and_then(|mut stmt| {
                         stmt.execute(params![state, status, message, updated_at, attempt, task.as_str(), expected])
                     })
@@ -736,12 +737,7 @@ impl TaskStore for SqliteStore {
             // One statement: the compare-and-set and the read of the new row are atomic,
             // and within a batch the next write sees this one's version.
             let written = tx
-                .prepare_cached(&format!(
-                    "UPDATE tasks SET state = ?1, status = ?2, status_message = ?3, updated_at = ?4, \
-                     attempt = ?5, version = version + 1 \
-                     WHERE id = ?6 AND version = ?7 \
-                     RETURNING {COLUMNS}, length(arguments)"
-                ))
+                .prepare_cached(&format!("{REPLACE} RETURNING {COLUMNS}, length(arguments)"))
                 .and_then(|mut stmt| {
                     stmt.query_row(
                         params![state, status, message, updated_at, attempt, task.as_str(), expected],
@@ -1140,7 +1136,7 @@ impl TaskStore for SqliteStore {
                 let done = (|| {
                     let written = conn
                         .prepare_cached(&format!(
-                            "UPDATE tasks SET state = ?1, status = ?2, status_message = ?3, updated_at = ?4,                              attempt = ?5, version = version + 1 WHERE id = ?6 AND version = ?7                              RETURNING {COLUMNS}"
+                            "{REPLACE} RETURNING {COLUMNS}"
                         ))
                         .and_then(|mut stmt| {
                             stmt.query_row(

@@ -279,6 +279,15 @@ fn counting_upstream_config(dir: &Path, runs: &Path) -> PathBuf {
 /// `mcp-tasks serve --stdio` of `config` on `store`, as an upstream command line. Each
 /// proxy start gets its own store: the upstream a SIGKILLed proxy leaves may still hold its
 /// store (one server per store file) until its work ends.
+/// A proxy started with `proxy_toml` as its `--config`, in front of `mcp-tasks serve --stdio`
+/// on `config` (its store `upstream.sqlite3` in `dir`).
+fn proxy_configured(dir: &Path, config: &Path, proxy_toml: &str) -> Server {
+    let proxy_config = dir.join("proxy.toml");
+    std::fs::write(&proxy_config, proxy_toml).unwrap();
+    let upstream = serve_stdio(config, &dir.join("upstream.sqlite3"));
+    proxy(dir, &upstream, &["--config", proxy_config.to_str().unwrap()])
+}
+
 fn serve_stdio(config: &Path, store: &Path) -> String {
     format!("{} serve --stdio --config {} --store {}", quoted(Path::new(env!("CARGO_BIN_EXE_mcp-tasks"))), quoted(config), quoted(store))
 }
@@ -463,10 +472,7 @@ fn proxy_retry_tool_is_called_again_when_the_upstream_dies_mid_call() {
     let dir = tempfile::tempdir().unwrap();
     let runs_file = dir.path().join("runs");
     let config = counting_upstream_config(dir.path(), &runs_file);
-    let proxy_config = dir.path().join("proxy.toml");
-    std::fs::write(&proxy_config, "[upstream.tools.plain_slow]\non_restart = \"retry\"\nmax_attempts = 2\n").unwrap();
-    let upstream = |store: &str| serve_stdio(&config, &dir.path().join(store));
-    let mut proxy = proxy(dir.path(), &upstream("upstream.sqlite3"), &["--config", proxy_config.to_str().unwrap()]);
+    let mut proxy = proxy_configured(dir.path(), &config, "[upstream.tools.plain_slow]\non_restart = \"retry\"\nmax_attempts = 2\n");
     proxy.initialize();
     let created = proxy.call("tools/call", json!({"name": "plain_slow", "arguments": {"seconds": "2"}, "task": {"ttl": 600000}}));
     let id = created["task"]["taskId"].as_str().unwrap().to_owned();
@@ -530,10 +536,7 @@ fn proxy_tool_timeout_cancels_the_upstream_call_and_fails_it_saying_so() {
     let dir = tempfile::tempdir().unwrap();
     let runs_file = dir.path().join("runs");
     let config = counting_upstream_config(dir.path(), &runs_file);
-    let proxy_config = dir.path().join("proxy.toml");
-    std::fs::write(&proxy_config, "[upstream.tools.plain_slow]\ntimeout = \"1s\"\n").unwrap();
-    let upstream = |store: &str| serve_stdio(&config, &dir.path().join(store));
-    let mut proxy = proxy(dir.path(), &upstream("upstream.sqlite3"), &["--config", proxy_config.to_str().unwrap()]);
+    let mut proxy = proxy_configured(dir.path(), &config, "[upstream.tools.plain_slow]\ntimeout = \"1s\"\n");
     proxy.initialize();
     let created = proxy.call("tools/call", json!({"name": "plain_slow", "arguments": {"seconds": "60"}, "task": {"ttl": 600000}}));
     let id = created["task"]["taskId"].as_str().unwrap().to_owned();
@@ -705,10 +708,7 @@ fn proxy_upstream_tool_hands_off_at_its_own_sync_wait_while_another_uses_the_ser
     let dir = tempfile::tempdir().unwrap();
     let runs_file = dir.path().join("runs");
     let config = counting_upstream_config(dir.path(), &runs_file);
-    let proxy_config = dir.path().join("proxy.toml");
-    std::fs::write(&proxy_config, "[server]\nsync_wait = \"30s\"\n\n[upstream.tools.plain_slow]\nsync_wait = \"1s\"\n").unwrap();
-    let upstream = serve_stdio(&config, &dir.path().join("upstream.sqlite3"));
-    let mut proxy = proxy(dir.path(), &upstream, &["--config", proxy_config.to_str().unwrap()]);
+    let mut proxy = proxy_configured(dir.path(), &config, "[server]\nsync_wait = \"30s\"\n\n[upstream.tools.plain_slow]\nsync_wait = \"1s\"\n");
     proxy.initialize(); // no tasks capability: plain calls
     let tools = proxy.call("tools/list", json!({}));
     assert!(listed(&tools, "tools", "name").contains(&"task_result"), "the helper tools are listed: {tools}");
@@ -757,10 +757,7 @@ fn proxy_upstream_tool_heartbeats_at_its_own_rate_while_another_keeps_the_server
     let dir = tempfile::tempdir().unwrap();
     let runs_file = dir.path().join("runs");
     let config = counting_upstream_config(dir.path(), &runs_file);
-    let proxy_config = dir.path().join("proxy.toml");
-    std::fs::write(&proxy_config, "[server]\nheartbeat = \"0\"\n\n[upstream.tools.plain_slow]\nheartbeat = \"200ms\"\n").unwrap();
-    let upstream = serve_stdio(&config, &dir.path().join("upstream.sqlite3"));
-    let mut proxy = proxy(dir.path(), &upstream, &["--config", proxy_config.to_str().unwrap()]);
+    let mut proxy = proxy_configured(dir.path(), &config, "[server]\nheartbeat = \"0\"\n\n[upstream.tools.plain_slow]\nheartbeat = \"200ms\"\n");
     proxy.initialize(); // no tasks: plain calls, with a progress token
     let beats = |proxy: &Server, token: &str| {
         proxy.notifications.iter().filter(|n| n["method"] == "notifications/progress" && n["params"]["progressToken"] == token).count()

@@ -49,9 +49,7 @@ impl Replicas {
         let server_url = database_url()?;
         let schema = Schema::create(&server_url);
         let work = Workdir::new();
-        let lease = format!("lease = \"{}ms\"\n{server}", LEASE.as_millis());
-        let config = CONFIG.replacen("name = \"test-server\"", &format!("name = \"test-server\"\n{lease}"), 1) + ONE_AT_A_TIME;
-        std::fs::write(work.config(), config).expect("write the config");
+        std::fs::write(work.config(), replica_config(server) + ONE_AT_A_TIME).expect("write the config");
         let store = schema.url();
         let servers = (0..3)
             .map(|_| {
@@ -460,15 +458,20 @@ fn http_replicas() -> Option<(Vec<HttpServer>, Schema, Workdir)> {
     http_replicas_with("", TOKENS)
 }
 
+/// The replicas' config: the test config with the short [`LEASE`] and `server` added to its
+/// `[server]` table.
+fn replica_config(server: &str) -> String {
+    let lease = format!("lease = \"{}ms\"\n{server}", LEASE.as_millis());
+    CONFIG.replacen("name = \"test-server\"", &format!("name = \"test-server\"\n{lease}"), 1)
+}
+
 /// As [`http_replicas`], with `server` added to the config's `[server]` table and `tokens`
 /// (the bearer tokens, or nothing: requestors are then not identified).
 fn http_replicas_with(server: &str, tokens: &str) -> Option<(Vec<HttpServer>, Schema, Workdir)> {
     let server_url = database_url()?;
     let schema = Schema::create(&server_url);
     let work = Workdir::new();
-    let lease = format!("lease = \"{}ms\"\n{server}", LEASE.as_millis());
-    let config = CONFIG.replacen("name = \"test-server\"", &format!("name = \"test-server\"\n{lease}"), 1) + tokens;
-    std::fs::write(work.config(), config).expect("write the config");
+    std::fs::write(work.config(), replica_config(server) + tokens).expect("write the config");
     let store = schema.url();
     let servers = (0..3).map(|_| HttpServer::start_on(&work, std::ffi::OsStr::new(&store), &[])).collect();
     Some((servers, schema, work))
