@@ -344,7 +344,7 @@ impl Engine {
         let policy = self.inner.policy;
         let now = self.inner.clock.now();
         let record = TaskRecord {
-            id: TaskId::random(),
+            id: TaskId::ordered(now),
             owner: new.owner,
             tool: new.tool,
             arguments: new.arguments,

@@ -12,7 +12,8 @@ use serde_json::Value;
 use crate::error::WorkError;
 use crate::trace::TraceContext;
 
-/// A task id: 128 bits from the operating system's CSPRNG, as 32 lowercase hex digits.
+/// A task id: 128 bits from the operating system's CSPRNG, as 32 lowercase hex digits; a
+/// task's id ([`TaskId::ordered`]) puts its creation time before them.
 ///
 /// 2025-11-25 tasks: without an authorization context the receiver MUST use
 /// cryptographically secure, high-entropy ids; with one, ids are still unguessable.
@@ -27,23 +28,51 @@ impl TaskId {
     /// Only if the operating system has no random source at all, in which case no id
     /// could be safe and the process must not go on.
     pub fn random() -> TaskId {
-        let mut bytes = [0u8; 16];
-        #[allow(clippy::expect_used)] // see # Panics: without OS randomness nothing is safe
-        getrandom::fill(&mut bytes).expect("the OS random source is unavailable");
-        // By hand rather than `format!` per byte: 16 formatted strings per id showed in
-        // the lifecycle profile (BENCHMARKS.md).
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
         let mut hex = String::with_capacity(32);
-        for byte in bytes {
-            hex.push(char::from(DIGITS[usize::from(byte >> 4)]));
-            hex.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+        push_random_hex(&mut hex);
+        TaskId(hex)
+    }
+
+    /// A new task's id: its creation time, 12 hex digits of milliseconds since the Unix
+    /// epoch, then the 128 random bits of [`TaskId::random`] (44 digits in all).
+    ///
+    /// Why the time in front: every index keyed by the id (the tasks' primary key, the
+    /// history's key) then grows at its right edge, so a group commit of many new tasks
+    /// dirties a few shared pages instead of one random page per task and per index (each
+    /// a WAL frame, two `pwrite`s, and a checksum; BENCHMARKS.md, fourth round). The
+    /// random part alone keeps the id unguessable; the time is no secret from whoever
+    /// holds the id, whose task shows its `createdAt`.
+    ///
+    /// # Panics
+    /// As [`TaskId::random`].
+    pub fn ordered(created_at: Timestamp) -> TaskId {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let ms = u64::try_from(created_at.0).unwrap_or(0) & 0xffff_ffff_ffff;
+        let mut hex = String::with_capacity(44);
+        for shift in (0..12).rev() {
+            hex.push(char::from(DIGITS[((ms >> (shift * 4)) & 0xf) as usize]));
         }
+        push_random_hex(&mut hex);
         TaskId(hex)
     }
 
     /// The id as it goes on the wire.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+/// Appends 128 bits from the operating system's CSPRNG as 32 lowercase hex digits.
+fn push_random_hex(hex: &mut String) {
+    let mut bytes = [0u8; 16];
+    #[allow(clippy::expect_used)] // see TaskId::random's # Panics: nothing is safe without it
+    getrandom::fill(&mut bytes).expect("the OS random source is unavailable");
+    // By hand rather than `format!` per byte: 16 formatted strings per id showed in the
+    // lifecycle profile (BENCHMARKS.md).
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for byte in bytes {
+        hex.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        hex.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
     }
 }
 
@@ -549,6 +578,23 @@ mod tests {
         // Every digit turns up over a few ids, lowercase only: the encoding maps each nibble.
         let digits: std::collections::BTreeSet<char> = (0..64).flat_map(|_| TaskId::random().0.chars().collect::<Vec<_>>()).collect();
         assert_eq!(digits.into_iter().collect::<String>(), "0123456789abcdef");
+    }
+
+    #[test]
+    fn legacy_18_a_new_tasks_id_is_its_creation_time_then_128_random_bits() {
+        let at = Timestamp(1_796_000_000_123);
+        let a = TaskId::ordered(at);
+        let b = TaskId::ordered(at);
+        assert_eq!(a.as_str().len(), 44);
+        assert!(a.as_str().bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')));
+        assert_eq!(&a.as_str()[..12], format!("{:012x}", at.0));
+        assert_eq!(&a.as_str()[..12], &b.as_str()[..12]);
+        assert_ne!(a.as_str()[12..], b.as_str()[12..], "the random part differs at the same time");
+        // Later tasks sort after earlier ones, so id indexes grow at their right edge.
+        assert!(TaskId::ordered(Timestamp(at.0 + 1)) > a);
+        assert!(TaskId::ordered(Timestamp(0xfff)) < TaskId::ordered(Timestamp(0x1000)));
+        let digits: std::collections::BTreeSet<char> = (0..64).flat_map(|_| TaskId::ordered(at).0[12..].chars().collect::<Vec<_>>()).collect();
+        assert_eq!(digits.len(), 16, "every nibble of the random part turns up");
     }
 
     fn any_event() -> impl Strategy<Value = Event> {

@@ -42,7 +42,9 @@ fn legacy_full_lifecycle_create_poll_result_list_cancel() {
     assert_eq!(task["pollInterval"], 250);
     assert!(task["createdAt"].as_str().unwrap().ends_with('Z'));
     assert!(task["lastUpdatedAt"].is_string());
-    assert_eq!(id.len(), 32, "128-bit hex id");
+    // legacy_18: the creation time in 12 hex digits, then 128 random bits in 32.
+    assert_eq!(id.len(), 44, "time-ordered 128-bit hex id: {id}");
+    assert!(id.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')), "{id}");
 
     // legacy_43_48: tasks/result blocks until terminal and returns the original result
     // with the related-task metadata.
