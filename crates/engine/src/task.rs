@@ -46,11 +46,10 @@ impl TaskId {
     /// # Panics
     /// As [`TaskId::random`].
     pub fn ordered(created_at: Timestamp) -> TaskId {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
         let ms = u64::try_from(created_at.0).unwrap_or(0) & 0xffff_ffff_ffff;
         let mut hex = String::with_capacity(44);
         for shift in (0..12).rev() {
-            hex.push(char::from(DIGITS[((ms >> (shift * 4)) & 0xf) as usize]));
+            hex.push(char::from(HEX_DIGITS[((ms >> (shift * 4)) & 0xf) as usize]));
         }
         push_random_hex(&mut hex);
         TaskId(hex)
@@ -62,17 +61,18 @@ impl TaskId {
     }
 }
 
+/// Lowercase hex digits, by nibble: ids are written by hand rather than with `format!` per
+/// byte, whose 16 formatted strings per id showed in the lifecycle profile (BENCHMARKS.md).
+const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
+
 /// Appends 128 bits from the operating system's CSPRNG as 32 lowercase hex digits.
 fn push_random_hex(hex: &mut String) {
     let mut bytes = [0u8; 16];
     #[allow(clippy::expect_used)] // see TaskId::random's # Panics: nothing is safe without it
     getrandom::fill(&mut bytes).expect("the OS random source is unavailable");
-    // By hand rather than `format!` per byte: 16 formatted strings per id showed in the
-    // lifecycle profile (BENCHMARKS.md).
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     for byte in bytes {
-        hex.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        hex.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+        hex.push(char::from(HEX_DIGITS[usize::from(byte >> 4)]));
+        hex.push(char::from(HEX_DIGITS[usize::from(byte & 0x0f)]));
     }
 }
 

@@ -57,7 +57,9 @@ fn finished_task(owner: &Principal, n: u64, count: u64, now: i64) -> TaskRecord 
     let age = i64::try_from(count - n).unwrap_or(i64::MAX);
     let created_at = now.saturating_sub(age);
     TaskRecord {
-        id: TaskId::random(),
+        // The id the server would have given a task made then (time-ordered, as the
+        // index pages of a store the server filled).
+        id: TaskId::ordered(Timestamp(created_at)),
         owner: owner.clone(),
         tool: "noop".to_owned(),
         arguments: json!({}),
