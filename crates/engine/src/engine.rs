@@ -174,9 +174,14 @@ pub(crate) struct Inner {
     /// [`Work::inserting`], so that two creations of this process cannot both see room for
     /// one more under [`Policy::max_retained_per_principal`] (the store checks again,
     /// atomically, for creations on other nodes). A Tokio mutex: it is held across the
-    /// store's `count`. Not across the insert: concurrent creations reach the store together,
+    /// store's `count` (and, at the limit, across the wait for the creations in flight to
+    /// settle, [`Engine::admit_task`]). Not across the insert: concurrent creations reach the store together,
     /// where the SQLite store commits them in one transaction (group commit).
     pub(crate) admission: tokio::sync::Mutex<()>,
+    /// Notified whenever a creation counted in [`Work::inserting`] stops being counted there
+    /// (its insert returned): an admission that cannot tell whether the owner is at the
+    /// retention limit waits for it ([`Engine::admit_task`]).
+    pub(crate) settled: tokio::sync::Notify,
     pub(crate) changes: broadcast::Sender<Change>,
     /// The version last published of each task, and whether it was terminal
     /// ([`Engine::publish_task`]). A std mutex: a lookup and an insert.
@@ -218,6 +223,7 @@ impl Engine {
                 running: Mutex::new(Work::default()),
                 inputs: Mutex::new(HashMap::new()),
                 admission: tokio::sync::Mutex::new(()),
+                settled: tokio::sync::Notify::new(),
                 changes,
                 published: Mutex::new(HashMap::new()),
                 outputs,

@@ -134,11 +134,14 @@ impl Engine {
             }
             engine.mark_started(&id, attempt);
             let handler = Arc::clone(&runtime.handler);
-            let work = tokio::spawn(async move { runtime.handler.call(arguments, ctx).await }.in_current_span());
-            let outcome = match work.await {
+            // The handler runs in this Tokio task (inside the task's span), with its panic
+            // caught here: a Tokio task of its own would cost a spawn, a move of this large
+            // future and a wake-up per task, for the same catch.
+            let outcome = match call_catching_panics(handler.call(arguments, ctx)).await {
                 Ok(outcome) => outcome,
-                Err(err) => {
-                    tracing::error!(task = %id, error = %err, "tool handler panicked");
+                Err(panic) => {
+                    let error = panic_message(panic.as_ref());
+                    tracing::error!(task = %id, %error, "tool handler panicked");
                     Outcome::Failure(WorkError::HandlerCrashed)
                 }
             };
@@ -311,6 +314,36 @@ impl Engine {
         };
         let _ = self.inner.outputs.send(crate::engine::Output { id: id.clone(), owner, text: text.into() });
     }
+}
+
+/// Drives `call` to its outcome, or to the payload of the panic it raised (then it is not
+/// polled again, and dropped with any panic of its drop caught too), as a Tokio task's
+/// `JoinError` would report it. std's `catch_unwind` around each poll: the engine does
+/// not depend on `futures` for its one `catch_unwind` future.
+async fn call_catching_panics<'a>(
+    mut call: std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send + 'a>>,
+) -> Result<Outcome, Box<dyn std::any::Any + Send>> {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    use std::task::Poll;
+    let polled = std::future::poll_fn(|cx| match catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(cx))) {
+        Ok(Poll::Pending) => Poll::Pending,
+        Ok(Poll::Ready(outcome)) => Poll::Ready(Ok(outcome)),
+        Err(panic) => Poll::Ready(Err(panic)),
+    })
+    .await;
+    if polled.is_err() {
+        let _ = catch_unwind(AssertUnwindSafe(move || drop(call)));
+    }
+    polled
+}
+
+/// What a panic said, when it said it with a string (as `panic!` does).
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic without a message")
 }
 
 /// Waits in the tool's queue if `entry` says so, telling the requestor through the task's

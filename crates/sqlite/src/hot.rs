@@ -13,11 +13,17 @@
 //! Bounded: at most [`MAX_ENTRIES`] tasks and [`MAX_BYTES`] of their encoded state and
 //! arguments; a record larger than [`MAX_RECORD_BYTES`] is not kept. When full, finished
 //! tasks go first, then everything (misses only cost the read they would have cost anyway).
+//!
+//! Beside the tasks, each owner's number of stored tasks (`task_counts`), which admission
+//! reads before every creation: set from the count the writer's insert read in its own
+//! transaction, forgotten by any other write that changes it (a purge, a plain insert), at
+//! most [`MAX_COUNTS`] owners. Like the tasks, a count is only ever set by the writer thread
+//! from what it committed, never by a read.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use mcp_tasks_engine::{TaskId, TaskRecord};
+use mcp_tasks_engine::{Principal, TaskId, TaskRecord};
 
 use crate::faults::StoreLock;
 
@@ -27,6 +33,8 @@ const MAX_ENTRIES: usize = 4096;
 const MAX_BYTES: usize = 8 * 1024 * 1024;
 /// A larger record (a big result) is read from the file instead.
 const MAX_RECORD_BYTES: usize = 64 * 1024;
+/// The most owners whose count is kept; past it the counts are forgotten and set again.
+const MAX_COUNTS: usize = 4096;
 
 /// The encoded size of a record's state and arguments, in bytes (what the bound counts).
 #[derive(Clone, Copy, Debug)]
@@ -48,6 +56,10 @@ pub(crate) enum Touch {
     Put { record: Box<TaskRecord>, size: Size },
     /// The task's row changed or went: forget it.
     Evict(TaskId),
+    /// The owner now has `tasks` rows of `tasks`, as the write's transaction counted them.
+    Counted { owner: Principal, tasks: u64 },
+    /// The owner's number of rows changed otherwise: forget it.
+    Uncounted(Principal),
 }
 
 pub(crate) struct Hot {
@@ -59,6 +71,7 @@ pub(crate) struct Hot {
 struct Entries {
     tasks: HashMap<TaskId, (TaskRecord, Size)>,
     bytes: usize,
+    counts: HashMap<Principal, u64>,
 }
 
 impl Entries {
@@ -89,7 +102,7 @@ impl Hot {
     fn entries(&self) -> Option<MutexGuard<'_, Entries>> {
         let mut entries = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if self.lock.is_shared() {
-            if !entries.tasks.is_empty() {
+            if !entries.tasks.is_empty() || !entries.counts.is_empty() {
                 *entries = Entries::default();
             }
             return None;
@@ -107,12 +120,26 @@ impl Hot {
         self.entries()?.tasks.get(id).cloned()
     }
 
+    /// How many tasks `owner` has stored as last committed, if it is kept.
+    pub(crate) fn count(&self, owner: &Principal) -> Option<u64> {
+        self.entries()?.counts.get(owner).copied()
+    }
+
     /// Applies a committed batch's touches, in order. Called on the writer thread only.
     pub(crate) fn apply(&self, touches: Vec<Touch>) {
         let Some(mut entries) = self.entries() else { return };
         for touch in touches {
             match touch {
                 Touch::Evict(id) => entries.remove(&id),
+                Touch::Counted { owner, tasks } => {
+                    if entries.counts.len() >= MAX_COUNTS && !entries.counts.contains_key(&owner) {
+                        entries.counts.clear();
+                    }
+                    entries.counts.insert(owner, tasks);
+                }
+                Touch::Uncounted(owner) => {
+                    entries.counts.remove(&owner);
+                }
                 Touch::Put { record, size } => {
                     let bytes = size.total();
                     entries.remove(&record.id);

@@ -40,6 +40,7 @@ const MIGRATIONS: &[Migration] = &[
         edits_schema: true,
     },
     sql(include_str!("../migrations/0011_kept_groups.sql")),
+    sql(include_str!("../migrations/0012_counts_and_history_without_triggers.sql")),
 ];
 
 /// The schema version this build writes: the number of migrations.

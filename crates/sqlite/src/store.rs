@@ -23,7 +23,7 @@
 //! ([`READERS`]); WAL lets them read alongside the writer. A read started after a write
 //! returned sees that write: a commit is visible to new read transactions once it returns.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -460,6 +460,16 @@ impl Tx<'_> {
         self.touched.push(Touch::Evict(id));
     }
 
+    /// `owner` has `tasks` rows now, as this transaction counts them.
+    fn counted(&mut self, owner: Principal, tasks: u64) {
+        self.touched.push(Touch::Counted { owner, tasks });
+    }
+
+    /// `owner`'s number of rows changed without this transaction counting them.
+    fn uncounted(&mut self, owner: Principal) {
+        self.touched.push(Touch::Uncounted(owner));
+    }
+
     /// Task `id`'s row as it stands in this transaction, with its size, when the cache
     /// knows it: kept, and not touched by an earlier write of this batch.
     fn current(&self, id: &TaskId) -> Option<(TaskRecord, Size)> {
@@ -647,6 +657,12 @@ fn configure(
         .map_err(StoreError::backend)?;
     conn.pragma_update(None, "cache_size", -i64::from(cache_kib))
         .map_err(StoreError::backend)?;
+    // A statement journal (what a statement that writes many rows keeps inside a batch's
+    // transaction, to undo itself alone: a purge's) stays in memory: with the default it
+    // spills past 64 KiB into a new file in /var/tmp, an open, writes and a close per spill
+    // (56 per 2,000 lifecycles under `strace` while inserts still fired triggers).
+    conn.pragma_update(None, "temp_store", "MEMORY")
+        .map_err(StoreError::backend)?;
     Ok(())
 }
 
@@ -658,7 +674,16 @@ impl TaskStore for SqliteStore {
         // One write on the writer thread: the lookup of a held key and the insert are
         // atomic, and a concurrent insert with the same key, queued behind this one, sees
         // this one's row.
-        let inserted = self.write(move |tx| insert_keyed(tx, &row, record)).await?;
+        let inserted = self
+            .write(move |tx| {
+                let owner = record.owner.clone();
+                let inserted = insert_keyed(tx, &row, record)?;
+                if inserted == Inserted::New {
+                    tx.uncounted(owner);
+                }
+                Ok(inserted)
+            })
+            .await?;
         if inserted == Inserted::New {
             self.publish(task);
         }
@@ -726,6 +751,10 @@ impl TaskStore for SqliteStore {
                 if changed == 0 {
                     return Err(StoreError::Conflict(task));
                 }
+                if record.status().as_str() != status || record.status_message != message {
+                    record_history(tx, task.as_str(), expected + 1, updated_at, status, message.as_deref())
+                        .map_err(StoreError::backend)?;
+                }
                 record.state = new_state;
                 record.status_message = message;
                 record.updated_at = Timestamp(updated_at);
@@ -734,8 +763,17 @@ impl TaskStore for SqliteStore {
                 tx.put(record.clone(), Size { state: state.len(), arguments: size.arguments });
                 return Ok(record);
             }
-            // One statement: the compare-and-set and the read of the new row are atomic,
-            // and within a batch the next write sees this one's version.
+            // The status and message it had, for the history: the writer thread is the only
+            // writer, so nothing changes the row between this read and the write below.
+            let before: Option<(String, Option<String>)> = tx
+                .prepare_cached("SELECT status, status_message FROM tasks WHERE id = ?1 AND version = ?2")
+                .and_then(|mut stmt| stmt.query_row(params![task.as_str(), expected], |row| Ok((row.get(0)?, row.get(1)?))).optional())
+                .map_err(StoreError::backend)?;
+            let Some((status_before, message_before)) = before else {
+                return Err(StoreError::Conflict(task));
+            };
+            // One statement: the compare-and-set and the read of the new row, and within a
+            // batch the next write sees this one's version.
             let written = tx
                 .prepare_cached(&format!("{REPLACE} RETURNING {COLUMNS}, length(arguments)"))
                 .and_then(|mut stmt| {
@@ -747,6 +785,10 @@ impl TaskStore for SqliteStore {
                 })
                 .map_err(StoreError::backend)?;
             let (written, arguments) = written.ok_or(StoreError::Conflict(task))?;
+            if status_before != status || message_before != message {
+                record_history(tx, written.id.as_str(), expected + 1, updated_at, status, message.as_deref())
+                    .map_err(StoreError::backend)?;
+            }
             let arguments = usize::try_from(arguments).unwrap_or(usize::MAX / 2);
             tx.put(written.clone(), Size { state: state.len(), arguments });
             Ok(written)
@@ -786,10 +828,15 @@ impl TaskStore for SqliteStore {
     }
 
     async fn count(&self, owner: &Principal) -> Result<u64, StoreError> {
+        // Admission asks before every creation: the writer's last committed count, when it
+        // is kept, saves the hop to a reader.
+        if let Some(count) = self.inner.hot.count(owner) {
+            return Ok(count);
+        }
         let owner = owner.as_str().to_owned();
         self.read(move |conn| {
-            // One row of `task_counts`, kept by triggers on insert and delete (migration
-            // 0003): counting an owner's million tasks costs what counting ten does.
+            // One row of `task_counts`, kept by the insert and the purge (migrations 0003
+            // and 0012): counting an owner's million tasks costs what counting ten does.
             let count: Option<i64> = conn
                 .prepare_cached("SELECT tasks FROM task_counts WHERE owner = ?1")
                 .and_then(|mut stmt| stmt.query_row([owner], |row| row.get(0)).optional())
@@ -833,16 +880,31 @@ impl TaskStore for SqliteStore {
                 .prepare_cached(&format!(
                     "DELETE FROM tasks WHERE rowid IN (\
                          SELECT rowid FROM tasks WHERE status IN {TERMINAL} AND expires_at <= ?1 \
-                         ORDER BY expires_at LIMIT ?2) RETURNING id"
+                         ORDER BY expires_at LIMIT ?2) RETURNING id, owner"
                 ))
                 .and_then(|mut stmt| {
-                    stmt.query_map(params![now.0, limit], |row| row.get::<_, String>(0))?
-                        .collect::<rusqlite::Result<Vec<String>>>()
+                    stmt.query_map(params![now.0, limit], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)))?
+                        .collect::<rusqlite::Result<Vec<(String, String)>>>()
                 })
                 .map_err(StoreError::backend)?;
             let count = deleted.len();
-            for id in deleted {
+            // What the triggers did before migration 0012: each task's history goes with it,
+            // each owner's count goes down by its tasks purged (its row gone at zero).
+            let mut owners: HashMap<String, i64> = HashMap::new();
+            for (id, owner) in deleted {
+                tx.prepare_cached("DELETE FROM task_history WHERE task_id = ?1")
+                    .and_then(|mut stmt| stmt.execute([&id]))
+                    .map_err(StoreError::backend)?;
                 tx.evict(TaskId::from(id));
+                *owners.entry(owner).or_insert(0) += 1;
+            }
+            for (owner, purged) in owners {
+                tx.prepare_cached("UPDATE task_counts SET tasks = tasks - ?2 WHERE owner = ?1")
+                    .and_then(|mut stmt| stmt.execute(params![owner, purged]))
+                    .and_then(|_| tx.prepare_cached("DELETE FROM task_counts WHERE owner = ?1 AND tasks <= 0"))
+                    .and_then(|mut stmt| stmt.execute([&owner]))
+                    .map_err(StoreError::backend)?;
+                tx.uncounted(Principal::new(owner));
             }
             Ok(u64::try_from(count).unwrap_or(u64::MAX))
         })
@@ -1008,7 +1070,11 @@ impl TaskStore for SqliteStore {
                         retained: u64::try_from(retained).unwrap_or(0),
                     });
                 }
-                insert_keyed(conn, &row, record)
+                let inserted = insert_keyed(conn, &row, record)?;
+                if inserted == Inserted::New {
+                    conn.counted(owner, u64::try_from(retained).unwrap_or(0).saturating_add(1));
+                }
+                Ok(inserted)
             })
             .await?;
         if inserted == Inserted::New {
@@ -1537,8 +1603,50 @@ impl NewRow {
 }
 
 /// Inserts `row` unless its owner's idempotency key is taken; how many rows went in (0: the
-/// key is taken). A taken id is an error, as before keys existed.
+/// key is taken). A taken id is an error, as before keys existed. A row that went in is
+/// counted for its owner and gets its first history entry (migration 0012).
 fn insert_row(conn: &Connection, row: &NewRow) -> rusqlite::Result<usize> {
+    let inserted = insert_task_row(conn, row)?;
+    if inserted == 1 {
+        count_one_more(conn, &row.owner)?;
+        record_history(conn, &row.id, row.version, row.updated_at, row.status, row.status_message.as_deref())?;
+    }
+    Ok(inserted)
+}
+
+/// `owner` has one more row of `tasks`: its row of `task_counts` goes up, or starts at one.
+/// Two single-row statements rather than an upsert, which SQLite would run with a statement
+/// journal.
+fn count_one_more(conn: &Connection, owner: &str) -> rusqlite::Result<()> {
+    let updated = conn
+        .prepare_cached("UPDATE task_counts SET tasks = tasks + 1 WHERE owner = ?1")?
+        .execute([owner])?;
+    if updated == 0 {
+        conn.prepare_cached("INSERT INTO task_counts (owner, tasks) VALUES (?1, 1)")?
+            .execute([owner])?;
+    }
+    Ok(())
+}
+
+/// The status history's entry for version `version` of task `id`: written at the insert and
+/// at every write that changes the status or the status message.
+fn record_history(
+    conn: &Connection,
+    id: &str,
+    version: i64,
+    at: i64,
+    status: &str,
+    message: Option<&str>,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO task_history (task_id, version, at, status, message) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![id, version, at, status, message])
+    .map(|_| ())
+}
+
+/// The row of `tasks` itself (see [`insert_row`]).
+fn insert_task_row(conn: &Connection, row: &NewRow) -> rusqlite::Result<usize> {
     conn.prepare_cached(
         "INSERT INTO tasks (id, owner, tool, arguments, status, state, status_message, \
          created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, attempt, version, \

@@ -31,8 +31,8 @@ use std::sync::Arc;
 use serde_json::json;
 
 use mcp_tasks_engine::{
-    Cursor, InputKind, InputRequest, InputRequests, KeptGroup, ListQuery, Principal, ProcessGroup, StoreError, TaskId, TaskRecord,
-    TaskState, TaskStore, Timestamp, Update, Version,
+    Cursor, IdempotencyKey, InputKind, InputRequest, InputRequests, Inserted, KeptGroup, Lease, ListQuery, NodeId, Principal,
+    ProcessGroup, StoreError, TaskId, TaskRecord, TaskState, TaskStore, Timestamp, Update, Version,
 };
 
 mod fixtures;
@@ -405,6 +405,47 @@ pub async fn count_stays_exact_through_duplicates_and_purges_to_zero(store: Arc<
     assert_eq!(count("carol").await, 1);
 }
 
+/// `count` stays exact through the inserts that admission is counted for: claimed inserts
+/// (counted one by one), one refused at the retention limit and a keyed one answered with its
+/// retained task (neither counts), a purge of some of them, a plain insert after the purge,
+/// and claimed inserts again (a store that keeps counts in memory beside the tasks must keep
+/// them in step with every one of these writes).
+pub async fn count_stays_exact_through_claimed_inserts_refusals_and_purges(store: Arc<dyn TaskStore>) {
+    let count = |owner: &'static str| {
+        let store = Arc::clone(&store);
+        async move { store.count(&Principal::new(owner)).await.expect("count succeeds") }
+    };
+    let lease = Lease { node: NodeId::random(), until: Timestamp(T0.0 + 60_000) };
+    let tasks: Vec<_> = (0..4).map(|i| task_at("dave", T0.0 + i, Some(10), completed())).collect();
+    for (i, task) in tasks.iter().enumerate() {
+        let inserted = store.insert_claimed(task, &lease, 4, None).await.expect("room for it");
+        assert_eq!(inserted, Inserted::New);
+        assert_eq!(count("dave").await, i as u64 + 1, "counted as it is inserted");
+    }
+    let refused = store.insert_claimed(&sample_task("dave"), &lease, 4, None).await;
+    assert!(matches!(refused, Err(StoreError::Full { retained: 4, .. })), "at the limit: {refused:?}");
+    assert_eq!(count("dave").await, 4, "a refusal does not count");
+    let mut keyed = task_at("dave", T0.0 + 10, None, TaskState::Working);
+    keyed.idempotency_key = Some(IdempotencyKey::new("once"));
+    assert_eq!(store.insert_claimed(&keyed, &lease, 10, None).await.expect("room"), Inserted::New);
+    assert_eq!(count("dave").await, 5);
+    let mut again = keyed.clone();
+    again.id = TaskId::random();
+    let existing = store.insert_claimed(&again, &lease, 10, None).await.expect("the retained one");
+    assert!(matches!(existing, Inserted::Existing(ref task) if task.id == keyed.id), "{existing:?}");
+    assert_eq!(count("dave").await, 5, "the answer with the retained task does not count");
+    // The four finished ones, with a TTL of 10 ms, are past it at T0 + 1 s; the keyed one is
+    // working and stays.
+    assert_eq!(store.purge(Timestamp(T0.0 + 1_000), 100).await.expect("purge succeeds"), 4);
+    assert_eq!(count("dave").await, 1, "purged tasks stop counting");
+    store.insert(&sample_task("dave")).await.expect("insert succeeds");
+    assert_eq!(count("dave").await, 2, "a plain insert counts");
+    let last = task_at("dave", T0.0 + 20, None, TaskState::Working);
+    assert_eq!(store.insert_claimed(&last, &lease, 10, None).await.expect("room"), Inserted::New);
+    assert_eq!(count("dave").await, 3);
+    assert_eq!(count("erin").await, 0, "no one else's");
+}
+
 /// `unfinished` returns the `working` and `input_required` tasks of every owner, oldest
 /// first, at most `limit`, and no terminal task.
 pub async fn unfinished_returns_only_working_and_input_required_tasks(store: Arc<dyn TaskStore>) {
@@ -725,6 +766,7 @@ macro_rules! store_suite {
             list_returns_only_the_owners_tasks,
             count_counts_the_owners_tasks_in_every_status,
             count_stays_exact_through_duplicates_and_purges_to_zero,
+            count_stays_exact_through_claimed_inserts_refusals_and_purges,
             unfinished_returns_only_working_and_input_required_tasks,
             expired_respects_now_and_skips_terminal_tasks,
             purge_deletes_only_terminal_tasks_past_expiry,

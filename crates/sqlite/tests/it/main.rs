@@ -48,7 +48,7 @@ async fn tasks_survive_closing_and_reopening_the_file() {
     );
     assert_eq!(replaced.version, Version(2));
     // Reopening does not run the migration again (it would fail: the table exists).
-    assert_eq!(reopened.pragma("user_version").await.expect("pragma"), "11");
+    assert_eq!(reopened.pragma("user_version").await.expect("pragma"), "12");
 }
 
 #[tokio::test]
@@ -226,7 +226,7 @@ async fn migration_0003_counts_the_tasks_already_stored() {
         }
     }
     let store = SqliteStore::open(&path).expect("the store opens and migrates");
-    assert_eq!(store.pragma("user_version").await.expect("pragma"), "11");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "12");
     let count = |owner: &'static str| {
         let store = store.clone();
         async move { store.count(&Principal::new(owner)).await.expect("count") }
@@ -237,6 +237,27 @@ async fn migration_0003_counts_the_tasks_already_stored() {
         .await
         .expect("insert succeeds");
     assert_eq!(count("bob").await, 2, "and keeps them from then on");
+}
+
+/// Since migration 0012 no trigger keeps `task_counts` or `task_history`: the store's own
+/// statements do, on both paths of `replace` (the cached row, and the row read first when
+/// the cache is off: a second store of this process on the same file turns it off). The
+/// suite's history and count cases pass through either handle.
+#[tokio::test]
+async fn counts_and_history_are_kept_by_the_store_with_no_trigger_on_either_path() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("tasks.db");
+    let cached = SqliteStore::open(&path).expect("the store opens");
+    let triggers: i64 = rusqlite_connection(&path)
+        .query_row("SELECT count(*) FROM sqlite_schema WHERE type = 'trigger'", [], |row| row.get(0))
+        .expect("the schema reads");
+    assert_eq!(triggers, 0);
+    let store: Arc<dyn TaskStore> = Arc::new(cached.clone());
+    mcp_tasks_testkit::store_suite::the_status_history_records_each_change_and_goes_with_its_task(Arc::clone(&store)).await;
+    mcp_tasks_testkit::store_suite::count_stays_exact_through_claimed_inserts_refusals_and_purges(store).await;
+    let uncached: Arc<dyn TaskStore> = Arc::new(SqliteStore::open(&path).expect("a second store on the file"));
+    mcp_tasks_testkit::store_suite::the_status_history_records_each_change_and_goes_with_its_task(Arc::clone(&uncached)).await;
+    mcp_tasks_testkit::store_suite::count_stays_exact_through_duplicates_and_purges_to_zero(uncached).await;
 }
 
 /// A second, independent connection to the store's file.
@@ -366,7 +387,7 @@ async fn migration_0004_keeps_old_rows_readable_and_adds_idempotency_keys() {
         .expect("a version 3 row");
     }
     let store = SqliteStore::open(&path).expect("the store opens and migrates");
-    assert_eq!(store.pragma("user_version").await.expect("pragma"), "11");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "12");
     let old = store
         .get(&"old".into())
         .await
