@@ -221,9 +221,9 @@ impl Engine {
             }
             // A creation whose commit the count has already seen may still be counted as
             // inserting too: the sum is then too many, and only the count alone is sure.
-            // At the limit by the sum but not by the count (so some are inserting), wait for the creations in
-            // flight to settle (one group commit) and count again, rather than refuse one
-            // there is room for.
+            // At the limit by the sum but not by the count (so some are inserting), wait
+            // for the creations in flight to settle (one group commit) and count again,
+            // rather than refuse one there is room for.
             if stored >= limit {
                 let owner = record.owner.clone();
                 return Err(LimitExceeded::RetainedPerPrincipal { owner, retained: stored, limit }.into());

@@ -175,8 +175,8 @@ pub(crate) struct Inner {
     /// one more under [`Policy::max_retained_per_principal`] (the store checks again,
     /// atomically, for creations on other nodes). A Tokio mutex: it is held across the
     /// store's `count` (and, at the limit, across the wait for the creations in flight to
-    /// settle, [`Engine::admit_task`]). Not across the insert: concurrent creations reach the store together,
-    /// where the SQLite store commits them in one transaction (group commit).
+    /// settle, [`Engine::admit_task`]). Not across the insert: concurrent creations reach the
+    /// store together, where the SQLite store commits them in one transaction (group commit).
     pub(crate) admission: tokio::sync::Mutex<()>,
     /// Notified whenever a creation counted in [`Work::inserting`] stops being counted there
     /// (its insert returned): an admission that cannot tell whether the owner is at the

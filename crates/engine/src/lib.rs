@@ -105,4 +105,4 @@ pub use task::{
 pub use trace::{TraceContext, set_span_parent};
 pub use view::Inspected;
 pub use watch::{TaskWatch, Watched};
-pub use work::{ClientLink, Context, Handler, Progress, ToolRuntime};
+pub use work::{ClientLink, Context, Handler, Progress, ToolRuntime, panic_message};

@@ -140,7 +140,7 @@ impl Engine {
             let outcome = match call_catching_panics(handler.call(arguments, ctx)).await {
                 Ok(outcome) => outcome,
                 Err(panic) => {
-                    let error = panic_message(panic.as_ref());
+                    let error = crate::work::panic_message(panic.as_ref()).unwrap_or("a panic without a message");
                     tracing::error!(task = %id, %error, "tool handler panicked");
                     Outcome::Failure(WorkError::HandlerCrashed)
                 }
@@ -335,15 +335,6 @@ async fn call_catching_panics<'a>(
         let _ = catch_unwind(AssertUnwindSafe(move || drop(call)));
     }
     polled
-}
-
-/// What a panic said, when it said it with a string (as `panic!` does).
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
-    panic
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("a panic without a message")
 }
 
 /// Waits in the tool's queue if `entry` says so, telling the requestor through the task's

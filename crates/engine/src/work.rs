@@ -388,3 +388,12 @@ impl Context {
         }
     }
 }
+
+/// What a panic said, when it said it with text (as `panic!` does): for the log line of a
+/// handler (a tool's, or a request's in the server) whose panic was caught.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> Option<&str> {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+}

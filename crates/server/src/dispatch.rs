@@ -176,11 +176,7 @@ where
 /// The `-32603` answer to a request whose handler panicked; the panic is logged. The state
 /// it may have left behind is a few maps behind mutexes that ignore poisoning.
 pub(crate) fn crashed(method: &str, panic: &(dyn Any + Send)) -> RpcError {
-    let what = panic
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("a non-text panic payload");
+    let what = mcp_tasks_engine::panic_message(panic).unwrap_or("a non-text panic payload");
     tracing::error!(method, panic = what, "a request handler panicked");
     RpcError::internal(format!("Internal error: the handler of {method} crashed"))
 }

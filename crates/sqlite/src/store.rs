@@ -738,60 +738,45 @@ impl TaskStore for SqliteStore {
         let updated_at = update.updated_at.0;
         let attempt = update.attempt;
         let written = self.write(move |tx| {
-            // The row as the cache knows it, at the expected version: the new record is
-            // that one with the update, and the compare-and-set needs no RETURNING (whose
+            // The row at the expected version and the length of its arguments: as the cache
+            // knows it, or else read first (the writer thread is the only writer: nothing
+            // changes the row between this read and the write below). The new record is that
+            // one with the update, and the compare-and-set needs no RETURNING (whose
             // ephemeral table and row decoding were a tenth of a lifecycle's SQLite cost).
-            if let Some((mut record, size)) = tx.current(&task).filter(|(record, _)| record.version.0 == expected_version) {
-                let changed = tx
-                    .prepare_cached(REPLACE)
+            let current = match tx.current(&task).filter(|(record, _)| record.version.0 == expected_version) {
+                Some((record, size)) => Some((record, size.arguments)),
+                None => tx
+                    .prepare_cached(&format!("SELECT {COLUMNS}, length(arguments) FROM tasks WHERE id = ?1 AND version = ?2"))
                     .and_then(|mut stmt| {
-                        stmt.execute(params![state, status, message, updated_at, attempt, task.as_str(), expected])
+                        stmt.query_row(params![task.as_str(), expected], |row| {
+                            Ok((read_record(row)?, row.get::<_, i64>(COLUMN_COUNT)?))
+                        })
+                        .optional()
                     })
-                    .map_err(StoreError::backend)?;
-                if changed == 0 {
-                    return Err(StoreError::Conflict(task));
-                }
-                if record.status().as_str() != status || record.status_message != message {
-                    record_history(tx, task.as_str(), expected + 1, updated_at, status, message.as_deref())
-                        .map_err(StoreError::backend)?;
-                }
-                record.state = new_state;
-                record.status_message = message;
-                record.updated_at = Timestamp(updated_at);
-                record.attempt = attempt;
-                record.version = Version(record.version.0 + 1);
-                tx.put(record.clone(), Size { state: state.len(), arguments: size.arguments });
-                return Ok(record);
-            }
-            // The status and message it had, for the history: the writer thread is the only
-            // writer, so nothing changes the row between this read and the write below.
-            let before: Option<(String, Option<String>)> = tx
-                .prepare_cached("SELECT status, status_message FROM tasks WHERE id = ?1 AND version = ?2")
-                .and_then(|mut stmt| stmt.query_row(params![task.as_str(), expected], |row| Ok((row.get(0)?, row.get(1)?))).optional())
-                .map_err(StoreError::backend)?;
-            let Some((status_before, message_before)) = before else {
+                    .map_err(StoreError::backend)?
+                    .map(|(record, arguments)| (record, usize::try_from(arguments).unwrap_or(usize::MAX / 2))),
+            };
+            let Some((mut record, arguments)) = current else {
                 return Err(StoreError::Conflict(task));
             };
-            // One statement: the compare-and-set and the read of the new row, and within a
-            // batch the next write sees this one's version.
-            let written = tx
-                .prepare_cached(&format!("{REPLACE} RETURNING {COLUMNS}, length(arguments)"))
-                .and_then(|mut stmt| {
-                    stmt.query_row(
-                        params![state, status, message, updated_at, attempt, task.as_str(), expected],
-                        |row| Ok((read_record(row)?, row.get::<_, i64>(COLUMN_COUNT)?)),
-                    )
-                    .optional()
-                })
+            let changed = tx
+                .prepare_cached(REPLACE)
+                .and_then(|mut stmt| stmt.execute(params![state, status, message, updated_at, attempt, task.as_str(), expected]))
                 .map_err(StoreError::backend)?;
-            let (written, arguments) = written.ok_or(StoreError::Conflict(task))?;
-            if status_before != status || message_before != message {
-                record_history(tx, written.id.as_str(), expected + 1, updated_at, status, message.as_deref())
+            if changed == 0 {
+                return Err(StoreError::Conflict(task));
+            }
+            if record.status().as_str() != status || record.status_message != message {
+                record_history(tx, task.as_str(), expected + 1, updated_at, status, message.as_deref())
                     .map_err(StoreError::backend)?;
             }
-            let arguments = usize::try_from(arguments).unwrap_or(usize::MAX / 2);
-            tx.put(written.clone(), Size { state: state.len(), arguments });
-            Ok(written)
+            record.state = new_state;
+            record.status_message = message;
+            record.updated_at = Timestamp(updated_at);
+            record.attempt = attempt;
+            record.version = Version(record.version.0 + 1);
+            tx.put(record.clone(), Size { state: state.len(), arguments });
+            Ok(record)
         })
         .await?;
         self.publish(&written);
