@@ -4,12 +4,11 @@
 //! plain call also takes a running place in the store ([`TaskStore::take_place`]), held by
 //! this node's lease like a claim.
 
-use std::collections::{HashMap, HashSet};
-
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::Engine;
 use crate::error::{EngineError, LimitExceeded};
+use crate::fast::{FastMap, FastSet};
 use crate::store::{Place, PlaceHolder, RunningLimits};
 use crate::task::{Principal, TaskId, TaskRecord};
 
@@ -91,15 +90,15 @@ impl Running {
 #[derive(Default)]
 pub(crate) struct Work {
     /// Tasks, from creation (or a retry's start) until their work ends or is stopped.
-    pub(crate) tasks: HashMap<TaskId, Running>,
+    pub(crate) tasks: FastMap<TaskId, Running>,
     /// Plain calls in progress, by principal (never zero: an entry leaves at zero).
-    pub(crate) plain: HashMap<Principal, usize>,
+    pub(crate) plain: FastMap<Principal, usize>,
     /// Creations admitted under [`Policy::max_retained_per_principal`] whose insert has not
     /// returned yet, by principal (never zero): the store does not count them yet.
-    pub(crate) inserting: HashMap<Principal, u64>,
+    pub(crate) inserting: FastMap<Principal, u64>,
     /// Attempts of tasks whose claim this node lost (it lapsed or was taken over): their
     /// work was stopped and writes nothing when it ends.
-    pub(crate) lost: HashSet<(TaskId, u32)>,
+    pub(crate) lost: FastSet<(TaskId, u32)>,
 }
 
 impl Work {

@@ -6,7 +6,7 @@
 //! work (`run.rs`), input requests (`input.rs`), sweeping and recovery (`maintenance.rs`),
 //! claims, the heartbeat, the rescuer and the store's change feed (`claims.rs`).
 
-use std::collections::HashMap;
+use crate::fast::{FastMap, FastSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
@@ -162,7 +162,7 @@ pub(crate) struct Inner {
     pub(crate) rescue_again: AtomicBool,
     /// Registered tools. A std lock: never held across an await, and read far more often
     /// than written.
-    tools: RwLock<HashMap<String, Registered>>,
+    tools: RwLock<FastMap<String, Registered>>,
     /// The work running in this process: tasks (with their cancellation tokens) and plain
     /// calls. A std mutex: the critical sections are a map insert, remove or lookup, or a
     /// count of at most a few hundred entries.
@@ -185,14 +185,14 @@ pub(crate) struct Inner {
     pub(crate) changes: broadcast::Sender<Change>,
     /// The version last published of each task, and whether it was terminal
     /// ([`Engine::publish_task`]). A std mutex: a lookup and an insert.
-    published: Mutex<HashMap<TaskId, (Version, bool)>>,
+    published: Mutex<FastMap<TaskId, (Version, bool)>>,
     /// The output feed ([`Output`]); a subscriber that lags misses output, nothing else.
     pub(crate) outputs: broadcast::Sender<Output>,
     /// The changes routed by task id ([`Engine::watch_tasks`]).
     pub(crate) hub: Arc<crate::watch::Hub>,
     /// Tasks whose work has ended here and whose outcome is being written
     /// ([`Engine::get`] waits a moment for it). A std mutex: an insert, a remove, a lookup.
-    pub(crate) finishing: Mutex<std::collections::HashSet<TaskId>>,
+    pub(crate) finishing: Mutex<FastSet<TaskId>>,
 }
 
 impl Engine {
@@ -219,13 +219,13 @@ impl Engine {
                 runs_work: AtomicBool::new(true),
                 rescue_pending: AtomicBool::new(false),
                 rescue_again: AtomicBool::new(false),
-                tools: RwLock::new(HashMap::new()),
+                tools: RwLock::new(FastMap::default()),
                 running: Mutex::new(Work::default()),
-                inputs: Mutex::new(HashMap::new()),
+                inputs: Mutex::new(FastMap::default()),
                 admission: tokio::sync::Mutex::new(()),
                 settled: tokio::sync::Notify::new(),
                 changes,
-                published: Mutex::new(HashMap::new()),
+                published: Mutex::new(FastMap::default()),
                 outputs,
                 hub: Arc::default(),
                 finishing: Mutex::default(),

@@ -6,7 +6,6 @@
 //!
 //! [`TaskStore::answer`]: crate::TaskStore::answer
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -22,7 +21,7 @@ use crate::watch::Watched;
 /// Work in this process waiting for the answer to an input request, by task and request key:
 /// woken when an answer is stored through this node (answers through other nodes wake it
 /// through the change feed).
-pub(crate) type InputWaiters = HashMap<(TaskId, String), Arc<Notify>>;
+pub(crate) type InputWaiters = crate::fast::FastMap<(TaskId, String), Arc<Notify>>;
 
 /// Removes an input waiter from the engine's map when the wait ends, however it ends.
 struct WaiterGuard<'a> {

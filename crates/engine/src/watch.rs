@@ -7,12 +7,13 @@
 //! lifecycle profile in `BENCHMARKS.md`. Here a change costs one map lookup and wakes only
 //! the watchers of its task. Tokio has no keyed channel, hence this small registry.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::Notify;
 
 use crate::engine::{Change, Engine};
+use crate::fast::{FastMap, FastSet};
 use crate::task::{TaskId, TaskRecord};
 
 /// How many changes a watcher may hold unread before it is told it lagged.
@@ -31,7 +32,7 @@ pub enum Watched {
 /// The registry of watchers by task id, one per engine.
 #[derive(Default)]
 pub(crate) struct Hub {
-    routes: Mutex<HashMap<TaskId, Vec<Arc<Watcher>>>>,
+    routes: Mutex<FastMap<TaskId, Vec<Arc<Watcher>>>>,
 }
 
 struct Watcher {
@@ -44,7 +45,7 @@ struct Queue {
     changes: VecDeque<Change>,
     lagged: bool,
     /// The ids this watcher is registered under (so that dropping it unregisters them).
-    ids: HashSet<TaskId>,
+    ids: FastSet<TaskId>,
 }
 
 impl Watcher {
@@ -67,7 +68,7 @@ impl Watcher {
 }
 
 impl Hub {
-    fn routes(&self) -> MutexGuard<'_, HashMap<TaskId, Vec<Arc<Watcher>>>> {
+    fn routes(&self) -> MutexGuard<'_, FastMap<TaskId, Vec<Arc<Watcher>>>> {
         self.routes.lock().unwrap_or_else(PoisonError::into_inner)
     }
 

@@ -18,10 +18,9 @@
 //!
 //! The engine stays protocol-free: the era is a label added here, never stored with a task.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
-use mcp_tasks_engine::{Change, Engine, Recovery, Status, TaskId, TaskRecord};
+use mcp_tasks_engine::{Change, Engine, FastMap, FastSet, Recovery, Status, TaskId, TaskRecord};
 use mcp_tasks_protocol::era::Era;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::prometheus_text;
@@ -127,8 +126,8 @@ struct Shared {
 
 #[derive(Default)]
 struct State {
-    live: HashMap<TaskId, Live>,
-    tools: HashSet<String>,
+    live: FastMap<TaskId, Live>,
+    tools: FastSet<String>,
 }
 
 /// Task durations, in seconds: 10 ms × 4ⁿ up to about 2.9 hours.

@@ -20,10 +20,9 @@
 //! most [`MAX_COUNTS`] owners. Like the tasks, a count is only ever set by the writer thread
 //! from what it committed, never by a read.
 
-use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use mcp_tasks_engine::{Principal, TaskId, TaskRecord};
+use mcp_tasks_engine::{FastMap, Principal, TaskId, TaskRecord};
 
 use crate::faults::StoreLock;
 
@@ -69,9 +68,9 @@ pub(crate) struct Hot {
 
 #[derive(Default)]
 struct Entries {
-    tasks: HashMap<TaskId, (TaskRecord, Size)>,
+    tasks: FastMap<TaskId, (TaskRecord, Size)>,
     bytes: usize,
-    counts: HashMap<Principal, u64>,
+    counts: FastMap<Principal, u64>,
 }
 
 impl Entries {

@@ -247,3 +247,38 @@ async fn a_failing_write_in_a_batch_fails_alone() {
         12
     );
 }
+
+/// The writer checkpoints the WAL itself, between batches, once it passes SQLite's threshold
+/// of 1000 frames (the connection's automatic checkpoint is replaced by a WAL hook): the WAL
+/// restarts from its beginning, so its file never grows much past that threshold however
+/// many commits follow. Without a checkpoint the 1,200 one-write commits here (several
+/// frames each) would leave a WAL several times that long.
+#[tokio::test]
+async fn the_writer_checkpoints_between_batches_so_the_wal_stays_near_1000_frames() {
+    const FRAMES: u64 = 1000;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("tasks.db");
+    // NORMAL: the same commits and checkpoints without an fsync each (a quicker test).
+    let store = SqliteStore::open_with(&path, mcp_tasks_sqlite::Synchronous::Normal).expect("the store opens");
+    let page: u64 = store.pragma("page_size").await.expect("pragma").parse().expect("a number");
+    let frame = page + 24;
+    let wal = dir.path().join("tasks.db-wal");
+    let mut longest = 0;
+    for _ in 0..1200 {
+        // One at a time: every insert is a commit of its own.
+        store.insert(&sample_task("alice")).await.expect("insert");
+        longest = longest.max(std::fs::metadata(&wal).expect("the WAL exists").len());
+    }
+    let frames = |bytes: u64| bytes.saturating_sub(32) / frame;
+    assert!(
+        frames(longest) >= FRAMES,
+        "the commits wrote past the threshold before the first checkpoint ({} frames at most)",
+        frames(longest)
+    );
+    assert!(
+        frames(longest) <= FRAMES + 64,
+        "the WAL grew to {} frames: no checkpoint restarted it",
+        frames(longest)
+    );
+    assert_eq!(store.count(&mcp_tasks_engine::Principal::new("alice")).await.expect("count"), 1200);
+}
