@@ -3,10 +3,12 @@
 # fresh temporary SQLite store (`--sync full`: every task and every completion fsynced before
 # anyone is told), runs the load harness (2025-11-25 modes poll, block and plain, and the
 # 2026-07-28 task lifecycle `modern`, at each concurrency, then a blocking sleep run for the
-# delivery lag), records idle and peak RSS and the server's CPU per call, stops it; does the
-# same against the TypeScript SDK 1.32.2 peer (benches/peers/ts_task_server.mjs on Node 22;
-# 2025-11-25 modes) and the rmcp 3.11 peer (benches/peers/rmcp; 2026-07-28 `modern` and
-# `plain`), one after the other; prints all and the ratios ours / peer.
+# delivery lag: as the client sees it, commit included, and as our server times it from the
+# commit's return, scraped from its /metrics), records idle and peak RSS and the server's CPU
+# per call, stops it; does the same against the TypeScript SDK 1.32.2 peer
+# (benches/peers/ts_task_server.mjs on Node 22; 2025-11-25 modes) and the rmcp 3.11 peer
+# (benches/peers/rmcp; 2026-07-28 `modern` and `plain`), one after the other; prints all and
+# the ratios ours / peer.
 #
 #   bash benches/run.sh                      # from anywhere; everything on 127.0.0.1
 #
@@ -73,7 +75,12 @@ measure() {
     done
   done
   if [[ " $served " == *" block "* ]]; then
-    run "$name" --tasks "$sleep_tasks" --concurrency "$sleep_c" --mode block --tool sleep --ms "$sleep_ms"
+    # Ours also times each result from its commit (mcp_tasks_result_delivery_seconds).
+    local metrics=()
+    if [[ $name == ours ]]; then
+      metrics=(--metrics-url "${url%/mcp}/metrics")
+    fi
+    run "$name" --tasks "$sleep_tasks" --concurrency "$sleep_c" --mode block --tool sleep --ms "$sleep_ms" "${metrics[@]}"
   fi
   local peak
   peak=$(awk '/^VmHWM:/ {print $2}' "/proc/$server_pid/status")
@@ -94,7 +101,7 @@ run() {
   [[ $status -eq 0 ]] || failed=1
   echo "{\"server\":\"$name\",\"run\":$json}" >>"$out"
   echo "$json" | jq -r --arg s "$name" \
-    '"\($s) \(.mode) \(.tool) c=\(.concurrency): \(.per_second|floor)/s, e2e p50 \(.end_to_end.p50_us/1000) ms p99 \(.end_to_end.p99_us/1000) ms, \(.failures) failed"' >&2
+    '"\($s) \(.mode) \(.tool) c=\(.concurrency): \(.per_second|floor)/s, e2e p50 \(.end_to_end.p50_us/1000) ms p99 \(.end_to_end.p99_us/1000) ms, \(.failures) failed\(if .lag_from_commit then ", lag from commit p50 ≤ \(.lag_from_commit.p50_le_ms // "∞") ms p99 ≤ \(.lag_from_commit.p99_le_ms // "∞") ms (server), \(.lag_from_commit.within_2ms * 1000 | round / 10) % within 2 ms" else "" end)"' >&2
 }
 
 # `--inline-wait-ms 0`: a 2026-07-28 call is a task at once (the `modern` lifecycle: a
@@ -132,12 +139,13 @@ jq -rs '
   | (map(select(.idle_rss_kib)) | map({(.server): .idle_rss_kib}) | add // {}) as $idle
   | (map(select(.peak_rss_kib)) | map({(.server): .peak_rss_kib}) | add // {}) as $peak
   | def cpu: if . == null then "-" else (. | round | tostring) end;
-  "| mode | tool | c | peer | ours calls/s | peer calls/s | ratio | ours e2e p50 / p99 ms | peer e2e p50 / p99 ms | p99 ratio | ours / peer server CPU µs per call | ours gets per task | ours create p99 ms | ours lag p50 / p99 ms | peer lag p50 / p99 ms |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+  def bounds: if . == null then "-" else "≤\(.p50_le_ms // "∞") / ≤\(.p99_le_ms // "∞") (\(.within_2ms * 1000 | round / 10) % ≤ 2 ms)" end;
+  "| mode | tool | c | peer | ours calls/s | peer calls/s | ratio | ours e2e p50 / p99 ms | peer e2e p50 / p99 ms | p99 ratio | ours / peer server CPU µs per call | ours gets per task | ours create p99 ms | ours lag p50 / p99 ms | ours lag from commit p50 / p99 ms (server) | peer lag p50 / p99 ms |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ($ours[] as $o
      | ($peers | map(select(.mode == $o.mode and .tool == $o.tool and .concurrency == $o.concurrency))) as $matching
      | (if ($matching | length) == 0 then [null] else $matching end)[] as $p
-     | "| \($o.mode) | \($o.tool)\(if $o.sleep_ms then " \($o.sleep_ms) ms" else "" end) | \($o.concurrency) | \($p.server // "-") | \($o.per_second | rate) | \($p.per_second | rate) | \(ratio($o.per_second; $p.per_second)) | \($o.end_to_end.p50_us | ms) / \($o.end_to_end.p99_us | ms) | \($p.end_to_end.p50_us | ms) / \($p.end_to_end.p99_us | ms) | \(ratio($o.end_to_end.p99_us; $p.end_to_end.p99_us)) | \($o.server_cpu_us_per_call | cpu) / \($p.server_cpu_us_per_call | cpu) | \(if $o.gets_per_task == null then "-" else ($o.gets_per_task * 100 | round / 100 | tostring) end) | \($o.create.p99_us | ms) | \($o.lag.p50_us | ms) / \($o.lag.p99_us | ms) | \($p.lag.p50_us | ms) / \($p.lag.p99_us | ms) |"),
+     | "| \($o.mode) | \($o.tool)\(if $o.sleep_ms then " \($o.sleep_ms) ms" else "" end) | \($o.concurrency) | \($p.server // "-") | \($o.per_second | rate) | \($p.per_second | rate) | \(ratio($o.per_second; $p.per_second)) | \($o.end_to_end.p50_us | ms) / \($o.end_to_end.p99_us | ms) | \($p.end_to_end.p50_us | ms) / \($p.end_to_end.p99_us | ms) | \(ratio($o.end_to_end.p99_us; $p.end_to_end.p99_us)) | \($o.server_cpu_us_per_call | cpu) / \($p.server_cpu_us_per_call | cpu) | \(if $o.gets_per_task == null then "-" else ($o.gets_per_task * 100 | round / 100 | tostring) end) | \($o.create.p99_us | ms) | \($o.lag.p50_us | ms) / \($o.lag.p99_us | ms) | \($o.lag_from_commit | bounds) | \($p.lag.p50_us | ms) / \($p.lag.p99_us | ms) |"),
     "",
     "| server | idle RSS | peak RSS | failed calls |",
     "|---|---|---|---|",

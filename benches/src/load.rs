@@ -20,6 +20,12 @@
 //! Requests accept JSON and SSE (or JSON only, [`Config::json_only`]); an SSE answer is read to its end and the response with the
 //! request's id is taken from its `data` lines. A call whose answer is not what the tool
 //! returns (`ok`, or `slept <ms> ms; done_at_us=…`) is a failure, with the first one kept.
+//!
+//! The lag the harness sees (the `sleep` tool's completion time to the result's arrival)
+//! includes the durable commit of the completion. Our server also times, itself, each
+//! result from that commit's return to the answer of the `tasks/result` waiting for it
+//! ([`DELIVERY_HISTOGRAM`]); with [`Config::metrics_url`] the run scrapes it before and
+//! after and reports what the run added ([`Report::lag_from_commit`]).
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -112,6 +118,9 @@ pub struct Config {
     pub server_pid: Option<u32>,
     /// Accept only `application/json` answers (default: JSON and SSE, as MCP clients do).
     pub json_only: bool,
+    /// The server's `/metrics` (`http://HOST:PORT/metrics`; ours only), scraped before and
+    /// after the run for [`Report::lag_from_commit`].
+    pub metrics_url: Option<String>,
 }
 
 /// Latency percentiles, in microseconds.
@@ -165,6 +174,10 @@ pub struct Report {
     pub end_to_end: Option<Percentiles>,
     /// For `sleep`: the result's arrival minus the completion time the tool reported.
     pub lag: Option<Percentiles>,
+    /// The server's own measure over the run, from the commit of each completion to the
+    /// answer of the `tasks/result` waiting for it ([`Config::metrics_url`]; `None` without
+    /// it, or if no `tasks/result` waited).
+    pub lag_from_commit: Option<CommitLag>,
     /// `tasks/get` requests per call (poll and modern modes), on average.
     pub gets_per_task: Option<f64>,
     /// The id of the first task the first worker created (task modes), to look it up later.
@@ -207,6 +220,7 @@ impl Report {
             "create": self.create.map(Percentiles::json),
             "end_to_end": self.end_to_end.map(Percentiles::json),
             "lag": self.lag.map(Percentiles::json),
+            "lag_from_commit": self.lag_from_commit.map(CommitLag::json),
             "gets_per_task": self.gets_per_task,
             "first_task_id": self.first_task_id,
             "rss_kib": self.rss_kib,
@@ -240,6 +254,16 @@ impl Report {
         let _ = writeln!(out, "  end-to-end  p50 / p99: {}", pair(self.end_to_end));
         if self.lag.is_some() {
             let _ = writeln!(out, "  result lag  p50 / p99: {}", pair(self.lag));
+        }
+        if let Some(lag) = self.lag_from_commit {
+            let _ = writeln!(
+                out,
+                "  lag from commit p50 / p99 (server): {} / {} ms, {:.1} % within 2 ms ({} waited)",
+                at_most_ms(lag.p50_le),
+                at_most_ms(lag.p99_le),
+                lag.within_2ms * 100.0,
+                lag.count
+            );
         }
         if let Some(gets) = self.gets_per_task {
             let _ = writeln!(out, "  tasks/get per task: {gets:.2}");
@@ -281,9 +305,14 @@ impl std::error::Error for LoadError {}
 /// Runs `config` and reports. Failed calls are counted in the report, not returned as errors.
 ///
 /// # Errors
-/// The URL is not `http://host:port/path`, or a session could not be opened.
+/// The URL is not `http://host:port/path`, a session could not be opened, or
+/// [`Config::metrics_url`] could not be scraped (before or after the run).
 pub async fn run(config: Config) -> Result<Report, LoadError> {
     let targets = config.url.split(',').map(Target::parse).collect::<Result<Vec<_>, _>>()?;
+    let deliveries_before = match &config.metrics_url {
+        Some(url) => Some(Histogram::parse(&scrape(url).await?, DELIVERY_HISTOGRAM)),
+        None => None,
+    };
     let workers = config.concurrency.max(1);
     let barrier = Arc::new(Barrier::new(workers + 1));
     let next = Arc::new(AtomicUsize::new(0));
@@ -335,6 +364,14 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
     {
         return Err(err);
     }
+    // Each delivery is observed before its answer leaves: every one of this run is in.
+    let lag_from_commit = match (&config.metrics_url, deliveries_before) {
+        (Some(url), Some(before)) => {
+            let after = Histogram::parse(&scrape(url).await?, DELIVERY_HISTOGRAM);
+            CommitLag::of(&after.since(&before))
+        }
+        _ => None,
+    };
     let ok = all.ok;
     let missing = config.tasks.saturating_sub(ok + all.failures);
     let (rss_kib, peak_rss_kib) = config.server_pid.map_or((None, None), rss);
@@ -345,6 +382,7 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
         create: Percentiles::of(all.create),
         end_to_end: Percentiles::of(all.end_to_end),
         lag: Percentiles::of(all.lag),
+        lag_from_commit,
         gets_per_task: matches!(config.mode, Mode::Poll | Mode::Modern)
             .then_some(ok)
             .filter(|&ok| ok > 0)
@@ -358,6 +396,172 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
         ok,
         config,
     })
+}
+
+/// Our server's histogram of result deliveries: from the commit of a task's terminal state
+/// to the answer of a `tasks/result` that was waiting for it, in seconds.
+pub const DELIVERY_HISTOGRAM: &str = "mcp_tasks_result_delivery_seconds";
+
+/// Issue 18's target for [`DELIVERY_HISTOGRAM`]: 2 ms at p99 (one of its bucket bounds).
+const DELIVERY_TARGET_S: f64 = 0.002;
+
+/// A histogram of the Prometheus text format, as scraped: its cumulative buckets (upper
+/// bound in seconds, observations at most that), in increasing order, `+Inf` last.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Histogram(pub Vec<(f64, u64)>);
+
+impl Histogram {
+    /// The buckets of the unlabelled histogram `name` in `text` (none if it is not there).
+    pub fn parse(text: &str, name: &str) -> Histogram {
+        let prefix = format!("{name}_bucket{{le=\"");
+        let mut buckets: Vec<(f64, u64)> = text
+            .lines()
+            .filter_map(|line| {
+                let (bound, count) = line.strip_prefix(&prefix)?.split_once("\"} ")?;
+                let bound = match bound {
+                    "+Inf" => f64::INFINITY,
+                    finite => finite.parse().ok()?,
+                };
+                Some((bound, count.trim().parse::<f64>().ok()? as u64))
+            })
+            .collect();
+        buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Histogram(buckets)
+    }
+
+    /// What was observed since `earlier`, a scrape of the same histogram.
+    pub fn since(&self, earlier: &Histogram) -> Histogram {
+        let before = |bound: f64| {
+            earlier
+                .0
+                .iter()
+                .find(|(earlier, _)| earlier.total_cmp(&bound).is_eq())
+                .map_or(0, |(_, count)| *count)
+        };
+        Histogram(
+            self.0
+                .iter()
+                .map(|&(bound, count)| (bound, count.saturating_sub(before(bound))))
+                .collect(),
+        )
+    }
+
+    /// How many observations it holds (its `+Inf` bucket).
+    pub fn count(&self) -> u64 {
+        self.0.last().map_or(0, |(_, count)| *count)
+    }
+
+    /// The smallest bound with at least `percent` % of the observations at or below it: an
+    /// upper bound of that percentile (`None` without observations).
+    pub fn percentile_bound(&self, percent: u64) -> Option<f64> {
+        let need = (self.count() * percent).div_ceil(100).max(1);
+        self.0
+            .iter()
+            .find(|(_, count)| *count >= need)
+            .map(|(bound, _)| *bound)
+    }
+
+    /// The share of the observations at or below `bound`, counted by the buckets whose
+    /// bound is at most `bound` (exact when `bound` is one; `None` without observations).
+    pub fn share_within(&self, bound: f64) -> Option<f64> {
+        let total = self.count();
+        let within = self
+            .0
+            .iter()
+            .take_while(|(upper, _)| *upper <= bound)
+            .last()
+            .map_or(0, |(_, count)| *count);
+        (total > 0).then(|| within as f64 / total as f64)
+    }
+}
+
+/// [`DELIVERY_HISTOGRAM`] over one run: the upper bounds of its median and 99th percentile
+/// (bucket bounds, in seconds; `INFINITY` past the largest), and the share within 2 ms.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CommitLag {
+    /// Deliveries observed: `tasks/result` requests that waited for their task.
+    pub count: u64,
+    /// The median is at most this.
+    pub p50_le: f64,
+    /// The 99th percentile is at most this.
+    pub p99_le: f64,
+    /// The share of deliveries within 2 ms of the commit.
+    pub within_2ms: f64,
+}
+
+impl CommitLag {
+    /// The summary of `deliveries` (`None` if it holds none).
+    pub fn of(deliveries: &Histogram) -> Option<CommitLag> {
+        Some(CommitLag {
+            count: deliveries.count(),
+            p50_le: deliveries.percentile_bound(50)?,
+            p99_le: deliveries.percentile_bound(99)?,
+            within_2ms: deliveries.share_within(DELIVERY_TARGET_S)?,
+        })
+    }
+
+    /// `{"count", "p50_le_ms", "p99_le_ms", "within_2ms"}`; a bound past the largest bucket
+    /// is `null`.
+    fn json(self) -> Value {
+        let ms = |seconds: f64| {
+            seconds
+                .is_finite()
+                .then(|| (seconds * 1e6).round() / 1e3)
+        };
+        json!({
+            "count": self.count,
+            "p50_le_ms": ms(self.p50_le),
+            "p99_le_ms": ms(self.p99_le),
+            "within_2ms": self.within_2ms,
+        })
+    }
+}
+
+/// `≤ <ms>` for an upper bound in seconds, or `> largest bucket` past it.
+fn at_most_ms(seconds: f64) -> String {
+    if seconds.is_finite() {
+        format!("≤ {}", (seconds * 1e6).round() / 1e3)
+    } else {
+        "> largest bucket".to_owned()
+    }
+}
+
+/// The body of `GET url` (`http://host:port/path`), on a connection of its own.
+///
+/// # Errors
+/// The URL is not `http://host:port/path`, or the server did not answer 200.
+pub async fn scrape(url: &str) -> Result<String, LoadError> {
+    let target = Target::parse(url)?;
+    let failed = |err: &dyn std::fmt::Display| LoadError(format!("GET {url}: {err}"));
+    let stream = TcpStream::connect(&target.authority)
+        .await
+        .map_err(|err| failed(&err))?;
+    let (mut sender, connection) = http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|err| failed(&err))?;
+    tokio::spawn(connection);
+    let request = Request::builder()
+        .method(Method::GET)
+        .uri(&target.path)
+        .header(header::HOST, &target.authority)
+        .body(Full::new(Bytes::new()))
+        .map_err(|err| failed(&err))?;
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|err| failed(&err))?;
+    let status = response.status();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|err| failed(&err))?
+        .to_bytes();
+    let text = String::from_utf8_lossy(&body).into_owned();
+    if status != StatusCode::OK {
+        return Err(failed(&format!("HTTP {status}: {text}")));
+    }
+    Ok(text)
 }
 
 /// Microseconds per clock tick of `/proc/PID/stat`: Linux reports CPU times there in
@@ -881,6 +1085,37 @@ mod tests {
         assert_eq!(messages.len(), 1);
         assert!(response_result(&messages, 3).is_ok());
         assert!(response_result(&messages, 4).is_err());
+    }
+
+    #[test]
+    fn the_delivery_histogram_is_summarised_from_its_cumulative_buckets_over_the_run() {
+        let scrape = |counts: [u64; 5]| {
+            let mut text = format!(
+                "# HELP {DELIVERY_HISTOGRAM} From commit to answer.\n# TYPE {DELIVERY_HISTOGRAM} histogram\n\
+                 {DELIVERY_HISTOGRAM}_sum 0.5\n{DELIVERY_HISTOGRAM}_count {}\n",
+                counts[4]
+            );
+            for (bound, count) in ["0.0005", "0.001", "0.002", "0.005", "+Inf"].iter().zip(counts) {
+                text.push_str(&format!("{DELIVERY_HISTOGRAM}_bucket{{le=\"{bound}\"}} {count}\n"));
+            }
+            text.push_str("other_bucket{le=\"0.001\"} 99\n");
+            Histogram::parse(&text, DELIVERY_HISTOGRAM)
+        };
+        let before = scrape([10, 10, 10, 10, 10]);
+        assert_eq!(before.0.len(), 5, "{before:?}");
+        assert_eq!(before.0[4], (f64::INFINITY, 10));
+        // 200 in the run: 60 ≤ 0.5 ms, 100 ≤ 1 ms, 197 ≤ 2 ms, 199 ≤ 5 ms, 1 beyond.
+        let run = scrape([70, 110, 207, 209, 210]).since(&before);
+        assert_eq!(run.count(), 200);
+        let lag = CommitLag::of(&run).unwrap();
+        assert_eq!((lag.p50_le, lag.p99_le, lag.within_2ms), (0.001, 0.005, 0.985));
+        assert_eq!(run.percentile_bound(100), Some(f64::INFINITY));
+        assert_eq!(
+            lag.json(),
+            json!({"count": 200, "p50_le_ms": 1.0, "p99_le_ms": 5.0, "within_2ms": 0.985})
+        );
+        assert_eq!(CommitLag::of(&before.since(&before)), None, "no delivery in the run");
+        assert_eq!(CommitLag::of(&Histogram::parse("", DELIVERY_HISTOGRAM)), None);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The load harness against the bench server, both in this process: a temporary SQLite store,
 //! an ephemeral port, 100 calls from 4 sessions in each mode, every result checked; the
 //! Modern lifecycle against a bench server whose calls are tasks at once (inline wait 0), and
-//! refused as "not a task" against one that answers inline.
+//! refused as "not a task" against one that answers inline. Every run scrapes the server's
+//! `/metrics` around it, for its own lag from commit to a waiting `tasks/result`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -23,6 +24,7 @@ async fn against(settings: Settings, runs: &[(Mode, Tool, bool)]) -> Vec<Report>
     let store = dir.path().join("bench.sqlite3");
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let metrics = format!("http://{}/metrics", listener.local_addr().unwrap());
     let (stop, stopped) = oneshot::channel::<()>();
     let server = tokio::spawn(async move {
         mcp_tasks_bench::server::serve(listener, &store, settings, || {}, async {
@@ -41,6 +43,7 @@ async fn against(settings: Settings, runs: &[(Mode, Tool, bool)]) -> Vec<Report>
             tool,
             server_pid: Some(std::process::id()),
             json_only,
+            metrics_url: Some(metrics.clone()),
         };
         let report = tokio::time::timeout(Duration::from_secs(60), load::run(config))
             .await
@@ -83,6 +86,8 @@ async fn every_mode_checks_every_result_against_the_bench_server() {
         // JSON answers only (no SSE).
         (Mode::Block, Tool::Noop, true),
         (Mode::Plain, Tool::Noop, true),
+        // Long enough that every tasks/result waits for its task.
+        (Mode::Block, Tool::Sleep(50), false),
     ];
     let reports = against_bench_server(&runs).await;
     for report in &reports {
@@ -98,6 +103,15 @@ async fn every_mode_checks_every_result_against_the_bench_server() {
         assert!(report.end_to_end.unwrap().p50 >= 2_000);
     }
     assert!(reports[0].lag.is_none());
+    // The server timed each result from its commit to the waiting tasks/result's answer
+    // (scraped around the run: the earlier runs' deliveries are not counted). A poll run's
+    // tasks/result finds its task done: no delivery to a waiter.
+    let lag = reports[8].lag_from_commit.expect("the server's delivery histogram");
+    assert_eq!(lag.count, 100, "every tasks/result waited: {lag:?}");
+    assert!(lag.p50_le <= lag.p99_le && lag.p99_le <= 1.0, "{lag:?}");
+    assert!((0.0..=1.0).contains(&lag.within_2ms), "{lag:?}");
+    assert_eq!(reports[8].json()["lag_from_commit"]["count"], 100);
+    assert_eq!(reports[4].lag_from_commit, None, "poll: {:?}", reports[4].lag_from_commit);
     // The JSON report carries the figures the run script reads.
     let json = reports[1].json();
     assert_eq!(json["mode"], "block");
@@ -151,6 +165,7 @@ async fn a_wrong_url_is_an_error_not_a_report() {
         tool: Tool::Noop,
         server_pid: None,
         json_only: false,
+        metrics_url: None,
     };
     assert!(load::run(config).await.is_err());
     let config = Config {
@@ -161,6 +176,7 @@ async fn a_wrong_url_is_an_error_not_a_report() {
         tool: Tool::Noop,
         server_pid: None,
         json_only: false,
+        metrics_url: None,
     };
     assert!(load::run(config).await.is_err());
 }
@@ -192,6 +208,7 @@ async fn clients_are_spread_over_every_url_given() {
         tool: Tool::Noop,
         server_pid: Some(std::process::id()),
         json_only: false,
+        metrics_url: None,
     };
     // One client: the first URL's. Two: one each.
     let dead = format!("http://{dead_addr}/mcp");

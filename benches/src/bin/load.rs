@@ -2,9 +2,12 @@
 //!
 //! ```text
 //! load --url http://127.0.0.1:PORT/mcp [--tasks N] [--concurrency C] [--mode poll|block|plain|modern]
-//!      [--tool noop|sleep] [--ms MS] [--server-pid PID] [--json-only] [--json]
+//!      [--tool noop|sleep] [--ms MS] [--server-pid PID] [--metrics-url URL] [--json-only] [--json]
 //! ```
 //!
+//! `--metrics-url` (our server's `http://HOST:PORT/metrics`) is scraped before and after the
+//! run: the report then has the server's own lag from the commit of each completion to the
+//! answer of the waiting `tasks/result` (`lag_from_commit`).
 //! `--json-only` accepts only `application/json` answers (no SSE). `--url` may name several
 //! endpoints, comma-separated (replicas): the clients are spread over them evenly.
 //! Prints a short table (or one JSON object with `--json`) and exits 1 if any call failed
@@ -15,7 +18,7 @@ use std::process::ExitCode;
 use mcp_tasks_bench::load::{self, Config, Mode, Tool};
 
 const USAGE: &str = "usage: load --url URL [--tasks N] [--concurrency C] [--mode poll|block|plain|modern] \
-[--tool noop|sleep] [--ms MS] [--server-pid PID] [--json-only] [--json]";
+[--tool noop|sleep] [--ms MS] [--server-pid PID] [--metrics-url URL] [--json-only] [--json]";
 
 fn main() -> ExitCode {
     let (config, as_json) = match parse(std::env::args().skip(1)) {
@@ -64,6 +67,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<(Config, bool), Strin
         tool: Tool::Noop,
         server_pid: None,
         json_only: false,
+        metrics_url: None,
     };
     let mut sleep = false;
     let mut ms = 10;
@@ -107,6 +111,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<(Config, bool), Strin
                 }
             }
             "--ms" => ms = number(&value)?,
+            "--metrics-url" => config.metrics_url = Some(value),
             "--server-pid" => {
                 config.server_pid =
                     Some(u32::try_from(number(&value)?).map_err(|err| err.to_string())?)

@@ -6,10 +6,9 @@
 //! work (`run.rs`), input requests (`input.rs`), sweeping and recovery (`maintenance.rs`),
 //! claims, the heartbeat, the rescuer and the store's change feed (`claims.rs`).
 
-use crate::fast::{FastMap, FastSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -18,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::admission::{Policy, Work};
 use crate::clock::Clock;
 use crate::error::{EngineError, LimitExceeded};
+use crate::fast::{FastMap, FastSet};
 use crate::input::InputWaiters;
 use crate::run::Registered;
 use crate::slots::Slots;
@@ -33,7 +33,8 @@ const FEED_CAPACITY: usize = 4096;
 /// How long a claim holds without a renewal unless the engine is told otherwise: a task whose
 /// node died is taken over this long after its last heartbeat (plus one rescuer sweep).
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
-/// Past this many tasks remembered as published, the finished ones are forgotten.
+/// Past this many tasks remembered as published, the finished ones are forgotten (their
+/// commit instants with them, [`Engine::committed_at`]).
 const PUBLISHED_CAP: usize = 65_536;
 
 /// How long [`Engine::get`] waits for the outcome of a task whose work has just ended here
@@ -139,6 +140,19 @@ pub struct Output {
     pub text: Arc<str>,
 }
 
+/// What [`Engine::publish_task`] remembers of a task.
+#[derive(Clone, Copy)]
+struct Published {
+    /// The version last published.
+    version: Version,
+    /// Whether it was terminal: past [`PUBLISHED_CAP`] entries, the terminal ones go.
+    terminal: bool,
+    /// When this node's write of that terminal version returned from the store
+    /// ([`Engine::committed_at`]); `None` for any other version, and for one heard only on
+    /// the store's feed (another node's write: no local commit to measure from).
+    committed_at: Option<Instant>,
+}
+
 /// The task engine: a cheap, cloneable handle.
 #[derive(Clone)]
 pub struct Engine {
@@ -183,9 +197,9 @@ pub(crate) struct Inner {
     /// retention limit waits for it ([`Engine::admit_task`]).
     pub(crate) settled: tokio::sync::Notify,
     pub(crate) changes: broadcast::Sender<Change>,
-    /// The version last published of each task, and whether it was terminal
-    /// ([`Engine::publish_task`]). A std mutex: a lookup and an insert.
-    published: Mutex<FastMap<TaskId, (Version, bool)>>,
+    /// What was last published of each task ([`Engine::publish_task`]). A std mutex: a
+    /// lookup and an insert.
+    published: Mutex<FastMap<TaskId, Published>>,
     /// The output feed ([`Output`]); a subscriber that lags misses output, nothing else.
     pub(crate) outputs: broadcast::Sender<Output>,
     /// The changes routed by task id ([`Engine::watch_tasks`]).
@@ -408,7 +422,7 @@ impl Engine {
                 } else {
                     self.forget(&record.id, record.attempt);
                 }
-                self.publish_task(&record);
+                self.publish_task(&record, None);
                 Ok(Creation::New(record))
             }
         }
@@ -589,7 +603,7 @@ impl Engine {
             let Some(update) = decide(&task)? else { return Ok(None) };
             match self.inner.store.replace(id, task.version, &update).await {
                 Ok(record) => {
-                    self.publish_task(&record);
+                    self.publish_task(&record, Some(Instant::now()));
                     return Ok(Some(record));
                 }
                 Err(StoreError::Conflict(_)) => continue,
@@ -602,19 +616,40 @@ impl Engine {
     /// Publishes `record` to the engine's subscribers, unless it was published already at
     /// its version: this node's own writes are published as they return (so a subscriber
     /// sees them in order, before the call that made them returns), and again by the store's
-    /// change feed, which also carries the other nodes' writes.
-    pub(crate) fn publish_task(&self, record: &TaskRecord) {
+    /// change feed, which also carries the other nodes' writes. `committed`: when this node's
+    /// write of `record` returned from the store, kept for a terminal record
+    /// ([`Engine::committed_at`]).
+    pub(crate) fn publish_task(&self, record: &TaskRecord, committed: Option<Instant>) {
+        let terminal = record.status().is_terminal();
+        let committed_at = committed.filter(|_| terminal);
         {
             let mut published = self.inner.published.lock().unwrap_or_else(PoisonError::into_inner);
-            if published.get(&record.id).is_some_and(|(version, _)| *version >= record.version) {
+            if let Some(seen) = published.get_mut(&record.id)
+                && seen.version >= record.version
+            {
+                // The store's feed (SQLite: sent as the write returns) may get here first
+                // with this very version: it is published already, and now has its instant.
+                if seen.version == record.version && seen.committed_at.is_none() {
+                    seen.committed_at = committed_at;
+                }
                 return;
             }
             if published.len() >= PUBLISHED_CAP {
-                published.retain(|_, (_, terminal)| !*terminal);
+                published.retain(|_, seen| !seen.terminal);
             }
-            published.insert(record.id.clone(), (record.version, record.status().is_terminal()));
+            published.insert(record.id.clone(), Published { version: record.version, terminal, committed_at });
         }
         self.send_change(Change::Task(Arc::new(record.clone())));
+    }
+
+    /// When this node's write of task `id`'s terminal state returned from the store: the
+    /// moment its commit was done, from which the delivery of the outcome to a waiting
+    /// request can be timed. `None` if the task is not terminal, was finished by another
+    /// node (heard on a shared store's change feed), or was forgotten (the engine remembers
+    /// a bounded number of finished tasks). A lookup under the lock that publishing takes.
+    pub fn committed_at(&self, id: &TaskId) -> Option<Instant> {
+        let published = self.inner.published.lock().unwrap_or_else(PoisonError::into_inner);
+        published.get(id).and_then(|seen| seen.committed_at)
     }
 
     /// Sends `change` to the watchers of its task and to the subscribers of every change.
@@ -635,14 +670,14 @@ impl Engine {
     /// [`Engine::release_publishing`].
     pub(crate) fn hold_publishing(&self, id: &TaskId) {
         let mut published = self.inner.published.lock().unwrap_or_else(PoisonError::into_inner);
-        published.insert(id.clone(), (Version(u64::MAX), false));
+        published.insert(id.clone(), Published { version: Version(u64::MAX), terminal: false, committed_at: None });
     }
 
     /// Publishes task `id` as it stands, and lets its later changes through again.
     pub(crate) async fn release_publishing(&self, id: &TaskId) {
         self.inner.published.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
         match self.inner.store.get(id).await {
-            Ok(Some(record)) => self.publish_task(&record),
+            Ok(Some(record)) => self.publish_task(&record, None),
             Ok(None) => {}
             Err(err) => tracing::warn!(task = %id, error = %err, "could not read a task after its take-over"),
         }

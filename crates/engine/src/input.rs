@@ -156,7 +156,7 @@ impl Engine {
             // finds it wherever it runs, and a repeated answer finds no request (applied once).
             match self.inner.store.answer(id, task.version, &update, key, &answer).await {
                 Ok(written) => {
-                    self.publish_task(&written);
+                    self.publish_task(&written, None);
                     if let Some(waiter) = self.inputs().get(&(id.clone(), key.to_owned())) {
                         waiter.notify_one();
                     }

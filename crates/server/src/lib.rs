@@ -26,7 +26,8 @@
 //!   errors, with [`LIMIT_EXCEEDED`] for calls over a limit.
 //! - `poll_rate`: the per-principal token bucket of task reads ([`PollRate`]).
 //! - `metrics`: [`Metrics`], the counters, gauges and histograms of `/metrics` (tasks by
-//!   tool and era from the ops and the engine's change feed, HTTP requests, recovery).
+//!   tool and era from the ops and the engine's change feed, HTTP requests, recovery, the
+//!   delivery of results to waiting `tasks/result`s).
 //! - [`stdio`]: newline-delimited JSON-RPC over any reader and writer.
 //! - [`http`]: Streamable HTTP on axum (guards, sessions, SSE streams).
 //!

@@ -14,11 +14,16 @@
 //!   scrape; open SSE streams by a guard each stream holds ([`OpenStream`]);
 //! - tasks resolved at recovery: [`Metrics::record_recovery`], called by whoever recovered;
 //! - the store's commits (latency, group size, failures): [`Metrics::record_store_commit`],
-//!   called by the store's writer (`mcp-tasks serve` wires the SQLite store's to it).
+//!   called by the store's writer (`mcp-tasks serve` wires the SQLite store's to it);
+//! - the delivery of a result to a `tasks/result` that waited for it: timed by the `ops`
+//!   that answer it ([`Metrics::result_delivered`]), from the instant this node's write of
+//!   the task's terminal state returned from the store
+//!   ([`mcp_tasks_engine::Engine::committed_at`]).
 //!
 //! The engine stays protocol-free: the era is a label added here, never stored with a task.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
 
 use mcp_tasks_engine::{Change, Engine, FastMap, FastSet, Recovery, Status, TaskId, TaskRecord};
 use mcp_tasks_protocol::era::Era;
@@ -38,6 +43,10 @@ pub(crate) const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
 /// new task is still counted as created, but not as running, nor when it finishes. The
 /// engine's `max_running` (64 by default) keeps the real number far below.
 pub const MAX_LIVE: usize = 65_536;
+
+/// The bounds of `mcp_tasks_result_delivery_seconds`, in seconds: fine around the 2 ms
+/// target (issue 18), up to a second.
+const DELIVERY_BUCKETS: [f64; 12] = [0.000_1, 0.000_25, 0.000_5, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0];
 
 /// The `era` label of a task this process did not see created.
 const UNKNOWN_ERA: &str = "unknown";
@@ -119,6 +128,7 @@ struct Shared {
     commit_seconds: Histogram,
     commit_writes: Histogram,
     commit_failures: Counter,
+    result_delivery: Histogram,
     /// Unfinished tasks, and every tool seen (so that its gauges read 0 rather than
     /// vanish). Held through a render, so that two scrapes do not interleave their gauges.
     state: Mutex<State>,
@@ -160,6 +170,7 @@ impl Metrics {
         // 1, 2, 4 … 512 writes: the writer takes at most 512 at once.
         let commit_writes = Histogram::new(exponential_buckets(1.0, 2.0, 10));
         let commit_failures = Counter::default();
+        let result_delivery = Histogram::new(DELIVERY_BUCKETS);
         registry.register(
             "store_commit_seconds",
             "Time the task store's writer took per transaction, the fsync included (each holds one group of writes)",
@@ -174,6 +185,11 @@ impl Metrics {
             "store_commit_failures",
             "Transactions of the task store that did not commit (full disk, I/O error): none of their writes stands",
             commit_failures.clone(),
+        );
+        registry.register(
+            "result_delivery_seconds",
+            "Time from the commit of a task's terminal state to the answer of a tasks/result that was waiting for it",
+            result_delivery.clone(),
         );
         registry.register("tasks_created", "Tasks created, by tool and era (protocol revision)", created.clone());
         registry.register(
@@ -217,6 +233,7 @@ impl Metrics {
                 commit_seconds,
                 commit_writes,
                 commit_failures,
+                result_delivery,
                 state: Mutex::new(State::default()),
             }),
         }
@@ -233,6 +250,13 @@ impl Metrics {
         if !committed {
             self.inner.commit_failures.inc();
         }
+    }
+
+    /// Records that a `tasks/result` which waited for its task answers now, `since_commit`
+    /// after this node's write of the task's terminal state returned from the store
+    /// (`mcp_tasks_result_delivery_seconds`).
+    pub(crate) fn result_delivered(&self, since_commit: Duration) {
+        self.inner.result_delivery.observe(since_commit.as_secs_f64());
     }
 
     /// Counts what [`Engine::recover`] did (`mcp_tasks_tasks_recovered_total{outcome}`).

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use mcp_tasks_engine::{
@@ -307,6 +307,51 @@ async fn legacy_33_36_input_goes_working_input_required_working_completed_and_ap
         }
     }
     assert_eq!(statuses, vec![Status::InputRequired, Status::Working, Status::Completed]);
+}
+
+#[tokio::test]
+async fn the_commit_of_a_terminal_write_is_remembered_by_the_node_that_wrote_it_only() {
+    let f = fixture(RestartPolicy::Fail, false);
+    let mut asked = asker(&f);
+    let owner = Principal::new("a");
+    let task = f.engine.create(NewTask { tool: "asker".into(), ..new_task("a", None) }).await.unwrap();
+    assert_eq!(f.engine.committed_at(&task.id), None, "created: not terminal");
+    f.engine.start(&task).unwrap();
+    asked.recv().await.unwrap();
+    let key = wait_for_input(&f.engine, &owner, &task.id).await;
+    assert_eq!(f.engine.committed_at(&task.id), None, "input_required: written here, but not terminal");
+
+    let before = Instant::now();
+    assert!(f.engine.answer(&owner, &task.id, &key, Ok(json!({"action": "accept", "content": {}}))).await.unwrap());
+    let done = timeout(WAIT, f.engine.wait_terminal(&owner, &task.id)).await.unwrap().unwrap();
+    let after = Instant::now();
+    assert_eq!(done.status(), Status::Completed);
+    let committed = f.engine.committed_at(&task.id).expect("the completion was committed here");
+    assert!(before <= committed && committed <= after, "between the answer and the completion's arrival");
+    assert_eq!(f.engine.committed_at(&mcp_tasks_engine::TaskId::from("no-such-task")), None);
+}
+
+#[tokio::test]
+async fn a_terminal_record_heard_on_the_stores_feed_has_no_commit_instant_here() {
+    let store: Arc<dyn mcp_tasks_engine::TaskStore> = Arc::new(MemoryStore::new());
+    let policy = Policy::default();
+    let writer = Engine::new(Arc::clone(&store), Arc::new(mcp_tasks_engine::SystemClock), policy);
+    let listener = Engine::new(store, Arc::new(mcp_tasks_engine::SystemClock), policy);
+    let (started, _) = mpsc::unbounded_channel();
+    let gate = Gate { release: Arc::new(Notify::new()), started, ignore_cancel: false };
+    writer.register("gate", ToolRuntime::new(gate));
+    let owner = Principal::new("a");
+    let task = writer.create(new_task("a", None)).await.unwrap();
+    // What the listener publishes of the task (the feed's records, once it has noted them).
+    let heard = listener.watch_task(&task.id);
+    writer.cancel(&owner, &task.id).await.unwrap();
+    timeout(WAIT, async {
+        while !heard.next_task().await.expect("no lag").status().is_terminal() {}
+    })
+    .await
+    .expect("the listener hears the cancel on the store's feed");
+    assert!(writer.committed_at(&task.id).is_some(), "the writer committed it");
+    assert_eq!(listener.committed_at(&task.id), None, "the listener only heard of it");
 }
 
 #[tokio::test]

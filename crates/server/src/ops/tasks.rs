@@ -33,6 +33,16 @@ pub(crate) async fn next_change(ctx: &RequestContext, feed: &TaskWatch, id: &Tas
     }
 }
 
+/// Times the delivery of task `id`'s outcome to a `tasks/result` that waited for it, which
+/// answers now: from the commit of its terminal state on this node
+/// (`mcp_tasks_result_delivery_seconds`). Nothing is observed for a task finished by another
+/// node of a shared store, whose commit this node did not see return.
+pub(crate) fn delivered(ctx: &RequestContext, id: &TaskId) {
+    if let Some(committed) = ctx.server().engine().committed_at(id) {
+        ctx.server().metrics().result_delivered(committed.elapsed());
+    }
+}
+
 /// The principal's tasks after `after`, oldest first, at most `limit`.
 ///
 /// # Errors

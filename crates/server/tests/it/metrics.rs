@@ -1,8 +1,9 @@
 //! `/metrics`: a scripted run of tasks in both eras (some complete, one fails, some are
 //! cancelled, some wait for input, one keeps working), then the Prometheus text parsed and
 //! every series of the task counters, gauges and HTTP counter compared with what the run
-//! did; open HTTP sessions and SSE streams; and who may read `/metrics` (Host check,
-//! bearer tokens, `metrics: false`).
+//! did; open HTTP sessions and SSE streams; the delivery of a result to a `tasks/result`
+//! that waited for it; and who may read `/metrics` (Host check, bearer tokens,
+//! `metrics: false`).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -275,6 +276,51 @@ async fn metrics_after_a_scripted_run_in_both_eras_count_every_task_and_request(
     assert_eq!(family(&samples, "mcp_tasks_http_requests_total"), http_requests);
     assert_eq!(family(&samples, "mcp_tasks_http_sessions_open"), rows([], &[([], 0.0)]), "stdio has no HTTP session");
     assert_eq!(family(&samples, "mcp_tasks_metrics_feed_lagged_total"), rows([], &[([], 0.0)]));
+}
+
+/// `mcp_tasks_result_delivery_seconds` from one scrape: its count, its sum, and the count
+/// of its `+Inf` bucket.
+async fn deliveries(addr: SocketAddr) -> (f64, f64, f64) {
+    let (status, body) = get(addr, "/metrics", "").await;
+    assert_eq!(status, 200, "{body}");
+    let samples = parse(&body);
+    let one = |name: &str, labels: Vec<(String, String)>| {
+        family(&samples, name).get(&labels).copied().unwrap_or_else(|| panic!("no {name} {labels:?} in:\n{body}"))
+    };
+    (
+        one("mcp_tasks_result_delivery_seconds_count", Vec::new()),
+        one("mcp_tasks_result_delivery_seconds_sum", Vec::new()),
+        one("mcp_tasks_result_delivery_seconds_bucket", vec![("le".to_owned(), "+Inf".to_owned())]),
+    )
+}
+
+#[tokio::test]
+async fn a_tasks_result_that_waited_is_timed_from_the_commit_and_one_that_found_the_task_done_is_not() {
+    let (server, _dir) = server();
+    let http = TestServer::http(server.clone()).await.unwrap();
+    let addr = http.addr().unwrap();
+    let mut peer = TestPeer::connect(server);
+    peer.initialize(json!({"elicitation": {}})).await;
+    assert_eq!(deliveries(addr).await, (0.0, 0.0, 0.0), "nothing delivered yet");
+
+    // `asks` waits for an answer: its question reaches the client on the stream of the
+    // tasks/result, which has therefore read the task unfinished and waits for it.
+    let id = start(&mut peer, LEGACY, "asks").await;
+    let waiting = peer.send_request("tasks/result", json!({"taskId": id})).await;
+    let question = peer.until(|message| message["method"] == "elicitation/create" || message["id"] == waiting).await.pop().unwrap();
+    assert_eq!(question["method"], "elicitation/create", "the question before the result: {question}");
+    peer.send_result(&question["id"], json!({"action": "accept", "content": {"name": "Ada"}})).await;
+    let answer = peer.until(|message| message["id"] == waiting && message.get("method").is_none()).await.pop().unwrap();
+    assert_eq!(answer["result"]["content"][0]["text"], "answered", "{answer}");
+    // Observed before the answer left: the scrape after it sees it.
+    let (count, sum, infinite) = deliveries(addr).await;
+    assert_eq!((count, infinite), (1.0, 1.0), "one delivery to a waiter");
+    assert!(sum > 0.0 && sum < DEADLINE.as_secs_f64(), "from the commit to the answer: {sum} s");
+
+    // The task is finished now: this tasks/result waits for nothing and is not a delivery.
+    let again = peer.result("tasks/result", json!({"taskId": id})).await;
+    assert_eq!(again["content"][0]["text"], "answered", "{again}");
+    assert_eq!(deliveries(addr).await, (1.0, sum, 1.0), "unchanged by a tasks/result on a finished task");
 }
 
 /// Accepts one token, `s3cret`, as the principal `ops`.

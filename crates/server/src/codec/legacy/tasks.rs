@@ -34,7 +34,9 @@ pub(crate) async fn get(session: &LegacySession, ctx: &RequestContext, params: T
 /// task is `input_required`, each outstanding input request goes to the client as an
 /// ordinary request on this call's stream, tagged with the related-task metadata, and its
 /// answer goes back to the waiting work (2025-11-25 tasks §input_required). Stops waiting
-/// (without touching the task) when this request itself is cancelled.
+/// (without touching the task) when this request itself is cancelled. An answer that had to
+/// wait for the task is timed from its terminal commit (`ops::tasks::delivered`); one for a
+/// task found finished is not a delivery to a waiter.
 pub(crate) async fn result(
     session: &Arc<LegacySession>,
     ctx: &RequestContext,
@@ -46,10 +48,16 @@ pub(crate) async fn result(
     // Only a task found is watched: a refused id must not stay in the session's memory.
     session.watch(&id, None);
     let mut sent = HashSet::new();
+    let mut waited = false;
     loop {
         if record.status().is_terminal() {
             tracing::info!(task = %id, principal = %ctx.principal, "task result retrieved");
-            return wire::task_result(&record);
+            let answer = wire::task_result(&record);
+            if waited {
+                // Rendered: what is left is handing it to the transport.
+                ops::tasks::delivered(ctx, &id);
+            }
+            return answer;
         }
         if let TaskState::InputRequired { requests } = &record.state {
             for (key, input) in requests {
@@ -58,6 +66,7 @@ pub(crate) async fn result(
                 }
             }
         }
+        waited = true;
         record = tokio::select! {
             next = ops::tasks::next_change(ctx, &feed, &id) => next.map_err(|err| rpc_error(&err))?,
             _ = ctx.cancel.cancelled() => return Err(RpcError::internal("tasks/result was cancelled")),
