@@ -13,7 +13,10 @@
 # before, e.g. by an earlier run with RETENTION_KEEP=1, used as is instead of seeding; the
 # runs add their tasks to it), RETENTION_KEEP (1 keeps the temporary directory and says
 # where), RETENTION_ROUNDS (200 requests per latency), RETENTION_TASKS (2000 lifecycles per
-# load run), RETENTION_CONCURRENCY (8), RETENTION_OUT (a file for the raw JSON lines).
+# load run), RETENTION_CONCURRENCY (8), RETENTION_LOAD_ROUNDS (3 rounds of load runs that
+# alternate between the two stores after the measurements above, a fresh server each time:
+# the throughput rows give their medians, since one run of each is within the machine's
+# noise), RETENTION_OUT (a file for the raw JSON lines).
 # The seeded tasks belong to `anonymous`, the principal of unauthenticated HTTP requests,
 # which the load harness's tasks also get: every creation is counted against a million.
 # Exit status: non-zero if a server did not start or a load run had failures.
@@ -25,6 +28,7 @@ count=${RETENTION_COUNT:-1000000}
 rounds=${RETENTION_ROUNDS:-200}
 tasks=${RETENTION_TASKS:-2000}
 concurrency=${RETENTION_CONCURRENCY:-8}
+load_rounds=${RETENTION_LOAD_ROUNDS:-3}
 
 keep_work=${RETENTION_KEEP:-0}
 # shellcheck source=benches/lib.sh
@@ -171,13 +175,44 @@ fi
 echo "== load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 measure empty "$work/empty.sqlite3"
 measure seeded "$seeded"
+
+# alternate: RETENTION_LOAD_ROUNDS rounds of poll and block runs, empty and seeded store in
+# turn (which goes first alternates by round), a fresh server on each.
+for ((round = 1; round <= load_rounds; round++)); do
+  order="empty seeded"
+  ((round % 2 == 0)) && order="seeded empty"
+  for name in $order; do
+    store=$work/empty.sqlite3
+    [[ $name == seeded ]] && store=$seeded
+    start "$name-alt" "$bench_server" --listen 127.0.0.1:0 --store "$store"
+    for mode in poll block; do
+      status=0
+      json=$("$load" --url "$url" --server-pid "$server_pid" --json --tasks "$tasks" --concurrency "$concurrency" --mode "$mode" --tool noop) || status=$?
+      if [[ -z $json ]]; then
+        echo "$name: alternating load --mode $mode gave no report (exit $status)" >&2
+        failed=1
+        continue
+      fi
+      [[ $status -eq 0 ]] || failed=1
+      echo "{\"store\":\"$name\",\"round\":$round,\"alt\":$json}" >>"$out"
+      echo "$json" | jq -r --arg s "$name" --argjson r "$round" \
+        '"== round \($r), \($s): \(.mode) c=\(.concurrency): \(.per_second | floor)/s, e2e p99 \(.end_to_end.p99_us / 1000) ms, \(.failures) failed"' >&2
+    done
+    stop_server
+  done
+done
 echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 jq -rs '
   def ms: if . == null then "-" else (. / 10 | round / 100 | tostring) end;
   def ratio($a; $b): if $a == null or $b == null or $b == 0 then "-" else (($a / $b) * 100 | round / 100 | tostring) + "x" end;
   def mib: if . == null then "-" else (. / 1024 * 10 | round / 10 | tostring) end;
-  def one($s): map(select(.store == $s)) | add;
+  def one($s): map(select(.store == $s and (.alt | not))) | add;
+  def median: sort | if length == 0 then null else .[(length - 1) / 2 | floor] end;
+  def alt($s; $m): map(select(.store == $s and .alt.mode == $m) | .alt.per_second) | median;
+  def rounds($m): [range(1; 1 + (map(.round // 0) | max))] as $rs
+    | [$rs[] as $r | (map(select(.round == $r and .alt.mode == $m)) | map({(.store): .alt.per_second}) | add // {})
+      | if .empty and .seeded then ((.seeded / .empty) * 100 | round / 100 | tostring) + "x" else "-" end] | join(" / ");
   (one("empty")) as $e | (one("seeded")) as $s
   | (map(select(.store == "empty" and .run)) | map({(.run.mode): .run}) | add // {}) as $er
   | (map(select(.store == "seeded" and .run)) | map({(.run.mode): .run}) | add // {}) as $sr
@@ -202,7 +237,11 @@ jq -rs '
     row("lifecycles/s, poll, c=\($er.poll.concurrency)"; $er.poll.per_second; $sr.poll.per_second; floor),
     row("lifecycles/s, block, c=\($er.block.concurrency)"; $er.block.per_second; $sr.block.per_second; floor),
     row("lifecycle e2e p99 ms, poll"; $er.poll.end_to_end.p99_us; $sr.poll.end_to_end.p99_us; ms),
-    row("lifecycle e2e p99 ms, block"; $er.block.end_to_end.p99_us; $sr.block.end_to_end.p99_us; ms)
+    row("lifecycle e2e p99 ms, block"; $er.block.end_to_end.p99_us; $sr.block.end_to_end.p99_us; ms),
+    (if any(.[]; .alt) then
+      row("lifecycles/s, poll, median of the alternating rounds (\(rounds("poll")))"; alt("empty"; "poll"); alt("seeded"; "poll"); floor),
+      row("lifecycles/s, block, median of the alternating rounds (\(rounds("block")))"; alt("empty"; "block"); alt("seeded"; "block"); floor)
+    else empty end)
 ' "$out"
 if [[ -n ${RETENTION_OUT:-} ]]; then
   echo "raw results: $out" >&2
