@@ -90,6 +90,26 @@ EOF
     }'
 }
 
+# load_runs NAME FIELDS: the load harness's poll and block runs against the server started
+# last ($url, $server_pid); each report goes to $out as {"store": NAME, FIELDS: report}
+# (FIELDS: `"run"`, or `"round":N,"alt"` for the alternating rounds).
+load_runs() {
+  local name=$1 fields=$2 mode json status
+  for mode in poll block; do
+    status=0
+    json=$("$load" --url "$url" --server-pid "$server_pid" --json --tasks "$tasks" --concurrency "$concurrency" --mode "$mode" --tool noop) || status=$?
+    if [[ -z $json ]]; then
+      echo "$name: load --mode $mode gave no report (exit $status)" >&2
+      failed=1
+      continue
+    fi
+    [[ $status -eq 0 ]] || failed=1
+    echo "{\"store\":\"$name\",$fields:$json}" >>"$out"
+    echo "$json" | jq -r --arg s "$name" \
+      '"== \($s): \(.mode) c=\(.concurrency): \(.per_second | floor)/s, e2e p50 \(.end_to_end.p50_us / 1000) ms p99 \(.end_to_end.p99_us / 1000) ms, \(.failures) failed"' >&2
+  done
+}
+
 # measure NAME STORE: everything for one store; appends JSON lines to $out.
 measure() {
   local name=$1 store=$2
@@ -143,20 +163,7 @@ measure() {
   echo "{\"store\":\"$name\",\"serving_ms\":$serving_ms,\"idle_rss_kib\":$idle,\"tasks_get\":$get,\"tasks_list\":$list}" >>"$out"
   echo "== $name: tasks/get $get, tasks/list $list" >&2
 
-  local mode json status
-  for mode in poll block; do
-    status=0
-    json=$("$load" --url "$url" --server-pid "$server_pid" --json --tasks "$tasks" --concurrency "$concurrency" --mode "$mode" --tool noop) || status=$?
-    if [[ -z $json ]]; then
-      echo "$name: load --mode $mode gave no report (exit $status)" >&2
-      failed=1
-      continue
-    fi
-    [[ $status -eq 0 ]] || failed=1
-    echo "{\"store\":\"$name\",\"run\":$json}" >>"$out"
-    echo "$json" | jq -r --arg s "$name" \
-      '"== \($s): \(.mode) c=\(.concurrency): \(.per_second | floor)/s, e2e p50 \(.end_to_end.p50_us / 1000) ms p99 \(.end_to_end.p99_us / 1000) ms, \(.failures) failed"' >&2
-  done
+  load_runs "$name" "\"run\""
   local peak
   peak=$(awk '/^VmHWM:/ {print $2}' "/proc/$server_pid/status")
   echo "{\"store\":\"$name\",\"peak_rss_kib\":$peak}" >>"$out"
@@ -185,19 +192,8 @@ for ((round = 1; round <= load_rounds; round++)); do
     store=$work/empty.sqlite3
     [[ $name == seeded ]] && store=$seeded
     start "$name-alt" "$bench_server" --listen 127.0.0.1:0 --store "$store"
-    for mode in poll block; do
-      status=0
-      json=$("$load" --url "$url" --server-pid "$server_pid" --json --tasks "$tasks" --concurrency "$concurrency" --mode "$mode" --tool noop) || status=$?
-      if [[ -z $json ]]; then
-        echo "$name: alternating load --mode $mode gave no report (exit $status)" >&2
-        failed=1
-        continue
-      fi
-      [[ $status -eq 0 ]] || failed=1
-      echo "{\"store\":\"$name\",\"round\":$round,\"alt\":$json}" >>"$out"
-      echo "$json" | jq -r --arg s "$name" --argjson r "$round" \
-        '"== round \($r), \($s): \(.mode) c=\(.concurrency): \(.per_second | floor)/s, e2e p99 \(.end_to_end.p99_us / 1000) ms, \(.failures) failed"' >&2
-    done
+    echo "== round $round of the alternating load runs, $name" >&2
+    load_runs "$name" "\"round\":$round,\"alt\""
     stop_server
   done
 done
