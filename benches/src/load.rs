@@ -503,27 +503,23 @@ impl CommitLag {
     /// `{"count", "p50_le_ms", "p99_le_ms", "within_2ms"}`; a bound past the largest bucket
     /// is `null`.
     fn json(self) -> Value {
-        let ms = |seconds: f64| {
-            seconds
-                .is_finite()
-                .then(|| (seconds * 1e6).round() / 1e3)
-        };
         json!({
             "count": self.count,
-            "p50_le_ms": ms(self.p50_le),
-            "p99_le_ms": ms(self.p99_le),
+            "p50_le_ms": bound_ms(self.p50_le),
+            "p99_le_ms": bound_ms(self.p99_le),
             "within_2ms": self.within_2ms,
         })
     }
 }
 
+/// A bucket bound in seconds as milliseconds to the µs; `None` past the largest bucket.
+fn bound_ms(seconds: f64) -> Option<f64> {
+    seconds.is_finite().then(|| (seconds * 1e6).round() / 1e3)
+}
+
 /// `≤ <ms>` for an upper bound in seconds, or `> largest bucket` past it.
 fn at_most_ms(seconds: f64) -> String {
-    if seconds.is_finite() {
-        format!("≤ {}", (seconds * 1e6).round() / 1e3)
-    } else {
-        "> largest bucket".to_owned()
-    }
+    bound_ms(seconds).map_or_else(|| "> largest bucket".to_owned(), |ms| format!("≤ {ms}"))
 }
 
 /// The body of `GET url` (`http://host:port/path`), on a connection of its own.
@@ -533,13 +529,7 @@ fn at_most_ms(seconds: f64) -> String {
 pub async fn scrape(url: &str) -> Result<String, LoadError> {
     let target = Target::parse(url)?;
     let failed = |err: &dyn std::fmt::Display| LoadError(format!("GET {url}: {err}"));
-    let stream = TcpStream::connect(&target.authority)
-        .await
-        .map_err(|err| failed(&err))?;
-    let (mut sender, connection) = http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|err| failed(&err))?;
-    tokio::spawn(connection);
+    let mut sender = connect(&target).await.map_err(|err| failed(&err))?;
     let request = Request::builder()
         .method(Method::GET)
         .uri(&target.path)
@@ -562,6 +552,23 @@ pub async fn scrape(url: &str) -> Result<String, LoadError> {
         return Err(failed(&format!("HTTP {status}: {text}")));
     }
     Ok(text)
+}
+
+/// A keep-alive HTTP/1.1 connection of its own to `target` (`TCP_NODELAY`, as the server
+/// sets), its driver spawned.
+///
+/// # Errors
+/// The TCP connection or the HTTP handshake failed.
+async fn connect(target: &Target) -> Result<SendRequest<Full<Bytes>>, LoadError> {
+    let stream = TcpStream::connect(&target.authority)
+        .await
+        .map_err(|err| LoadError(format!("cannot connect to {}: {err}", target.authority)))?;
+    let _ = stream.set_nodelay(true);
+    let (sender, connection) = http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|err| LoadError(format!("HTTP handshake: {err}")))?;
+    tokio::spawn(connection);
+    Ok(sender)
 }
 
 /// Microseconds per clock tick of `/proc/PID/stat`: Linux reports CPU times there in
@@ -701,14 +708,7 @@ struct Session {
 
 impl Session {
     async fn open(target: &Target, mode: Mode, json_only: bool) -> Result<Session, LoadError> {
-        let stream = TcpStream::connect(&target.authority)
-            .await
-            .map_err(|err| LoadError(format!("cannot connect to {}: {err}", target.authority)))?;
-        let _ = stream.set_nodelay(true);
-        let (sender, connection) = http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|err| LoadError(format!("HTTP handshake: {err}")))?;
-        tokio::spawn(connection);
+        let sender = connect(target).await?;
         let mut session = Session {
             sender,
             target: target.clone(),
