@@ -1,10 +1,13 @@
-# What the benchmark scripts (run.sh, retention.sh, peers/rmcp.sh) share; sourced, not run.
+# What the benchmark scripts (run.sh, retention.sh, peers/rmcp.sh, peers/rmcp-modern.sh) share; sourced, not run.
 #
 #   bench_init PREFIX       work: a new temporary folder, removed at exit (kept when
 #                           keep_work=1); server_pid and failed reset; EXIT/INT/TERM traps
 #   stop_server             stops the server started last (SIGTERM, then waits for it)
 #   start NAME ARGV...      starts a server that prints "listening on URL" to stderr (kept in
 #                           $work/NAME.err); sets server_pid and url; 1 if it never listens
+#   load_run FIELDS ARGS... one run of the load harness ($load) with ARGS against the server
+#                           started last; its report in $report and appended to $out as
+#                           {FIELDS,"run":REPORT}; failed=1 if a call failed; 1 if no report
 
 bench_init() {
   work=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
@@ -51,4 +54,17 @@ start() {
     cat "$work/$name.err" >&2
     return 1
   fi
+}
+
+load_run() {
+  local fields=$1 status=0
+  shift
+  report=$("$load" --url "$url" --server-pid "$server_pid" --json "$@") || status=$?
+  if [[ -z $report ]]; then
+    echo "load $* against $url: no report (exit $status)" >&2
+    failed=1
+    return 1
+  fi
+  [[ $status -eq 0 ]] || failed=1
+  echo "{$fields,\"run\":$report}" >>"$out"
 }

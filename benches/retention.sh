@@ -90,22 +90,14 @@ EOF
     }'
 }
 
-# load_runs NAME FIELDS: the load harness's poll and block runs against the server started
-# last ($url, $server_pid); each report goes to $out as {"store": NAME, FIELDS: report}
-# (FIELDS: `"run"`, or `"round":N,"alt"` for the alternating rounds).
+# load_runs NAME [FIELDS]: the load harness's poll and block runs against the server started
+# last; each report goes to $out as {"store": NAME FIELDS, "run": report} (FIELDS:
+# `,"round":N` for the alternating rounds).
 load_runs() {
-  local name=$1 fields=$2 mode json status
+  local name=$1 fields=${2:-} mode
   for mode in poll block; do
-    status=0
-    json=$("$load" --url "$url" --server-pid "$server_pid" --json --tasks "$tasks" --concurrency "$concurrency" --mode "$mode" --tool noop) || status=$?
-    if [[ -z $json ]]; then
-      echo "$name: load --mode $mode gave no report (exit $status)" >&2
-      failed=1
-      continue
-    fi
-    [[ $status -eq 0 ]] || failed=1
-    echo "{\"store\":\"$name\",$fields:$json}" >>"$out"
-    echo "$json" | jq -r --arg s "$name" \
+    load_run "\"store\":\"$name\"$fields" --tasks "$tasks" --concurrency "$concurrency" --mode "$mode" --tool noop || continue
+    echo "$report" | jq -r --arg s "$name" \
       '"== \($s): \(.mode) c=\(.concurrency): \(.per_second | floor)/s, e2e p50 \(.end_to_end.p50_us / 1000) ms p99 \(.end_to_end.p99_us / 1000) ms, \(.failures) failed"' >&2
   done
 }
@@ -163,7 +155,7 @@ measure() {
   echo "{\"store\":\"$name\",\"serving_ms\":$serving_ms,\"idle_rss_kib\":$idle,\"tasks_get\":$get,\"tasks_list\":$list}" >>"$out"
   echo "== $name: tasks/get $get, tasks/list $list" >&2
 
-  load_runs "$name" "\"run\""
+  load_runs "$name"
   local peak
   peak=$(awk '/^VmHWM:/ {print $2}' "/proc/$server_pid/status")
   echo "{\"store\":\"$name\",\"peak_rss_kib\":$peak}" >>"$out"
@@ -193,7 +185,7 @@ for ((round = 1; round <= load_rounds; round++)); do
     [[ $name == seeded ]] && store=$seeded
     start "$name-alt" "$bench_server" --listen 127.0.0.1:0 --store "$store"
     echo "== round $round of the alternating load runs, $name" >&2
-    load_runs "$name" "\"round\":$round,\"alt\""
+    load_runs "$name" ",\"round\":$round"
     stop_server
   done
 done
@@ -203,15 +195,15 @@ jq -rs '
   def ms: if . == null then "-" else (. / 10 | round / 100 | tostring) end;
   def ratio($a; $b): if $a == null or $b == null or $b == 0 then "-" else (($a / $b) * 100 | round / 100 | tostring) + "x" end;
   def mib: if . == null then "-" else (. / 1024 * 10 | round / 10 | tostring) end;
-  def one($s): map(select(.store == $s and (.alt | not))) | add;
+  def one($s): map(select(.store == $s and (.round | not))) | add;
   def median: sort | if length == 0 then null else .[(length - 1) / 2 | floor] end;
-  def alt($s; $m): map(select(.store == $s and .alt.mode == $m) | .alt.per_second) | median;
+  def alt($s; $m): map(select(.store == $s and .round and .run.mode == $m) | .run.per_second) | median;
   def rounds($m): [range(1; 1 + (map(.round // 0) | max))] as $rs
-    | [$rs[] as $r | (map(select(.round == $r and .alt.mode == $m)) | map({(.store): .alt.per_second}) | add // {})
+    | [$rs[] as $r | (map(select(.round == $r and .run.mode == $m)) | map({(.store): .run.per_second}) | add // {})
       | if .empty and .seeded then ((.seeded / .empty) * 100 | round / 100 | tostring) + "x" else "-" end] | join(" / ");
   (one("empty")) as $e | (one("seeded")) as $s
-  | (map(select(.store == "empty" and .run)) | map({(.run.mode): .run}) | add // {}) as $er
-  | (map(select(.store == "seeded" and .run)) | map({(.run.mode): .run}) | add // {}) as $sr
+  | (map(select(.store == "empty" and .run and (.round | not))) | map({(.run.mode): .run}) | add // {}) as $er
+  | (map(select(.store == "seeded" and .run and (.round | not))) | map({(.run.mode): .run}) | add // {}) as $sr
   | def row($what; $a; $b; f): "| \($what) | \($a | f) | \($b | f) | \(ratio($b; $a)) |";
     "| measure | empty store | \($s.probe.tasks_of_principal // "seeded") tasks retained | seeded / empty |",
     "|---|---|---|---|",
@@ -234,7 +226,7 @@ jq -rs '
     row("lifecycles/s, block, c=\($er.block.concurrency)"; $er.block.per_second; $sr.block.per_second; floor),
     row("lifecycle e2e p99 ms, poll"; $er.poll.end_to_end.p99_us; $sr.poll.end_to_end.p99_us; ms),
     row("lifecycle e2e p99 ms, block"; $er.block.end_to_end.p99_us; $sr.block.end_to_end.p99_us; ms),
-    (if any(.[]; .alt) then
+    (if any(.[]; .round) then
       row("lifecycles/s, poll, median of the alternating rounds (\(rounds("poll")))"; alt("empty"; "poll"); alt("seeded"; "poll"); floor),
       row("lifecycles/s, block, median of the alternating rounds (\(rounds("block")))"; alt("empty"; "block"); alt("seeded"; "block"); floor)
     else empty end)

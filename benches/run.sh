@@ -91,16 +91,8 @@ measure() {
 run() {
   local name=$1
   shift
-  local json status=0
-  json=$("$load" --url "$url" --server-pid "$server_pid" --json "$@") || status=$?
-  if [[ -z $json ]]; then
-    echo "load $* against $name: no report (exit $status)" >&2
-    failed=1
-    return
-  fi
-  [[ $status -eq 0 ]] || failed=1
-  echo "{\"server\":\"$name\",\"run\":$json}" >>"$out"
-  echo "$json" | jq -r --arg s "$name" \
+  load_run "\"server\":\"$name\"" "$@" || return 0
+  echo "$report" | jq -r --arg s "$name" \
     '"\($s) \(.mode) \(.tool) c=\(.concurrency): \(.per_second|floor)/s, e2e p50 \(.end_to_end.p50_us/1000) ms p99 \(.end_to_end.p99_us/1000) ms, \(.failures) failed\(if .lag_from_commit then ", lag from commit p50 ≤ \(.lag_from_commit.p50_le_ms // "∞") ms p99 ≤ \(.lag_from_commit.p99_le_ms // "∞") ms (server), \(.lag_from_commit.within_2ms * 1000 | round / 10) % within 2 ms" else "" end)"' >&2
 }
 

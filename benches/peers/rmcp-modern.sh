@@ -65,17 +65,12 @@ serve() {
 # drive NAME ROUND PHASE KIND N C: one run of the driver; its report as a JSON line in $out
 # (KIND is "fill" or "run"); sets report.
 drive() {
-  local name=$1 round=$2 phase=$3 kind=$4 n=$5 c=$6 status=0
-  report=$("$load" --url "$url" --server-pid "$server_pid" --json --mode modern --tool noop \
-    --tasks "$n" --concurrency "$c") || status=$?
-  if [[ -z $report ]]; then
-    echo "   $name $kind c=$c: no report (exit $status)" >&2
-    failed=1
+  local name=$1 round=$2 phase=$3 kind=$4 n=$5 c=$6
+  if ! load_run "\"server\":\"$name\",\"round\":$round,\"phase\":\"$phase\",\"kind\":\"$kind\"" \
+    --mode modern --tool noop --tasks "$n" --concurrency "$c"; then
     report='{}'
     return
   fi
-  [[ $status -eq 0 ]] || failed=1
-  echo "{\"server\":\"$name\",\"round\":$round,\"phase\":\"$phase\",\"kind\":\"$kind\",\"run\":$report}" >>"$out"
   echo "$report" | jq -r --arg s "$name" --arg k "$kind" \
     '"   \($s) \($k) c=\(.concurrency) n=\(.tasks): \(.per_second|floor) tasks/s, e2e p50 \(.end_to_end.p50_us/1000) ms p99 \(.end_to_end.p99_us/1000) ms, \(.gets_per_task) gets/task, \(.failures) failed\(if .first_failure then " (first: \(.first_failure))" else "" end)"' >&2
 }

@@ -53,17 +53,8 @@ measure() {
   idle=$(awk '/^VmRSS:/ {print $2}' "/proc/$server_pid/status")
   echo "== $name round $round serving $url (pid $server_pid), idle RSS $idle KiB, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   for c in $concurrency; do
-    status=0
-    json=$("$load" --url "$url" --server-pid "$server_pid" --json \
-      --tasks "$tasks" --concurrency "$c" --mode plain --tool noop) || status=$?
-    if [[ -z $json ]]; then
-      echo "load c=$c against $name: no report (exit $status)" >&2
-      failed=1
-      continue
-    fi
-    [[ $status -eq 0 ]] || failed=1
-    echo "{\"server\":\"$name\",\"round\":$round,\"run\":$json}" >>"$out"
-    echo "$json" | jq -r --arg s "$name" \
+    load_run "\"server\":\"$name\",\"round\":$round" --tasks "$tasks" --concurrency "$c" --mode plain --tool noop || continue
+    echo "$report" | jq -r --arg s "$name" \
       '"   \($s) plain noop c=\(.concurrency): \(.per_second|floor)/s, p50 \(.end_to_end.p50_us/1000) ms p99 \(.end_to_end.p99_us/1000) ms, \(.failures) failed"' >&2
   done
   peak=$(awk '/^VmHWM:/ {print $2}' "/proc/$server_pid/status")
