@@ -1,7 +1,7 @@
 //! Hash maps for the request path: [`FastMap`] and [`FastSet`], std's `HashMap` and `HashSet`
 //! with foldhash in place of SipHash.
 //!
-//! Every lifecycle looks task ids (32-character strings) up in a dozen maps (the published
+//! Every lifecycle looks task ids (44-character strings) up in a dozen maps (the published
 //! versions, the watchers, the running work, the store's cache, the metrics' live tasks), and
 //! SipHash over those keys was about 5 % of a lifecycle's instructions (`benches/profile.sh`).
 //! foldhash is several times faster on short strings and still seeded per process, so keys
