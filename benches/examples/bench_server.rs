@@ -113,3 +113,8 @@ async fn stop_signal() {
         _ = tokio::signal::ctrl_c() => {}
     }
 }
+
+/// The allocator of the `mcp-tasks` binary (mimalloc; see `crates/cli/src/main.rs`), so that
+/// the bench server measures what users run.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
