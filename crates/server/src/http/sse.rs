@@ -19,32 +19,53 @@ use super::session::Busy;
 /// field of each stream's priming event).
 const RETRY: Duration = Duration::from_secs(1);
 /// How many times a POST that is answered on an SSE stream yields to its handler before it
-/// sends the response headers: a reply ready by then (a handler that needs no I/O) leaves
-/// with the headers and the priming event in one write, as a complete body; a slower one
-/// streams as before. No timer: waiting costs a few polls, never a wake-up of another thread.
+/// waits for its events: a reply ready by then (a handler that needs no I/O) leaves with the
+/// headers and the priming event in one write, as a complete body, without a timer.
 const COALESCE_YIELDS: usize = 4;
+/// How long a POST answered on an SSE stream then holds its headers for the reply: a reply
+/// that comes within it (a task's result once its completion is committed, a call that waits
+/// on the store) still leaves in one write, as a complete body, instead of the headers, then
+/// each event, then the end of the stream, each a write of its own (and a read for the
+/// client). A slower reply streams from then on, with whatever came meanwhile; so a
+/// long call's first event is never more than this late.
+const COALESCE_WAIT: Duration = Duration::from_millis(20);
 /// Interval of the SSE keep-alive comments, which keep idle proxies from closing streams.
 const KEEPALIVE: Duration = Duration::from_secs(15);
 
 /// A quick answer in one piece: lets the request's handler run first (yielding up to
-/// [`COALESCE_YIELDS`] times, no timer) and, if the stream has finished (its reply
-/// sent), answers its events (the priming event first, the same ids) as one complete SSE
-/// body, which leaves in one write with the headers instead of one chunk per event.
-/// Otherwise the events so far open the stream of [`sse`].
+/// [`COALESCE_YIELDS`] times, no timer, then waiting up to [`COALESCE_WAIT`] for its events)
+/// and, if the stream has finished by then (its reply sent), answers its events (the priming
+/// event first, the same ids) as one complete SSE body, which leaves in one write with the
+/// headers instead of one chunk per event. Otherwise the events so far open the stream of
+/// [`sse`]; so does a server that stops meanwhile (that stream then ends at once).
 pub(super) async fn sse_coalesced(stop: &CancellationToken, mut events: mpsc::Receiver<String>, busy: Busy) -> Response {
+    let complete = |body: String| {
+        let headers = [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")];
+        (StatusCode::OK, headers, body).into_response()
+    };
     let mut first = String::new();
     for _ in 0..COALESCE_YIELDS {
         loop {
             match events.try_recv() {
                 Ok(frame) => first.push_str(&frame),
                 Err(mpsc::error::TryRecvError::Empty) => break,
-                Err(mpsc::error::TryRecvError::Disconnected) => {
-                    let headers = [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")];
-                    return (StatusCode::OK, headers, first).into_response();
-                }
+                Err(mpsc::error::TryRecvError::Disconnected) => return complete(first),
             }
         }
         tokio::task::yield_now().await;
+    }
+    let held = tokio::time::sleep(COALESCE_WAIT);
+    tokio::pin!(held);
+    loop {
+        tokio::select! {
+            biased;
+            frame = events.recv() => match frame {
+                Some(frame) => first.push_str(&frame),
+                None => return complete(first),
+            },
+            () = &mut held => break,
+            () = stop.cancelled() => break,
+        }
     }
     sse(stop, events, first, busy)
 }

@@ -66,3 +66,84 @@ async fn a_session_on_a_store_one_process_owns_lives_in_memory_and_never_touches
     let (status, _, body) = post(addr, Some("0123456789abcdef0123456789abcdef"), &list).await;
     assert_eq!(status, 404, "{body}");
 }
+
+/// Sends a POST of `body` in `session` and returns the raw response head once it has
+/// arrived, with the connection to read the rest from.
+async fn post_head(addr: SocketAddr, session: &str, body: &str) -> (String, Vec<u8>, TcpStream) {
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut received = Vec::new();
+    let mut chunk = [0_u8; 4096];
+    loop {
+        let n = tokio::time::timeout(DEADLINE, stream.read(&mut chunk)).await.expect("a response head in time").unwrap();
+        assert_ne!(n, 0, "the connection closed before the response head");
+        received.extend_from_slice(&chunk[..n]);
+        if let Some(end) = received.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8(received[..end].to_vec()).unwrap();
+            return (head, received[end + 4..].to_vec(), stream);
+        }
+    }
+}
+
+/// A streamed POST whose reply comes a little after the request (here a tool that sleeps
+/// 1 ms, past the handler's first polls) is still answered as one complete SSE body (a
+/// `Content-Length`, no chunks): the priming event and the reply leave with the headers. One
+/// whose reply takes longer (a tool that waits until the test has seen the headers) streams:
+/// its headers and priming event arrive while the tool still runs, its reply after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_that_comes_soon_leaves_with_its_headers_and_a_slow_one_streams() {
+    let (engine, _dir) = crate::sqlite_engine();
+    let release = Arc::new(tokio::sync::Notify::new());
+    let waiting = Arc::clone(&release);
+    let soon = mcp_tasks_server::ToolDef::new(
+        "soon",
+        "Answers after 1 ms.",
+        json!({"type": "object"}),
+        mcp_tasks_server::handler_fn(|_arguments, _ctx| async move {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            mcp_tasks_engine::Outcome::Result(json!({"content": [{"type": "text", "text": "soon"}]}))
+        }),
+    );
+    let slow = mcp_tasks_server::ToolDef::new(
+        "slow",
+        "Answers once the test lets it.",
+        json!({"type": "object"}),
+        mcp_tasks_server::handler_fn(move |_arguments, _ctx| {
+            let waiting = Arc::clone(&waiting);
+            async move {
+                waiting.notified().await;
+                mcp_tasks_engine::Outcome::Result(json!({"content": [{"type": "text", "text": "slow"}]}))
+            }
+        }),
+    );
+    let http = TestServer::http(Server::builder(engine).tool(soon).tool(slow).build().unwrap()).await.unwrap();
+    let addr = http.addr().unwrap();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+    let (status, session, body) = post(addr, None, &initialize.to_string()).await;
+    assert_eq!(status, 200, "{body}");
+    let session = session.expect("an Mcp-Session-Id");
+
+    let call = |id: u64, name: &str| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": {}}}).to_string();
+    let (head, mut body, mut stream) = post_head(addr, &session, &call(2, "soon")).await;
+    let lower = head.to_ascii_lowercase();
+    assert!(lower.starts_with("http/1.1 200") && lower.contains("text/event-stream"), "{head}");
+    assert!(lower.contains("content-length:") && !lower.contains("transfer-encoding"), "one complete body: {head}");
+    tokio::time::timeout(DEADLINE, stream.read_to_end(&mut body)).await.expect("the body in time").unwrap();
+    let body = String::from_utf8(body).unwrap();
+    assert!(body.starts_with("id: ") && body.contains("retry: ") && body.contains("\"soon\""), "priming event, then the reply: {body}");
+
+    let (head, body, mut stream) = post_head(addr, &session, &call(3, "slow")).await;
+    let lower = head.to_ascii_lowercase();
+    assert!(lower.starts_with("http/1.1 200") && lower.contains("transfer-encoding: chunked"), "a stream: {head}");
+    assert!(!String::from_utf8_lossy(&body).contains("\"slow\""), "no reply before the tool ends");
+    release.notify_one();
+    let mut rest = body;
+    tokio::time::timeout(DEADLINE, stream.read_to_end(&mut rest)).await.expect("the rest in time").unwrap();
+    assert!(String::from_utf8_lossy(&rest).contains("\"slow\""), "the reply, streamed after the headers");
+}
