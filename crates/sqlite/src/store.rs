@@ -267,9 +267,6 @@ impl SqliteStore {
         }))
         .map_err(StoreError::backend)?;
         migrate::migrate(&mut conn)?;
-        if synchronous == Synchronous::Full {
-            presize_wal(&conn, path);
-        }
         // One reader opened now: the file is known to be readable before we serve.
         let reader = open_reader(path, synchronous)?;
         let (writes, queue) = mpsc::channel();
@@ -615,49 +612,6 @@ fn write_loop(conn: &Connection, queue: &mpsc::Receiver<Box<dyn Write>>, stats: 
             checkpoint(conn);
         }
     }
-}
-
-/// Grows the WAL file, with zeros written and synced, to what it holds at the checkpoint
-/// threshold ([`CHECKPOINT_FRAMES`]), if it is shorter. SQLite deletes the WAL when a store
-/// closes, so each start begins with an empty one, and until it first reaches the threshold
-/// every commit appends to it: each `fdatasync` then also writes the inode for the file's new
-/// size (on this machine's ext4 a synced 4 KiB append took 0.23-0.27 ms, an overwrite in place
-/// 0.12-0.14 ms). After a checkpoint SQLite writes the WAL again from its start, over what
-/// was there; so once it is this long, commits overwrite. What lies past the last frame
-/// SQLite wrote is never read as a frame: recovery stops at the first frame whose salt and
-/// checksum do not follow (zeros do not), exactly as for the stale frames a restart leaves.
-/// Done under a write transaction, so that no frame is appended meanwhile; a failure only
-/// costs the gain (logged).
-fn presize_wal(conn: &Connection, path: &Path) {
-    use std::os::unix::fs::FileExt as _;
-    let mut wal = path.as_os_str().to_owned();
-    wal.push("-wal");
-    let grow = || -> Result<(), Box<dyn std::error::Error>> {
-        let page_size = u64::try_from(conn.query_row("PRAGMA page_size", [], |row| row.get::<_, i64>(0))?)?;
-        // The WAL header, then each frame: a 24-byte header and a page.
-        let wanted = 32 + u64::from(CHECKPOINT_FRAMES + CHECKPOINT_FRAMES / 8) * (24 + page_size);
-        let file = fs::OpenOptions::new().write(true).open(&wal)?;
-        let mut at = file.metadata()?.len();
-        if at >= wanted {
-            return Ok(());
-        }
-        let zeros = vec![0_u8; 64 * 1024];
-        while at < wanted {
-            let n = usize::try_from((wanted - at).min(zeros.len() as u64))?;
-            file.write_all_at(&zeros[..n], at)?;
-            at += n as u64;
-        }
-        file.sync_all()?;
-        Ok(())
-    };
-    if let Err(err) = conn.execute_batch("BEGIN IMMEDIATE") {
-        tracing::debug!(error = %err, "could not lock the SQLite WAL to grow it; it grows as commits append");
-        return;
-    }
-    if let Err(err) = grow() {
-        tracing::debug!(error = %err, wal = %std::path::Path::new(&wal).display(), "could not grow the SQLite WAL ahead of the commits");
-    }
-    let _ = conn.execute_batch("ROLLBACK");
 }
 
 /// A passive checkpoint: copies what it can of the WAL into the database file (never
