@@ -31,6 +31,8 @@ const COALESCE_YIELDS: usize = 4;
 const COALESCE_WAIT: Duration = Duration::from_millis(20);
 /// Interval of the SSE keep-alive comments, which keep idle proxies from closing streams.
 const KEEPALIVE: Duration = Duration::from_secs(15);
+/// The headers of an SSE answer, streamed or in one piece.
+const HEADERS: [(header::HeaderName, &str); 2] = [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")];
 
 /// A quick answer in one piece: lets the request's handler run first (yielding up to
 /// [`COALESCE_YIELDS`] times, no timer, then waiting up to [`COALESCE_WAIT`] for its events)
@@ -39,10 +41,7 @@ const KEEPALIVE: Duration = Duration::from_secs(15);
 /// headers instead of one chunk per event. Otherwise the events so far open the stream of
 /// [`sse`]; so does a server that stops meanwhile (that stream then ends at once).
 pub(super) async fn sse_coalesced(stop: &CancellationToken, mut events: mpsc::Receiver<String>, busy: Busy) -> Response {
-    let complete = |body: String| {
-        let headers = [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")];
-        (StatusCode::OK, headers, body).into_response()
-    };
+    let complete = |body: String| (StatusCode::OK, HEADERS, body).into_response();
     let mut first = String::new();
     for _ in 0..COALESCE_YIELDS {
         loop {
@@ -90,8 +89,7 @@ pub(super) fn sse(stop: &CancellationToken, events: mpsc::Receiver<String>, firs
         };
         Some((Ok::<_, Infallible>(Bytes::from(frame)), (events, stop, keepalive, None, busy)))
     });
-    let headers = [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")];
-    (StatusCode::OK, headers, Body::from_stream(stream)).into_response()
+    (StatusCode::OK, HEADERS, Body::from_stream(stream)).into_response()
 }
 
 /// The first event of a stream: an id to resume from and an empty `data` (2025-11-25

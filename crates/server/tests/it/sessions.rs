@@ -21,6 +21,20 @@ const DEADLINE: Duration = Duration::from_secs(10);
 /// POSTs `body` to `/mcp` (naming `session` if given); the status, the `Mcp-Session-Id` it
 /// answered with, and the body.
 async fn post(addr: SocketAddr, session: Option<&str>, body: &str) -> (u16, Option<String>, String) {
+    let (headers, mut answer, mut stream) = post_head(addr, session, body).await;
+    tokio::time::timeout(DEADLINE, stream.read_to_end(&mut answer)).await.expect("an answer in time").unwrap();
+    let body = String::from_utf8(answer).unwrap();
+    let status = headers.split(' ').nth(1).and_then(|code| code.parse().ok()).expect("a status code");
+    let id = headers
+        .lines()
+        .find_map(|line| line.split_once(':').filter(|(name, _)| name.eq_ignore_ascii_case("mcp-session-id")))
+        .map(|(_, value)| value.trim().to_owned());
+    (status, id, body)
+}
+
+/// POSTs `body` to `/mcp` (naming `session` if given) and returns the raw response head once
+/// it has arrived, what came after it so far, and the connection to read the rest from.
+async fn post_head(addr: SocketAddr, session: Option<&str>, body: &str) -> (String, Vec<u8>, TcpStream) {
     let session = session.map(|id| format!("Mcp-Session-Id: {id}\r\n")).unwrap_or_default();
     let head = format!(
         "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
@@ -29,16 +43,26 @@ async fn post(addr: SocketAddr, session: Option<&str>, body: &str) -> (u16, Opti
     );
     let mut stream = TcpStream::connect(addr).await.unwrap();
     stream.write_all(head.as_bytes()).await.unwrap();
-    let mut answer = Vec::new();
-    tokio::time::timeout(DEADLINE, stream.read_to_end(&mut answer)).await.expect("an answer in time").unwrap();
-    let answer = String::from_utf8(answer).unwrap();
-    let (headers, body) = answer.split_once("\r\n\r\n").expect("a complete HTTP response");
-    let status = headers.split(' ').nth(1).and_then(|code| code.parse().ok()).expect("a status code");
-    let id = headers
-        .lines()
-        .find_map(|line| line.split_once(':').filter(|(name, _)| name.eq_ignore_ascii_case("mcp-session-id")))
-        .map(|(_, value)| value.trim().to_owned());
-    (status, id, body.to_owned())
+    let mut received = Vec::new();
+    let mut chunk = [0_u8; 4096];
+    loop {
+        let n = tokio::time::timeout(DEADLINE, stream.read(&mut chunk)).await.expect("a response head in time").unwrap();
+        assert_ne!(n, 0, "the connection closed before a complete HTTP response head");
+        received.extend_from_slice(&chunk[..n]);
+        if let Some(end) = received.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8(received[..end].to_vec()).unwrap();
+            return (head, received[end + 4..].to_vec(), stream);
+        }
+    }
+}
+
+/// Initializes a 2025-11-25 session and returns its id.
+async fn initialize(addr: SocketAddr) -> String {
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+    let (status, id, body) = post(addr, None, &initialize.to_string()).await;
+    assert_eq!(status, 200, "{body}");
+    id.expect("an Mcp-Session-Id")
 }
 
 /// On SQLite a session is served from memory and never written to the store: the store's
@@ -51,11 +75,7 @@ async fn a_session_on_a_store_one_process_owns_lives_in_memory_and_never_touches
     let engine = Engine::new(Arc::clone(&store) as Arc<dyn TaskStore>, Arc::new(SystemClock), Policy::default());
     let http = TestServer::http(Server::builder(engine).build().unwrap()).await.unwrap();
     let addr = http.addr().unwrap();
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
-    let (status, id, body) = post(addr, None, &initialize.to_string()).await;
-    assert_eq!(status, 200, "{body}");
-    let id = id.expect("an Mcp-Session-Id");
+    let id = initialize(addr).await;
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
     for _ in 0..3 {
         let (status, _, body) = post(addr, Some(&id), &list).await;
@@ -65,29 +85,6 @@ async fn a_session_on_a_store_one_process_owns_lives_in_memory_and_never_touches
     assert_eq!(store.session(&id, &anonymous).await.expect("read"), None, "never stored");
     let (status, _, body) = post(addr, Some("0123456789abcdef0123456789abcdef"), &list).await;
     assert_eq!(status, 404, "{body}");
-}
-
-/// Sends a POST of `body` in `session` and returns the raw response head once it has
-/// arrived, with the connection to read the rest from.
-async fn post_head(addr: SocketAddr, session: &str, body: &str) -> (String, Vec<u8>, TcpStream) {
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-         Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream.write_all(head.as_bytes()).await.unwrap();
-    let mut received = Vec::new();
-    let mut chunk = [0_u8; 4096];
-    loop {
-        let n = tokio::time::timeout(DEADLINE, stream.read(&mut chunk)).await.expect("a response head in time").unwrap();
-        assert_ne!(n, 0, "the connection closed before the response head");
-        received.extend_from_slice(&chunk[..n]);
-        if let Some(end) = received.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8(received[..end].to_vec()).unwrap();
-            return (head, received[end + 4..].to_vec(), stream);
-        }
-    }
 }
 
 /// A streamed POST whose reply comes a little after the request (here a tool that sleeps
@@ -123,14 +120,10 @@ async fn a_reply_that_comes_soon_leaves_with_its_headers_and_a_slow_one_streams(
     );
     let http = TestServer::http(Server::builder(engine).tool(soon).tool(slow).build().unwrap()).await.unwrap();
     let addr = http.addr().unwrap();
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
-    let (status, session, body) = post(addr, None, &initialize.to_string()).await;
-    assert_eq!(status, 200, "{body}");
-    let session = session.expect("an Mcp-Session-Id");
+    let session = initialize(addr).await;
 
     let call = |id: u64, name: &str| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": {}}}).to_string();
-    let (head, mut body, mut stream) = post_head(addr, &session, &call(2, "soon")).await;
+    let (head, mut body, mut stream) = post_head(addr, Some(&session), &call(2, "soon")).await;
     let lower = head.to_ascii_lowercase();
     assert!(lower.starts_with("http/1.1 200") && lower.contains("text/event-stream"), "{head}");
     assert!(lower.contains("content-length:") && !lower.contains("transfer-encoding"), "one complete body: {head}");
@@ -138,7 +131,7 @@ async fn a_reply_that_comes_soon_leaves_with_its_headers_and_a_slow_one_streams(
     let body = String::from_utf8(body).unwrap();
     assert!(body.starts_with("id: ") && body.contains("retry: ") && body.contains("\"soon\""), "priming event, then the reply: {body}");
 
-    let (head, body, mut stream) = post_head(addr, &session, &call(3, "slow")).await;
+    let (head, body, mut stream) = post_head(addr, Some(&session), &call(3, "slow")).await;
     let lower = head.to_ascii_lowercase();
     assert!(lower.starts_with("http/1.1 200") && lower.contains("transfer-encoding: chunked"), "a stream: {head}");
     assert!(!String::from_utf8_lossy(&body).contains("\"slow\""), "no reply before the tool ends");
