@@ -8,6 +8,7 @@
 use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use futures_util::FutureExt;
@@ -73,13 +74,18 @@ impl Peer {
         }
     }
 
-    /// Handles one parsed message.
+    /// Takes one request: answered at once, or its [`Work`] for the caller to run.
+    pub(crate) fn request(&self, request: Request) -> Work {
+        match era_of(&request) {
+            Era::Legacy => codec::legacy::request(&self.legacy, &self.conn, request),
+            Era::Modern => codec::modern::request(&self.conn, request),
+        }
+    }
+
+    /// Handles one parsed message; a request's work runs in a Tokio task of its own.
     pub(crate) fn handle_incoming(&self, incoming: Incoming) {
         match incoming {
-            Incoming::Request(request) => match era_of(&request) {
-                Era::Legacy => codec::legacy::request(&self.legacy, &self.conn, request),
-                Era::Modern => codec::modern::request(&self.conn, request),
-            },
+            Incoming::Request(request) => self.request(request).spawn(),
             Incoming::Notification(notification) => codec::legacy::notification(&self.conn, &notification),
             Incoming::Response(response) => self.conn.on_response(response),
         }
@@ -121,12 +127,91 @@ fn looks_like_response(text: &str) -> bool {
     })
 }
 
-/// Serves `request` in its own Tokio task: registers it as in flight (so that
-/// `notifications/cancelled` stops it), runs `handle` with the request's context, and sends
-/// the reply unless the request was cancelled meanwhile (a cancelled request gets no
-/// response). A handler that panics still gets its request answered (`-32603`) and ended:
-/// the client would otherwise wait for ever.
-pub(crate) fn spawn_request<F, Fut>(conn: &Arc<Connection>, request: Request, era: Era, client: ClientCaps, handle: F)
+/// The work of one request, run by the transport in the task that answers the request
+/// (the HTTP transport does): a Tokio task of its own would cost a spawn (a move of the
+/// work's future into its cell), a wake-up on another thread and a hand-off of the reply,
+/// for every request. Whatever is left of it when it is dropped (the answer left as a
+/// stream while the work goes on, or its client went away and the request was cancelled)
+/// goes on in a Tokio task of its own, as if it had been spawned from the start.
+pub(crate) struct Work(Option<Pin<Box<dyn Future<Output = ()> + Send>>>);
+
+impl Work {
+    pub(crate) fn new(work: impl Future<Output = ()> + Send + 'static) -> Self {
+        Self(Some(Box::pin(work)))
+    }
+
+    /// No work (a request answered at once).
+    pub(crate) fn none() -> Self {
+        Self(None)
+    }
+
+    pub(crate) fn is_running(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Runs the work to its end (then [`Work::is_running`] is false).
+    pub(crate) async fn run(&mut self) {
+        if let Some(work) = self.0.as_mut() {
+            work.await;
+            self.0 = None;
+        }
+    }
+
+    /// Polls the work once, with the calling task's waker.
+    pub(crate) async fn step(&mut self) {
+        std::future::poll_fn(|cx| {
+            if let Some(work) = self.0.as_mut()
+                && work.as_mut().poll(cx).is_ready()
+            {
+                self.0 = None;
+            }
+            std::task::Poll::Ready(())
+        })
+        .await;
+    }
+
+    /// Awaits `until` while the work runs meanwhile.
+    pub(crate) async fn alongside<T>(&mut self, until: impl Future<Output = T>) -> T {
+        tokio::pin!(until);
+        loop {
+            tokio::select! {
+                biased;
+                out = &mut until => return out,
+                () = self.run(), if self.is_running() => {}
+            }
+        }
+    }
+
+    /// Runs what is left in a Tokio task of its own.
+    pub(crate) fn spawn(mut self) {
+        if let Some(work) = self.0.take() {
+            tokio::spawn(work);
+        }
+    }
+}
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        if let Some(work) = self.0.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(work);
+        }
+    }
+}
+
+/// The work of serving `request`, for the caller to run (see [`Work`]): registers it as in flight at
+/// once (so that `notifications/cancelled` stops it), runs `handle` with the request's
+/// context, and sends the reply unless the request was cancelled meanwhile (a cancelled
+/// request gets no response). A handler that panics still gets its request answered
+/// (`-32603`) and ended: the client would otherwise wait for ever.
+pub(crate) fn request_work<F, Fut>(
+    conn: &Arc<Connection>,
+    request: Request,
+    era: Era,
+    client: ClientCaps,
+    handle: F,
+) -> impl Future<Output = ()> + Send + 'static
 where
     F: FnOnce(RequestContext, Request) -> Fut + Send + 'static,
     Fut: Future<Output = Reply> + Send + 'static,
@@ -170,7 +255,7 @@ where
             None => {}
         }
     };
-    tokio::spawn(served.instrument(span));
+    served.instrument(span)
 }
 
 /// The `-32603` answer to a request whose handler panicked; the panic is logged. The state

@@ -414,12 +414,13 @@ impl App {
         if accepts(headers, "text/event-stream") && streams(&request.method) {
             self.stream_room(&http, Some(&request.id)).map_err(|r| *r)?;
             let events = http.open_stream(&request.id);
-            http.peer.handle_incoming(Incoming::Request(request));
-            Ok(sse_coalesced(&self.stop, events, Busy::new(&http)).await)
+            // The request's work runs in this task while its answer is awaited.
+            let work = http.peer.request(request);
+            Ok(sse_coalesced(&self.stop, events, Busy::new(&http), work).await)
         } else {
             let reply = http.await_json(&request.id);
-            http.peer.handle_incoming(Incoming::Request(request));
-            match reply.await {
+            let mut work = http.peer.request(request);
+            match work.alongside(reply).await {
                 Ok(message) => Ok(json(StatusCode::OK, &message)),
                 // The request was cancelled (no reply is due) or the session ended.
                 Err(_) => Ok(StatusCode::ACCEPTED.into_response()),

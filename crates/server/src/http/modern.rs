@@ -24,6 +24,7 @@ use super::guard::accepts;
 use super::{App, json};
 use crate::codec;
 use crate::connection::{Connection, Listing, Outbound, Route};
+use crate::dispatch::Work;
 use crate::server::Server;
 
 /// Serves one 2026-07-28 request.
@@ -61,16 +62,30 @@ pub(super) async fn serve(app: &App, headers: &HeaderMap, principal: Principal, 
     // A 2026-07-28 request is stateless: its own connection, no session (no `Peer`).
     let conn = Arc::new(Connection::new(app.server.clone(), principal, Listing::Principal, out));
     let cancel_on_close = AbortOnDrop(Arc::clone(&conn), slot);
-    // Checked above: served as the 2026-07-28 request it is, its `_meta` read once.
-    codec::modern::serve_checked(&conn, request, meta);
-    respond(outgoing, streams, cancel_on_close, app.options.max_stream_events).await
+    // Checked above: served as the 2026-07-28 request it is, its `_meta` read once, in this
+    // task.
+    let work = Work::new(codec::modern::checked_work(&conn, request, meta));
+    respond(outgoing, streams, cancel_on_close, work, app.options.max_stream_events).await
 }
 
 /// The answer: the reply alone as JSON (with its status), or, when notifications come
-/// first and the client takes SSE, a stream of them ending with the reply.
-async fn respond(mut outgoing: mpsc::UnboundedReceiver<Outbound>, streams: bool, guard: AbortOnDrop, max_events: usize) -> Response {
+/// first and the client takes SSE, a stream of them ending with the reply. The request's
+/// `work` runs here until then.
+async fn respond(
+    mut outgoing: mpsc::UnboundedReceiver<Outbound>,
+    streams: bool,
+    guard: AbortOnDrop,
+    mut work: Work,
+    max_events: usize,
+) -> Response {
     let mut early = Vec::new();
-    while let Some(Outbound { message, route }) = outgoing.recv().await {
+    loop {
+        let next = tokio::select! {
+            biased;
+            next = outgoing.recv() => next,
+            () = work.run(), if work.is_running() => continue,
+        };
+        let Some(Outbound { message, route }) = next else { break };
         match route {
             Route::Reply(_) if early.is_empty() || !streams => return json(status_of(&message), &message),
             Route::Reply(_) => {

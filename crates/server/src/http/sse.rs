@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::session::Busy;
+use crate::dispatch::Work;
 
 /// How long a client should wait before reconnecting to a broken stream (the `retry`
 /// field of each stream's priming event).
@@ -34,16 +35,18 @@ const KEEPALIVE: Duration = Duration::from_secs(15);
 /// The headers of an SSE answer, streamed or in one piece.
 const HEADERS: [(header::HeaderName, &str); 2] = [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")];
 
-/// A quick answer in one piece: lets the request's handler run first (yielding up to
-/// [`COALESCE_YIELDS`] times, no timer, then waiting up to [`COALESCE_WAIT`] for its events)
-/// and, if the stream has finished by then (its reply sent), answers its events (the priming
-/// event first, the same ids) as one complete SSE body, which leaves in one write with the
-/// headers instead of one chunk per event. Otherwise the events so far open the stream of
-/// [`sse`]; so does a server that stops meanwhile (that stream then ends at once).
-pub(super) async fn sse_coalesced(stop: &CancellationToken, mut events: mpsc::Receiver<String>, busy: Busy) -> Response {
+/// A quick answer in one piece: runs the request's `work` first (polling it and yielding up
+/// to [`COALESCE_YIELDS`] times, no timer, then up to [`COALESCE_WAIT`] while waiting for its
+/// events) and, if the stream has finished by then (its reply sent), answers its events (the
+/// priming event first, the same ids) as one complete SSE body, which leaves in one write
+/// with the headers instead of one chunk per event. Otherwise the events so far open the
+/// stream of [`sse`], and what is left of the work goes on in a Tokio task of its own; so
+/// does a server that stops meanwhile (that stream then ends at once).
+pub(super) async fn sse_coalesced(stop: &CancellationToken, mut events: mpsc::Receiver<String>, busy: Busy, mut work: Work) -> Response {
     let complete = |body: String| (StatusCode::OK, HEADERS, body).into_response();
     let mut first = String::new();
     for _ in 0..COALESCE_YIELDS {
+        work.step().await;
         loop {
             match events.try_recv() {
                 Ok(frame) => first.push_str(&frame),
@@ -62,10 +65,12 @@ pub(super) async fn sse_coalesced(stop: &CancellationToken, mut events: mpsc::Re
                 Some(frame) => first.push_str(&frame),
                 None => return complete(first),
             },
+            () = work.run(), if work.is_running() => {}
             () = &mut held => break,
             () = stop.cancelled() => break,
         }
     }
+    work.spawn();
     sse(stop, events, first, busy)
 }
 

@@ -37,35 +37,42 @@ use crate::catalog::{LogLevel, UriParams};
 use super::parse_value;
 use crate::connection::Connection;
 use crate::context::RequestContext;
-use crate::dispatch::{self, Reply};
+use crate::dispatch::{self, Reply, Work};
 
 /// Where a connection keeps its Legacy session once `initialize` has created it.
 pub(crate) type Slot = OnceLock<Arc<LegacySession>>;
 
-/// Serves one request of the Legacy era. `initialize` and `ping` are answered in order, at
-/// once; every other request runs in its own Tokio task, so that a blocking `tasks/result`
-/// holds up nothing else.
-pub(crate) fn request(slot: &Slot, conn: &Arc<Connection>, request: Request) {
+/// Takes one request of the Legacy era. `initialize` and `ping` are answered in order, at
+/// once; every other request is work for the caller to run (in a Tokio task of its own, or
+/// in the task that answers it), so that a blocking `tasks/result` holds up nothing else.
+pub(crate) fn request(slot: &Slot, conn: &Arc<Connection>, request: Request) -> Work {
     match request.method.as_str() {
         method::INITIALIZE => {
             let reply = std::panic::catch_unwind(AssertUnwindSafe(|| initialize(slot, conn, request.params)))
                 .unwrap_or_else(|panic| Err(dispatch::crashed(method::INITIALIZE, panic.as_ref())));
             conn.respond(&request.id, reply);
+            Work::none()
         }
-        method::PING => conn.respond(&request.id, Ok(json!({}))),
+        method::PING => {
+            conn.respond(&request.id, Ok(json!({})));
+            Work::none()
+        }
         _ => match slot.get() {
-            None => conn.respond(
-                &request.id,
-                Err(RpcError::invalid_request(format!(
-                    "Received '{}' before initialization: send 'initialize' first",
-                    request.method
-                ))),
-            ),
+            None => {
+                conn.respond(
+                    &request.id,
+                    Err(RpcError::invalid_request(format!(
+                        "Received '{}' before initialization: send 'initialize' first",
+                        request.method
+                    ))),
+                );
+                Work::none()
+            }
             Some(session) => {
                 let session = Arc::clone(session);
-                dispatch::spawn_request(conn, request, Era::Legacy, session.client(), move |ctx, request| async move {
+                Work::new(dispatch::request_work(conn, request, Era::Legacy, session.client(), move |ctx, request| async move {
                     route(&session, &ctx, request).await
-                });
+                }))
             }
         },
     }

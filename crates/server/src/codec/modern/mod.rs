@@ -21,6 +21,7 @@ mod tasks;
 mod tools;
 mod wire;
 
+use std::future::Future;
 use std::sync::Arc;
 
 use mcp_tasks_protocol::era::Era;
@@ -36,7 +37,7 @@ use super::parse_value;
 use crate::catalog::{PromptGetParams, RESOURCE_NOT_FOUND, UriParams, prompt_getter, resource_reading};
 use crate::connection::Connection;
 use crate::context::{ClientCaps, RequestContext};
-use crate::dispatch::{self, Reply};
+use crate::dispatch::{self, Reply, Work};
 
 /// The revisions served per request (2025-11-25 is served through `initialize` only, so it
 /// is not listed: clients pick from this list for later requests).
@@ -50,16 +51,21 @@ const CACHE_TTL_MS: u64 = 0;
 /// answers such an error with 400.
 const META_PROBLEM: &str = "_meta";
 
-/// Serves one request of the Modern era.
-pub(crate) fn request(conn: &Arc<Connection>, request: Request) {
+/// Takes one request of the Modern era: answered at once if it fails [`check`], else its
+/// work, for the caller to run.
+pub(crate) fn request(conn: &Arc<Connection>, request: Request) -> Work {
     match check(&request) {
-        Ok(meta) => serve_checked(conn, request, meta),
-        Err(error) => conn.respond(&request.id, Err(error)),
+        Ok(meta) => Work::new(checked_work(conn, request, meta)),
+        Err(error) => {
+            conn.respond(&request.id, Err(error));
+            Work::none()
+        }
     }
 }
 
-/// Serves one request of the Modern era that passed [`check`], which read its `meta`.
-pub(crate) fn serve_checked(conn: &Arc<Connection>, request: Request, meta: RequestMeta) {
+/// The work of serving one request of the Modern era that passed [`check`], which read its
+/// `meta`, for the caller to run.
+pub(crate) fn checked_work(conn: &Arc<Connection>, request: Request, meta: RequestMeta) -> impl Future<Output = ()> + Send + 'static {
     let client = ClientCaps {
         elicitation: meta.declares("elicitation"),
         sampling: meta.declares("sampling"),
@@ -69,10 +75,10 @@ pub(crate) fn serve_checked(conn: &Arc<Connection>, request: Request, meta: Requ
     if let Some(info) = &meta.client_info {
         conn.set_client_info(&info.name, &info.version);
     }
-    dispatch::spawn_request(conn, request, Era::Modern, client, move |ctx, request| async move {
+    dispatch::request_work(conn, request, Era::Modern, client, move |ctx, request| async move {
         let method = request.method.clone();
         route(&meta, &ctx, request).await.map(|reply| finish(&ctx, &method, reply))
-    });
+    })
 }
 
 /// The checks before a request is served: its `_meta` (`-32602`) and its revision
@@ -126,7 +132,7 @@ async fn route(meta: &RequestMeta, ctx: &RequestContext, request: Request) -> Re
     }
     let reply = match name {
         modern::method::SERVER_DISCOVER => Ok(wire::discover(ctx.server())),
-        modern::method::SUBSCRIPTIONS_LISTEN => listen::listen(meta, ctx, params).await,
+        modern::method::SUBSCRIPTIONS_LISTEN => Box::pin(listen::listen(meta, ctx, params)).await,
         method::TOOLS_LIST => tools::list(ctx, params),
         method::TOOLS_CALL => match parse_value(name, params) {
             Ok(params) => return tools::call(meta, ctx, params).await,
@@ -134,18 +140,18 @@ async fn route(meta: &RequestMeta, ctx: &RequestContext, request: Request) -> Re
         },
         method::TASKS_GET | modern::method::TASKS_UPDATE | method::TASKS_CANCEL if !tasks => Err(missing_extension(name)),
         method::TASKS_GET => async { tasks::get(ctx, parse_value(name, params)?).await }.await,
-        modern::method::TASKS_UPDATE => async { tasks::update(ctx, parse_value(name, params)?).await }.await,
-        method::TASKS_CANCEL => async { tasks::cancel(ctx, parse_value(name, params)?).await }.await,
+        modern::method::TASKS_UPDATE => Box::pin(async { tasks::update(ctx, parse_value(name, params)?).await }).await,
+        method::TASKS_CANCEL => Box::pin(async { tasks::cancel(ctx, parse_value(name, params)?).await }).await,
         // Shared methods without a lifecycle rule; `ping` and the 2025-11-25-only ones are
         // not in the catalog's table either, and fall through to -32601.
         method::PING => Err(unknown(name)),
         method::PROMPTS_GET if ctx.server().inner.catalog.has_prompts() && !ctx.server().inner.catalog.forwards(name) => {
-            prompts_get(meta, ctx, params).await
+            Box::pin(prompts_get(meta, ctx, params)).await
         }
         method::RESOURCES_READ if ctx.server().inner.catalog.has_resources() && !ctx.server().inner.catalog.forwards(name) => {
-            resources_read(meta, ctx, params).await
+            Box::pin(resources_read(meta, ctx, params)).await
         }
-        other => match crate::catalog::route(ctx.server(), other, params, Context::plain(ctx.cancel.clone(), None)).await {
+        other => match Box::pin(crate::catalog::route(ctx.server(), other, params, Context::plain(ctx.cancel.clone(), None))).await {
             Some(reply) => reply.map_err(resource_not_found_is_invalid_params),
             None => Err(unknown(other)),
         },

@@ -65,10 +65,10 @@ pub(crate) async fn call(meta: &RequestMeta, ctx: &RequestContext, params: CallT
         (_, true) => true,
     };
     if let Some(state) = &params.request_state {
-        return Some(retry(ctx, &params.name, state, params.input_responses.unwrap_or_default()).await);
+        return Some(Box::pin(retry(ctx, &params.name, state, params.input_responses.unwrap_or_default())).await);
     }
     if !as_task {
-        return Some(plain(meta, ctx, &tool, arguments, params.input_responses.unwrap_or_default()).await);
+        return Some(Box::pin(plain(meta, ctx, &tool, arguments, params.input_responses.unwrap_or_default())).await);
     }
     // A keyed call's task can be found again with its key; a keyless one's only by its id.
     let findable = idempotency_key.is_some();
@@ -99,7 +99,7 @@ pub(crate) async fn call(meta: &RequestMeta, ctx: &RequestContext, params: CallT
     let (id, tool) = (created.record().id.clone(), created.record().tool.clone());
     let feed = ops::tasks::changes(ctx, &id);
     created.start();
-    Some(settle(ctx, &tool, &id, inline, feed, findable).await)
+    Some(Box::pin(settle(ctx, &tool, &id, inline, feed, findable)).await)
 }
 
 /// The answer to a call whose task runs, after waiting up to `inline` for it: what a plain
