@@ -282,3 +282,43 @@ async fn the_writer_checkpoints_between_batches_so_the_wal_stays_near_1000_frame
     );
     assert_eq!(store.count(&mcp_tasks_engine::Principal::new("alice")).await.expect("count"), 1200);
 }
+
+/// On `synchronous=FULL` the store grows its WAL when it opens, with zeros written and synced,
+/// to what it holds at the checkpoint threshold, so that the first commits after a start
+/// overwrite the file rather than append to it. What lies past the last frame is never read
+/// as one: a copy of the files taken while the store is open, with commits in the WAL and no
+/// checkpoint since (what a crash leaves), opens with every committed task, its last write
+/// included, and nothing more.
+#[tokio::test]
+async fn a_presized_wal_recovers_every_commit_and_nothing_past_them() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("tasks.db");
+    let store = SqliteStore::open(&path).expect("the store opens");
+    let page: u64 = store.pragma("page_size").await.expect("pragma").parse().expect("a number");
+    let wal = dir.path().join("tasks.db-wal");
+    let frames = (std::fs::metadata(&wal).expect("the WAL exists").len() - 32) / (page + 24);
+    assert!(frames >= 1000, "the WAL was grown at open to the checkpoint threshold: {frames} frames");
+    let mut ids = Vec::new();
+    for n in 0..20 {
+        let task = sample_task("alice");
+        store.insert(&task).await.expect("insert");
+        if n == 19 {
+            let update = completion(&task, task.attempt);
+            store.replace(&task.id, task.version, &update).await.expect("the last write commits");
+        }
+        ids.push(task.id);
+    }
+    // The files as a crash would leave them: the WAL holds the commits, then zeros.
+    let copy = tempfile::tempdir().expect("a temporary directory");
+    for name in ["tasks.db", "tasks.db-wal"] {
+        std::fs::copy(dir.path().join(name), copy.path().join(name)).expect("copy");
+    }
+    let recovered = SqliteStore::open(&copy.path().join("tasks.db")).expect("the copy opens");
+    let alice = mcp_tasks_engine::Principal::new("alice");
+    assert_eq!(recovered.count(&alice).await.expect("count"), 20);
+    for id in &ids {
+        assert!(recovered.get(id).await.expect("get").is_some(), "task {id} recovered");
+    }
+    let last = recovered.get(&ids[19]).await.expect("get").expect("the last task");
+    assert!(last.status().is_terminal(), "the last write (its completion) recovered: {:?}", last.status());
+}
