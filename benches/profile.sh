@@ -11,7 +11,8 @@
 # MODE: poll, block, plain or modern (the server runs with --inline-wait-ms 0, so a
 # 2026-07-28 call is a task at once). Needs valgrind (apt install valgrind). Environment:
 # PROFILE_KEEP=1 keeps the callgrind file (for callgrind_annotate or kcachegrind); PROFILE_TOP
-# (25) lines per list.
+# (25) lines per list; PROFILE_SERVER=PATH profiles that bench_server binary instead of the
+# one built from this tree (an earlier build kept aside, to count both sides of a change).
 set -euo pipefail
 
 mode=${1:-block}
@@ -30,7 +31,8 @@ bench_init mcp-tasks-profile
 echo "== building (release)" >&2
 cargo build --release -p mcp-tasks-bench --example bench_server --bin load >&2
 target_dir=$(cargo metadata --format-version 1 --no-deps | jq -r .target_directory)
-cp "$target_dir/release/examples/bench_server" "$target_dir/release/load" "$work/"
+cp "${PROFILE_SERVER:-$target_dir/release/examples/bench_server}" "$work/bench_server"
+cp "$target_dir/release/load" "$work/"
 
 start ours valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/callgrind.out" \
   "$work/bench_server" --listen 127.0.0.1:0 --store "$work/profile.sqlite3" --inline-wait-ms 0
