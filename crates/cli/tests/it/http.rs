@@ -573,6 +573,62 @@ fn a_request_cancelled_by_notifications_cancelled_ends_its_post_and_its_stream_w
     assert_eq!(client.result("ping", json!({})), json!({}), "the session goes on");
 }
 
+/// 2025-11-25: a closed connection is not a cancellation. A plain call whose POST the client
+/// closes before its answer runs to its end (a JSON answer here; the SSE stream's case is
+/// `http_a_dropped_tasks_result_stream_resumes_with_last_event_id_and_delivers_once`). With
+/// `max_running = 1` the call holds the one running slot until its work ends, so every other
+/// call is refused until then: a call stopped by the close would free the slot while its
+/// process still ran, or before its last marker.
+#[test]
+fn legacy_closing_a_post_before_its_answer_does_not_stop_its_call() {
+    let work = Workdir::new();
+    let marks = r#"
+[[tools]]
+name = "marks"
+description = "Leaves a first marker, sleeps a moment, leaves a second."
+command = ["sh", "-c", "touch \"$1\"; sleep 1.5; touch \"$2\"", "_", "{started}", "{done}"]
+[tools.input_schema]
+type = "object"
+properties = { started = { type = "string" }, done = { type = "string" } }
+"#;
+    let config = format!("{CONFIG}{marks}").replacen("name = \"test-server\"", "name = \"test-server\"\nmax_running = 1", 1);
+    std::fs::write(work.config(), config).unwrap();
+    let server = HttpServer::start(&work);
+    let mut client = Client::new(&server, None);
+    client.initialize();
+    let (started, done) = (work.path("started"), work.path("done"));
+    let arguments = json!({"started": started.to_str().unwrap(), "done": done.to_str().unwrap()});
+    let body = client.message("tools/call", json!({"name": "marks", "arguments": arguments}));
+    let mut head = String::from("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+    for (name, value) in client_headers(&client, "application/json") {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    let mut socket = std::net::TcpStream::connect(server.addr).unwrap();
+    std::io::Write::write_all(&mut socket, format!("{head}{body}").as_bytes()).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !started.exists() {
+        assert!(std::time::Instant::now() < deadline, "the call never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Closed while the call runs, its answer unread.
+    drop(socket);
+    let mut refused = 0;
+    loop {
+        assert!(std::time::Instant::now() < deadline, "the slot was never freed");
+        let echo = client.message("tools/call", json!({"name": "echo", "arguments": {"text": "x"}}));
+        let reply = client.post_with(&echo, &[("Accept", "application/json")]).json();
+        if reply.get("result").is_some() {
+            // Free again: only once the call's work ended (its last marker is there).
+            assert!(done.exists(), "the call was stopped when its POST was closed ({refused} calls refused before)");
+            break;
+        }
+        assert_eq!(reply["error"]["code"], -32010, "{reply}");
+        refused += 1;
+    }
+    assert!(refused > 0, "the call held the slot after its POST was closed");
+}
+
 /// The client's headers with `Accept` set to `accept` only.
 fn client_headers(client: &Client, accept: &str) -> Vec<(String, String)> {
     let mut headers = client.headers();
