@@ -182,11 +182,10 @@ impl Work {
         }
     }
 
-    /// Runs what is left in a Tokio task of its own.
-    pub(crate) fn spawn(mut self) {
-        if let Some(work) = self.0.take() {
-            tokio::spawn(work);
-        }
+    /// Runs what is left in a Tokio task of its own: what dropping it does, said where the
+    /// caller means it.
+    pub(crate) fn spawn(self) {
+        drop(self);
     }
 }
 

@@ -693,20 +693,21 @@ const SPACE_EVERY: Duration = Duration::from_millis(100);
 /// or a checkpoint the database, hundreds of commits later. Watched, a disk with less than
 /// [`LOW_SPACE`] free refuses each batch as full, at once, as one never grown would.
 struct Space {
-    /// The store's directory; `None` when the WAL grows as SQLite appends (not watched).
-    dir: Option<PathBuf>,
+    /// The store's file, whose disk is watched; `None` when the WAL grows as SQLite appends
+    /// (not watched).
+    path: Option<PathBuf>,
     /// When the free space was last looked at, and what it was.
     last: Option<(Instant, u64)>,
 }
 
 impl Space {
     fn new(path: &Path, watched: bool) -> Space {
-        Space { dir: watched.then(|| path.to_owned()), last: None }
+        Space { path: watched.then(|| path.to_owned()), last: None }
     }
 
     /// `Err` (a full disk) if the disk has less than [`LOW_SPACE`] free.
     fn check(&mut self) -> Result<(), Failure> {
-        let Some(path) = &self.dir else { return Ok(()) };
+        let Some(path) = &self.path else { return Ok(()) };
         if let Some((at, free)) = self.last
             && free >= NEAR_FULL
             && at.elapsed() < SPACE_EVERY
