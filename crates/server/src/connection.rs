@@ -49,12 +49,21 @@ pub(crate) enum Listing {
     Session,
 }
 
+/// Where a connection's outgoing messages go.
+enum Outlet {
+    /// A queue that a task of the transport empties (stdio, a 2026-07-28 request).
+    Queue(mpsc::UnboundedSender<Outbound>),
+    /// Routed by the sender itself, at once (a 2025-11-25 HTTP session's streams): no task
+    /// in between, so a reply reaches the POST waiting for it without a hand-off.
+    Direct(Box<dyn Fn(Outbound) + Send + Sync>),
+}
+
 /// A client connection. Shared by the transport, dispatch and the request handlers.
 pub(crate) struct Connection {
     pub(crate) server: Server,
     pub(crate) principal: Principal,
     pub(crate) listing: Listing,
-    out: mpsc::UnboundedSender<Outbound>,
+    out: Outlet,
     closed: CancellationToken,
     /// Ids of our requests to the client: `mcp-tasks-<n>`, never reused on a connection.
     next_request: AtomicU64,
@@ -103,6 +112,21 @@ impl Connection {
 
     /// A connection whose outgoing messages go to `out`.
     pub(crate) fn new(server: Server, principal: Principal, listing: Listing, out: mpsc::UnboundedSender<Outbound>) -> Connection {
+        Connection::with_outlet(server, principal, listing, Outlet::Queue(out))
+    }
+
+    /// A connection whose outgoing messages are handed to `route` by whoever sends them, in
+    /// the sender's task. `route` must not block, nor send on this connection.
+    pub(crate) fn routed(
+        server: Server,
+        principal: Principal,
+        listing: Listing,
+        route: impl Fn(Outbound) + Send + Sync + 'static,
+    ) -> Connection {
+        Connection::with_outlet(server, principal, listing, Outlet::Direct(Box::new(route)))
+    }
+
+    fn with_outlet(server: Server, principal: Principal, listing: Listing, out: Outlet) -> Connection {
         Connection {
             server,
             principal,
@@ -140,7 +164,13 @@ impl Connection {
 
     /// Queues a message to the client. A closed transport drops it.
     pub(crate) fn send(&self, message: Value, route: Route) {
-        let _ = self.out.send(Outbound { message, route });
+        let outbound = Outbound { message, route };
+        match &self.out {
+            Outlet::Queue(queue) => {
+                let _ = queue.send(outbound);
+            }
+            Outlet::Direct(route) => route(outbound),
+        }
     }
 
     /// Sends the reply to request `id`.

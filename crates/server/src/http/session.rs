@@ -198,19 +198,26 @@ impl Stream {
 }
 
 impl HttpSession {
-    /// A new session of `principal` (not yet registered under an id): its connection, with
-    /// a task that moves its outgoing messages onto its streams.
+    /// A new session of `principal` (not yet registered under an id): its connection, whose
+    /// outgoing messages go onto its streams as they are sent ([`HttpSession::route`]).
     pub(super) fn open(server: Server, principal: Principal, listing: Listing, max_events: usize) -> Arc<HttpSession> {
-        let (out, outgoing) = mpsc::unbounded_channel();
-        let peer = Peer::new(Connection::new(server, principal.clone(), listing, out));
-        let http = Arc::new(HttpSession {
-            peer,
-            principal,
-            routes: Mutex::new(Routes { next_stream: 1, ..Routes::default() }),
-            activity: Mutex::new(Activity { open: 0, last: Instant::now() }),
-            max_events: max_events.max(1),
+        let http = Arc::new_cyclic(|session: &Weak<HttpSession>| {
+            // Each message is routed by its sender, at once: a message sent once the session is
+            // gone goes nowhere, as before.
+            let session = session.clone();
+            let conn = Connection::routed(server, principal.clone(), listing, move |outbound| {
+                if let Some(http) = session.upgrade() {
+                    http.route(outbound);
+                }
+            });
+            HttpSession {
+                peer: Peer::new(conn),
+                principal,
+                routes: Mutex::new(Routes { next_stream: 1, ..Routes::default() }),
+                activity: Mutex::new(Activity { open: 0, last: Instant::now() }),
+                max_events: max_events.max(1),
+            }
         });
-        tokio::spawn(pump(Arc::downgrade(&http), outgoing));
         let weak = Arc::downgrade(&http);
         http.peer.conn.set_standalone_probe(Box::new(move || weak.upgrade().is_some_and(|http| http.standalone_is_open())));
         http
@@ -378,14 +385,6 @@ impl Routes {
                 self.streams.remove(&old);
             }
         }
-    }
-}
-
-/// Moves a session's outgoing messages to their streams until the session is gone.
-pub(super) async fn pump(http: Weak<HttpSession>, mut outgoing: mpsc::UnboundedReceiver<Outbound>) {
-    while let Some(outbound) = outgoing.recv().await {
-        let Some(http) = http.upgrade() else { return };
-        http.route(outbound);
     }
 }
 
