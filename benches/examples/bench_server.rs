@@ -30,8 +30,19 @@ use mcp_tasks_postgres::PostgresStore;
 use mcp_tasks_sqlite::{SqliteStore, Synchronous};
 use tokio::net::TcpListener;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // The runtime of the `mcp-tasks` binary (one worker fewer than the cores), so that the
+    // bench server measures what users run.
+    match mcp_tasks_server::runtime::build_runtime() {
+        Ok(runtime) => runtime.block_on(serve()),
+        Err(err) => {
+            eprintln!("bench_server: cannot start the async runtime: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve() -> ExitCode {
     let mut listen = String::from("127.0.0.1:0");
     let mut store: Option<PathBuf> = None;
     let mut synchronous = Synchronous::Full;

@@ -49,7 +49,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match mcp_tasks_server::runtime::build_runtime() {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("mcp-tasks: cannot start the async runtime: {err}");

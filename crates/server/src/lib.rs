@@ -30,6 +30,7 @@
 //!   delivery of results to waiting `tasks/result`s).
 //! - [`stdio`]: newline-delimited JSON-RPC over any reader and writer.
 //! - [`http`]: Streamable HTTP on axum (guards, sessions, SSE streams).
+//! - [`runtime`]: the Tokio runtime the binary serves on (one worker fewer than the cores).
 //!
 //! Protocol revision: 2025-11-25 (core Tasks, "Legacy"); 2026-07-28 joins as a second codec.
 
@@ -44,6 +45,7 @@ mod metrics;
 mod ops;
 mod poll_rate;
 mod registry;
+pub mod runtime;
 mod server;
 mod tool;
 pub mod http;
