@@ -134,8 +134,9 @@ impl RequestMeta {
         };
         let client_info = match meta.get(CLIENT_INFO_META) {
             None => None,
+            // Read from the borrowed value: no copy of it is built to be consumed.
             Some(info) => Some(
-                serde_json::from_value(info.clone())
+                Deserialize::deserialize(info)
                     .map_err(|err| format!("request _meta {CLIENT_INFO_META:?} is not an Implementation: {err}"))?,
             ),
         };
@@ -147,7 +148,7 @@ impl RequestMeta {
         let progress_token = match meta.get("progressToken") {
             None | Some(Value::Null) => None,
             Some(token) => Some(
-                serde_json::from_value(token.clone())
+                Deserialize::deserialize(token)
                     .map_err(|_| "request _meta \"progressToken\" must be a string or an integer".to_owned())?,
             ),
         };

@@ -6,6 +6,7 @@
 //! messages); an error's HTTP status follows the revision (400, 404 for an unknown method).
 //! Closing the response cancels the request (2026-07-28: a disconnect is cancellation).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
@@ -284,16 +285,17 @@ fn mirrors(header: &str, body: &Value) -> bool {
 ///
 /// # Errors
 /// `-32020` for a value that is not visible ASCII, or not valid Base64 of UTF-8.
-fn header_value(headers: &HeaderMap, name: &str) -> Result<Option<String>, RpcError> {
+fn header_value<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<Cow<'h, str>>, RpcError> {
     let Some(value) = headers.get(name) else { return Ok(None) };
     let text = value.to_str().map_err(|_| mismatch(format!("the {name} header has invalid characters")))?;
     let Some(encoded) = text.strip_prefix("=?base64?").and_then(|rest| rest.strip_suffix("?=")) else {
-        return Ok(Some(text.to_owned()));
+        // Compared where it is, as most headers are plain text.
+        return Ok(Some(Cow::Borrowed(text)));
     };
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(encoded)
         .map_err(|_| mismatch(format!("the {name} header is not valid Base64")))?;
-    String::from_utf8(bytes).map(Some).map_err(|_| mismatch(format!("the {name} header is not Base64 of UTF-8")))
+    String::from_utf8(bytes).map(|text| Some(Cow::Owned(text))).map_err(|_| mismatch(format!("the {name} header is not Base64 of UTF-8")))
 }
 
 fn mismatch(message: String) -> RpcError {
