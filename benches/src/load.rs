@@ -92,10 +92,11 @@ impl Tool {
         }
     }
 
-    fn arguments(self) -> Value {
+    /// The call's arguments, as JSON text.
+    fn arguments(self) -> String {
         match self {
-            Tool::Noop => json!({}),
-            Tool::Sleep(ms) => json!({ "ms": ms }),
+            Tool::Noop => "{}".to_owned(),
+            Tool::Sleep(ms) => format!(r#"{{"ms":{ms}}}"#),
         }
     }
 }
@@ -730,18 +731,18 @@ impl Session {
             "clientInfo": {"name": "mcp-tasks-bench-load", "version": "1"}
         });
         let (headers, answer) = session
-            .post(&request_message(0, "initialize", init), None)
+            .post(request_text(0, "initialize", &init.to_string()), None, None)
             .await
             .map_err(|failure| LoadError(format!("initialize: {}", failure.message)))?;
         let answer = answer.ok_or_else(|| LoadError("initialize: no answer".to_owned()))?;
-        response_result(&answer, 0)
+        response_result(answer, 0)
             .map_err(|failure| LoadError(format!("initialize: {}", failure.message)))?;
         session.session_id = headers
             .get("mcp-session-id")
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        session.post(&initialized, None).await.map_err(|failure| {
+        session.post(initialized.to_string(), None, None).await.map_err(|failure| {
             LoadError(format!("notifications/initialized: {}", failure.message))
         })?;
         Ok(session)
@@ -749,9 +750,10 @@ impl Session {
 
     async fn call(&mut self, mode: Mode, tool: Tool) -> Result<Sample, Failure> {
         let start = Instant::now();
-        let mut params = json!({ "name": tool.name(), "arguments": tool.arguments() });
+        let name = tool.name();
+        let call = |task: &str| format!(r#"{{"name":{},"arguments":{}{task}}}"#, json_text(name), tool.arguments());
         if mode == Mode::Plain {
-            let result = self.request("tools/call", params).await?;
+            let result = self.request("tools/call", &call(""), Some(name)).await?;
             let arrival = unix_micros();
             let elapsed = micros(start.elapsed());
             let lag = check_result(&result, tool, arrival)?;
@@ -764,10 +766,9 @@ impl Session {
             });
         }
         if mode == Mode::Modern {
-            return self.modern_lifecycle(tool, params, start).await;
+            return self.modern_lifecycle(tool, &call(""), start).await;
         }
-        params["task"] = json!({ "ttl": 600_000 });
-        let created = self.request("tools/call", params).await?;
+        let created = self.request("tools/call", &call(r#","task":{"ttl":600000}"#), Some(name)).await?;
         let create_us = micros(start.elapsed());
         let task = created
             .get("task")
@@ -777,10 +778,11 @@ impl Session {
             .and_then(Value::as_str)
             .ok_or_else(|| Failure::check(format!("no taskId: {created}")))?
             .to_owned();
+        let by_id = task_params(&id);
         let mut gets = 0;
         if mode == Mode::Poll {
             loop {
-                let got = self.request("tasks/get", json!({ "taskId": id })).await?;
+                let got = self.request("tasks/get", &by_id, Some(&id)).await?;
                 gets += 1;
                 match got.get("status").and_then(Value::as_str) {
                     Some("completed") => break,
@@ -793,9 +795,7 @@ impl Session {
                 }
             }
         }
-        let result = self
-            .request("tasks/result", json!({ "taskId": id }))
-            .await?;
+        let result = self.request("tasks/result", &by_id, Some(&id)).await?;
         let arrival = unix_micros();
         let end_to_end_us = micros(start.elapsed());
         let lag_us = check_result(&result, tool, arrival)?;
@@ -813,10 +813,10 @@ impl Session {
     async fn modern_lifecycle(
         &mut self,
         tool: Tool,
-        params: Value,
+        params: &str,
         start: Instant,
     ) -> Result<Sample, Failure> {
-        let created = self.request("tools/call", params).await?;
+        let created = self.request("tools/call", params, Some(tool.name())).await?;
         let create_us = micros(start.elapsed());
         if created.get("resultType").and_then(Value::as_str) != Some("task") {
             return Err(Failure::check(format!("tools/call: not a task: {created}")));
@@ -826,9 +826,10 @@ impl Session {
             .and_then(Value::as_str)
             .ok_or_else(|| Failure::check(format!("no taskId: {created}")))?
             .to_owned();
+        let by_id = task_params(&id);
         let mut gets = 0;
         loop {
-            let got = self.request("tasks/get", json!({ "taskId": id })).await?;
+            let got = self.request("tasks/get", &by_id, Some(&id)).await?;
             gets += 1;
             match got.get("status").and_then(Value::as_str) {
                 Some("completed") => {
@@ -856,35 +857,32 @@ impl Session {
         }
     }
 
-    /// Sends request `method` and returns its `result`.
-    async fn request(&mut self, method: &str, mut params: Value) -> Result<Value, Failure> {
+    /// Sends request `method` with `params` (an object's JSON text) and returns its `result`.
+    /// `name`: what a Modern request's `Mcp-Name` header mirrors (the tool, or the task id).
+    /// The body is written as text, with the Modern `_meta` spliced in as text too: building
+    /// a `serde_json::Value` for each request and serializing it was a third of the driver's
+    /// instructions, on the cores the server under test uses.
+    async fn request(&mut self, method: &str, params: &str, name: Option<&str>) -> Result<Value, Failure> {
         let id = self.next_id;
         self.next_id += 1;
-        // Modern: the name (tool, or task id) the `Mcp-Name` header mirrors.
-        let name = if self.modern {
-            params["_meta"] = json!({
-                "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
-                "io.modelcontextprotocol/clientInfo": {"name": "mcp-tasks-bench-load", "version": "1"},
-                "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS_EXTENSION: {}}}
-            });
-            ["name", "taskId"]
-                .into_iter()
-                .find_map(|field| params.get(field).and_then(Value::as_str))
-                .map(str::to_owned)
+        let message = if self.modern {
+            // `params` is an object: its closing brace gives way to the `_meta` member.
+            let open = params.strip_suffix('}').unwrap_or(params);
+            let comma = if open.trim_end().ends_with('{') { "" } else { "," };
+            let meta: &str = &MODERN_META;
+            request_text(id, method, &format!(r#"{open}{comma}"_meta":{meta}}}"#))
         } else {
-            None
+            request_text(id, method, params)
         };
-        let message = request_message(id, method, params);
-        let (_, answer) = self.post(&message, name.as_deref()).await?;
+        let name = if self.modern { name } else { None };
+        let (_, answer) = self.post(message, Some(method), name).await?;
         let answer = answer.ok_or_else(|| Failure::check(format!("{method}: no answer")))?;
-        response_result(&answer, id).map_err(|failure| Failure {
+        response_result(answer, id).map_err(|failure| Failure {
             message: format!("{method}: {}", failure.message),
             ..failure
         })
     }
 
-    /// POSTs `message`; the answer's headers and, unless it is 202, the messages it carried.
-    /// A Modern request also carries the headers that mirror its body (`name`: `Mcp-Name`).
     /// Ends the 2025-11-25 session (`DELETE`), as a client that is done does, so that runs
     /// one after the other do not pile up sessions on the server. Best effort.
     async fn close(mut self) {
@@ -906,9 +904,13 @@ impl Session {
         }
     }
 
+    /// POSTs `message` (JSON text); the answer's headers and, unless it is 202, the messages
+    /// it carried. A Modern request also carries the headers that mirror its body (`method`:
+    /// `Mcp-Method`, `name`: `Mcp-Name`).
     async fn post(
         &mut self,
-        message: &Value,
+        message: String,
+        method: Option<&str>,
         name: Option<&str>,
     ) -> Result<(hyper::HeaderMap, Option<Vec<Value>>), Failure> {
         let mut builder = Request::builder()
@@ -923,16 +925,15 @@ impl Session {
                 .header("mcp-protocol-version", "2025-11-25");
         }
         if self.modern {
-            let method = message.get("method").and_then(Value::as_str).unwrap_or("");
             builder = builder
                 .header("mcp-protocol-version", MODERN_VERSION)
-                .header("mcp-method", method);
+                .header("mcp-method", method.unwrap_or(""));
             if let Some(name) = name {
                 builder = builder.header("mcp-name", name);
             }
         }
         let request = builder
-            .body(Full::new(Bytes::from(message.to_string())))
+            .body(Full::new(Bytes::from(message)))
             .map_err(|err| Failure::check(format!("building the request: {err}")))?;
         let fatal = |err: hyper::Error| Failure {
             message: format!("HTTP: {err}"),
@@ -968,9 +969,31 @@ impl Session {
     }
 }
 
-fn request_message(id: u64, method: &str, params: Value) -> Value {
-    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
+/// A JSON-RPC request's text; `params`: an object's JSON text.
+fn request_text(id: u64, method: &str, params: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":{},"params":{params}}}"#, json_text(method))
 }
+
+/// `text` as a JSON string.
+fn json_text(text: &str) -> String {
+    Value::from(text).to_string()
+}
+
+/// The `params` of `tasks/get` and `tasks/result`: `{"taskId": id}`.
+fn task_params(id: &str) -> String {
+    format!(r#"{{"taskId":{}}}"#, json_text(id))
+}
+
+/// The `_meta` every 2026-07-28 request carries: the revision, who we are, and the tasks
+/// extension declared.
+static MODERN_META: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+        "io.modelcontextprotocol/clientInfo": {"name": "mcp-tasks-bench-load", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS_EXTENSION: {}}}
+    })
+    .to_string()
+});
 
 fn parse_json(text: &str) -> Result<Value, Failure> {
     serde_json::from_str(text).map_err(|err| Failure::check(format!("bad JSON ({err}): {text}")))
@@ -997,26 +1020,22 @@ fn sse_messages(text: &str) -> Result<Vec<Value>, Failure> {
     Ok(messages)
 }
 
-/// The `result` of the response with id `id` among `messages`.
-fn response_result(messages: &[Value], id: u64) -> Result<Value, Failure> {
-    let response = messages
-        .iter()
+/// The `result` of the response with id `id` among `messages` (taken out of it, not copied).
+fn response_result(messages: Vec<Value>, id: u64) -> Result<Value, Failure> {
+    let count = messages.len();
+    let mut response = messages
+        .into_iter()
         .find(|message| {
             message.get("id").and_then(Value::as_u64) == Some(id) && message.get("method").is_none()
         })
-        .ok_or_else(|| {
-            Failure::check(format!(
-                "no response with id {id} among {} message(s)",
-                messages.len()
-            ))
-        })?;
+        .ok_or_else(|| Failure::check(format!("no response with id {id} among {count} message(s)")))?;
     if let Some(error) = response.get("error") {
         return Err(Failure::check(format!("JSON-RPC error {error}")));
     }
-    response
-        .get("result")
-        .cloned()
-        .ok_or_else(|| Failure::check(format!("a response without result: {response}")))
+    match response.get_mut("result").map(Value::take) {
+        Some(result) => Ok(result),
+        None => Err(Failure::check(format!("a response without result: {response}"))),
+    }
 }
 
 /// Checks a `CallToolResult` of `tool`; for `sleep`, the lag between `arrival` (unix µs) and
@@ -1083,8 +1102,25 @@ mod tests {
         let body = "id: 1-0\nretry: 1000\ndata: \n\nid: 1-1\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n\n";
         let messages = sse_messages(body).ok().unwrap();
         assert_eq!(messages.len(), 1);
-        assert!(response_result(&messages, 3).is_ok());
-        assert!(response_result(&messages, 4).is_err());
+        assert!(response_result(messages.clone(), 3).is_ok());
+        assert!(response_result(messages, 4).is_err());
+    }
+
+    #[test]
+    fn request_texts_are_the_json_rpc_requests_they_stand_for() {
+        let call = serde_json::from_str::<Value>(&request_text(7, "tools/call", r#"{"name":"noop","arguments":{}}"#));
+        assert_eq!(
+            call.ok(),
+            Some(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "noop", "arguments": {}}}))
+        );
+        let get = serde_json::from_str::<Value>(&request_text(8, "tasks/get", &task_params("a\"b")));
+        assert_eq!(get.ok(), Some(json!({"jsonrpc": "2.0", "id": 8, "method": "tasks/get", "params": {"taskId": "a\"b"}})));
+        let meta = serde_json::from_str::<Value>(&MODERN_META).ok();
+        assert_eq!(
+            meta.as_ref().and_then(|meta| meta.pointer("/io.modelcontextprotocol~1clientCapabilities/extensions")),
+            Some(&json!({TASKS_EXTENSION: {}}))
+        );
+        assert_eq!(Tool::Sleep(5).arguments(), r#"{"ms":5}"#);
     }
 
     #[test]
