@@ -18,7 +18,10 @@
 //!   inline `result` is checked (the Modern task lifecycle, SEP-2663).
 //!
 //! Requests accept JSON and SSE (or JSON only, [`Config::json_only`]); an SSE answer is read to its end and the response with the
-//! request's id is taken from its `data` lines. A call whose answer is not what the tool
+//! request's id is taken from its `data` lines. Requests are written as JSON text, and each
+//! answer is read into the few members its check needs, borrowed from the body, not into
+//! `serde_json::Value` trees: the driver shares the machine's cores with the server it
+//! measures, and with Values it used about half the server's instructions per lifecycle. A call whose answer is not what the tool
 //! returns (`ok`, or `slept <ms> ms; done_at_us=…`) is a failure, with the first one kept.
 //!
 //! The lag the harness sees (the `sleep` tool's completion time to the result's arrival)
@@ -37,6 +40,10 @@ use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper::{Method, Request, StatusCode, header};
 use hyper_util::rt::TokioIo;
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
 use tokio::sync::Barrier;
@@ -735,8 +742,9 @@ impl Session {
             .await
             .map_err(|failure| LoadError(format!("initialize: {}", failure.message)))?;
         let answer = answer.ok_or_else(|| LoadError("initialize: no answer".to_owned()))?;
-        response_result(answer, 0)
-            .map_err(|failure| LoadError(format!("initialize: {}", failure.message)))?;
+        Answer { method: "initialize".to_owned(), id: 0, answer }
+            .result(|_: IgnoredAny| Ok::<_, String>(()))
+            .map_err(|failure| LoadError(failure.message))?;
         session.session_id = headers
             .get("mcp-session-id")
             .and_then(|value| value.to_str().ok())
@@ -753,10 +761,10 @@ impl Session {
         let name = tool.name();
         let call = |task: &str| format!(r#"{{"name":{},"arguments":{}{task}}}"#, json_text(name), tool.arguments());
         if mode == Mode::Plain {
-            let result = self.request("tools/call", &call(""), Some(name)).await?;
+            let answer = self.request("tools/call", &call(""), Some(name)).await?;
             let arrival = unix_micros();
             let elapsed = micros(start.elapsed());
-            let lag = check_result(&result, tool, arrival)?;
+            let lag = answer.result(|result: ToolResult<'_>| check_result(&result, tool, arrival))?;
             return Ok(Sample {
                 create_us: elapsed,
                 end_to_end_us: elapsed,
@@ -770,35 +778,30 @@ impl Session {
         }
         let created = self.request("tools/call", &call(r#","task":{"ttl":600000}"#), Some(name)).await?;
         let create_us = micros(start.elapsed());
-        let task = created
-            .get("task")
-            .ok_or_else(|| Failure::check(format!("tools/call: no CreateTaskResult: {created}")))?;
-        let id = task
-            .get("taskId")
-            .and_then(Value::as_str)
-            .ok_or_else(|| Failure::check(format!("no taskId: {created}")))?
-            .to_owned();
+        let id = created.result(|created: Created<'_>| {
+            let task = created.task.ok_or("no CreateTaskResult")?;
+            task.task_id.map(Cow::into_owned).ok_or("no taskId")
+        })?;
         let by_id = task_params(&id);
         let mut gets = 0;
         if mode == Mode::Poll {
             loop {
                 let got = self.request("tasks/get", &by_id, Some(&id)).await?;
                 gets += 1;
-                match got.get("status").and_then(Value::as_str) {
-                    Some("completed") => break,
-                    Some("working") => {}
-                    other => {
-                        return Err(Failure::check(format!(
-                            "task {id}: unexpected status {other:?}: {got}"
-                        )));
-                    }
+                let done = got.result(|task: TaskStatus<'_>| match task.status.as_deref() {
+                    Some("completed") => Ok(true),
+                    Some("working") => Ok(false),
+                    other => Err(format!("task {id}: unexpected status {other:?}")),
+                })?;
+                if done {
+                    break;
                 }
             }
         }
-        let result = self.request("tasks/result", &by_id, Some(&id)).await?;
+        let answer = self.request("tasks/result", &by_id, Some(&id)).await?;
         let arrival = unix_micros();
         let end_to_end_us = micros(start.elapsed());
-        let lag_us = check_result(&result, tool, arrival)?;
+        let lag_us = answer.result(|result: ToolResult<'_>| check_result(&result, tool, arrival))?;
         Ok(Sample {
             create_us,
             end_to_end_us,
@@ -818,41 +821,35 @@ impl Session {
     ) -> Result<Sample, Failure> {
         let created = self.request("tools/call", params, Some(tool.name())).await?;
         let create_us = micros(start.elapsed());
-        if created.get("resultType").and_then(Value::as_str) != Some("task") {
-            return Err(Failure::check(format!("tools/call: not a task: {created}")));
-        }
-        let id = created
-            .get("taskId")
-            .and_then(Value::as_str)
-            .ok_or_else(|| Failure::check(format!("no taskId: {created}")))?
-            .to_owned();
+        let id = created.result(|created: ModernCreated<'_>| {
+            if created.result_type.as_deref() != Some("task") {
+                return Err("not a task");
+            }
+            created.task_id.map(Cow::into_owned).ok_or("no taskId")
+        })?;
         let by_id = task_params(&id);
         let mut gets = 0;
         loop {
             let got = self.request("tasks/get", &by_id, Some(&id)).await?;
             gets += 1;
-            match got.get("status").and_then(Value::as_str) {
+            let arrival = unix_micros();
+            let end_to_end_us = micros(start.elapsed());
+            let lag = got.result(|task: ModernTask<'_>| match task.status.as_deref() {
                 Some("completed") => {
-                    let arrival = unix_micros();
-                    let end_to_end_us = micros(start.elapsed());
-                    let result = got.get("result").ok_or_else(|| {
-                        Failure::check(format!("task {id}: completed without a result: {got}"))
-                    })?;
-                    let lag_us = check_result(result, tool, arrival)?;
-                    return Ok(Sample {
-                        create_us,
-                        end_to_end_us,
-                        lag_us,
-                        gets,
-                        task_id: Some(id),
-                    });
+                    let result = task.result.ok_or_else(|| format!("task {id}: completed without a result"))?;
+                    check_result(&result, tool, arrival).map(Some)
                 }
-                Some("working") => {}
-                other => {
-                    return Err(Failure::check(format!(
-                        "task {id}: unexpected status {other:?}: {got}"
-                    )));
-                }
+                Some("working") => Ok(None),
+                other => Err(format!("task {id}: unexpected status {other:?}")),
+            })?;
+            if let Some(lag_us) = lag {
+                return Ok(Sample {
+                    create_us,
+                    end_to_end_us,
+                    lag_us,
+                    gets,
+                    task_id: Some(id),
+                });
             }
         }
     }
@@ -862,7 +859,7 @@ impl Session {
     /// The body is written as text, with the Modern `_meta` spliced in as text too: building
     /// a `serde_json::Value` for each request and serializing it was a third of the driver's
     /// instructions, on the cores the server under test uses.
-    async fn request(&mut self, method: &str, params: &str, name: Option<&str>) -> Result<Value, Failure> {
+    async fn request(&mut self, method: &str, params: &str, name: Option<&str>) -> Result<Answer, Failure> {
         let id = self.next_id;
         self.next_id += 1;
         let message = if self.modern {
@@ -877,10 +874,7 @@ impl Session {
         let name = if self.modern { name } else { None };
         let (_, answer) = self.post(message, Some(method), name).await?;
         let answer = answer.ok_or_else(|| Failure::check(format!("{method}: no answer")))?;
-        response_result(answer, id).map_err(|failure| Failure {
-            message: format!("{method}: {}", failure.message),
-            ..failure
-        })
+        Ok(Answer { method: method.to_owned(), id, answer })
     }
 
     /// Ends the 2025-11-25 session (`DELETE`), as a client that is done does, so that runs
@@ -912,7 +906,7 @@ impl Session {
         message: String,
         method: Option<&str>,
         name: Option<&str>,
-    ) -> Result<(hyper::HeaderMap, Option<Vec<Value>>), Failure> {
+    ) -> Result<(hyper::HeaderMap, Option<Body>), Failure> {
         let mut builder = Request::builder()
             .method(Method::POST)
             .uri(&self.target.path)
@@ -958,14 +952,8 @@ impl Session {
             .get(header::CONTENT_TYPE)
             .and_then(|value| value.to_str().ok())
             .is_some_and(|value| value.starts_with("text/event-stream"));
-        let text =
-            std::str::from_utf8(&body).map_err(|_| Failure::check("the answer is not UTF-8"))?;
-        let messages = if sse {
-            sse_messages(text)?
-        } else {
-            vec![parse_json(text)?]
-        };
-        Ok((parts.headers, Some(messages)))
+        let text = String::from_utf8(body.to_vec()).map_err(|_| Failure::check("the answer is not UTF-8"))?;
+        Ok((parts.headers, Some(Body::new(text, sse))))
     }
 }
 
@@ -995,74 +983,191 @@ static MODERN_META: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     .to_string()
 });
 
-fn parse_json(text: &str) -> Result<Value, Failure> {
-    serde_json::from_str(text).map_err(|err| Failure::check(format!("bad JSON ({err}): {text}")))
+/// An answer's body: JSON, or an SSE stream of JSON messages, and where each message's
+/// text is.
+struct Body {
+    text: String,
+    /// Each message: a range of `text` (the body, or an event's one `data` line), or the
+    /// index in `joined` of an event whose `data` came on several lines.
+    messages: Vec<Text>,
+    joined: Vec<String>,
 }
 
-/// The JSON messages of an SSE body: each event's `data` lines, joined (empty ones, such as
-/// the priming event, skipped).
-fn sse_messages(text: &str) -> Result<Vec<Value>, Failure> {
-    let mut messages = Vec::new();
-    for event in text.split("\n\n") {
-        let mut data = String::new();
-        for line in event.lines() {
-            if let Some(rest) = line.strip_prefix("data:") {
-                if !data.is_empty() {
-                    data.push('\n');
+enum Text {
+    In(std::ops::Range<usize>),
+    Joined(usize),
+}
+
+impl Body {
+    /// `text` as a JSON body, or (`sse`) as an SSE stream: each event's `data` lines, joined
+    /// (empty ones, such as the priming event, skipped).
+    fn new(text: String, sse: bool) -> Body {
+        let mut body = Body { messages: Vec::new(), joined: Vec::new(), text };
+        if !sse {
+            body.messages.push(Text::In(0..body.text.len()));
+            return body;
+        }
+        let base = body.text.as_ptr() as usize;
+        for event in body.text.split("\n\n") {
+            let lines: Vec<&str> = event
+                .lines()
+                .filter_map(|line| line.strip_prefix("data:"))
+                .map(|rest| rest.strip_prefix(' ').unwrap_or(rest))
+                .collect();
+            match lines.as_slice() {
+                [] => {}
+                [one] if one.trim().is_empty() => {}
+                [one] => {
+                    let start = one.as_ptr() as usize - base;
+                    body.messages.push(Text::In(start..start + one.len()));
                 }
-                data.push_str(rest.strip_prefix(' ').unwrap_or(rest));
+                many => {
+                    let data = many.join("\n");
+                    if !data.trim().is_empty() {
+                        body.messages.push(Text::Joined(body.joined.len()));
+                        body.joined.push(data);
+                    }
+                }
             }
         }
-        if !data.trim().is_empty() {
-            messages.push(parse_json(&data)?);
-        }
+        body
     }
-    Ok(messages)
+
+    /// The JSON text of each message, in order.
+    fn messages(&self) -> Vec<&str> {
+        self.messages
+            .iter()
+            .map(|text| match text {
+                Text::In(range) => &self.text[range.clone()],
+                Text::Joined(index) => self.joined[*index].as_str(),
+            })
+            .collect()
+    }
 }
 
-/// The `result` of the response with id `id` among `messages` (taken out of it, not copied).
-fn response_result(messages: Vec<Value>, id: u64) -> Result<Value, Failure> {
-    let count = messages.len();
-    let mut response = messages
-        .into_iter()
-        .find(|message| {
-            message.get("id").and_then(Value::as_u64) == Some(id) && message.get("method").is_none()
-        })
-        .ok_or_else(|| Failure::check(format!("no response with id {id} among {count} message(s)")))?;
-    if let Some(error) = response.get("error") {
-        return Err(Failure::check(format!("JSON-RPC error {error}")));
+/// The answer to the request `id` of `method`, read on demand into what the caller expects.
+struct Answer {
+    method: String,
+    id: u64,
+    answer: Body,
+}
+
+impl Answer {
+    /// Reads the `result` of the response with this request's id among the answer's messages
+    /// as an `R` (only the members the driver checks, borrowed from the body), and hands it to
+    /// `check`, whose error becomes a failed check naming the method and quoting the message.
+    fn result<'a, R, T, E>(&'a self, check: impl FnOnce(R) -> Result<T, E>) -> Result<T, Failure>
+    where
+        R: Deserialize<'a>,
+        E: std::fmt::Display,
+    {
+        let failed = |message: String| Failure::check(format!("{}: {message}", self.method));
+        let messages = self.answer.messages();
+        for text in messages.iter().copied() {
+            let envelope: Envelope<'a, R> =
+                serde_json::from_str(text).map_err(|err| failed(format!("bad JSON ({err}): {text}")))?;
+            if envelope.method.is_some() || envelope.id.as_ref().and_then(Value::as_u64) != Some(self.id) {
+                continue;
+            }
+            if let Some(error) = envelope.error {
+                return Err(failed(format!("JSON-RPC error {error}")));
+            }
+            let result = envelope.result.ok_or_else(|| failed(format!("a response without result: {text}")))?;
+            return check(result).map_err(|err| failed(format!("{err}: {text}")));
+        }
+        Err(failed(format!("no response with id {} among {} message(s)", self.id, messages.len())))
     }
-    match response.get_mut("result").map(Value::take) {
-        Some(result) => Ok(result),
-        None => Err(Failure::check(format!("a response without result: {response}"))),
-    }
+}
+
+/// A JSON-RPC message as the driver reads it: enough to tell its response from the rest,
+/// and the `result` as the call expects it.
+#[derive(Deserialize)]
+#[serde(bound(deserialize = "R: Deserialize<'de>"))]
+struct Envelope<'a, R> {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default, borrow)]
+    method: Option<Cow<'a, str>>,
+    #[serde(default = "none")]
+    result: Option<R>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+fn none<R>() -> Option<R> {
+    None
+}
+
+/// `CreateTaskResult` (2025-11-25): the task's id.
+#[derive(Deserialize)]
+struct Created<'a> {
+    #[serde(default, borrow)]
+    task: Option<TaskStatus<'a>>,
+}
+
+/// A 2025-11-25 `Task` (`tasks/get`, and the one a `CreateTaskResult` carries).
+#[derive(Deserialize)]
+struct TaskStatus<'a> {
+    #[serde(default, borrow, rename = "taskId")]
+    task_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    status: Option<Cow<'a, str>>,
+}
+
+/// A 2026-07-28 `tools/call` answer: a task (`resultType: "task"`) and its id.
+#[derive(Deserialize)]
+struct ModernCreated<'a> {
+    #[serde(default, borrow, rename = "resultType")]
+    result_type: Option<Cow<'a, str>>,
+    #[serde(default, borrow, rename = "taskId")]
+    task_id: Option<Cow<'a, str>>,
+}
+
+/// A 2026-07-28 `tasks/get` answer: its status, and once completed its inline result.
+#[derive(Deserialize)]
+struct ModernTask<'a> {
+    #[serde(default, borrow)]
+    status: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    result: Option<ToolResult<'a>>,
+}
+
+/// A `CallToolResult`: whether it is an error, and the text of its content.
+#[derive(Deserialize)]
+struct ToolResult<'a> {
+    #[serde(default, rename = "isError")]
+    is_error: Option<bool>,
+    #[serde(default, borrow)]
+    content: Vec<Content<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Content<'a> {
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
 }
 
 /// Checks a `CallToolResult` of `tool`; for `sleep`, the lag between `arrival` (unix µs) and
 /// the completion time it reports.
-fn check_result(result: &Value, tool: Tool, arrival: u64) -> Result<Option<u64>, Failure> {
-    if result.get("isError").and_then(Value::as_bool) == Some(true) {
-        return Err(Failure::check(format!("the tool failed: {result}")));
+fn check_result(result: &ToolResult<'_>, tool: Tool, arrival: u64) -> Result<Option<u64>, String> {
+    if result.is_error == Some(true) {
+        return Err("the tool failed".to_owned());
     }
     let text = result
-        .get("content")
-        .and_then(|content| content.get(0))
-        .and_then(|first| first.get("text"))
-        .and_then(Value::as_str)
-        .ok_or_else(|| Failure::check(format!("no text content: {result}")))?;
+        .content
+        .first()
+        .and_then(|first| first.text.as_deref())
+        .ok_or_else(|| "no text content".to_owned())?;
     match tool {
         Tool::Noop if text == NOOP_TEXT => Ok(None),
         Tool::Sleep(ms) if text.starts_with(&format!("slept {ms} ms; ")) => {
             let done = text
                 .split_once(DONE_AT)
                 .and_then(|(_, rest)| rest.trim().parse::<u64>().ok())
-                .ok_or_else(|| Failure::check(format!("no completion time in {text:?}")))?;
+                .ok_or_else(|| format!("no completion time in {text:?}"))?;
             Ok(Some(arrival.saturating_sub(done)))
         }
-        _ => Err(Failure::check(format!(
-            "unexpected result text {text:?} from {}",
-            tool.name()
-        ))),
+        _ => Err(format!("unexpected result text {text:?} from {}", tool.name())),
     }
 }
 
@@ -1099,11 +1204,21 @@ mod tests {
 
     #[test]
     fn sse_bodies_yield_their_messages() {
-        let body = "id: 1-0\nretry: 1000\ndata: \n\nid: 1-1\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n\n";
-        let messages = sse_messages(body).ok().unwrap();
-        assert_eq!(messages.len(), 1);
-        assert!(response_result(messages.clone(), 3).is_ok());
-        assert!(response_result(messages, 4).is_err());
+        let text = "id: 1-0\nretry: 1000\ndata: \n\nid: 1-1\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n\n";
+        assert_eq!(Body::new(text.to_owned(), true).messages().len(), 1);
+        let answer = |id| Answer { method: "m".to_owned(), id, answer: Body::new(text.to_owned(), true) };
+        assert!(answer(3).result(|_: IgnoredAny| Ok::<_, String>(())).is_ok());
+        assert!(answer(4).result(|_: IgnoredAny| Ok::<_, String>(())).is_err());
+        // An event's data on several lines is one message, its lines joined.
+        let split = "data: {\"jsonrpc\":\"2.0\",\ndata: \"id\":5,\"result\":{\"status\":\"working\"}}\n\n";
+        let answer = Answer { method: "m".to_owned(), id: 5, answer: Body::new(split.to_owned(), true) };
+        let status = answer.result(|task: TaskStatus<'_>| Ok::<_, String>(task.status.map(Cow::into_owned)));
+        assert_eq!(status.ok().flatten().as_deref(), Some("working"));
+        // A JSON-RPC error is a failure, and so is a body that is not JSON.
+        let error = Answer { method: "m".to_owned(), id: 6, answer: Body::new(r#"{"jsonrpc":"2.0","id":6,"error":{"code":-32602,"message":"x"}}"#.to_owned(), false) };
+        assert!(error.result(|_: IgnoredAny| Ok::<_, String>(())).is_err());
+        let garbage = Answer { method: "m".to_owned(), id: 7, answer: Body::new("not json".to_owned(), false) };
+        assert!(garbage.result(|_: IgnoredAny| Ok::<_, String>(())).is_err());
     }
 
     #[test]
@@ -1156,15 +1271,16 @@ mod tests {
 
     #[test]
     fn results_are_checked() {
-        let ok = json!({"content": [{"type": "text", "text": "ok"}]});
+        let read = |text: &'static str| serde_json::from_str::<ToolResult<'static>>(text).ok().unwrap();
+        let ok = read(r#"{"content": [{"type": "text", "text": "ok"}]}"#);
         assert!(check_result(&ok, Tool::Noop, 0).is_ok());
         assert!(check_result(&ok, Tool::Sleep(5), 0).is_err());
-        let slept = json!({"content": [{"type": "text", "text": "slept 5 ms; done_at_us=100"}]});
+        let slept = read(r#"{"content": [{"type": "text", "text": "slept 5 ms; done_at_us=100"}]}"#);
         assert_eq!(
             check_result(&slept, Tool::Sleep(5), 150).ok().unwrap(),
             Some(50)
         );
-        let failed = json!({"content": [{"type": "text", "text": "ok"}], "isError": true});
+        let failed = read(r#"{"content": [{"type": "text", "text": "ok"}], "isError": true}"#);
         assert!(check_result(&failed, Tool::Noop, 0).is_err());
     }
 }
