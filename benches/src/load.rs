@@ -742,7 +742,7 @@ impl Session {
             .await
             .map_err(|failure| LoadError(format!("initialize: {}", failure.message)))?;
         let answer = answer.ok_or_else(|| LoadError("initialize: no answer".to_owned()))?;
-        Answer { method: "initialize".to_owned(), id: 0, answer }
+        Answer { method: "initialize", id: 0, answer }
             .result(|_: IgnoredAny| Ok::<_, String>(()))
             .map_err(|failure| LoadError(failure.message))?;
         session.session_id = headers
@@ -859,7 +859,7 @@ impl Session {
     /// The body is written as text, with the Modern `_meta` spliced in as text too: building
     /// a `serde_json::Value` for each request and serializing it was a third of the driver's
     /// instructions, on the cores the server under test uses.
-    async fn request(&mut self, method: &str, params: &str, name: Option<&str>) -> Result<Answer, Failure> {
+    async fn request(&mut self, method: &'static str, params: &str, name: Option<&str>) -> Result<Answer, Failure> {
         let id = self.next_id;
         self.next_id += 1;
         let message = if self.modern {
@@ -874,7 +874,7 @@ impl Session {
         let name = if self.modern { name } else { None };
         let (_, answer) = self.post(message, Some(method), name).await?;
         let answer = answer.ok_or_else(|| Failure::check(format!("{method}: no answer")))?;
-        Ok(Answer { method: method.to_owned(), id, answer })
+        Ok(Answer { method, id, answer })
     }
 
     /// Ends the 2025-11-25 session (`DELETE`), as a client that is done does, so that runs
@@ -952,7 +952,7 @@ impl Session {
             .get(header::CONTENT_TYPE)
             .and_then(|value| value.to_str().ok())
             .is_some_and(|value| value.starts_with("text/event-stream"));
-        let text = String::from_utf8(body.to_vec()).map_err(|_| Failure::check("the answer is not UTF-8"))?;
+        let text = String::from_utf8(Vec::from(body)).map_err(|_| Failure::check("the answer is not UTF-8"))?;
         Ok((parts.headers, Some(Body::new(text, sse))))
     }
 }
@@ -1009,20 +1009,19 @@ impl Body {
         }
         let base = body.text.as_ptr() as usize;
         for event in body.text.split("\n\n") {
-            let lines: Vec<&str> = event
+            let mut lines = event
                 .lines()
                 .filter_map(|line| line.strip_prefix("data:"))
-                .map(|rest| rest.strip_prefix(' ').unwrap_or(rest))
-                .collect();
-            match lines.as_slice() {
-                [] => {}
-                [one] if one.trim().is_empty() => {}
-                [one] => {
+                .map(|rest| rest.strip_prefix(' ').unwrap_or(rest));
+            match (lines.next(), lines.next()) {
+                (None, _) => {}
+                (Some(one), None) if one.trim().is_empty() => {}
+                (Some(one), None) => {
                     let start = one.as_ptr() as usize - base;
                     body.messages.push(Text::In(start..start + one.len()));
                 }
-                many => {
-                    let data = many.join("\n");
+                (Some(first), Some(second)) => {
+                    let data = [first, second].into_iter().chain(lines).collect::<Vec<_>>().join("\n");
                     if !data.trim().is_empty() {
                         body.messages.push(Text::Joined(body.joined.len()));
                         body.joined.push(data);
@@ -1034,20 +1033,17 @@ impl Body {
     }
 
     /// The JSON text of each message, in order.
-    fn messages(&self) -> Vec<&str> {
-        self.messages
-            .iter()
-            .map(|text| match text {
-                Text::In(range) => &self.text[range.clone()],
-                Text::Joined(index) => self.joined[*index].as_str(),
-            })
-            .collect()
+    fn messages(&self) -> impl Iterator<Item = &str> {
+        self.messages.iter().map(|text| match text {
+            Text::In(range) => &self.text[range.clone()],
+            Text::Joined(index) => self.joined[*index].as_str(),
+        })
     }
 }
 
 /// The answer to the request `id` of `method`, read on demand into what the caller expects.
 struct Answer {
-    method: String,
+    method: &'static str,
     id: u64,
     answer: Body,
 }
@@ -1062,8 +1058,7 @@ impl Answer {
         E: std::fmt::Display,
     {
         let failed = |message: String| Failure::check(format!("{}: {message}", self.method));
-        let messages = self.answer.messages();
-        for text in messages.iter().copied() {
+        for text in self.answer.messages() {
             let envelope: Envelope<'a, R> =
                 serde_json::from_str(text).map_err(|err| failed(format!("bad JSON ({err}): {text}")))?;
             if envelope.method.is_some() || envelope.id.as_ref().and_then(Value::as_u64) != Some(self.id) {
@@ -1075,7 +1070,7 @@ impl Answer {
             let result = envelope.result.ok_or_else(|| failed(format!("a response without result: {text}")))?;
             return check(result).map_err(|err| failed(format!("{err}: {text}")));
         }
-        Err(failed(format!("no response with id {} among {} message(s)", self.id, messages.len())))
+        Err(failed(format!("no response with id {} among {} message(s)", self.id, self.answer.messages.len())))
     }
 }
 
@@ -1088,14 +1083,9 @@ struct Envelope<'a, R> {
     id: Option<Value>,
     #[serde(default, borrow)]
     method: Option<Cow<'a, str>>,
-    #[serde(default = "none")]
     result: Option<R>,
     #[serde(default)]
     error: Option<Value>,
-}
-
-fn none<R>() -> Option<R> {
-    None
 }
 
 /// `CreateTaskResult` (2025-11-25): the task's id.
@@ -1205,19 +1195,19 @@ mod tests {
     #[test]
     fn sse_bodies_yield_their_messages() {
         let text = "id: 1-0\nretry: 1000\ndata: \n\nid: 1-1\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n\n";
-        assert_eq!(Body::new(text.to_owned(), true).messages().len(), 1);
-        let answer = |id| Answer { method: "m".to_owned(), id, answer: Body::new(text.to_owned(), true) };
+        assert_eq!(Body::new(text.to_owned(), true).messages().count(), 1);
+        let answer = |id| Answer { method: "m", id, answer: Body::new(text.to_owned(), true) };
         assert!(answer(3).result(|_: IgnoredAny| Ok::<_, String>(())).is_ok());
         assert!(answer(4).result(|_: IgnoredAny| Ok::<_, String>(())).is_err());
         // An event's data on several lines is one message, its lines joined.
         let split = "data: {\"jsonrpc\":\"2.0\",\ndata: \"id\":5,\"result\":{\"status\":\"working\"}}\n\n";
-        let answer = Answer { method: "m".to_owned(), id: 5, answer: Body::new(split.to_owned(), true) };
+        let answer = Answer { method: "m", id: 5, answer: Body::new(split.to_owned(), true) };
         let status = answer.result(|task: TaskStatus<'_>| Ok::<_, String>(task.status.map(Cow::into_owned)));
         assert_eq!(status.ok().flatten().as_deref(), Some("working"));
         // A JSON-RPC error is a failure, and so is a body that is not JSON.
-        let error = Answer { method: "m".to_owned(), id: 6, answer: Body::new(r#"{"jsonrpc":"2.0","id":6,"error":{"code":-32602,"message":"x"}}"#.to_owned(), false) };
+        let error = Answer { method: "m", id: 6, answer: Body::new(r#"{"jsonrpc":"2.0","id":6,"error":{"code":-32602,"message":"x"}}"#.to_owned(), false) };
         assert!(error.result(|_: IgnoredAny| Ok::<_, String>(())).is_err());
-        let garbage = Answer { method: "m".to_owned(), id: 7, answer: Body::new("not json".to_owned(), false) };
+        let garbage = Answer { method: "m", id: 7, answer: Body::new("not json".to_owned(), false) };
         assert!(garbage.result(|_: IgnoredAny| Ok::<_, String>(())).is_err());
     }
 
