@@ -255,7 +255,7 @@ impl SqliteStore {
             fs::create_dir_all(parent).map_err(StoreError::backend)?;
         }
         let lock = StoreLock::take(path)?;
-        let mut conn = Connection::open(path).map_err(StoreError::backend)?;
+        let mut conn = open_writer(path, synchronous)?;
         configure(&conn, synchronous, WRITER_CACHE_KIB)?;
         // Replaces SQLite's automatic checkpoint (itself a WAL hook) on this connection, the
         // only one that writes: the writer checkpoints between batches (`write_loop`).
@@ -779,6 +779,24 @@ fn commit(conn: &Connection, batch: &mut [Box<dyn Write>], hot: &Hot) -> Result<
             Err(failed(err))
         }
     }
+}
+
+/// Opens the write connection. Under `synchronous=FULL` on the VFS that writes a commit's
+/// WAL frames in one `pwrite` instead of two per frame (`mcp_tasks_sqlite_vfs`; it needs
+/// every commit synced, so `NORMAL` keeps SQLite's own), falling back to SQLite's own VFS
+/// if it cannot be registered.
+fn open_writer(path: &Path, synchronous: Synchronous) -> Result<Connection, StoreError> {
+    let vfs = match synchronous {
+        Synchronous::Full => mcp_tasks_sqlite_vfs::register()
+            .inspect_err(|code| tracing::warn!(code, "could not register the WAL-coalescing SQLite VFS; using SQLite's own"))
+            .ok(),
+        Synchronous::Normal => None,
+    };
+    match vfs {
+        Some(vfs) => Connection::open_with_flags_and_vfs(path, rusqlite::OpenFlags::default(), vfs),
+        None => Connection::open(path),
+    }
+    .map_err(StoreError::backend)
 }
 
 /// Opens one read connection.
