@@ -65,12 +65,45 @@ impl TaskId {
 /// byte, whose 16 formatted strings per id showed in the lifecycle profile (BENCHMARKS.md).
 const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
 
+/// Random bytes the operating system's CSPRNG gave, fetched [`RANDOM_AHEAD`] at a time: one
+/// `getrandom` call per 32 ids instead of one per id (a system call was ~1 % of a task
+/// lifecycle's server time; BENCHMARKS.md, tenth round). Per thread, each byte handed out
+/// once and then zeroed. The bytes are the OS's own, so the ids are exactly as unguessable;
+/// a process forked from this one would share what is left of the buffer, but ours only
+/// forks to `exec` a command at once, and no id is made in between.
+const RANDOM_AHEAD: usize = 512;
+
+struct RandomAhead {
+    bytes: [u8; RANDOM_AHEAD],
+    /// How many of `bytes` were handed out (all of them at first: nothing fetched yet).
+    used: usize,
+}
+
+thread_local! {
+    static RANDOM: std::cell::RefCell<RandomAhead> =
+        const { std::cell::RefCell::new(RandomAhead { bytes: [0; RANDOM_AHEAD], used: RANDOM_AHEAD }) };
+}
+
+/// 16 bytes from the operating system's CSPRNG (through [`RandomAhead`]).
+fn random_16() -> [u8; 16] {
+    RANDOM.with_borrow_mut(|ahead| {
+        if ahead.used + 16 > RANDOM_AHEAD {
+            #[allow(clippy::expect_used)] // see TaskId::random's # Panics: nothing is safe without it
+            getrandom::fill(&mut ahead.bytes).expect("the OS random source is unavailable");
+            ahead.used = 0;
+        }
+        let taken = &mut ahead.bytes[ahead.used..ahead.used + 16];
+        let mut out = [0u8; 16];
+        out.copy_from_slice(taken);
+        taken.fill(0);
+        ahead.used += 16;
+        out
+    })
+}
+
 /// Appends 128 bits from the operating system's CSPRNG as 32 lowercase hex digits.
 fn push_random_hex(hex: &mut String) {
-    let mut bytes = [0u8; 16];
-    #[allow(clippy::expect_used)] // see TaskId::random's # Panics: nothing is safe without it
-    getrandom::fill(&mut bytes).expect("the OS random source is unavailable");
-    for byte in bytes {
+    for byte in random_16() {
         hex.push(char::from(HEX_DIGITS[usize::from(byte >> 4)]));
         hex.push(char::from(HEX_DIGITS[usize::from(byte & 0x0f)]));
     }
@@ -578,6 +611,20 @@ mod tests {
         // Every digit turns up over a few ids, lowercase only: the encoding maps each nibble.
         let digits: std::collections::BTreeSet<char> = (0..64).flat_map(|_| TaskId::random().0.chars().collect::<Vec<_>>()).collect();
         assert_eq!(digits.into_iter().collect::<String>(), "0123456789abcdef");
+    }
+
+    #[test]
+    fn legacy_18_ids_made_across_many_fetches_of_random_bytes_never_repeat() {
+        // 100 fetches of RANDOM_AHEAD bytes, on two threads: no two ids share their 128
+        // random bits, and none is the zeros a handed-out byte is overwritten with.
+        let ids = |n: usize| (0..n).map(|_| TaskId::random().0).collect::<Vec<_>>();
+        let n = 100 * RANDOM_AHEAD / 16;
+        let other = std::thread::spawn(move || ids(n));
+        let mut all = ids(n);
+        all.extend(other.join().unwrap());
+        let distinct: std::collections::HashSet<&String> = all.iter().collect();
+        assert_eq!(distinct.len(), 2 * n);
+        assert!(!all.iter().any(|id| id.as_str() == "0".repeat(32)));
     }
 
     #[test]
