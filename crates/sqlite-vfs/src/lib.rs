@@ -47,6 +47,10 @@ pub const MAX_KEPT: usize = 8 * 1024 * 1024;
 /// more than a group commit of the usual size holds.
 pub const MAX_WRITE: usize = 30 * (4096 + 24);
 
+/// The buffer's capacity kept between commits (a commit of ~60 frames); a larger one is
+/// given back after its write.
+const KEEP_CAPACITY: usize = 256 * 1024;
+
 /// What the VFS has done since the process started, over every WAL file it opened.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -62,7 +66,10 @@ static WRITTEN: AtomicU64 = AtomicU64::new(0);
 
 /// The counts so far.
 pub fn stats() -> Stats {
-    Stats { asked: ASKED.load(Ordering::Relaxed), written: WRITTEN.load(Ordering::Relaxed) }
+    Stats {
+        asked: ASKED.load(Ordering::Relaxed),
+        written: WRITTEN.load(Ordering::Relaxed),
+    }
 }
 
 /// Registers the VFS (once per process; not as the default) and returns its name; `Err`
@@ -98,7 +105,11 @@ fn register_once() -> Result<(), c_int> {
     let vfs = Box::into_raw(Box::new(vfs));
     // SAFETY: `vfs` is a complete VFS that is never freed.
     let rc = unsafe { ffi::sqlite3_vfs_register(vfs, 0) };
-    if rc == ffi::SQLITE_OK { Ok(()) } else { Err(rc) }
+    if rc == ffi::SQLITE_OK {
+        Ok(())
+    } else {
+        Err(rc)
+    }
 }
 
 /// A WAL file: the `sqlite3_file` SQLite sees, with our methods, then the `unix` VFS's own
@@ -153,7 +164,9 @@ unsafe extern "C" fn open(
     // `file` of our szOsFile bytes (ours, then the real file's at REAL_AT).
     unsafe {
         let real_vfs = (*vfs).pAppData.cast::<ffi::sqlite3_vfs>();
-        let Some(real_open) = (*real_vfs).xOpen else { return ffi::SQLITE_ERROR };
+        let Some(real_open) = (*real_vfs).xOpen else {
+            return ffi::SQLITE_ERROR;
+        };
         if flags & ffi::SQLITE_OPEN_WAL == 0 {
             // Not a WAL: the file is the real VFS's alone (our allocation is larger than it
             // needs, which it does not mind).
@@ -181,7 +194,13 @@ unsafe extern "C" fn open(
 /// # Safety
 /// `file` is a WAL file opened by [`open`] and not yet closed, used by one thread at a time
 /// (SQLite's connection mutex).
-unsafe fn parts<'a>(file: *mut ffi::sqlite3_file) -> (*mut ffi::sqlite3_file, &'a ffi::sqlite3_io_methods, &'a mut Kept) {
+unsafe fn parts<'a>(
+    file: *mut ffi::sqlite3_file,
+) -> (
+    *mut ffi::sqlite3_file,
+    &'a ffi::sqlite3_io_methods,
+    &'a mut Kept,
+) {
     // SAFETY: as the function's contract says.
     unsafe {
         let wal = file.cast::<WalFile>();
@@ -202,7 +221,9 @@ unsafe fn flush(file: *mut ffi::sqlite3_file) -> c_int {
         if kept.bytes.is_empty() {
             return ffi::SQLITE_OK;
         }
-        let Some(real_write) = methods.xWrite else { return ffi::SQLITE_IOERR_WRITE };
+        let Some(real_write) = methods.xWrite else {
+            return ffi::SQLITE_IOERR_WRITE;
+        };
         let mut rc = ffi::SQLITE_OK;
         let mut at = kept.at;
         for chunk in kept.bytes.chunks(MAX_WRITE) {
@@ -216,13 +237,24 @@ unsafe fn flush(file: *mut ffi::sqlite3_file) -> c_int {
             at += i64::from(len);
         }
         kept.bytes.clear();
+        // A large transaction's buffer is not kept for the small ones that follow.
+        if kept.bytes.capacity() > KEEP_CAPACITY {
+            kept.bytes.shrink_to(KEEP_CAPACITY);
+        }
         rc
     }
 }
 
-unsafe extern "C" fn write(file: *mut ffi::sqlite3_file, data: *const c_void, amount: c_int, offset: i64) -> c_int {
+unsafe extern "C" fn write(
+    file: *mut ffi::sqlite3_file,
+    data: *const c_void,
+    amount: c_int,
+    offset: i64,
+) -> c_int {
     ASKED.fetch_add(1, Ordering::Relaxed);
-    let Ok(len) = usize::try_from(amount) else { return ffi::SQLITE_IOERR_WRITE };
+    let Ok(len) = usize::try_from(amount) else {
+        return ffi::SQLITE_IOERR_WRITE;
+    };
     // SAFETY: SQLite passes one of our WAL files and `amount` readable bytes at `data`.
     unsafe {
         let (_, _, kept) = parts(file);
@@ -258,12 +290,18 @@ unsafe extern "C" fn close(file: *mut ffi::sqlite3_file) -> c_int {
     unsafe {
         let flushed = flush(file);
         let (real, methods, _) = parts(file);
-        let closed = methods.xClose.map_or(ffi::SQLITE_OK, |real_close| real_close(real));
+        let closed = methods
+            .xClose
+            .map_or(ffi::SQLITE_OK, |real_close| real_close(real));
         let wal = file.cast::<WalFile>();
         drop(Box::from_raw((*wal).kept));
         (*wal).kept = ptr::null_mut();
         (*wal).base.pMethods = ptr::null();
-        if flushed != ffi::SQLITE_OK { flushed } else { closed }
+        if flushed != ffi::SQLITE_OK {
+            flushed
+        } else {
+            closed
+        }
     }
 }
 

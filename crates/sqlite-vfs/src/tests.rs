@@ -15,7 +15,8 @@ fn serial() -> MutexGuard<'static, ()> {
 }
 
 fn writer(path: &Path) -> Connection {
-    let conn = Connection::open_with_flags_and_vfs(path, OpenFlags::default(), register().unwrap()).unwrap();
+    let conn = Connection::open_with_flags_and_vfs(path, OpenFlags::default(), register().unwrap())
+        .unwrap();
     conn.execute_batch(
         "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA wal_autocheckpoint=0;
          CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, k TEXT NOT NULL, v BLOB NOT NULL);
@@ -28,14 +29,18 @@ fn writer(path: &Path) -> Connection {
 fn insert(conn: &Connection, from: i64, n: i64, size: usize) {
     let tx = conn.unchecked_transaction().unwrap();
     for id in from..from + n {
-        tx.execute("INSERT INTO t (id, k, v) VALUES (?1, ?2, ?3)", params![id, format!("key-{id:08}"), vec![(id % 251) as u8; size]])
-            .unwrap();
+        tx.execute(
+            "INSERT INTO t (id, k, v) VALUES (?1, ?2, ?3)",
+            params![id, format!("key-{id:08}"), vec![(id % 251) as u8; size]],
+        )
+        .unwrap();
     }
     tx.commit().unwrap();
 }
 
 fn count(conn: &Connection) -> i64 {
-    conn.query_row("SELECT count(*) FROM t", [], |row| row.get(0)).unwrap()
+    conn.query_row("SELECT count(*) FROM t", [], |row| row.get(0))
+        .unwrap()
 }
 
 #[test]
@@ -71,7 +76,13 @@ fn every_commit_is_seen_by_another_connection_as_soon_as_it_returns() {
     for round in 0..300 {
         insert(&conn, round * 3, 3, 100 + (round as usize % 7) * 300);
         assert_eq!(count(&reader), round * 3 + 3, "after commit {round}");
-        let sum: i64 = reader.query_row("SELECT sum(length(v)) FROM t WHERE id >= ?1", [round * 3], |row| row.get(0)).unwrap();
+        let sum: i64 = reader
+            .query_row(
+                "SELECT sum(length(v)) FROM t WHERE id >= ?1",
+                [round * 3],
+                |row| row.get(0),
+            )
+            .unwrap();
         assert_eq!(sum, 3 * (100 + (round % 7) * 300));
     }
 }
@@ -87,9 +98,17 @@ fn a_copy_of_the_files_taken_after_a_commit_holds_it() {
         // What a crash right after the commit leaves: the two files as they are.
         let copy = dir.path().join(format!("copy{round}.db"));
         std::fs::copy(&path, &copy).unwrap();
-        std::fs::copy(dir.path().join("c.db-wal"), dir.path().join(format!("copy{round}.db-wal"))).unwrap();
+        std::fs::copy(
+            dir.path().join("c.db-wal"),
+            dir.path().join(format!("copy{round}.db-wal")),
+        )
+        .unwrap();
         let recovered = Connection::open(&copy).unwrap();
-        assert_eq!(count(&recovered), (round + 1) * 10, "the copy after commit {round}");
+        assert_eq!(
+            count(&recovered),
+            (round + 1) * 10,
+            "the copy after commit {round}"
+        );
     }
 }
 
@@ -103,14 +122,21 @@ fn a_transaction_larger_than_the_cache_reads_its_own_frames_back() {
     // reads them back from the WAL when it touches those pages again.
     conn.execute_batch("PRAGMA cache_size=10").unwrap();
     insert(&conn, 0, 3000, 700);
-    conn.execute("UPDATE t SET v = zeroblob(900) WHERE id % 3 = 0", []).unwrap();
-    let total: i64 = conn.query_row("SELECT sum(length(v)) FROM t", [], |row| row.get(0)).unwrap();
+    conn.execute("UPDATE t SET v = zeroblob(900) WHERE id % 3 = 0", [])
+        .unwrap();
+    let total: i64 = conn
+        .query_row("SELECT sum(length(v)) FROM t", [], |row| row.get(0))
+        .unwrap();
     assert_eq!(total, 1000 * 900 + 2000 * 700);
     drop(conn);
     let plain = Connection::open(&path).unwrap();
-    let total: i64 = plain.query_row("SELECT sum(length(v)) FROM t", [], |row| row.get(0)).unwrap();
+    let total: i64 = plain
+        .query_row("SELECT sum(length(v)) FROM t", [], |row| row.get(0))
+        .unwrap();
     assert_eq!(total, 1000 * 900 + 2000 * 700);
-    let check: String = plain.query_row("PRAGMA integrity_check", [], |row| row.get(0)).unwrap();
+    let check: String = plain
+        .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+        .unwrap();
     assert_eq!(check, "ok");
 }
 
@@ -125,7 +151,8 @@ fn checkpoints_and_a_restarted_wal_keep_every_row() {
         if round % 7 == 6 {
             // Copies the WAL into the database; the next write starts the WAL over, its
             // header first, at offset 0.
-            conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())).unwrap();
+            conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+                .unwrap();
         }
     }
     let reader = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
@@ -134,7 +161,9 @@ fn checkpoints_and_a_restarted_wal_keep_every_row() {
     drop(conn);
     let plain = Connection::open(&path).unwrap();
     assert_eq!(count(&plain), 1200);
-    let check: String = plain.query_row("PRAGMA integrity_check", [], |row| row.get(0)).unwrap();
+    let check: String = plain
+        .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+        .unwrap();
     assert_eq!(check, "ok");
 }
 
@@ -146,9 +175,15 @@ fn other_files_are_the_default_vfs_own() {
     insert(&conn, 0, 1, 10);
     let before = stats();
     // A rollback journal's writes (a database not in WAL mode) do not pass through the shim.
-    let other = Connection::open_with_flags_and_vfs(dir.path().join("g.db"), OpenFlags::default(), NAME).unwrap();
-    other.execute_batch("CREATE TABLE u (x); INSERT INTO u VALUES (1), (2);").unwrap();
+    let other =
+        Connection::open_with_flags_and_vfs(dir.path().join("g.db"), OpenFlags::default(), NAME)
+            .unwrap();
+    other
+        .execute_batch("CREATE TABLE u (x); INSERT INTO u VALUES (1), (2);")
+        .unwrap();
     assert_eq!(stats().asked, before.asked);
-    let n: i64 = other.query_row("SELECT count(*) FROM u", [], |row| row.get(0)).unwrap();
+    let n: i64 = other
+        .query_row("SELECT count(*) FROM u", [], |row| row.get(0))
+        .unwrap();
     assert_eq!(n, 2);
 }
