@@ -758,7 +758,8 @@ fn checkpoint(conn: &Connection) {
 /// transaction did not commit, in which case none of its writes is on disk.
 fn commit(conn: &Connection, batch: &mut [Box<dyn Write>], hot: &Hot) -> Result<(), Failure> {
     let failed = |err: rusqlite::Error| Failure { disk_full: faults::is_full_sqlite(&err), reason: err.to_string() };
-    conn.execute_batch("BEGIN IMMEDIATE").map_err(failed)?;
+    // Prepared once and kept (the statement cache), not parsed again for every batch.
+    conn.prepare_cached("BEGIN IMMEDIATE").and_then(|mut begin| begin.execute([])).map_err(failed)?;
     let mut dirty = FastSet::default();
     for job in batch.iter_mut() {
         job.run(conn, hot, &mut dirty);
@@ -770,8 +771,8 @@ fn commit(conn: &Connection, batch: &mut [Box<dyn Write>], hot: &Hot) -> Result<
             return Err(Failure { reason: reason.to_owned(), disk_full });
         }
     }
-    match conn.execute_batch("COMMIT") {
-        Ok(()) => Ok(()),
+    match conn.prepare_cached("COMMIT").and_then(|mut commit| commit.execute([])) {
+        Ok(_) => Ok(()),
         Err(err) => {
             if !conn.is_autocommit() {
                 let _ = conn.execute_batch("ROLLBACK");
