@@ -322,3 +322,21 @@ async fn a_presized_wal_recovers_every_commit_and_nothing_past_them() {
     let last = recovered.get(&ids[19]).await.expect("get").expect("the last task");
     assert!(last.status().is_terminal(), "the last write (its completion) recovered: {:?}", last.status());
 }
+
+/// Under `synchronous=FULL` the writer's connection is on the VFS that writes a commit's WAL
+/// frames in one write (`mcp_tasks_sqlite_vfs`): SQLite asks for two writes per frame and
+/// several frames per commit, and far fewer reach the file. (The counts are the process's;
+/// other tests' FULL stores write through the same VFS, which only adds the same ratio.)
+#[tokio::test]
+async fn a_full_store_writes_each_commits_wal_frames_in_one_write() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let store = SqliteStore::open(&dir.path().join("tasks.db")).expect("the store opens");
+    let before = mcp_tasks_sqlite_vfs::stats();
+    for _ in 0..20 {
+        store.insert(&sample_task("alice")).await.expect("insert");
+    }
+    let after = mcp_tasks_sqlite_vfs::stats();
+    let (asked, written) = (after.asked - before.asked, after.written - before.written);
+    assert!(asked >= 20 * 4, "SQLite asked the VFS for {asked} writes over 20 commits");
+    assert!(written > 0 && written * 3 <= asked, "{asked} writes asked for, {written} made");
+}
