@@ -44,7 +44,9 @@ start() {
   server_pid=$!
   url=""
   for _ in $(seq 1 300); do
-    url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$work/$name.err" | head -n 1)
+    # Up to "/mcp", the line's end: stderr is unbuffered, so a line may be read while it is
+    # still being written in pieces (under valgrind, "listening on http://" came alone).
+    url=$(sed -n 's/.*listening on \(http:[^ ]*\/mcp\).*/\1/p' "$work/$name.err" | head -n 1)
     [[ -n $url ]] && break
     kill -0 "$server_pid" 2>/dev/null || break
     sleep 0.1
