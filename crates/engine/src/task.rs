@@ -66,8 +66,8 @@ impl TaskId {
 const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
 
 /// Random bytes the operating system's CSPRNG gave, fetched [`RANDOM_AHEAD`] at a time: one
-/// `getrandom` call per 32 ids instead of one per id (a system call was ~1 % of a task
-/// lifecycle's server time; BENCHMARKS.md, tenth round). Per thread, each byte handed out
+/// `getrandom` call per 32 ids instead of one per id (system calls are dear on the machines
+/// this runs on; BENCHMARKS.md, tenth round, counts them). Per thread, each byte handed out
 /// once and then zeroed. The bytes are the OS's own, so the ids are exactly as unguessable;
 /// a process forked from this one would share what is left of the buffer, but ours only
 /// forks to `exec` a command at once, and no id is made in between.

@@ -43,6 +43,23 @@ fn count(conn: &Connection) -> i64 {
         .unwrap()
 }
 
+/// The bytes of every row's blob.
+fn total_size(conn: &Connection) -> i64 {
+    conn.query_row("SELECT sum(length(v)) FROM t", [], |row| row.get(0))
+        .unwrap()
+}
+
+/// The file at `path` opened again with SQLite's own VFS, once `PRAGMA integrity_check`
+/// finds it whole.
+fn reopened_intact(path: &Path) -> Connection {
+    let plain = Connection::open(path).unwrap();
+    let check: String = plain
+        .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    plain
+}
+
 #[test]
 fn a_commits_frames_reach_the_wal_in_one_write() {
     let _serial = serial();
@@ -60,8 +77,7 @@ fn a_commits_frames_reach_the_wal_in_one_write() {
     assert_eq!(written, 1, "{asked} writes asked for, {written} made");
     // And the same in the file, reopened with SQLite's own VFS.
     drop(conn);
-    let plain = Connection::open(dir.path().join("a.db")).unwrap();
-    assert_eq!(count(&plain), 201);
+    assert_eq!(count(&reopened_intact(&dir.path().join("a.db"))), 201);
 }
 
 #[test]
@@ -124,20 +140,9 @@ fn a_transaction_larger_than_the_cache_reads_its_own_frames_back() {
     insert(&conn, 0, 3000, 700);
     conn.execute("UPDATE t SET v = zeroblob(900) WHERE id % 3 = 0", [])
         .unwrap();
-    let total: i64 = conn
-        .query_row("SELECT sum(length(v)) FROM t", [], |row| row.get(0))
-        .unwrap();
-    assert_eq!(total, 1000 * 900 + 2000 * 700);
+    assert_eq!(total_size(&conn), 1000 * 900 + 2000 * 700);
     drop(conn);
-    let plain = Connection::open(&path).unwrap();
-    let total: i64 = plain
-        .query_row("SELECT sum(length(v)) FROM t", [], |row| row.get(0))
-        .unwrap();
-    assert_eq!(total, 1000 * 900 + 2000 * 700);
-    let check: String = plain
-        .query_row("PRAGMA integrity_check", [], |row| row.get(0))
-        .unwrap();
-    assert_eq!(check, "ok");
+    assert_eq!(total_size(&reopened_intact(&path)), 1000 * 900 + 2000 * 700);
 }
 
 #[test]
@@ -159,12 +164,7 @@ fn checkpoints_and_a_restarted_wal_keep_every_row() {
     assert_eq!(count(&reader), 1200);
     drop(reader);
     drop(conn);
-    let plain = Connection::open(&path).unwrap();
-    assert_eq!(count(&plain), 1200);
-    let check: String = plain
-        .query_row("PRAGMA integrity_check", [], |row| row.get(0))
-        .unwrap();
-    assert_eq!(check, "ok");
+    assert_eq!(count(&reopened_intact(&path)), 1200);
 }
 
 #[test]
