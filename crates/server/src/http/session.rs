@@ -8,12 +8,12 @@
 //! served used, and prunes those nobody used for the idle period. A session's streams stay
 //! on the replica that opened them.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use axum::http::HeaderMap;
-use mcp_tasks_engine::Principal;
+use mcp_tasks_engine::{FastMap, Principal};
 use mcp_tasks_protocol::jsonrpc::{Incoming, RequestId};
 use mcp_tasks_protocol::legacy::{self, method};
 use serde_json::Value;
@@ -168,9 +168,21 @@ impl Drop for Busy {
 #[derive(Default)]
 struct Routes {
     next_stream: u64,
-    by_request: HashMap<RequestId, Target>,
-    streams: HashMap<u64, Stream>,
+    by_request: FastMap<RequestId, Target>,
+    streams: FastMap<u64, Stream>,
     finished: VecDeque<u64>,
+    /// The streams that were given a live client and have not finished since: the only ones
+    /// [`HttpSession::live_streams`] looks at (a session keeps [`FINISHED_KEPT`] finished
+    /// ones, and going over all of them for every streamed request showed in the profile).
+    with_live: Vec<u64>,
+}
+
+impl Routes {
+    fn gave_live(&mut self, stream: u64) {
+        if !self.with_live.contains(&stream) {
+            self.with_live.push(stream);
+        }
+    }
 }
 
 enum Target {
@@ -245,7 +257,10 @@ impl HttpSession {
 
     /// How many of the session's streams have a client connected.
     pub(super) fn live_streams(&self) -> usize {
-        self.routes().streams.values().filter(|stream| stream.is_live()).count()
+        let mut routes = self.routes();
+        let Routes { streams, with_live, .. } = &mut *routes;
+        with_live.retain(|stream| streams.get(stream).is_some_and(Stream::is_live));
+        with_live.len()
     }
 
     /// A client's queue: every event a stream buffers, and its priming event.
@@ -262,6 +277,7 @@ impl HttpSession {
         routes.by_request.insert(id.clone(), Target::Stream(stream));
         let _ = tx.try_send(priming(stream));
         routes.streams.insert(stream, Stream { next_seq: 1, live: Some(tx), ..Stream::default() });
+        routes.gave_live(stream);
         rx
     }
 
@@ -284,6 +300,7 @@ impl HttpSession {
         }
         if !buffer.finished {
             buffer.live = Some(tx);
+            routes.gave_live(stream);
         }
         Some(rx)
     }
@@ -308,6 +325,7 @@ impl HttpSession {
             buffer.delivered = *n;
         }
         buffer.live = Some(tx);
+        routes.gave_live(STANDALONE);
         Some(rx)
     }
 
@@ -397,7 +415,9 @@ mod tests {
     use tokio_util::sync::CancellationToken;
 
     use super::*;
+    use crate::connection::Outbound;
     use crate::http::Options;
+    use serde_json::json;
 
     fn app(idle: Duration) -> (App, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
@@ -412,6 +432,32 @@ mod tests {
         let http = HttpSession::open(app.server.clone(), Principal::new("p"), Listing::Principal, 10);
         app.sessions().insert(id.to_owned(), Arc::clone(&http));
         http
+    }
+
+    #[tokio::test]
+    async fn live_streams_counts_the_streams_a_client_reads_now_and_no_finished_one() {
+        let (app, _dir) = app(Duration::from_secs(60));
+        let http = open(&app, "s");
+        let reply = |id: i64| Outbound { message: json!({"jsonrpc": "2.0", "id": id, "result": {}}), route: Route::Reply(RequestId::Number(id)) };
+        let first = http.open_stream(&RequestId::Number(1));
+        let second = http.open_stream(&RequestId::Number(2));
+        assert_eq!(http.live_streams(), 2);
+        http.route(reply(1));
+        assert_eq!(http.live_streams(), 1, "a stream ends with its reply");
+        drop(second);
+        assert_eq!(http.live_streams(), 0, "a stream whose client went is not live");
+        let standalone = http.attach_standalone().expect("no standalone stream yet");
+        assert_eq!(http.live_streams(), 1);
+        assert!(http.resume(1, 0).is_some(), "a finished stream is replayed");
+        assert_eq!(http.live_streams(), 1, "a finished stream replayed is not live");
+        // Many finished streams later, the count is still of the live ones alone.
+        for id in 10..(10 + 2 * FINISHED_KEPT as i64) {
+            let _stream = http.open_stream(&RequestId::Number(id));
+            http.route(reply(id));
+        }
+        assert_eq!(http.live_streams(), 1);
+        drop((first, standalone));
+        assert_eq!(http.live_streams(), 0);
     }
 
     #[tokio::test]

@@ -87,7 +87,7 @@ pub(crate) async fn call(session: &Arc<LegacySession>, ctx: &RequestContext, par
             // already (or has ended), so nothing starts.
             let record = created.record();
             // Recorded before the answer: the session's listing (on any replica) shows it.
-            session.created(&record.id).await;
+            session.created(&record.id, created.is_new()).await;
             let result = CreateTaskResult { task: wire::task(record), meta: None };
             ctx.conn.respond(&ctx.id, serde_json::to_value(result).map_err(|err| RpcError::internal(err.to_string())));
             session.watch(&record.id, progress_token);
