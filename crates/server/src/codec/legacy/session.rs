@@ -252,11 +252,14 @@ impl LegacySession {
     fn on_task_change(self: &Arc<Self>, record: &TaskRecord) {
         {
             let mut state = self.state();
-            if !state.watched.contains(&record.id) {
-                return;
-            }
             if record.status().is_terminal() {
+                // Its last change: the task is forgotten here, as the engine's routes forget it.
+                if !state.watched.remove(&record.id) {
+                    return;
+                }
                 state.progress.remove(&record.id);
+            } else if !state.watched.contains(&record.id) {
+                return;
             }
         }
         let params = serde_json::to_value(wire::task(record)).unwrap_or(Value::Null);

@@ -26,7 +26,10 @@ const PAGE_SIZE: u32 = 100;
 pub(crate) async fn get(session: &LegacySession, ctx: &RequestContext, params: TaskIdParams) -> Result<Value, RpcError> {
     let id = TaskId::from(params.task_id);
     let record = ops::tasks::get(ctx, &id).await.map_err(|err| rpc_error(&err))?;
-    session.watch(&id, None);
+    // A terminal task changes no more: nothing of it to forward, nothing to remember.
+    if !record.status().is_terminal() {
+        session.watch(&id, None);
+    }
     to_value(wire::task(&record))
 }
 
@@ -45,8 +48,12 @@ pub(crate) async fn result(
     let id = TaskId::from(params.task_id);
     let feed = ops::tasks::changes(ctx, &id);
     let mut record = ops::tasks::get(ctx, &id).await.map_err(|err| rpc_error(&err))?;
-    // Only a task found is watched: a refused id must not stay in the session's memory.
-    session.watch(&id, None);
+    // Only a task found is watched: a refused id must not stay in the session's memory,
+    // nor a terminal task, which changes no more (the session's memory and the engine's
+    // routes of changes would otherwise grow with every task polled to its end).
+    if !record.status().is_terminal() {
+        session.watch(&id, None);
+    }
     let mut sent = HashSet::new();
     let mut waited = false;
     loop {
@@ -130,7 +137,9 @@ mod tests {
         let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), Policy::default());
         let handler = handler_fn(|_arguments, _ctx| async { Outcome::Result(json!({"content": []})) });
         let tool = ToolDef::new("t", "", json!({"type": "object"}), handler).task_mode(TaskMode::Optional);
-        let server = Server::builder(engine).tool(tool).build().unwrap();
+        let never = handler_fn(|_arguments, _ctx| std::future::pending::<Outcome>());
+        let working = ToolDef::new("working", "", json!({"type": "object"}), never).task_mode(TaskMode::Optional);
+        let server = Server::builder(engine).tool(tool).tool(working).build().unwrap();
         let (out, outgoing) = mpsc::unbounded_channel();
         let conn = Arc::new(Connection::new(server, Principal::new("p"), Listing::Principal, out));
         (LegacySession::new(conn, json!({})), outgoing, dir)
@@ -150,7 +159,8 @@ mod tests {
     #[tokio::test]
     async fn task_ids_refused_by_tasks_get_result_and_cancel_are_not_kept_as_watched() {
         let (session, _outgoing, _dir) = session();
-        let call = CallToolParams { name: "t".into(), arguments: None, task: Some(TaskMetadata::default()), meta: None };
+        // A task that stays working: watched until it is terminal.
+        let call = CallToolParams { name: "working".into(), arguments: None, task: Some(TaskMetadata::default()), meta: None };
         assert!(tools::call(&session, &ctx(&session, 0), call).await.is_none());
         assert_eq!(session.watched_count(), 1, "the created task is watched");
         for n in 1..=4 {
@@ -165,5 +175,30 @@ mod tests {
             }
         }
         assert_eq!(session.watched_count(), 1, "no refused id is remembered");
+    }
+
+    #[tokio::test]
+    async fn a_task_is_forgotten_once_terminal_and_a_terminal_task_read_is_never_watched() {
+        let (session, _outgoing, _dir) = session();
+        session.start_forwarding();
+        let engine = session.conn.server.engine().clone();
+        let call = CallToolParams { name: "t".into(), arguments: None, task: Some(TaskMetadata::default()), meta: None };
+        assert!(tools::call(&session, &ctx(&session, 0), call).await.is_none());
+        let id = session.created_tasks()[0].clone();
+        let params = TaskIdParams { task_id: id.as_str().to_owned(), meta: None };
+        assert!(result(&session, &ctx(&session, 1), params.clone()).await.is_ok());
+        // The session hears the terminal change on its own task; then it holds nothing of it.
+        for _ in 0..10_000 {
+            if session.watched_count() == 0 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(session.watched_count(), 0, "a terminal task is not watched any more");
+        assert_eq!(engine.watched_ids(), 0, "nor routed to the session");
+        // Read again, by tasks/get and tasks/result, it is not watched again.
+        assert!(get(&session, &ctx(&session, 2), params.clone()).await.is_ok());
+        assert!(result(&session, &ctx(&session, 3), params).await.is_ok());
+        assert_eq!((session.watched_count(), engine.watched_ids()), (0, 0));
     }
 }
