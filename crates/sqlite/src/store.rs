@@ -462,6 +462,7 @@ enum Sql {
 }
 
 impl Sql {
+    /// How many there are: the last variant's index plus one (checked below).
     const ALL: usize = 7;
 
     fn text(self) -> &'static str {
@@ -485,12 +486,15 @@ impl Sql {
     }
 }
 
+const _: () = assert!(Sql::Replace as usize + 1 == Sql::ALL, "Sql::ALL counts the variants");
+
 /// The writer's statements of [`Sql`], each prepared on first use and kept for the writer's
 /// life, found by its variant. rusqlite's statement cache (`prepare_cached`) hashes the
 /// whole SQL text with SipHash to find a statement and again to put it back, and clears its
-/// bindings: ~8 k instructions per block lifecycle (~2.5 %, `benches/profile.sh`), for the
-/// seven statements every lifecycle runs. Each statement here binds all its parameters at
-/// every run, and `execute` resets it after its step, as the cache's would be.
+/// bindings: without it a block lifecycle went from 324.4 k to 318.6 k instructions
+/// (`benches/profile.sh block 2000 32`, BENCHMARKS.md eleventh round). Each statement here
+/// binds all its parameters at every run, and `execute` resets it after its step, as the
+/// cache's would be.
 struct Prepared<'c> {
     conn: &'c Connection,
     statements: RefCell<[Option<Statement<'c>>; Sql::ALL]>,
