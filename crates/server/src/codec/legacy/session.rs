@@ -178,8 +178,15 @@ impl LegacySession {
         self.state().log_level.is_none_or(|min| level >= min)
     }
 
-    /// From now on, changes of `id` are forwarded; progress goes to `token` if given.
-    pub(crate) fn watch(&self, id: &TaskId, token: Option<ProgressToken>) {
+    /// From now on, changes of `task` are forwarded; progress goes to `token` if given. A
+    /// terminal task changes no more: nothing of it to forward, nothing kept (else the
+    /// session's memory and the engine's routes of changes would grow with every task read
+    /// or found again once finished).
+    pub(crate) fn watch(&self, task: &TaskRecord, token: Option<ProgressToken>) {
+        if task.status().is_terminal() {
+            return;
+        }
+        let id = &task.id;
         let mut state = self.state();
         if state.watched.insert(id.clone()) {
             self.feed.add(id);

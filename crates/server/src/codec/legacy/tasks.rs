@@ -26,10 +26,7 @@ const PAGE_SIZE: u32 = 100;
 pub(crate) async fn get(session: &LegacySession, ctx: &RequestContext, params: TaskIdParams) -> Result<Value, RpcError> {
     let id = TaskId::from(params.task_id);
     let record = ops::tasks::get(ctx, &id).await.map_err(|err| rpc_error(&err))?;
-    // A terminal task changes no more: nothing of it to forward, nothing to remember.
-    if !record.status().is_terminal() {
-        session.watch(&id, None);
-    }
+    session.watch(&record, None);
     to_value(wire::task(&record))
 }
 
@@ -48,12 +45,8 @@ pub(crate) async fn result(
     let id = TaskId::from(params.task_id);
     let feed = ops::tasks::changes(ctx, &id);
     let mut record = ops::tasks::get(ctx, &id).await.map_err(|err| rpc_error(&err))?;
-    // Only a task found is watched: a refused id must not stay in the session's memory,
-    // nor a terminal task, which changes no more (the session's memory and the engine's
-    // routes of changes would otherwise grow with every task polled to its end).
-    if !record.status().is_terminal() {
-        session.watch(&id, None);
-    }
+    // Only a task found is watched: a refused id must not stay in the session's memory.
+    session.watch(&record, None);
     let mut sent = HashSet::new();
     let mut waited = false;
     loop {
@@ -182,8 +175,10 @@ mod tests {
         let (session, _outgoing, _dir) = session();
         session.start_forwarding();
         let engine = session.conn.server.engine().clone();
-        let call = CallToolParams { name: "t".into(), arguments: None, task: Some(TaskMetadata::default()), meta: None };
-        assert!(tools::call(&session, &ctx(&session, 0), call).await.is_none());
+        let keyed = || -> CallToolParams {
+            serde_json::from_value(json!({"name": "t", "task": {}, "_meta": {"dev.mcp-tasks/idempotency-key": "k"}})).unwrap()
+        };
+        assert!(tools::call(&session, &ctx(&session, 0), keyed()).await.is_none());
         let id = session.created_tasks()[0].clone();
         let params = TaskIdParams { task_id: id.as_str().to_owned(), meta: None };
         assert!(result(&session, &ctx(&session, 1), params.clone()).await.is_ok());
@@ -199,6 +194,10 @@ mod tests {
         // Read again, by tasks/get and tasks/result, it is not watched again.
         assert!(get(&session, &ctx(&session, 2), params.clone()).await.is_ok());
         assert!(result(&session, &ctx(&session, 3), params).await.is_ok());
+        assert_eq!((session.watched_count(), engine.watched_ids()), (0, 0));
+        // Nor when a retry with its idempotency key finds it again.
+        assert!(tools::call(&session, &ctx(&session, 4), keyed()).await.is_none());
+        assert_eq!(session.created_tasks(), [id], "the same task, listed once");
         assert_eq!((session.watched_count(), engine.watched_ids()), (0, 0));
     }
 }

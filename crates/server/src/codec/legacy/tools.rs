@@ -90,7 +90,7 @@ pub(crate) async fn call(session: &Arc<LegacySession>, ctx: &RequestContext, par
             session.created(&record.id, created.is_new()).await;
             let result = CreateTaskResult { task: wire::task(record), meta: None };
             ctx.conn.respond(&ctx.id, serde_json::to_value(result).map_err(|err| RpcError::internal(err.to_string())));
-            session.watch(&record.id, progress_token);
+            session.watch(record, progress_token);
             created.start();
             None
         }
