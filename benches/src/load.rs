@@ -713,10 +713,9 @@ const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 /// One MCP client on one keep-alive connection: a Legacy session, or a stateless Modern client.
 struct Session {
     sender: SendRequest<Full<Bytes>>,
-    target: Target,
-    session_id: Option<String>,
-    /// The session id as a header value, and the request's URI and Host, parsed once.
-    session_header: Option<HeaderValue>,
+    /// The 2025-11-25 session's id (`Mcp-Session-Id`), and the request's URI and Host,
+    /// parsed once.
+    session_id: Option<HeaderValue>,
     uri: Uri,
     host: HeaderValue,
     next_id: u64,
@@ -730,9 +729,7 @@ impl Session {
         let invalid = |what: &str| LoadError(format!("{what} of {}:{} is not valid in a request", target.authority, target.path));
         let mut session = Session {
             sender,
-            target: target.clone(),
             session_id: None,
-            session_header: None,
             uri: target.path.parse().map_err(|_| invalid("the path"))?,
             host: HeaderValue::from_str(&target.authority).map_err(|_| invalid("the authority"))?,
             next_id: 1,
@@ -759,12 +756,7 @@ impl Session {
         Answer { method: "initialize", id: 0, answer }
             .result(|_: IgnoredAny| Ok::<_, String>(()))
             .map_err(|failure| LoadError(failure.message))?;
-        session.session_header = headers.get(MCP_SESSION_ID).cloned();
-        session.session_id = session
-            .session_header
-            .as_ref()
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_owned);
+        session.session_id = headers.get(MCP_SESSION_ID).cloned();
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         session.post(initialized.to_string(), None, None).await.map_err(|failure| {
             LoadError(format!("notifications/initialized: {}", failure.message))
@@ -897,16 +889,13 @@ impl Session {
     /// one after the other do not pile up sessions on the server. Best effort.
     async fn close(mut self) {
         let Some(id) = self.session_id.take() else { return };
-        let Ok(request) = Request::builder()
-            .method(Method::DELETE)
-            .uri(&self.target.path)
-            .header(header::HOST, &self.target.authority)
-            .header("mcp-session-id", id)
-            .header("mcp-protocol-version", "2025-11-25")
-            .body(Full::new(Bytes::new()))
-        else {
-            return;
-        };
+        let mut request = Request::new(Full::new(Bytes::new()));
+        *request.method_mut() = Method::DELETE;
+        *request.uri_mut() = self.uri.clone();
+        let headers = request.headers_mut();
+        headers.insert(header::HOST, self.host.clone());
+        headers.insert(MCP_SESSION_ID, id);
+        headers.insert(MCP_PROTOCOL_VERSION, HeaderValue::from_static("2025-11-25"));
         if self.sender.ready().await.is_ok()
             && let Ok(response) = self.sender.send_request(request).await
         {
@@ -932,7 +921,7 @@ impl Session {
         headers.insert(header::HOST, self.host.clone());
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(header::ACCEPT, HeaderValue::from_static(self.accept));
-        if let Some(id) = &self.session_header {
+        if let Some(id) = &self.session_id {
             headers.insert(MCP_SESSION_ID, id.clone());
             headers.insert(MCP_PROTOCOL_VERSION, HeaderValue::from_static("2025-11-25"));
         }
