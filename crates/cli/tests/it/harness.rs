@@ -223,6 +223,19 @@ impl Server {
         }
     }
 
+    /// The next response, whatever its id (the answer to a message with no usable id, such
+    /// as `-32700` for a line that is not JSON), keeping notifications and server requests
+    /// that arrive first: a task's status notification may come at any time.
+    pub(crate) fn next_response(&mut self) -> Value {
+        loop {
+            let message = self.recv();
+            if message.get("method").is_none() {
+                return message;
+            }
+            self.notifications.push(message);
+        }
+    }
+
     /// `initialize` declaring `capabilities`.
     pub(crate) fn initialize_with(&mut self, capabilities: Value) -> Value {
         let result = self.call(
