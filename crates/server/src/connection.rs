@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use mcp_tasks_engine::Principal;
 use mcp_tasks_protocol::jsonrpc::{self, RequestId, Response, RpcError};
@@ -35,8 +35,43 @@ pub(crate) enum Route {
 /// An outgoing message and its route.
 #[derive(Clone, Debug)]
 pub(crate) struct Outbound {
-    pub(crate) message: Value,
+    pub(crate) message: Message,
     pub(crate) route: Route,
+}
+
+/// Builds a message's JSON when it is needed (and again for each replay).
+pub(crate) type BuildMessage = Arc<dyn Fn() -> Value + Send + Sync>;
+
+/// An outgoing JSON-RPC message: built, or built only if a client reads it.
+#[derive(Clone)]
+pub(crate) enum Message {
+    /// The message.
+    Json(Value),
+    /// A notification whose JSON is built only when a client takes it. Over 2025-11-25 HTTP
+    /// a task's status change goes to the standalone stream, kept for a GET stream that
+    /// most clients never open: building and framing each one there was ~4 % of a
+    /// lifecycle's instructions (BENCHMARKS.md, twelfth round). Whatever reads it gets the
+    /// same bytes as if it had been built at once.
+    Later(BuildMessage),
+}
+
+impl Message {
+    /// The message's JSON (built now if it was not).
+    pub(crate) fn into_value(self) -> Value {
+        match self {
+            Message::Json(value) => value,
+            Message::Later(build) => build(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Message {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Message::Json(value) => f.debug_tuple("Json").field(value).finish(),
+            Message::Later(_) => f.write_str("Later(..)"),
+        }
+    }
 }
 
 /// Which tasks a listing shows the requestors of a connection.
@@ -164,6 +199,16 @@ impl Connection {
 
     /// Queues a message to the client. A closed transport drops it.
     pub(crate) fn send(&self, message: Value, route: Route) {
+        self.send_message(Message::Json(message), route);
+    }
+
+    /// Queues a message whose JSON `build` makes only when a client takes it (see
+    /// [`Message::Later`]). A closed transport drops it.
+    pub(crate) fn send_later(&self, build: BuildMessage, route: Route) {
+        self.send_message(Message::Later(build), route);
+    }
+
+    fn send_message(&self, message: Message, route: Route) {
         let outbound = Outbound { message, route };
         match &self.out {
             Outlet::Queue(queue) => {

@@ -43,7 +43,7 @@ pub async fn serve(
             if matches!(route, Route::NoReply(_)) {
                 continue;
             }
-            let mut line = serde_json::to_vec(&message).map_err(io::Error::other)?;
+            let mut line = serde_json::to_vec(&message.into_value()).map_err(io::Error::other)?;
             line.push(b'\n');
             writer.write_all(&line).await?;
             writer.flush().await?;

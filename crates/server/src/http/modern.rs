@@ -87,6 +87,7 @@ async fn respond(
             () = work.run(), if work.is_running() => continue,
         };
         let Some(Outbound { message, route }) = next else { break };
+        let message = message.into_value();
         match route {
             Route::Reply(_) if early.is_empty() || !streams => return json(status_of(&message), &message),
             Route::Reply(_) => {
@@ -126,7 +127,7 @@ fn sse(first: Vec<Value>, rest: Option<mpsc::Receiver<Outbound>>, guard: AbortOn
                 if matches!(outbound.route, Route::NoReply(_)) {
                     return None;
                 }
-                (outbound.message, last)
+                (outbound.message.into_value(), last)
             }
         };
         let frame = Bytes::from(format!("data: {message}\n\n"));

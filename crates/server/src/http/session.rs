@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::App;
 use super::sse::{frame, priming};
-use crate::connection::{Connection, Listing, Outbound, Route};
+use crate::connection::{BuildMessage, Connection, Listing, Message, Outbound, Route};
 use crate::dispatch::Peer;
 use crate::server::Server;
 
@@ -193,7 +193,7 @@ enum Target {
 #[derive(Default)]
 struct Stream {
     /// Each kept event's sequence number and SSE frame (its id is the same when replayed).
-    events: VecDeque<(u64, Arc<str>)>,
+    events: VecDeque<(u64, Event)>,
     next_seq: u64,
     /// Sequence number of the last event handed to a live connection.
     delivered: u64,
@@ -201,6 +201,24 @@ struct Stream {
     /// closed when it is full (it may resume from `events`).
     live: Option<mpsc::Sender<String>>,
     finished: bool,
+}
+
+/// An event a stream keeps for its client and for resumption.
+enum Event {
+    /// Its SSE frame.
+    Framed(Arc<str>),
+    /// A message not yet built: framed (with the same id) when a client reads it.
+    Later(BuildMessage),
+}
+
+impl Event {
+    /// The event's SSE frame as event `seq` of `stream`.
+    fn frame(&self, stream: u64, seq: u64) -> String {
+        match self {
+            Event::Framed(frame) => frame.to_string(),
+            Event::Later(build) => frame(stream, seq, &build()),
+        }
+    }
 }
 
 impl Stream {
@@ -294,8 +312,8 @@ impl HttpSession {
         let mut routes = self.routes();
         let buffer = routes.streams.get_mut(&stream)?;
         // At most `max_events` are kept: they fit in the queue.
-        for (n, frame) in buffer.events.iter().filter(|(n, _)| *n > seq) {
-            let _ = tx.try_send(frame.to_string());
+        for (n, event) in buffer.events.iter().filter(|(n, _)| *n > seq) {
+            let _ = tx.try_send(event.frame(stream, *n));
             buffer.delivered = buffer.delivered.max(*n);
         }
         if !buffer.finished {
@@ -320,8 +338,8 @@ impl HttpSession {
         }
         let _ = tx.try_send(priming(STANDALONE));
         let delivered = buffer.delivered;
-        for (n, frame) in buffer.events.iter().filter(|(n, _)| *n > delivered) {
-            let _ = tx.try_send(frame.to_string());
+        for (n, event) in buffer.events.iter().filter(|(n, _)| *n > delivered) {
+            let _ = tx.try_send(event.frame(STANDALONE, *n));
             buffer.delivered = *n;
         }
         buffer.live = Some(tx);
@@ -335,11 +353,11 @@ impl HttpSession {
         let stream = match &outbound.route {
             Route::Reply(id) => match routes.by_request.remove(id) {
                 Some(Target::Json(waiter)) => {
-                    let _ = waiter.send(outbound.message);
+                    let _ = waiter.send(outbound.message.into_value());
                     return;
                 }
                 Some(Target::Stream(stream)) => {
-                    routes.push(stream, &outbound.message, self.max_events);
+                    routes.push(stream, outbound.message, self.max_events);
                     routes.finish(stream);
                     return;
                 }
@@ -359,21 +377,31 @@ impl HttpSession {
             },
             Route::General => STANDALONE,
         };
-        routes.push(stream, &outbound.message, self.max_events);
+        routes.push(stream, outbound.message, self.max_events);
     }
 }
 
 impl Routes {
     /// Buffers an event of `stream` (at most `max` kept, the oldest dropped first) and hands
     /// it to the connected client, whose stream is closed if its queue is full: a client that
-    /// does not read holds no more than `max` events of it.
-    fn push(&mut self, stream: u64, message: &Value, max: usize) {
+    /// does not read holds no more than `max` events of it. A message built only when read
+    /// ([`Message::Later`]) is kept unbuilt while no client is connected.
+    fn push(&mut self, stream: u64, message: Message, max: usize) {
         let buffer = self.streams.entry(stream).or_insert_with(|| Stream { next_seq: 1, ..Stream::default() });
         let seq = buffer.next_seq;
         buffer.next_seq += 1;
+        let live = buffer.live.as_ref().filter(|live| !live.is_closed());
+        if let (None, Message::Later(build)) = (live, &message) {
+            buffer.live = None;
+            buffer.events.push_back((seq, Event::Later(Arc::clone(build))));
+            while buffer.events.len() > max {
+                buffer.events.pop_front();
+            }
+            return;
+        }
         // The message written once, by serde_json's writer, straight into its frame.
-        let framed = frame(stream, seq, message);
-        let kept: Arc<str> = Arc::from(framed.as_str());
+        let framed = frame(stream, seq, &message.into_value());
+        let kept = Event::Framed(Arc::from(framed.as_str()));
         if let Some(live) = &buffer.live {
             match live.try_send(framed) {
                 Ok(()) => buffer.delivered = seq,
@@ -438,7 +466,7 @@ mod tests {
     async fn live_streams_counts_the_streams_a_client_reads_now_and_no_finished_one() {
         let (app, _dir) = app(Duration::from_secs(60));
         let http = open(&app, "s");
-        let reply = |id: i64| Outbound { message: json!({"jsonrpc": "2.0", "id": id, "result": {}}), route: Route::Reply(RequestId::Number(id)) };
+        let reply = |id: i64| Outbound { message: Message::Json(json!({"jsonrpc": "2.0", "id": id, "result": {}})), route: Route::Reply(RequestId::Number(id)) };
         let first = http.open_stream(&RequestId::Number(1));
         let second = http.open_stream(&RequestId::Number(2));
         assert_eq!(http.live_streams(), 2);
@@ -458,6 +486,55 @@ mod tests {
         assert_eq!(http.live_streams(), 1);
         drop((first, standalone));
         assert_eq!(http.live_streams(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_message_built_when_read_is_built_only_for_a_reader_and_framed_as_if_built_at_once() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let (app, _dir) = app(Duration::from_secs(60));
+        let http = open(&app, "s");
+        let built = Arc::new(AtomicUsize::new(0));
+        let later = |n: i64| {
+            let built = Arc::clone(&built);
+            let build = move || {
+                built.fetch_add(1, Ordering::Relaxed);
+                json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": n}})
+            };
+            Outbound { message: Message::Later(Arc::new(build)), route: Route::General }
+        };
+        // Kept for a GET stream nobody has opened: not built.
+        http.route(later(1));
+        http.route(later(2));
+        assert_eq!(built.load(Ordering::Relaxed), 0, "nobody read them");
+        // The GET stream opens: each is built and framed with the id it was given.
+        let mut standalone = http.attach_standalone().expect("no standalone stream yet");
+        let mut frames = Vec::new();
+        while let Ok(frame) = standalone.try_recv() {
+            frames.push(frame);
+        }
+        let at_once = |seq: u64, n: i64| {
+            frame(STANDALONE, seq, &json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": n}}))
+        };
+        assert_eq!(frames[1..], [at_once(1, 1), at_once(2, 2)], "after the priming event");
+        assert_eq!(built.load(Ordering::Relaxed), 2);
+        // One sent while the stream is open is built once, sent and kept framed.
+        http.route(later(3));
+        assert_eq!(standalone.try_recv().unwrap(), at_once(3, 3));
+        assert_eq!(built.load(Ordering::Relaxed), 3);
+        // The client goes; the next is kept unbuilt, and a resumption replays all of them.
+        drop(standalone);
+        http.route(later(4));
+        assert_eq!(built.load(Ordering::Relaxed), 3, "a closed stream's client reads nothing");
+        let mut resumed = http.resume(STANDALONE, 2).expect("the standalone stream is kept");
+        assert_eq!(resumed.try_recv().unwrap(), at_once(3, 3));
+        assert_eq!(resumed.try_recv().unwrap(), at_once(4, 4));
+        // At most max_events (10 here) are kept, built or not.
+        drop(resumed);
+        for n in 5..40 {
+            http.route(later(n));
+        }
+        let kept = http.routes().streams.get(&STANDALONE).map(|stream| stream.events.len());
+        assert_eq!(kept, Some(10));
     }
 
     #[tokio::test]

@@ -269,8 +269,13 @@ impl LegacySession {
                 return;
             }
         }
-        let params = serde_json::to_value(wire::task(record)).unwrap_or(Value::Null);
-        self.conn.send(jsonrpc::notification(method::NOTIFY_TASK_STATUS, params), Route::General);
+        // Built only if a client reads it: most never open the GET stream it goes to.
+        let status = wire::StatusOf::new(record);
+        let build = move || {
+            let params = serde_json::to_value(status.task()).unwrap_or(Value::Null);
+            jsonrpc::notification(method::NOTIFY_TASK_STATUS, params)
+        };
+        self.conn.send_later(Arc::new(build), Route::General);
         if matches!(record.state, TaskState::InputRequired { .. }) && self.conn.standalone_is_open() {
             self.offer_on_standalone_later(record);
         }

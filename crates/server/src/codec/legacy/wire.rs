@@ -72,6 +72,46 @@ pub(crate) fn task(record: &TaskRecord) -> Task {
     }
 }
 
+/// What a record's `Task` shape says, kept without the strings it is written with: a
+/// status notification that may never be read is built from it only when it is
+/// ([`crate::connection::Message::Later`]). [`StatusOf::task`] is [`task`] of the record.
+pub(crate) struct StatusOf {
+    id: TaskId,
+    status: TaskStatus,
+    message: Option<String>,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    ttl: Option<u64>,
+    poll_interval: Option<u64>,
+}
+
+impl StatusOf {
+    pub(crate) fn new(record: &TaskRecord) -> StatusOf {
+        StatusOf {
+            id: record.id.clone(),
+            status: status(&record.state),
+            message: record.status_message.clone(),
+            created_at: record.created_at,
+            updated_at: record.updated_at,
+            ttl: record.ttl_ms,
+            poll_interval: record.poll_interval_ms,
+        }
+    }
+
+    /// The `Task` of the record as it was taken.
+    pub(crate) fn task(&self) -> Task {
+        Task {
+            task_id: self.id.as_str().to_owned(),
+            status: self.status,
+            status_message: self.message.clone(),
+            created_at: rfc3339(self.created_at),
+            last_updated_at: rfc3339(self.updated_at),
+            ttl: self.ttl,
+            poll_interval: self.poll_interval,
+        }
+    }
+}
+
 fn status(state: &TaskState) -> TaskStatus {
     match state {
         TaskState::Working => TaskStatus::Working,
@@ -187,6 +227,20 @@ mod tests {
         let task = task(&record(TaskState::Working));
         assert_eq!(task.created_at, "2025-11-25T10:30:00.000Z");
         assert_eq!(task.last_updated_at, "2025-11-25T10:30:00.500Z");
+    }
+
+    #[test]
+    fn a_status_taken_now_and_built_later_is_the_task_of_the_record_as_it_was() {
+        let mut taken = record(TaskState::Completed { result: json!({"content": []}) });
+        taken.status_message = Some("done".into());
+        let status = StatusOf::new(&taken);
+        let expected = task(&taken);
+        taken.state = TaskState::Cancelled;
+        taken.updated_at = Timestamp(1_764_066_700_000);
+        assert_eq!(status.task(), expected);
+        let mut unlimited = record(TaskState::Working);
+        (unlimited.ttl_ms, unlimited.poll_interval_ms) = (None, None);
+        assert_eq!(StatusOf::new(&unlimited).task(), task(&unlimited));
     }
 
     #[test]
