@@ -37,7 +37,6 @@ mod session;
 mod sse;
 mod ui;
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -50,7 +49,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::middleware::{self, Next};
 use axum::routing::{get, post};
-use mcp_tasks_engine::{Principal, TaskId};
+use mcp_tasks_engine::{FastMap, Principal, TaskId};
 use mcp_tasks_protocol::jsonrpc::{self, Incoming, RpcError};
 use mcp_tasks_protocol::modern::PROTOCOL_VERSION as MODERN_VERSION;
 use serde_json::Value;
@@ -223,7 +222,7 @@ pub fn router(server: Server, options: Options, stop: CancellationToken) -> Rout
     let serve_metrics = options.metrics;
     let ui = options.ui.then(|| ui::Ui::start(server.engine()));
     let serve_ui = ui.is_some();
-    let app = Arc::new(App { server, options, sessions: Mutex::new(HashMap::new()), stop, ui, listens: modern::Listens::default() });
+    let app = Arc::new(App { server, options, sessions: Mutex::new(FastMap::default()), stop, ui, listens: modern::Listens::default() });
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
         runtime.spawn(end_idle_sessions(Arc::downgrade(&app)));
     }
@@ -284,7 +283,7 @@ struct App {
     server: Server,
     options: Options,
     /// Live sessions by id. A std mutex: lookups and inserts only.
-    sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
+    sessions: Mutex<FastMap<String, Arc<HttpSession>>>,
     stop: CancellationToken,
     /// The web view's live state, when `/ui` is served.
     ui: Option<Arc<ui::Ui>>,
@@ -294,8 +293,10 @@ struct App {
 
 type Rejection = Box<Response>;
 
-async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    match app.post(&headers, body).await {
+// The request whole rather than axum's `HeaderMap` extractor, which clones the headers.
+async fn post_message(State(app): State<Arc<App>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    match app.post(&parts.headers, body).await {
         Ok(response) | Err(response) => response,
     }
 }
@@ -353,7 +354,9 @@ fn carry_trace_headers(headers: &HeaderMap, request: &mut jsonrpc::Request) {
 impl App {
     async fn post(&self, headers: &HeaderMap, body: Body) -> Result<Response, Response> {
         let principal = guard(&self.options, headers).await.map_err(|r| *r)?;
-        if !accepts(headers, "application/json") && !accepts(headers, "text/event-stream") {
+        // Read once: whether the answer may be an SSE stream.
+        let sse = accepts(headers, "text/event-stream");
+        if !sse && !accepts(headers, "application/json") {
             return Err(error(StatusCode::NOT_ACCEPTABLE, RpcError::invalid_request(
                 "Not Acceptable: the client must accept application/json and text/event-stream",
             )));
@@ -361,7 +364,7 @@ impl App {
         let json_body = headers
             .get(header::CONTENT_TYPE)
             .and_then(|value| value.to_str().ok())
-            .is_some_and(|value| value.trim_start().to_ascii_lowercase().starts_with("application/json"));
+            .is_some_and(|value| value.trim_start().get(..16).is_some_and(|media| media.eq_ignore_ascii_case("application/json")));
         if !json_body {
             return Err(error(StatusCode::UNSUPPORTED_MEDIA_TYPE, RpcError::invalid_request(
                 "Unsupported Media Type: send the JSON-RPC message as application/json",
@@ -383,18 +386,18 @@ impl App {
         match incoming {
             // 2026-07-28: served on its own, no session.
             Incoming::Request(request) if dispatch::is_stateless(&request) => {
-                return Ok(modern::serve(self, headers, principal, request).await);
+                return Ok(modern::serve(self, headers, sse, principal, request).await);
             }
             // 2026-07-28 defines no notification over HTTP (a disconnect is the cancel): a
             // sessionless one is accepted and dropped.
             Incoming::Notification(_) if modern_without_session(headers) => Ok(StatusCode::ACCEPTED.into_response()),
             incoming if starts_session(&incoming, headers) => Ok(self.initialize(principal, incoming).await),
-            incoming => self.post_legacy(headers, principal, incoming).await,
+            incoming => self.post_legacy(headers, sse, principal, incoming).await,
         }
     }
 
-    /// A 2025-11-25 message of a session.
-    async fn post_legacy(&self, headers: &HeaderMap, principal: Principal, incoming: Incoming) -> Result<Response, Response> {
+    /// A 2025-11-25 message of a session; `sse`: the client accepts an SSE answer.
+    async fn post_legacy(&self, headers: &HeaderMap, sse: bool, principal: Principal, incoming: Incoming) -> Result<Response, Response> {
         let (id, http) = self.session_for(headers, &principal).await.map_err(|r| *r)?;
         let _busy = Busy::new(&http);
         if let Some(version) = headers.get("mcp-protocol-version") {
@@ -411,7 +414,7 @@ impl App {
             return Ok(StatusCode::ACCEPTED.into_response());
         };
         tracing::debug!(session = %id, method = %request.method, "request");
-        if accepts(headers, "text/event-stream") && streams(&request.method) {
+        if sse && streams(&request) {
             self.stream_room(&http, Some(&request.id)).map_err(|r| *r)?;
             let events = http.open_stream(&request.id);
             // The request's work runs in this task while its answer is awaited.
@@ -603,7 +606,7 @@ impl App {
         }
     }
 
-    fn sessions(&self) -> MutexGuard<'_, HashMap<String, Arc<HttpSession>>> {
+    fn sessions(&self) -> MutexGuard<'_, FastMap<String, Arc<HttpSession>>> {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

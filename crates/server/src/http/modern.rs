@@ -21,15 +21,14 @@ use mcp_tasks_protocol::modern::{self, HEADER_MISMATCH};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::guard::accepts;
 use super::{App, json};
 use crate::codec;
 use crate::connection::{Connection, Listing, Outbound, Route};
 use crate::dispatch::Work;
 use crate::server::Server;
 
-/// Serves one 2026-07-28 request.
-pub(super) async fn serve(app: &App, headers: &HeaderMap, principal: Principal, request: Request) -> Response {
+/// Serves one 2026-07-28 request; `streams`: the client accepts an SSE answer.
+pub(super) async fn serve(app: &App, headers: &HeaderMap, streams: bool, principal: Principal, request: Request) -> Response {
     let checked = check_headers(headers, &request)
         .and_then(|()| check_param_headers(&app.server, headers, &request))
         .and_then(|()| codec::modern::check(&request));
@@ -37,7 +36,6 @@ pub(super) async fn serve(app: &App, headers: &HeaderMap, principal: Principal, 
         Ok(meta) => meta,
         Err(error) => return answer_error(&request, &error),
     };
-    let streams = accepts(headers, "text/event-stream");
     let mut slot = None;
     if request.method == modern::method::SUBSCRIPTIONS_LISTEN {
         if !streams {

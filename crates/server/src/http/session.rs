@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use axum::http::HeaderMap;
 use mcp_tasks_engine::{FastMap, Principal};
-use mcp_tasks_protocol::jsonrpc::{Incoming, RequestId};
+use mcp_tasks_protocol::jsonrpc::{Incoming, Request, RequestId};
 use mcp_tasks_protocol::legacy::{self, method};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
@@ -43,9 +43,17 @@ pub(super) fn starts_session(incoming: &Incoming, headers: &HeaderMap) -> bool {
 
 /// Requests whose answer may take long or come with related messages: answered on an SSE
 /// stream. Others are answered as plain JSON (2025-11-25: servers SHOULD NOT upgrade a
-/// `tasks/get` to SSE).
-pub(super) fn streams(method: &str) -> bool {
-    matches!(method, method::TOOLS_CALL | method::TASKS_RESULT | method::PROMPTS_GET | method::COMPLETION_COMPLETE)
+/// `tasks/get` to SSE). A `tools/call` with `params.task` is one of the others: its answer
+/// is the `CreateTaskResult` (or an error) once the task is committed, and nothing goes on
+/// its stream before it (the work starts after it, and the task's messages go to the
+/// standalone stream or to a `tasks/result`), so a stream would carry one event and its
+/// priming event at the cost of a stream kept for resumption. The transport lets the server
+/// answer any request either way (2025-11-25: the client MUST support both).
+pub(super) fn streams(request: &Request) -> bool {
+    match request.method.as_str() {
+        method::TOOLS_CALL => request.params.as_ref().and_then(|params| params.get("task")).is_none_or(Value::is_null),
+        method => matches!(method, method::TASKS_RESULT | method::PROMPTS_GET | method::COMPLETION_COMPLETE),
+    }
 }
 
 /// Ends the sessions idle for [`Options::session_idle`](super::Options::session_idle), checking a few times per period.
@@ -436,7 +444,6 @@ impl Routes {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
 
     use mcp_tasks_engine::{Engine, Policy, SystemClock};
     use mcp_tasks_sqlite::SqliteStore;
@@ -453,7 +460,7 @@ mod tests {
         let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), Policy::default());
         let server = Server::builder(engine).build().unwrap();
         let options = Options { session_idle: idle, ..Options::default() };
-        (App { server, options, sessions: Mutex::new(HashMap::new()), stop: CancellationToken::new(), ui: None, listens: crate::http::modern::Listens::default() }, dir)
+        (App { server, options, sessions: Mutex::new(FastMap::default()), stop: CancellationToken::new(), ui: None, listens: crate::http::modern::Listens::default() }, dir)
     }
 
     fn open(app: &App, id: &str) -> Arc<HttpSession> {

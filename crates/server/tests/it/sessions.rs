@@ -140,3 +140,51 @@ async fn a_reply_that_comes_soon_leaves_with_its_headers_and_a_slow_one_streams(
     tokio::time::timeout(DEADLINE, stream.read_to_end(&mut rest)).await.expect("the rest in time").unwrap();
     assert!(String::from_utf8_lossy(&rest).contains("\"slow\""), "the reply, streamed after the headers");
 }
+
+/// A `tools/call` with `params.task` is answered as plain JSON even when the client accepts
+/// SSE: its one message is the `CreateTaskResult`, and nothing goes on its stream before it
+/// (the transport lets the server pick either; the client MUST take both). The same call
+/// with `"task": null` is a plain call, and it and `tasks/result` still stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_call_is_answered_as_json_and_a_plain_call_and_tasks_result_still_stream() {
+    let (engine, _dir) = crate::sqlite_engine();
+    let echo = mcp_tasks_server::ToolDef::new(
+        "echo",
+        "Answers at once.",
+        json!({"type": "object"}),
+        mcp_tasks_server::handler_fn(|_arguments, _ctx| async move {
+            mcp_tasks_engine::Outcome::Result(json!({"content": [{"type": "text", "text": "echoed"}]}))
+        }),
+    )
+    .task_mode(mcp_tasks_server::TaskMode::Optional);
+    let http = TestServer::http(Server::builder(engine).tool(echo).build().unwrap()).await.unwrap();
+    let addr = http.addr().unwrap();
+    let session = initialize(addr).await;
+    let content_type = |head: &str| {
+        head.lines()
+            .find_map(|line| line.split_once(':').filter(|(name, _)| name.eq_ignore_ascii_case("content-type")))
+            .map(|(_, value)| value.trim().to_owned())
+            .unwrap_or_default()
+    };
+
+    let task_call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {}, "task": {}}});
+    let (head, mut body, mut stream) = post_head(addr, Some(&session), &task_call.to_string()).await;
+    tokio::time::timeout(DEADLINE, stream.read_to_end(&mut body)).await.expect("the body in time").unwrap();
+    assert_eq!(content_type(&head), "application/json", "{head}");
+    let created: serde_json::Value = serde_json::from_slice(&body).expect("one JSON object");
+    assert_eq!(created["id"], 2);
+    let task_id = created["result"]["task"]["taskId"].as_str().expect("a CreateTaskResult").to_owned();
+
+    let result = json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/result", "params": {"taskId": task_id}});
+    let (head, mut body, mut stream) = post_head(addr, Some(&session), &result.to_string()).await;
+    tokio::time::timeout(DEADLINE, stream.read_to_end(&mut body)).await.expect("the body in time").unwrap();
+    assert!(content_type(&head).starts_with("text/event-stream"), "{head}");
+    assert!(String::from_utf8_lossy(&body).contains("echoed"), "the task's result");
+
+    let plain = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "echo", "arguments": {}, "task": null}});
+    let (head, mut body, mut stream) = post_head(addr, Some(&session), &plain.to_string()).await;
+    tokio::time::timeout(DEADLINE, stream.read_to_end(&mut body)).await.expect("the body in time").unwrap();
+    assert!(content_type(&head).starts_with("text/event-stream"), "{head}");
+    let body = String::from_utf8(body).unwrap();
+    assert!(body.contains("echoed") && !body.contains("taskId"), "a plain call's result: {body}");
+}
