@@ -493,7 +493,7 @@ impl Engine {
             .await?;
         self.stop_work(id);
         tracing::info!(task = %id, owner = %owner, "task cancelled");
-        Ok(record)
+        Ok(Arc::unwrap_or_clone(record))
     }
 
     /// Asks `owner`'s task `id` to stop, cooperatively (2026-07-28 tasks extension: a cancel
@@ -564,7 +564,7 @@ impl Engine {
         owner: Option<&Principal>,
         attempt: Option<u32>,
         event_of: impl Fn(&TaskRecord) -> (Event, Option<String>),
-    ) -> Result<TaskRecord, EngineError> {
+    ) -> Result<Arc<TaskRecord>, EngineError> {
         let written = self
             .write(id, owner, |task| {
                 let (event, message) = event_of(task);
@@ -594,7 +594,7 @@ impl Engine {
         id: &TaskId,
         owner: Option<&Principal>,
         decide: impl Fn(&TaskRecord) -> Result<Option<Update>, EngineError>,
-    ) -> Result<Option<TaskRecord>, EngineError> {
+    ) -> Result<Option<Arc<TaskRecord>>, EngineError> {
         for _ in 0..MAX_CAS_ATTEMPTS {
             let task = match self.inner.store.get(id).await? {
                 Some(task) if owner.is_none_or(|owner| &task.owner == owner) => task,
@@ -603,7 +603,9 @@ impl Engine {
             let Some(update) = decide(&task)? else { return Ok(None) };
             match self.inner.store.replace(id, task.version, &update).await {
                 Ok(record) => {
-                    self.publish_task(&record, Some(Instant::now()));
+                    // Shared with the subscribers it is published to: no copy for them.
+                    let record = Arc::new(record);
+                    self.publish_shared(&record, Some(Instant::now()));
                     return Ok(Some(record));
                 }
                 Err(StoreError::Conflict(_)) => continue,
@@ -620,6 +622,21 @@ impl Engine {
     /// write of `record` returned from the store, kept for a terminal record
     /// ([`Engine::committed_at`]).
     pub(crate) fn publish_task(&self, record: &TaskRecord, committed: Option<Instant>) {
+        if self.mark_published(record, committed) {
+            self.send_change(Change::Task(Arc::new(record.clone())));
+        }
+    }
+
+    /// [`Engine::publish_task`] of a record already shared: published without a copy.
+    pub(crate) fn publish_shared(&self, record: &Arc<TaskRecord>, committed: Option<Instant>) {
+        if self.mark_published(record, committed) {
+            self.send_change(Change::Task(Arc::clone(record)));
+        }
+    }
+
+    /// Notes `record` as published; `false` if it was at its version already (then only
+    /// its commit instant may be added).
+    fn mark_published(&self, record: &TaskRecord, committed: Option<Instant>) -> bool {
         let terminal = record.status().is_terminal();
         let committed_at = committed.filter(|_| terminal);
         {
@@ -632,14 +649,14 @@ impl Engine {
                 if seen.version == record.version && seen.committed_at.is_none() {
                     seen.committed_at = committed_at;
                 }
-                return;
+                return false;
             }
             if published.len() >= PUBLISHED_CAP {
                 published.retain(|_, seen| !seen.terminal);
             }
             published.insert(record.id.clone(), Published { version: record.version, terminal, committed_at });
         }
-        self.send_change(Change::Task(Arc::new(record.clone())));
+        true
     }
 
     /// When this node's write of task `id`'s terminal state returned from the store: the

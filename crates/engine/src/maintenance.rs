@@ -260,6 +260,7 @@ impl Engine {
             }))
         })
         .await
+        .map(|written| written.map(std::sync::Arc::unwrap_or_clone))
     }
 
     /// Fails a task a previous process left unfinished with `failure`; a task that finished

@@ -20,7 +20,7 @@
 //! most [`MAX_COUNTS`] owners. Like the tasks, a count is only ever set by the writer thread
 //! from what it committed, never by a read.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use mcp_tasks_engine::{FastMap, Principal, TaskId, TaskRecord};
 
@@ -51,8 +51,9 @@ impl Size {
 /// What a write did to the rows of `tasks`, for the cache.
 #[derive(Debug)]
 pub(crate) enum Touch {
-    /// The task's row is now `record`, whose encoded state and arguments take `size`.
-    Put { record: Box<TaskRecord>, size: Size },
+    /// The task's row is now `record`, whose encoded state and arguments take `size`. Shared
+    /// with the store's change feed and the write's caller: kept here without a copy.
+    Put { record: Arc<TaskRecord>, size: Size },
     /// The task's row changed or went: forget it.
     Evict(TaskId),
     /// The owner now has `tasks` rows of `tasks`, as the write's transaction counted them.
@@ -68,7 +69,7 @@ pub(crate) struct Hot {
 
 #[derive(Default)]
 struct Entries {
-    tasks: FastMap<TaskId, (TaskRecord, Size)>,
+    tasks: FastMap<TaskId, (Arc<TaskRecord>, Size)>,
     bytes: usize,
     counts: FastMap<Principal, u64>,
 }
@@ -111,11 +112,12 @@ impl Hot {
 
     /// Task `id` as last committed, if it is kept.
     pub(crate) fn get(&self, id: &TaskId) -> Option<TaskRecord> {
-        self.entries()?.tasks.get(id).map(|(record, _)| record.clone())
+        self.entries()?.tasks.get(id).map(|(record, _)| TaskRecord::clone(record))
     }
 
-    /// Task `id` as last committed with its encoded size, if it is kept.
-    pub(crate) fn get_sized(&self, id: &TaskId) -> Option<(TaskRecord, Size)> {
+    /// Task `id` as last committed with its encoded size, if it is kept (the kept record
+    /// itself, shared).
+    pub(crate) fn get_sized(&self, id: &TaskId) -> Option<(Arc<TaskRecord>, Size)> {
         self.entries()?.tasks.get(id).cloned()
     }
 
@@ -147,7 +149,7 @@ impl Hot {
                     }
                     entries.make_room(bytes);
                     entries.bytes += bytes;
-                    entries.tasks.insert(record.id.clone(), (*record, size));
+                    entries.tasks.insert(record.id.clone(), (record, size));
                 }
             }
         }

@@ -431,7 +431,13 @@ impl SqliteStore {
 impl SqliteStore {
     /// Publishes `task` on the change feed (after its commit; no subscriber is fine).
     fn publish(&self, task: &TaskRecord) {
-        let _ = self.inner.feed.send(Arc::new(task.clone()));
+        self.publish_shared(Arc::new(task.clone()));
+    }
+
+    /// Publishes `task` on the change feed without copying it (the hot path's writes share
+    /// one copy between the cache, the feed and their caller).
+    fn publish_shared(&self, task: Arc<TaskRecord>) {
+        let _ = self.inner.feed.send(task);
     }
 }
 
@@ -543,9 +549,9 @@ impl std::ops::Deref for Tx<'_, '_> {
 
 impl Tx<'_, '_> {
     /// The task's row is now `record`; `bytes`: the size of its encoded state and arguments.
-    fn put(&mut self, record: TaskRecord, size: Size) {
+    fn put(&mut self, record: Arc<TaskRecord>, size: Size) {
         self.dirty.insert(record.id.clone());
-        self.touched.push(Touch::Put { record: Box::new(record), size });
+        self.touched.push(Touch::Put { record, size });
     }
 
     /// The task's row changed (or went) otherwise.
@@ -566,7 +572,7 @@ impl Tx<'_, '_> {
 
     /// Task `id`'s row as it stands in this transaction, with its size, when the cache
     /// knows it: kept, and not touched by an earlier write of this batch.
-    fn current(&self, id: &TaskId) -> Option<(TaskRecord, Size)> {
+    fn current(&self, id: &TaskId) -> Option<(Arc<TaskRecord>, Size)> {
         if self.dirty.contains(id) {
             return None;
         }
@@ -928,14 +934,16 @@ fn configure(
 impl TaskStore for SqliteStore {
     async fn insert(&self, task: &TaskRecord) -> Result<Inserted, StoreError> {
         let row = NewRow::from_record(task).map_err(StoreError::backend)?;
-        let record = task.clone();
+        // One copy, shared by the cache and the change feed.
+        let record = Arc::new(task.clone());
+        let written = Arc::clone(&record);
         // One write on the writer thread: the lookup of a held key and the insert are
         // atomic, and a concurrent insert with the same key, queued behind this one, sees
         // this one's row.
         let inserted = self
             .write(move |tx| {
-                let owner = record.owner.clone();
-                let inserted = insert_keyed(tx, &row, record)?;
+                let owner = written.owner.clone();
+                let inserted = insert_keyed(tx, &row, written)?;
                 if inserted == Inserted::New {
                     tx.uncounted(owner);
                 }
@@ -943,7 +951,7 @@ impl TaskStore for SqliteStore {
             })
             .await?;
         if inserted == Inserted::New {
-            self.publish(task);
+            self.publish_shared(record);
         }
         Ok(inserted)
     }
@@ -1002,7 +1010,7 @@ impl TaskStore for SqliteStore {
             // one with the update, and the compare-and-set needs no RETURNING (whose
             // ephemeral table and row decoding were a tenth of a lifecycle's SQLite cost).
             let current = match tx.current(&task).filter(|(record, _)| record.version.0 == expected_version) {
-                Some((record, size)) => Some((record, size.arguments)),
+                Some((record, size)) => Some((TaskRecord::clone(&record), size.arguments)),
                 None => tx
                     .prepare_cached(&format!("SELECT {COLUMNS}, length(arguments) FROM tasks WHERE id = ?1 AND version = ?2"))
                     .and_then(|mut stmt| {
@@ -1033,12 +1041,14 @@ impl TaskStore for SqliteStore {
             record.updated_at = Timestamp(updated_at);
             record.attempt = attempt;
             record.version = Version(record.version.0 + 1);
-            tx.put(record.clone(), Size { state: state.len(), arguments });
+            // One copy, shared by the cache and the change feed.
+            let record = Arc::new(record);
+            tx.put(Arc::clone(&record), Size { state: state.len(), arguments });
             Ok(record)
         })
         .await?;
-        self.publish(&written);
-        Ok(written)
+        self.publish_shared(Arc::clone(&written));
+        Ok(Arc::unwrap_or_clone(written))
     }
 
     async fn list(&self, query: &ListQuery) -> Result<Vec<TaskRecord>, StoreError> {
@@ -1272,7 +1282,9 @@ impl TaskStore for SqliteStore {
         // The claim and the origin go in with the row: one statement, not three.
         row.claim = Some((lease.node.as_str().to_owned(), lease.until.0));
         row.origin = origin.cloned();
-        let (record, owner) = (task.clone(), task.owner.clone());
+        // One copy, shared by the cache and the change feed.
+        let record = Arc::new(task.clone());
+        let (written, owner) = (Arc::clone(&record), task.owner.clone());
         let key = task
             .idempotency_key
             .as_ref()
@@ -1313,7 +1325,7 @@ impl TaskStore for SqliteStore {
                         retained: u64::try_from(retained).unwrap_or(0),
                     });
                 }
-                let inserted = insert_keyed(conn, &row, record)?;
+                let inserted = insert_keyed(conn, &row, written)?;
                 if inserted == Inserted::New {
                     conn.counted(owner, u64::try_from(retained).unwrap_or(0).saturating_add(1));
                 }
@@ -1321,7 +1333,7 @@ impl TaskStore for SqliteStore {
             })
             .await?;
         if inserted == Inserted::New {
-            self.publish(task);
+            self.publish_shared(record);
         }
         Ok(inserted)
     }
@@ -1742,7 +1754,7 @@ fn browse_statement(query: &BrowseQuery) -> (String, Vec<rusqlite::types::Value>
 /// atomic.
 /// Inserts `record` (encoded as `row`) unless its idempotency key is held by a retained
 /// task, which it then returns; the key of an expired holder is released first.
-fn insert_keyed(tx: &mut Tx<'_, '_>, row: &NewRow, record: TaskRecord) -> Result<Inserted, StoreError> {
+fn insert_keyed(tx: &mut Tx<'_, '_>, row: &NewRow, record: Arc<TaskRecord>) -> Result<Inserted, StoreError> {
     let conn: &Connection = tx;
     let prepared = tx.prepared;
     let size = Size { state: row.state.len(), arguments: row.arguments.len() };

@@ -624,7 +624,7 @@ async fn wait_a_while(ctx: &RequestContext, id: &TaskId) -> Result<TaskRecord, E
     })
     .await;
     match ended {
-        Ok(record) => record,
+        Ok(record) => record.map(Arc::unwrap_or_clone),
         Err(_) => ops::tasks::get(ctx, id).await,
     }
 }

@@ -1,6 +1,8 @@
 //! Reading, waiting for, listing, cancelling and answering tasks, each scoped to the
 //! requestor's principal: another's task looks exactly like an unknown one.
 
+use std::sync::Arc;
+
 use mcp_tasks_engine::{Cursor, EngineError, ListQuery, Principal, TaskId, TaskRecord, TaskWatch};
 use serde_json::Value;
 
@@ -22,14 +24,14 @@ pub(crate) fn changes(ctx: &RequestContext, id: &TaskId) -> TaskWatch {
 }
 
 /// The task's next state: woken by its changes, never by a timer. When the watch lagged,
-/// the task is read again.
+/// the task is read again. The record the change carried, shared, not copied.
 ///
 /// # Errors
 /// As [`get`] after a lag.
-pub(crate) async fn next_change(ctx: &RequestContext, feed: &TaskWatch, id: &TaskId) -> Result<TaskRecord, EngineError> {
+pub(crate) async fn next_change(ctx: &RequestContext, feed: &TaskWatch, id: &TaskId) -> Result<Arc<TaskRecord>, EngineError> {
     match feed.next_task().await {
-        Some(record) => Ok(TaskRecord::clone(&record)),
-        None => get(ctx, id).await,
+        Some(record) => Ok(record),
+        None => get(ctx, id).await.map(Arc::new),
     }
 }
 
@@ -168,7 +170,7 @@ mod tests {
         let feed = changes(&ctx, &record.id);
         engine.start(&record).unwrap();
         request_cancel(&ctx, &record.id).await.unwrap();
-        let mut last = get(&ctx, &record.id).await.unwrap();
+        let mut last = Arc::new(get(&ctx, &record.id).await.unwrap());
         while !last.status().is_terminal() {
             last = next_change(&ctx, &feed, &record.id).await.unwrap();
         }

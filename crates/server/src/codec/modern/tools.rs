@@ -5,6 +5,7 @@
 //! Multi Round-Trip Request when it asks the client within that wait, and as a task
 //! otherwise; a `forbidden` one never does. A 2025-11-25 `params.task` is ignored.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_tasks_engine::{Outcome, TaskId, TaskRecord, TaskState, TaskWatch};
@@ -117,7 +118,7 @@ async fn settle(
     findable: bool,
 ) -> Result<Value, RpcError> {
     let waited = tokio::time::timeout(inline, async {
-        let mut record = ops::tasks::get(ctx, id).await.ok()?;
+        let mut record = Arc::new(ops::tasks::get(ctx, id).await.ok()?);
         while matches!(record.state, TaskState::Working) {
             record = ops::tasks::next_change(ctx, &feed, id).await.ok()?;
         }
@@ -138,7 +139,7 @@ async fn settle(
     };
     match settled {
         Ok(Some(record)) if record.status().is_terminal() => inline_result(&record),
-        Ok(Some(TaskRecord { state: TaskState::InputRequired { requests }, .. })) => {
+        Ok(Some(ref record)) if let TaskState::InputRequired { requests } = &record.state => {
             let round = Round::Task {
                 owner: ctx.principal.clone(),
                 tool: mrtr::call_of(tool),
@@ -146,7 +147,7 @@ async fn settle(
                 engine: ctx.server().engine().clone(),
             };
             let state = ctx.server().inner.parked.park(round);
-            Ok(json!({"resultType": "input_required", "inputRequests": wire::input_requests(&requests), "requestState": state}))
+            Ok(json!({"resultType": "input_required", "inputRequests": wire::input_requests(requests), "requestState": state}))
         }
         // Still working (or gone by a race: the task as it stands says what happened).
         _ => match ops::tasks::get(ctx, id).await {
