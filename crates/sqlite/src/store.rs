@@ -465,11 +465,13 @@ enum Sql {
     History,
     /// [`REPLACE`].
     Replace,
+    /// An owner's number of stored tasks, read by every creation's admission.
+    CountOf,
 }
 
 impl Sql {
     /// How many there are: the last variant's index plus one (checked below).
-    const ALL: usize = 7;
+    const ALL: usize = 8;
 
     fn text(self) -> &'static str {
         match self {
@@ -488,19 +490,20 @@ impl Sql {
             Sql::CountFirst => "INSERT INTO task_counts (owner, tasks) VALUES (?1, 1)",
             Sql::History => "INSERT INTO task_history (task_id, version, at, status, message) VALUES (?1, ?2, ?3, ?4, ?5)",
             Sql::Replace => REPLACE,
+            Sql::CountOf => "SELECT tasks FROM task_counts WHERE owner = ?1",
         }
     }
 }
 
-const _: () = assert!(Sql::Replace as usize + 1 == Sql::ALL, "Sql::ALL counts the variants");
+const _: () = assert!(Sql::CountOf as usize + 1 == Sql::ALL, "Sql::ALL counts the variants");
 
 /// The writer's statements of [`Sql`], each prepared on first use and kept for the writer's
 /// life, found by its variant. rusqlite's statement cache (`prepare_cached`) hashes the
 /// whole SQL text with SipHash to find a statement and again to put it back, and clears its
 /// bindings: without it a block lifecycle went from 324.4 k to 318.6 k instructions
 /// (`benches/profile.sh block 2000 32`, BENCHMARKS.md eleventh round). Each statement here
-/// binds all its parameters at every run, and `execute` resets it after its step, as the
-/// cache's would be.
+/// binds all its parameters at every run, and `execute` and `query_row` reset it after
+/// their step, as the cache's would be.
 struct Prepared<'c> {
     conn: &'c Connection,
     statements: RefCell<[Option<Statement<'c>>; Sql::ALL]>,
@@ -520,6 +523,22 @@ impl<'c> Prepared<'c> {
             None => slot.insert(self.conn.prepare(sql.text())?),
         };
         statement.execute(params)
+    }
+
+    /// Runs query `sql` with `params`: its first row read by `read`, if it has one.
+    fn query_row<T, P: rusqlite::Params>(
+        &self,
+        sql: Sql,
+        params: P,
+        read: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<Option<T>> {
+        let mut statements = self.statements.borrow_mut();
+        let slot = &mut statements[sql as usize];
+        let statement = match slot {
+            Some(statement) => statement,
+            None => slot.insert(self.conn.prepare(sql.text())?),
+        };
+        statement.query_row(params, read).optional()
     }
 }
 
@@ -1312,11 +1331,8 @@ impl TaskStore for SqliteStore {
                     }
                 }
                 let retained: i64 = conn
-                    .prepare_cached("SELECT tasks FROM task_counts WHERE owner = ?1")
-                    .and_then(|mut stmt| {
-                        stmt.query_row([owner.as_str()], |row| row.get(0))
-                            .optional()
-                    })
+                    .prepared
+                    .query_row(Sql::CountOf, [owner.as_str()], |row| row.get(0))
                     .map_err(StoreError::backend)?
                     .unwrap_or(0);
                 if retained >= limit {
