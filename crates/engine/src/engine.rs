@@ -435,6 +435,15 @@ impl Engine {
     /// [`EngineError::NotFound`] if there is no such task, or it belongs to another
     /// principal (invariant 4: indistinguishable).
     pub async fn get(&self, owner: &Principal, id: &TaskId) -> Result<TaskRecord, EngineError> {
+        self.get_shared(owner, id).await.map(Arc::unwrap_or_clone)
+    }
+
+    /// [`Engine::get`], shared: the record as the store keeps it or as its last change
+    /// carried it, not a copy (for a caller that only looks at it).
+    ///
+    /// # Errors
+    /// As [`Engine::get`].
+    pub async fn get_shared(&self, owner: &Principal, id: &TaskId) -> Result<Arc<TaskRecord>, EngineError> {
         let record = self.read(owner, id).await?;
         if record.status().is_terminal() || !self.is_finishing(id) {
             return Ok(record);
@@ -448,14 +457,14 @@ impl Engine {
             return Ok(record);
         }
         match tokio::time::timeout(FINISHING_WAIT, watch.next_task()).await {
-            Ok(Some(next)) => Ok(TaskRecord::clone(&next)),
+            Ok(Some(next)) => Ok(next),
             _ => self.read(owner, id).await,
         }
     }
 
     /// `owner`'s task `id` as the store has it.
-    async fn read(&self, owner: &Principal, id: &TaskId) -> Result<TaskRecord, EngineError> {
-        match self.inner.store.get(id).await? {
+    async fn read(&self, owner: &Principal, id: &TaskId) -> Result<Arc<TaskRecord>, EngineError> {
+        match self.inner.store.get_shared(id).await? {
             Some(record) if &record.owner == owner => Ok(record),
             _ => Err(EngineError::NotFound(id.clone())),
         }
@@ -596,7 +605,7 @@ impl Engine {
         decide: impl Fn(&TaskRecord) -> Result<Option<Update>, EngineError>,
     ) -> Result<Option<Arc<TaskRecord>>, EngineError> {
         for _ in 0..MAX_CAS_ATTEMPTS {
-            let task = match self.inner.store.get(id).await? {
+            let task = match self.inner.store.get_shared(id).await? {
                 Some(task) if owner.is_none_or(|owner| &task.owner == owner) => task,
                 _ => return Err(EngineError::NotFound(id.clone())),
             };

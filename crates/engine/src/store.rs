@@ -56,6 +56,16 @@ pub trait TaskStore: Send + Sync + 'static {
     /// [`StoreError::Backend`].
     async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError>;
 
+    /// [`TaskStore::get`], shared: a store that keeps records in memory hands out its own
+    /// copy instead of a new one (the engine's hot path reads a task two or three times a
+    /// lifecycle, mostly to look at it). The default wraps [`TaskStore::get`].
+    ///
+    /// # Errors
+    /// As [`TaskStore::get`].
+    async fn get_shared(&self, id: &TaskId) -> Result<Option<Arc<TaskRecord>>, StoreError> {
+        Ok(self.get(id).await?.map(Arc::new))
+    }
+
     /// Replaces state, message, update time and attempt if the stored version still equals
     /// `expected`, bumps the version, and returns the new record. Atomic and durable.
     ///

@@ -1007,6 +1007,14 @@ impl TaskStore for SqliteStore {
         .await
     }
 
+    async fn get_shared(&self, id: &TaskId) -> Result<Option<Arc<TaskRecord>>, StoreError> {
+        // The cache's own copy, not a new one.
+        if let Some((record, _)) = self.inner.hot.get_sized(id) {
+            return Ok(Some(record));
+        }
+        Ok(self.get(id).await?.map(Arc::new))
+    }
+
     async fn replace(
         &self,
         id: &TaskId,

@@ -588,7 +588,7 @@ pub(crate) async fn call_helper(
     let record = match helper {
         Helper::Status => ops::tasks::get(ctx, &id).await,
         Helper::Result => wait_a_while(ctx, &id).await,
-        Helper::Cancel => ops::tasks::request_cancel(ctx, &id).await,
+        Helper::Cancel => ops::tasks::request_cancel(ctx, &id).await.map(Arc::new),
     };
     Some(Ok(match record {
         Ok(record) => match helper {
@@ -607,7 +607,7 @@ pub(crate) async fn call_helper(
 }
 
 /// The task once it ends, or as it stands after the sync wait.
-async fn wait_a_while(ctx: &RequestContext, id: &TaskId) -> Result<TaskRecord, EngineError> {
+async fn wait_a_while(ctx: &RequestContext, id: &TaskId) -> Result<Arc<TaskRecord>, EngineError> {
     let feed = ops::tasks::changes(ctx, id);
     let record = ops::tasks::get(ctx, id).await?;
     if record.status().is_terminal() {
@@ -624,7 +624,7 @@ async fn wait_a_while(ctx: &RequestContext, id: &TaskId) -> Result<TaskRecord, E
     })
     .await;
     match ended {
-        Ok(record) => record.map(Arc::unwrap_or_clone),
+        Ok(record) => record,
         Err(_) => ops::tasks::get(ctx, id).await,
     }
 }

@@ -9,12 +9,12 @@ use serde_json::Value;
 use crate::context::RequestContext;
 use crate::server::Server;
 
-/// The task as it stands.
+/// The task as it stands (shared: the store's or the last change's record, not a copy).
 ///
 /// # Errors
 /// [`EngineError::NotFound`] for an unknown, expired or foreign id; a store failure.
-pub(crate) async fn get(ctx: &RequestContext, id: &TaskId) -> Result<TaskRecord, EngineError> {
-    ctx.server().engine().get(&ctx.principal, id).await
+pub(crate) async fn get(ctx: &RequestContext, id: &TaskId) -> Result<Arc<TaskRecord>, EngineError> {
+    ctx.server().engine().get_shared(&ctx.principal, id).await
 }
 
 /// A watch on task `id`'s changes, taken before reading the task so that no change after
@@ -31,7 +31,7 @@ pub(crate) fn changes(ctx: &RequestContext, id: &TaskId) -> TaskWatch {
 pub(crate) async fn next_change(ctx: &RequestContext, feed: &TaskWatch, id: &TaskId) -> Result<Arc<TaskRecord>, EngineError> {
     match feed.next_task().await {
         Some(record) => Ok(record),
-        None => get(ctx, id).await.map(Arc::new),
+        None => get(ctx, id).await,
     }
 }
 
@@ -68,7 +68,7 @@ pub(crate) async fn list_of(
     let mut records = Vec::new();
     for id in ids {
         match get(ctx, id).await {
-            Ok(record) => records.push(record),
+            Ok(record) => records.push(Arc::unwrap_or_clone(record)),
             Err(EngineError::NotFound(_)) => {} // purged
             Err(err) => return Err(err),
         }
@@ -170,7 +170,7 @@ mod tests {
         let feed = changes(&ctx, &record.id);
         engine.start(&record).unwrap();
         request_cancel(&ctx, &record.id).await.unwrap();
-        let mut last = Arc::new(get(&ctx, &record.id).await.unwrap());
+        let mut last = get(&ctx, &record.id).await.unwrap();
         while !last.status().is_terminal() {
             last = next_change(&ctx, &feed, &record.id).await.unwrap();
         }

@@ -44,7 +44,7 @@ pub(crate) async fn result(
 ) -> Result<Value, RpcError> {
     let id = TaskId::from(params.task_id);
     let feed = ops::tasks::changes(ctx, &id);
-    let mut record = ops::tasks::get(ctx, &id).await.map(Arc::new).map_err(|err| rpc_error(&err))?;
+    let mut record = ops::tasks::get(ctx, &id).await.map_err(|err| rpc_error(&err))?;
     // Only a task found is watched: a refused id must not stay in the session's memory.
     session.watch(&record, None);
     let mut sent = HashSet::new();

@@ -5,7 +5,6 @@
 //! Multi Round-Trip Request when it asks the client within that wait, and as a task
 //! otherwise; a `forbidden` one never does. A 2025-11-25 `params.task` is ignored.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_tasks_engine::{Outcome, TaskId, TaskRecord, TaskState, TaskWatch};
@@ -118,7 +117,7 @@ async fn settle(
     findable: bool,
 ) -> Result<Value, RpcError> {
     let waited = tokio::time::timeout(inline, async {
-        let mut record = Arc::new(ops::tasks::get(ctx, id).await.ok()?);
+        let mut record = ops::tasks::get(ctx, id).await.ok()?;
         while matches!(record.state, TaskState::Working) {
             record = ops::tasks::next_change(ctx, &feed, id).await.ok()?;
         }
