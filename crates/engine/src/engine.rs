@@ -610,10 +610,9 @@ impl Engine {
                 _ => return Err(EngineError::NotFound(id.clone())),
             };
             let Some(update) = decide(&task)? else { return Ok(None) };
-            match self.inner.store.replace(id, task.version, &update).await {
+            match self.inner.store.replace_shared(id, task.version, &update).await {
                 Ok(record) => {
-                    // Shared with the subscribers it is published to: no copy for them.
-                    let record = Arc::new(record);
+                    // Shared with the store and the subscribers it is published to: no copy.
                     self.publish_shared(&record, Some(Instant::now()));
                     return Ok(Some(record));
                 }

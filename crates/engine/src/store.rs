@@ -78,6 +78,16 @@ pub trait TaskStore: Send + Sync + 'static {
         update: &Update,
     ) -> Result<TaskRecord, StoreError>;
 
+    /// [`TaskStore::replace`], answering the new record shared: a store that keeps what it
+    /// writes in memory or publishes it on its feed hands out that copy instead of a new
+    /// one. The default wraps [`TaskStore::replace`].
+    ///
+    /// # Errors
+    /// As [`TaskStore::replace`].
+    async fn replace_shared(&self, id: &TaskId, expected: Version, update: &Update) -> Result<Arc<TaskRecord>, StoreError> {
+        self.replace(id, expected, update).await.map(Arc::new)
+    }
+
     /// The owner's tasks after the cursor, oldest first (by creation time, then id).
     ///
     /// # Errors

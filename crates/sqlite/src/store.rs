@@ -1021,6 +1021,11 @@ impl TaskStore for SqliteStore {
         expected: Version,
         update: &Update,
     ) -> Result<TaskRecord, StoreError> {
+        self.replace_shared(id, expected, update).await.map(Arc::unwrap_or_clone)
+    }
+
+    /// The record written is the one the cache keeps and the feed carries.
+    async fn replace_shared(&self, id: &TaskId, expected: Version, update: &Update) -> Result<Arc<TaskRecord>, StoreError> {
         let task = id.clone();
         let expected_version = expected.0;
         let expected = to_i64(expected.0).map_err(StoreError::backend)?;
@@ -1075,7 +1080,7 @@ impl TaskStore for SqliteStore {
         })
         .await?;
         self.publish_shared(Arc::clone(&written));
-        Ok(Arc::unwrap_or_clone(written))
+        Ok(written)
     }
 
     async fn list(&self, query: &ListQuery) -> Result<Vec<TaskRecord>, StoreError> {
