@@ -43,7 +43,7 @@ impl Engine {
                 };
                 let Some(inner) = weak.upgrade() else { return };
                 let engine = Engine { inner };
-                engine.publish_task(&record, None);
+                engine.publish_shared(&record, None);
                 engine.watch(&record);
             }
         });

@@ -701,8 +701,8 @@ impl Engine {
     /// Publishes task `id` as it stands, and lets its later changes through again.
     pub(crate) async fn release_publishing(&self, id: &TaskId) {
         self.inner.published.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
-        match self.inner.store.get(id).await {
-            Ok(Some(record)) => self.publish_task(&record, None),
+        match self.inner.store.get_shared(id).await {
+            Ok(Some(record)) => self.publish_shared(&record, None),
             Ok(None) => {}
             Err(err) => tracing::warn!(task = %id, error = %err, "could not read a task after its take-over"),
         }

@@ -110,11 +110,6 @@ impl Hot {
         Some(entries)
     }
 
-    /// Task `id` as last committed, if it is kept.
-    pub(crate) fn get(&self, id: &TaskId) -> Option<TaskRecord> {
-        self.entries()?.tasks.get(id).map(|(record, _)| TaskRecord::clone(record))
-    }
-
     /// Task `id` as last committed with its encoded size, if it is kept (the kept record
     /// itself, shared).
     pub(crate) fn get_sized(&self, id: &TaskId) -> Option<(Arc<TaskRecord>, Size)> {

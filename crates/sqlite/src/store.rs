@@ -516,13 +516,7 @@ impl<'c> Prepared<'c> {
 
     /// Runs statement `sql` with `params`; the rows it changed.
     fn execute<P: rusqlite::Params>(&self, sql: Sql, params: P) -> rusqlite::Result<usize> {
-        let mut statements = self.statements.borrow_mut();
-        let slot = &mut statements[sql as usize];
-        let statement = match slot {
-            Some(statement) => statement,
-            None => slot.insert(self.conn.prepare(sql.text())?),
-        };
-        statement.execute(params)
+        self.with(sql, |statement| statement.execute(params))
     }
 
     /// Runs query `sql` with `params`: its first row read by `read`, if it has one.
@@ -532,13 +526,18 @@ impl<'c> Prepared<'c> {
         params: P,
         read: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
     ) -> rusqlite::Result<Option<T>> {
+        self.with(sql, |statement| statement.query_row(params, read).optional())
+    }
+
+    /// Runs `run` on statement `sql`, prepared on its first use.
+    fn with<T>(&self, sql: Sql, run: impl FnOnce(&mut Statement<'c>) -> rusqlite::Result<T>) -> rusqlite::Result<T> {
         let mut statements = self.statements.borrow_mut();
         let slot = &mut statements[sql as usize];
         let statement = match slot {
             Some(statement) => statement,
             None => slot.insert(self.conn.prepare(sql.text())?),
         };
-        statement.query_row(params, read).optional()
+        run(statement)
     }
 }
 
@@ -995,7 +994,12 @@ impl TaskStore for SqliteStore {
     }
 
     async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
-        if let Some(record) = self.inner.hot.get(id) {
+        Ok(self.get_shared(id).await?.map(Arc::unwrap_or_clone))
+    }
+
+    /// The cache's own copy when it keeps the task, not a new one.
+    async fn get_shared(&self, id: &TaskId) -> Result<Option<Arc<TaskRecord>>, StoreError> {
+        if let Some((record, _)) = self.inner.hot.get_sized(id) {
             return Ok(Some(record));
         }
         let id = id.as_str().to_owned();
@@ -1005,14 +1009,7 @@ impl TaskStore for SqliteStore {
                 .map_err(StoreError::backend)
         })
         .await
-    }
-
-    async fn get_shared(&self, id: &TaskId) -> Result<Option<Arc<TaskRecord>>, StoreError> {
-        // The cache's own copy, not a new one.
-        if let Some((record, _)) = self.inner.hot.get_sized(id) {
-            return Ok(Some(record));
-        }
-        Ok(self.get(id).await?.map(Arc::new))
+        .map(|record| record.map(Arc::new))
     }
 
     async fn replace(

@@ -398,28 +398,29 @@ impl Routes {
         let buffer = self.streams.entry(stream).or_insert_with(|| Stream { next_seq: 1, ..Stream::default() });
         let seq = buffer.next_seq;
         buffer.next_seq += 1;
-        let live = buffer.live.as_ref().filter(|live| !live.is_closed());
-        if let (None, Message::Later(build)) = (live, &message) {
+        if buffer.live.as_ref().is_some_and(mpsc::Sender::is_closed) {
             buffer.live = None;
-            buffer.events.push_back((seq, Event::Later(Arc::clone(build))));
-            while buffer.events.len() > max {
-                buffer.events.pop_front();
-            }
-            return;
         }
-        // The message written once, by serde_json's writer, straight into its frame.
-        let framed = frame(stream, seq, &message.into_value());
-        let kept = Event::Framed(Arc::from(framed.as_str()));
-        if let Some(live) = &buffer.live {
-            match live.try_send(framed) {
-                Ok(()) => buffer.delivered = seq,
-                Err(mpsc::error::TrySendError::Full(_)) => {
-                    tracing::warn!(stream, max, "closing an SSE stream whose client does not read it (max_stream_events)");
-                    buffer.live = None;
+        let kept = match message {
+            // Nobody reads the stream now: kept unbuilt.
+            Message::Later(build) if buffer.live.is_none() => Event::Later(build),
+            message => {
+                // The message written once, by serde_json's writer, straight into its frame.
+                let framed = frame(stream, seq, &message.into_value());
+                let kept = Event::Framed(Arc::from(framed.as_str()));
+                if let Some(live) = &buffer.live {
+                    match live.try_send(framed) {
+                        Ok(()) => buffer.delivered = seq,
+                        Err(mpsc::error::TrySendError::Full(_)) => {
+                            tracing::warn!(stream, max, "closing an SSE stream whose client does not read it (max_stream_events)");
+                            buffer.live = None;
+                        }
+                        Err(mpsc::error::TrySendError::Closed(_)) => buffer.live = None,
+                    }
                 }
-                Err(mpsc::error::TrySendError::Closed(_)) => buffer.live = None,
+                kept
             }
-        }
+        };
         buffer.events.push_back((seq, kept));
         while buffer.events.len() > max {
             buffer.events.pop_front();
