@@ -99,10 +99,14 @@ const fn column_count(columns: &str) -> usize {
     count
 }
 
-/// The statuses of tasks that may still change, as an SQL list. It must match the
-/// `WHERE` of the partial indexes `tasks_unfinished` and `tasks_unfinished_by_expiry` word
-/// for word, or SQLite will not use them.
+/// The statuses of tasks that may still change, as an SQL list. `status IN {UNFINISHED}`
+/// must match the `WHERE` of the partial index `tasks_unfinished` word for word, or SQLite
+/// will not use it.
 const UNFINISHED: &str = "('working', 'input_required')";
+
+/// The `WHERE` of the partial index `tasks_finished_by_owner_status` (migration 0013), word for
+/// word: a query reads that index only when its own `WHERE` has this term.
+const NOT_UNFINISHED: &str = "status NOT IN ('working', 'input_required')";
 
 /// The statuses that never change again.
 const TERMINAL: &str = "('completed', 'failed', 'cancelled')";
@@ -1145,8 +1149,12 @@ impl TaskStore for SqliteStore {
         let limit = i64::from(limit);
         self.read(move |conn| {
             conn.prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM tasks WHERE status IN {UNFINISHED} AND expires_at <= ?1 \
-                 ORDER BY expires_at, id LIMIT ?2"
+                // Through `tasks_unfinished`, which holds `expires_at` (migration 0013): the
+                // unfinished tasks are read in its order, the finished ones never.
+                // Named: without statistics SQLite would take `tasks_by_expiry`, every task
+                // with a TTL, finished ones included.
+                "SELECT {COLUMNS} FROM tasks INDEXED BY tasks_unfinished \
+                 WHERE status IN {UNFINISHED} AND expires_at <= ?1 ORDER BY created_at, id LIMIT ?2"
             ))
             .and_then(|mut stmt| collect(stmt.query_map(params![now.0, limit], read_record)?))
             .map_err(StoreError::backend)
@@ -1586,18 +1594,36 @@ impl TaskStore for SqliteStore {
     async fn status_counts(&self, owner: &Principal) -> Result<Vec<(Status, u64)>, StoreError> {
         let owner = owner.as_str().to_owned();
         self.read(move |conn| {
-            // A covering scan of the owner's entries of `tasks_by_owner_status` (0006).
-            let rows: Vec<(String, i64)> = conn
-                .prepare_cached(STATUS_COUNTS)
+            // The finished tasks: a covering scan of the owner's entries of
+            // `tasks_finished_by_owner_status` (0013).
+            let mut counts: Vec<(String, u64)> = conn
+                .prepare_cached(&format!(
+                    "SELECT status, COUNT(*) FROM tasks WHERE owner = ?1 AND {NOT_UNFINISHED} GROUP BY status"
+                ))
                 .and_then(|mut stmt| {
-                    stmt.query_map([owner], |row| Ok((row.get(0)?, row.get(1)?)))?
+                    stmt.query_map([&owner], |row| Ok((row.get(0)?, u64::try_from(row.get::<_, i64>(1)?).unwrap_or(0))))?
                         .collect()
                 })
                 .map_err(StoreError::backend)?;
-            Ok(rows
-                .into_iter()
-                .filter_map(|(status, n)| Some((Status::parse(&status)?, u64::try_from(n).ok()?)))
-                .collect())
+            // The unfinished ones: the few entries of `tasks_unfinished`, each task's row read
+            // for its owner and status, tallied here (a GROUP BY would sort them first). The
+            // index named: SQLite would otherwise read all the owner's tasks through an index
+            // that leads with the owner.
+            let unfinished: Vec<String> = conn
+                .prepare_cached(&format!(
+                    "SELECT status FROM tasks INDEXED BY tasks_unfinished WHERE status IN {UNFINISHED} AND owner = ?1"
+                ))
+                .and_then(|mut stmt| stmt.query_map([&owner], |row| row.get(0))?.collect())
+                .map_err(StoreError::backend)?;
+            for status in unfinished {
+                match counts.iter_mut().find(|(counted, _)| *counted == status) {
+                    Some((_, n)) => *n += 1,
+                    None => counts.push((status, 1)),
+                }
+            }
+            // In the order of the statuses' names, as one GROUP BY gave them before 0013.
+            counts.sort_unstable();
+            Ok(counts.into_iter().filter_map(|(status, n)| Some((Status::parse(&status)?, n))).collect())
         })
         .await
     }
@@ -1727,9 +1753,6 @@ impl SqliteStore {
     }
 }
 
-/// `status_counts`.
-const STATUS_COUNTS: &str = "SELECT status, COUNT(*) FROM tasks WHERE owner = ?1 GROUP BY status";
-
 /// The statement of `browse` for `query`'s filters, and its parameters in order (also
 /// planned by [`SqliteStore::browse_plan`]).
 fn browse_statement(query: &BrowseQuery) -> (String, Vec<rusqlite::types::Value>) {
@@ -1737,15 +1760,20 @@ fn browse_statement(query: &BrowseQuery) -> (String, Vec<rusqlite::types::Value>
     // The index named, not left to the planner: without statistics it reads the owner's
     // tasks in order through `tasks_by_owner` and filters them, which steps over every
     // other task of the owner when few match.
-    let index = match (query.status, &query.tool) {
-        (Some(_), _) => "tasks_by_owner_status",
-        (None, Some(_)) => "tasks_by_owner_tool",
-        (None, None) => "tasks_by_owner",
+    // A finished status: the owner's entries of that status in `tasks_finished_by_owner_status`;
+    // an unfinished one: the few unfinished tasks of `tasks_unfinished`, newest first, each
+    // row read for its owner and status (migration 0013). Each partial index needs its own
+    // `WHERE` in the statement.
+    let (index, partial) = match (query.status, &query.tool) {
+        (Some(status), _) if status.is_terminal() => ("tasks_finished_by_owner_status", NOT_UNFINISHED.to_owned()),
+        (Some(_), _) => ("tasks_unfinished", format!("status IN {UNFINISHED}")),
+        (None, Some(_)) => ("tasks_by_owner_tool", String::new()),
+        (None, None) => ("tasks_by_owner", String::new()),
     };
     let mut sql = format!("SELECT {COLUMNS} FROM tasks INDEXED BY {index} WHERE owner = ?");
     let mut values = vec![Sql::Text(query.owner.as_str().to_owned())];
     if let Some(status) = query.status {
-        sql.push_str(" AND status = ?");
+        sql.push_str(&format!(" AND {partial} AND status = ?"));
         values.push(Sql::Text(status.as_str().to_owned()));
     }
     if let Some(tool) = &query.tool {

@@ -48,7 +48,7 @@ async fn tasks_survive_closing_and_reopening_the_file() {
     );
     assert_eq!(replaced.version, Version(2));
     // Reopening does not run the migration again (it would fail: the table exists).
-    assert_eq!(reopened.pragma("user_version").await.expect("pragma"), "12");
+    assert_eq!(reopened.pragma("user_version").await.expect("pragma"), "13");
 }
 
 #[tokio::test]
@@ -182,11 +182,15 @@ async fn the_listing_counting_and_sweeping_queries_use_the_indexes() {
         unfinished.contains("tasks_unfinished") && !unfinished.contains("TEMP B-TREE"),
         "{unfinished}"
     );
+    // Since migration 0013 `tasks_unfinished` holds `expires_at`: the sweeper reads the few
+    // unfinished tasks in its order and never a finished one (`tasks_by_expiry` holds them).
     let expired = plan(
-        "SELECT * FROM tasks WHERE status IN ('working', 'input_required') AND expires_at <= 5 ORDER BY expires_at, id LIMIT 5",
+        "SELECT * FROM tasks INDEXED BY tasks_unfinished WHERE status IN ('working', 'input_required') AND expires_at <= 5 \
+         ORDER BY created_at, id LIMIT 5",
     );
     assert!(
-        expired.contains("USING INDEX tasks_unfinished_by_expiry (expires_at<?)")
+        expired.contains("USING INDEX tasks_unfinished")
+            && !expired.contains("tasks_by_expiry")
             && !expired.contains("TEMP B-TREE"),
         "only unfinished tasks are stepped over: {expired}"
     );
@@ -226,7 +230,7 @@ async fn migration_0003_counts_the_tasks_already_stored() {
         }
     }
     let store = SqliteStore::open(&path).expect("the store opens and migrates");
-    assert_eq!(store.pragma("user_version").await.expect("pragma"), "12");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "13");
     let count = |owner: &'static str| {
         let store = store.clone();
         async move { store.count(&Principal::new(owner)).await.expect("count") }
@@ -387,7 +391,7 @@ async fn migration_0004_keeps_old_rows_readable_and_adds_idempotency_keys() {
         .expect("a version 3 row");
     }
     let store = SqliteStore::open(&path).expect("the store opens and migrates");
-    assert_eq!(store.pragma("user_version").await.expect("pragma"), "12");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "13");
     let old = store
         .get(&"old".into())
         .await
@@ -459,8 +463,9 @@ async fn find_by_key_uses_the_unique_index_of_owner_and_key() {
 }
 
 /// Every page of the web view (`browse`, with each filter and a cursor) and its counts by
-/// status are served from an index of the owner's tasks, newest first without sorting the
-/// page: planned on the very statements the store runs.
+/// status are served from an index, newest first without sorting the page: an index of the
+/// owner's tasks, or for an unfinished status the partial index of the few unfinished tasks
+/// (migration 0013). Planned on the very statements the store runs.
 #[tokio::test]
 async fn the_web_views_pages_and_counts_use_the_indexes() {
     use mcp_tasks_engine::{BrowseQuery, Cursor, Principal, Status, TaskId, Timestamp};
@@ -479,27 +484,42 @@ async fn the_web_views_pages_and_counts_use_the_indexes() {
         id: TaskId::from("x"),
     });
     let cases = [
-        (base.clone(), "tasks_by_owner"),
+        (base.clone(), "tasks_by_owner (owner=?"),
         (
             BrowseQuery {
                 before: cursor.clone(),
                 ..base.clone()
             },
-            "tasks_by_owner",
+            "tasks_by_owner (owner=?",
         ),
         (
             BrowseQuery {
                 text: Some("needle".into()),
                 ..base.clone()
             },
-            "tasks_by_owner",
+            "tasks_by_owner (owner=?",
         ),
         (
             BrowseQuery {
                 status: Some(Status::Failed),
                 ..base.clone()
             },
-            "tasks_by_owner_status",
+            "tasks_finished_by_owner_status (owner=? AND status=?",
+        ),
+        (
+            BrowseQuery {
+                status: Some(Status::Working),
+                ..base.clone()
+            },
+            "tasks_unfinished",
+        ),
+        (
+            BrowseQuery {
+                status: Some(Status::InputRequired),
+                before: cursor.clone(),
+                ..base.clone()
+            },
+            "tasks_unfinished",
         ),
         (
             BrowseQuery {
@@ -507,20 +527,20 @@ async fn the_web_views_pages_and_counts_use_the_indexes() {
                 before: cursor.clone(),
                 ..base.clone()
             },
-            "tasks_by_owner_status",
+            "tasks_finished_by_owner_status (owner=? AND status=?",
         ),
         (
             BrowseQuery {
                 tool: Some("build".into()),
                 ..base.clone()
             },
-            "tasks_by_owner_tool",
+            "tasks_by_owner_tool (owner=?",
         ),
     ];
     for (query, index) in cases {
         let plan = store.browse_plan(&query).await.expect("plan");
         assert!(
-            plan.contains(&format!("USING INDEX {index} (owner=?")),
+            plan.contains(&format!("USING INDEX {index}")),
             "{query:?}: {plan}"
         );
         assert!(
@@ -529,14 +549,117 @@ async fn the_web_views_pages_and_counts_use_the_indexes() {
         );
     }
     let conn = rusqlite_connection(&dir.path().join("tasks.db"));
-    let plan: String = conn
-        .prepare("EXPLAIN QUERY PLAN SELECT status, COUNT(*) FROM tasks WHERE owner = 'a' GROUP BY status")
-        .and_then(|mut stmt| stmt.query_map([], |row| row.get::<_, String>(3))?.collect::<Result<Vec<_>, _>>())
-        .expect("plan")
-        .join("; ");
-    assert!(
-        plan.contains("USING COVERING INDEX tasks_by_owner_status (owner=?)"),
-        "{plan}"
+    let plan = |sql: &str| -> String {
+        conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .and_then(|mut stmt| stmt.query_map([], |row| row.get::<_, String>(3))?.collect::<Result<Vec<_>, _>>())
+            .expect("plan")
+            .join("; ")
+    };
+    // The counts: the finished tasks from the owner's entries of the partial index alone, the
+    // unfinished ones from the few entries of `tasks_unfinished`, neither sorted.
+    let finished = plan(
+        "SELECT status, COUNT(*) FROM tasks WHERE owner = 'a' AND status NOT IN ('working', 'input_required') GROUP BY status",
     );
-    assert!(!plan.contains("TEMP B-TREE"), "{plan}");
+    assert!(
+        finished.contains("USING COVERING INDEX tasks_finished_by_owner_status (owner=?)"),
+        "{finished}"
+    );
+    assert!(!finished.contains("TEMP B-TREE"), "{finished}");
+    let unfinished = plan(
+        "SELECT status FROM tasks INDEXED BY tasks_unfinished WHERE status IN ('working', 'input_required') AND owner = 'a'",
+    );
+    assert!(unfinished.contains("USING INDEX tasks_unfinished"), "{unfinished}");
+    assert!(!unfinished.contains("TEMP B-TREE"), "{unfinished}");
+}
+
+/// A store written before migration 0013 (schema version 12: the status in
+/// `tasks_by_owner_status`, two partial indexes of unfinished tasks) is migrated when this
+/// build opens it, and its counts by status and its pages filtered by status are the same
+/// as before, read from the new indexes.
+#[tokio::test]
+async fn migration_0013_keeps_the_counts_and_pages_of_a_store_written_before_it() {
+    use mcp_tasks_engine::{BrowseQuery, InputRequests, Outcome, Status, TaskRecord, WorkError};
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("tasks.db");
+    let states = [
+        TaskState::Working,
+        TaskState::InputRequired { requests: InputRequests::new() },
+        TaskState::Completed { result: serde_json::json!({"content": []}) },
+        TaskState::Failed { outcome: Outcome::Failure(WorkError::Expired) },
+        TaskState::Cancelled,
+    ];
+    let mut tasks: Vec<TaskRecord> = Vec::new();
+    for (n, owner) in ["alice", "alice", "bob"].into_iter().enumerate() {
+        for (k, state) in states.iter().enumerate() {
+            let mut task = sample_task(owner);
+            task.created_at = Timestamp(1_000 + i64::try_from(n * 10 + k).expect("small"));
+            task.state = state.clone();
+            tasks.push(task);
+        }
+    }
+    let statuses = [Status::Working, Status::InputRequired, Status::Completed, Status::Failed, Status::Cancelled];
+    let page = |store: SqliteStore, status: Status| async move {
+        let query = BrowseQuery { owner: Principal::new("alice"), status: Some(status), tool: None, text: None, before: None, limit: 50 };
+        let ids: Vec<String> = store.browse(&query).await.expect("browse").iter().map(|task| task.id.to_string()).collect();
+        ids
+    };
+    let mut before_pages = Vec::new();
+    {
+        let store = SqliteStore::open(&path).expect("the store opens");
+        for task in &tasks {
+            store.insert(task).await.expect("insert");
+        }
+        for status in statuses {
+            before_pages.push(page(store.clone(), status).await);
+        }
+    }
+    // Back to schema 12, as a build before 0013 left it.
+    {
+        let conn = rusqlite_connection(&path);
+        conn.execute_batch(
+            "DROP INDEX tasks_finished_by_owner_status;
+             DROP INDEX tasks_unfinished;
+             CREATE INDEX tasks_unfinished ON tasks (created_at, id) WHERE status IN ('working', 'input_required');
+             CREATE INDEX tasks_unfinished_by_expiry ON tasks (expires_at, id) WHERE status IN ('working', 'input_required');
+             CREATE INDEX tasks_by_owner_status ON tasks (owner, status, created_at);
+             PRAGMA user_version = 12;",
+        )
+        .expect("the schema of version 12");
+    }
+    let store = SqliteStore::open(&path).expect("the store opens and migrates");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "13");
+    let conn = rusqlite_connection(&path);
+    let indexes: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'tasks' ORDER BY name")
+        .and_then(|mut stmt| stmt.query_map([], |row| row.get(0))?.collect())
+        .expect("the indexes");
+    assert!(indexes.contains(&"tasks_finished_by_owner_status".to_owned()), "{indexes:?}");
+    assert!(indexes.contains(&"tasks_unfinished".to_owned()), "{indexes:?}");
+    assert!(!indexes.contains(&"tasks_by_owner_status".to_owned()), "{indexes:?}");
+    assert!(!indexes.contains(&"tasks_unfinished_by_expiry".to_owned()), "{indexes:?}");
+    // Each of alice's ten tasks in its status's page, newest first, and the same pages as
+    // before the migration.
+    for (status, before) in statuses.into_iter().zip(before_pages) {
+        let after = page(store.clone(), status).await;
+        assert_eq!(after.len(), 2, "{status:?}: {after:?}");
+        assert_eq!(after, before, "{status:?}");
+        let mut want: Vec<&TaskRecord> =
+            tasks.iter().filter(|task| task.owner.as_str() == "alice" && task.state.status() == status).collect();
+        want.sort_by_key(|task| std::cmp::Reverse(task.created_at));
+        assert_eq!(after, want.iter().map(|task| task.id.to_string()).collect::<Vec<_>>(), "{status:?}");
+    }
+    let counts = store.status_counts(&Principal::new("alice")).await.expect("counts");
+    assert_eq!(counts, vec![
+        (Status::Cancelled, 2),
+        (Status::Completed, 2),
+        (Status::Failed, 2),
+        (Status::InputRequired, 2),
+        (Status::Working, 2),
+    ]);
+    let bob = store.status_counts(&Principal::new("bob")).await.expect("counts");
+    assert_eq!(bob.iter().map(|(_, n)| n).sum::<u64>(), 5, "{bob:?}");
+    // The sweeper finds the unfinished tasks past their TTL, never the finished ones.
+    let expired = store.expired(Timestamp(i64::MAX), 100).await.expect("expired");
+    assert_eq!(expired.len(), 6, "alice's and bob's working and input_required tasks");
+    assert!(expired.iter().all(|task| !task.state.status().is_terminal()));
 }
