@@ -314,8 +314,9 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// The status history of task `id`, oldest first: one entry for its creation and one
     /// for every write that changed its status or status message, each with the version
-    /// and time of that write. Kept by the store in the same statement as the write it
-    /// records (SQLite and PostgreSQL: triggers), and deleted with the task.
+    /// and time of that write. Kept by the store in the same transaction as the write it
+    /// records (PostgreSQL: triggers; SQLite: its own statements, and the entry of the write
+    /// that finished the task is read from the finished row), and deleted with the task.
     ///
     /// # Errors
     /// [`StoreError::Backend`].

@@ -781,6 +781,7 @@ macro_rules! store_suite {
             browse_pages_newest_first_with_filters,
             status_counts_follow_writes,
             the_status_history_records_each_change_and_goes_with_its_task,
+            the_history_has_answers_and_every_change_of_a_finished_task,
             an_origin_is_recorded_with_its_task_and_goes_with_it,
             an_origin_given_at_the_insert_reads_back_with_the_task,
             a_checkpoint_is_fenced_by_the_attempt_and_goes_with_its_task,

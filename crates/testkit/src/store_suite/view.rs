@@ -285,6 +285,52 @@ pub async fn the_status_history_records_each_change_and_goes_with_its_task(
     );
 }
 
+/// A write through `answer` (the task's question answered) that changes the status is in
+/// the history like any other; and a finished task written again (which the store allows,
+/// though the engine never does it) keeps the entry of its finishing write as well as the
+/// entry of each later change.
+pub async fn the_history_has_answers_and_every_change_of_a_finished_task(store: Arc<dyn TaskStore>) {
+    let task = task_at("alice", T0.0, Some(10), input_required());
+    insert_all(&*store, std::slice::from_ref(&task)).await;
+    let update = |state: TaskState, message: Option<&str>, at: i64| Update {
+        state,
+        status_message: message.map(str::to_owned),
+        updated_at: Timestamp(T0.0 + at),
+        attempt: 1,
+    };
+    let answered = store
+        .answer(&task.id, task.version, &update(TaskState::Working, None, 3), "q1", &Ok(json!({"action": "accept"})))
+        .await
+        .expect("answer succeeds");
+    let mut version = answered.version;
+    for (state, message, at) in [
+        (completed(), Some("done"), 5),
+        (completed(), Some("done"), 6), // no change: not recorded
+        (failed(), Some("failed after all"), 7),
+    ] {
+        version = store
+            .replace(&task.id, version, &update(state, message, at))
+            .await
+            .expect("replace succeeds")
+            .version;
+    }
+    let entry = |v: u64, at: i64, status: Status, message: Option<&str>| HistoryEntry {
+        version: Version(v),
+        at: Timestamp(T0.0 + at),
+        status,
+        message: message.map(str::to_owned),
+    };
+    assert_eq!(
+        store.history(&task.id).await.expect("history succeeds"),
+        [
+            entry(1, 0, Status::InputRequired, None),
+            entry(2, 3, Status::Working, None),
+            entry(3, 5, Status::Completed, Some("done")),
+            entry(5, 7, Status::Failed, Some("failed after all")),
+        ]
+    );
+}
+
 /// A recorded origin reads back without changing the task (not even its version); an
 /// unknown id is no error and gets none; it goes with its task when purged.
 pub async fn an_origin_is_recorded_with_its_task_and_goes_with_it(store: Arc<dyn TaskStore>) {
