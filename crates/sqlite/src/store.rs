@@ -485,9 +485,9 @@ impl Sql {
                 "INSERT INTO tasks (id, owner, tool, arguments, status, state, status_message, \
                  created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, attempt, version, \
                  error_result_fails, input_methods, idempotency_key, traceparent, tracestate, \
-                 claim_node, lease_until, era, client_name, client_version) \
+                 claim_node, lease_until, era, client_name, client_version, creation_in_history) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, \
-                 ?20, ?21, ?22, ?23, ?24) \
+                 ?20, ?21, ?22, ?23, ?24, ?25) \
                  ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
             }
             Sql::CountOneMore => "UPDATE task_counts SET tasks = tasks + 1 WHERE owner = ?1",
@@ -1666,10 +1666,18 @@ impl TaskStore for SqliteStore {
                 // The entry of the write that finished the task is its finished row
                 // ([`record_change`]); rows finished by earlier builds have it stored too.
                 let row = read
-                    .prepare_cached("SELECT version, updated_at, status, status_message FROM tasks WHERE id = ?1")?
-                    .query_row([&id], entry)
+                    .prepare_cached(
+                        "SELECT version, updated_at, status, status_message, created_at, creation_in_history \
+                         FROM tasks WHERE id = ?1",
+                    )?
+                    .query_row([&id], |row| Ok((entry(row)?, row.get::<_, i64>(4)?, row.get::<_, bool>(5)?)))
                     .optional()?;
-                if let Some(row) = row.filter(|row| row.status.is_terminal())
+                // The usual creation entry, when the row stands for it (0014).
+                if let Some((_, created_at, false)) = row {
+                    let creation = HistoryEntry { version: Version(1), at: Timestamp(created_at), status: Status::Working, message: None };
+                    entries.insert(0, creation);
+                }
+                if let Some(row) = row.map(|(row, ..)| row).filter(|row| row.status.is_terminal())
                     && entries.last().is_none_or(|last| last.status != row.status || last.message != row.message)
                 {
                     entries.push(row);
@@ -1942,14 +1950,25 @@ impl NewRow {
 
 /// Inserts `row` unless its owner's idempotency key is taken; how many rows went in (0: the
 /// key is taken). A taken id is an error, as before keys existed. A row that went in is
-/// counted for its owner and gets its first history entry (migration 0012).
+/// counted for its owner and gets its first history entry (migration 0012): a row of
+/// `task_history`, or for the engine's usual creation the row itself (migration 0014).
 fn insert_row(prepared: &Prepared<'_>, row: &NewRow) -> rusqlite::Result<usize> {
     let inserted = insert_task_row(prepared, row)?;
     if inserted == 1 {
         count_one_more(prepared, &row.owner)?;
-        record_history(prepared, &row.id, row.version, row.updated_at, row.status, row.status_message.as_deref())?;
+        if !row.creation_in_row() {
+            record_history(prepared, &row.id, row.version, row.updated_at, row.status, row.status_message.as_deref())?;
+        }
     }
     Ok(inserted)
+}
+
+impl NewRow {
+    /// Whether the row's creation entry is the usual one, (1, `created_at`, `working`, no
+    /// message), which `history` reads from the row instead of `task_history` (0014).
+    fn creation_in_row(&self) -> bool {
+        self.version == 1 && self.status == Status::Working.as_str() && self.status_message.is_none() && self.updated_at == self.created_at
+    }
 }
 
 /// `owner` has one more row of `tasks`: its row of `task_counts` goes up, or starts at one.
@@ -2058,6 +2077,7 @@ fn insert_task_row(prepared: &Prepared<'_>, row: &NewRow) -> rusqlite::Result<us
         row.origin.as_ref().map(|origin| &origin.era),
         row.origin.as_ref().and_then(|origin| origin.client_name.as_ref()),
         row.origin.as_ref().and_then(|origin| origin.client_version.as_ref()),
+        !row.creation_in_row(),
         ],
     )
 }

@@ -48,7 +48,7 @@ async fn tasks_survive_closing_and_reopening_the_file() {
     );
     assert_eq!(replaced.version, Version(2));
     // Reopening does not run the migration again (it would fail: the table exists).
-    assert_eq!(reopened.pragma("user_version").await.expect("pragma"), "13");
+    assert_eq!(reopened.pragma("user_version").await.expect("pragma"), "14");
 }
 
 #[tokio::test]
@@ -230,7 +230,7 @@ async fn migration_0003_counts_the_tasks_already_stored() {
         }
     }
     let store = SqliteStore::open(&path).expect("the store opens and migrates");
-    assert_eq!(store.pragma("user_version").await.expect("pragma"), "13");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "14");
     let count = |owner: &'static str| {
         let store = store.clone();
         async move { store.count(&Principal::new(owner)).await.expect("count") }
@@ -391,7 +391,7 @@ async fn migration_0004_keeps_old_rows_readable_and_adds_idempotency_keys() {
         .expect("a version 3 row");
     }
     let store = SqliteStore::open(&path).expect("the store opens and migrates");
-    assert_eq!(store.pragma("user_version").await.expect("pragma"), "13");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "14");
     let old = store
         .get(&"old".into())
         .await
@@ -622,12 +622,13 @@ async fn migration_0013_keeps_the_counts_and_pages_of_a_store_written_before_it(
              CREATE INDEX tasks_unfinished ON tasks (created_at, id) WHERE status IN ('working', 'input_required');
              CREATE INDEX tasks_unfinished_by_expiry ON tasks (expires_at, id) WHERE status IN ('working', 'input_required');
              CREATE INDEX tasks_by_owner_status ON tasks (owner, status, created_at);
+             ALTER TABLE tasks DROP COLUMN creation_in_history;
              PRAGMA user_version = 12;",
         )
         .expect("the schema of version 12");
     }
     let store = SqliteStore::open(&path).expect("the store opens and migrates");
-    assert_eq!(store.pragma("user_version").await.expect("pragma"), "13");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "14");
     let conn = rusqlite_connection(&path);
     let indexes: Vec<String> = conn
         .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'tasks' ORDER BY name")
@@ -662,4 +663,58 @@ async fn migration_0013_keeps_the_counts_and_pages_of_a_store_written_before_it(
     let expired = store.expired(Timestamp(i64::MAX), 100).await.expect("expired");
     assert_eq!(expired.len(), 6, "alice's and bob's working and input_required tasks");
     assert!(expired.iter().all(|task| !task.state.status().is_terminal()));
+}
+
+/// A store written before migration 0014 keeps every task's history as it was: each
+/// creation entry is a row of `task_history` there (the column's default says so), so none
+/// is read twice; a task created after it has its usual creation entry read from its row,
+/// and one that finishes writes no history row at all.
+#[tokio::test]
+async fn migration_0014_keeps_the_history_written_before_it_and_writes_none_for_a_plain_lifecycle() {
+    use mcp_tasks_engine::{HistoryEntry, Status, Version};
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("tasks.db");
+    let old = sample_task("alice");
+    {
+        let store = SqliteStore::open(&path).expect("the store opens");
+        store.insert(&old).await.expect("insert");
+    }
+    // Back to schema 13, as a build before 0014 left it: the creation entry stored.
+    {
+        let conn = rusqlite_connection(&path);
+        conn.execute_batch(&format!(
+            "ALTER TABLE tasks DROP COLUMN creation_in_history;
+             INSERT INTO task_history (task_id, version, at, status, message) VALUES ('{}', 1, {}, 'working', NULL);
+             PRAGMA user_version = 13;",
+            old.id, old.created_at.0
+        ))
+        .expect("the schema of version 13");
+    }
+    let store = SqliteStore::open(&path).expect("the store opens and migrates");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "14");
+    let done = Update {
+        state: TaskState::Completed { result: serde_json::json!({"content": []}) },
+        status_message: None,
+        updated_at: Timestamp(old.created_at.0 + 5),
+        attempt: 1,
+    };
+    let entry = |version: u64, at: i64, status: Status| HistoryEntry { version: Version(version), at: Timestamp(at), status, message: None };
+    store.replace(&old.id, Version(1), &done).await.expect("replace");
+    assert_eq!(
+        store.history(&old.id).await.expect("history"),
+        [entry(1, old.created_at.0, Status::Working), entry(2, old.created_at.0 + 5, Status::Completed)]
+    );
+    let new = sample_task("alice");
+    store.insert(&new).await.expect("insert");
+    store.replace(&new.id, Version(1), &done).await.expect("replace");
+    assert_eq!(
+        store.history(&new.id).await.expect("history"),
+        [entry(1, new.created_at.0, Status::Working), entry(2, old.created_at.0 + 5, Status::Completed)]
+    );
+    let conn = rusqlite_connection(&path);
+    let rows = |id: &str| -> i64 {
+        conn.query_row("SELECT count(*) FROM task_history WHERE task_id = ?1", [id], |row| row.get(0)).expect("count")
+    };
+    assert_eq!(rows(old.id.as_str()), 1, "the old task's creation, as it was");
+    assert_eq!(rows(new.id.as_str()), 0, "a plain lifecycle writes no history row");
 }
