@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -17,9 +18,13 @@ use crate::trace::TraceContext;
 ///
 /// 2025-11-25 tasks: without an authorization context the receiver MUST use
 /// cryptographically secure, high-entropy ids; with one, ids are still unguessable.
+///
+/// Shared text: an id is cloned a few dozen times in a task's life (the engine's maps, the
+/// store's cache and feed, each session's routes), and a clone is a count, not a copy
+/// (a `String` here was 2 % of a lifecycle's instructions; BENCHMARKS.md, thirteenth round).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct TaskId(String);
+pub struct TaskId(Arc<str>);
 
 impl TaskId {
     /// Draws a fresh id from the operating system's random source.
@@ -30,7 +35,7 @@ impl TaskId {
     pub fn random() -> TaskId {
         let mut hex = String::with_capacity(32);
         push_random_hex(&mut hex);
-        TaskId(hex)
+        TaskId(hex.into())
     }
 
     /// A new task's id: its creation time, 12 hex digits of milliseconds since the Unix
@@ -52,7 +57,7 @@ impl TaskId {
             hex.push(char::from(HEX_DIGITS[((ms >> (shift * 4)) & 0xf) as usize]));
         }
         push_random_hex(&mut hex);
-        TaskId(hex)
+        TaskId(hex.into())
     }
 
     /// The id as it goes on the wire.
@@ -112,13 +117,13 @@ fn push_random_hex(hex: &mut String) {
 impl From<String> for TaskId {
     /// Wraps an id received from a peer; lookups of ids that never existed find nothing.
     fn from(id: String) -> TaskId {
-        TaskId(id)
+        TaskId(id.into())
     }
 }
 
 impl From<&str> for TaskId {
     fn from(id: &str) -> TaskId {
-        TaskId(id.to_owned())
+        TaskId(id.into())
     }
 }
 
@@ -129,14 +134,16 @@ impl fmt::Display for TaskId {
 }
 
 /// Who a task belongs to. Every read and write of a task is scoped to its principal.
+///
+/// Shared text, as [`TaskId`]: cloned with every request and record, never copied.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct Principal(String);
+pub struct Principal(Arc<str>);
 
 impl Principal {
     /// Wraps a principal name (a token's subject, or `local` for the stdio user).
     pub fn new(name: impl Into<String>) -> Principal {
-        Principal(name.into())
+        Principal(name.into().into())
     }
 
     /// The principal's name.
@@ -622,9 +629,9 @@ mod tests {
         let other = std::thread::spawn(move || ids(n));
         let mut all = ids(n);
         all.extend(other.join().unwrap());
-        let distinct: std::collections::HashSet<&String> = all.iter().collect();
+        let distinct: std::collections::HashSet<&Arc<str>> = all.iter().collect();
         assert_eq!(distinct.len(), 2 * n);
-        assert!(!all.iter().any(|id| id.as_str() == "0".repeat(32)));
+        assert!(!all.iter().any(|id| **id == *"0".repeat(32)));
     }
 
     #[test]
