@@ -138,6 +138,35 @@ struct Shared {
 struct State {
     live: FastMap<TaskId, Live>,
     tools: FastSet<String>,
+    handles: Handles,
+}
+
+/// The counters and histograms of the label sets counted so far, found again by borrowed
+/// labels (foldhash, no allocation) instead of through their family's `get_or_create`, which
+/// builds owned label strings and hashes them with SipHash: five times per task lifecycle,
+/// 2 % of its instructions (BENCHMARKS.md, thirteenth round). A handle counts into the
+/// family's own series (prometheus-client's metrics are shared by `clone`); the families
+/// of these never drop a series (only the gauges are cleared, at each scrape). Tools and eras
+/// are few: the server's tools, two revisions.
+#[derive(Default)]
+struct Handles {
+    http: FastMap<(&'static str, u16), Counter>,
+    created: FastMap<String, Vec<(&'static str, Counter)>>,
+    finished: FastMap<String, Vec<(EraStatus, Counter)>>,
+    duration: FastMap<String, Histogram>,
+}
+
+/// The `{era, status}` of a finished task's counter.
+type EraStatus = (&'static str, &'static str);
+
+/// The handle under `key` in the small list `list`, made by `make` the first time.
+fn handle<K: PartialEq + Copy, M: Clone>(list: &mut Vec<(K, M)>, key: K, make: impl FnOnce() -> M) -> M {
+    if let Some((_, metric)) = list.iter().find(|(k, _)| *k == key) {
+        return metric.clone();
+    }
+    let metric = make();
+    list.push((key, metric.clone()));
+    metric
 }
 
 /// Task durations, in seconds: 10 ms × 4ⁿ up to about 2.9 hours.
@@ -271,8 +300,13 @@ impl Metrics {
     /// Counts a task created by a request of `era` and tracks it until it finishes.
     pub(crate) fn task_created(&self, record: &TaskRecord, era: Era) {
         let era = era.revision();
-        self.inner.created.get_or_create(&ToolEra { tool: record.tool.clone(), era: era.to_owned() }).inc();
         let mut state = self.state();
+        let handles = &mut state.handles;
+        let eras = match handles.created.get_mut(record.tool.as_str()) {
+            Some(eras) => eras,
+            None => handles.created.entry(record.tool.clone()).or_default(),
+        };
+        handle(eras, era, || self.inner.created.get_or_create(&ToolEra { tool: record.tool.clone(), era: era.to_owned() }).clone()).inc();
         state.tools.insert(record.tool.clone());
         // Overwrites what the feed may have put there first (it saw the insert before this
         // call, without the era); the task's work has not started, so nothing else has.
@@ -284,10 +318,26 @@ impl Metrics {
     /// Counts one HTTP request answered with `status`.
     pub(crate) fn http_request(&self, method: &str, status: u16) {
         let method = match method {
-            "GET" | "POST" | "DELETE" | "HEAD" | "OPTIONS" | "PUT" | "PATCH" => method,
+            "GET" => "GET",
+            "POST" => "POST",
+            "DELETE" => "DELETE",
+            "HEAD" => "HEAD",
+            "OPTIONS" => "OPTIONS",
+            "PUT" => "PUT",
+            "PATCH" => "PATCH",
             _ => "other",
         };
-        self.inner.http_requests.get_or_create(&Http { method: method.to_owned(), status: status.to_string() }).inc();
+        let counter = {
+            let mut state = self.state();
+            let family = &self.inner.http_requests;
+            state
+                .handles
+                .http
+                .entry((method, status))
+                .or_insert_with(|| family.get_or_create(&Http { method: method.to_owned(), status: status.to_string() }).clone())
+                .clone()
+        };
+        counter.inc();
     }
 
     /// Counts an SSE stream of `era` as open until the returned guard is dropped.
@@ -371,13 +421,31 @@ impl Metrics {
             }
         };
         // A terminal record of a task not tracked: resolved at recovery, or seen already.
-        let Some(live) = self.state().live.remove(&record.id) else { return };
-        let labels = Finished { tool: live.tool.clone(), era: live.era.to_owned(), status: status.to_owned() };
-        self.inner.finished.get_or_create(&labels).inc();
+        let mut state = self.state();
+        let Some(live) = state.live.remove(&record.id) else { return };
+        let handles = &mut state.handles;
+        let finished = match handles.finished.get_mut(live.tool.as_str()) {
+            Some(finished) => finished,
+            None => handles.finished.entry(live.tool.clone()).or_default(),
+        };
+        let counter = handle(finished, (live.era, status), || {
+            let labels = Finished { tool: live.tool.clone(), era: live.era.to_owned(), status: status.to_owned() };
+            self.inner.finished.get_or_create(&labels).clone()
+        });
+        let duration = match handles.duration.get(live.tool.as_str()) {
+            Some(duration) => duration.clone(),
+            None => {
+                let duration = self.inner.duration.get_or_create(&Tool { tool: live.tool.clone() }).clone();
+                handles.duration.insert(live.tool, duration.clone());
+                duration
+            }
+        };
+        drop(state);
+        counter.inc();
         let millis = record.updated_at.0.saturating_sub(record.created_at.0).max(0);
         #[allow(clippy::cast_precision_loss)] // milliseconds: exact below 2⁵³
         let seconds = millis as f64 / 1000.0;
-        self.inner.duration.get_or_create(&Tool { tool: live.tool }).observe(seconds);
+        duration.observe(seconds);
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -413,5 +481,49 @@ mod tests {
         let text = metrics.render(&[], 0);
         assert!(text.contains("mcp_tasks_http_requests_total{method=\"other\",status=\"405\"} 2"), "{text}");
         assert!(!text.contains("BREW"), "{text}");
+    }
+
+    /// Counting again through a kept handle adds to the family's own series: the rendered
+    /// counts are those of every call, per label set, across scrapes.
+    #[test]
+    fn counts_through_kept_handles_add_up_per_label_set_across_scrapes() {
+        use mcp_tasks_engine::{TaskState, Timestamp};
+        let metrics = Metrics::new();
+        let task = |tool: &str| {
+            let mut task = mcp_tasks_testkit::store_suite::sample_task("alice");
+            task.tool = tool.to_owned();
+            task
+        };
+        let finish = |mut task: TaskRecord, state: TaskState| {
+            task.updated_at = Timestamp(task.created_at.0 + 20);
+            task.state = state;
+            metrics.task_changed(&task);
+        };
+        for round in 0..2 {
+            let (a1, a2, b) = (task("a"), task("a"), task("b"));
+            metrics.task_created(&a1, Era::Legacy);
+            metrics.task_created(&a2, Era::Legacy);
+            metrics.task_created(&b, Era::Modern);
+            finish(a1, TaskState::Cancelled);
+            finish(a2, TaskState::Completed { result: serde_json::json!({}) });
+            finish(b, TaskState::Cancelled);
+            metrics.http_request("POST", 200);
+            metrics.http_request("POST", 200);
+            metrics.http_request("GET", 200);
+            let n = round + 1;
+            let text = metrics.render(&[], 0);
+            for line in [
+                format!("mcp_tasks_tasks_created_total{{tool=\"a\",era=\"2025-11-25\"}} {}", 2 * n),
+                format!("mcp_tasks_tasks_created_total{{tool=\"b\",era=\"2026-07-28\"}} {n}"),
+                format!("mcp_tasks_tasks_finished_total{{tool=\"a\",era=\"2025-11-25\",status=\"cancelled\"}} {n}"),
+                format!("mcp_tasks_tasks_finished_total{{tool=\"a\",era=\"2025-11-25\",status=\"completed\"}} {n}"),
+                format!("mcp_tasks_tasks_finished_total{{tool=\"b\",era=\"2026-07-28\",status=\"cancelled\"}} {n}"),
+                format!("mcp_tasks_task_duration_seconds_count{{tool=\"a\"}} {}", 2 * n),
+                format!("mcp_tasks_http_requests_total{{method=\"POST\",status=\"200\"}} {}", 2 * n),
+                format!("mcp_tasks_http_requests_total{{method=\"GET\",status=\"200\"}} {n}"),
+            ] {
+                assert!(text.lines().any(|l| l == line), "no {line:?} in:\n{text}");
+            }
+        }
     }
 }
