@@ -47,6 +47,10 @@ pub(crate) type BuildMessage = Arc<dyn Fn() -> Value + Send + Sync>;
 pub(crate) enum Message {
     /// The message.
     Json(Value),
+    /// The success response to request `.0`, `result` `.1`: written with its envelope
+    /// around the result ([`Message::write_json`]) rather than built as an object of three
+    /// members first (each reply of a lifecycle did; BENCHMARKS.md, thirteenth round).
+    Reply(RequestId, Value),
     /// A notification whose JSON is built only when a client takes it. Over 2025-11-25 HTTP
     /// a task's status change goes to the standalone stream, kept for a GET stream that
     /// most clients never open: building and framing each one there was ~4 % of a
@@ -60,8 +64,34 @@ impl Message {
     pub(crate) fn into_value(self) -> Value {
         match self {
             Message::Json(value) => value,
+            Message::Reply(id, result) => jsonrpc::response(&id, result),
             Message::Later(build) => build(),
         }
+    }
+
+    /// Writes the message's JSON to `out`: the same message as [`Message::into_value`]'s,
+    /// members in the order `jsonrpc`, `id`, `result` for a [`Message::Reply`].
+    pub(crate) fn write_json(&self, out: impl std::io::Write) -> serde_json::Result<()> {
+        /// A success response, serialized around its borrowed parts.
+        #[derive(serde::Serialize)]
+        struct Envelope<'a> {
+            jsonrpc: &'static str,
+            id: &'a RequestId,
+            result: &'a Value,
+        }
+        match self {
+            Message::Json(value) => serde_json::to_writer(out, value),
+            Message::Reply(id, result) => serde_json::to_writer(out, &Envelope { jsonrpc: jsonrpc::JSONRPC_VERSION, id, result }),
+            Message::Later(build) => serde_json::to_writer(out, &build()),
+        }
+    }
+
+    /// The message's JSON as bytes ([`Message::write_json`]).
+    pub(crate) fn to_json_vec(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(256);
+        // Serializing a `Value` (or a struct of them) into memory does not fail.
+        let _ = self.write_json(&mut out);
+        out
     }
 }
 
@@ -69,6 +99,7 @@ impl std::fmt::Debug for Message {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Message::Json(value) => f.debug_tuple("Json").field(value).finish(),
+            Message::Reply(id, result) => f.debug_tuple("Reply").field(id).field(result).finish(),
             Message::Later(_) => f.write_str("Later(..)"),
         }
     }
@@ -221,10 +252,10 @@ impl Connection {
     /// Sends the reply to request `id`.
     pub(crate) fn respond(&self, id: &RequestId, reply: Result<Value, RpcError>) {
         let message = match reply {
-            Ok(result) => jsonrpc::response(id, result),
-            Err(error) => jsonrpc::error_response(Some(id), &error),
+            Ok(result) => Message::Reply(id.clone(), result),
+            Err(error) => Message::Json(jsonrpc::error_response(Some(id), &error)),
         };
-        self.send(message, Route::Reply(id.clone()));
+        self.send_message(message, Route::Reply(id.clone()));
     }
 
     /// Tells the transport that request `id` gets no response (2025-11-25: a cancelled
@@ -324,5 +355,29 @@ impl Connection {
 
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reply written from its parts is the message `into_value` builds, and a message of
+    /// each kind writes the JSON of its value.
+    #[test]
+    fn a_message_is_written_as_the_json_of_its_value() {
+        let result = serde_json::json!({"task": {"taskId": "t\"1", "status": "working"}, "n": [1, 2.5, null]});
+        let messages = [
+            Message::Reply(RequestId::Number(7), result.clone()),
+            Message::Reply(RequestId::String("é-8".into()), Value::Object(serde_json::Map::new())),
+            Message::Json(jsonrpc::error_response(Some(&RequestId::Number(9)), &RpcError::internal("no"))),
+            Message::Later(Arc::new(|| serde_json::json!({"jsonrpc": "2.0", "method": "notifications/x"}))),
+        ];
+        for message in messages {
+            let written: Value = serde_json::from_slice(&message.to_json_vec()).expect("JSON");
+            assert_eq!(written, message.clone().into_value(), "{message:?}");
+        }
+        let reply = Message::Reply(RequestId::Number(7), result.clone());
+        assert_eq!(reply.into_value(), serde_json::json!({"jsonrpc": "2.0", "id": 7, "result": result}));
     }
 }

@@ -43,7 +43,8 @@ pub async fn serve(
             if matches!(route, Route::NoReply(_)) {
                 continue;
             }
-            let mut line = serde_json::to_vec(&message.into_value()).map_err(io::Error::other)?;
+            let mut line = Vec::with_capacity(256);
+            message.write_json(&mut line).map_err(io::Error::other)?;
             line.push(b'\n');
             writer.write_all(&line).await?;
             writer.flush().await?;

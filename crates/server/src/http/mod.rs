@@ -59,7 +59,7 @@ use tokio_util::sync::CancellationToken;
 use self::guard::{accepts, guard};
 use self::session::{Busy, HttpSession, SUPPORTED_VERSIONS, end_idle_sessions, starts_session, streams};
 use self::sse::{parse_event_id, sse, sse_coalesced};
-use crate::connection::Listing;
+use crate::connection::{Listing, Message};
 use crate::dispatch;
 use crate::metrics::{self, Metrics};
 use crate::server::Server;
@@ -424,7 +424,7 @@ impl App {
             let reply = http.await_json(&request.id);
             let mut work = http.peer.request(request);
             match work.alongside(reply).await {
-                Ok(message) => Ok(json(StatusCode::OK, &message)),
+                Ok(message) => Ok(json_message(StatusCode::OK, &message)),
                 // The request was cancelled (no reply is due) or the session ended.
                 Err(_) => Ok(StatusCode::ACCEPTED.into_response()),
             }
@@ -451,6 +451,7 @@ impl App {
         let Ok(message) = reply.await else {
             return error(StatusCode::INTERNAL_SERVER_ERROR, RpcError::internal("initialize got no answer"));
         };
+        let message = message.into_value();
         if message.get("result").is_none() {
             http.peer.conn.abort();
             return json(StatusCode::OK, &message);
@@ -613,6 +614,11 @@ impl App {
 
 fn json(status: StatusCode, message: &Value) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], serde_json::to_vec(message).unwrap_or_default()).into_response()
+}
+
+/// [`json`] of an outgoing [`Message`], written straight from its parts.
+fn json_message(status: StatusCode, message: &Message) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], message.to_json_vec()).into_response()
 }
 
 /// A message without `Mcp-Session-Id` whose `MCP-Protocol-Version` is 2026-07-28.

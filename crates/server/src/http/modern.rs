@@ -21,9 +21,9 @@ use mcp_tasks_protocol::modern::{self, HEADER_MISMATCH};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::{App, json};
+use super::{App, json, json_message};
 use crate::codec;
-use crate::connection::{Connection, Listing, Outbound, Route};
+use crate::connection::{Connection, Listing, Message, Outbound, Route};
 use crate::dispatch::Work;
 use crate::server::Server;
 
@@ -85,6 +85,10 @@ async fn respond(
             () = work.run(), if work.is_running() => continue,
         };
         let Some(Outbound { message, route }) = next else { break };
+        // A success reply answered as JSON is written from its parts.
+        if matches!((&route, &message), (Route::Reply(_), Message::Reply(..))) && (early.is_empty() || !streams) {
+            return json_message(StatusCode::OK, &message);
+        }
         let message = message.into_value();
         match route {
             Route::Reply(_) if early.is_empty() || !streams => return json(status_of(&message), &message),

@@ -194,7 +194,7 @@ impl Routes {
 }
 
 enum Target {
-    Json(oneshot::Sender<Value>),
+    Json(oneshot::Sender<Message>),
     Stream(u64),
 }
 
@@ -224,7 +224,7 @@ impl Event {
     fn frame(&self, stream: u64, seq: u64) -> String {
         match self {
             Event::Framed(frame) => frame.to_string(),
-            Event::Later(build) => frame(stream, seq, &build()),
+            Event::Later(build) => frame(stream, seq, &Message::Json(build())),
         }
     }
 }
@@ -307,7 +307,7 @@ impl HttpSession {
         rx
     }
 
-    pub(super) fn await_json(&self, id: &RequestId) -> oneshot::Receiver<Value> {
+    pub(super) fn await_json(&self, id: &RequestId) -> oneshot::Receiver<Message> {
         let (tx, rx) = oneshot::channel();
         self.routes().by_request.insert(id.clone(), Target::Json(tx));
         rx
@@ -361,7 +361,7 @@ impl HttpSession {
         let stream = match &outbound.route {
             Route::Reply(id) => match routes.by_request.remove(id) {
                 Some(Target::Json(waiter)) => {
-                    let _ = waiter.send(outbound.message.into_value());
+                    let _ = waiter.send(outbound.message);
                     return;
                 }
                 Some(Target::Stream(stream)) => {
@@ -406,7 +406,7 @@ impl Routes {
             Message::Later(build) if buffer.live.is_none() => Event::Later(build),
             message => {
                 // The message written once, by serde_json's writer, straight into its frame.
-                let framed = frame(stream, seq, &message.into_value());
+                let framed = frame(stream, seq, &message);
                 let kept = Event::Framed(Arc::from(framed.as_str()));
                 if let Some(live) = &buffer.live {
                     match live.try_send(framed) {
@@ -521,7 +521,7 @@ mod tests {
             frames.push(frame);
         }
         let at_once = |seq: u64, n: i64| {
-            frame(STANDALONE, seq, &json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": n}}))
+            frame(STANDALONE, seq, &Message::Json(json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": n}})))
         };
         assert_eq!(frames[1..], [at_once(1, 1), at_once(2, 2)], "after the priming event");
         assert_eq!(built.load(Ordering::Relaxed), 2);

@@ -2,6 +2,7 @@
 //! session, so a client resumes with `Last-Event-ID`), the frames carrying JSON-RPC
 //! messages, keep-alive comments, and the one-write answer of a quick streamed reply.
 
+use crate::connection::Message;
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -9,7 +10,6 @@ use axum::body::{Body, Bytes};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use mcp_tasks_protocol::era::Era;
-use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -105,12 +105,12 @@ pub(super) fn priming(stream: u64) -> String {
 }
 
 /// One SSE event carrying a JSON-RPC message (serialized JSON has no raw newlines).
-pub(super) fn frame(stream: u64, seq: u64, message: &Value) -> String {
+pub(super) fn frame(stream: u64, seq: u64, message: &Message) -> String {
     use std::io::Write as _;
     // Built for every event sent: the message serialized straight into its frame.
     let mut frame = Vec::with_capacity(256);
     let _ = write!(frame, "id: {stream}-{seq}\ndata: ");
-    let _ = serde_json::to_writer(&mut frame, message);
+    let _ = message.write_json(&mut frame);
     frame.extend_from_slice(b"\n\n");
     // serde_json writes UTF-8, and so does `write!` of two numbers.
     String::from_utf8(frame).unwrap_or_default()
@@ -131,7 +131,7 @@ mod tests {
 
     #[test]
     fn a_frame_is_an_event_id_and_its_data() {
-        assert_eq!(frame(3, 17, &serde_json::json!({"a": 1})), "id: 3-17\ndata: {\"a\":1}\n\n");
+        assert_eq!(frame(3, 17, &Message::Json(serde_json::json!({"a": 1}))), "id: 3-17\ndata: {\"a\":1}\n\n");
     }
 
     #[test]
