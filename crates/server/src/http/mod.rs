@@ -60,6 +60,20 @@ use self::guard::{accepts, guard};
 use self::session::{Busy, HttpSession, SUPPORTED_VERSIONS, end_idle_sessions, starts_session, streams};
 use self::sse::{parse_event_id, sse, sse_coalesced};
 use crate::connection::{Listing, Message};
+
+/// The MCP transport's own headers, as names made once: a lookup by `&str` parses and
+/// lowercases the name on every call (a few hundred instructions, several times a request).
+pub(super) mod names {
+    use axum::http::HeaderName;
+
+    pub(crate) const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+    pub(crate) const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+    pub(crate) const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+    pub(crate) const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
+    pub(crate) const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+    pub(crate) const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
+    pub(crate) const TRACESTATE: HeaderName = HeaderName::from_static("tracestate");
+}
 use crate::dispatch;
 use crate::metrics::{self, Metrics};
 use crate::server::Server;
@@ -337,7 +351,7 @@ fn carry_trace_headers(headers: &HeaderMap, request: &mut jsonrpc::Request) {
     if request.method != "tools/call" {
         return;
     }
-    let Some(traceparent) = headers.get("traceparent").and_then(|value| value.to_str().ok()) else { return };
+    let Some(traceparent) = headers.get(names::TRACEPARENT).and_then(|value| value.to_str().ok()) else { return };
     let Some(params) = request.params.as_mut().and_then(Value::as_object_mut) else { return };
     let meta = params.entry("_meta").or_insert_with(|| Value::Object(serde_json::Map::new()));
     let Some(meta) = meta.as_object_mut() else { return };
@@ -346,7 +360,7 @@ fn carry_trace_headers(headers: &HeaderMap, request: &mut jsonrpc::Request) {
     }
     meta.insert("traceparent".to_owned(), Value::String(traceparent.to_owned()));
     meta.remove("tracestate");
-    if let Some(tracestate) = headers.get("tracestate").and_then(|value| value.to_str().ok()) {
+    if let Some(tracestate) = headers.get(names::TRACESTATE).and_then(|value| value.to_str().ok()) {
         meta.insert("tracestate".to_owned(), Value::String(tracestate.to_owned()));
     }
 }
@@ -400,7 +414,7 @@ impl App {
     async fn post_legacy(&self, headers: &HeaderMap, sse: bool, principal: Principal, incoming: Incoming) -> Result<Response, Response> {
         let (id, http) = self.session_for(headers, &principal).await.map_err(|r| *r)?;
         let _busy = Busy::new(&http);
-        if let Some(version) = headers.get("mcp-protocol-version") {
+        if let Some(version) = headers.get(names::MCP_PROTOCOL_VERSION) {
             let version = version.to_str().unwrap_or("");
             if !SUPPORTED_VERSIONS.contains(&version) {
                 return Err(error(StatusCode::BAD_REQUEST, RpcError::invalid_request(format!(
@@ -470,7 +484,7 @@ impl App {
         tracing::info!(session = %id, principal = %http.principal, "session started");
         let mut response = json(StatusCode::OK, &message);
         if let Ok(value) = HeaderValue::from_str(&id) {
-            response.headers_mut().insert("mcp-session-id", value);
+            response.headers_mut().insert(names::MCP_SESSION_ID, value);
         }
         response
     }
@@ -484,7 +498,7 @@ impl App {
         }
         let (_, http) = self.session_for(headers, &principal).await?;
         self.stream_room(&http, None)?;
-        let events = match headers.get("last-event-id").and_then(|value| value.to_str().ok()) {
+        let events = match headers.get(names::LAST_EVENT_ID).and_then(|value| value.to_str().ok()) {
             Some(last) => {
                 let Some((stream, seq)) = parse_event_id(last) else {
                     return Err(Box::new(error(StatusCode::BAD_REQUEST, RpcError::invalid_request(format!(
@@ -539,7 +553,7 @@ impl App {
     /// (ended through another replica: 404; a log level another replica set is taken over),
     /// and one not held here is restored from it (its streams start afresh on this replica).
     async fn session_for(&self, headers: &HeaderMap, principal: &Principal) -> Result<(String, Arc<HttpSession>), Rejection> {
-        let Some(id) = headers.get("mcp-session-id").and_then(|value| value.to_str().ok()) else {
+        let Some(id) = headers.get(names::MCP_SESSION_ID).and_then(|value| value.to_str().ok()) else {
             return Err(Box::new(error(StatusCode::BAD_REQUEST, RpcError::invalid_request(
                 "Bad Request: Mcp-Session-Id header is required; send initialize first to get one",
             ))));
@@ -623,8 +637,8 @@ fn json_message(status: StatusCode, message: &Message) -> Response {
 
 /// A message without `Mcp-Session-Id` whose `MCP-Protocol-Version` is 2026-07-28.
 fn modern_without_session(headers: &HeaderMap) -> bool {
-    !headers.contains_key("mcp-session-id")
-        && headers.get("mcp-protocol-version").is_some_and(|version| version.as_bytes() == MODERN_VERSION.as_bytes())
+    !headers.contains_key(names::MCP_SESSION_ID)
+        && headers.get(names::MCP_PROTOCOL_VERSION).is_some_and(|version| version.as_bytes() == MODERN_VERSION.as_bytes())
 }
 
 /// 429 with the [`LIMIT_EXCEEDED`](crate::LIMIT_EXCEEDED) error of a transport limit,

@@ -21,7 +21,7 @@ use mcp_tasks_protocol::modern::{self, HEADER_MISMATCH};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::{App, json, json_message};
+use super::{App, json, json_message, names};
 use crate::codec;
 use crate::connection::{Connection, Listing, Message, Outbound, Route};
 use crate::dispatch::Work;
@@ -189,7 +189,7 @@ fn answer_error(request: &Request, error: &RpcError) -> Response {
 fn check_headers(headers: &HeaderMap, request: &Request) -> Result<(), RpcError> {
     let params = request.params.as_ref();
     if let Some(version) = mcp_tasks_protocol::era::per_request_version(params) {
-        match header_value(headers, "mcp-protocol-version")? {
+        match header_value(headers, &names::MCP_PROTOCOL_VERSION)? {
             Some(header) if header == version => {}
             Some(header) => {
                 return Err(mismatch(format!(
@@ -199,7 +199,7 @@ fn check_headers(headers: &HeaderMap, request: &Request) -> Result<(), RpcError>
             None => return Err(mismatch("the MCP-Protocol-Version header is required".to_owned())),
         }
     }
-    match header_value(headers, "mcp-method")? {
+    match header_value(headers, &names::MCP_METHOD)? {
         Some(header) if header == request.method => {}
         Some(header) => {
             return Err(mismatch(format!(
@@ -211,7 +211,7 @@ fn check_headers(headers: &HeaderMap, request: &Request) -> Result<(), RpcError>
     }
     if let Some(field) = modern::name_header_field(&request.method) {
         let body = params.and_then(|params| params.get(field)).and_then(Value::as_str);
-        match (header_value(headers, "mcp-name")?, body) {
+        match (header_value(headers, &names::MCP_NAME)?, body) {
             (Some(header), Some(body)) if header == body => {}
             (Some(header), body) => {
                 return Err(mismatch(format!(
@@ -288,7 +288,10 @@ fn mirrors(header: &str, body: &Value) -> bool {
 ///
 /// # Errors
 /// `-32020` for a value that is not visible ASCII, or not valid Base64 of UTF-8.
-fn header_value<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<Cow<'h, str>>, RpcError> {
+fn header_value<'h, N>(headers: &'h HeaderMap, name: N) -> Result<Option<Cow<'h, str>>, RpcError>
+where
+    N: header::AsHeaderName + std::fmt::Display + Copy,
+{
     let Some(value) = headers.get(name) else { return Ok(None) };
     let text = value.to_str().map_err(|_| mismatch(format!("the {name} header has invalid characters")))?;
     let Some(encoded) = text.strip_prefix("=?base64?").and_then(|rest| rest.strip_suffix("?=")) else {

@@ -38,7 +38,7 @@ const FINISHED_KEPT: usize = 64;
 /// (2025-11-25: every other message names its session).
 pub(super) fn starts_session(incoming: &Incoming, headers: &HeaderMap) -> bool {
     matches!(incoming, Incoming::Request(request) if request.method == method::INITIALIZE)
-        && !headers.contains_key("mcp-session-id")
+        && !headers.contains_key(super::names::MCP_SESSION_ID)
 }
 
 /// Requests whose answer may take long or come with related messages: answered on an SSE
