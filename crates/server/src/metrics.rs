@@ -159,6 +159,15 @@ struct Handles {
 /// The `{era, status}` of a finished task's counter.
 type EraStatus = (&'static str, &'static str);
 
+/// `then` of the entry of `tool` in `map`, made by `make` the first time; the tool's name is
+/// copied only then.
+fn of_tool<V, R>(map: &mut FastMap<String, V>, tool: &str, make: impl FnOnce() -> V, then: impl FnOnce(&mut V) -> R) -> R {
+    if let Some(value) = map.get_mut(tool) {
+        return then(value);
+    }
+    then(map.entry(tool.to_owned()).or_insert_with(make))
+}
+
 /// The handle under `key` in the small list `list`, made by `make` the first time.
 fn handle<K: PartialEq + Copy, M: Clone>(list: &mut Vec<(K, M)>, key: K, make: impl FnOnce() -> M) -> M {
     if let Some((_, metric)) = list.iter().find(|(k, _)| *k == key) {
@@ -301,12 +310,8 @@ impl Metrics {
     pub(crate) fn task_created(&self, record: &TaskRecord, era: Era) {
         let era = era.revision();
         let mut state = self.state();
-        let handles = &mut state.handles;
-        let eras = match handles.created.get_mut(record.tool.as_str()) {
-            Some(eras) => eras,
-            None => handles.created.entry(record.tool.clone()).or_default(),
-        };
-        handle(eras, era, || self.inner.created.get_or_create(&ToolEra { tool: record.tool.clone(), era: era.to_owned() }).clone()).inc();
+        let make = || self.inner.created.get_or_create(&ToolEra { tool: record.tool.clone(), era: era.to_owned() }).clone();
+        of_tool(&mut state.handles.created, &record.tool, Vec::new, |eras| handle(eras, era, make)).inc();
         state.tools.insert(record.tool.clone());
         // Overwrites what the feed may have put there first (it saw the insert before this
         // call, without the era); the task's work has not started, so nothing else has.
@@ -424,22 +429,14 @@ impl Metrics {
         let mut state = self.state();
         let Some(live) = state.live.remove(&record.id) else { return };
         let handles = &mut state.handles;
-        let finished = match handles.finished.get_mut(live.tool.as_str()) {
-            Some(finished) => finished,
-            None => handles.finished.entry(live.tool.clone()).or_default(),
-        };
-        let counter = handle(finished, (live.era, status), || {
-            let labels = Finished { tool: live.tool.clone(), era: live.era.to_owned(), status: status.to_owned() };
-            self.inner.finished.get_or_create(&labels).clone()
+        let counter = of_tool(&mut handles.finished, &live.tool, Vec::new, |finished| {
+            handle(finished, (live.era, status), || {
+                let labels = Finished { tool: live.tool.clone(), era: live.era.to_owned(), status: status.to_owned() };
+                self.inner.finished.get_or_create(&labels).clone()
+            })
         });
-        let duration = match handles.duration.get(live.tool.as_str()) {
-            Some(duration) => duration.clone(),
-            None => {
-                let duration = self.inner.duration.get_or_create(&Tool { tool: live.tool.clone() }).clone();
-                handles.duration.insert(live.tool, duration.clone());
-                duration
-            }
-        };
+        let make = || self.inner.duration.get_or_create(&Tool { tool: live.tool.clone() }).clone();
+        let duration = of_tool(&mut handles.duration, &live.tool, make, |duration| duration.clone());
         drop(state);
         counter.inc();
         let millis = record.updated_at.0.saturating_sub(record.created_at.0).max(0);

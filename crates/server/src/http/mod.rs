@@ -60,6 +60,9 @@ use self::guard::{accepts, guard};
 use self::session::{Busy, HttpSession, SUPPORTED_VERSIONS, end_idle_sessions, starts_session, streams};
 use self::sse::{parse_event_id, sse, sse_coalesced};
 use crate::connection::{Listing, Message};
+use crate::dispatch;
+use crate::metrics::{self, Metrics};
+use crate::server::Server;
 
 /// The MCP transport's own headers, as names made once: a lookup by `&str` parses and
 /// lowercases the name on every call (a few hundred instructions, several times a request).
@@ -74,9 +77,6 @@ pub(super) mod names {
     pub(crate) const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
     pub(crate) const TRACESTATE: HeaderName = HeaderName::from_static("tracestate");
 }
-use crate::dispatch;
-use crate::metrics::{self, Metrics};
-use crate::server::Server;
 
 /// The principal of every request when no tokens are configured. Such requestors are not
 /// identified: a task id is the capability to read it, and listing is per session.

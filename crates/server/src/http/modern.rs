@@ -85,13 +85,18 @@ async fn respond(
             () = work.run(), if work.is_running() => continue,
         };
         let Some(Outbound { message, route }) = next else { break };
-        // A success reply answered as JSON is written from its parts.
-        if matches!((&route, &message), (Route::Reply(_), Message::Reply(..))) && (early.is_empty() || !streams) {
-            return json_message(StatusCode::OK, &message);
+        if matches!(route, Route::Reply(_)) && (early.is_empty() || !streams) {
+            return match message {
+                // A success reply is written from its parts.
+                Message::Reply(..) => json_message(StatusCode::OK, &message),
+                message => {
+                    let message = message.into_value();
+                    json(status_of(&message), &message)
+                }
+            };
         }
         let message = message.into_value();
         match route {
-            Route::Reply(_) if early.is_empty() || !streams => return json(status_of(&message), &message),
             Route::Reply(_) => {
                 early.push(message);
                 return sse(early, None, guard);

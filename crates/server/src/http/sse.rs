@@ -2,7 +2,6 @@
 //! session, so a client resumes with `Last-Event-ID`), the frames carrying JSON-RPC
 //! messages, keep-alive comments, and the one-write answer of a quick streamed reply.
 
-use crate::connection::Message;
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -14,6 +13,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::session::Busy;
+use crate::connection::Message;
 use crate::dispatch::Work;
 
 /// How long a client should wait before reconnecting to a broken stream (the `retry`

@@ -216,6 +216,26 @@ pub async fn status_counts_follow_writes(store: Arc<dyn TaskStore>) {
     );
 }
 
+/// A write of `state` and `message` at `T0 + at`, attempt 1.
+fn update_at(state: TaskState, message: Option<&str>, at: i64) -> Update {
+    Update {
+        state,
+        status_message: message.map(str::to_owned),
+        updated_at: Timestamp(T0.0 + at),
+        attempt: 1,
+    }
+}
+
+/// The history entry of version `v`, written at `T0 + at`.
+fn entry(v: u64, at: i64, status: Status, message: Option<&str>) -> HistoryEntry {
+    HistoryEntry {
+        version: Version(v),
+        at: Timestamp(T0.0 + at),
+        status,
+        message: message.map(str::to_owned),
+    }
+}
+
 /// The status history has the insert and each write that changed the status or the
 /// message, in order, with the version and time of each; a write that changes neither
 /// adds nothing; it goes with its task when purged.
@@ -233,24 +253,12 @@ pub async fn the_status_history_records_each_change_and_goes_with_its_task(
     ];
     let mut version = task.version;
     for (state, message, at) in writes {
-        let update = Update {
-            state,
-            status_message: message.map(str::to_owned),
-            updated_at: Timestamp(T0.0 + at),
-            attempt: 1,
-        };
         version = store
-            .replace(&task.id, version, &update)
+            .replace(&task.id, version, &update_at(state, message, at))
             .await
             .expect("replace succeeds")
             .version;
     }
-    let entry = |v: u64, at: i64, status: Status, message: Option<&str>| HistoryEntry {
-        version: Version(v),
-        at: Timestamp(T0.0 + at),
-        status,
-        message: message.map(str::to_owned),
-    };
     assert_eq!(
         store.history(&task.id).await.expect("history succeeds"),
         [
@@ -292,14 +300,8 @@ pub async fn the_status_history_records_each_change_and_goes_with_its_task(
 pub async fn the_history_has_answers_and_every_change_of_a_finished_task(store: Arc<dyn TaskStore>) {
     let task = task_at("alice", T0.0, Some(10), input_required());
     insert_all(&*store, std::slice::from_ref(&task)).await;
-    let update = |state: TaskState, message: Option<&str>, at: i64| Update {
-        state,
-        status_message: message.map(str::to_owned),
-        updated_at: Timestamp(T0.0 + at),
-        attempt: 1,
-    };
     let answered = store
-        .answer(&task.id, task.version, &update(TaskState::Working, None, 3), "q1", &Ok(json!({"action": "accept"})))
+        .answer(&task.id, task.version, &update_at(TaskState::Working, None, 3), "q1", &Ok(json!({"action": "accept"})))
         .await
         .expect("answer succeeds");
     let mut version = answered.version;
@@ -309,17 +311,11 @@ pub async fn the_history_has_answers_and_every_change_of_a_finished_task(store: 
         (failed(), Some("failed after all"), 7),
     ] {
         version = store
-            .replace(&task.id, version, &update(state, message, at))
+            .replace(&task.id, version, &update_at(state, message, at))
             .await
             .expect("replace succeeds")
             .version;
     }
-    let entry = |v: u64, at: i64, status: Status, message: Option<&str>| HistoryEntry {
-        version: Version(v),
-        at: Timestamp(T0.0 + at),
-        status,
-        message: message.map(str::to_owned),
-    };
     assert_eq!(
         store.history(&task.id).await.expect("history succeeds"),
         [
