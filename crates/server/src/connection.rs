@@ -10,7 +10,9 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use mcp_tasks_engine::Principal;
 use mcp_tasks_protocol::jsonrpc::{self, RequestId, Response, RpcError};
+use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -39,6 +41,52 @@ pub(crate) struct Outbound {
     pub(crate) route: Route,
 }
 
+/// The `result` of a success response.
+#[derive(Clone, Debug)]
+pub(crate) enum Payload {
+    /// A JSON value (most results).
+    Value(Value),
+    /// The JSON text a typed result was serialized to, once, and is written as it is: the
+    /// results of a task lifecycle (`CreateTaskResult`, the task of `tasks/get`, the result
+    /// of `tasks/result`) are written from the record they show, with no `Value` tree built,
+    /// copied and dropped between them (BENCHMARKS.md, fourteenth round).
+    Text(Box<RawValue>),
+}
+
+impl Payload {
+    /// `result` serialized once to its JSON text.
+    ///
+    /// # Errors
+    /// `-32603` if `result` cannot be serialized (a map with keys that are not strings).
+    pub(crate) fn text(result: &impl Serialize) -> Result<Payload, RpcError> {
+        serde_json::value::to_raw_value(result).map(Payload::Text).map_err(|err| RpcError::internal(err.to_string()))
+    }
+
+    /// The result as a `Value` (parsed, for [`Payload::Text`]).
+    pub(crate) fn into_value(self) -> Value {
+        match self {
+            Payload::Value(value) => value,
+            // Text this process serialized is JSON.
+            Payload::Text(text) => serde_json::from_str(text.get()).unwrap_or(Value::Null),
+        }
+    }
+}
+
+impl From<Value> for Payload {
+    fn from(value: Value) -> Payload {
+        Payload::Value(value)
+    }
+}
+
+impl Serialize for Payload {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Payload::Value(value) => value.serialize(serializer),
+            Payload::Text(text) => text.serialize(serializer),
+        }
+    }
+}
+
 /// Builds a message's JSON when it is needed (and again for each replay).
 pub(crate) type BuildMessage = Arc<dyn Fn() -> Value + Send + Sync>;
 
@@ -50,7 +98,7 @@ pub(crate) enum Message {
     /// The success response to request `.0`, `result` `.1`: written with its envelope
     /// around the result ([`Message::write_json`]) rather than built as an object of three
     /// members first (each reply of a lifecycle did; BENCHMARKS.md, thirteenth round).
-    Reply(RequestId, Value),
+    Reply(RequestId, Payload),
     /// A notification whose JSON is built only when a client takes it. Over 2025-11-25 HTTP
     /// a task's status change goes to the standalone stream, kept for a GET stream that
     /// most clients never open: building and framing each one there was ~4 % of a
@@ -64,7 +112,7 @@ impl Message {
     pub(crate) fn into_value(self) -> Value {
         match self {
             Message::Json(value) => value,
-            Message::Reply(id, result) => jsonrpc::response(&id, result),
+            Message::Reply(id, result) => jsonrpc::response(&id, result.into_value()),
             Message::Later(build) => build(),
         }
     }
@@ -77,7 +125,7 @@ impl Message {
         struct Envelope<'a> {
             jsonrpc: &'static str,
             id: &'a RequestId,
-            result: &'a Value,
+            result: &'a Payload,
         }
         match self {
             Message::Json(value) => serde_json::to_writer(out, value),
@@ -250,9 +298,9 @@ impl Connection {
     }
 
     /// Sends the reply to request `id`.
-    pub(crate) fn respond(&self, id: &RequestId, reply: Result<Value, RpcError>) {
+    pub(crate) fn respond(&self, id: &RequestId, reply: Result<impl Into<Payload>, RpcError>) {
         let message = match reply {
-            Ok(result) => Message::Reply(id.clone(), result),
+            Ok(result) => Message::Reply(id.clone(), result.into()),
             Err(error) => Message::Json(jsonrpc::error_response(Some(id), &error)),
         };
         self.send_message(message, Route::Reply(id.clone()));
@@ -265,7 +313,8 @@ impl Connection {
         self.send(Value::Null, Route::NoReply(id.clone()));
     }
 
-    /// Answers an error to a message whose id could not be read (or that had none).
+    /// Answers an error: to request `id`, or, to a message whose id could not be read (or
+    /// that had none), on the general route.
     pub(crate) fn reject(&self, id: Option<&RequestId>, error: &RpcError) {
         let route = id.map_or(Route::General, |id| Route::Reply(id.clone()));
         self.send(jsonrpc::error_response(id, error), route);
@@ -368,8 +417,9 @@ mod tests {
     fn a_message_is_written_as_the_json_of_its_value() {
         let result = serde_json::json!({"task": {"taskId": "t\"1", "status": "working"}, "n": [1, 2.5, null]});
         let messages = [
-            Message::Reply(RequestId::Number(7), result.clone()),
-            Message::Reply(RequestId::String("é-8".into()), Value::Object(serde_json::Map::new())),
+            Message::Reply(RequestId::Number(7), result.clone().into()),
+            Message::Reply(RequestId::String("é-8".into()), Value::Object(serde_json::Map::new()).into()),
+            Message::Reply(RequestId::Number(10), Payload::text(&result).expect("serializable")),
             Message::Json(jsonrpc::error_response(Some(&RequestId::Number(9)), &RpcError::internal("no"))),
             Message::Later(Arc::new(|| serde_json::json!({"jsonrpc": "2.0", "method": "notifications/x"}))),
         ];
@@ -377,7 +427,9 @@ mod tests {
             let written: Value = serde_json::from_slice(&message.to_json_vec()).expect("JSON");
             assert_eq!(written, message.clone().into_value(), "{message:?}");
         }
-        let reply = Message::Reply(RequestId::Number(7), result.clone());
+        let reply = Message::Reply(RequestId::Number(7), result.clone().into());
         assert_eq!(reply.into_value(), serde_json::json!({"jsonrpc": "2.0", "id": 7, "result": result}));
+        let text = Message::Reply(RequestId::Number(7), Payload::text(&result).expect("serializable"));
+        assert_eq!(text.into_value(), serde_json::json!({"jsonrpc": "2.0", "id": 7, "result": result}));
     }
 }

@@ -19,12 +19,12 @@ use mcp_tasks_protocol::jsonrpc::{self, Incoming, Request, RpcError};
 use serde_json::Value;
 
 use crate::codec;
-use crate::connection::Connection;
+use crate::connection::{Connection, Payload};
 use crate::context::{ClientCaps, RequestContext};
 
 /// What a request handler returns: the reply to send, or `None` when it has answered by
 /// itself (a task's `CreateTaskResult` leaves before its work starts).
-pub(crate) type Reply = Option<Result<Value, RpcError>>;
+pub(crate) type Reply = Option<Result<Payload, RpcError>>;
 
 /// One client connection, with what each era's codec keeps on it.
 pub(crate) struct Peer {

@@ -24,8 +24,25 @@ use serde_json::Value;
 /// A timestamp as both eras write it: RFC 3339 in UTC with milliseconds,
 /// `2025-11-25T10:30:00.123Z`.
 pub(crate) fn rfc3339(at: Timestamp) -> String {
-    let ms = u64::try_from(at.0).unwrap_or(0);
-    humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+    Rfc3339(at).to_string()
+}
+
+/// [`rfc3339`] written where it goes (a serializer, a formatter), without a `String` of
+/// its own.
+#[derive(Clone, Copy)]
+pub(crate) struct Rfc3339(pub(crate) Timestamp);
+
+impl std::fmt::Display for Rfc3339 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = u64::try_from(self.0.0).unwrap_or(0);
+        humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).fmt(f)
+    }
+}
+
+impl serde::Serialize for Rfc3339 {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
 }
 
 /// Parses required params.

@@ -35,7 +35,7 @@ pub(crate) use subscriptions::Subscriptions;
 
 use crate::catalog::{LogLevel, UriParams};
 use super::parse_value;
-use crate::connection::Connection;
+use crate::connection::{Connection, Payload};
 use crate::context::RequestContext;
 use crate::dispatch::{self, Reply, Work};
 
@@ -59,12 +59,12 @@ pub(crate) fn request(slot: &Slot, conn: &Arc<Connection>, request: Request) -> 
         }
         _ => match slot.get() {
             None => {
-                conn.respond(
-                    &request.id,
-                    Err(RpcError::invalid_request(format!(
+                conn.reject(
+                    Some(&request.id),
+                    &RpcError::invalid_request(format!(
                         "Received '{}' before initialization: send 'initialize' first",
                         request.method
-                    ))),
+                    )),
                 );
                 Work::none()
             }
@@ -141,8 +141,8 @@ async fn route(session: &Arc<LegacySession>, ctx: &RequestContext, request: Requ
             Ok(params) => return tools::call(session, ctx, params).await,
             Err(err) => Err(err),
         },
-        method::TASKS_GET => async { tasks::get(session, ctx, parse_value(name, params)?).await }.await,
-        method::TASKS_RESULT => async { tasks::result(session, ctx, parse_value(name, params)?).await }.await,
+        method::TASKS_GET => return Some(async { tasks::get(session, ctx, parse_value(name, params)?).await }.await),
+        method::TASKS_RESULT => return Some(async { tasks::result(session, ctx, parse_value(name, params)?).await }.await),
         method::TASKS_LIST => {
             let params = params.unwrap_or_else(|| json!({}));
             async { tasks::list(session, ctx, parse_value(name, Some(params))?).await }.await
@@ -181,7 +181,7 @@ async fn route(session: &Arc<LegacySession>, ctx: &RequestContext, request: Requ
                 .unwrap_or_else(|| Err(RpcError::method_not_found(format!("Method not found: {other}"))))
         }
     };
-    Some(reply)
+    Some(reply.map(Payload::from))
 }
 
 /// The `params` of `logging/setLevel`.

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::session::LegacySession;
 use super::wire;
-use crate::connection::{Listing, Route};
+use crate::connection::{Listing, Payload, Route};
 use crate::context::RequestContext;
 use crate::errors::rpc_error;
 use crate::ops;
@@ -23,11 +23,11 @@ const PAGE_SIZE: u32 = 100;
 
 /// `tasks/get`: the task as it stands. The related-task key in the request is ignored;
 /// `params.taskId` is the source of truth.
-pub(crate) async fn get(session: &LegacySession, ctx: &RequestContext, params: TaskIdParams) -> Result<Value, RpcError> {
+pub(crate) async fn get(session: &LegacySession, ctx: &RequestContext, params: TaskIdParams) -> Result<Payload, RpcError> {
     let id = TaskId::from(params.task_id);
     let record = ops::tasks::get(ctx, &id).await.map_err(|err| rpc_error(&err))?;
     session.watch(&record, None);
-    to_value(wire::task(&record))
+    Payload::text(&wire::task(&record))
 }
 
 /// `tasks/result`: blocks until the task is terminal, then replays its outcome. While the
@@ -41,7 +41,7 @@ pub(crate) async fn result(
     session: &Arc<LegacySession>,
     ctx: &RequestContext,
     params: TaskIdParams,
-) -> Result<Value, RpcError> {
+) -> Result<Payload, RpcError> {
     let id = TaskId::from(params.task_id);
     let feed = ops::tasks::changes(ctx, &id);
     let mut record = ops::tasks::get(ctx, &id).await.map_err(|err| rpc_error(&err))?;
@@ -161,7 +161,7 @@ mod tests {
             let refused = [
                 get(&session, &ctx(&session, n), params.clone()).await,
                 result(&session, &ctx(&session, n), params.clone()).await,
-                cancel(&ctx(&session, n), params).await,
+                cancel(&ctx(&session, n), params).await.map(Payload::from),
             ];
             for reply in refused {
                 assert_eq!(reply.unwrap_err().code, RpcError::INVALID_PARAMS);

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::session::{CallLink, LegacySession};
 use super::wire;
+use crate::connection::Payload;
 use crate::context::RequestContext;
 use crate::dispatch::Reply;
 use crate::errors::{invalid_arguments, rpc_error};
@@ -43,7 +44,7 @@ pub(crate) async fn call(session: &Arc<LegacySession>, ctx: &RequestContext, par
     if params.task.is_none()
         && let Some(answer) = ops::handoff::call_helper(ctx, &params.name, &arguments).await
     {
-        return Some(answer);
+        return Some(answer.map(Payload::from));
     }
     let Some(tool) = ops::call::tool(ctx, &params.name) else {
         return Some(Err(RpcError::invalid_params(format!("Unknown tool: {}", params.name))));
@@ -89,7 +90,7 @@ pub(crate) async fn call(session: &Arc<LegacySession>, ctx: &RequestContext, par
             // Recorded before the answer: the session's listing (on any replica) shows it.
             session.created(&record.id, created.is_new()).await;
             let result = CreateTaskResult { task: wire::task(record), meta: None };
-            ctx.conn.respond(&ctx.id, serde_json::to_value(result).map_err(|err| RpcError::internal(err.to_string())));
+            ctx.conn.respond(&ctx.id, Payload::text(&result));
             session.watch(record, progress_token);
             created.start();
             None
@@ -106,7 +107,7 @@ pub(crate) async fn call(session: &Arc<LegacySession>, ctx: &RequestContext, par
                 progress_token: has_token,
                 error_result_fails: wire::ERROR_RESULT_FAILS,
             };
-            Some(ops::handoff::call(ctx, call).await)
+            Some(ops::handoff::call(ctx, call).await.map(Payload::from))
         }
     }
 }

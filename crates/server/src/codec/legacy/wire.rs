@@ -9,8 +9,10 @@ use mcp_tasks_protocol::legacy::{
     TaskSupport, Tool, ToolExecution, ToolsCapability,
 };
 use mcp_tasks_protocol::mcp::{self, Empty};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
+use crate::connection::Payload;
 use crate::registry::{TaskMode, ToolSpec};
 use crate::server::Server;
 use crate::codec::rfc3339;
@@ -129,36 +131,63 @@ fn status(state: &TaskState) -> TaskStatus {
 ///
 /// A JSON-RPC error outcome is replayed with the same code, message and data (an error
 /// cannot carry `_meta`); a failure of the engine's own as [`errors::work_error`]. A cancelled task has no outcome: it answers an error that says so.
-pub(crate) fn task_result(record: &TaskRecord) -> Result<Value, RpcError> {
-    match record.state.outcome() {
-        Some(Outcome::Result(result)) => Ok(with_related_task(result, &record.id)),
-        Some(Outcome::Error(error)) => {
-            let replay = RpcError { code: error.code, message: error.message, data: error.data };
-            Err(replay)
+pub(crate) fn task_result(record: &TaskRecord) -> Result<Payload, RpcError> {
+    let result = match &record.state {
+        TaskState::Completed { result } | TaskState::Failed { outcome: Outcome::Result(result) } => result,
+        TaskState::Failed { outcome: Outcome::Error(error) } => {
+            return Err(RpcError { code: error.code, message: error.message.clone(), data: error.data.clone() });
         }
-        Some(Outcome::Failure(failure)) => Err(errors::work_error(&failure)),
-        None => Err(RpcError::internal(format!(
-            "Task {} was cancelled before it produced a result",
-            record.id
-        ))
-        .with_data(serde_json::json!({ "taskId": record.id.as_str(), "status": "cancelled" }))),
-    }
-}
-
-fn with_related_task(result: Value, id: &TaskId) -> Value {
-    let mut object = match result {
-        Value::Object(object) => object,
-        other => {
-            let mut object = Map::new();
-            object.insert("result".to_owned(), other);
-            object
+        TaskState::Failed { outcome: Outcome::Failure(failure) } => return Err(errors::work_error(failure)),
+        TaskState::Working | TaskState::InputRequired { .. } | TaskState::Cancelled => {
+            return Err(RpcError::internal(format!("Task {} was cancelled before it produced a result", record.id))
+                .with_data(serde_json::json!({ "taskId": record.id.as_str(), "status": "cancelled" })));
         }
     };
-    let meta = object.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(meta) = meta {
-        meta.extend(legacy::related_task_meta(id.as_str()));
+    Payload::text(&WithRelatedTask { result, id: &record.id })
+}
+
+/// A task's result with `_meta["io.modelcontextprotocol/related-task"]` merged in, written
+/// from the record (no copy of the result is made): the result object's members, its
+/// `_meta` (an object: its members, the related-task key replaced; anything else: kept as
+/// it is), or, for a result that is not an object, `{"result": …}` with the `_meta`.
+struct WithRelatedTask<'a> {
+    result: &'a Value,
+    id: &'a TaskId,
+}
+
+impl Serialize for WithRelatedTask<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        /// The `_meta` of the answer: `.0`'s members (if it has any) and the related task.
+        struct Merged<'a>(Option<&'a Map<String, Value>>, &'a TaskId);
+        impl Serialize for Merged<'_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut meta = serializer.serialize_map(None)?;
+                for (key, value) in self.0.into_iter().flatten().filter(|(key, _)| key.as_str() != legacy::RELATED_TASK) {
+                    meta.serialize_entry(key, value)?;
+                }
+                meta.serialize_entry(legacy::RELATED_TASK, &legacy::RelatedTaskMetadata { task_id: self.1.as_str().to_owned() })?;
+                meta.end()
+            }
+        }
+        let mut map = serializer.serialize_map(None)?;
+        match self.result {
+            Value::Object(result) => {
+                for (key, value) in result.iter().filter(|(key, _)| key.as_str() != "_meta") {
+                    map.serialize_entry(key, value)?;
+                }
+                match result.get("_meta") {
+                    None => map.serialize_entry("_meta", &Merged(None, self.id))?,
+                    Some(Value::Object(meta)) => map.serialize_entry("_meta", &Merged(Some(meta), self.id))?,
+                    Some(other) => map.serialize_entry("_meta", other)?,
+                }
+            }
+            other => {
+                map.serialize_entry("result", other)?;
+                map.serialize_entry("_meta", &Merged(None, self.id))?;
+            }
+        }
+        map.end()
     }
-    Value::Object(object)
 }
 
 /// An opaque `tasks/list` cursor for "after this task". Clients must not parse it; we
@@ -246,9 +275,35 @@ mod tests {
     #[test]
     fn legacy_48_result_carries_related_task_and_keeps_existing_meta() {
         let result = json!({"content": [], "_meta": {"x": 1}});
-        let out = task_result(&record(TaskState::Completed { result })).unwrap();
+        let out = task_result(&record(TaskState::Completed { result })).unwrap().into_value();
         assert_eq!(out["_meta"]["x"], 1);
         assert_eq!(out["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], "abc");
+    }
+
+    /// `tasks/result` is written from the record: every member of the result once, the
+    /// related task merged into an object `_meta` (replacing one the result carried), a
+    /// `_meta` that is not an object kept as it is, a result that is not an object under
+    /// `result`, and a result the era counts as failure (`isError`) replayed the same way.
+    #[test]
+    fn legacy_48_the_result_written_from_the_record_is_the_result_with_its_related_task() {
+        let related = |id: &str| json!({"io.modelcontextprotocol/related-task": {"taskId": id}});
+        let cases = [
+            (json!({"content": [{"type": "text", "text": "ok"}]}), json!({"content": [{"type": "text", "text": "ok"}], "_meta": related("abc")})),
+            (
+                json!({"content": [], "_meta": {"io.modelcontextprotocol/related-task": {"taskId": "other"}, "y": [1]}}),
+                json!({"content": [], "_meta": {"io.modelcontextprotocol/related-task": {"taskId": "abc"}, "y": [1]}}),
+            ),
+            (json!({"content": [], "_meta": "odd"}), json!({"content": [], "_meta": "odd"})),
+            (json!([1, "two"]), json!({"result": [1, "two"], "_meta": related("abc")})),
+            (json!({}), json!({"_meta": related("abc")})),
+        ];
+        for (result, expected) in cases {
+            let completed = task_result(&record(TaskState::Completed { result: result.clone() })).unwrap();
+            let Payload::Text(text) = &completed else { panic!("written as text: {completed:?}") };
+            assert_eq!(serde_json::from_str::<Value>(text.get()).unwrap(), expected, "{result}");
+            let failed = TaskState::Failed { outcome: Outcome::Result(result.clone()) };
+            assert_eq!(task_result(&record(failed)).unwrap().into_value(), expected, "{result}");
+        }
     }
 
     #[test]

@@ -35,7 +35,7 @@ use serde_json::{Map, Value, json};
 
 use super::parse_value;
 use crate::catalog::{PromptGetParams, RESOURCE_NOT_FOUND, UriParams, prompt_getter, resource_reading};
-use crate::connection::Connection;
+use crate::connection::{Connection, Payload};
 use crate::context::{ClientCaps, RequestContext};
 use crate::dispatch::{self, Reply, Work};
 
@@ -57,7 +57,7 @@ pub(crate) fn request(conn: &Arc<Connection>, request: Request) -> Work {
     match check(&request) {
         Ok(meta) => Work::new(checked_work(conn, request, meta)),
         Err(error) => {
-            conn.respond(&request.id, Err(error));
+            conn.reject(Some(&request.id), &error);
             Work::none()
         }
     }
@@ -139,7 +139,7 @@ async fn route(meta: &RequestMeta, ctx: &RequestContext, request: Request) -> Re
             Err(err) => Err(err),
         },
         method::TASKS_GET | modern::method::TASKS_UPDATE | method::TASKS_CANCEL if !tasks => Err(missing_extension(name)),
-        method::TASKS_GET => async { tasks::get(ctx, parse_value(name, params)?).await }.await,
+        method::TASKS_GET => return Some(async { tasks::get(ctx, parse_value(name, params)?).await }.await),
         modern::method::TASKS_UPDATE => Box::pin(async { tasks::update(ctx, parse_value(name, params)?).await }).await,
         method::TASKS_CANCEL => Box::pin(async { tasks::cancel(ctx, parse_value(name, params)?).await }).await,
         // Shared methods without a lifecycle rule; `ping` and the 2025-11-25-only ones are
@@ -156,7 +156,7 @@ async fn route(meta: &RequestMeta, ctx: &RequestContext, request: Request) -> Re
             None => Err(unknown(other)),
         },
     };
-    Some(reply)
+    Some(reply.map(Payload::from))
 }
 
 /// `prompts/get`: a prompt that asks the client answers in rounds of a Multi Round-Trip
@@ -200,11 +200,13 @@ async fn resume(ctx: &RequestContext, state: &str, what: &str, answers: Map<Stri
 
 /// What every result of this era gets: `resultType` (`complete` unless the result says),
 /// the server's `Implementation` in `_meta`, and the cache hints the schema requires of
-/// lists, reads and `server/discover`.
-fn finish(ctx: &RequestContext, method_name: &str, reply: Result<Value, RpcError>) -> Result<Value, RpcError> {
+/// lists, reads and `server/discover`. A result written as text has them already
+/// (`wire::create_task_result`, `wire::detailed_task_result`).
+fn finish(ctx: &RequestContext, method_name: &str, reply: Result<Payload, RpcError>) -> Result<Payload, RpcError> {
     let mut result = match reply? {
-        Value::Object(result) => result,
-        other => {
+        Payload::Text(text) => return Ok(Payload::Text(text)),
+        Payload::Value(Value::Object(result)) => result,
+        Payload::Value(other) => {
             let mut result = Map::new();
             result.insert("result".to_owned(), other);
             result
@@ -219,7 +221,7 @@ fn finish(ctx: &RequestContext, method_name: &str, reply: Result<Value, RpcError
     if let Value::Object(meta) = meta {
         meta.extend(modern::server_info_meta(&ctx.server().inner.info));
     }
-    Ok(Value::Object(result))
+    Ok(Value::Object(result).into())
 }
 
 /// The methods whose results are `CacheableResult`s (2026-07-28 schema).

@@ -9,14 +9,15 @@ use mcp_tasks_protocol::modern::{TaskIdParams, UpdateTaskParams};
 use serde_json::{Value, json};
 
 use super::wire;
+use crate::connection::Payload;
 use crate::context::RequestContext;
 use crate::errors::rpc_error;
 use crate::ops;
 
 /// `tasks/get`: the task as it stands, its result, error or questions inlined.
-pub(crate) async fn get(ctx: &RequestContext, params: TaskIdParams) -> Result<Value, RpcError> {
+pub(crate) async fn get(ctx: &RequestContext, params: TaskIdParams) -> Result<Payload, RpcError> {
     let record = ops::tasks::get(ctx, &TaskId::from(params.task_id)).await.map_err(|err| rpc_error(&err))?;
-    Ok(wire::detailed_task(&record))
+    wire::detailed_task_result(&record, &ctx.server().inner.info)
 }
 
 /// `tasks/update`: each answer goes to the waiting work; keys that are unknown, already

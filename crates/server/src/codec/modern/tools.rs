@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 
 use super::mrtr::{self, Round};
 use super::{missing_extension, wire};
+use crate::connection::Payload;
 use crate::context::RequestContext;
 use crate::dispatch::Reply;
 use crate::errors::{invalid_arguments, rpc_error, work_error};
@@ -44,7 +45,7 @@ pub(crate) async fn call(meta: &RequestMeta, ctx: &RequestContext, params: CallT
     if params.request_state.is_none()
         && let Some(answer) = ops::handoff::call_helper(ctx, &params.name, &arguments).await
     {
-        return Some(answer);
+        return Some(answer.map(Payload::from));
     }
     let Some(tool) = ops::call::tool(ctx, &params.name) else {
         return Some(Err(RpcError::invalid_params(format!("Unknown tool: {}", params.name))));
@@ -68,7 +69,7 @@ pub(crate) async fn call(meta: &RequestMeta, ctx: &RequestContext, params: CallT
         return Some(Box::pin(retry(ctx, &params.name, state, params.input_responses.unwrap_or_default())).await);
     }
     if !as_task {
-        return Some(Box::pin(plain(meta, ctx, &tool, arguments, params.input_responses.unwrap_or_default())).await);
+        return Some(Box::pin(plain(meta, ctx, &tool, arguments, params.input_responses.unwrap_or_default())).await.map(Payload::from));
     }
     // A keyed call's task can be found again with its key; a keyless one's only by its id.
     let findable = idempotency_key.is_some();
@@ -92,9 +93,9 @@ pub(crate) async fn call(meta: &RequestMeta, ctx: &RequestContext, params: CallT
         // Invariant 1: committed; the CreateTaskResult leaves before the work starts. A
         // task found by its idempotency key is answered as it stands (its work runs, or
         // ran, already; `start` does nothing).
-        let result = wire::create_task_result(created.record());
+        let result = wire::create_task_result(created.record(), &ctx.server().inner.info);
         created.start();
-        return Some(Ok(result));
+        return Some(result);
     }
     let (id, tool) = (created.record().id.clone(), created.record().tool.clone());
     let feed = ops::tasks::changes(ctx, &id);
@@ -115,7 +116,7 @@ async fn settle(
     inline: Duration,
     feed: TaskWatch,
     findable: bool,
-) -> Result<Value, RpcError> {
+) -> Result<Payload, RpcError> {
     let waited = tokio::time::timeout(inline, async {
         let mut record = ops::tasks::get(ctx, id).await.ok()?;
         while matches!(record.state, TaskState::Working) {
@@ -137,7 +138,7 @@ async fn settle(
         }
     };
     match settled {
-        Ok(Some(record)) if record.status().is_terminal() => inline_result(&record),
+        Ok(Some(record)) if record.status().is_terminal() => inline_result(ctx, &record),
         Ok(Some(ref record)) if let TaskState::InputRequired { requests } = &record.state => {
             let round = Round::Task {
                 owner: ctx.principal.clone(),
@@ -146,11 +147,11 @@ async fn settle(
                 engine: ctx.server().engine().clone(),
             };
             let state = ctx.server().inner.parked.park(round);
-            Ok(json!({"resultType": "input_required", "inputRequests": wire::input_requests(requests), "requestState": state}))
+            Ok(json!({"resultType": "input_required", "inputRequests": wire::input_requests(requests), "requestState": state}).into())
         }
         // Still working (or gone by a race: the task as it stands says what happened).
         _ => match ops::tasks::get(ctx, id).await {
-            Ok(record) => Ok(wire::create_task_result(&record)),
+            Ok(record) => wire::create_task_result(&record, &ctx.server().inner.info),
             Err(err) => Err(rpc_error(&err)),
         },
     }
@@ -158,16 +159,16 @@ async fn settle(
 
 /// The answer of a task that ended within the inline wait: what a plain call would have
 /// answered.
-fn inline_result(record: &TaskRecord) -> Result<Value, RpcError> {
+fn inline_result(ctx: &RequestContext, record: &TaskRecord) -> Result<Payload, RpcError> {
     match &record.state {
-        TaskState::Completed { result } => Ok(result.clone()),
+        TaskState::Completed { result } => Ok(result.clone().into()),
         TaskState::Failed { outcome: Outcome::Error(error) } => {
             Err(RpcError { code: error.code, message: error.message.clone(), data: error.data.clone() })
         }
         TaskState::Failed { outcome: Outcome::Failure(failure) } => Err(work_error(failure)),
         // Not reachable for a task of this era (a tool error completes it), nor cancelled
         // within the wait but by a race: the task as it stands says what happened.
-        _ => Ok(wire::create_task_result(record)),
+        _ => wire::create_task_result(record, &ctx.server().inner.info),
     }
 }
 
@@ -192,10 +193,10 @@ async fn plain(
 }
 
 /// A retry of a Multi Round-Trip Request: the answers go to the parked work, which goes on.
-async fn retry(ctx: &RequestContext, tool: &str, state: &str, answers: Map<String, Value>) -> Result<Value, RpcError> {
+async fn retry(ctx: &RequestContext, tool: &str, state: &str, answers: Map<String, Value>) -> Result<Payload, RpcError> {
     let parked = &ctx.server().inner.parked;
     match parked.take(state, &ctx.principal, &mrtr::call_of(tool))? {
-        Round::Work(running) => mrtr::resume(ctx, running, answers).await,
+        Round::Work(running) => mrtr::resume(ctx, running, answers).await.map(Payload::from),
         Round::Task { id, .. } => {
             let record = ops::tasks::get(ctx, &id).await.map_err(|err| rpc_error(&err))?;
             if let TaskState::InputRequired { requests } = &record.state
