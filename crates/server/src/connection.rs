@@ -12,7 +12,6 @@ use mcp_tasks_engine::Principal;
 use mcp_tasks_protocol::jsonrpc::{self, RequestId, Response, RpcError};
 use serde::Serialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -50,7 +49,7 @@ pub(crate) enum Payload {
     /// results of a task lifecycle (`CreateTaskResult`, the task of `tasks/get`, the result
     /// of `tasks/result`) are written from the record they show, with no `Value` tree built,
     /// copied and dropped between them (BENCHMARKS.md, fourteenth round).
-    Text(Box<RawValue>),
+    Text(String),
 }
 
 impl Payload {
@@ -59,7 +58,11 @@ impl Payload {
     /// # Errors
     /// `-32603` if `result` cannot be serialized (a map with keys that are not strings).
     pub(crate) fn text(result: &impl Serialize) -> Result<Payload, RpcError> {
-        serde_json::value::to_raw_value(result).map(Payload::Text).map_err(|err| RpcError::internal(err.to_string()))
+        // Room for a task's result, so that it is written without growing.
+        let mut text = Vec::with_capacity(512);
+        serde_json::to_writer(&mut text, result).map_err(|err| RpcError::internal(err.to_string()))?;
+        // serde_json writes UTF-8.
+        String::from_utf8(text).map(Payload::Text).map_err(|err| RpcError::internal(err.to_string()))
     }
 
     /// The result as a `Value` (parsed, for [`Payload::Text`]).
@@ -67,7 +70,7 @@ impl Payload {
         match self {
             Payload::Value(value) => value,
             // Text this process serialized is JSON.
-            Payload::Text(text) => serde_json::from_str(text.get()).unwrap_or(Value::Null),
+            Payload::Text(text) => serde_json::from_str(&text).unwrap_or(Value::Null),
         }
     }
 }
@@ -75,15 +78,6 @@ impl Payload {
 impl From<Value> for Payload {
     fn from(value: Value) -> Payload {
         Payload::Value(value)
-    }
-}
-
-impl Serialize for Payload {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Payload::Value(value) => value.serialize(serializer),
-            Payload::Text(text) => text.serialize(serializer),
-        }
     }
 }
 
@@ -119,17 +113,28 @@ impl Message {
 
     /// Writes the message's JSON to `out`: the same message as [`Message::into_value`]'s,
     /// members in the order `jsonrpc`, `id`, `result` for a [`Message::Reply`].
-    pub(crate) fn write_json(&self, out: impl std::io::Write) -> serde_json::Result<()> {
+    pub(crate) fn write_json(&self, mut out: impl std::io::Write) -> serde_json::Result<()> {
         /// A success response, serialized around its borrowed parts.
         #[derive(serde::Serialize)]
         struct Envelope<'a> {
             jsonrpc: &'static str,
             id: &'a RequestId,
-            result: &'a Payload,
+            result: &'a Value,
         }
         match self {
             Message::Json(value) => serde_json::to_writer(out, value),
-            Message::Reply(id, result) => serde_json::to_writer(out, &Envelope { jsonrpc: jsonrpc::JSONRPC_VERSION, id, result }),
+            Message::Reply(id, Payload::Value(result)) => {
+                serde_json::to_writer(out, &Envelope { jsonrpc: jsonrpc::JSONRPC_VERSION, id, result })
+            }
+            // The envelope around text that is JSON already: serde has no way to write text
+            // as it is but serde_json's `RawValue`, which would copy it once more.
+            Message::Reply(id, Payload::Text(result)) => {
+                out.write_all(br#"{"jsonrpc":"2.0","id":"#).map_err(serde_json::Error::io)?;
+                serde_json::to_writer(&mut out, id)?;
+                out.write_all(br#","result":"#).map_err(serde_json::Error::io)?;
+                out.write_all(result.as_bytes()).map_err(serde_json::Error::io)?;
+                out.write_all(b"}").map_err(serde_json::Error::io)
+            }
             Message::Later(build) => serde_json::to_writer(out, &build()),
         }
     }
@@ -420,6 +425,7 @@ mod tests {
             Message::Reply(RequestId::Number(7), result.clone().into()),
             Message::Reply(RequestId::String("é-8".into()), Value::Object(serde_json::Map::new()).into()),
             Message::Reply(RequestId::Number(10), Payload::text(&result).expect("serializable")),
+            Message::Reply(RequestId::String("é\"11".into()), Payload::text(&result).expect("serializable")),
             Message::Json(jsonrpc::error_response(Some(&RequestId::Number(9)), &RpcError::internal("no"))),
             Message::Later(Arc::new(|| serde_json::json!({"jsonrpc": "2.0", "method": "notifications/x"}))),
         ];

@@ -300,7 +300,7 @@ mod tests {
         for (result, expected) in cases {
             let completed = task_result(&record(TaskState::Completed { result: result.clone() })).unwrap();
             let Payload::Text(text) = &completed else { panic!("written as text: {completed:?}") };
-            assert_eq!(serde_json::from_str::<Value>(text.get()).unwrap(), expected, "{result}");
+            assert_eq!(serde_json::from_str::<Value>(text).unwrap(), expected, "{result}");
             let failed = TaskState::Failed { outcome: Outcome::Result(result.clone()) };
             assert_eq!(task_result(&record(failed)).unwrap().into_value(), expected, "{result}");
         }

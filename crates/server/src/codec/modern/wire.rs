@@ -220,7 +220,7 @@ mod tests {
 
     fn parsed(payload: Result<Payload, RpcError>) -> Value {
         match payload.expect("written") {
-            Payload::Text(text) => serde_json::from_str(text.get()).expect("JSON"),
+            Payload::Text(text) => serde_json::from_str(&text).expect("JSON"),
             Payload::Value(value) => panic!("a lifecycle's result is written as text, not built: {value}"),
         }
     }
