@@ -53,3 +53,28 @@ pub(crate) fn parse_value<T: DeserializeOwned>(method: &str, params: Option<Valu
     let params = params.ok_or_else(|| RpcError::invalid_params(format!("Invalid params for {method}: params are required")))?;
     serde_json::from_value(params).map_err(|err| RpcError::invalid_params(format!("Invalid params for {method}: {err}")))
 }
+
+/// A task record for the codecs' tests: id `abc`, created 2025-11-25T10:30:00.000Z and changed
+/// half a second later, a TTL of a minute and a poll interval of a second, in `state`.
+#[cfg(test)]
+pub(crate) fn test_record(state: mcp_tasks_engine::TaskState) -> mcp_tasks_engine::TaskRecord {
+    use mcp_tasks_engine::{Principal, TaskId, TaskRecord, Version};
+    TaskRecord {
+        id: TaskId::from("abc"),
+        owner: Principal::new("p"),
+        tool: "t".to_owned(),
+        arguments: serde_json::json!({}),
+        state,
+        status_message: None,
+        created_at: Timestamp(1_764_066_600_000),
+        updated_at: Timestamp(1_764_066_600_500),
+        ttl_ms: Some(60_000),
+        poll_interval_ms: Some(1000),
+        attempt: 1,
+        version: Version(1),
+        error_result_fails: true,
+        input_kinds: Vec::new(),
+        idempotency_key: None,
+        trace: None,
+    }
+}

@@ -227,29 +227,9 @@ pub(crate) fn decode_cursor(cursor: &str) -> Result<Cursor, RpcError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcp_tasks_engine::{ErrorObject, Principal, Version};
+    use crate::codec::test_record as record;
+    use mcp_tasks_engine::ErrorObject;
     use serde_json::json;
-
-    fn record(state: TaskState) -> TaskRecord {
-        TaskRecord {
-            id: TaskId::from("abc"),
-            owner: Principal::new("p"),
-            tool: "t".to_owned(),
-            arguments: json!({}),
-            state,
-            status_message: None,
-            created_at: Timestamp(1_764_066_600_000),
-            updated_at: Timestamp(1_764_066_600_500),
-            ttl_ms: Some(60_000),
-            poll_interval_ms: Some(1000),
-            attempt: 1,
-            version: Version(1),
-            error_result_fails: true,
-            input_kinds: Vec::new(),
-            idempotency_key: None,
-            trace: None,
-        }
-    }
 
     #[test]
     fn legacy_37_38_timestamps_are_rfc3339_utc() {

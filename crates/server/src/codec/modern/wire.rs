@@ -195,28 +195,8 @@ pub(crate) fn discover(server: &Server) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcp_tasks_engine::{ErrorObject, InputKind, InputRequest, Principal, TaskId, Timestamp, Version};
-
-    fn record(state: TaskState) -> TaskRecord {
-        TaskRecord {
-            id: TaskId::from("abc"),
-            owner: Principal::new("p"),
-            tool: "t".to_owned(),
-            arguments: json!({}),
-            state,
-            status_message: None,
-            created_at: Timestamp(1_764_066_600_000),
-            updated_at: Timestamp(1_764_066_600_500),
-            ttl_ms: Some(60_000),
-            poll_interval_ms: Some(1000),
-            attempt: 1,
-            version: Version(1),
-            error_result_fails: false,
-            input_kinds: Vec::new(),
-            idempotency_key: None,
-            trace: None,
-        }
-    }
+    use crate::codec::test_record as record;
+    use mcp_tasks_engine::{ErrorObject, InputKind, InputRequest};
 
     fn parsed(payload: Result<Payload, RpcError>) -> Value {
         match payload.expect("written") {
