@@ -188,7 +188,7 @@ pub async fn serve(
 ) -> io::Result<()> {
     let stop = CancellationToken::new();
     let header_timeout = options.header_timeout;
-    let app = router(server, options, stop.clone());
+    let (app, router) = endpoint(server, options, stop.clone());
     // Our own accept loop rather than `axum::serve`, whose connections have no header read
     // timeout: a client sending its headers byte by byte would hold its connection for ever.
     let connections = hyper_util::server::graceful::GracefulShutdown::new();
@@ -211,7 +211,7 @@ pub async fn serve(
         if let Err(err) = tcp.set_nodelay(true) {
             tracing::debug!(error = %err, "could not set TCP_NODELAY");
         }
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let service = connection_service(&app, &router);
         let mut http1 = hyper::server::conn::http1::Builder::new();
         http1.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(header_timeout);
         let connection = connections.watch(http1.serve_connection(hyper_util::rt::TokioIo::new(tcp), service));
@@ -233,6 +233,48 @@ pub async fn serve(
 /// Called inside a Tokio runtime, it also starts the task that ends idle sessions
 /// ([`Options::session_idle`]); it stops with `stop` or when the router is dropped.
 pub fn router(server: Server, options: Options, stop: CancellationToken) -> Router {
+    endpoint(server, options, stop).1
+}
+
+/// What one connection of [`serve`] is served by: a POST to `/mcp`, the message every
+/// request of a task lifecycle is, goes straight to [`App::post`] and is counted as the
+/// router counts what it answers; anything else goes through the router. Through axum's
+/// layers (the routing, the counting middleware, their boxed futures) a POST took ~6 k
+/// instructions more (BENCHMARKS.md, fourteenth round).
+fn connection_service(
+    app: &Arc<App>,
+    router: &Router,
+) -> impl hyper::service::Service<
+    hyper::Request<hyper::body::Incoming>,
+    Response = Response,
+    Error = std::convert::Infallible,
+    Future = impl Future<Output = Result<Response, std::convert::Infallible>> + Send + use<>,
+> + Clone
++ use<> {
+    let app = Arc::clone(app);
+    let router = hyper_util::service::TowerToHyperService::new(router.clone());
+    hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+        if request.method() == axum::http::Method::POST && request.uri().path() == "/mcp" {
+            futures_util::future::Either::Left(post_counted(Arc::clone(&app), request))
+        } else {
+            futures_util::future::Either::Right(hyper::service::Service::call(&router, request))
+        }
+    })
+}
+
+/// `POST /mcp` outside the router, counted in `mcp_tasks_http_requests_total` as
+/// [`count_request`] counts what the router answers.
+async fn post_counted(app: Arc<App>, request: hyper::Request<hyper::body::Incoming>) -> Result<Response, std::convert::Infallible> {
+    let (parts, body) = request.into_parts();
+    let response = match app.post(&parts.headers, Body::new(body)).await {
+        Ok(response) | Err(response) => response,
+    };
+    app.server.metrics().http_request(parts.method.as_str(), response.status().as_u16());
+    Ok(response)
+}
+
+/// The endpoint's state and the router over it (see [`router`]).
+fn endpoint(server: Server, options: Options, stop: CancellationToken) -> (Arc<App>, Router) {
     let serve_metrics = options.metrics;
     let ui = options.ui.then(|| ui::Ui::start(server.engine()));
     let serve_ui = ui.is_some();
@@ -258,7 +300,8 @@ pub fn router(server: Server, options: Options, stop: CancellationToken) -> Rout
     }
     let counted = app.server.metrics().clone();
     // An explicit fallback, so that the counting layer sees unknown paths too.
-    router.fallback(|| async { StatusCode::NOT_FOUND }).layer(middleware::from_fn_with_state(counted, count_request)).with_state(app)
+    let router = router.fallback(|| async { StatusCode::NOT_FOUND }).layer(middleware::from_fn_with_state(counted, count_request));
+    (Arc::clone(&app), router.with_state(app))
 }
 
 /// Counts each request by method and the status it was answered with (an SSE stream when
