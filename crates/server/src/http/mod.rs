@@ -20,7 +20,8 @@
 //! `/ui` (when [`Options::ui`]) is the web view: a page and its JSON API, scoped to the
 //! principal (`ui`).
 //!
-//! - this file: the router, POST / GET / DELETE, `/metrics`, and the checks of each message;
+//! - this file: the accept loop (which takes `POST /mcp` straight to its handler), the
+//!   router, POST / GET / DELETE, `/metrics`, and the checks of each message;
 //! - `guard`: Host, Origin, bearer token, accepted media types;
 //! - `session`: Legacy sessions (`Mcp-Session-Id`), the routing of their messages onto
 //!   streams, resumption buffers, idle sessions; on a shared store (many replicas) their
