@@ -126,6 +126,7 @@ impl LegacySession {
     /// watches are sent to the client as notifications.
     pub(crate) fn start_forwarding(self: &Arc<Self>) {
         tokio::spawn(forward_changes(Arc::clone(self)));
+        tokio::spawn(forward_list_changes(Arc::clone(self)));
     }
 
     /// The client's capabilities as era-neutral facts.
@@ -375,7 +376,28 @@ impl ClientLink for CallLink {
     }
 }
 
+/// Sends the changes of the tasks this session watches to the client, until the connection
+/// closes. A loop of its own: a `select!` that also polled the list watchers below on every
+/// task change took ~3 k instructions of a lifecycle (BENCHMARKS.md, fourteenth round).
 async fn forward_changes(session: Arc<LegacySession>) {
+    loop {
+        let change = tokio::select! {
+            _ = session.conn.closed().cancelled() => return,
+            change = session.feed.recv() => change,
+        };
+        match change {
+            Watched::Change(Change::Task(record)) => session.on_task_change(&record),
+            Watched::Change(Change::Progress { id, progress, .. }) => session.on_progress(&id, &progress),
+            Watched::Lagged => {
+                tracing::warn!("session fell behind the changes of its tasks; some notifications were skipped");
+            }
+        }
+    }
+}
+
+/// Sends `notifications/tools/list_changed` (and the resources' and prompts' ones, for the
+/// lists the server offers as it now stands) to the client, until the connection closes.
+async fn forward_list_changes(session: Arc<LegacySession>) {
     let mut tools = session.conn.server.tools().watch();
     tools.mark_unchanged();
     let mut tools_changing = true;
@@ -386,36 +408,23 @@ async fn forward_changes(session: Arc<LegacySession>) {
     prompts.mark_unchanged();
     let list_changed = |name: &str| session.conn.send(jsonrpc::notification(name, json!({})), Route::General);
     loop {
-        let change = tokio::select! {
+        tokio::select! {
             _ = session.conn.closed().cancelled() => return,
-            changed = tools.changed(), if tools_changing => {
-                match changed {
-                    Ok(()) => list_changed(method::NOTIFY_TOOLS_LIST_CHANGED),
-                    Err(_) => tools_changing = false,
-                }
-                continue;
-            }
+            changed = tools.changed(), if tools_changing => match changed {
+                Ok(()) => list_changed(method::NOTIFY_TOOLS_LIST_CHANGED),
+                Err(_) => tools_changing = false,
+            },
             // The senders live as long as the server (and so this session): never an error.
             // Only for a list the server offers (declares) as it now stands.
             Ok(()) = resources.changed() => {
                 if catalog.has_resources() {
                     list_changed(method::NOTIFY_RESOURCES_LIST_CHANGED);
                 }
-                continue;
             }
             Ok(()) = prompts.changed() => {
                 if catalog.has_prompts() {
                     list_changed(method::NOTIFY_PROMPTS_LIST_CHANGED);
                 }
-                continue;
-            }
-            change = session.feed.recv() => change,
-        };
-        match change {
-            Watched::Change(Change::Task(record)) => session.on_task_change(&record),
-            Watched::Change(Change::Progress { id, progress, .. }) => session.on_progress(&id, &progress),
-            Watched::Lagged => {
-                tracing::warn!("session fell behind the changes of its tasks; some notifications were skipped");
             }
         }
     }
