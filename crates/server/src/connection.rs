@@ -129,7 +129,9 @@ impl Message {
             // The envelope around text that is JSON already: serde has no way to write text
             // as it is but serde_json's `RawValue`, which would copy it once more.
             Message::Reply(id, Payload::Text(result)) => {
-                out.write_all(br#"{"jsonrpc":"2.0","id":"#).map_err(serde_json::Error::io)?;
+                out.write_all(br#"{"jsonrpc":"#).map_err(serde_json::Error::io)?;
+                serde_json::to_writer(&mut out, jsonrpc::JSONRPC_VERSION)?;
+                out.write_all(br#","id":"#).map_err(serde_json::Error::io)?;
                 serde_json::to_writer(&mut out, id)?;
                 out.write_all(br#","result":"#).map_err(serde_json::Error::io)?;
                 out.write_all(result.as_bytes()).map_err(serde_json::Error::io)?;
