@@ -130,6 +130,11 @@ pub struct Config {
     /// The server's `/metrics` (`http://HOST:PORT/metrics`; ours only), scraped before and
     /// after the run for [`Report::lag_from_commit`].
     pub metrics_url: Option<String>,
+    /// A file to write every checked call to, one line each, in the order they ended:
+    /// `start_us,create_us,end_to_end_us` (the call's start from the run's start; its
+    /// `tools/call` answer and its end from its own start), after a first line
+    /// `# run_start_unix_us=…`, to see where a tail comes from and line it up with logs.
+    pub samples: Option<std::path::PathBuf>,
 }
 
 /// Latency percentiles, in microseconds.
@@ -357,6 +362,7 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
     barrier.wait().await;
     let cpu_before = config.server_pid.and_then(cpu_ticks);
     let start = Instant::now();
+    let start_unix_us = unix_micros();
     let mut all = Samples::default();
     let mut open_error = None;
     for handle in handles {
@@ -368,6 +374,9 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
     }
     let elapsed = start.elapsed();
     let cpu_after = config.server_pid.and_then(cpu_ticks);
+    if let Some(path) = &config.samples {
+        write_samples(path, start, start_unix_us, &mut all.rows)?;
+    }
     if let Some(err) = open_error
         && all.ok == 0
     {
@@ -619,6 +628,8 @@ struct Samples {
     lag: Vec<u64>,
     gets: u64,
     first_task_id: Option<String>,
+    /// Each call's start, `tools/call` and end-to-end latency, for [`Config::samples`].
+    rows: Vec<(Instant, u64, u64)>,
 }
 
 impl Samples {
@@ -626,6 +637,7 @@ impl Samples {
         self.ok += 1;
         self.create.push(sample.create_us);
         self.end_to_end.push(sample.end_to_end_us);
+        self.rows.push((sample.start, sample.create_us, sample.end_to_end_us));
         if let Some(lag) = sample.lag_us {
             self.lag.push(lag);
         }
@@ -643,6 +655,7 @@ impl Samples {
         }
         self.create.extend(other.create);
         self.end_to_end.extend(other.end_to_end);
+        self.rows.extend(other.rows);
         self.lag.extend(other.lag);
         self.gets += other.gets;
         if self.first_task_id.is_none() {
@@ -651,8 +664,24 @@ impl Samples {
     }
 }
 
+/// Writes [`Config::samples`]: one line per call, in the order the calls ended.
+fn write_samples(path: &std::path::Path, run_start: Instant, run_start_unix_us: u64, rows: &mut [(Instant, u64, u64)]) -> Result<(), LoadError> {
+    rows.sort_unstable_by_key(|&(start, _, end_to_end)| start + Duration::from_micros(end_to_end));
+    let mut text = String::with_capacity(rows.len() * 24);
+    // The run's start as Unix time, to line the calls up with a server's logs.
+    let _ = writeln!(text, "# run_start_unix_us={run_start_unix_us}");
+    text.push_str("start_us,create_us,end_to_end_us\n");
+    for &(start, create, end_to_end) in rows.iter() {
+        let from_run = micros(start.saturating_duration_since(run_start));
+        let _ = writeln!(text, "{from_run},{create},{end_to_end}");
+    }
+    std::fs::write(path, text).map_err(|err| LoadError(format!("--samples {}: {err}", path.display())))
+}
+
 /// One checked call.
 struct Sample {
+    /// When the call started.
+    start: Instant,
     create_us: u64,
     end_to_end_us: u64,
     lag_us: Option<u64>,
@@ -774,6 +803,7 @@ impl Session {
             let elapsed = micros(start.elapsed());
             let lag = answer.result(|result: ToolResult<'_>| check_result(&result, tool, arrival))?;
             return Ok(Sample {
+                start,
                 create_us: elapsed,
                 end_to_end_us: elapsed,
                 lag_us: lag,
@@ -811,6 +841,7 @@ impl Session {
         let end_to_end_us = micros(start.elapsed());
         let lag_us = answer.result(|result: ToolResult<'_>| check_result(&result, tool, arrival))?;
         Ok(Sample {
+            start,
             create_us,
             end_to_end_us,
             lag_us,
@@ -852,6 +883,7 @@ impl Session {
             })?;
             if let Some(lag_us) = lag {
                 return Ok(Sample {
+                    start,
                     create_us,
                     end_to_end_us,
                     lag_us,

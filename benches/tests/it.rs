@@ -44,6 +44,7 @@ async fn against(settings: Settings, runs: &[(Mode, Tool, bool)]) -> Vec<Report>
             server_pid: Some(std::process::id()),
             json_only,
             metrics_url: Some(metrics.clone()),
+            samples: None,
         };
         let report = tokio::time::timeout(Duration::from_secs(60), load::run(config))
             .await
@@ -166,6 +167,7 @@ async fn a_wrong_url_is_an_error_not_a_report() {
         server_pid: None,
         json_only: false,
         metrics_url: None,
+        samples: None,
     };
     assert!(load::run(config).await.is_err());
     let config = Config {
@@ -177,6 +179,7 @@ async fn a_wrong_url_is_an_error_not_a_report() {
         server_pid: None,
         json_only: false,
         metrics_url: None,
+        samples: None,
     };
     assert!(load::run(config).await.is_err());
 }
@@ -209,6 +212,7 @@ async fn clients_are_spread_over_every_url_given() {
         server_pid: Some(std::process::id()),
         json_only: false,
         metrics_url: None,
+        samples: None,
     };
     // One client: the first URL's. Two: one each.
     let dead = format!("http://{dead_addr}/mcp");
@@ -218,4 +222,54 @@ async fn clients_are_spread_over_every_url_given() {
     assert_all_checked(&load::run(config(format!("{url},{url}"), 4)).await.unwrap());
     stop.send(()).unwrap();
     server.await.unwrap().unwrap();
+}
+
+/// `Config::samples`: one line per checked call, in the order they ended, after the run's
+/// start as Unix time and a header; each call's `tools/call` answer came before its end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn samples_are_written_one_line_per_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("bench.sqlite3");
+    let samples = dir.path().join("samples.csv");
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let (stop, stopped) = oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        mcp_tasks_bench::server::serve(listener, &store, Settings::default(), || {}, async {
+            let _ = stopped.await;
+        })
+        .await
+        .map_err(|err| err.to_string())
+    });
+    let before = mcp_tasks_bench::server::unix_micros();
+    let config = Config {
+        url,
+        tasks: 40,
+        concurrency: 4,
+        mode: Mode::Block,
+        tool: Tool::Noop,
+        server_pid: None,
+        json_only: false,
+        metrics_url: None,
+        samples: Some(samples.clone()),
+    };
+    let report = load::run(config).await.unwrap();
+    assert_eq!((report.ok, report.failures), (40, 0), "{:?}", report.first_failure);
+    stop.send(()).unwrap();
+    server.await.unwrap().unwrap();
+    let text = std::fs::read_to_string(&samples).unwrap();
+    let mut lines = text.lines();
+    let run_start: u64 = lines.next().unwrap().strip_prefix("# run_start_unix_us=").unwrap().parse().unwrap();
+    assert!(run_start >= before, "{run_start} < {before}");
+    assert_eq!(lines.next(), Some("start_us,create_us,end_to_end_us"));
+    let rows: Vec<[u64; 3]> = lines
+        .map(|line| {
+            let fields: Vec<u64> = line.split(',').map(|field| field.parse().unwrap()).collect();
+            [fields[0], fields[1], fields[2]]
+        })
+        .collect();
+    assert_eq!(rows.len(), 40);
+    assert!(rows.iter().all(|[_, create, end]| create <= end), "{rows:?}");
+    let ends: Vec<u64> = rows.iter().map(|[start, _, end]| start + end).collect();
+    assert!(ends.windows(2).all(|pair| pair[0] <= pair[1] + 1), "{ends:?}");
 }

@@ -2,12 +2,14 @@
 //!
 //! ```text
 //! load --url http://127.0.0.1:PORT/mcp [--tasks N] [--concurrency C] [--mode poll|block|plain|modern]
-//!      [--tool noop|sleep] [--ms MS] [--server-pid PID] [--metrics-url URL] [--json-only] [--json]
+//!      [--tool noop|sleep] [--ms MS] [--server-pid PID] [--metrics-url URL] [--samples FILE] [--json-only] [--json]
 //! ```
 //!
 //! `--metrics-url` (our server's `http://HOST:PORT/metrics`) is scraped before and after the
 //! run: the report then has the server's own lag from the commit of each completion to the
 //! answer of the waiting `tasks/result` (`lag_from_commit`).
+//! `--samples FILE` writes every checked call to FILE, one CSV line each (`start_us`,
+//! `create_us`, `end_to_end_us`), to see when the slow ones ran.
 //! `--json-only` accepts only `application/json` answers (no SSE). `--url` may name several
 //! endpoints, comma-separated (replicas): the clients are spread over them evenly.
 //! Prints a short table (or one JSON object with `--json`) and exits 1 if any call failed
@@ -18,7 +20,7 @@ use std::process::ExitCode;
 use mcp_tasks_bench::load::{self, Config, Mode, Tool};
 
 const USAGE: &str = "usage: load --url URL [--tasks N] [--concurrency C] [--mode poll|block|plain|modern] \
-[--tool noop|sleep] [--ms MS] [--server-pid PID] [--metrics-url URL] [--json-only] [--json]";
+[--tool noop|sleep] [--ms MS] [--server-pid PID] [--metrics-url URL] [--samples FILE] [--json-only] [--json]";
 
 /// mimalloc, as our servers use: the driver shares the two cores with the server it measures,
 /// and glibc's malloc and free were ~17 % of its instructions per lifecycle (callgrind, block
@@ -78,6 +80,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<(Config, bool), Strin
         server_pid: None,
         json_only: false,
         metrics_url: None,
+        samples: None,
     };
     let mut sleep = false;
     let mut ms = 10;
@@ -122,6 +125,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<(Config, bool), Strin
             }
             "--ms" => ms = number(&value)?,
             "--metrics-url" => config.metrics_url = Some(value),
+            "--samples" => config.samples = Some(value.into()),
             "--server-pid" => {
                 config.server_pid =
                     Some(u32::try_from(number(&value)?).map_err(|err| err.to_string())?)
