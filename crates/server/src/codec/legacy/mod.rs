@@ -71,7 +71,10 @@ pub(crate) fn request(slot: &Slot, conn: &Arc<Connection>, request: Request) -> 
             Some(session) => {
                 let session = Arc::clone(session);
                 Work::new(dispatch::request_work(conn, request, Era::Legacy, session.client(), move |ctx, request| async move {
-                    route(&session, &ctx, request).await
+                    // Boxed: the method table's future is the size of its largest handler's
+                    // (~3.9 KB), and the request's future around it is moved whole a few times
+                    // before it runs (~1.5 k instructions a block lifecycle).
+                    Box::pin(route(&session, &ctx, request)).await
                 }))
             }
         },
