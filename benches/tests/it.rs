@@ -18,32 +18,55 @@ async fn against_bench_server(runs: &[(Mode, Tool, bool)]) -> Vec<Report> {
     against(Settings::default(), runs).await
 }
 
+/// A bench server with `settings` on a fresh store, on an ephemeral port of 127.0.0.1.
+struct Serving {
+    /// Its MCP endpoint.
+    url: String,
+    /// Its `/metrics`.
+    metrics: String,
+    stop: oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<Result<(), String>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Serving {
+    async fn start(settings: Settings) -> Serving {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("bench.sqlite3");
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let server = tokio::spawn(async move {
+            mcp_tasks_bench::server::serve(listener, &store, settings, || {}, async {
+                let _ = stopped.await;
+            })
+            .await
+            .map_err(|err| err.to_string())
+        });
+        Serving { url: format!("http://{addr}/mcp"), metrics: format!("http://{addr}/metrics"), stop, server, _dir: dir }
+    }
+
+    /// Stops the server and waits for it; it must have served without an error.
+    async fn stop(self) {
+        self.stop.send(()).unwrap();
+        self.server.await.unwrap().unwrap();
+    }
+}
+
 /// Serves the bench server with `settings` on a fresh store and runs `runs` against it.
 async fn against(settings: Settings, runs: &[(Mode, Tool, bool)]) -> Vec<Report> {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("bench.sqlite3");
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let metrics = format!("http://{}/metrics", listener.local_addr().unwrap());
-    let (stop, stopped) = oneshot::channel::<()>();
-    let server = tokio::spawn(async move {
-        mcp_tasks_bench::server::serve(listener, &store, settings, || {}, async {
-            let _ = stopped.await;
-        })
-        .await
-        .map_err(|err| err.to_string())
-    });
+    let serving = Serving::start(settings).await;
     let mut reports = Vec::new();
     for &(mode, tool, json_only) in runs {
         let config = Config {
-            url: url.clone(),
+            url: serving.url.clone(),
             tasks: 100,
             concurrency: 4,
             mode,
             tool,
             server_pid: Some(std::process::id()),
             json_only,
-            metrics_url: Some(metrics.clone()),
+            metrics_url: Some(serving.metrics.clone()),
             samples: None,
         };
         let report = tokio::time::timeout(Duration::from_secs(60), load::run(config))
@@ -52,8 +75,7 @@ async fn against(settings: Settings, runs: &[(Mode, Tool, bool)]) -> Vec<Report>
             .unwrap();
         reports.push(report);
     }
-    stop.send(()).unwrap();
-    server.await.unwrap().unwrap();
+    serving.stop().await;
     reports
 }
 
@@ -188,18 +210,8 @@ async fn a_wrong_url_is_an_error_not_a_report() {
 /// the first, whether it answers or not), and endpoints that answer share the run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clients_are_spread_over_every_url_given() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("bench.sqlite3");
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let (stop, stopped) = oneshot::channel::<()>();
-    let server = tokio::spawn(async move {
-        mcp_tasks_bench::server::serve(listener, &store, Settings::default(), || {}, async {
-            let _ = stopped.await;
-        })
-        .await
-        .map_err(|err| err.to_string())
-    });
+    let serving = Serving::start(Settings::default()).await;
+    let url = serving.url.clone();
     let dead = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let dead_addr = dead.local_addr().unwrap();
     drop(dead);
@@ -220,30 +232,19 @@ async fn clients_are_spread_over_every_url_given() {
     assert!(err.to_string().contains(&dead_addr.to_string()), "{err}");
     assert_all_checked(&load::run(config(format!("{url},{dead}"), 1)).await.unwrap());
     assert_all_checked(&load::run(config(format!("{url},{url}"), 4)).await.unwrap());
-    stop.send(()).unwrap();
-    server.await.unwrap().unwrap();
+    serving.stop().await;
 }
 
 /// `Config::samples`: one line per checked call, in the order they ended, after the run's
 /// start as Unix time and a header; each call's `tools/call` answer came before its end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn samples_are_written_one_line_per_call() {
+    let serving = Serving::start(Settings::default()).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("bench.sqlite3");
     let samples = dir.path().join("samples.csv");
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let (stop, stopped) = oneshot::channel::<()>();
-    let server = tokio::spawn(async move {
-        mcp_tasks_bench::server::serve(listener, &store, Settings::default(), || {}, async {
-            let _ = stopped.await;
-        })
-        .await
-        .map_err(|err| err.to_string())
-    });
     let before = mcp_tasks_bench::server::unix_micros();
     let config = Config {
-        url,
+        url: serving.url.clone(),
         tasks: 40,
         concurrency: 4,
         mode: Mode::Block,
@@ -255,8 +256,7 @@ async fn samples_are_written_one_line_per_call() {
     };
     let report = load::run(config).await.unwrap();
     assert_eq!((report.ok, report.failures), (40, 0), "{:?}", report.first_failure);
-    stop.send(()).unwrap();
-    server.await.unwrap().unwrap();
+    serving.stop().await;
     let text = std::fs::read_to_string(&samples).unwrap();
     let mut lines = text.lines();
     let run_start: u64 = lines.next().unwrap().strip_prefix("# run_start_unix_us=").unwrap().parse().unwrap();
