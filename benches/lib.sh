@@ -1,5 +1,7 @@
-# What the benchmark scripts (run.sh, retention.sh, peers/rmcp.sh, peers/rmcp-modern.sh) share; sourced, not run.
+# What the benchmark scripts (run.sh, retention.sh, profile.sh, threads.sh, postgres.sh, ui.sh, peers/rmcp.sh, peers/rmcp-modern.sh) share; sourced, not run.
 #
+#   bench_build             builds the bench server and the load harness (release) in this
+#                           tree; target_dir: cargo's target directory
 #   bench_init PREFIX       work: a new temporary folder, removed at exit (kept when
 #                           keep_work=1); server_pid and failed reset; EXIT/INT/TERM traps
 #   stop_server             stops the server started last (SIGTERM, then waits for it)
@@ -8,6 +10,12 @@
 #   load_run FIELDS ARGS... one run of the load harness ($load) with ARGS against the server
 #                           started last; its report in $report and appended to $out as
 #                           {FIELDS,"run":REPORT}; failed=1 if a call failed; 1 if no report
+
+bench_build() {
+  echo "== building (release)" >&2
+  cargo build --release -p mcp-tasks-bench --example bench_server --bin load >&2
+  target_dir=$(cargo metadata --format-version 1 --no-deps | jq -r .target_directory)
+}
 
 bench_init() {
   work=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")

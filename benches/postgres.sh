@@ -64,9 +64,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "== building (release)" >&2
-cargo build --release -p mcp-tasks-bench --example bench_server --bin load >&2
-target_dir=$(cargo metadata --format-version 1 --no-deps | jq -r .target_directory)
+bench_build
 cp "$target_dir/release/examples/bench_server" "$target_dir/release/load" "$work/"
 
 echo "== a private PostgreSQL cluster ($pg_bin)" >&2

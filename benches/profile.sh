@@ -30,9 +30,7 @@ source "$root/benches/lib.sh"
 bench_init mcp-tasks-profile
 [[ ${PROFILE_KEEP:-0} == 1 ]] && keep_work=1
 
-echo "== building (release)" >&2
-cargo build --release -p mcp-tasks-bench --example bench_server --bin load >&2
-target_dir=$(cargo metadata --format-version 1 --no-deps | jq -r .target_directory)
+bench_build
 cp "${PROFILE_SERVER:-$target_dir/release/examples/bench_server}" "$work/bench_server"
 cp "$target_dir/release/load" "$work/"
 separate=()

@@ -37,10 +37,8 @@ bench_init mcp-tasks-retention
 out=${RETENTION_OUT:-$work/results.jsonl}
 : >"$out"
 
-echo "== building (release)" >&2
-cargo build --release -p mcp-tasks-bench --example bench_server --bin load >&2
+bench_build
 cargo build --release -p mcp-tasks-sqlite --example seed --example probe >&2
-target_dir=$(cargo metadata --format-version 1 --no-deps | jq -r .target_directory)
 bench_server=$target_dir/release/examples/bench_server
 load=$target_dir/release/load
 seed=$target_dir/release/examples/seed

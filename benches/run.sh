@@ -42,9 +42,7 @@ bench_init mcp-tasks-bench
 out=${BENCH_OUT:-$work/results.jsonl}
 : >"$out"
 
-echo "== building (release)" >&2
-cargo build --release -p mcp-tasks-bench --example bench_server --bin load >&2
-target_dir=$(cargo metadata --format-version 1 --no-deps | jq -r .target_directory)
+bench_build
 # Copied out of the shared target dir, so that a rebuild during the run does not touch them.
 cp "$target_dir/release/examples/bench_server" "$target_dir/release/load" "$work/"
 bench_server=$work/bench_server

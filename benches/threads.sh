@@ -23,9 +23,7 @@ cd "$root"
 source "$root/benches/lib.sh"
 bench_init mcp-tasks-threads
 [[ ${KEEP:-0} == 1 ]] && keep_work=1
-echo "== building (release)" >&2
-cargo build --release -p mcp-tasks-bench --example bench_server --bin load >&2
-target_dir=$(cargo metadata --format-version 1 --no-deps | jq -r .target_directory)
+bench_build
 server=${BENCH_SERVER:-$target_dir/release/examples/bench_server}
 load=$target_dir/release/load
 start ours "$server" --listen 127.0.0.1:0 --store "$work/threads.sqlite3" --inline-wait-ms 0 --sync "${BENCH_SYNC:-full}"

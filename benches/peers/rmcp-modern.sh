@@ -122,9 +122,7 @@ phase() {
 # measure_all: builds, runs every round and phase, and writes the raw results to $out.
 measure_all() {
   : >"$out"
-  echo "== building (release)" >&2
-  cargo build --release -p mcp-tasks-bench --example bench_server --bin load >&2
-  target_dir=$(cargo metadata --format-version 1 --no-deps | jq -r .target_directory)
+  bench_build
   (cd benches/peers/rmcp && CARGO_TARGET_DIR="$root/benches/peers/rmcp/target" cargo build --release --locked >&2)
   mkdir -p "$work/bin"
   cp "$target_dir/release/examples/bench_server" "$target_dir/release/load" \
