@@ -667,12 +667,16 @@ impl Samples {
 /// Writes [`Config::samples`]: one line per call, in the order the calls ended.
 fn write_samples(path: &std::path::Path, run_start: Instant, run_start_unix_us: u64, rows: &mut [(Instant, u64, u64)]) -> Result<(), LoadError> {
     rows.sort_unstable_by_key(|&(start, _, end_to_end)| start + Duration::from_micros(end_to_end));
+    // The workers start calling as they pass the barrier, which may be a moment before the run's
+    // clock is read: the times are counted from the earlier of the two, so none is cut to zero.
+    let origin = rows.iter().map(|&(start, ..)| start).min().map_or(run_start, |first| first.min(run_start));
+    let origin_unix_us = run_start_unix_us.saturating_sub(micros(run_start.duration_since(origin)));
     let mut text = String::with_capacity(rows.len() * 24);
     // The run's start as Unix time, to line the calls up with a server's logs.
-    let _ = writeln!(text, "# run_start_unix_us={run_start_unix_us}");
+    let _ = writeln!(text, "# run_start_unix_us={origin_unix_us}");
     text.push_str("start_us,create_us,end_to_end_us\n");
     for &(start, create, end_to_end) in rows.iter() {
-        let from_run = micros(start.saturating_duration_since(run_start));
+        let from_run = micros(start.duration_since(origin));
         let _ = writeln!(text, "{from_run},{create},{end_to_end}");
     }
     std::fs::write(path, text).map_err(|err| LoadError(format!("--samples {}: {err}", path.display())))
