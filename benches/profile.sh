@@ -14,7 +14,8 @@
 # (25) lines per list; PROFILE_SERVER=PATH profiles that bench_server binary instead of the
 # one built from this tree (an earlier build kept aside, to count both sides of a change);
 # PROFILE_THREADS=1 counts each thread apart (the Tokio worker, the SQLite writer) and lists
-# each busy thread's costliest functions.
+# each busy thread's costliest functions; PROFILE_ARGS="--early on" passes more arguments
+# to the server.
 set -euo pipefail
 
 mode=${1:-block}
@@ -35,9 +36,10 @@ cp "${PROFILE_SERVER:-$target_dir/release/examples/bench_server}" "$work/bench_s
 cp "$target_dir/release/load" "$work/"
 separate=()
 [[ ${PROFILE_THREADS:-0} == 1 ]] && separate=(--separate-threads=yes)
+read -ra extra <<<"${PROFILE_ARGS:-}"
 
 start ours valgrind --tool=callgrind "${separate[@]}" --instr-atstart=no --callgrind-out-file="$work/callgrind.out" \
-  "$work/bench_server" --listen 127.0.0.1:0 --store "$work/profile.sqlite3" --inline-wait-ms 0
+  "$work/bench_server" --listen 127.0.0.1:0 --store "$work/profile.sqlite3" --inline-wait-ms 0 "${extra[@]}"
 echo "== serving $url under callgrind (pid $server_pid)" >&2
 "$work/load" --url "$url" --tasks 200 --concurrency "$concurrency" --mode "$mode" --tool noop >/dev/null
 callgrind_control --instr=on "$server_pid" >/dev/null

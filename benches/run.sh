@@ -18,7 +18,10 @@
 # BENCH_CONCURRENCY ("1 8 32 128"), BENCH_MODES
 # ("poll block plain modern"), BENCH_SLEEP_MS (20), BENCH_SLEEP_TASKS (500) and BENCH_SLEEP_C (8)
 # for the lag run, BENCH_SYNC (full; "normal" measures our server without an fsync per
-# commit, for comparison only), BENCH_PEER (1; 0 skips the TS peer), BENCH_RMCP (1; 0 skips the
+# commit, for comparison only), BENCH_EARLY (on: `noop` is declared as work with no effect
+# outside its result, so it starts while its task's creation commits and a lifecycle is one
+# commit; "off" measures the path of a tool without that declaration, as every tool of
+# `mcp-tasks serve` is), BENCH_PEER (1; 0 skips the TS peer), BENCH_RMCP (1; 0 skips the
 # rmcp peer, which is built on first use: its own Cargo project), BENCH_NODE (the Node 22 binary),
 # BENCH_OUT (a file for the raw JSON lines; default: in the temporary directory).
 # Exit status: non-zero if any call failed its check or a server did not start.
@@ -115,8 +118,9 @@ run() {
 
 # `--inline-wait-ms 0`: a 2026-07-28 call is a task at once (the `modern` lifecycle: a
 # CreateTaskResult, then tasks/get), as the rmcp peer's are; 2025-11-25 calls are unaffected.
+echo "== ours: --sync ${BENCH_SYNC:-full}, noop started before its commit: ${BENCH_EARLY:-on}" >&2
 start_logged ours "$bench_server" --listen 127.0.0.1:0 --store "$work/bench.sqlite3" --sync "${BENCH_SYNC:-full}" \
-  --inline-wait-ms 0
+  --inline-wait-ms 0 --early "${BENCH_EARLY:-on}"
 measure ours "poll block plain modern"
 stop_server
 

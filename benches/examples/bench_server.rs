@@ -5,8 +5,14 @@
 //!
 //! ```text
 //! cargo run --release --example bench_server -- --listen 127.0.0.1:PORT --store PATH|postgres://…
-//!     [--sync full|normal] [--inline-wait-ms MS]
+//!     [--sync full|normal] [--inline-wait-ms MS] [--early on|off]
 //! ```
+//!
+//! `noop` is declared as work with no effect outside its result
+//! (`ToolDef::start_before_commit`): its work starts while its task's creation commits, and
+//! when it ends first (as it does under load) the lifecycle is one row and one commit.
+//! `--early off` takes that declaration away: the path of every tool of `mcp-tasks serve`
+//! (work started once the creation is answered, its outcome a second commit).
 //!
 //! `--inline-wait-ms` sets how long a 2026-07-28 call of an optional tool waits to answer
 //! inline before it becomes a task (default: the server's, 1000); `0` makes every call of a
@@ -46,7 +52,7 @@ async fn serve() -> ExitCode {
     let mut listen = String::from("127.0.0.1:0");
     let mut store: Option<PathBuf> = None;
     let mut synchronous = Synchronous::Full;
-    let mut settings = Settings::default();
+    let mut settings = Settings { early: true, ..Settings::default() };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match (arg.as_str(), args.next()) {
@@ -57,9 +63,10 @@ async fn serve() -> ExitCode {
             ("--inline-wait-ms", Some(value)) if value.parse::<u64>().is_ok() => {
                 settings.inline_wait = value.parse().ok().map(Duration::from_millis);
             }
+            ("--early", Some(value)) if value == "on" || value == "off" => settings.early = value == "on",
             _ => {
                 eprintln!(
-                    "usage: bench_server --listen ADDR --store PATH|postgres://… [--sync full|normal] [--inline-wait-ms MS]"
+                    "usage: bench_server --listen ADDR --store PATH|postgres://… [--sync full|normal] [--inline-wait-ms MS] [--early on|off]"
                 );
                 return ExitCode::from(2);
             }

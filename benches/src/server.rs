@@ -55,6 +55,9 @@ pub struct Settings {
     /// 2026-07-28: how long a call of an optional tool waits to answer inline before it is
     /// a task (`None`: the server's default; zero: a task at once).
     pub inline_wait: Option<Duration>,
+    /// Whether `noop`'s work starts before its task's creation commits
+    /// ([`ToolDef::start_before_commit`]): one commit per lifecycle instead of two.
+    pub early: bool,
 }
 
 /// The server with tools `noop` and `sleep` over `engine`.
@@ -68,7 +71,8 @@ pub fn server(engine: Engine, settings: Settings) -> Result<Server, BuildError> 
         json!({"type": "object"}),
         handler_fn(|_, _| async { Outcome::Result(text(NOOP_TEXT.to_owned())) }),
     )
-    .task_mode(TaskMode::Optional);
+    .task_mode(TaskMode::Optional)
+    .start_before_commit(settings.early);
     let sleep = ToolDef::new(
         "sleep",
         "Sleeps `ms` milliseconds, then answers with the time it finished (unix µs)",

@@ -146,6 +146,7 @@ async fn every_mode_checks_every_result_against_the_bench_server() {
 async fn the_modern_lifecycle_makes_every_call_a_task_with_no_inline_wait() {
     let at_once = Settings {
         inline_wait: Some(Duration::ZERO),
+        early: false,
     };
     let runs = [
         (Mode::Modern, Tool::Noop, false),
@@ -164,6 +165,24 @@ async fn the_modern_lifecycle_makes_every_call_a_task_with_no_inline_wait() {
     let json = reports[0].json();
     assert_eq!(json["mode"], "modern");
     assert!(json["first_task_id"].as_str().is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn noop_started_before_its_commit_passes_every_lifecycle_check_in_both_eras() {
+    // The bench server as `benches/run.sh` runs it: `noop` declared `start_before_commit`.
+    let early = Settings { inline_wait: Some(Duration::ZERO), early: true };
+    let runs = [
+        (Mode::Poll, Tool::Noop, false),
+        (Mode::Block, Tool::Noop, false),
+        (Mode::Block, Tool::Noop, true),
+        (Mode::Modern, Tool::Noop, false),
+    ];
+    let reports = against(early, &runs).await;
+    for report in &reports {
+        assert_all_checked(report);
+    }
+    assert!(reports[0].gets_per_task.is_some_and(|gets| gets >= 1.0));
+    assert!(reports[3].first_task_id.is_some(), "every 2026-07-28 call was a task");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

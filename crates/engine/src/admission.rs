@@ -91,6 +91,9 @@ impl Running {
 pub(crate) struct Work {
     /// Tasks, from creation (or a retry's start) until their work ends or is stopped.
     pub(crate) tasks: FastMap<TaskId, Running>,
+    /// Tasks whose work started before their creation committed and whose requestor has
+    /// not been answered yet: [`Engine::start`] opens their gate ([`crate::early`]).
+    pub(crate) early: FastMap<TaskId, std::sync::Arc<crate::early::Early>>,
     /// Plain calls in progress, by principal (never zero: an entry leaves at zero).
     pub(crate) plain: FastMap<Principal, usize>,
     /// Creations admitted under [`Policy::max_retained_per_principal`] whose insert has not

@@ -21,7 +21,7 @@ use crate::fast::{FastMap, FastSet};
 use crate::input::InputWaiters;
 use crate::run::Registered;
 use crate::slots::Slots;
-use crate::store::{Inserted, Lease, ListQuery, NodeId, Origin, StoreError, TaskStore, Update};
+use crate::store::{EarlyEnding, Inserted, Lease, ListQuery, NodeId, Origin, StoreError, TaskStore, Update};
 use crate::task::{Event, IdempotencyKey, InputKind, Principal, TaskId, TaskRecord, TaskState, Timestamp, Version};
 use crate::trace::TraceContext;
 use crate::work::{Progress, ToolRuntime};
@@ -392,11 +392,39 @@ impl Engine {
             Lease { node: self.inner.node.clone(), until: Timestamp(i64::MIN) }
         };
         let inserting = self.admit_task(&record, adopting).await?;
-        let inserted = self
-            .inner
-            .store
-            .insert_claimed(&record, &lease, policy.max_retained_per_principal, new.origin.as_ref())
-            .await;
+        // A tool that lets its work start before the creation commits: started now, and an
+        // outcome that comes before the insert runs goes in with it.
+        let early = if runs_work && adopting.is_none() { self.start_early(&record) } else { None };
+        let (inserted, merged) = match &early {
+            None => {
+                let inserted = self
+                    .inner
+                    .store
+                    .insert_claimed(&record, &lease, policy.max_retained_per_principal, new.origin.as_ref())
+                    .await;
+                (inserted, None)
+            }
+            Some(early) => {
+                let ending: Arc<dyn EarlyEnding> = Arc::clone(early) as Arc<dyn EarlyEnding>;
+                match self
+                    .inner
+                    .store
+                    .insert_claimed_early(&record, &lease, policy.max_retained_per_principal, new.origin.as_ref(), ending)
+                    .await
+                {
+                    Ok((inserted, merged)) => (Ok(inserted), merged),
+                    Err(err) => (Err(err), None),
+                }
+            }
+        };
+        let committed = Instant::now();
+        if let Some(early) = &early {
+            if matches!(inserted, Ok(Inserted::New)) {
+                early.committed(merged, committed);
+            } else {
+                self.abandon_early(&record.id, early);
+            }
+        }
         drop(inserting);
         if !matches!(inserted, Ok(Inserted::New)) && adopting.is_none() {
             self.release_place(&crate::store::PlaceHolder::Task(record.id.clone())).await;

@@ -12,6 +12,8 @@
 //! - `admission`: the [`Policy`] and its limits on the work running in this process (and, on
 //!   a shared store, across its nodes: running places in the store).
 //! - `run`: starting a task's work, recording its end, plain calls, the tools' slots.
+//! - `early`: work started before its task's creation commits, its outcome written with the
+//!   creation and its effects held back until the creation is answered.
 //! - `adopt`: a running plain call handed off to a task ([`Engine::adopt`], [`TaskLink`]).
 //! - `input`: input requests of the work and their answers.
 //! - `maintenance`: the rescuer ([`Engine::rescue_once`]), restart recovery
@@ -69,6 +71,7 @@ mod admission;
 mod adopt;
 mod claims;
 mod clock;
+mod early;
 mod engine;
 mod error;
 mod fast;
@@ -97,7 +100,7 @@ pub use local::{LocalPlaces, LocalSessions};
 pub use maintenance::{Recovery, Sweep};
 pub use process::{KeptGroup, Leftover, ProcessGroup, TASK_ID_ENV};
 pub use store::{
-    Answer, BrowseQuery, Cursor, HistoryEntry, Inserted, Lease, ListQuery, NodeId, Origin, Place, PlaceHolder, RunningLimits,
+    Answer, BrowseQuery, Cursor, EarlyEnding, HistoryEntry, Inserted, Lease, ListQuery, NodeId, Origin, Place, PlaceHolder, RunningLimits,
     SessionRecord, StoreError, TaskStore, Update,
 };
 pub use task::{

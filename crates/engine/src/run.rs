@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use crate::admission::{CallPlace, PlainCall, Running};
+use crate::early::Early;
 use crate::engine::{CANCELLED_MESSAGE, Engine};
 use crate::error::{EngineError, WorkError};
 use crate::slots::{Entry, Permit, Slots};
@@ -80,7 +81,16 @@ impl Engine {
     ///
     /// # Errors
     /// [`EngineError::UnknownTool`] if the task's tool is not registered.
+    ///
+    /// A task whose work started before its creation committed
+    /// ([`ToolRuntime::start_before_commit`]) is not started again: what its work showed
+    /// meanwhile (its outcome too, if it ended) is published now, and from now on as it comes.
     pub fn start(&self, task: &TaskRecord) -> Result<(), EngineError> {
+        let early = self.work().early.remove(&task.id);
+        if let Some(early) = early {
+            early.open(self);
+            return Ok(());
+        }
         let Registered { runtime, slots } =
             self.registered(&task.tool).ok_or_else(|| EngineError::UnknownTool(task.tool.clone()))?;
         if task.attempt == 0 {
@@ -93,7 +103,54 @@ impl Engine {
         let running = Running { claimed: true, ..Running::new(task.attempt, task.owner.clone(), cancel.clone()) };
         self.work().tasks.insert(task.id.clone(), running);
         let entry = slots.map(|slots| (slots.enter(), slots.size()));
-        let ctx = Context::for_task(self.clone(), task, cancel);
+        self.spawn_work(task, runtime, entry, cancel, None);
+        Ok(())
+    }
+
+    /// Starts the work of new task `task`, admitted and about to be inserted, before its
+    /// insert commits, if its tool lets it ([`ToolRuntime::start_before_commit`]) and nothing
+    /// forbids it: no idempotency key (a keyed call must never run twice), this node runs
+    /// the work, the store is not shared, and the tool has no slots (whose queue order is
+    /// that of [`Engine::start`]). The [`Early`] returned goes to the insert
+    /// ([`TaskStore::insert_claimed_early`](crate::TaskStore::insert_claimed_early)).
+    pub(crate) fn start_early(&self, task: &TaskRecord) -> Option<Arc<Early>> {
+        if task.idempotency_key.is_some() || task.attempt == 0 || self.inner.store.shared() {
+            return None;
+        }
+        let Registered { runtime, slots } = self.registered(&task.tool)?;
+        if !runtime.start_before_commit || slots.is_some() {
+            return None;
+        }
+        let early = {
+            let mut work = self.work();
+            // Admitted: the place `admit_task` reserved, with the token the work stops by.
+            let cancel = work.tasks.get(&task.id).filter(|run| run.attempt == task.attempt)?.cancel.clone();
+            let early = Arc::new(Early::new(task.id.clone(), task.owner.clone(), task.attempt, cancel));
+            work.early.insert(task.id.clone(), Arc::clone(&early));
+            early
+        };
+        self.spawn_work(task, runtime, None, early.cancel().clone(), Some(Arc::clone(&early)));
+        Some(early)
+    }
+
+    /// The creation of a task whose work started early ([`Engine::start_early`]) failed:
+    /// its work stops, and nothing of it is ever shown.
+    pub(crate) fn abandon_early(&self, id: &TaskId, early: &Early) {
+        self.work().early.remove(id);
+        early.refuse();
+    }
+
+    /// Runs the work of `task` in a Tokio task of its own: its turn in the tool's queue
+    /// (`entry`), the handler, and the outcome recorded.
+    fn spawn_work(
+        &self,
+        task: &TaskRecord,
+        runtime: ToolRuntime,
+        entry: Option<(Entry, u32)>,
+        cancel: CancellationToken,
+        early: Option<Arc<Early>>,
+    ) {
+        let ctx = Context::for_task(self.clone(), task, cancel, early.clone());
         let engine = self.clone();
         let (id, attempt, arguments) = (task.id.clone(), task.attempt, task.arguments.clone());
         let (tool, error_result_fails) = (task.tool.clone(), task.error_result_fails);
@@ -159,9 +216,12 @@ impl Engine {
                 tracing::warn!(task = %id, error = %err, "could not give up the tool's slot");
             }
             let cancel_requested = engine.forget(&id, attempt);
-            engine.finish(&id, attempt, Ending { outcome, reported_failure, cancel_requested }).await;
+            let ending = Ending { outcome, reported_failure, cancel_requested };
+            match early {
+                None => engine.finish(&id, attempt, ending).await,
+                Some(early) => engine.finish_early(&early, &id, attempt, ending).await,
+            }
         }.instrument(span));
-        Ok(())
     }
 
     /// Runs a plain (non-task) call of `tool` for `owner` and returns its outcome. The call
@@ -203,11 +263,29 @@ impl Engine {
     /// is already terminal (cancelled meanwhile), keeps what it has; an attempt whose claim
     /// this node lost writes nothing.
     pub(crate) async fn finish(&self, id: &TaskId, attempt: u32, ending: Ending) {
+        let (event, message) = ending.event();
+        self.finish_with(id, attempt, event, message).await;
+    }
+
+    /// [`Engine::finish`] of work started before its creation committed: an ending that
+    /// comes before the insert runs goes in with it; a later one is written on its own once
+    /// the creation is answered; after a failed creation nothing is written.
+    async fn finish_early(&self, early: &Early, id: &TaskId, attempt: u32, ending: Ending) {
+        let (event, message) = ending.event();
+        let Err((event, message)) = early.offer(event, message, self.inner.clock.now()) else {
+            return;
+        };
+        if early.opened().await {
+            self.finish_with(id, attempt, event, message).await;
+        }
+    }
+
+    /// Records `event` (with status `message`) as the end of attempt `attempt` of task `id`.
+    async fn finish_with(&self, id: &TaskId, attempt: u32, event: Event, message: Option<String>) {
         if self.work().lost.remove(&(id.clone(), attempt)) {
             tracing::info!(task = %id, attempt, "work ended after this node lost its claim; nothing written");
             return;
         }
-        let (event, message) = ending.event();
         let _finishing = self.finishing(id);
         // The outcome is the one thing the requestor waits for: a store that fails (a
         // database restarting, a connection cut) is tried again, backing off, until the write
@@ -312,7 +390,12 @@ impl Engine {
             Some(running) if running.attempt == attempt => running.owner.clone(),
             _ => return,
         };
-        let _ = self.inner.outputs.send(crate::engine::Output { id: id.clone(), owner, text: text.into() });
+        self.send_output(crate::engine::Output { id: id.clone(), owner, text: text.into() });
+    }
+
+    /// Sends `output` to the subscribers of the output feed (none is fine).
+    pub(crate) fn send_output(&self, output: crate::engine::Output) {
+        let _ = self.inner.outputs.send(output);
     }
 }
 

@@ -200,6 +200,30 @@ pub trait TaskStore: Send + Sync + 'static {
         origin: Option<&Origin>,
     ) -> Result<Inserted, StoreError>;
 
+    /// [`TaskStore::insert_claimed`] of a task whose work started before this insert
+    /// ([`ToolRuntime::start_before_commit`](crate::ToolRuntime::start_before_commit)). When
+    /// the insert runs, [`EarlyEnding::take`] gives the work's outcome if it ended first: the
+    /// row written is then `task` with that update (its version one up), in the same
+    /// commit, and its status history the same as if the two had been written one after the
+    /// other. Returns the record written with the outcome in, if it was.
+    ///
+    /// The default takes the outcome away first (none goes in) and inserts `task` alone: the
+    /// outcome is then written on its own, as it would be without this method.
+    ///
+    /// # Errors
+    /// As [`TaskStore::insert_claimed`].
+    async fn insert_claimed_early(
+        &self,
+        task: &TaskRecord,
+        lease: &Lease,
+        max_retained: u64,
+        origin: Option<&Origin>,
+        ending: Arc<dyn EarlyEnding>,
+    ) -> Result<(Inserted, Option<Arc<TaskRecord>>), StoreError> {
+        drop(ending.take());
+        Ok((self.insert_claimed(task, lease, max_retained, origin).await?, None))
+    }
+
     /// Takes unfinished task `id` over for `lease`, if its claim is absent or lapsed at `now`
     /// (its lease ends at or before `now`) and its attempt is still `attempt`: the claim
     /// becomes `lease`, the attempt is bumped (the fencing token: every write the previous
@@ -591,6 +615,15 @@ pub enum Inserted {
     /// Nothing was written: the owner's retained task with the same idempotency key, as it
     /// stands.
     Existing(TaskRecord),
+}
+
+/// The outcome of a task's work that may have ended before the task's insert ran
+/// ([`TaskStore::insert_claimed_early`]).
+pub trait EarlyEnding: Send + Sync {
+    /// Called once, by the insert, inside its transaction: the update the work's ending
+    /// makes to the new task (from `working`, version 1), if the work ended first. After this
+    /// call no ending goes in with the insert: a later one is written on its own.
+    fn take(&self) -> Option<Update>;
 }
 
 /// The new values written by [`TaskStore::replace`].

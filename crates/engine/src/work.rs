@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::early::{Deferred, Early};
 use crate::engine::Engine;
 use crate::error::{InputError, WorkError};
 use crate::process::ProcessGroup;
@@ -62,6 +63,9 @@ pub struct ToolRuntime {
     /// restarts interrupted on its last attempt fails instead of running again (0 counts
     /// as 1). Ignored with [`RestartPolicy::Fail`].
     pub max_attempts: u32,
+    /// Whether the handler may start before its task's creation commits (see
+    /// [`ToolRuntime::start_before_commit`]).
+    pub start_before_commit: bool,
 }
 
 impl ToolRuntime {
@@ -81,6 +85,7 @@ impl ToolRuntime {
             on_restart: RestartPolicy::default(),
             max_concurrent: None,
             max_attempts: Self::DEFAULT_MAX_ATTEMPTS,
+            start_before_commit: false,
         }
     }
 
@@ -95,6 +100,22 @@ impl ToolRuntime {
     #[must_use]
     pub fn max_concurrent(mut self, limit: impl Into<Option<u32>>) -> ToolRuntime {
         self.max_concurrent = limit.into();
+        self
+    }
+
+    /// Lets the handler start while its task's creation is still being committed, rather
+    /// than after (the default: `false`). For work with no effect outside its result (a
+    /// computation, a lookup), which a creation that fails (a full disk) may waste but never
+    /// regret: then the work runs, is stopped, and its outcome is forgotten. Work that ends
+    /// before the creation's insert runs has its outcome written with it, in one row and
+    /// one commit instead of two, so a quick tool's task is done when its id is answered.
+    /// Whatever the work shows of its task (its outcome, progress, output, status, input
+    /// requests, checkpoints) is held back until the creation is committed and answered.
+    /// Ignored for a tool with [`ToolRuntime::max_concurrent`], for a call with an
+    /// idempotency key (which must never run twice) and on a shared store.
+    #[must_use]
+    pub fn start_before_commit(mut self, early: bool) -> ToolRuntime {
+        self.start_before_commit = early;
         self
     }
 
@@ -157,8 +178,9 @@ pub struct Context {
 
 #[derive(Clone)]
 enum Reporter {
-    /// Reports become task changes in the engine, fenced by the attempt.
-    Task { engine: Engine, id: TaskId, attempt: u32 },
+    /// Reports become task changes in the engine, fenced by the attempt; held back until
+    /// the creation is answered when the work started before it committed (`early`).
+    Task { engine: Engine, id: TaskId, attempt: u32, early: Option<Arc<Early>> },
     /// A plain call: progress goes straight to the caller, status messages nowhere.
     Direct(Option<Arc<dyn ClientLink>>),
 }
@@ -170,9 +192,18 @@ impl Context {
         Context { cancel, reporter: Reporter::Direct(link), trace: None }
     }
 
-    pub(crate) fn for_task(engine: Engine, task: &TaskRecord, cancel: CancellationToken) -> Context {
-        let reporter = Reporter::Task { engine, id: task.id.clone(), attempt: task.attempt };
+    pub(crate) fn for_task(engine: Engine, task: &TaskRecord, cancel: CancellationToken, early: Option<Arc<Early>>) -> Context {
+        let reporter = Reporter::Task { engine, id: task.id.clone(), attempt: task.attempt, early };
         Context { cancel, reporter, trace: task.trace.clone() }
+    }
+
+    /// For work started before its creation committed: waits until the creation is
+    /// answered; `false` if it failed (the task does not exist, the work is stopped).
+    async fn answered(&self) -> bool {
+        match &self.reporter {
+            Reporter::Task { early: Some(early), .. } => early.opened().await,
+            _ => true,
+        }
     }
 
     /// The W3C trace context the task was created with ([`TaskRecord::trace`]); `None` for a
@@ -220,7 +251,16 @@ impl Context {
             return;
         }
         match &self.reporter {
-            Reporter::Task { engine, id, attempt } => engine.report_progress(id, *attempt, progress),
+            Reporter::Task { engine, id, attempt, early } => {
+                let progress = match early {
+                    Some(early) => match early.defer(Deferred::Progress(progress)) {
+                        Some(Deferred::Progress(progress)) => progress,
+                        _ => return,
+                    },
+                    None => progress,
+                };
+                engine.report_progress(id, *attempt, progress);
+            }
             Reporter::Direct(Some(link)) => link.progress(progress),
             Reporter::Direct(None) => {}
         }
@@ -278,7 +318,10 @@ impl Context {
                 }
             }
             Reporter::Direct(None) => Err(WorkError::NoClient { kind, name: kind.to_string() }.into()),
-            Reporter::Task { engine, id, attempt } => {
+            Reporter::Task { engine, id, attempt, .. } => {
+                if !self.answered().await {
+                    return Err(WorkError::CallCancelled.into());
+                }
                 let request = InputRequest { kind, params };
                 engine.ask(id, *attempt, key, request, &self.cancel).await
             }
@@ -319,12 +362,13 @@ impl Context {
         if self.cancel.is_cancelled() || text.is_empty() {
             return;
         }
-        if let Reporter::Task {
-            engine,
-            id,
-            attempt,
-        } = &self.reporter
-        {
+        if let Reporter::Task { engine, id, attempt, early } = &self.reporter {
+            if let Some(early) = early {
+                if let Some(Deferred::Output(text)) = early.defer(Deferred::Output(text.to_owned())) {
+                    engine.report_output(id, *attempt, &text);
+                }
+                return;
+            }
             engine.report_output(id, *attempt, text);
         }
     }
@@ -335,7 +379,8 @@ impl Context {
         if self.cancel.is_cancelled() {
             return;
         }
-        if let Reporter::Task { engine, id, attempt } = &self.reporter
+        if let Reporter::Task { engine, id, attempt, .. } = &self.reporter
+            && self.answered().await
             && let Err(err) = engine.set_status_message(id, *attempt, message.into()).await
         {
             tracing::warn!(task = %id, error = %err, "could not store status message");
@@ -351,9 +396,12 @@ impl Context {
     /// [`Context::checkpointed`] and resumes from it. Keep it small: it is one column of
     /// the task's row.
     pub async fn checkpoint(&self, checkpoint: Value) -> bool {
-        let Reporter::Task { engine, id, attempt } = &self.reporter else {
+        let Reporter::Task { engine, id, attempt, .. } = &self.reporter else {
             return false;
         };
+        if !self.answered().await {
+            return false;
+        }
         match engine.inner.store.set_checkpoint(id, *attempt, &checkpoint).await {
             Ok(written) => written,
             Err(err) => {
@@ -370,6 +418,9 @@ impl Context {
         let Reporter::Task { engine, id, .. } = &self.reporter else {
             return None;
         };
+        if !self.answered().await {
+            return None;
+        }
         engine.inner.store.checkpoint(id).await.unwrap_or_else(|err| {
             tracing::warn!(task = %id, error = %err, "could not read the task's checkpoint");
             None
@@ -382,6 +433,7 @@ impl Context {
     /// (they are not recovered).
     pub async fn process_started(&self, group: ProcessGroup) {
         if let Reporter::Task { engine, id, .. } = &self.reporter
+            && self.answered().await
             && let Err(err) = engine.inner.store.set_process_group(id, &group).await
         {
             tracing::warn!(task = %id, error = %err, "could not record the task's process group");

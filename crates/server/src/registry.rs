@@ -162,6 +162,15 @@ impl ToolDef {
         self.runtime.max_attempts = attempts;
         self
     }
+
+    /// Lets a task's work start while its creation is still being committed, for work with
+    /// no effect outside its result: a quick tool's task is then one row and one commit,
+    /// done when its id is answered ([`ToolRuntime::start_before_commit`]).
+    #[must_use]
+    pub fn start_before_commit(mut self, early: bool) -> ToolDef {
+        self.runtime.start_before_commit = early;
+        self
+    }
 }
 
 /// A registered tool with its compiled `inputSchema`.

@@ -39,7 +39,7 @@ use rusqlite::{Connection, OptionalExtension, Row, Statement, params};
 use tokio::sync::{Semaphore, broadcast, oneshot};
 
 use mcp_tasks_engine::{
-    Answer, BrowseQuery, FastSet, HistoryEntry, IdempotencyKey, Inserted, KeptGroup, Lease, ListQuery, LocalPlaces, LocalSessions, Origin,
+    Answer, BrowseQuery, EarlyEnding, FastSet, HistoryEntry, IdempotencyKey, Inserted, KeptGroup, Lease, ListQuery, LocalPlaces, LocalSessions, Origin,
     Place, PlaceHolder, Principal, ProcessGroup, RunningLimits, SessionRecord, Status, StoreError, TaskId, TaskRecord,
     TaskStore, Timestamp, TraceContext, Update, Version,
 };
@@ -443,6 +443,99 @@ impl SqliteStore {
     fn publish_shared(&self, task: Arc<TaskRecord>) {
         let _ = self.inner.feed.send(task);
     }
+}
+
+impl SqliteStore {
+    /// [`TaskStore::insert_claimed`], with the early ending of
+    /// [`TaskStore::insert_claimed_early`] if there is one.
+    async fn insert_claimed_with(
+        &self,
+        task: &TaskRecord,
+        lease: &Lease,
+        max_retained: u64,
+        origin: Option<&Origin>,
+        ending: Option<Arc<dyn EarlyEnding>>,
+    ) -> Result<(Inserted, Option<Arc<TaskRecord>>), StoreError> {
+        let mut row = NewRow::from_record(task).map_err(StoreError::backend)?;
+        // The claim and the origin go in with the row: one statement, not three.
+        row.claim = Some((lease.node.as_str().to_owned(), lease.until.0));
+        row.origin = origin.cloned();
+        // One copy, shared by the cache and the change feed.
+        let record = Arc::new(task.clone());
+        let (written, owner) = (Arc::clone(&record), task.owner.clone());
+        let key = task
+            .idempotency_key
+            .as_ref()
+            .map(|key| key.as_str().to_owned());
+        let limit = i64::try_from(max_retained).unwrap_or(i64::MAX);
+        let inserted = self
+            .write(move |conn| {
+                let conn: &mut Tx<'_, '_> = conn;
+                let mut row = row;
+                // On the one writer thread the count, the insert and the claim are atomic,
+                // and the next insert of the batch sees this one counted.
+                if let Some(key) = &key {
+                    let holder = conn
+                        .prepare_cached(&format!(
+                            "SELECT {COLUMNS} FROM tasks WHERE owner = ?1 AND idempotency_key = ?2"
+                        ))
+                        .and_then(|mut stmt| {
+                            stmt.query_row(params![owner.as_str(), key], read_record)
+                                .optional()
+                        })
+                        .map_err(StoreError::backend)?;
+                    if let Some(existing) =
+                        holder.filter(|holder| holder.retained_at(Timestamp(row.created_at)))
+                    {
+                        return Ok((Inserted::Existing(existing), None));
+                    }
+                }
+                let retained: i64 = conn
+                    .prepared
+                    .query_row(Sql::CountOf, [owner.as_str()], |row| row.get(0))
+                    .map_err(StoreError::backend)?
+                    .unwrap_or(0);
+                if retained >= limit {
+                    return Err(StoreError::Full {
+                        owner,
+                        retained: u64::try_from(retained).unwrap_or(0),
+                    });
+                }
+                // Work that started early and ended while this insert waited: its outcome
+                // goes in with the row, as the replace that would have followed writes it.
+                let (written, merged) = match ending.as_ref().and_then(|ending| ending.take()) {
+                    None => (written, None),
+                    Some(update) => {
+                        let ended = Arc::new(ended_early(&written, update));
+                        row.end_early(&ended).map_err(StoreError::backend)?;
+                        (Arc::clone(&ended), Some(ended))
+                    }
+                };
+                let inserted = insert_keyed(conn, &row, written)?;
+                if inserted == Inserted::New {
+                    conn.counted(owner, u64::try_from(retained).unwrap_or(0).saturating_add(1));
+                }
+                Ok((inserted, merged))
+            })
+            .await?;
+        if inserted.0 == Inserted::New {
+            // The creation as it was made: the outcome written with it is published by the
+            // engine once the creation is answered.
+            self.publish_shared(record);
+        }
+        Ok(inserted)
+    }
+}
+
+/// `created` (a new task, version 1) as `update`, the ending of its early work, leaves it.
+fn ended_early(created: &TaskRecord, update: Update) -> TaskRecord {
+    let mut ended = TaskRecord::clone(created);
+    ended.state = update.state;
+    ended.status_message = update.status_message;
+    ended.updated_at = update.updated_at;
+    ended.attempt = update.attempt;
+    ended.version = Version(created.version.0 + 1);
+    ended
 }
 
 /// The error of a write whose writer thread is gone (it panicked).
@@ -1314,61 +1407,21 @@ impl TaskStore for SqliteStore {
         max_retained: u64,
         origin: Option<&Origin>,
     ) -> Result<Inserted, StoreError> {
-        let mut row = NewRow::from_record(task).map_err(StoreError::backend)?;
-        // The claim and the origin go in with the row: one statement, not three.
-        row.claim = Some((lease.node.as_str().to_owned(), lease.until.0));
-        row.origin = origin.cloned();
-        // One copy, shared by the cache and the change feed.
-        let record = Arc::new(task.clone());
-        let (written, owner) = (Arc::clone(&record), task.owner.clone());
-        let key = task
-            .idempotency_key
-            .as_ref()
-            .map(|key| key.as_str().to_owned());
-        let limit = i64::try_from(max_retained).unwrap_or(i64::MAX);
-        let inserted = self
-            .write(move |conn| {
-                let conn: &mut Tx<'_, '_> = conn;
-                // On the one writer thread the count, the insert and the claim are atomic,
-                // and the next insert of the batch sees this one counted.
-                if let Some(key) = &key {
-                    let holder = conn
-                        .prepare_cached(&format!(
-                            "SELECT {COLUMNS} FROM tasks WHERE owner = ?1 AND idempotency_key = ?2"
-                        ))
-                        .and_then(|mut stmt| {
-                            stmt.query_row(params![owner.as_str(), key], read_record)
-                                .optional()
-                        })
-                        .map_err(StoreError::backend)?;
-                    if let Some(existing) =
-                        holder.filter(|holder| holder.retained_at(Timestamp(row.created_at)))
-                    {
-                        return Ok(Inserted::Existing(existing));
-                    }
-                }
-                let retained: i64 = conn
-                    .prepared
-                    .query_row(Sql::CountOf, [owner.as_str()], |row| row.get(0))
-                    .map_err(StoreError::backend)?
-                    .unwrap_or(0);
-                if retained >= limit {
-                    return Err(StoreError::Full {
-                        owner,
-                        retained: u64::try_from(retained).unwrap_or(0),
-                    });
-                }
-                let inserted = insert_keyed(conn, &row, written)?;
-                if inserted == Inserted::New {
-                    conn.counted(owner, u64::try_from(retained).unwrap_or(0).saturating_add(1));
-                }
-                Ok(inserted)
-            })
-            .await?;
-        if inserted == Inserted::New {
-            self.publish_shared(record);
-        }
-        Ok(inserted)
+        self.insert_claimed_with(task, lease, max_retained, origin, None).await.map(|(inserted, _)| inserted)
+    }
+
+    /// The ending is taken inside the insert's write, on the writer thread: an ending that
+    /// comes while the insert waits in the queue (most of a quick tool's, under load) goes
+    /// in with it, and the lifecycle is one row written and one commit.
+    async fn insert_claimed_early(
+        &self,
+        task: &TaskRecord,
+        lease: &Lease,
+        max_retained: u64,
+        origin: Option<&Origin>,
+        ending: Arc<dyn EarlyEnding>,
+    ) -> Result<(Inserted, Option<Arc<TaskRecord>>), StoreError> {
+        self.insert_claimed_with(task, lease, max_retained, origin, Some(ending)).await
     }
 
     async fn claim(
@@ -1918,6 +1971,9 @@ struct NewRow {
     claim: Option<(String, i64)>,
     /// Where the task came from; `None`: unrecorded.
     origin: Option<Origin>,
+    /// The row is a new task with the outcome of its early work in ([`NewRow::end_early`]):
+    /// its creation entry is still the usual one.
+    ended_early: bool,
 }
 
 impl NewRow {
@@ -1944,7 +2000,23 @@ impl NewRow {
             tracestate: task.trace.as_ref().and_then(TraceContext::tracestate).map(str::to_owned),
             claim: None,
             origin: None,
+            ended_early: false,
         })
+    }
+
+    /// The row of a new task becomes that of `ended`, the task as its early work's ending
+    /// left it (one version later). Its status history reads as if the creation and the
+    /// ending had been written one after the other: the usual creation entry from the row,
+    /// and the finished row itself (no `task_history` row, as for any usual lifecycle).
+    fn end_early(&mut self, ended: &TaskRecord) -> rusqlite::Result<()> {
+        self.ended_early = self.creation_in_row();
+        self.status = ended.status().as_str();
+        self.state = to_json(&ended.state)?;
+        self.status_message.clone_from(&ended.status_message);
+        self.updated_at = ended.updated_at.0;
+        self.attempt = ended.attempt;
+        self.version = to_i64(ended.version.0)?;
+        Ok(())
     }
 }
 
@@ -1967,7 +2039,11 @@ impl NewRow {
     /// Whether the row's creation entry is the usual one, (1, `created_at`, `working`, no
     /// message), which `history` reads from the row instead of `task_history` (0014).
     fn creation_in_row(&self) -> bool {
-        self.version == 1 && self.status == Status::Working.as_str() && self.status_message.is_none() && self.updated_at == self.created_at
+        self.ended_early
+            || (self.version == 1
+                && self.status == Status::Working.as_str()
+                && self.status_message.is_none()
+                && self.updated_at == self.created_at)
     }
 }
 

@@ -46,10 +46,14 @@ pub(crate) struct TaskCall {
 /// first (invariant 1: the task is durable before its id leaves), then [`Created::start`].
 /// Or the task an earlier call with the same idempotency key made, as it stands: the answer
 /// is that task, and [`Created::start`] does nothing.
+///
+/// Dropped unstarted (the request was given up between the commit and the answer), a new
+/// task is started all the same: it is committed, and its owner can find it.
 #[must_use = "a created task runs only once started"]
 pub(crate) struct Created {
     engine: Engine,
     creation: Creation,
+    started: bool,
 }
 
 impl Created {
@@ -64,12 +68,27 @@ impl Created {
     }
 
     /// Starts the work of a new task (so no notification of it can precede the answer); a
-    /// task found by its idempotency key already has its work.
-    pub(crate) fn start(self) {
-        let Creation::New(record) = self.creation else { return };
-        if let Err(err) = self.engine.start(&record) {
+    /// task found by its idempotency key already has its work. Work that started before the
+    /// commit ([`ToolDef::start_before_commit`](crate::ToolDef::start_before_commit)) shows
+    /// itself from now on (its outcome too, if it has ended).
+    pub(crate) fn start(mut self) {
+        self.start_once();
+    }
+
+    fn start_once(&mut self) {
+        if std::mem::replace(&mut self.started, true) {
+            return;
+        }
+        let Creation::New(record) = &self.creation else { return };
+        if let Err(err) = self.engine.start(record) {
             tracing::error!(task = %record.id, error = %err, "could not start a created task");
         }
+    }
+}
+
+impl Drop for Created {
+    fn drop(&mut self) {
+        self.start_once();
     }
 }
 
@@ -111,7 +130,7 @@ pub(crate) async fn create_task(ctx: &RequestContext, call: TaskCall) -> Result<
     } else {
         tracing::debug!(task = %record.id, era = %ctx.era, tool = %record.tool, "task found by its idempotency key");
     }
-    Ok(Created { engine, creation })
+    Ok(Created { engine, creation, started: false })
 }
 
 /// Runs a plain call of `tool`; what the work sends the client meanwhile goes through

@@ -1,6 +1,7 @@
 //! Integration tests of `mcp-tasks-sqlite`: the shared store suite on a fresh file per
 //! test, and what only a file-backed SQLite store has (reopening, pragmas, migrations).
 
+mod early;
 mod engine_creates;
 mod group_commit;
 mod hot;
