@@ -197,6 +197,8 @@ pub(crate) struct Inner {
     /// retention limit waits for it ([`Engine::admit_task`]).
     pub(crate) settled: tokio::sync::Notify,
     pub(crate) changes: broadcast::Sender<Change>,
+    /// The progress reports alone ([`Engine::subscribe_progress`]).
+    progress: broadcast::Sender<Change>,
     /// What was last published of each task ([`Engine::publish_task`]). A std mutex: a
     /// lookup and an insert.
     published: Mutex<FastMap<TaskId, Published>>,
@@ -222,6 +224,7 @@ impl Engine {
     pub fn with_lease(store: Arc<dyn TaskStore>, clock: Arc<dyn Clock>, policy: Policy, lease: Duration) -> Engine {
         let (changes, _) = broadcast::channel(FEED_CAPACITY);
         let (outputs, _) = broadcast::channel(FEED_CAPACITY);
+        let (progress, _) = broadcast::channel(FEED_CAPACITY);
         let feed = store.changes();
         let engine = Engine {
             inner: Arc::new(Inner {
@@ -239,6 +242,7 @@ impl Engine {
                 admission: tokio::sync::Mutex::new(()),
                 settled: tokio::sync::Notify::new(),
                 changes,
+                progress,
                 published: Mutex::new(FastMap::default()),
                 outputs,
                 hub: Arc::default(),
@@ -295,6 +299,13 @@ impl Engine {
     /// Subscribes to every task change and progress report from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Change> {
         self.inner.changes.subscribe()
+    }
+
+    /// Subscribes to the progress reports of every task's work from now on (each a
+    /// [`Change::Progress`]), without its task changes: for a subscriber that only wants
+    /// those, and would otherwise be woken for every change of every task to drop it.
+    pub fn subscribe_progress(&self) -> broadcast::Receiver<Change> {
+        self.inner.progress.subscribe()
     }
 
     /// Subscribes to the output of every task's work from now on ([`Output`]).
@@ -708,6 +719,9 @@ impl Engine {
     /// Sends `change` to the watchers of its task and to the subscribers of every change.
     pub(crate) fn send_change(&self, change: Change) {
         self.inner.hub.route(&change);
+        if matches!(change, Change::Progress { .. }) && self.inner.progress.receiver_count() > 0 {
+            let _ = self.inner.progress.send(change.clone());
+        }
         // No subscribers is fine: nobody is waiting.
         let _ = self.inner.changes.send(change);
     }

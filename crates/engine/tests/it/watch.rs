@@ -85,3 +85,41 @@ async fn waits_on_a_task_leave_no_watch_behind() {
     assert_eq!(done.status(), Status::Completed);
     assert_eq!(f.engine.watched_ids(), 0);
 }
+
+/// Reports one step of progress, then ends.
+struct OneStep;
+
+#[async_trait::async_trait]
+impl mcp_tasks_engine::Handler for OneStep {
+    async fn call(&self, _arguments: serde_json::Value, ctx: mcp_tasks_engine::Context) -> mcp_tasks_engine::Outcome {
+        ctx.progress(mcp_tasks_engine::Progress { progress: 1.0, total: Some(2.0), message: Some("half".into()) });
+        mcp_tasks_engine::Outcome::Result(serde_json::json!({"content": []}))
+    }
+}
+
+#[tokio::test]
+async fn a_progress_subscriber_hears_the_progress_reports_and_no_task_change() {
+    let f = fixture(RestartPolicy::Fail, true);
+    f.engine.register("one_step", mcp_tasks_engine::ToolRuntime::new(OneStep));
+    let mut progress = f.engine.subscribe_progress();
+    let mut everything = f.engine.subscribe();
+    let task = f.engine.create(mcp_tasks_engine::NewTask { tool: "one_step".into(), ..new_task("a", None) }).await.unwrap();
+    f.engine.start(&task).unwrap();
+    let done = timeout(WAIT, f.engine.wait_terminal(&task.owner, &task.id)).await.unwrap().unwrap();
+    assert_eq!(done.status(), Status::Completed);
+
+    match progress.try_recv() {
+        Ok(Change::Progress { id, progress, .. }) => {
+            assert_eq!(id, task.id);
+            assert_eq!((progress.progress, progress.message.as_deref()), (1.0, Some("half")));
+        }
+        other => panic!("expected the progress report, got {other:?}"),
+    }
+    assert!(progress.try_recv().is_err(), "no task change on the progress feed");
+    // The feed of every change had the creation, the report and the completion.
+    let mut kinds = Vec::new();
+    while let Ok(change) = everything.try_recv() {
+        kinds.push(matches!(change, Change::Progress { .. }));
+    }
+    assert_eq!(kinds, [false, true, false]);
+}

@@ -101,7 +101,8 @@ pub(super) fn sse(stop: &CancellationToken, events: mpsc::Receiver<String>, firs
 /// transport: SHOULD prime the stream), with the reconnection delay. Frames are written
 /// here rather than with axum's SSE type, which drops an empty `data` field.
 pub(super) fn priming(stream: u64) -> String {
-    format!("id: {}\nretry: {}\ndata: \n\n", event_id(stream, 0), RETRY.as_millis())
+    // One format for the whole frame: the event id `{stream}-0` is `event_id(stream, 0)`.
+    format!("id: {stream}-0\nretry: {}\ndata: \n\n", RETRY.as_millis())
 }
 
 /// One SSE event carrying a JSON-RPC message (serialized JSON has no raw newlines).
@@ -116,7 +117,9 @@ pub(super) fn frame(stream: u64, seq: u64, message: &Message) -> String {
     String::from_utf8(frame).unwrap_or_default()
 }
 
-pub(super) fn event_id(stream: u64, seq: u64) -> String {
+/// The event id of event `seq` of stream `stream` (the frames above write it in place).
+#[cfg(test)]
+fn event_id(stream: u64, seq: u64) -> String {
     format!("{stream}-{seq}")
 }
 
@@ -132,6 +135,14 @@ mod tests {
     #[test]
     fn a_frame_is_an_event_id_and_its_data() {
         assert_eq!(frame(3, 17, &Message::Json(serde_json::json!({"a": 1}))), "id: 3-17\ndata: {\"a\":1}\n\n");
+    }
+
+    #[test]
+    fn the_priming_event_is_the_streams_first_id_a_retry_and_empty_data() {
+        let primed = priming(42);
+        assert_eq!(primed, format!("id: {}\nretry: {}\ndata: \n\n", event_id(42, 0), RETRY.as_millis()));
+        let id = primed.lines().next().and_then(|line| line.strip_prefix("id: ")).unwrap_or_default();
+        assert_eq!(parse_event_id(id), Some((42, 0)));
     }
 
     #[test]

@@ -85,7 +85,8 @@ impl Ui {
     pub(super) fn start(engine: &Engine) -> Arc<Ui> {
         let ui = Arc::new(Ui { live: Mutex::new(Live::default()) });
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let (mut changes, mut outputs) = (engine.subscribe(), engine.subscribe_output());
+            // Progress only: woken for every task change, it would drop all but these.
+            let (mut changes, mut outputs) = (engine.subscribe_progress(), engine.subscribe_output());
             let weak = Arc::downgrade(&ui);
             runtime.spawn(async move {
                 loop {
