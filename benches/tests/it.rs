@@ -186,6 +186,17 @@ async fn noop_started_before_its_commit_passes_every_lifecycle_check_in_both_era
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn noop_started_before_its_commit_is_still_answered_inline_within_the_inline_wait() {
+    // The default inline wait (1 s): the outcome written with the creation is published when
+    // the call starts its task, and the call answers it inline, not as a task.
+    let early = Settings { inline_wait: None, early: true };
+    let reports = against(early, &[(Mode::Modern, Tool::Noop, false)]).await;
+    assert_eq!((reports[0].ok, reports[0].failures), (0, 100));
+    let first = reports[0].first_failure.as_deref().unwrap_or("");
+    assert!(first.contains("not a task"), "{first}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_modern_lifecycle_fails_a_call_answered_inline() {
     // The default inline wait (1 s): noop answers inline, which is not a task lifecycle.
     let reports = against(Settings::default(), &[(Mode::Modern, Tool::Noop, false)]).await;
