@@ -639,6 +639,18 @@ pub struct Update {
     pub attempt: u32,
 }
 
+impl Update {
+    /// Makes `record` what [`TaskStore::replace`] with this update writes of it: its state,
+    /// status message, time and attempt, one version later.
+    pub fn apply(self, record: &mut TaskRecord) {
+        record.state = self.state;
+        record.status_message = self.status_message;
+        record.updated_at = self.updated_at;
+        record.attempt = self.attempt;
+        record.version = Version(record.version.0 + 1);
+    }
+}
+
 /// Where a listing resumes: after the task with this creation time and id.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cursor {

@@ -530,11 +530,7 @@ impl SqliteStore {
 /// `created` (a new task, version 1) as `update`, the ending of its early work, leaves it.
 fn ended_early(created: &TaskRecord, update: Update) -> TaskRecord {
     let mut ended = TaskRecord::clone(created);
-    ended.state = update.state;
-    ended.status_message = update.status_message;
-    ended.updated_at = update.updated_at;
-    ended.attempt = update.attempt;
-    ended.version = Version(created.version.0 + 1);
+    update.apply(&mut ended);
     ended
 }
 
@@ -1124,11 +1120,8 @@ impl TaskStore for SqliteStore {
         let expected_version = expected.0;
         let expected = to_i64(expected.0).map_err(StoreError::backend)?;
         let state = to_json(&update.state).map_err(StoreError::backend)?;
-        let new_state = update.state.clone();
         let status = update.state.status().as_str();
-        let message = update.status_message.clone();
-        let updated_at = update.updated_at.0;
-        let attempt = update.attempt;
+        let update = update.clone();
         let written = self.write(move |tx| {
             // The row at the expected version and the length of its arguments: as the cache
             // knows it, or else read first (the writer thread is the only writer: nothing
@@ -1151,9 +1144,10 @@ impl TaskStore for SqliteStore {
             let Some((mut record, arguments)) = current else {
                 return Err(StoreError::Conflict(task));
             };
+            let (message, updated_at) = (&update.status_message, update.updated_at.0);
             let changed = tx
                 .prepared
-                .execute(Sql::Replace, params![state, status, message, updated_at, attempt, task.as_str(), expected])
+                .execute(Sql::Replace, params![state, status, message, updated_at, update.attempt, task.as_str(), expected])
                 .map_err(StoreError::backend)?;
             if changed == 0 {
                 return Err(StoreError::Conflict(task));
@@ -1161,11 +1155,7 @@ impl TaskStore for SqliteStore {
             let before = Entry::of(&record);
             let after = Entry { version: expected + 1, at: updated_at, status, message: message.as_deref() };
             record_change(tx, tx.prepared, task.as_str(), &before, &after).map_err(StoreError::backend)?;
-            record.state = new_state;
-            record.status_message = message;
-            record.updated_at = Timestamp(updated_at);
-            record.attempt = attempt;
-            record.version = Version(record.version.0 + 1);
+            update.apply(&mut record);
             // One copy, shared by the cache and the change feed.
             let record = Arc::new(record);
             tx.put(Arc::clone(&record), Size { state: state.len(), arguments });

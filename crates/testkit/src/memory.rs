@@ -214,11 +214,7 @@ impl MemoryStore {
             .filter(|task| task.version == expected)
             .ok_or_else(|| StoreError::Conflict(id.clone()))?;
         let changed = task.status() != update.state.status() || task.status_message != update.status_message;
-        task.state = update.state.clone();
-        task.status_message.clone_from(&update.status_message);
-        task.updated_at = update.updated_at;
-        task.attempt = update.attempt;
-        task.version = Version(task.version.0 + 1);
+        update.clone().apply(task);
         let task = task.clone();
         if changed {
             tables.history.entry(id.clone()).or_default().push(entry(&task));
