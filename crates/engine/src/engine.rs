@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::admission::{Policy, Work};
 use crate::clock::Clock;
+use crate::early::Early;
 use crate::error::{EngineError, LimitExceeded};
 use crate::fast::{FastMap, FastSet};
 use crate::input::InputWaiters;
@@ -416,7 +417,7 @@ impl Engine {
                 (inserted, None)
             }
             Some(early) => {
-                let ending: Arc<dyn EarlyEnding> = Arc::clone(early) as Arc<dyn EarlyEnding>;
+                let ending: Arc<dyn EarlyEnding> = Arc::<Early>::clone(early);
                 match self
                     .inner
                     .store
@@ -428,10 +429,9 @@ impl Engine {
                 }
             }
         };
-        let committed = Instant::now();
         if let Some(early) = &early {
             if matches!(inserted, Ok(Inserted::New)) {
-                early.committed(merged, committed);
+                early.committed(merged, Instant::now());
             } else {
                 self.abandon_early(&record.id, early);
             }
