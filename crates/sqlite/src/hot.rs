@@ -11,8 +11,15 @@
 //! without giving its new record evicts the task instead; reads never fill the cache.
 //!
 //! Bounded: at most [`MAX_ENTRIES`] tasks and [`MAX_BYTES`] of their encoded state and
-//! arguments; a record larger than [`MAX_RECORD_BYTES`] is not kept. When full, finished
-//! tasks go first, then everything (misses only cost the read they would have cost anyway).
+//! arguments; a record larger than [`MAX_RECORD_BYTES`] is not kept. When full, the task
+//! written longest ago goes, one at a time, as each new write comes (a miss only costs the
+//! read it would have cost anyway). Forgetting had been all at once, every finished task
+//! in one pass when the cache filled up: under load that was every 4,096 creations, and the
+//! writer then held the lock that every `tasks/get`, `tasks/result` and admission takes
+//! while it dropped 4,096 records, stopping the server's Tokio worker with it (in a block
+//! run at c = 32, two of the four bursts of slowest lifecycles, see `BENCHMARKS.md`,
+//! seventeenth round). What a write makes the cache forget is dropped after the lock is
+//! released.
 //!
 //! Beside the tasks, each owner's number of stored tasks (`task_counts`), which admission
 //! reads before every creation: set from the count the writer's insert read in its own
@@ -20,6 +27,7 @@
 //! most [`MAX_COUNTS`] owners. Like the tasks, a count is only ever set by the writer thread
 //! from what it committed, never by a read.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use mcp_tasks_engine::{FastMap, Principal, TaskId, TaskRecord};
@@ -67,30 +75,50 @@ pub(crate) struct Hot {
     state: Mutex<Entries>,
 }
 
+/// A kept task: its record, its encoded size, and the number of the write that put it.
+struct Entry {
+    record: Arc<TaskRecord>,
+    size: Size,
+    put: u64,
+}
+
 #[derive(Default)]
 struct Entries {
-    tasks: FastMap<TaskId, (Arc<TaskRecord>, Size)>,
+    tasks: FastMap<TaskId, Entry>,
     bytes: usize,
     counts: FastMap<Principal, u64>,
+    /// The kept tasks by the number of the write that put them, oldest first.
+    order: BTreeMap<u64, TaskId>,
+    /// The number of the next put.
+    puts: u64,
 }
 
 impl Entries {
-    fn remove(&mut self, id: &TaskId) {
-        if let Some((_, size)) = self.tasks.remove(id) {
-            self.bytes -= size.total();
+    fn remove(&mut self, id: &TaskId) -> Option<Arc<TaskRecord>> {
+        let entry = self.tasks.remove(id)?;
+        self.order.remove(&entry.put);
+        self.bytes -= entry.size.total();
+        Some(entry.record)
+    }
+
+    /// Forgets the tasks put longest ago until one of `bytes` more fits, handing their
+    /// records to `dropped` (to be dropped once the lock is released).
+    fn make_room(&mut self, bytes: usize, dropped: &mut Vec<Arc<TaskRecord>>) {
+        while self.tasks.len() >= MAX_ENTRIES || self.bytes + bytes > MAX_BYTES {
+            let Some((_, id)) = self.order.pop_first() else { break };
+            if let Some(entry) = self.tasks.remove(&id) {
+                self.bytes -= entry.size.total();
+                dropped.push(entry.record);
+            }
         }
     }
 
-    fn make_room(&mut self, bytes: usize) {
-        if self.tasks.len() < MAX_ENTRIES && self.bytes + bytes <= MAX_BYTES {
-            return;
-        }
-        self.tasks.retain(|_, (record, _)| !record.status().is_terminal());
-        self.bytes = self.tasks.values().map(|(_, size)| size.total()).sum();
-        if self.tasks.len() >= MAX_ENTRIES / 2 || self.bytes + bytes > MAX_BYTES / 2 {
-            self.tasks.clear();
-            self.bytes = 0;
-        }
+    fn put(&mut self, record: Arc<TaskRecord>, size: Size) {
+        let put = self.puts;
+        self.puts += 1;
+        self.bytes += size.total();
+        self.order.insert(put, record.id.clone());
+        self.tasks.insert(record.id.clone(), Entry { record, size, put });
     }
 }
 
@@ -113,7 +141,7 @@ impl Hot {
     /// Task `id` as last committed with its encoded size, if it is kept (the kept record
     /// itself, shared).
     pub(crate) fn get_sized(&self, id: &TaskId) -> Option<(Arc<TaskRecord>, Size)> {
-        self.entries()?.tasks.get(id).cloned()
+        self.entries()?.tasks.get(id).map(|entry| (Arc::clone(&entry.record), entry.size))
     }
 
     /// How many tasks `owner` has stored as last committed, if it is kept.
@@ -123,10 +151,13 @@ impl Hot {
 
     /// Applies a committed batch's touches, in order. Called on the writer thread only.
     pub(crate) fn apply(&self, touches: Vec<Touch>) {
+        // What this batch makes the cache forget, dropped after the guard (declared first,
+        // so dropped last): the readers waiting on the lock do not wait for the frees.
+        let mut dropped = Vec::new();
         let Some(mut entries) = self.entries() else { return };
         for touch in touches {
             match touch {
-                Touch::Evict(id) => entries.remove(&id),
+                Touch::Evict(id) => dropped.extend(entries.remove(&id)),
                 Touch::Counted { owner, tasks } => {
                     if entries.counts.len() >= MAX_COUNTS && !entries.counts.contains_key(&owner) {
                         entries.counts.clear();
@@ -138,15 +169,101 @@ impl Hot {
                 }
                 Touch::Put { record, size } => {
                     let bytes = size.total();
-                    entries.remove(&record.id);
+                    dropped.extend(entries.remove(&record.id));
                     if bytes > MAX_RECORD_BYTES {
                         continue;
                     }
-                    entries.make_room(bytes);
-                    entries.bytes += bytes;
-                    entries.tasks.insert(record.id.clone(), (record, size));
+                    entries.make_room(bytes, &mut dropped);
+                    entries.put(record, size);
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mcp_tasks_engine::TaskState;
+    use mcp_tasks_testkit::store_suite::sample_task;
+
+    use super::*;
+
+    fn hot() -> (Hot, tempfile::TempDir) {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let lock = StoreLock::take(&dir.path().join("tasks.sqlite3")).expect("the store's lock");
+        (Hot::new(lock), dir)
+    }
+
+    fn finished(bytes: usize) -> (Arc<TaskRecord>, Size) {
+        let record = TaskRecord { state: TaskState::Completed { result: serde_json::json!({"content": []}) }, ..sample_task("alice") };
+        (Arc::new(record), Size { state: bytes, arguments: 0 })
+    }
+
+    fn put(hot: &Hot, task: &(Arc<TaskRecord>, Size)) {
+        hot.apply(vec![Touch::Put { record: Arc::clone(&task.0), size: task.1 }]);
+    }
+
+    fn kept(hot: &Hot, task: &(Arc<TaskRecord>, Size)) -> bool {
+        hot.get_sized(&task.0.id).is_some()
+    }
+
+    #[test]
+    fn a_full_cache_forgets_the_task_written_longest_ago_and_only_that_one() {
+        let (hot, _dir) = hot();
+        let tasks: Vec<_> = (0..MAX_ENTRIES + 10).map(|_| finished(100)).collect();
+        for task in &tasks {
+            put(&hot, task);
+        }
+        // Every task is finished, as in a run of quick tools: forgetting them all at once
+        // (what the cache did) would leave only the last one.
+        assert!(tasks[..10].iter().all(|task| !kept(&hot, task)), "the ten oldest were forgotten");
+        assert!(tasks[10..].iter().all(|task| kept(&hot, task)), "the newest {MAX_ENTRIES} are all kept");
+        let entries = hot.entries().expect("not shared");
+        assert_eq!((entries.tasks.len(), entries.order.len(), entries.bytes), (MAX_ENTRIES, MAX_ENTRIES, MAX_ENTRIES * 100));
+    }
+
+    #[test]
+    fn a_task_written_again_counts_from_its_last_write() {
+        let (hot, _dir) = hot();
+        let first = finished(100);
+        put(&hot, &first);
+        let others: Vec<_> = (0..MAX_ENTRIES - 1).map(|_| finished(100)).collect();
+        for task in &others {
+            put(&hot, task);
+        }
+        // Written again, it is now the newest; the next write makes the oldest other go.
+        put(&hot, &first);
+        put(&hot, &finished(100));
+        assert!(kept(&hot, &first));
+        assert!(!kept(&hot, &others[0]));
+        assert!(others[1..].iter().all(|task| kept(&hot, task)));
+        let entries = hot.entries().expect("not shared");
+        assert_eq!(entries.order.len(), entries.tasks.len(), "one place in the order per kept task");
+    }
+
+    #[test]
+    fn the_bytes_bound_forgets_the_oldest_until_the_new_record_fits() {
+        let (hot, _dir) = hot();
+        let big = MAX_RECORD_BYTES - 1;
+        let tasks: Vec<_> = (0..MAX_BYTES / big + 3).map(|_| finished(big)).collect();
+        for task in &tasks {
+            put(&hot, task);
+        }
+        let fit = MAX_BYTES / big;
+        assert!(tasks[..tasks.len() - fit].iter().all(|task| !kept(&hot, task)));
+        assert!(tasks[tasks.len() - fit..].iter().all(|task| kept(&hot, task)));
+        assert!(hot.entries().expect("not shared").bytes <= MAX_BYTES);
+    }
+
+    #[test]
+    fn an_evicted_task_leaves_the_order_and_its_bytes() {
+        let (hot, _dir) = hot();
+        let (a, b) = (finished(300), finished(200));
+        put(&hot, &a);
+        put(&hot, &b);
+        hot.apply(vec![Touch::Evict(a.0.id.clone())]);
+        assert!(!kept(&hot, &a) && kept(&hot, &b));
+        let entries = hot.entries().expect("not shared");
+        assert_eq!((entries.tasks.len(), entries.order.len(), entries.bytes), (1, 1, 200));
     }
 }
