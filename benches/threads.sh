@@ -5,7 +5,8 @@
 # kernel's run-queue delay, /proc/PID/task/TID/schedstat), the share of the machine that was
 # idle or waiting for the disk (/proc/stat), and how the slowest 1 % of lifecycles were spread
 # over the run (load --samples): in bursts (many clients slow at once: a stalled commit, a
-# checkpoint, a thread off its core) or one by one.
+# checkpoint, a thread off its core) or one by one, and at which task of the store each
+# burst began (a stall that recurs every so many tasks shows as a regular step).
 #
 #   bash benches/threads.sh [MODE [N [C]]]          # defaults: block 20000 32
 #
@@ -83,11 +84,21 @@ echo "$cpu_before" "$cpu_after" | awk '{
   for (i = 2; i <= n; i++) { d[i] = $(n + 1 + i) - $i; total += d[i] }
   printf "machine: user %.0f %%, system %.0f %%, softirq %.0f %%, idle %.0f %%, waiting for the disk %.0f %%\n",
     100 * d[2] / total, 100 * d[4] / total, 100 * d[8] / total, 100 * d[5] / total, 100 * d[6] / total }'
-# The slowest 1 % of lifecycles, by the 5 ms window in which each ended.
-awk -F, 'NR > 2 { n++; end[n] = $1 + $3; e2e[n] = $3 } END {
-  for (i = 1; i <= n; i++) sorted[i] = e2e[i]
+# The slowest 1 % of lifecycles, by the 5 ms window in which each ended; then where each
+# burst began, as the number of the store's task its first slow lifecycle created (the
+# warm-up's 1,000 included): a stall that comes back every so many tasks (a cache filling
+# up, say) shows as bursts at a regular step.
+awk -F, -v warm=1000 'NR > 2 { n++; start[n] = $1; end[n] = $1 + $3; e2e[n] = $3 } END {
+  for (i = 1; i <= n; i++) { sorted[i] = e2e[i]; starts[i] = start[i] }
   asort(sorted); p99 = sorted[int(n * 0.99)]
-  for (i = 1; i <= n; i++) if (e2e[i] > p99) { slow++; window[int(end[i] / 5000)]++ }
-  for (w in window) { windows++; if (window[w] >= 8) { bursts++; in_bursts += window[w] } }
+  asort(starts)
+  for (i = 1; i <= n; i++) if (!(starts[i] in rank)) rank[starts[i]] = i
+  for (i = 1; i <= n; i++) if (e2e[i] > p99) {
+    slow++; w = int(end[i] / 5000); window[w]++
+    if (!(w in first) || rank[start[i]] < first[w]) first[w] = rank[start[i]]
+  }
+  for (w in window) { windows++; if (window[w] >= 8) { bursts++; in_bursts += window[w]; at[bursts] = first[w] + warm } }
   printf "slowest 1 %% (e2e > %.2f ms): %d lifecycles in %d windows of 5 ms; %d of them (%.0f %%) in %d bursts of 8 or more\n",
-    p99 / 1000, slow, windows, in_bursts, slow ? 100 * in_bursts / slow : 0, bursts }' "$work/samples.csv"
+    p99 / 1000, slow, windows, in_bursts, slow ? 100 * in_bursts / slow : 0, bursts
+  if (bursts) { asort(at); line = "bursts began at the store task numbered"; for (b = 1; b <= bursts; b++) line = line " " at[b]; print line }
+}' "$work/samples.csv"
