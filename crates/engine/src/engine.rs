@@ -20,6 +20,7 @@ use crate::early::Early;
 use crate::error::{EngineError, LimitExceeded};
 use crate::fast::{FastMap, FastSet};
 use crate::input::InputWaiters;
+use crate::published::Published;
 use crate::run::Registered;
 use crate::slots::Slots;
 use crate::store::{EarlyEnding, Inserted, Lease, ListQuery, NodeId, Origin, StoreError, TaskStore, Update};
@@ -34,9 +35,6 @@ const FEED_CAPACITY: usize = 4096;
 /// How long a claim holds without a renewal unless the engine is told otherwise: a task whose
 /// node died is taken over this long after its last heartbeat (plus one rescuer sweep).
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
-/// Past this many tasks remembered as published, the finished ones are forgotten (their
-/// commit instants with them, [`Engine::committed_at`]).
-const PUBLISHED_CAP: usize = 65_536;
 
 /// How long [`Engine::get`] waits for the outcome of a task whose work has just ended here
 /// (its commit: usually a millisecond or two) before answering the state it read.
@@ -141,19 +139,6 @@ pub struct Output {
     pub text: Arc<str>,
 }
 
-/// What [`Engine::publish_task`] remembers of a task.
-#[derive(Clone, Copy)]
-struct Published {
-    /// The version last published.
-    version: Version,
-    /// Whether it was terminal: past [`PUBLISHED_CAP`] entries, the terminal ones go.
-    terminal: bool,
-    /// When this node's write of that terminal version returned from the store
-    /// ([`Engine::committed_at`]); `None` for any other version, and for one heard only on
-    /// the store's feed (another node's write: no local commit to measure from).
-    committed_at: Option<Instant>,
-}
-
 /// The task engine: a cheap, cloneable handle.
 #[derive(Clone)]
 pub struct Engine {
@@ -202,7 +187,7 @@ pub(crate) struct Inner {
     progress: broadcast::Sender<Change>,
     /// What was last published of each task ([`Engine::publish_task`]). A std mutex: a
     /// lookup and an insert.
-    published: Mutex<FastMap<TaskId, Published>>,
+    published: Mutex<Published>,
     /// The output feed ([`Output`]); a subscriber that lags misses output, nothing else.
     pub(crate) outputs: broadcast::Sender<Output>,
     /// The changes routed by task id ([`Engine::watch_tasks`]).
@@ -244,7 +229,7 @@ impl Engine {
                 settled: tokio::sync::Notify::new(),
                 changes,
                 progress,
-                published: Mutex::new(FastMap::default()),
+                published: Mutex::new(Published::default()),
                 outputs,
                 hub: Arc::default(),
                 finishing: Mutex::default(),
@@ -684,26 +669,7 @@ impl Engine {
     /// Notes `record` as published; `false` if it was at its version already (then only
     /// its commit instant may be added).
     fn mark_published(&self, record: &TaskRecord, committed: Option<Instant>) -> bool {
-        let terminal = record.status().is_terminal();
-        let committed_at = committed.filter(|_| terminal);
-        {
-            let mut published = self.inner.published.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(seen) = published.get_mut(&record.id)
-                && seen.version >= record.version
-            {
-                // The store's feed (SQLite: sent as the write returns) may get here first
-                // with this very version: it is published already, and now has its instant.
-                if seen.version == record.version && seen.committed_at.is_none() {
-                    seen.committed_at = committed_at;
-                }
-                return false;
-            }
-            if published.len() >= PUBLISHED_CAP {
-                published.retain(|_, seen| !seen.terminal);
-            }
-            published.insert(record.id.clone(), Published { version: record.version, terminal, committed_at });
-        }
-        true
+        self.inner.published.lock().unwrap_or_else(PoisonError::into_inner).mark(record, committed)
     }
 
     /// When this node's write of task `id`'s terminal state returned from the store: the
@@ -712,8 +678,7 @@ impl Engine {
     /// node (heard on a shared store's change feed), or was forgotten (the engine remembers
     /// a bounded number of finished tasks). A lookup under the lock that publishing takes.
     pub fn committed_at(&self, id: &TaskId) -> Option<Instant> {
-        let published = self.inner.published.lock().unwrap_or_else(PoisonError::into_inner);
-        published.get(id).and_then(|seen| seen.committed_at)
+        self.inner.published.lock().unwrap_or_else(PoisonError::into_inner).committed_at(id)
     }
 
     /// Sends `change` to the watchers of its task and to the subscribers of every change.
@@ -736,13 +701,12 @@ impl Engine {
     /// Holds back publishing task `id` (its take-over by the rescuer is under way) until
     /// [`Engine::release_publishing`].
     pub(crate) fn hold_publishing(&self, id: &TaskId) {
-        let mut published = self.inner.published.lock().unwrap_or_else(PoisonError::into_inner);
-        published.insert(id.clone(), Published { version: Version(u64::MAX), terminal: false, committed_at: None });
+        self.inner.published.lock().unwrap_or_else(PoisonError::into_inner).hold(id);
     }
 
     /// Publishes task `id` as it stands, and lets its later changes through again.
     pub(crate) async fn release_publishing(&self, id: &TaskId) {
-        self.inner.published.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
+        self.inner.published.lock().unwrap_or_else(PoisonError::into_inner).release(id);
         match self.inner.store.get_shared(id).await {
             Ok(Some(record)) => self.publish_shared(&record, None),
             Ok(None) => {}

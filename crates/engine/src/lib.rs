@@ -80,6 +80,7 @@ mod kept;
 mod local;
 mod maintenance;
 mod process;
+mod published;
 mod run;
 mod sessions;
 mod slots;
