@@ -14,7 +14,7 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use crate::fast::FastMap;
+use crate::fast::{FastMap, FastSet};
 use crate::task::{TaskId, TaskRecord, Version};
 
 /// Past this many tasks remembered, the finished ones are forgotten (their commit instants
@@ -110,8 +110,8 @@ impl Published {
         // they go in one pass (rare: a release follows a take-over).
         if self.order.len() > 2 * self.cap.max(self.seen.len()) {
             let seen = &self.seen;
-            let mut kept = FastMap::default();
-            self.order.retain(|id| seen.contains_key(id) && kept.insert(id.clone(), ()).is_none());
+            let mut kept = FastSet::default();
+            self.order.retain(|id| seen.contains_key(id) && kept.insert(id.clone()));
         }
     }
 
