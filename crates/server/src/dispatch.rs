@@ -27,7 +27,7 @@ use crate::context::{ClientCaps, RequestContext};
 pub(crate) type Reply = Option<Result<Payload, RpcError>>;
 
 /// One client connection, with what each era's codec keeps on it.
-pub(crate) struct Peer {
+pub struct Peer {
     /// The transport side: principal, routes, requests in flight.
     pub(crate) conn: Arc<Connection>,
     /// The 2025-11-25 session, once `initialize` has created it.
@@ -36,12 +36,17 @@ pub(crate) struct Peer {
 
 impl Peer {
     /// A peer for a new connection.
-    pub(crate) fn new(conn: Connection) -> Arc<Peer> {
+    pub fn new(conn: Connection) -> Arc<Peer> {
         Arc::new(Peer { conn: Arc::new(conn), legacy: codec::legacy::Slot::new() })
     }
 
+    /// The transport side of the peer: principal, routes, requests in flight.
+    pub fn conn(&self) -> &Arc<Connection> {
+        &self.conn
+    }
+
     /// The state of the peer's 2025-11-25 session for its stored record, once initialized.
-    pub(crate) fn legacy_state(&self) -> Option<Value> {
+    pub fn legacy_state(&self) -> Option<Value> {
         codec::legacy::stored_state(&self.legacy)
     }
 
@@ -49,7 +54,7 @@ impl Peer {
     ///
     /// # Errors
     /// What is wrong with the stored `state`.
-    pub(crate) fn restore_legacy(&self, state: &Value, created: Vec<mcp_tasks_engine::TaskId>) -> Result<(), String> {
+    pub fn restore_legacy(&self, state: &Value, created: Vec<mcp_tasks_engine::TaskId>) -> Result<(), String> {
         codec::legacy::restore(&self.legacy, &self.conn, state, created)
     }
 
@@ -57,12 +62,12 @@ impl Peer {
     ///
     /// # Errors
     /// What is wrong with the stored `state`.
-    pub(crate) fn refresh_legacy(&self, state: &Value, created: Vec<mcp_tasks_engine::TaskId>) -> Result<(), String> {
+    pub fn refresh_legacy(&self, state: &Value, created: Vec<mcp_tasks_engine::TaskId>) -> Result<(), String> {
         codec::legacy::refresh(&self.legacy, state, created)
     }
 
     /// Handles one line (or body) received from the client.
-    pub(crate) fn handle_text(&self, text: &str) {
+    pub fn handle_text(&self, text: &str) {
         match jsonrpc::parse(text) {
             // A broken *response* from the peer is logged, never answered: answering errors
             // with errors could make two peers bounce them forever.
@@ -75,7 +80,7 @@ impl Peer {
     }
 
     /// Takes one request: answered at once, or its [`Work`] for the caller to run.
-    pub(crate) fn request(&self, request: Request) -> Work {
+    pub fn request(&self, request: Request) -> Work {
         match era_of(&request) {
             Era::Legacy => codec::legacy::request(&self.legacy, &self.conn, request),
             Era::Modern => codec::modern::request(&self.conn, request),
@@ -83,7 +88,7 @@ impl Peer {
     }
 
     /// Handles one parsed message; a request's work runs in a Tokio task of its own.
-    pub(crate) fn handle_incoming(&self, incoming: Incoming) {
+    pub fn handle_incoming(&self, incoming: Incoming) {
         match incoming {
             Incoming::Request(request) => self.request(request).spawn(),
             Incoming::Notification(notification) => codec::legacy::notification(&self.conn, &notification),
@@ -114,7 +119,7 @@ fn era_of(request: &Request) -> Era {
 
 /// Whether `request` is served statelessly, on no session (a 2026-07-28 request): the
 /// HTTP transport then gives it a connection of its own.
-pub(crate) fn is_stateless(request: &Request) -> bool {
+pub fn is_stateless(request: &Request) -> bool {
     match era_of(request) {
         Era::Modern => true,
         Era::Legacy => false,
@@ -133,10 +138,10 @@ fn looks_like_response(text: &str) -> bool {
 /// for every request. Whatever is left of it when it is dropped (the answer left as a
 /// stream while the work goes on, or its client went away and the request was cancelled)
 /// goes on in a Tokio task of its own, as if it had been spawned from the start.
-pub(crate) struct Work(Option<Pin<Box<dyn Future<Output = ()> + Send>>>);
+pub struct Work(Option<Pin<Box<dyn Future<Output = ()> + Send>>>);
 
 impl Work {
-    pub(crate) fn new(work: impl Future<Output = ()> + Send + 'static) -> Self {
+    pub fn new(work: impl Future<Output = ()> + Send + 'static) -> Self {
         Self(Some(Box::pin(work)))
     }
 
@@ -145,12 +150,12 @@ impl Work {
         Self(None)
     }
 
-    pub(crate) fn is_running(&self) -> bool {
+    pub fn is_running(&self) -> bool {
         self.0.is_some()
     }
 
     /// Runs the work to its end (then [`Work::is_running`] is false).
-    pub(crate) async fn run(&mut self) {
+    pub async fn run(&mut self) {
         if let Some(work) = self.0.as_mut() {
             work.await;
             self.0 = None;
@@ -158,7 +163,7 @@ impl Work {
     }
 
     /// Polls the work once, with the calling task's waker.
-    pub(crate) async fn step(&mut self) {
+    pub async fn step(&mut self) {
         std::future::poll_fn(|cx| {
             if let Some(work) = self.0.as_mut()
                 && work.as_mut().poll(cx).is_ready()
@@ -171,7 +176,7 @@ impl Work {
     }
 
     /// Awaits `until` while the work runs meanwhile.
-    pub(crate) async fn alongside<T>(&mut self, until: impl Future<Output = T>) -> T {
+    pub async fn alongside<T>(&mut self, until: impl Future<Output = T>) -> T {
         tokio::pin!(until);
         loop {
             tokio::select! {
@@ -184,7 +189,7 @@ impl Work {
 
     /// Runs what is left in a Tokio task of its own: what dropping it does, said where the
     /// caller means it.
-    pub(crate) fn spawn(self) {
+    pub fn spawn(self) {
         drop(self);
     }
 }

@@ -29,10 +29,15 @@
 //!   tool and era from the ops and the engine's change feed, HTTP requests, recovery, the
 //!   delivery of results to waiting `tasks/result`s).
 //! - [`stdio`]: newline-delimited JSON-RPC over any reader and writer.
-//! - [`http`]: Streamable HTTP on axum (guards, sessions, SSE streams).
+//! - [`transport`]: what a transport of its own crate needs (Streamable HTTP is
+//!   `mcp-tasks-http`): connections, their outgoing messages and routes, the work of a request.
 //! - [`runtime`]: the Tokio runtime the binary serves on (one worker fewer than the cores).
 //!
-//! Protocol revision: 2025-11-25 (core Tasks, "Legacy"); 2026-07-28 joins as a second codec.
+//! Completion webhooks are `mcp-tasks-webhooks`; the TOML configuration (`mcp-tasks-config`)
+//! is mapped onto this crate's own options by the CLI.
+//!
+//! Protocol revisions: 2025-11-25 (core Tasks, "Legacy") and 2026-07-28 with the tasks
+//! extension ("Modern"), one codec each.
 
 mod arguments;
 mod catalog;
@@ -48,9 +53,8 @@ mod registry;
 pub mod runtime;
 mod server;
 mod tool;
-pub mod http;
 pub mod stdio;
-pub mod webhooks;
+pub mod transport;
 
 pub use catalog::{
     CatalogUpstream, CompletionDef, CompletionRef, CompletionRequest, FnHandler, GetPromptResult, Prompt, PromptArgument, PromptDef,

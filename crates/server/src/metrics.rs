@@ -37,7 +37,7 @@ use prometheus_client::registry::Registry;
 use tokio::sync::broadcast::error::RecvError;
 
 /// The `Content-Type` of [`Metrics::render`]'s text.
-pub(crate) const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
+pub const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
 
 /// The most unfinished tasks tracked for the running and input-required gauges; past it a
 /// new task is still counted as created, but not as running, nor when it finishes. The
@@ -99,7 +99,7 @@ struct Live {
 }
 
 /// An open SSE stream, counted in `mcp_tasks_http_streams_open` until dropped.
-pub(crate) struct OpenStream(Gauge);
+pub struct OpenStream(Gauge);
 
 impl Drop for OpenStream {
     fn drop(&mut self) {
@@ -321,7 +321,7 @@ impl Metrics {
     }
 
     /// Counts one HTTP request answered with `status`.
-    pub(crate) fn http_request(&self, method: &str, status: u16) {
+    pub fn http_request(&self, method: &str, status: u16) {
         let method = match method {
             "GET" => "GET",
             "POST" => "POST",
@@ -346,7 +346,7 @@ impl Metrics {
     }
 
     /// Counts an SSE stream of `era` as open until the returned guard is dropped.
-    pub(crate) fn stream_opened(&self, era: Era) -> OpenStream {
+    pub fn stream_opened(&self, era: Era) -> OpenStream {
         let gauge = self.inner.streams.get_or_create(&StreamEra { era: era.revision().to_owned() }).clone();
         gauge.inc();
         OpenStream(gauge)
@@ -354,7 +354,7 @@ impl Metrics {
 
     /// The metrics in the Prometheus text format, with `tools` (the server's) shown at 0
     /// in the gauges when none of their tasks is running, and `sessions` open HTTP sessions.
-    pub(crate) fn render(&self, tools: &[String], sessions: usize) -> String {
+    pub fn render(&self, tools: &[String], sessions: usize) -> String {
         let state = self.state();
         self.inner.running.clear();
         self.inner.input_required.clear();

@@ -1,6 +1,6 @@
 //! The layering rules of issue 11, checked on the source: 2025-11-25 types are named only by
 //! the Legacy codec (`src/codec/legacy/`) and the Legacy part of the HTTP transport
-//! (`src/http/session.rs`); the engine names no protocol type at all.
+//! (`crates/http/src/legacy.rs`); the engine names no protocol type at all.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -39,8 +39,12 @@ fn offenders(dir: &Path, needle: &str, allowed: &[&str]) -> Vec<String> {
 #[test]
 fn only_the_legacy_codec_and_the_legacy_http_sessions_name_2025_11_25_types() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let found = offenders(&src, "protocol::legacy", &["codec/legacy/", "http/session.rs"]);
+    let found = offenders(&src, "protocol::legacy", &["codec/legacy/"]);
     assert!(found.is_empty(), "2025-11-25 types named outside the Legacy codec: {found:?}");
+    let http = Path::new(env!("CARGO_MANIFEST_DIR")).join("../http/src");
+    assert!(sources(&http).len() > 5, "the HTTP transport's sources are where this test expects them");
+    let found = offenders(&http, "protocol::legacy", &["legacy.rs"]);
+    assert!(found.is_empty(), "2025-11-25 types named outside the Legacy HTTP sessions: {found:?}");
 }
 
 #[test]

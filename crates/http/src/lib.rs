@@ -1,4 +1,5 @@
-//! The Streamable HTTP transport of 2025-11-25 on axum: one endpoint (`/mcp`) for POST
+//! The Streamable HTTP transport of mcp-tasks on axum, for both eras (2025-11-25 sessions and
+//! stateless 2026-07-28 requests) of an [`mcp_tasks_server::Server`]: one endpoint (`/mcp`) for POST
 //! (one JSON-RPC message; a request is answered as JSON or as an SSE stream), GET (the
 //! standalone SSE stream, or the resumption of a broken stream with `Last-Event-ID`) and
 //! DELETE (ends the session).
@@ -20,10 +21,12 @@
 //! `/ui` (when [`Options::ui`]) is the web view: a page and its JSON API, scoped to the
 //! principal (`ui`).
 //!
+//! # Layout
 //! - this file: the accept loop (which takes `POST /mcp` straight to its handler), the
 //!   router, POST / GET / DELETE, `/metrics`, and the checks of each message;
 //! - `guard`: Host, Origin, bearer token, accepted media types;
-//! - `session`: Legacy sessions (`Mcp-Session-Id`), the routing of their messages onto
+//! - `modern`: 2026-07-28 requests, each on a connection of its own (no session);
+//! - `legacy`: Legacy sessions (`Mcp-Session-Id`), the routing of their messages onto
 //!   streams, resumption buffers, idle sessions; on a shared store (many replicas) their
 //!   records in the store, so that any replica serves any session;
 //! - `sse`: event framing, ids, keep-alive, one-write quick replies;
@@ -32,9 +35,9 @@
 //!   ([`ProtectedResource`]) served at `/.well-known/oauth-protected-resource`.
 
 mod guard;
+mod legacy;
 mod modern;
 mod oauth;
-mod session;
 mod sse;
 mod ui;
 
@@ -58,16 +61,14 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use self::guard::{accepts, guard};
-use self::session::{Busy, HttpSession, SUPPORTED_VERSIONS, end_idle_sessions, starts_session, streams};
+use self::legacy::{Busy, HttpSession, SUPPORTED_VERSIONS, end_idle_sessions, starts_session, streams};
 use self::sse::{parse_event_id, sse, sse_coalesced};
-use crate::connection::{Listing, Message};
-use crate::dispatch;
-use crate::metrics::{self, Metrics};
-use crate::server::Server;
+use mcp_tasks_server::transport::{self, Listing, Message};
+use mcp_tasks_server::{Metrics, Server};
 
 /// The MCP transport's own headers, as names made once: a lookup by `&str` parses and
 /// lowercases the name on every call (a few hundred instructions, several times a request).
-pub(super) mod names {
+pub(crate) mod names {
     use axum::http::HeaderName;
 
     pub(crate) const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -110,7 +111,7 @@ pub enum Denied {
     InsufficientScope,
 }
 
-pub use self::oauth::{BearerAuth, JwksError, OAuth, ProtectedResource};
+pub use self::oauth::{BearerAuth, JwksError, JwksSource, OAuth, OAuthOptions, ProtectedResource};
 
 /// How the HTTP transport guards itself.
 #[derive(Clone)]
@@ -333,7 +334,7 @@ async fn get_metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Respons
     }
     let sessions = app.sessions().len();
     let text = app.server.metrics().render(&app.server.tools().names(), sessions);
-    ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], text).into_response()
+    ([(header::CONTENT_TYPE, transport::METRICS_CONTENT_TYPE)], text).into_response()
 }
 
 /// The endpoint's state: the server, the guards, the live sessions.
@@ -371,7 +372,7 @@ async fn delete_session(State(app): State<Arc<App>>, headers: HeaderMap) -> Resp
     match app.session_for(&headers, &principal).await {
         Ok((id, http)) => {
             app.sessions().remove(&id);
-            http.peer.conn.abort();
+            http.peer.conn().abort();
             // On a shared store, for every replica: their next request of it reads no record.
             if app.server.engine().shares_store()
                 && let Err(err) = app.server.engine().end_stored_session(&id).await
@@ -443,7 +444,7 @@ impl App {
         }
         match incoming {
             // 2026-07-28: served on its own, no session.
-            Incoming::Request(request) if dispatch::is_stateless(&request) => {
+            Incoming::Request(request) if transport::is_stateless(&request) => {
                 return Ok(modern::serve(self, headers, sse, principal, request).await);
             }
             // 2026-07-28 defines no notification over HTTP (a disconnect is the cancel): a
@@ -511,16 +512,16 @@ impl App {
         };
         let message = message.into_value();
         if message.get("result").is_none() {
-            http.peer.conn.abort();
+            http.peer.conn().abort();
             return json(StatusCode::OK, &message);
         }
         if self.server.engine().shares_store() {
             // Stored before its id leaves, so that any replica serves its next request.
-            http.peer.conn.set_stored_as(&id);
+            http.peer.conn().set_stored_as(&id);
             let state = http.peer.legacy_state().unwrap_or(Value::Null);
             if let Err(err) = self.server.engine().save_session(&id, &http.principal, state).await {
                 tracing::warn!(error = %err, "could not store a new session");
-                http.peer.conn.abort();
+                http.peer.conn().abort();
                 return unavailable();
             }
         }
@@ -564,7 +565,7 @@ impl App {
         // A GET stream ends with its session too (DELETE, expiry): nothing more comes on it,
         // and its Busy guard must not keep the ended session alive.
         let ends = self.stop.child_token();
-        let (closed, ending) = (http.peer.conn.closed().clone(), ends.clone());
+        let (closed, ending) = (http.peer.conn().closed().clone(), ends.clone());
         tokio::spawn(async move {
             tokio::select! {
                 () = closed.cancelled() => ending.cancel(),
@@ -621,7 +622,7 @@ impl App {
         let Some(record) = record else {
             if let Some(http) = held {
                 self.sessions().remove(id);
-                http.peer.conn.abort();
+                http.peer.conn().abort();
                 tracing::info!(session = %id, "session ended through another replica");
             }
             return Err(no_such_session());
@@ -642,9 +643,9 @@ impl App {
     fn restore(&self, record: mcp_tasks_engine::SessionRecord) -> Result<Arc<HttpSession>, Rejection> {
         let listing = if self.options.auth.is_some() { Listing::Principal } else { Listing::Session };
         let http = HttpSession::open(self.server.clone(), record.owner.clone(), listing, self.options.max_stream_events);
-        http.peer.conn.set_stored_as(&record.id);
+        http.peer.conn().set_stored_as(&record.id);
         if let Err(err) = http.peer.restore_legacy(&record.state, record.created) {
-            http.peer.conn.abort();
+            http.peer.conn().abort();
             tracing::warn!(session = %record.id, error = %err, "a stored session cannot be served");
             return Err(Box::new(error(StatusCode::NOT_FOUND, RpcError::invalid_request(format!(
                 "Not Found: the stored session cannot be served by this server ({err}); initialize a new one"
@@ -654,7 +655,7 @@ impl App {
         let mut sessions = self.sessions();
         match sessions.entry(record.id.clone()) {
             std::collections::hash_map::Entry::Occupied(held) => {
-                http.peer.conn.abort();
+                http.peer.conn().abort();
                 Ok(Arc::clone(held.get()))
             }
             std::collections::hash_map::Entry::Vacant(slot) => {
@@ -685,10 +686,10 @@ fn modern_without_session(headers: &HeaderMap) -> bool {
         && headers.get(names::MCP_PROTOCOL_VERSION).is_some_and(|version| version.as_bytes() == MODERN_VERSION.as_bytes())
 }
 
-/// 429 with the [`LIMIT_EXCEEDED`](crate::LIMIT_EXCEEDED) error of a transport limit,
+/// 429 with the [`LIMIT_EXCEEDED`](mcp_tasks_server::LIMIT_EXCEEDED) error of a transport limit,
 /// `data: {"limit": …, "max": …, "current": …}` as for the engine's limits.
 fn limit_refusal(id: Option<&jsonrpc::RequestId>, limit: &str, max: usize, current: usize, message: String) -> Response {
-    let rpc = RpcError::new(crate::LIMIT_EXCEEDED, message).with_data(serde_json::json!({"limit": limit, "max": max, "current": current}));
+    let rpc = RpcError::new(mcp_tasks_server::LIMIT_EXCEEDED, message).with_data(serde_json::json!({"limit": limit, "max": max, "current": current}));
     json(StatusCode::TOO_MANY_REQUESTS, &jsonrpc::error_response(id, &rpc))
 }
 

@@ -21,17 +21,16 @@ use mcp_tasks_protocol::modern::{self, HEADER_MISMATCH};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use mcp_tasks_server::Server;
+use mcp_tasks_server::transport::{self, Connection, Listing, Message, Outbound, Route, Work};
+
 use super::{App, json, json_message, names};
-use crate::codec;
-use crate::connection::{Connection, Listing, Message, Outbound, Route};
-use crate::dispatch::Work;
-use crate::server::Server;
 
 /// Serves one 2026-07-28 request; `streams`: the client accepts an SSE answer.
 pub(super) async fn serve(app: &App, headers: &HeaderMap, streams: bool, principal: Principal, request: Request) -> Response {
     let checked = check_headers(headers, &request)
         .and_then(|()| check_param_headers(&app.server, headers, &request))
-        .and_then(|()| codec::modern::check(&request));
+        .and_then(|()| transport::modern_check(&request));
     let meta = match checked {
         Ok(meta) => meta,
         Err(error) => return answer_error(&request, &error),
@@ -63,7 +62,7 @@ pub(super) async fn serve(app: &App, headers: &HeaderMap, streams: bool, princip
     let cancel_on_close = AbortOnDrop(Arc::clone(&conn), slot);
     // Checked above: served as the 2026-07-28 request it is, its `_meta` read once, in this
     // task.
-    let work = Work::new(codec::modern::checked_work(&conn, request, meta));
+    let work = transport::modern_work(&conn, request, meta);
     respond(outgoing, streams, cancel_on_close, work, app.options.max_stream_events).await
 }
 
@@ -117,7 +116,7 @@ async fn respond(
 /// event is `data: <message>`: this revision has no event ids and no resumption. The
 /// stream counts in `mcp_tasks_http_streams_open` while it is open.
 fn sse(first: Vec<Value>, rest: Option<mpsc::Receiver<Outbound>>, guard: AbortOnDrop) -> Response {
-    let open = guard.0.server.metrics().stream_opened(Era::Modern);
+    let open = guard.0.server().metrics().stream_opened(Era::Modern);
     let state = (first.into_iter(), rest, (guard, open), false);
     let stream = futures_util::stream::unfold(state, |(mut first, mut rest, guard, done)| async move {
         if done {
@@ -177,11 +176,11 @@ fn status_of(message: &Value) -> StatusCode {
         message: String::new(),
         data: error.get("data").cloned(),
     };
-    StatusCode::from_u16(codec::modern::http_status(&error)).unwrap_or(StatusCode::OK)
+    StatusCode::from_u16(transport::modern_http_status(&error)).unwrap_or(StatusCode::OK)
 }
 
 fn answer_error(request: &Request, error: &RpcError) -> Response {
-    let status = StatusCode::from_u16(codec::modern::http_status(error)).unwrap_or(StatusCode::BAD_REQUEST);
+    let status = StatusCode::from_u16(transport::modern_http_status(error)).unwrap_or(StatusCode::BAD_REQUEST);
     json(status, &jsonrpc::error_response(Some(&request.id), error))
 }
 
@@ -242,10 +241,10 @@ fn check_param_headers(server: &Server, headers: &HeaderMap, request: &Request) 
         return Ok(());
     }
     let params = request.params.as_ref();
-    let Some(tool) = params.and_then(|params| params["name"].as_str()).and_then(|name| server.tools().get(name)) else {
+    let Some(schema) = params.and_then(|params| params["name"].as_str()).and_then(|name| transport::input_schema(server, name)) else {
         return Ok(());
     };
-    let Some(properties) = tool.def.spec.input_schema.get("properties").and_then(Value::as_object) else {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
         return Ok(());
     };
     let arguments = params.and_then(|params| params.get("arguments"));

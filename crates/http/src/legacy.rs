@@ -19,11 +19,11 @@ use mcp_tasks_protocol::legacy::{self, method};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use mcp_tasks_server::Server;
+use mcp_tasks_server::transport::{BuildMessage, Connection, Listing, Message, Outbound, Peer, Route};
+
 use super::App;
 use super::sse::{frame, priming};
-use crate::connection::{BuildMessage, Connection, Listing, Message, Outbound, Route};
-use crate::dispatch::Peer;
-use crate::server::Server;
 
 /// Protocol versions a client may name in `MCP-Protocol-Version`: every released revision
 /// whose Streamable HTTP rules these are. The session's behaviour follows the version
@@ -100,7 +100,7 @@ async fn sync_stored(app: &App, since: Instant) {
         };
         for id in batch.iter().filter(|id| !stored.contains(id)) {
             if let Some(http) = app.sessions().remove(id) {
-                http.peer.conn.abort();
+                http.peer.conn().abort();
                 tracing::info!(session = %id, "session ended through another replica");
             }
         }
@@ -123,7 +123,7 @@ pub(super) fn end_idle_once(app: &App, now: Instant) -> usize {
         idle_ids.into_iter().filter_map(|id| sessions.remove(&id).map(|http| (id, http))).collect()
     };
     for (id, http) in &ended {
-        http.peer.conn.abort();
+        http.peer.conn().abort();
         tracing::info!(session = %id, idle = ?idle, "session ended: idle");
     }
     ended.len()
@@ -152,8 +152,8 @@ pub(super) struct Busy(Arc<HttpSession>);
 
 impl Busy {
     /// The server the busy session belongs to.
-    pub(super) fn server(&self) -> &crate::server::Server {
-        &self.0.peer.conn.server
+    pub(super) fn server(&self) -> &Server {
+        self.0.peer.conn().server()
     }
 
     pub(super) fn new(http: &Arc<HttpSession>) -> Busy {
@@ -257,7 +257,7 @@ impl HttpSession {
             }
         });
         let weak = Arc::downgrade(&http);
-        http.peer.conn.set_standalone_probe(Box::new(move || weak.upgrade().is_some_and(|http| http.standalone_is_open())));
+        http.peer.conn().set_standalone_probe(Box::new(move || weak.upgrade().is_some_and(|http| http.standalone_is_open())));
         http
     }
 
@@ -451,8 +451,8 @@ mod tests {
     use tokio_util::sync::CancellationToken;
 
     use super::*;
-    use crate::connection::Outbound;
-    use crate::http::Options;
+    use mcp_tasks_server::transport::Outbound;
+    use crate::Options;
     use serde_json::json;
 
     fn app(idle: Duration) -> (App, tempfile::TempDir) {
@@ -461,7 +461,7 @@ mod tests {
         let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), Policy::default());
         let server = Server::builder(engine).build().unwrap();
         let options = Options { session_idle: idle, ..Options::default() };
-        (App { server, options, sessions: Mutex::new(FastMap::default()), stop: CancellationToken::new(), ui: None, listens: crate::http::modern::Listens::default() }, dir)
+        (App { server, options, sessions: Mutex::new(FastMap::default()), stop: CancellationToken::new(), ui: None, listens: crate::modern::Listens::default() }, dir)
     }
 
     fn open(app: &App, id: &str) -> Arc<HttpSession> {
@@ -553,10 +553,10 @@ mod tests {
         let _request_in_progress = Busy::new(&busy);
         let start = Instant::now();
         assert_eq!(end_idle_once(&app, start + Duration::from_secs(59)), 0, "not idle for the period yet");
-        assert!(!idle.peer.conn.closed().is_cancelled());
+        assert!(!idle.peer.conn().closed().is_cancelled());
         assert_eq!(end_idle_once(&app, start + Duration::from_secs(61)), 1);
-        assert!(idle.peer.conn.closed().is_cancelled(), "an ended session's connection is closed");
-        assert!(!busy.peer.conn.closed().is_cancelled(), "a busy session is never idle");
+        assert!(idle.peer.conn().closed().is_cancelled(), "an ended session's connection is closed");
+        assert!(!busy.peer.conn().closed().is_cancelled(), "a busy session is never idle");
         let left: Vec<String> = app.sessions().keys().cloned().collect();
         assert_eq!(left, ["busy"]);
     }
