@@ -12,11 +12,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
-use axum::http::HeaderMap;
 use mcp_tasks_engine::{FastMap, Principal};
-use mcp_tasks_protocol::jsonrpc::{Incoming, Request, RequestId};
-use mcp_tasks_protocol::legacy::{self, method};
-use serde_json::Value;
+use mcp_tasks_protocol::jsonrpc::RequestId;
 use tokio::sync::{mpsc, oneshot};
 
 use mcp_tasks_server::Server;
@@ -25,36 +22,10 @@ use mcp_tasks_server::transport::{BuildMessage, Connection, Listing, Message, Ou
 use super::App;
 use super::sse::{frame, priming};
 
-/// Protocol versions a client may name in `MCP-Protocol-Version`: every released revision
-/// whose Streamable HTTP rules these are. The session's behaviour follows the version
-/// negotiated at `initialize` (2025-11-25); an unknown or malformed value is 400.
-pub(super) const SUPPORTED_VERSIONS: &[&str] = &[legacy::PROTOCOL_VERSION, "2025-06-18", "2025-03-26"];
 /// The standalone (GET) stream of a session.
 pub(super) const STANDALONE: u64 = 0;
 /// Finished POST streams kept per session for resumption.
 const FINISHED_KEPT: usize = 64;
-
-/// Whether `incoming` starts a new session: an `initialize` sent without `Mcp-Session-Id`
-/// (2025-11-25: every other message names its session).
-pub(super) fn starts_session(incoming: &Incoming, headers: &HeaderMap) -> bool {
-    matches!(incoming, Incoming::Request(request) if request.method == method::INITIALIZE)
-        && !headers.contains_key(super::names::MCP_SESSION_ID)
-}
-
-/// Requests whose answer may take long or come with related messages: answered on an SSE
-/// stream. Others are answered as plain JSON (2025-11-25: servers SHOULD NOT upgrade a
-/// `tasks/get` to SSE). A `tools/call` with `params.task` is one of the others: its answer
-/// is the `CreateTaskResult` (or an error) once the task is committed, and nothing goes on
-/// its stream before it (the work starts after it, and the task's messages go to the
-/// standalone stream or to a `tasks/result`), so a stream would carry one event and its
-/// priming event at the cost of a stream kept for resumption. The transport lets the server
-/// answer any request either way (2025-11-25: the client MUST support both).
-pub(super) fn streams(request: &Request) -> bool {
-    match request.method.as_str() {
-        method::TOOLS_CALL => request.params.as_ref().and_then(|params| params.get("task")).is_none_or(Value::is_null),
-        method => matches!(method, method::TASKS_RESULT | method::PROMPTS_GET | method::COMPLETION_COMPLETE),
-    }
-}
 
 /// Ends the sessions idle for [`Options::session_idle`](super::Options::session_idle), checking a few times per period.
 pub(super) async fn end_idle_sessions(app: Weak<App>) {

@@ -55,15 +55,14 @@ use axum::middleware::{self, Next};
 use axum::routing::{get, post};
 use mcp_tasks_engine::{FastMap, Principal, TaskId};
 use mcp_tasks_protocol::jsonrpc::{self, Incoming, RpcError};
-use mcp_tasks_protocol::modern::PROTOCOL_VERSION as MODERN_VERSION;
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use self::guard::{accepts, guard};
-use self::legacy::{Busy, HttpSession, SUPPORTED_VERSIONS, end_idle_sessions, starts_session, streams};
+use self::legacy::{Busy, HttpSession, end_idle_sessions};
 use self::sse::{parse_event_id, sse, sse_coalesced};
-use mcp_tasks_server::transport::{self, Listing, Message};
+use mcp_tasks_server::transport::{self, Header, Hints, Listing, Message, Routed, SessionMessage};
 use mcp_tasks_server::{Metrics, Server};
 
 /// The MCP transport's own headers, as names made once: a lookup by `&str` parses and
@@ -78,6 +77,27 @@ pub(crate) mod names {
     pub(crate) const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
     pub(crate) const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
     pub(crate) const TRACESTATE: HeaderName = HeaderName::from_static("tracestate");
+}
+
+/// A message's headers as the router reads them.
+struct Headers<'h>(&'h HeaderMap);
+
+impl Hints for Headers<'_> {
+    fn header(&self, header: Header) -> Option<&[u8]> {
+        let name = match header {
+            Header::SessionId => names::MCP_SESSION_ID,
+            Header::ProtocolVersion => names::MCP_PROTOCOL_VERSION,
+            Header::Method => names::MCP_METHOD,
+            Header::Name => names::MCP_NAME,
+            // A header this transport does not know of: looked up by its name.
+            other => return self.named(other.name()),
+        };
+        self.0.get(name).map(HeaderValue::as_bytes)
+    }
+
+    fn named(&self, name: &str) -> Option<&[u8]> {
+        self.0.get(name).map(HeaderValue::as_bytes)
+    }
 }
 
 /// The principal of every request when no tokens are configured. Such requestors are not
@@ -442,46 +462,39 @@ impl App {
         if let Incoming::Request(request) = &mut incoming {
             carry_trace_headers(headers, request);
         }
-        match incoming {
-            // 2026-07-28: served on its own, no session.
-            Incoming::Request(request) if transport::is_stateless(&request) => {
-                return Ok(modern::serve(self, headers, sse, principal, request).await);
-            }
-            // 2026-07-28 defines no notification over HTTP (a disconnect is the cancel): a
-            // sessionless one is accepted and dropped.
-            Incoming::Notification(_) if modern_without_session(headers) => Ok(StatusCode::ACCEPTED.into_response()),
-            incoming if starts_session(&incoming, headers) => Ok(self.initialize(principal, incoming).await),
-            incoming => self.post_legacy(headers, sse, principal, incoming).await,
+        // The router decides where it goes (its era, once); this transport does what it says.
+        match transport::route(&self.server, incoming, &Headers(headers)) {
+            // Served on its own, no session.
+            Routed::Exchange(exchange) => Ok(modern::serve(self, sse, principal, exchange).await),
+            // Nothing to answer (a sessionless notification of an era without them over HTTP).
+            Routed::Accepted => Ok(StatusCode::ACCEPTED.into_response()),
+            Routed::OpensSession(message) => Ok(self.initialize(principal, message).await),
+            Routed::InSession(message) => self.post_in_session(headers, sse, principal, message).await,
         }
     }
 
-    /// A 2025-11-25 message of a session; `sse`: the client accepts an SSE answer.
-    async fn post_legacy(&self, headers: &HeaderMap, sse: bool, principal: Principal, incoming: Incoming) -> Result<Response, Response> {
+    /// A message of a session; `sse`: the client accepts an SSE answer.
+    async fn post_in_session(&self, headers: &HeaderMap, sse: bool, principal: Principal, message: SessionMessage) -> Result<Response, Response> {
         let (id, http) = self.session_for(headers, &principal).await.map_err(|r| *r)?;
         let _busy = Busy::new(&http);
-        if let Some(version) = headers.get(names::MCP_PROTOCOL_VERSION) {
-            let version = version.to_str().unwrap_or("");
-            if !SUPPORTED_VERSIONS.contains(&version) {
-                return Err(error(StatusCode::BAD_REQUEST, RpcError::invalid_request(format!(
-                    "Bad Request: unsupported MCP-Protocol-Version {version:?}; supported: {}",
-                    SUPPORTED_VERSIONS.join(", ")
-                ))));
-            }
+        if let Some(refusal) = message.refusal() {
+            return Err(error(StatusCode::BAD_REQUEST, refusal.clone()));
         }
-        let Incoming::Request(request) = incoming else {
-            http.peer.handle_incoming(incoming);
+        let Incoming::Request(request) = message.incoming() else {
+            http.peer.serve(message).spawn();
             return Ok(StatusCode::ACCEPTED.into_response());
         };
+        let request_id = request.id.clone();
         tracing::debug!(session = %id, method = %request.method, "request");
-        if sse && streams(&request) {
-            self.stream_room(&http, Some(&request.id)).map_err(|r| *r)?;
-            let events = http.open_stream(&request.id);
+        if sse && message.streams() {
+            self.stream_room(&http, Some(&request_id)).map_err(|r| *r)?;
+            let events = http.open_stream(&request_id);
             // The request's work runs in this task while its answer is awaited.
-            let work = http.peer.request(request);
+            let work = http.peer.serve(message);
             Ok(sse_coalesced(&self.stop, events, Busy::new(&http), work).await)
         } else {
-            let reply = http.await_json(&request.id);
-            let mut work = http.peer.request(request);
+            let reply = http.await_json(&request_id);
+            let mut work = http.peer.serve(message);
             match work.alongside(reply).await {
                 Ok(message) => Ok(json_message(StatusCode::OK, &message)),
                 // The request was cancelled (no reply is due) or the session ended.
@@ -490,8 +503,8 @@ impl App {
         }
     }
 
-    async fn initialize(&self, principal: Principal, incoming: Incoming) -> Response {
-        let Incoming::Request(request) = &incoming else { return StatusCode::BAD_REQUEST.into_response() };
+    async fn initialize(&self, principal: Principal, message: SessionMessage) -> Response {
+        let Incoming::Request(request) = message.incoming() else { return StatusCode::BAD_REQUEST.into_response() };
         let max = self.options.max_sessions_per_principal;
         let held = self.sessions().values().filter(|http| http.principal == principal).count();
         if held >= max {
@@ -506,7 +519,7 @@ impl App {
         let listing = if self.options.auth.is_some() { Listing::Principal } else { Listing::Session };
         let http = HttpSession::open(self.server.clone(), principal, listing, self.options.max_stream_events);
         let reply = http.await_json(&request.id);
-        http.peer.handle_incoming(incoming);
+        http.peer.serve(message).spawn();
         let Ok(message) = reply.await else {
             return error(StatusCode::INTERNAL_SERVER_ERROR, RpcError::internal("initialize got no answer"));
         };
@@ -678,12 +691,6 @@ fn json(status: StatusCode, message: &Value) -> Response {
 /// [`json`] of an outgoing [`Message`], written straight from its parts.
 fn json_message(status: StatusCode, message: &Message) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], message.to_json_vec()).into_response()
-}
-
-/// A message without `Mcp-Session-Id` whose `MCP-Protocol-Version` is 2026-07-28.
-fn modern_without_session(headers: &HeaderMap) -> bool {
-    !headers.contains_key(names::MCP_SESSION_ID)
-        && headers.get(names::MCP_PROTOCOL_VERSION).is_some_and(|version| version.as_bytes() == MODERN_VERSION.as_bytes())
 }
 
 /// 429 with the [`LIMIT_EXCEEDED`](mcp_tasks_server::LIMIT_EXCEEDED) error of a transport limit,

@@ -11,7 +11,7 @@ use super::lines::{Lines, RawSize};
 use super::{ConfigError, Problem};
 use super::oauth::{OAUTH_PRINCIPAL_PREFIX, OAuthConfig, RawOAuth};
 use crate::auth::{self, Auth, EnvTokenError};
-use mcp_tasks_protocol::hosts::{self, Authority, Origin};
+use crate::hosts::{self, Authority, Origin};
 
 /// The `[server]` table.
 #[derive(Clone, Debug, PartialEq)]

@@ -12,7 +12,8 @@
 //! - `modern_listen`: 2026-07-28 `subscriptions/listen`: list changes and task notifications.
 //! - `modern_mrtr`: 2026-07-28 Multi Round-Trip Requests: named questions, prompts, rounds before a task.
 //! - `panics`: handlers that panic still get their request answered (stdio and HTTP).
-//! - `layering`: which files may name 2025-11-25 types, and where the era is matched.
+//! - `layering`: which files may name each era's types, where the era is matched, that no
+//!   transport names a codec.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
