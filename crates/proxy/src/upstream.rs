@@ -347,9 +347,7 @@ impl Upstream {
             return Ok(());
         }
         let link = self.wait_link(None).await.map_err(RpcError::internal)?;
-        if link.client.era() == mcp_tasks_client::Era::Legacy {
-            subscribe_upstream(&link.client, uri).await?;
-        }
+        subscribe_upstream(&link.client, uri).await?;
         self.subscribed.send_modify(|uris| {
             uris.insert(uri.to_owned());
         });
