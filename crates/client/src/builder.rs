@@ -158,8 +158,9 @@ impl ClientBuilder {
         connected
     }
 
-    /// The era: `server/discover` first (unless pinned to 2025-11-25); a server that
-    /// serves 2026-07-28 is spoken to in it, per request; else `initialize`.
+    /// Picks the connection's [`Dialect`]: `server/discover` first (unless pinned to
+    /// 2025-11-25); a server that serves 2026-07-28 is spoken to in it, per request; else
+    /// `initialize`.
     async fn handshake(self, connection: Arc<Connection>) -> Result<Client, ClientError> {
         let identity = Identity { capabilities: self.modern_capabilities(), info: self.info.clone() };
         if self.era != Some(Era::Legacy) {
