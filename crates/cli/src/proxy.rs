@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use mcp_tasks_client::Era;
-use mcp_tasks_config::{Config, RestartPolicy as ConfigRestartPolicy, TaskSupport, UpstreamToolConfig};
+use mcp_tasks_config::{Config, RestartPolicy as ConfigRestartPolicy, UpstreamToolConfig};
 use mcp_tasks_engine::{Engine, RestartPolicy, SystemClock};
 use mcp_tasks_proxy::{Proxy, ProxyOptions, ToolPolicy, UpstreamSpec};
-use mcp_tasks_server::{Server, TaskMode};
+use mcp_tasks_server::Server;
 
 use crate::args::{EraArg, ProxyArgs};
 use crate::serve::{lease, observe_commits, open_store_observed, policy, serve_until_shutdown, store_choice};
@@ -96,11 +96,7 @@ fn upstream_spec(args: &ProxyArgs) -> anyhow::Result<UpstreamSpec> {
 
 fn tool_policy(tool: &UpstreamToolConfig) -> ToolPolicy {
     let mut policy = ToolPolicy::default();
-    policy.task_mode = match tool.task_support {
-        TaskSupport::Forbidden => TaskMode::Forbidden,
-        TaskSupport::Optional => TaskMode::Optional,
-        TaskSupport::Required => TaskMode::Required,
-    };
+    policy.task_mode = tool.task_support;
     policy.timeout = tool.timeout;
     policy.inline_wait = tool.inline_wait;
     policy.sync_wait = tool.sync_wait;

@@ -9,13 +9,11 @@ use anyhow::Context as _;
 use std::net::SocketAddr;
 
 use mcp_tasks_command::CommandTool;
-use mcp_tasks_config::{
-    Config, RestartPolicy as ConfigRestartPolicy, TaskSupport as ConfigTaskSupport, ToolConfig,
-};
+use mcp_tasks_config::{Config, RestartPolicy as ConfigRestartPolicy, ToolConfig};
 use mcp_tasks_engine::{Engine, Policy, RestartPolicy, SystemClock, TaskStore, ToolRuntime};
 use mcp_tasks_postgres::PostgresStore;
 use mcp_tasks_http as http;
-use mcp_tasks_server::{Server, TaskMode, ToolDef, ToolSpec, stdio};
+use mcp_tasks_server::{Server, ToolDef, ToolSpec, stdio};
 use mcp_tasks_webhooks::Webhooks;
 use mcp_tasks_sqlite::SqliteStore;
 use tokio_util::sync::CancellationToken;
@@ -282,11 +280,8 @@ pub(crate) fn policy(config: &Config) -> Policy {
 }
 
 fn tool_def(tool: &ToolConfig) -> ToolDef {
-    let task_mode = match tool.task_support {
-        ConfigTaskSupport::Forbidden => TaskMode::Forbidden,
-        ConfigTaskSupport::Optional => TaskMode::Optional,
-        ConfigTaskSupport::Required => TaskMode::Required,
-    };
+    // The config's task support is the server's task mode (the protocol's `TaskSupport`).
+    let task_mode = tool.task_support;
     let on_restart = match tool.on_restart {
         ConfigRestartPolicy::Fail => RestartPolicy::Fail,
         ConfigRestartPolicy::Retry => RestartPolicy::Retry,

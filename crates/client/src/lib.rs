@@ -7,7 +7,9 @@
 //! # Layout
 //! - [`Client`] ([`ClientBuilder`]): connect over Streamable HTTP or stdio (a spawned
 //!   command, or any reader/writer pair), `initialize`, list
-//!   tools, call a tool plainly or as a task, list tasks.
+//!   tools, call a tool plainly or as a task, list tasks. The handshake (`builder`) picks
+//!   the connection's dialect once (`dialect`): each operation whose way differs by era is
+//!   a method of it, done by that era's module.
 //! - [`TaskHandle`]: one task; [`TaskHandle::wait`] drives it to its end (blocking
 //!   `tasks/result`, `Last-Event-ID` resumption, `tasks/get` polling at `pollInterval`).
 //! - [`ElicitationHandler`], [`SamplingHandler`]: what the host implements to answer the
@@ -41,8 +43,10 @@
 
 #![warn(missing_docs)]
 
+mod builder;
 mod client;
 mod connection;
+mod dialect;
 mod error;
 mod handlers;
 mod hosted;
@@ -56,7 +60,8 @@ mod stdio;
 mod task;
 mod types;
 
-pub use client::{Called, Client, ClientBuilder, Subscription};
+pub use builder::ClientBuilder;
+pub use client::{Called, Client, Subscription};
 
 /// Entry points for the fuzz targets (`fuzz/`) and their regression corpus; not an API.
 #[doc(hidden)]

@@ -27,35 +27,9 @@ pub struct ServerInfo {
     pub cancels_tasks: bool,
 }
 
-/// Whether a tool may, or must, be called as a task.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskMode {
-    /// Never as a task (also what a tool that declares nothing means).
-    #[default]
-    Forbidden,
-    /// As a task or plainly.
-    Optional,
-    /// Only as a task; a plain call is refused.
-    Required,
-}
-
-impl TaskMode {
-    /// The spelling the protocol uses: `"forbidden"`, `"optional"` or `"required"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskMode::Forbidden => "forbidden",
-            TaskMode::Optional => "optional",
-            TaskMode::Required => "required",
-        }
-    }
-}
-
-impl std::fmt::Display for TaskMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// Whether a tool may, or must, be called as a task: the protocol's `TaskSupport` (default
+/// `forbidden`, also what a tool that declares nothing means), under the client's name.
+pub use mcp_tasks_protocol::mcp::TaskSupport as TaskMode;
 
 /// How the server wrote a tool's task mode, so that [`ToolInfo`] serializes as it was
 /// listed (an absent declaration and an explicit `forbidden` read alike).
@@ -118,45 +92,8 @@ impl ToolInfo {
     }
 }
 
-/// Where a task stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskStatus {
-    /// Being processed.
-    Working,
-    /// The server needs input (an elicitation or sampling answer) to go on.
-    InputRequired,
-    /// Finished successfully (terminal).
-    Completed,
-    /// Failed, including a tool result with `isError: true` (terminal).
-    Failed,
-    /// Cancelled before completion (terminal).
-    Cancelled,
-}
-
-impl TaskStatus {
-    /// Whether the status never changes again: `completed`, `failed` or `cancelled`.
-    pub fn is_terminal(self) -> bool {
-        matches!(self, TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled)
-    }
-
-    /// The protocol's spelling, such as `"input_required"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskStatus::Working => "working",
-            TaskStatus::InputRequired => "input_required",
-            TaskStatus::Completed => "completed",
-            TaskStatus::Failed => "failed",
-            TaskStatus::Cancelled => "cancelled",
-        }
-    }
-}
-
-impl std::fmt::Display for TaskStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// Where a task stands: the protocol's status, the same in both eras.
+pub use mcp_tasks_protocol::mcp::TaskStatus;
 
 /// The state of one task, as the server last reported it.
 ///

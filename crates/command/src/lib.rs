@@ -213,7 +213,7 @@ impl CommandTool {
     ///
     /// # Errors
     /// As [`CommandTool::argv`].
-    fn env(&self, arguments: &Value) -> Result<Vec<(&str, Option<String>)>, ErrorObject> {
+    fn env(&self, arguments: &Value) -> Result<Env<'_>, ErrorObject> {
         let arguments = self.arguments(arguments)?;
         let mut env = Vec::with_capacity(self.tool.env.len());
         for (name, value) in &self.tool.env {
@@ -366,20 +366,10 @@ impl CommandTool {
 #[async_trait]
 impl Handler for CommandTool {
     async fn call(&self, arguments: Value, ctx: Context) -> Outcome {
-        let argv = match self.argv(&arguments) {
-            Ok(argv) => argv,
-            Err(err) => return Outcome::Error(err),
+        let (argv, env) = match self.prepare(&arguments, &ctx) {
+            Ok(prepared) => prepared,
+            Err(outcome) => return outcome,
         };
-        let env = match self.env(&arguments) {
-            Ok(env) => env,
-            Err(err) => return Outcome::Error(err),
-        };
-        if let Some(Err(err)) = &self.output_validator {
-            return Outcome::Error(internal(err.clone()));
-        }
-        if ctx.is_cancelled() {
-            return result::tool_result(true, vec!["cancelled".to_owned()]);
-        }
         let task = ctx.task_id().map(|id| id.as_str().to_owned());
         // The command is a child of the task's span: the request's trace id, a new span id.
         let trace = ctx.trace().map(TraceContext::child);
@@ -395,51 +385,73 @@ impl Handler for CommandTool {
             return Outcome::Error(internal("the started process has no pid"));
         };
         let mut guard = GroupGuard { group, armed: true };
-        // Recorded with the task (durably) at once: should the server die, the next one
-        // ends the group before it resolves the task.
-        if let Some(recorded) = u32::try_from(group.as_raw()).ok().and_then(ProcessGroup::led_by) {
-            ctx.process_started(recorded).await;
-        }
-        // Before the reader starts, so that the command's own status lines come after it.
-        ctx.status(format!("started (pid {group})")).await;
+        announce(group, &ctx).await;
         // Raised once the group is gone: the reader then stops asking and closes stdin.
         let (group_gone, group_gone_seen) = watch::channel(false);
-        let (answers, writer) = match (self.stdin_bytes(&arguments), child.stdin.take()) {
+        let pipes = self.attach(&mut child, &arguments, &ctx, group_gone_seen);
+        let end = self.run_to_end(&mut child, &ctx).await;
+        let ending = end_group(&mut child, group, self.tool.kill_grace).await;
+        guard.armed = false;
+        group_gone.send_replace(true);
+        let streams = pipes.collect().await;
+        self.finish(end, ending, streams, &ctx).await
+    }
+}
+
+impl CommandTool {
+    /// The argv and environment of a call, or the outcome that ends it before anything
+    /// starts: arguments that do not fill the template, an output schema that did not
+    /// compile, a call cancelled already.
+    fn prepare(&self, arguments: &Value, ctx: &Context) -> Result<(Vec<String>, Env<'_>), Outcome> {
+        let argv = self.argv(arguments).map_err(Outcome::Error)?;
+        let env = self.env(arguments).map_err(Outcome::Error)?;
+        if let Some(Err(err)) = &self.output_validator {
+            return Err(Outcome::Error(internal(err.clone())));
+        }
+        if ctx.is_cancelled() {
+            return Err(result::tool_result(true, vec!["cancelled".to_owned()]));
+        }
+        Ok((argv, env))
+    }
+
+    /// The child's pipes put to work: its stdin written (the arguments, when the tool says
+    /// so) or kept for the line protocol's answers, its stdout read by the line protocol,
+    /// the tail of its stderr kept.
+    fn attach(&self, child: &mut Child, arguments: &Value, ctx: &Context, group_gone: watch::Receiver<bool>) -> Pipes {
+        let (answers, writer) = match (self.stdin_bytes(arguments), child.stdin.take()) {
             (Some(bytes), Some(pipe)) => (None, Some(tokio::spawn(write_and_close(pipe, bytes)))),
             (_, pipe) => (pipe, None),
         };
         let cap = self.tool.max_output;
         let stdout = child.stdout.take().map(|pipe| {
-            let talk = Talk::new(&self.tool.name, ctx.clone(), answers, group_gone_seen, cap);
+            let talk = Talk::new(&self.tool.name, ctx.clone(), answers, group_gone, cap);
             tokio::spawn(talk.run(pipe))
         });
         let stderr = child
             .stderr
             .take()
             .map(|pipe| tokio::spawn(read_tail(pipe, cap)));
+        Pipes { writer, stdout, stderr }
+    }
 
+    /// Waits for the command to exit, the call to be cancelled, or the tool's timeout.
+    async fn run_to_end(&self, child: &mut Child, ctx: &Context) -> End {
         let deadline = async {
             match self.tool.timeout {
                 Some(timeout) => tokio::time::sleep(timeout).await,
                 None => std::future::pending().await,
             }
         };
-        let end = tokio::select! {
+        tokio::select! {
             status = child.wait() => End::Exited(status),
             () = ctx.cancelled() => End::Cancelled,
             () = deadline => End::TimedOut,
-        };
-        let ending = end_group(&mut child, group, self.tool.kill_grace).await;
-        guard.armed = false;
-        group_gone.send_replace(true);
-        if let Some(writer) = writer {
-            writer.abort();
         }
+    }
 
-        let streams = Streams {
-            stdout: collect(stdout).await,
-            stderr: collect(stderr).await,
-        };
+    /// The call's outcome from how the command ended and what it wrote; its status
+    /// message, if any, goes to the task first.
+    async fn finish(&self, end: End, ending: Ending, streams: Streams, ctx: &Context) -> Outcome {
         let finished = result::Finished {
             tool: &self.tool,
             output_validator: self.output_validator.as_ref().and_then(|v| v.as_ref().ok()),
@@ -453,6 +465,43 @@ impl Handler for CommandTool {
         finished.outcome()
     }
 }
+
+/// Tells the task its command started: its process group recorded with it (durably) at
+/// once, so that should the server die the next one ends the group before it resolves the
+/// task; then a status line, before the reader starts, so that the command's own status
+/// lines come after it.
+async fn announce(group: Pid, ctx: &Context) {
+    if let Some(recorded) = u32::try_from(group.as_raw()).ok().and_then(ProcessGroup::led_by) {
+        ctx.process_started(recorded).await;
+    }
+    ctx.status(format!("started (pid {group})")).await;
+}
+
+/// The tasks that feed and read a running command's pipes.
+struct Pipes {
+    /// Writes the arguments to stdin, when the tool takes them there.
+    writer: Option<tokio::task::JoinHandle<()>>,
+    /// The line protocol on stdout.
+    stdout: Option<tokio::task::JoinHandle<Tail>>,
+    /// The tail of stderr.
+    stderr: Option<tokio::task::JoinHandle<Tail>>,
+}
+
+impl Pipes {
+    /// Once the group is gone: stops writing, and takes what was read.
+    async fn collect(self) -> Streams {
+        if let Some(writer) = self.writer {
+            writer.abort();
+        }
+        Streams {
+            stdout: collect(self.stdout).await,
+            stderr: collect(self.stderr).await,
+        }
+    }
+}
+
+/// A call's environment variables, by name: a value, or `None` to unset the variable.
+type Env<'a> = Vec<(&'a str, Option<String>)>;
 
 /// Writes `bytes` to the command's stdin, then closes it. A command that exits without
 /// reading it all is no error.

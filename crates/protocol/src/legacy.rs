@@ -18,6 +18,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
 use crate::mcp::{self, Empty, Implementation, Meta, RequestMeta};
+/// The task status and task support both eras name (here for the 2025-11-25 paths).
+pub use crate::mcp::{TaskStatus, TaskSupport};
 use crate::object;
 
 /// The protocol revision this module implements, as sent in `protocolVersion`.
@@ -221,23 +223,6 @@ pub struct ToolTaskRequests {
     pub call: Option<Empty>,
 }
 
-/// Schema `ToolExecution.taskSupport`: whether a tool may, or must, be called as a task.
-///
-/// On the wire: `"forbidden"`, `"optional"` or `"required"`. Absent means
-/// [`TaskSupport::Forbidden`] (the [`Default`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TaskSupport {
-    /// The tool must not be called as a task (the default); the server SHOULD answer such a
-    /// call with `-32601`.
-    #[default]
-    Forbidden,
-    /// The tool may be called as a task or normally.
-    Optional,
-    /// The tool must be called as a task; the server MUST answer a plain call with `-32601`.
-    Required,
-}
-
 /// Schema `ToolExecution`: execution properties of a tool.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -312,50 +297,6 @@ pub struct CallToolParams {
     /// Request `_meta`, with the optional `progressToken`.
     #[serde(rename = "_meta", default, deserialize_with = "meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<RequestMeta>,
-}
-
-/// Schema `TaskStatus`: the state of a task.
-///
-/// On the wire: `"working"`, `"input_required"`, `"completed"`, `"failed"`, `"cancelled"`.
-/// Listed in lifecycle order (every task starts `working`); exhaustive on purpose.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskStatus {
-    /// The request is being processed.
-    Working,
-    /// The receiver needs input from the requestor, who should call `tasks/result`.
-    InputRequired,
-    /// Finished successfully (terminal).
-    Completed,
-    /// The underlying request failed, including a tool result with `isError: true`
-    /// (terminal).
-    Failed,
-    /// Cancelled before completion (terminal).
-    Cancelled,
-}
-
-impl TaskStatus {
-    /// Whether the status never changes again: `completed`, `failed` or `cancelled`.
-    pub fn is_terminal(self) -> bool {
-        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
-    }
-
-    /// The wire spelling, such as `"input_required"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Working => "working",
-            Self::InputRequired => "input_required",
-            Self::Completed => "completed",
-            Self::Failed => "failed",
-            Self::Cancelled => "cancelled",
-        }
-    }
-}
-
-impl std::fmt::Display for TaskStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// Schema `Task`: the state of one task as the receiver reports it.

@@ -1,11 +1,12 @@
 //! Shapes both protocol eras share: content blocks, `CallToolResult`, `Implementation`, the
-//! base `Tool` (without 2025-11-25's `execution`), progress tokens and notifications,
-//! pagination, and the names of the methods both eras have.
+//! base `Tool` (without 2025-11-25's `execution`), a task's [`TaskStatus`] and a tool's
+//! [`TaskSupport`], progress tokens and notifications, pagination, and the names of the
+//! methods both eras have.
 //!
 //! Each type maps to the definition of the same name in the official JSON schemas of
 //! 2025-11-25 and 2026-07-28, with the schema's camelCase member names; optional members are
 //! left out of the JSON when they are `None`. The era-specific shapes are in
-//! [`crate::legacy`] (and, later, `crate::modern`).
+//! [`crate::legacy`] and [`crate::modern`].
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -105,6 +106,89 @@ impl Tool {
             annotations: None,
             meta: None,
         }
+    }
+}
+
+/// Schema `TaskStatus` (2025-11-25 core, and the 2026-07-28 tasks extension: the same five
+/// strings): where a task stands.
+///
+/// On the wire: `"working"`, `"input_required"`, `"completed"`, `"failed"`, `"cancelled"`.
+/// Listed in lifecycle order (every task starts `working`); exhaustive on purpose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    /// The request is being processed.
+    Working,
+    /// The receiver needs input from the requestor (2025-11-25: who should call
+    /// `tasks/result`; 2026-07-28: the task's `inputRequests`, answered with `tasks/update`).
+    InputRequired,
+    /// Finished successfully (terminal).
+    Completed,
+    /// The underlying request failed (terminal); in 2025-11-25 also a tool result with
+    /// `isError: true`.
+    Failed,
+    /// Cancelled before completion (terminal).
+    Cancelled,
+}
+
+impl TaskStatus {
+    /// Whether the status never changes again: `completed`, `failed` or `cancelled`.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
+    }
+
+    /// The wire spelling, such as `"input_required"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Working => "working",
+            Self::InputRequired => "input_required",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl std::fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Whether a tool may, or must, be called as a task. 2025-11-25 writes it as the tool's
+/// `execution.taskSupport` (schema `ToolExecution.taskSupport`); in 2026-07-28 a tool
+/// declares none and the server decides per call, by this same mode.
+///
+/// On the wire: `"forbidden"`, `"optional"` or `"required"`. Absent means
+/// [`TaskSupport::Forbidden`] (the [`Default`]; a config file's default is `optional`, which
+/// it says itself).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskSupport {
+    /// The tool must not be called as a task (the default); the server SHOULD answer such a
+    /// call with `-32601`.
+    #[default]
+    Forbidden,
+    /// The tool may be called as a task or normally.
+    Optional,
+    /// The tool must be called as a task; the server MUST answer a plain call with `-32601`.
+    Required,
+}
+
+impl TaskSupport {
+    /// The wire spelling: `"forbidden"`, `"optional"` or `"required"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Forbidden => "forbidden",
+            Self::Optional => "optional",
+            Self::Required => "required",
+        }
+    }
+}
+
+impl std::fmt::Display for TaskSupport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

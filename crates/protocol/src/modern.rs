@@ -1,10 +1,13 @@
 //! Shapes only protocol revision 2026-07-28 ("Modern") has, with the tasks extension
 //! `io.modelcontextprotocol/tasks` (SEP-2663): the per-request `_meta` every request carries
 //! (there is no `initialize`), `server/discover`, the error codes of the revision, and the
-//! `params` of `tools/call`, `tasks/get`, `tasks/update` and `tasks/cancel`.
+//! `params` of `tools/call`, `tasks/get`, `tasks/update` and `tasks/cancel`, and (in
+//! `results`) the result shapes of the tasks extension: [`DetailedTask`] ([`GetTaskResult`]),
+//! [`CreateTaskResult`], [`InputRequiredResult`].
 //!
-//! Results are written by the server's Modern codec and checked against the official
-//! `mcp-2026-07-28.schema.json` and `ext-tasks-draft.schema.json` in its tests.
+//! The server's Modern codec writes these results from borrowed parts of its records, the
+//! client reads them; the server's tests check them against the official
+//! `mcp-2026-07-28.schema.json` and `ext-tasks-draft.schema.json`.
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
@@ -12,6 +15,13 @@ use serde_json::{Map, Value};
 use crate::era::PROTOCOL_VERSION_META;
 use crate::mcp::{Implementation, Meta, ProgressToken};
 use crate::object;
+
+mod results;
+
+pub use results::{
+    CreateTaskResult, DetailedTask, GetTaskResult, InputRequest, InputRequests, InputRequiredResult, ResultMeta,
+    ResultType, Task, UnderlyingResult,
+};
 
 /// The protocol revision this module implements.
 pub const PROTOCOL_VERSION: &str = "2026-07-28";

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use mcp_tasks_client::{Client, ClientError, RpcError, ToolInfo};
+use mcp_tasks_client::{Client, ClientError, RpcError, ServerNotification, ToolInfo};
 use mcp_tasks_engine::{Engine, Leftover};
 use mcp_tasks_protocol::mcp::{Implementation, method};
 use mcp_tasks_server::{Server, TaskMode, ToolDef, ToolSpec, UpstreamOffers};
@@ -169,61 +169,10 @@ impl Upstream {
     /// Serves `client` until it dies, then starts the upstream again, until [`Upstream::shutdown`].
     async fn supervise(self: Arc<Self>, server: Server, mut client: Client) {
         loop {
-            let generation = self.generation.load(Ordering::Relaxed);
-            let mut notes = client.notifications();
-            // 2026-07-28: list changes and resource updates come only on a
-            // subscriptions/listen stream (opened again when the URIs change).
-            let mut uris = self.subscribed.subscribe();
-            let mut _listening = client.listen_list_changes(&uris.borrow_and_update().iter().cloned().collect::<Vec<_>>());
-            let modern = client.era() == mcp_tasks_client::Era::Modern;
-            self.link.send_replace(Some(Link { client: client.clone(), generation }));
-            tracing::info!(upstream = %self.spec.describe(), era = %client.era(), generation, "upstream connected");
-            let reason = loop {
-                tokio::select! {
-                    () = self.stop.cancelled() => break None,
-                    () = client.closed() => break Some("its output ended (it exited)".to_owned()),
-                    () = self.broken.notified() => break Some("a request found it unreachable".to_owned()),
-                    // The sender lives as long as `self`: never an error.
-                    Ok(()) = uris.changed(), if modern => {
-                        let wanted: Vec<String> = uris.borrow_and_update().iter().cloned().collect();
-                        _listening = client.listen_list_changes(&wanted);
-                    }
-                    note = notes.recv() => match note {
-                        Ok(note) if note.method == method::NOTIFY_TOOLS_LIST_CHANGED => {
-                            if let Err(error) = self.sync_tools(&server, &client).await {
-                                tracing::warn!(%error, "could not list the upstream's tools after list_changed");
-                            }
-                        }
-                        // Resources and prompts are forwarded request by request: the next
-                        // listing is the upstream's new one, so only the news is passed on.
-                        Ok(note) if note.method == method::NOTIFY_RESOURCES_LIST_CHANGED => server.notify_resources_list_changed(),
-                        Ok(note) if note.method == method::NOTIFY_PROMPTS_LIST_CHANGED => server.notify_prompts_list_changed(),
-                        Ok(note) if note.method == method::NOTIFY_RESOURCE_UPDATED => {
-                            if let Some(uri) = note.params.get("uri").and_then(serde_json::Value::as_str) {
-                                server.notify_resource_updated(uri);
-                            }
-                        }
-                        Ok(_) => {}
-                        Err(broadcast::error::RecvError::Lagged(_)) => {
-                            // A list change may be among the lost: list again, and tell.
-                            if let Err(error) = self.sync_tools(&server, &client).await {
-                                tracing::warn!(%error, "could not list the upstream's tools");
-                            }
-                            server.notify_resources_list_changed();
-                            server.notify_prompts_list_changed();
-                        }
-                        Err(broadcast::error::RecvError::Closed) => break Some("its session ended".to_owned()),
-                    },
-                }
-            };
+            let reason = self.serve(&server, &client).await;
             self.link.send_replace(None);
             let Some(reason) = reason else {
-                close(client).await;
-                if let Some(key) = self.kept_key()
-                    && let Err(error) = server.engine().forget_kept_group(&key).await
-                {
-                    tracing::warn!(%error, "could not remove the record of the closed upstream's process group");
-                }
+                self.close_for_good(&server, client).await;
                 return;
             };
             tracing::warn!(upstream = %self.spec.describe(), %reason, "the upstream server is gone; starting it again");
@@ -231,22 +180,107 @@ impl Upstream {
             drop(client);
             let Some(next) = self.reconnect().await else { return };
             client = next;
-            self.keep(server.engine(), &client).await;
-            self.generation.fetch_add(1, Ordering::Relaxed);
-            self.learn_offers(&client).await;
-            if let Err(error) = self.sync_tools(&server, &client).await {
-                tracing::warn!(%error, "could not list the tools of the restarted upstream; keeping the last list");
-            }
-            let wanted: Vec<String> = self.subscribed.borrow().iter().cloned().collect();
-            for uri in wanted {
-                if let Err(error) = subscribe_upstream(&client, &uri).await {
-                    tracing::warn!(%uri, message = %error.message, "could not subscribe to the resource on the restarted upstream");
+            self.restarted(&server, &client).await;
+        }
+    }
+
+    /// Offers `client` to the calls and passes its changes on, until it is gone (why) or
+    /// the proxy stops (`None`).
+    async fn serve(self: &Arc<Self>, server: &Server, client: &Client) -> Option<String> {
+        let generation = self.generation.load(Ordering::Relaxed);
+        let mut notes = client.notifications();
+        // 2026-07-28: list changes and resource updates come only on a
+        // subscriptions/listen stream (opened again when the URIs change); `None` in
+        // 2025-11-25, whose server sends them unasked.
+        let mut uris = self.subscribed.subscribe();
+        let mut listening = client.listen_list_changes(&uris.borrow_and_update().iter().cloned().collect::<Vec<_>>());
+        self.link.send_replace(Some(Link { client: client.clone(), generation }));
+        tracing::info!(upstream = %self.spec.describe(), era = %client.era(), generation, "upstream connected");
+        loop {
+            tokio::select! {
+                () = self.stop.cancelled() => return None,
+                () = client.closed() => return Some("its output ended (it exited)".to_owned()),
+                () = self.broken.notified() => return Some("a request found it unreachable".to_owned()),
+                // The sender lives as long as `self`: never an error.
+                Ok(()) = uris.changed(), if listening.is_some() => {
+                    let wanted: Vec<String> = uris.borrow_and_update().iter().cloned().collect();
+                    listening = client.listen_list_changes(&wanted);
+                }
+                note = notes.recv() => {
+                    if let Err(reason) = self.pass_on(server, client, note).await {
+                        return Some(reason);
+                    }
                 }
             }
-            // What the restarted upstream lists may differ from before.
-            server.notify_resources_list_changed();
-            server.notify_prompts_list_changed();
         }
+    }
+
+    /// Passes one notification of the upstream on (a tool list change is mirrored); the
+    /// reason it is gone when its notifications end.
+    async fn pass_on(
+        self: &Arc<Self>,
+        server: &Server,
+        client: &Client,
+        note: Result<ServerNotification, broadcast::error::RecvError>,
+    ) -> Result<(), String> {
+        match note {
+            Ok(note) if note.method == method::NOTIFY_TOOLS_LIST_CHANGED => {
+                if let Err(error) = self.sync_tools(server, client).await {
+                    tracing::warn!(%error, "could not list the upstream's tools after list_changed");
+                }
+            }
+            // Resources and prompts are forwarded request by request: the next
+            // listing is the upstream's new one, so only the news is passed on.
+            Ok(note) if note.method == method::NOTIFY_RESOURCES_LIST_CHANGED => server.notify_resources_list_changed(),
+            Ok(note) if note.method == method::NOTIFY_PROMPTS_LIST_CHANGED => server.notify_prompts_list_changed(),
+            Ok(note) if note.method == method::NOTIFY_RESOURCE_UPDATED => {
+                if let Some(uri) = note.params.get("uri").and_then(serde_json::Value::as_str) {
+                    server.notify_resource_updated(uri);
+                }
+            }
+            Ok(_) => {}
+            Err(broadcast::error::RecvError::Lagged(_)) => {
+                // A list change may be among the lost: list again, and tell.
+                if let Err(error) = self.sync_tools(server, client).await {
+                    tracing::warn!(%error, "could not list the upstream's tools");
+                }
+                server.notify_resources_list_changed();
+                server.notify_prompts_list_changed();
+            }
+            Err(broadcast::error::RecvError::Closed) => return Err("its session ended".to_owned()),
+        }
+        Ok(())
+    }
+
+    /// The proxy stops: the upstream is closed and the record of its process group removed.
+    async fn close_for_good(&self, server: &Server, client: Client) {
+        close(client).await;
+        if let Some(key) = self.kept_key()
+            && let Err(error) = server.engine().forget_kept_group(&key).await
+        {
+            tracing::warn!(%error, "could not remove the record of the closed upstream's process group");
+        }
+    }
+
+    /// A restarted upstream taken into use: its process group recorded, a new generation,
+    /// its offers and tools learnt again, the resources resubscribed, the downstream clients
+    /// told that the lists may have changed.
+    async fn restarted(self: &Arc<Self>, server: &Server, client: &Client) {
+        self.keep(server.engine(), client).await;
+        self.generation.fetch_add(1, Ordering::Relaxed);
+        self.learn_offers(client).await;
+        if let Err(error) = self.sync_tools(server, client).await {
+            tracing::warn!(%error, "could not list the tools of the restarted upstream; keeping the last list");
+        }
+        let wanted: Vec<String> = self.subscribed.borrow().iter().cloned().collect();
+        for uri in wanted {
+            if let Err(error) = subscribe_upstream(client, &uri).await {
+                tracing::warn!(%uri, message = %error.message, "could not subscribe to the resource on the restarted upstream");
+            }
+        }
+        // What the restarted upstream lists may differ from before.
+        server.notify_resources_list_changed();
+        server.notify_prompts_list_changed();
     }
 
     /// Connects again with exponential backoff; `None` once the proxy stops.
@@ -313,9 +347,7 @@ impl Upstream {
             return Ok(());
         }
         let link = self.wait_link(None).await.map_err(RpcError::internal)?;
-        if link.client.era() == mcp_tasks_client::Era::Legacy {
-            subscribe_upstream(&link.client, uri).await?;
-        }
+        subscribe_upstream(&link.client, uri).await?;
         self.subscribed.send_modify(|uris| {
             uris.insert(uri.to_owned());
         });

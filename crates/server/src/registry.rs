@@ -15,18 +15,11 @@ use crate::arguments::{ArgumentsSchema, InvalidArguments};
 use crate::server::BuildError;
 use crate::tool::McpTool;
 
-/// Whether a tool may, must, or must not run as a task. Each era says it its own way
-/// (2025-11-25: `execution.taskSupport`; 2026-07-28: the server decides per call).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum TaskMode {
-    /// Never a task: every call is answered with its result.
-    #[default]
-    Forbidden,
-    /// A task when the requestor asks for one.
-    Optional,
-    /// Always a task.
-    Required,
-}
+/// Whether a tool may, must, or must not run as a task: the wire's
+/// [`TaskSupport`](mcp_tasks_protocol::mcp::TaskSupport) (default `Forbidden`). Each era says
+/// it its own way (2025-11-25: `execution.taskSupport`; 2026-07-28: the server decides per
+/// call by it).
+pub use mcp_tasks_protocol::mcp::TaskSupport as TaskMode;
 
 /// What a client is told about a tool, in no era's shape.
 #[derive(Clone, Debug, PartialEq)]

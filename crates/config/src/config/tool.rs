@@ -89,6 +89,8 @@ impl ToolConfig {
     pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
     /// The default of `max_attempts`.
     pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+    /// The default of `task_support`: `optional` (a command tool may be called either way).
+    pub const DEFAULT_TASK_SUPPORT: TaskSupport = TaskSupport::Optional;
     /// The default of `max_output`: 1 MiB (results go to models; the tail is kept).
     pub const DEFAULT_MAX_OUTPUT: usize = 1 << 20;
 
@@ -101,7 +103,7 @@ impl ToolConfig {
             description: String::new(),
             input_schema: serde_json::json!({"type": "object"}),
             command,
-            task_support: TaskSupport::default(),
+            task_support: ToolConfig::DEFAULT_TASK_SUPPORT,
             timeout: None,
             inline_wait: None,
             sync_wait: None,
@@ -186,20 +188,14 @@ pub enum RestartPolicy {
     Retry,
 }
 
-/// Whether a tool may be called as a task: `"forbidden"`, `"optional"` or `"required"`.
-///
-/// Mirrors the protocol's `execution.taskSupport`; the config crate keeps its own copy so
-/// that it does not depend on the wire types.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TaskSupport {
-    /// The tool must not be called as a task.
-    Forbidden,
-    /// The tool may be called either way (the default in a config file).
-    #[default]
-    Optional,
-    /// The tool must be called as a task.
-    Required,
+/// Whether a tool may be called as a task: `"forbidden"`, `"optional"` or `"required"`, the
+/// protocol's own type. Its [`Default`] is the wire's `forbidden`; in a config file an absent
+/// `task_support` is `optional` instead ([`ToolConfig::DEFAULT_TASK_SUPPORT`]).
+pub use mcp_tasks_protocol::mcp::TaskSupport;
+
+/// The `task_support` of a tool that does not say: [`ToolConfig::DEFAULT_TASK_SUPPORT`].
+pub(crate) fn default_task_support() -> TaskSupport {
+    ToolConfig::DEFAULT_TASK_SUPPORT
 }
 
 #[cfg(test)]

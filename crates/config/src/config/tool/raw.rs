@@ -24,7 +24,7 @@ pub(crate) struct RawTool {
     description: String,
     input_schema: Option<Spanned<toml::Table>>,
     command: Spanned<Vec<Spanned<String>>>,
-    #[serde(default)]
+    #[serde(default = "super::default_task_support")]
     task_support: TaskSupport,
     timeout: Option<Spanned<String>>,
     inline_wait: Option<Spanned<String>>,

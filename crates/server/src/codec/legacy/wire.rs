@@ -6,14 +6,14 @@ use mcp_tasks_engine::{Cursor, Outcome, TaskId, TaskRecord, TaskState, Timestamp
 use mcp_tasks_protocol::jsonrpc::RpcError;
 use mcp_tasks_protocol::legacy::{
     self, PromptsCapability, ResourcesCapability, ServerCapabilities, ServerTasksCapability, Task, TaskStatus,
-    TaskSupport, Tool, ToolExecution, ToolsCapability,
+    Tool, ToolExecution, ToolsCapability,
 };
 use mcp_tasks_protocol::mcp::{self, Empty};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
 use crate::connection::Payload;
-use crate::registry::{TaskMode, ToolSpec};
+use crate::registry::ToolSpec;
 use crate::server::Server;
 use crate::codec::rfc3339;
 use crate::errors;
@@ -28,16 +28,8 @@ pub(crate) fn tool(spec: &ToolSpec) -> Tool {
     base.description.clone_from(&spec.description);
     base.output_schema.clone_from(&spec.output_schema);
     base.annotations.clone_from(&spec.annotations);
-    Tool { base, execution: Some(ToolExecution { task_support: Some(task_support(spec.task_mode)) }) }
-}
-
-/// The `taskSupport` of a task mode.
-pub(crate) fn task_support(mode: TaskMode) -> TaskSupport {
-    match mode {
-        TaskMode::Forbidden => TaskSupport::Forbidden,
-        TaskMode::Optional => TaskSupport::Optional,
-        TaskMode::Required => TaskSupport::Required,
-    }
+    // The task mode is the wire's `taskSupport` itself.
+    Tool { base, execution: Some(ToolExecution { task_support: Some(spec.task_mode) }) }
 }
 
 /// What `initialize` declares: tools, tasks, logging and completions always; resources

@@ -16,6 +16,7 @@
 //! whose client never retries is stopped after the server's retry wait
 //! ([`ServerBuilder::retry_wait`](crate::ServerBuilder::retry_wait)).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -23,13 +24,14 @@ use std::time::Duration;
 
 use mcp_tasks_engine::{ClientLink, Engine, ErrorObject, InputKind, Outcome, Principal, TaskId};
 use mcp_tasks_protocol::jsonrpc::RpcError;
-use mcp_tasks_protocol::modern::{MISSING_CLIENT_CAPABILITY, RequestMeta};
+use mcp_tasks_protocol::modern::{InputRequest, InputRequests, MISSING_CLIENT_CAPABILITY, RequestMeta};
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::link::ModernLink;
+use super::wire;
 use crate::ops::handoff::{self, Long, LongRun};
 use crate::context::RequestContext;
 use crate::tool::{input_capability, input_method};
@@ -343,11 +345,14 @@ async fn hand_off(ctx: &RequestContext, running: &mut Running) -> Option<Value> 
 
 /// `InputRequiredResult`: the outstanding questions, and the state that names the parked call.
 fn input_required(parked: &Parked, running: Running) -> Value {
-    let requests: Map<String, Value> = running
+    let requests: InputRequests<'static> = running
         .open
         .iter()
-        .map(|(key, (kind, params, _))| (key.clone(), json!({"method": input_method(*kind), "params": params})))
+        .map(|(key, (kind, params, _))| {
+            let request = InputRequest { method: Cow::Borrowed(input_method(*kind)), params: Cow::Owned(params.clone()) };
+            (Cow::Owned(key.clone()), request)
+        })
         .collect();
     let state = parked.park(Round::Work(running));
-    json!({"resultType": "input_required", "inputRequests": requests, "requestState": state})
+    wire::input_required(requests, state)
 }

@@ -147,7 +147,7 @@ async fn settle(
                 engine: ctx.server().engine().clone(),
             };
             let state = ctx.server().inner.codecs.modern.parked.park(round);
-            Ok(json!({"resultType": "input_required", "inputRequests": wire::input_requests(requests), "requestState": state}).into())
+            Ok(wire::input_required(wire::input_requests(requests), state).into())
         }
         // Still working (or gone by a race: the task as it stands says what happened).
         _ => match ops::tasks::get(ctx, id).await {

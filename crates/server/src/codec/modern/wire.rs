@@ -1,13 +1,19 @@
 //! The 2026-07-28 shapes of era-neutral facts: a task record as a `DetailedTask` (its
-//! result, error or input requests inlined) and as the flat `CreateTaskResult`, a tool as
-//! the base `Tool` (no `execution`), and the `server/discover` result.
+//! result, error or input requests inlined) and as the flat `CreateTaskResult` (the types of
+//! `mcp_tasks_protocol::modern`, built from borrowed parts of the record), a tool as the base
+//! `Tool` (no `execution`), and the `server/discover` result.
 
-use mcp_tasks_engine::{InputRequests, Outcome, TaskRecord, TaskState};
+use std::borrow::Cow;
+use std::fmt::{self, Write as _};
+
+use mcp_tasks_engine::{InputRequests as EngineInputRequests, Outcome, Status, TaskRecord, TaskState, Timestamp};
 use mcp_tasks_protocol::jsonrpc::RpcError;
-use mcp_tasks_protocol::mcp::{self, Implementation};
-use mcp_tasks_protocol::modern::{SERVER_INFO_META, TASKS_EXTENSION};
-use serde::ser::{Serialize, SerializeMap, Serializer};
-use serde_json::{Map, Value, json};
+use mcp_tasks_protocol::mcp::{self, Implementation, TaskStatus};
+use mcp_tasks_protocol::modern::{
+    CreateTaskResult, DetailedTask, GetTaskResult, InputRequest, InputRequests, InputRequiredResult, ResultMeta, TASKS_EXTENSION, Task,
+    UnderlyingResult,
+};
+use serde_json::{Value, json};
 
 use super::SUPPORTED_VERSIONS;
 use crate::codec::Rfc3339;
@@ -17,32 +23,75 @@ use crate::registry::ToolSpec;
 use crate::server::Server;
 use crate::tool::input_method;
 
-/// The `Task` members of a record: `taskId`, `status`, `statusMessage`, `createdAt`,
-/// `lastUpdatedAt`, `ttlMs` (always present, `null` for unlimited) and `pollIntervalMs`.
-fn task<M: SerializeMap>(map: &mut M, record: &TaskRecord) -> Result<(), M::Error> {
-    map.serialize_entry("taskId", record.id.as_str())?;
-    map.serialize_entry("status", record.status().as_str())?;
-    if let Some(message) = &record.status_message {
-        map.serialize_entry("statusMessage", message)?;
+/// The tasks extension's `Task` members of a record, borrowed from it; `stamps` holds its
+/// two times as written ([`Stamps`]).
+fn task<'a>(record: &'a TaskRecord, stamps: &'a Stamps) -> Task<'a> {
+    Task {
+        task_id: Cow::Borrowed(record.id.as_str()),
+        status: status(record.status()),
+        status_message: record.status_message.as_deref().map(Cow::Borrowed),
+        created_at: stamps.created.text(),
+        last_updated_at: stamps.updated.text(),
+        ttl_ms: record.ttl_ms,
+        poll_interval_ms: record.poll_interval_ms,
     }
-    map.serialize_entry("createdAt", &Rfc3339(record.created_at))?;
-    map.serialize_entry("lastUpdatedAt", &Rfc3339(record.updated_at))?;
-    map.serialize_entry("ttlMs", &record.ttl_ms)?;
-    if let Some(poll) = record.poll_interval_ms {
-        map.serialize_entry("pollIntervalMs", &poll)?;
-    }
-    Ok(())
 }
 
-/// The result `_meta` of this era: the server's `Implementation` under
-/// [`SERVER_INFO_META`], as the codec's `finish` adds it to every other result.
-struct ServerInfo<'a>(&'a Implementation);
+/// The wire status of an engine status (the same five, by name).
+fn status(status: Status) -> TaskStatus {
+    match status {
+        Status::Working => TaskStatus::Working,
+        Status::InputRequired => TaskStatus::InputRequired,
+        Status::Completed => TaskStatus::Completed,
+        Status::Failed => TaskStatus::Failed,
+        Status::Cancelled => TaskStatus::Cancelled,
+    }
+}
 
-impl Serialize for ServerInfo<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut meta = serializer.serialize_map(None)?;
-        meta.serialize_entry(SERVER_INFO_META, self.0)?;
-        meta.end()
+/// A record's creation and change times in RFC 3339, written on the stack: the wire shapes
+/// borrow them, and no `String` is made for either.
+struct Stamps {
+    created: Stamp,
+    updated: Stamp,
+}
+
+impl Stamps {
+    fn of(record: &TaskRecord) -> Stamps {
+        Stamps { created: Stamp::new(record.created_at), updated: Stamp::new(record.updated_at) }
+    }
+}
+
+/// One time in RFC 3339 (`2025-11-25T10:30:00.123Z`, 24 bytes), in a buffer of its own; a
+/// longer one (not before the year 10000) in a `String`.
+enum Stamp {
+    Short([u8; 32], usize),
+    Long(String),
+}
+
+impl Stamp {
+    fn new(at: Timestamp) -> Stamp {
+        let mut stamp = Stamp::Short([0; 32], 0);
+        if write!(stamp, "{}", Rfc3339(at)).is_err() {
+            stamp = Stamp::Long(Rfc3339(at).to_string());
+        }
+        stamp
+    }
+
+    fn text(&self) -> Cow<'_, str> {
+        match self {
+            Stamp::Short(bytes, len) => Cow::Borrowed(std::str::from_utf8(&bytes[..*len]).unwrap_or_default()),
+            Stamp::Long(text) => Cow::Borrowed(text),
+        }
+    }
+}
+
+impl fmt::Write for Stamp {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        let Stamp::Short(bytes, len) = self else { return Err(fmt::Error) };
+        let end = *len + text.len();
+        bytes.get_mut(*len..end).ok_or(fmt::Error)?.copy_from_slice(text.as_bytes());
+        *len = end;
+        Ok(())
     }
 }
 
@@ -50,92 +99,56 @@ impl Serialize for ServerInfo<'_> {
 /// the task's members, nothing inlined, and the server's `Implementation` in `_meta`.
 /// Written from the record, without a `Value` in between.
 pub(crate) fn create_task_result(record: &TaskRecord, server: &Implementation) -> Result<Payload, RpcError> {
-    /// See [`create_task_result`].
-    struct Created<'a>(&'a TaskRecord, &'a Implementation);
-    impl Serialize for Created<'_> {
-        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-            let mut map = serializer.serialize_map(None)?;
-            task(&mut map, self.0)?;
-            map.serialize_entry("resultType", "task")?;
-            map.serialize_entry("_meta", &ServerInfo(self.1))?;
-            map.end()
-        }
-    }
-    Payload::text(&Created(record, server))
+    let stamps = Stamps::of(record);
+    Payload::text(&CreateTaskResult::new(task(record, &stamps), Some(ResultMeta::server(server))))
 }
 
 /// The `DetailedTask` of a record: `inputRequests` while `input_required` (each a bare
 /// `{method, params}`), the underlying `result` once `completed` (with its own
-/// `resultType: "complete"`, no related-task `_meta`), the JSON-RPC `error` once `failed`.
-/// As the result of `tasks/get` (`server` given), also `resultType: "complete"` and the
-/// server's `Implementation` in `_meta`; as the params of `notifications/tasks`, neither.
-struct DetailedTask<'a> {
-    record: &'a TaskRecord,
-    server: Option<&'a Implementation>,
-}
-
-impl Serialize for DetailedTask<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let record = self.record;
-        let mut map = serializer.serialize_map(None)?;
-        task(&mut map, record)?;
-        match &record.state {
-            TaskState::InputRequired { requests } => map.serialize_entry("inputRequests", &input_requests(requests))?,
-            TaskState::Completed { result } => map.serialize_entry("result", &Complete(result))?,
-            TaskState::Failed { outcome } => map.serialize_entry("error", &failure(record, outcome))?,
-            TaskState::Working | TaskState::Cancelled => {}
-        }
-        if let Some(server) = self.server {
-            map.serialize_entry("resultType", "complete")?;
-            map.serialize_entry("_meta", &ServerInfo(server))?;
-        }
-        map.end()
+/// `resultType: "complete"`, no related-task `_meta`), the JSON-RPC `error` once `failed`;
+/// borrowed from the record but for the error.
+fn detailed<'a>(record: &'a TaskRecord, stamps: &'a Stamps) -> DetailedTask<'a> {
+    let mut detailed = DetailedTask::new(task(record, stamps));
+    match &record.state {
+        TaskState::InputRequired { requests } => detailed.input_requests = Some(input_requests(requests)),
+        TaskState::Completed { result } => detailed.result = Some(UnderlyingResult(Cow::Borrowed(result))),
+        TaskState::Failed { outcome } => detailed.error = Some(Cow::Owned(failure(record, outcome))),
+        TaskState::Working | TaskState::Cancelled => {}
     }
+    detailed
 }
 
-/// A task's underlying result as a `DetailedTask` inlines it: the result object with
-/// `resultType: "complete"` unless it has one (a result that is not an object goes under
-/// `result`), borrowed from the record.
-struct Complete<'a>(&'a Value);
-
-impl Serialize for Complete<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        match self.0 {
-            Value::Object(result) => {
-                for (key, value) in result {
-                    map.serialize_entry(key, value)?;
-                }
-                if !result.contains_key("resultType") {
-                    map.serialize_entry("resultType", "complete")?;
-                }
-            }
-            other => {
-                map.serialize_entry("result", other)?;
-                map.serialize_entry("resultType", "complete")?;
-            }
-        }
-        map.end()
-    }
-}
-
-/// The `DetailedTask` of a record as the result of `tasks/get`, written from the record.
+/// The `DetailedTask` of a record as the result of `tasks/get` (`resultType: "complete"`,
+/// the server's `Implementation` in `_meta`), written from the record.
 pub(crate) fn detailed_task_result(record: &TaskRecord, server: &Implementation) -> Result<Payload, RpcError> {
-    Payload::text(&DetailedTask { record, server: Some(server) })
+    let stamps = Stamps::of(record);
+    Payload::text(&GetTaskResult::new(detailed(record, &stamps), Some(ResultMeta::server(server))))
 }
 
-/// The `DetailedTask` of a record as the params of `notifications/tasks`.
+/// The `DetailedTask` of a record as the params of `notifications/tasks` (no `resultType`,
+/// no `_meta`).
 pub(crate) fn detailed_task(record: &TaskRecord) -> Value {
+    let stamps = Stamps::of(record);
     // A map with string keys always serializes.
-    serde_json::to_value(DetailedTask { record, server: None }).unwrap_or(Value::Null)
+    serde_json::to_value(detailed(record, &stamps)).unwrap_or(Value::Null)
 }
 
-/// The `inputRequests` of a task's outstanding questions, each a bare `{method, params}`.
-pub(crate) fn input_requests(requests: &InputRequests) -> Map<String, Value> {
+/// The `inputRequests` of a task's outstanding questions, each a bare `{method, params}`,
+/// borrowed from them.
+pub(crate) fn input_requests(requests: &EngineInputRequests) -> InputRequests<'_> {
     requests
         .iter()
-        .map(|(key, input)| (key.clone(), json!({"method": input_method(input.kind), "params": input.params})))
+        .map(|(key, input)| {
+            let request = InputRequest { method: Cow::Borrowed(input_method(input.kind)), params: Cow::Borrowed(&input.params) };
+            (Cow::Borrowed(key.as_str()), request)
+        })
         .collect()
+}
+
+/// An `InputRequiredResult` round: the questions, and the `requestState` the retry echoes.
+pub(crate) fn input_required(requests: InputRequests<'_>, state: String) -> Value {
+    // A map with string keys always serializes.
+    serde_json::to_value(InputRequiredResult::new(requests, state)).unwrap_or(Value::Null)
 }
 
 /// The `error` of a failed task. A task that a 2025-11-25 client created and whose tool
@@ -236,7 +249,7 @@ mod tests {
         assert_eq!(parsed(detailed_task_result(&working, &server)), with(unlimited.clone(), json!({"resultType": "complete", "_meta": info})));
         assert_eq!(detailed_task(&working), unlimited);
 
-        let mut requests = InputRequests::new();
+        let mut requests = EngineInputRequests::new();
         requests.insert("name".into(), InputRequest { kind: InputKind::Elicitation, params: json!({"message": "who?"}) });
         let asking = record(TaskState::InputRequired { requests });
         let expected = with(task("input_required"), json!({"inputRequests": {"name": {"method": "elicitation/create", "params": {"message": "who?"}}}}));
