@@ -281,49 +281,7 @@ task_support = "forbidden"
     #[test]
     fn a_full_example_parses_with_every_field() {
         let config = Config::parse(FULL).unwrap();
-        assert_eq!(
-            config.server,
-            ServerConfig {
-                name: "demo".into(),
-                default_ttl: Duration::from_secs(30 * 60),
-                max_ttl: Duration::from_secs(2 * 24 * 60 * 60),
-                poll_interval: Duration::from_millis(500),
-                session_idle: Duration::from_secs(5 * 60),
-                inline_wait: Duration::from_secs(3),
-                retry_wait: Duration::from_secs(120),
-                lease: Duration::from_secs(12),
-                listen: "0.0.0.0:9000".parse().unwrap(),
-                allowed_hosts: vec!["tasks.example.com".into(), "box.lan:9000".into()],
-                allowed_origins: vec!["https://app.example.com".into()],
-                max_body: 512 * 1024,
-                max_running: 8,
-                max_running_per_principal: 2,
-                max_retained_per_principal: 500,
-                metrics: false,
-                heartbeat: Duration::from_secs(5),
-                sync_wait: Duration::from_secs(20),
-                task_tools: crate::TaskToolNames {
-                    status: "job_status".into(),
-                    result: "job_result".into(),
-                    cancel: "job_cancel".into(),
-                },
-                ui: Some(false),
-                webhooks: Vec::new(),
-                oauth: None,
-                tracing: crate::TracingConfig { otlp_endpoint: None, service_name: "mcp-tasks".into() },
-                auth: Auth::from_digests([
-                    ("alice", Auth::digest("hunter2")),
-                    (
-                        "bob",
-                        auth::parse_hex_digest(
-                            "b7c1e4f1c4d0a4f04e1ac6f03dc8f31c1a4f4e1fe4ab3b7c5b0e9dbae58fe4e5"
-                        )
-                        .unwrap()
-                    ),
-                ]),
-                ..ServerConfig::default()
-            }
-        );
+        assert_eq!(config.server, full_server());
         let auth = config.server.auth();
         assert!(auth.is_enabled());
         assert_eq!(auth.principal_for("hunter2"), Some("alice"));
@@ -335,7 +293,56 @@ task_support = "forbidden"
         assert!(config.server.allows_origin("http://127.0.0.1:5173"));
         assert!(!config.server.allows_origin("https://evil.example.com"));
         assert_eq!(config.tools.len(), 2);
-        let render = &config.tools[0];
+        check_render(&config.tools[0]);
+        assert_eq!(config.tools[1].task_support, TaskSupport::Forbidden);
+    }
+
+    /// The `[server]` of [`FULL`], as parsed.
+    fn full_server() -> ServerConfig {
+        ServerConfig {
+            name: "demo".into(),
+            default_ttl: Duration::from_secs(30 * 60),
+            max_ttl: Duration::from_secs(2 * 24 * 60 * 60),
+            poll_interval: Duration::from_millis(500),
+            session_idle: Duration::from_secs(5 * 60),
+            inline_wait: Duration::from_secs(3),
+            retry_wait: Duration::from_secs(120),
+            lease: Duration::from_secs(12),
+            listen: "0.0.0.0:9000".parse().unwrap(),
+            allowed_hosts: vec!["tasks.example.com".into(), "box.lan:9000".into()],
+            allowed_origins: vec!["https://app.example.com".into()],
+            max_body: 512 * 1024,
+            max_running: 8,
+            max_running_per_principal: 2,
+            max_retained_per_principal: 500,
+            metrics: false,
+            heartbeat: Duration::from_secs(5),
+            sync_wait: Duration::from_secs(20),
+            task_tools: crate::TaskToolNames {
+                status: "job_status".into(),
+                result: "job_result".into(),
+                cancel: "job_cancel".into(),
+            },
+            ui: Some(false),
+            webhooks: Vec::new(),
+            oauth: None,
+            tracing: crate::TracingConfig { otlp_endpoint: None, service_name: "mcp-tasks".into() },
+            auth: Auth::from_digests([
+                ("alice", Auth::digest("hunter2")),
+                (
+                    "bob",
+                    auth::parse_hex_digest(
+                        "b7c1e4f1c4d0a4f04e1ac6f03dc8f31c1a4f4e1fe4ab3b7c5b0e9dbae58fe4e5"
+                    )
+                    .unwrap()
+                ),
+            ]),
+            ..ServerConfig::default()
+        }
+    }
+
+    /// The `render` tool of [`FULL`], every field as written.
+    fn check_render(render: &ToolConfig) {
         assert_eq!(render.name, "render");
         assert_eq!(render.description, "Renders a scene");
         assert_eq!(
@@ -362,7 +369,6 @@ task_support = "forbidden"
         assert_eq!(render.on_restart, RestartPolicy::Retry);
         assert_eq!(render.max_attempts, 5);
         assert_eq!(render.max_concurrent, Some(2));
-        assert_eq!(config.tools[1].task_support, TaskSupport::Forbidden);
     }
 
     #[test]

@@ -190,30 +190,7 @@ async fn metrics_after_a_scripted_run_in_both_eras_count_every_task_and_request(
     let mut legacy = TestPeer::connect(server.clone());
     legacy.initialize(json!({"elicitation": {}})).await;
     let mut modern_peer = TestPeer::connect(server.clone());
-    for (era, peer) in [(LEGACY, &mut legacy), (MODERN, &mut modern_peer)] {
-        for _ in 0..(if era == LEGACY { 2 } else { 1 }) {
-            let echo = start(peer, era, "echo").await;
-            until_status(peer, era, &echo, "completed").await;
-        }
-        let fails = start(peer, era, "fails").await;
-        until_status(peer, era, &fails, if era == LEGACY { "failed" } else { "completed" }).await;
-        let gate = start(peer, era, "gate").await;
-        peer.result("tasks/cancel", params(era, json!({"taskId": gate}))).await;
-        until_status(peer, era, &gate, "cancelled").await;
-        let asks = start(peer, era, "asks").await;
-        until_status(peer, era, &asks, "input_required").await;
-    }
-    // Still working at the scrape; and a plain call, which makes no task.
-    start(&mut modern_peer, MODERN, "gate").await;
-    let plain = modern_peer.result("tools/call", modern(json!({"name": "echo"}), false)).await;
-    assert_eq!(plain["content"][0]["text"], "echo", "{plain}");
-    // Two refused HTTP requests: an unknown path, and a body that is not JSON.
-    assert_eq!(get(addr, "/nope", "").await.0, 404);
-    let not_json = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: text/plain\r\nAccept: application/json, text/event-stream\r\n\
-         Content-Length: 2\r\nConnection: close\r\n\r\nhi"
-    );
-    assert_eq!(request(addr, &not_json).await.0, 415);
+    scripted_run(&mut legacy, &mut modern_peer, addr).await;
 
     let finished = rows(["tool", "era", "status"], &[
         (["echo", LEGACY, "completed"], 2.0),
@@ -242,30 +219,7 @@ async fn metrics_after_a_scripted_run_in_both_eras_count_every_task_and_request(
     .await;
     let samples = caught_up.unwrap_or_else(|_| panic!("finished tasks in time: expected {finished:?}, last seen {seen:?}"));
 
-    let created = rows(["tool", "era"], &[
-        (["echo", LEGACY], 2.0),
-        (["fails", LEGACY], 1.0),
-        (["gate", LEGACY], 1.0),
-        (["asks", LEGACY], 1.0),
-        (["echo", MODERN], 1.0),
-        (["fails", MODERN], 1.0),
-        (["gate", MODERN], 2.0),
-        (["asks", MODERN], 1.0),
-    ]);
-    assert_eq!(family(&samples, "mcp_tasks_tasks_created_total"), created);
-    let by_tool = |gate: f64, asks: f64| {
-        rows(["tool"], &[(["echo"], 0.0), (["fails"], 0.0), (["gate"], gate), (["asks"], asks)])
-    };
-    assert_eq!(family(&samples, "mcp_tasks_tasks_running"), by_tool(1.0, 0.0), "the gate left working");
-    assert_eq!(family(&samples, "mcp_tasks_tasks_input_required"), by_tool(0.0, 2.0), "one asks per era");
-    let durations = rows(["tool"], &[(["echo"], 3.0), (["fails"], 2.0), (["gate"], 2.0)]);
-    assert_eq!(family(&samples, "mcp_tasks_task_duration_seconds_count"), durations, "one per finished task");
-    let infinite = family(&samples, "mcp_tasks_task_duration_seconds_bucket")
-        .into_iter()
-        .filter(|(labels, _)| labels.iter().any(|(k, v)| k == "le" && v == "+Inf"))
-        .map(|(labels, value)| (labels.into_iter().filter(|(k, _)| k != "le").collect::<Vec<_>>(), value))
-        .collect::<BTreeMap<_, _>>();
-    assert_eq!(infinite, durations, "the +Inf bucket holds every observation");
+    check_task_families(&samples);
     // Counted after each answer: a scrape sees the scrapes before it, not itself.
     let http_requests = rows(["method", "status"], &[
         (["GET", "404"], 1.0),
@@ -276,6 +230,64 @@ async fn metrics_after_a_scripted_run_in_both_eras_count_every_task_and_request(
     assert_eq!(family(&samples, "mcp_tasks_http_requests_total"), http_requests);
     assert_eq!(family(&samples, "mcp_tasks_http_sessions_open"), rows([], &[([], 0.0)]), "stdio has no HTTP session");
     assert_eq!(family(&samples, "mcp_tasks_metrics_feed_lagged_total"), rows([], &[([], 0.0)]));
+}
+
+/// The run the metrics count: in each era tasks that complete, fail, are cancelled and ask
+/// (two echoes in 2025-11-25), a task still working and a plain call; then two refused HTTP
+/// requests.
+async fn scripted_run(legacy: &mut TestPeer, modern_peer: &mut TestPeer, addr: SocketAddr) {
+    for (era, peer) in [(LEGACY, &mut *legacy), (MODERN, &mut *modern_peer)] {
+        for _ in 0..(if era == LEGACY { 2 } else { 1 }) {
+            let echo = start(peer, era, "echo").await;
+            until_status(peer, era, &echo, "completed").await;
+        }
+        let fails = start(peer, era, "fails").await;
+        until_status(peer, era, &fails, if era == LEGACY { "failed" } else { "completed" }).await;
+        let gate = start(peer, era, "gate").await;
+        peer.result("tasks/cancel", params(era, json!({"taskId": gate}))).await;
+        until_status(peer, era, &gate, "cancelled").await;
+        let asks = start(peer, era, "asks").await;
+        until_status(peer, era, &asks, "input_required").await;
+    }
+    // Still working at the scrape; and a plain call, which makes no task.
+    start(modern_peer, MODERN, "gate").await;
+    let plain = modern_peer.result("tools/call", modern(json!({"name": "echo"}), false)).await;
+    assert_eq!(plain["content"][0]["text"], "echo", "{plain}");
+    // Two refused HTTP requests: an unknown path, and a body that is not JSON.
+    assert_eq!(get(addr, "/nope", "").await.0, 404);
+    let not_json = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: text/plain\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Length: 2\r\nConnection: close\r\n\r\nhi"
+    );
+    assert_eq!(request(addr, &not_json).await.0, 415);
+}
+
+/// The task families of the scripted run's scrape: created, running, asking, durations.
+fn check_task_families(samples: &BTreeMap<Series, f64>) {
+    let created = rows(["tool", "era"], &[
+        (["echo", LEGACY], 2.0),
+        (["fails", LEGACY], 1.0),
+        (["gate", LEGACY], 1.0),
+        (["asks", LEGACY], 1.0),
+        (["echo", MODERN], 1.0),
+        (["fails", MODERN], 1.0),
+        (["gate", MODERN], 2.0),
+        (["asks", MODERN], 1.0),
+    ]);
+    assert_eq!(family(samples, "mcp_tasks_tasks_created_total"), created);
+    let by_tool = |gate: f64, asks: f64| {
+        rows(["tool"], &[(["echo"], 0.0), (["fails"], 0.0), (["gate"], gate), (["asks"], asks)])
+    };
+    assert_eq!(family(samples, "mcp_tasks_tasks_running"), by_tool(1.0, 0.0), "the gate left working");
+    assert_eq!(family(samples, "mcp_tasks_tasks_input_required"), by_tool(0.0, 2.0), "one asks per era");
+    let durations = rows(["tool"], &[(["echo"], 3.0), (["fails"], 2.0), (["gate"], 2.0)]);
+    assert_eq!(family(samples, "mcp_tasks_task_duration_seconds_count"), durations, "one per finished task");
+    let infinite = family(samples, "mcp_tasks_task_duration_seconds_bucket")
+        .into_iter()
+        .filter(|(labels, _)| labels.iter().any(|(k, v)| k == "le" && v == "+Inf"))
+        .map(|(labels, value)| (labels.into_iter().filter(|(k, _)| k != "le").collect::<Vec<_>>(), value))
+        .collect::<BTreeMap<_, _>>();
+    assert_eq!(infinite, durations, "the +Inf bucket holds every observation");
 }
 
 /// `mcp_tasks_result_delivery_seconds` from one scrape: its count, its sum, and the count

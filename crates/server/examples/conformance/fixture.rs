@@ -87,6 +87,14 @@ pub(crate) fn server(engine: Engine) -> Result<Server, Box<dyn std::error::Error
 // ===== tools =====
 
 fn tools() -> Vec<ToolDef> {
+    let mut tools = content_tools();
+    tools.extend(notifying_tools());
+    tools.extend(asking_tools());
+    tools
+}
+
+/// The tools that answer with each kind of content.
+fn content_tools() -> Vec<ToolDef> {
     vec![
         ToolDef::new(
             "test_simple_text",
@@ -140,6 +148,12 @@ fn tools() -> Vec<ToolDef> {
                 ])
             }),
         ),
+    ]
+}
+
+/// The tools that log, report progress, fail, or answer late.
+fn notifying_tools() -> Vec<ToolDef> {
+    vec![
         ToolDef::new(
             "test_tool_with_logging",
             "Tests tool that emits log messages during execution",
@@ -193,6 +207,12 @@ fn tools() -> Vec<ToolDef> {
                 )])
             }),
         ),
+    ]
+}
+
+/// The tools that ask the client (sampling, elicitation), and the JSON Schema 2020-12 tool.
+fn asking_tools() -> Vec<ToolDef> {
+    vec![
         ToolDef::new(
             "test_sampling",
             "Tests server-initiated sampling (LLM completion request)",

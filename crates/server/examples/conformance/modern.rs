@@ -64,6 +64,13 @@ fn about() -> ToolDef {
 // ===== the tasks-* scenarios (SEP-2663 extension) =====
 
 fn task_tools() -> Vec<ToolDef> {
+    let mut tools = quick_and_failing_task_tools();
+    tools.extend(asking_task_tools());
+    tools
+}
+
+/// `greet`, `slow_compute` and the jobs that fail.
+fn quick_and_failing_task_tools() -> Vec<ToolDef> {
     vec![
         ToolDef::new(
             "greet",
@@ -116,6 +123,12 @@ fn task_tools() -> Vec<ToolDef> {
             }),
         )
         .task_mode(TaskMode::Required),
+    ]
+}
+
+/// The task tools that ask: one question, two at once, a question before the task.
+fn asking_task_tools() -> Vec<ToolDef> {
+    vec![
         ToolDef::new(
             "confirm_delete",
             "Always a task; asks the user to confirm deleting `filename` (one elicitation)",
@@ -224,6 +237,13 @@ fn name_question(message: &str) -> Value {
 // ===== the input-required-result-* scenarios (SEP-2322, MRTR) =====
 
 fn mrtr_tools() -> Vec<ToolDef> {
+    let mut tools = single_input_tools();
+    tools.extend(many_input_tools());
+    tools
+}
+
+/// The tools that ask one thing in one round.
+fn single_input_tools() -> Vec<ToolDef> {
     vec![
         ToolDef::new(
             "test_input_required_result_elicitation",
@@ -262,6 +282,12 @@ fn mrtr_tools() -> Vec<ToolDef> {
             no_arguments(),
             handler_fn(|_, ctx| async move { confirm_ok(&ctx, "confirmed").await }),
         ),
+    ]
+}
+
+/// The tools that ask several things, in one round or more, or by capability.
+fn many_input_tools() -> Vec<ToolDef> {
+    vec![
         ToolDef::new(
             "test_input_required_result_multiple_inputs",
             "Asks for a name (elicitation), a greeting (sampling) and the roots (roots/list) at once",

@@ -344,6 +344,12 @@ async fn the_helper_tools_are_listed_to_clients_without_tasks_only_and_can_be_re
         .await;
     assert_eq!(error["code"], -32602, "an unknown tool then: {error}");
 
+    renamed_helper_tools_are_listed_and_answer().await;
+}
+
+/// The helper tools renamed by the options: listed by their names, named by the handoff's
+/// answer, and answering under them.
+async fn renamed_helper_tools_are_listed_and_answer() {
     let names = TaskTools {
         status: "job_status".into(),
         result: "job_result".into(),
