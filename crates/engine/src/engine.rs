@@ -23,7 +23,8 @@ use crate::input::InputWaiters;
 use crate::published::Published;
 use crate::run::Registered;
 use crate::slots::Slots;
-use crate::store::{EarlyEnding, Inserted, Lease, ListQuery, NodeId, Origin, StoreError, TaskStore, Update};
+use crate::store::implement::EarlyEnding;
+use crate::store::{Inserted, Lease, ListQuery, NodeId, Origin, StoreError, TaskStore, Update};
 use crate::task::{Event, IdempotencyKey, InputKind, Principal, TaskId, TaskRecord, TaskState, Timestamp, Version};
 use crate::trace::TraceContext;
 use crate::work::{Progress, ToolRuntime};
@@ -74,7 +75,7 @@ pub struct NewTask {
     /// The request's W3C trace context, kept with the task ([`TaskRecord::trace`]).
     pub trace: Option<TraceContext>,
     /// Where the call came from (the era and the client), written with the task's row
-    /// ([`TaskStore::origin`](crate::TaskStore::origin) reads it; the web view shows it).
+    /// ([`ViewStore::origin`](crate::ViewStore::origin) reads it; the web view shows it).
     pub origin: Option<Origin>,
 }
 
@@ -315,7 +316,7 @@ impl Engine {
     /// (exactly-once submission): if `new.owner` already has a task made with `key` that is
     /// still retained (within its TTL), that task is returned as [`Creation::Existing`] and
     /// nothing is written, admitted or started. Concurrent calls with one key make one
-    /// task: the store decides ([`TaskStore::insert`]), the others get it. The key is
+    /// task: the store decides ([`RecordStore::insert`]), the others get it. The key is
     /// stored with the task, so this holds across restarts. Another owner's task with the
     /// same key is never found: keys are per principal.
     ///

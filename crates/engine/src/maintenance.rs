@@ -61,7 +61,7 @@ impl Engine {
     /// recorded): a failed task never has a process left, and a retried one never runs
     /// beside its interrupted attempt.
     ///
-    /// Each task is first taken over ([`TaskStore::claim`](crate::TaskStore::claim)), which
+    /// Each task is first taken over ([`ClaimStore::claim`](crate::ClaimStore::claim)), which
     /// bumps its attempt: whatever the previous runner still writes is refused. A task whose
     /// requestor had asked it to stop is cancelled instead.
     ///

@@ -112,7 +112,7 @@ impl Engine {
     /// forbids it: no idempotency key (a keyed call must never run twice), this node runs
     /// the work, the store is not shared, and the tool has no slots (whose queue order is
     /// that of [`Engine::start`]). The [`Early`] returned goes to the insert
-    /// ([`TaskStore::insert_claimed_early`](crate::TaskStore::insert_claimed_early)).
+    /// ([`ClaimStore::insert_claimed_early`](crate::ClaimStore::insert_claimed_early)).
     pub(crate) fn start_early(&self, task: &TaskRecord) -> Option<Arc<Early>> {
         if task.idempotency_key.is_some() || task.attempt == 0 || self.inner.store.shared() {
             return None;

@@ -1,6 +1,6 @@
 //! The 2025-11-25 HTTP session records of the store, for the transport: so that on a shared
 //! store (many replicas) any replica serves any session, and a DELETE through one ends it for
-//! all ([`TaskStore::put_session`](crate::TaskStore::put_session) and the rest). Times come
+//! all ([`SessionStore::put_session`](crate::SessionStore::put_session) and the rest). Times come
 //! from the engine's clock.
 
 use std::time::Duration;
@@ -13,7 +13,7 @@ use crate::store::SessionRecord;
 use crate::task::{Principal, TaskId, Timestamp};
 
 impl Engine {
-    /// Whether other processes serve this store too ([`TaskStore::shared`](crate::TaskStore::shared)):
+    /// Whether other processes serve this store too ([`ClaimStore::shared`](crate::ClaimStore::shared)):
     /// then a session must be stored to be served by them.
     pub fn shares_store(&self) -> bool {
         self.inner.store.shared()

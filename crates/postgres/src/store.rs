@@ -20,8 +20,8 @@ use tokio_postgres::{NoTls, Row};
 
 use mcp_tasks_engine::{
     Answer, BrowseQuery, HistoryEntry, IdempotencyKey, InputKind, Inserted, KeptGroup, Lease, ListQuery, Origin, Place, PlaceHolder,
-    Principal, ProcessGroup, RunningLimits, SessionRecord, Status, StoreError, TaskId, TaskRecord, TaskState, TaskStore,
-    Timestamp, TraceContext, Update, Version,
+    Principal, ProcessGroup, RunningLimits, SessionRecord, Status, StoreError, TaskId, TaskRecord, TaskState,
+    Timestamp, TraceContext, Update, Version, ClaimStore, RecordStore, SessionStore, ViewStore, WorkStore,
 };
 use tokio::sync::broadcast;
 
@@ -245,7 +245,7 @@ fn failed(shown: &str, what: &str, err: &(dyn std::error::Error + 'static)) -> S
 }
 
 #[async_trait]
-impl TaskStore for PostgresStore {
+impl RecordStore for PostgresStore {
     async fn insert(&self, task: &TaskRecord) -> Result<Inserted, StoreError> {
         let inserted = self.observed(async {
             let client = self.client().await?;
@@ -341,94 +341,104 @@ impl TaskStore for PostgresStore {
         self.execute(sql::PURGE, &[&now.0, &i64::from(limit)]).await
     }
 
-    async fn set_process_group(&self, id: &TaskId, group: &ProcessGroup) -> Result<(), StoreError> {
-        self.observed(async {
-            let start = i64::try_from(group.start_time).map_err(backend)?;
+    async fn request_cancel(&self, id: &TaskId) -> Result<bool, StoreError> {
+        let requested = self.observed(async {
             let client = self.client().await?;
-            let statement = client.prepare_cached(sql::SET_PROCESS_GROUP).await.map_err(backend)?;
-            client
-                .execute(&statement, &[&i64::from(group.pgid), &start, &id.as_str()])
+            let statement = client
+                .prepare_cached(sql::REQUEST_CANCEL)
                 .await
-                .map(|_| ())
+                .map_err(backend)?;
+            let row = client
+                .query_opt(&statement, &[&id.as_str()])
+                .await
+                .map_err(backend)?;
+            Ok(row.is_some())
+        })
+        .await;
+        if let Ok(true) = &requested {
+            self.announce(id).await;
+        }
+        requested
+    }
+
+    async fn cancel_requested(&self, id: &TaskId) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let statement = client
+            .prepare_cached(sql::CANCEL_REQUESTED)
+            .await
+            .map_err(backend)?;
+        let row = client
+            .query_opt(&statement, &[&id.as_str()])
+            .await
+            .map_err(backend)?;
+        row.map(|row| row.try_get::<_, bool>(0))
+            .transpose()
+            .map(|asked| asked.unwrap_or(false))
+            .map_err(backend)
+    }
+
+    async fn answer(
+        &self,
+        id: &TaskId,
+        expected: Version,
+        update: &Update,
+        key: &str,
+        answer: &Answer,
+    ) -> Result<TaskRecord, StoreError> {
+        let written = self.observed(async {
+            let Ok(expected) = i64::try_from(expected.0) else {
+                return Err(StoreError::Conflict(id.clone()));
+            };
+            let written = self
+                .query_opt(
+                    sql::ANSWER,
+                    &[
+                        &Json(&update.state),
+                        &update.state.status().as_str(),
+                        &update.status_message,
+                        &update.updated_at.0,
+                        &i64::from(update.attempt),
+                        &id.as_str(),
+                        &expected,
+                        &key,
+                        &Json(answer),
+                    ],
+                )
+                .await?;
+            written.ok_or_else(|| StoreError::Conflict(id.clone()))
+        })
+        .await;
+        if written.is_ok() {
+            self.announce(id).await;
+        }
+        written
+    }
+
+    async fn take_answer(&self, id: &TaskId, key: &str) -> Result<Option<Answer>, StoreError> {
+        self.observed(async {
+            let client = self.client().await?;
+            let statement = client
+                .prepare_cached(sql::TAKE_ANSWER)
+                .await
+                .map_err(backend)?;
+            let row = client
+                .query_opt(&statement, &[&id.as_str(), &key])
+                .await
+                .map_err(backend)?;
+            row.map(|row| row.try_get::<_, Json<Answer>>(0).map(|json| json.0))
+                .transpose()
                 .map_err(backend)
         })
         .await
     }
 
-    async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError> {
-        let client = self.client().await?;
-        let statement = client.prepare_cached(sql::PROCESS_GROUP).await.map_err(backend)?;
-        let row = client.query_opt(&statement, &[&id.as_str()]).await.map_err(backend)?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let pgid: Option<i64> = row.try_get(0).map_err(backend)?;
-        let start: Option<i64> = row.try_get(1).map_err(backend)?;
-        Ok(pgid
-            .and_then(|pgid| u32::try_from(pgid).ok())
-            .zip(start.and_then(|start| u64::try_from(start).ok()))
-            .map(|(pgid, start_time)| ProcessGroup { pgid, start_time }))
+    fn changes(&self) -> broadcast::Receiver<Arc<TaskRecord>> {
+        self.feed.sender.subscribe()
     }
+}
 
-    async fn set_kept_group(&self, key: &str, kept: Option<&KeptGroup>) -> Result<(), StoreError> {
-        self.observed(async {
-            let client = self.client().await?;
-            match kept {
-                Some(kept) => {
-                    let start = i64::try_from(kept.group.start_time).map_err(backend)?;
-                    let keeper_start = i64::try_from(kept.keeper_start).map_err(backend)?;
-                    let statement = client.prepare_cached(sql::SET_KEPT_GROUP).await.map_err(backend)?;
-                    let params: [&(dyn ToSql + Sync); 5] =
-                        [&key, &i64::from(kept.group.pgid), &start, &i64::from(kept.keeper_pid), &keeper_start];
-                    client.execute(&statement, &params).await
-                }
-                None => {
-                    let statement = client.prepare_cached(sql::FORGET_KEPT_GROUP).await.map_err(backend)?;
-                    client.execute(&statement, &[&key]).await
-                }
-            }
-            .map(|_| ())
-            .map_err(backend)
-        })
-        .await
-    }
-
-    async fn kept_group(&self, key: &str) -> Result<Option<KeptGroup>, StoreError> {
-        let client = self.client().await?;
-        let statement = client.prepare_cached(sql::KEPT_GROUP).await.map_err(backend)?;
-        let row = client.query_opt(&statement, &[&key]).await.map_err(backend)?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let column = |index: usize| row.try_get::<_, i64>(index).map_err(backend);
-        let (pgid, start, keeper, keeper_start) = (column(0)?, column(1)?, column(2)?, column(3)?);
-        Ok((|| {
-            Some(KeptGroup {
-                group: ProcessGroup { pgid: u32::try_from(pgid).ok()?, start_time: u64::try_from(start).ok()? },
-                keeper_pid: u32::try_from(keeper).ok()?,
-                keeper_start: u64::try_from(keeper_start).ok()?,
-            })
-        })())
-    }
-
-    async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &serde_json::Value) -> Result<bool, StoreError> {
-        let text = checkpoint.to_string();
-        self.execute(sql::SET_CHECKPOINT, &[&text, &id.as_str(), &i64::from(attempt)])
-            .await
-            .map(|written| written == 1)
-    }
-
-    async fn checkpoint(&self, id: &TaskId) -> Result<Option<serde_json::Value>, StoreError> {
-        let client = self.client().await?;
-        let statement = client.prepare_cached(sql::CHECKPOINT).await.map_err(backend)?;
-        let row = client.query_opt(&statement, &[&id.as_str()]).await.map_err(backend)?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let text: Option<String> = row.try_get(0).map_err(backend)?;
-        text.map(|text| serde_json::from_str(&text).map_err(backend)).transpose()
-    }
-
+#[async_trait]
+impl ClaimStore for PostgresStore {
     fn shared(&self) -> bool {
         true
     }
@@ -543,101 +553,6 @@ impl TaskStore for PostgresStore {
         self.query(sql::LAPSED, &[&now.0, &i64::from(limit)]).await
     }
 
-    async fn request_cancel(&self, id: &TaskId) -> Result<bool, StoreError> {
-        let requested = self.observed(async {
-            let client = self.client().await?;
-            let statement = client
-                .prepare_cached(sql::REQUEST_CANCEL)
-                .await
-                .map_err(backend)?;
-            let row = client
-                .query_opt(&statement, &[&id.as_str()])
-                .await
-                .map_err(backend)?;
-            Ok(row.is_some())
-        })
-        .await;
-        if let Ok(true) = &requested {
-            self.announce(id).await;
-        }
-        requested
-    }
-
-    async fn cancel_requested(&self, id: &TaskId) -> Result<bool, StoreError> {
-        let client = self.client().await?;
-        let statement = client
-            .prepare_cached(sql::CANCEL_REQUESTED)
-            .await
-            .map_err(backend)?;
-        let row = client
-            .query_opt(&statement, &[&id.as_str()])
-            .await
-            .map_err(backend)?;
-        row.map(|row| row.try_get::<_, bool>(0))
-            .transpose()
-            .map(|asked| asked.unwrap_or(false))
-            .map_err(backend)
-    }
-
-    async fn answer(
-        &self,
-        id: &TaskId,
-        expected: Version,
-        update: &Update,
-        key: &str,
-        answer: &Answer,
-    ) -> Result<TaskRecord, StoreError> {
-        let written = self.observed(async {
-            let Ok(expected) = i64::try_from(expected.0) else {
-                return Err(StoreError::Conflict(id.clone()));
-            };
-            let written = self
-                .query_opt(
-                    sql::ANSWER,
-                    &[
-                        &Json(&update.state),
-                        &update.state.status().as_str(),
-                        &update.status_message,
-                        &update.updated_at.0,
-                        &i64::from(update.attempt),
-                        &id.as_str(),
-                        &expected,
-                        &key,
-                        &Json(answer),
-                    ],
-                )
-                .await?;
-            written.ok_or_else(|| StoreError::Conflict(id.clone()))
-        })
-        .await;
-        if written.is_ok() {
-            self.announce(id).await;
-        }
-        written
-    }
-
-    async fn take_answer(&self, id: &TaskId, key: &str) -> Result<Option<Answer>, StoreError> {
-        self.observed(async {
-            let client = self.client().await?;
-            let statement = client
-                .prepare_cached(sql::TAKE_ANSWER)
-                .await
-                .map_err(backend)?;
-            let row = client
-                .query_opt(&statement, &[&id.as_str(), &key])
-                .await
-                .map_err(backend)?;
-            row.map(|row| row.try_get::<_, Json<Answer>>(0).map(|json| json.0))
-                .transpose()
-                .map_err(backend)
-        })
-        .await
-    }
-
-    fn changes(&self) -> broadcast::Receiver<Arc<TaskRecord>> {
-        self.feed.sender.subscribe()
-    }
-
     async fn take_slot(&self, tool: &str, size: u32, id: &TaskId, lease: &Lease, now: Timestamp) -> Result<bool, StoreError> {
         self.observed(async {
             let mut client = self.client().await?;
@@ -711,53 +626,13 @@ impl TaskStore for PostgresStore {
         self.execute(sql::RELEASE_PLACE, &[&holder.as_str()]).await.map(|_| ())
     }
 
-    async fn put_session(&self, session: &SessionRecord) -> Result<(), StoreError> {
-        let state = session.state.to_string();
-        self.execute(sql::PUT_SESSION, &[&session.id, &session.owner.as_str(), &state, &session.last_used.0])
-            .await
-            .map(|_| ())
-    }
-
-    async fn session(&self, id: &str, owner: &Principal) -> Result<Option<SessionRecord>, StoreError> {
-        let client = self.client().await?;
-        let statement = client.prepare_cached(sql::SESSION).await.map_err(backend)?;
-        let Some(row) = client.query_opt(&statement, &[&id, &owner.as_str()]).await.map_err(backend)? else {
-            return Ok(None);
-        };
-        let state: String = row.try_get(0).map_err(backend)?;
-        let created: Vec<String> = row.try_get(1).map_err(backend)?;
-        Ok(Some(SessionRecord {
-            id: id.to_owned(),
-            owner: owner.clone(),
-            state: serde_json::from_str(&state).map_err(backend)?,
-            created: created.into_iter().map(TaskId::from).collect(),
-            last_used: Timestamp(row.try_get(2).map_err(backend)?),
-        }))
-    }
-
-    async fn add_session_task(&self, id: &str, task: &TaskId) -> Result<(), StoreError> {
-        self.execute(sql::ADD_SESSION_TASK, &[&id, &task.as_str()]).await.map(|_| ())
-    }
-
-    async fn touch_sessions(&self, ids: &[String], now: Timestamp) -> Result<Vec<String>, StoreError> {
-        let client = self.client().await?;
-        let statement = client.prepare_cached(sql::TOUCH_SESSIONS).await.map_err(backend)?;
-        let rows = client.query(&statement, &[&ids, &now.0]).await.map_err(backend)?;
-        rows.iter().map(|row| row.try_get::<_, String>(0).map_err(backend)).collect()
-    }
-
-    async fn end_session(&self, id: &str) -> Result<bool, StoreError> {
-        self.execute(sql::END_SESSION, &[&id]).await.map(|ended| ended > 0)
-    }
-
-    async fn prune_sessions(&self, idle_before: Timestamp, limit: u32) -> Result<u64, StoreError> {
-        self.execute(sql::PRUNE_SESSIONS, &[&idle_before.0, &i64::from(limit)]).await
-    }
-
     async fn release_slot(&self, tool: &str, id: &TaskId) -> Result<(), StoreError> {
         self.execute(sql::RELEASE_SLOT, &[&tool, &id.as_str()]).await.map(|_| ())
     }
+}
 
+#[async_trait]
+impl ViewStore for PostgresStore {
     async fn browse(&self, query: &BrowseQuery) -> Result<Vec<TaskRecord>, StoreError> {
         let status = query.status.map(Status::as_str);
         let text = query.text.as_deref().map(str::to_ascii_lowercase);
@@ -851,6 +726,143 @@ impl TaskStore for PostgresStore {
             client_name,
             client_version,
         }))
+    }
+}
+
+#[async_trait]
+impl WorkStore for PostgresStore {
+    async fn set_process_group(&self, id: &TaskId, group: &ProcessGroup) -> Result<(), StoreError> {
+        self.observed(async {
+            let start = i64::try_from(group.start_time).map_err(backend)?;
+            let client = self.client().await?;
+            let statement = client.prepare_cached(sql::SET_PROCESS_GROUP).await.map_err(backend)?;
+            client
+                .execute(&statement, &[&i64::from(group.pgid), &start, &id.as_str()])
+                .await
+                .map(|_| ())
+                .map_err(backend)
+        })
+        .await
+    }
+
+    async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql::PROCESS_GROUP).await.map_err(backend)?;
+        let row = client.query_opt(&statement, &[&id.as_str()]).await.map_err(backend)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let pgid: Option<i64> = row.try_get(0).map_err(backend)?;
+        let start: Option<i64> = row.try_get(1).map_err(backend)?;
+        Ok(pgid
+            .and_then(|pgid| u32::try_from(pgid).ok())
+            .zip(start.and_then(|start| u64::try_from(start).ok()))
+            .map(|(pgid, start_time)| ProcessGroup { pgid, start_time }))
+    }
+
+    async fn set_kept_group(&self, key: &str, kept: Option<&KeptGroup>) -> Result<(), StoreError> {
+        self.observed(async {
+            let client = self.client().await?;
+            match kept {
+                Some(kept) => {
+                    let start = i64::try_from(kept.group.start_time).map_err(backend)?;
+                    let keeper_start = i64::try_from(kept.keeper_start).map_err(backend)?;
+                    let statement = client.prepare_cached(sql::SET_KEPT_GROUP).await.map_err(backend)?;
+                    let params: [&(dyn ToSql + Sync); 5] =
+                        [&key, &i64::from(kept.group.pgid), &start, &i64::from(kept.keeper_pid), &keeper_start];
+                    client.execute(&statement, &params).await
+                }
+                None => {
+                    let statement = client.prepare_cached(sql::FORGET_KEPT_GROUP).await.map_err(backend)?;
+                    client.execute(&statement, &[&key]).await
+                }
+            }
+            .map(|_| ())
+            .map_err(backend)
+        })
+        .await
+    }
+
+    async fn kept_group(&self, key: &str) -> Result<Option<KeptGroup>, StoreError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql::KEPT_GROUP).await.map_err(backend)?;
+        let row = client.query_opt(&statement, &[&key]).await.map_err(backend)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let column = |index: usize| row.try_get::<_, i64>(index).map_err(backend);
+        let (pgid, start, keeper, keeper_start) = (column(0)?, column(1)?, column(2)?, column(3)?);
+        Ok((|| {
+            Some(KeptGroup {
+                group: ProcessGroup { pgid: u32::try_from(pgid).ok()?, start_time: u64::try_from(start).ok()? },
+                keeper_pid: u32::try_from(keeper).ok()?,
+                keeper_start: u64::try_from(keeper_start).ok()?,
+            })
+        })())
+    }
+
+    async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &serde_json::Value) -> Result<bool, StoreError> {
+        let text = checkpoint.to_string();
+        self.execute(sql::SET_CHECKPOINT, &[&text, &id.as_str(), &i64::from(attempt)])
+            .await
+            .map(|written| written == 1)
+    }
+
+    async fn checkpoint(&self, id: &TaskId) -> Result<Option<serde_json::Value>, StoreError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql::CHECKPOINT).await.map_err(backend)?;
+        let row = client.query_opt(&statement, &[&id.as_str()]).await.map_err(backend)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let text: Option<String> = row.try_get(0).map_err(backend)?;
+        text.map(|text| serde_json::from_str(&text).map_err(backend)).transpose()
+    }
+}
+
+#[async_trait]
+impl SessionStore for PostgresStore {
+    async fn put_session(&self, session: &SessionRecord) -> Result<(), StoreError> {
+        let state = session.state.to_string();
+        self.execute(sql::PUT_SESSION, &[&session.id, &session.owner.as_str(), &state, &session.last_used.0])
+            .await
+            .map(|_| ())
+    }
+
+    async fn session(&self, id: &str, owner: &Principal) -> Result<Option<SessionRecord>, StoreError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql::SESSION).await.map_err(backend)?;
+        let Some(row) = client.query_opt(&statement, &[&id, &owner.as_str()]).await.map_err(backend)? else {
+            return Ok(None);
+        };
+        let state: String = row.try_get(0).map_err(backend)?;
+        let created: Vec<String> = row.try_get(1).map_err(backend)?;
+        Ok(Some(SessionRecord {
+            id: id.to_owned(),
+            owner: owner.clone(),
+            state: serde_json::from_str(&state).map_err(backend)?,
+            created: created.into_iter().map(TaskId::from).collect(),
+            last_used: Timestamp(row.try_get(2).map_err(backend)?),
+        }))
+    }
+
+    async fn add_session_task(&self, id: &str, task: &TaskId) -> Result<(), StoreError> {
+        self.execute(sql::ADD_SESSION_TASK, &[&id, &task.as_str()]).await.map(|_| ())
+    }
+
+    async fn touch_sessions(&self, ids: &[String], now: Timestamp) -> Result<Vec<String>, StoreError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql::TOUCH_SESSIONS).await.map_err(backend)?;
+        let rows = client.query(&statement, &[&ids, &now.0]).await.map_err(backend)?;
+        rows.iter().map(|row| row.try_get::<_, String>(0).map_err(backend)).collect()
+    }
+
+    async fn end_session(&self, id: &str) -> Result<bool, StoreError> {
+        self.execute(sql::END_SESSION, &[&id]).await.map(|ended| ended > 0)
+    }
+
+    async fn prune_sessions(&self, idle_before: Timestamp, limit: u32) -> Result<u64, StoreError> {
+        self.execute(sql::PRUNE_SESSIONS, &[&idle_before.0, &i64::from(limit)]).await
     }
 }
 

@@ -38,10 +38,11 @@ use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, Statement, params};
 use tokio::sync::{Semaphore, broadcast, oneshot};
 
+use mcp_tasks_engine::store::implement::{EarlyEnding, LocalPlaces, LocalSessions};
 use mcp_tasks_engine::{
-    Answer, BrowseQuery, EarlyEnding, FastSet, HistoryEntry, IdempotencyKey, Inserted, KeptGroup, Lease, ListQuery, LocalPlaces, LocalSessions, Origin,
+    Answer, BrowseQuery, FastSet, HistoryEntry, IdempotencyKey, Inserted, KeptGroup, Lease, ListQuery, Origin,
     Place, PlaceHolder, Principal, ProcessGroup, RunningLimits, SessionRecord, Status, StoreError, TaskId, TaskRecord,
-    TaskStore, Timestamp, TraceContext, Update, Version,
+    Timestamp, TraceContext, Update, Version, ClaimStore, RecordStore, SessionStore, ViewStore, WorkStore,
 };
 
 use crate::faults::{self, StoreLock};
@@ -350,7 +351,7 @@ impl SqliteStore {
     }
 
     /// SQLite's plan (`EXPLAIN QUERY PLAN`, its details joined by `; `) of the statement
-    /// [`TaskStore::browse`] runs for `query`'s filters and cursor: for diagnostics and the
+    /// [`ViewStore::browse`] runs for `query`'s filters and cursor: for diagnostics and the
     /// tests that keep every page on an index.
     ///
     /// # Errors
@@ -446,8 +447,8 @@ impl SqliteStore {
 }
 
 impl SqliteStore {
-    /// [`TaskStore::insert_claimed`], with the early ending of
-    /// [`TaskStore::insert_claimed_early`] if there is one.
+    /// [`ClaimStore::insert_claimed`], with the early ending of
+    /// [`ClaimStore::insert_claimed_early`] if there is one.
     async fn insert_claimed_with(
         &self,
         task: &TaskRecord,
@@ -1042,7 +1043,7 @@ fn configure(
 }
 
 #[async_trait]
-impl TaskStore for SqliteStore {
+impl RecordStore for SqliteStore {
     async fn insert(&self, task: &TaskRecord) -> Result<Inserted, StoreError> {
         let row = NewRow::from_record(task).map_err(StoreError::backend)?;
         // One copy, shared by the cache and the change feed.
@@ -1283,199 +1284,6 @@ impl TaskStore for SqliteStore {
         .await
     }
 
-    async fn set_process_group(&self, id: &TaskId, group: &ProcessGroup) -> Result<(), StoreError> {
-        let id = id.as_str().to_owned();
-        let pgid = i64::from(group.pgid);
-        let start = to_i64(group.start_time).map_err(StoreError::backend)?;
-        self.write(move |conn| {
-            conn.prepare_cached("UPDATE tasks SET process_group = ?1, process_start = ?2 WHERE id = ?3")
-                .and_then(|mut stmt| stmt.execute(params![pgid, start, id]))
-                .map(|_| ())
-                .map_err(StoreError::backend)
-        })
-        .await
-    }
-
-    async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError> {
-        let id = id.as_str().to_owned();
-        self.read(move |conn| {
-            let found: Option<(Option<i64>, Option<i64>)> = conn
-                .prepare_cached("SELECT process_group, process_start FROM tasks WHERE id = ?1")
-                .and_then(|mut stmt| stmt.query_row([id], |row| Ok((row.get(0)?, row.get(1)?))).optional())
-                .map_err(StoreError::backend)?;
-            Ok(match found {
-                Some((Some(pgid), Some(start))) => u32::try_from(pgid)
-                    .ok()
-                    .zip(u64::try_from(start).ok())
-                    .map(|(pgid, start_time)| ProcessGroup { pgid, start_time }),
-                _ => None,
-            })
-        })
-        .await
-    }
-
-    async fn set_kept_group(&self, key: &str, kept: Option<&KeptGroup>) -> Result<(), StoreError> {
-        let key = key.to_owned();
-        let row = match kept {
-            Some(kept) => Some((
-                i64::from(kept.group.pgid),
-                to_i64(kept.group.start_time).map_err(StoreError::backend)?,
-                i64::from(kept.keeper_pid),
-                to_i64(kept.keeper_start).map_err(StoreError::backend)?,
-            )),
-            None => None,
-        };
-        self.write(move |conn| {
-            let done = match row {
-                Some((pgid, start, keeper, keeper_start)) => conn
-                    .prepare_cached(
-                        "INSERT INTO kept_groups (key, process_group, process_start, keeper_pid, keeper_start) \
-                         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (key) DO UPDATE SET process_group = excluded.process_group, \
-                         process_start = excluded.process_start, keeper_pid = excluded.keeper_pid, keeper_start = excluded.keeper_start",
-                    )
-                    .and_then(|mut stmt| stmt.execute(params![key, pgid, start, keeper, keeper_start])),
-                None => conn.prepare_cached("DELETE FROM kept_groups WHERE key = ?1").and_then(|mut stmt| stmt.execute([key])),
-            };
-            done.map(|_| ()).map_err(StoreError::backend)
-        })
-        .await
-    }
-
-    async fn kept_group(&self, key: &str) -> Result<Option<KeptGroup>, StoreError> {
-        let key = key.to_owned();
-        self.read(move |conn| {
-            let found: Option<(i64, i64, i64, i64)> = conn
-                .prepare_cached("SELECT process_group, process_start, keeper_pid, keeper_start FROM kept_groups WHERE key = ?1")
-                .and_then(|mut stmt| stmt.query_row([key], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))).optional())
-                .map_err(StoreError::backend)?;
-            Ok(found.and_then(|(pgid, start, keeper, keeper_start)| {
-                Some(KeptGroup {
-                    group: ProcessGroup { pgid: u32::try_from(pgid).ok()?, start_time: u64::try_from(start).ok()? },
-                    keeper_pid: u32::try_from(keeper).ok()?,
-                    keeper_start: u64::try_from(keeper_start).ok()?,
-                })
-            }))
-        })
-        .await
-    }
-
-    async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &serde_json::Value) -> Result<bool, StoreError> {
-        let id = id.as_str().to_owned();
-        let text = checkpoint.to_string();
-        self.write(move |conn| {
-            conn.prepare_cached(&format!(
-                "UPDATE tasks SET checkpoint = ?1 WHERE id = ?2 AND attempt = ?3 AND status IN {UNFINISHED}"
-            ))
-            .and_then(|mut stmt| stmt.execute(params![text, id, i64::from(attempt)]))
-            .map(|written| written == 1)
-            .map_err(StoreError::backend)
-        })
-        .await
-    }
-
-    async fn checkpoint(&self, id: &TaskId) -> Result<Option<serde_json::Value>, StoreError> {
-        let id = id.as_str().to_owned();
-        self.read(move |conn| {
-            let found: Option<Option<String>> = conn
-                .prepare_cached("SELECT checkpoint FROM tasks WHERE id = ?1")
-                .and_then(|mut stmt| stmt.query_row([id], |row| row.get(0)).optional())
-                .map_err(StoreError::backend)?;
-            found.flatten().map(|text| serde_json::from_str(&text).map_err(StoreError::backend)).transpose()
-        })
-        .await
-    }
-
-    fn shared(&self) -> bool {
-        // One process owns the file: the writer thread is the only writer.
-        false
-    }
-
-    async fn insert_claimed(
-        &self,
-        task: &TaskRecord,
-        lease: &Lease,
-        max_retained: u64,
-        origin: Option<&Origin>,
-    ) -> Result<Inserted, StoreError> {
-        self.insert_claimed_with(task, lease, max_retained, origin, None).await.map(|(inserted, _)| inserted)
-    }
-
-    /// The ending is taken inside the insert's write, on the writer thread: an ending that
-    /// comes while the insert waits in the queue (most of a quick tool's, under load) goes
-    /// in with it, and the lifecycle is one row written and one commit.
-    async fn insert_claimed_early(
-        &self,
-        task: &TaskRecord,
-        lease: &Lease,
-        max_retained: u64,
-        origin: Option<&Origin>,
-        ending: Arc<dyn EarlyEnding>,
-    ) -> Result<(Inserted, Option<Arc<TaskRecord>>), StoreError> {
-        self.insert_claimed_with(task, lease, max_retained, origin, Some(ending)).await
-    }
-
-    async fn claim(
-        &self,
-        id: &TaskId,
-        attempt: u32,
-        lease: &Lease,
-        now: Timestamp,
-    ) -> Result<Option<TaskRecord>, StoreError> {
-        let id = id.as_str().to_owned();
-        let (node, until) = (lease.node.as_str().to_owned(), lease.until.0);
-        let taken = self
-            .write(move |tx| {
-                tx.evict(TaskId::from(id.clone()));
-                tx.prepare_cached(&format!(
-                    "UPDATE tasks SET claim_node = ?1, lease_until = ?2, attempt = attempt + 1,                      version = version + 1                      WHERE id = ?3 AND attempt = ?4 AND status IN {UNFINISHED}                      AND (lease_until IS NULL OR lease_until <= ?5)                      RETURNING {COLUMNS}"
-                ))
-                .and_then(|mut stmt| stmt.query_row(params![node, until, id, attempt, now.0], read_record).optional())
-                .map_err(StoreError::backend)
-            })
-            .await?;
-        if let Some(taken) = &taken {
-            self.publish(taken);
-        }
-        Ok(taken)
-    }
-
-    async fn renew(&self, lease: &Lease, now: Timestamp) -> Result<Vec<TaskId>, StoreError> {
-        let (node, until) = (lease.node.as_str().to_owned(), lease.until.0);
-        let renewed = self.write(move |conn| {
-            conn.prepare_cached(&format!(
-                "UPDATE tasks SET lease_until = ?1                  WHERE claim_node = ?2 AND lease_until > ?3 AND status IN {UNFINISHED} RETURNING id"
-            ))
-            .and_then(|mut stmt| {
-                stmt.query_map(params![until, node, now.0], |row| row.get::<_, String>(0))?
-                    .map(|id| id.map(TaskId::from))
-                    .collect::<rusqlite::Result<Vec<TaskId>>>()
-            })
-            .and_then(|renewed| {
-                conn.prepare_cached("UPDATE tool_slots SET lease_until = ?1 WHERE node = ?2 AND lease_until > ?3")?
-                    .execute(params![until, node, now.0])?;
-                Ok(renewed)
-            })
-            .map_err(StoreError::backend)
-        })
-        .await?;
-        let unfinished = self.holders_where(|task| !task.status().is_terminal()).await?;
-        self.inner.places.renew(lease, now, &unfinished);
-        Ok(renewed)
-    }
-
-    async fn lapsed(&self, now: Timestamp, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
-        let limit = i64::from(limit);
-        self.read(move |conn| {
-            // The few unfinished tasks, through `tasks_unfinished`.
-            conn.prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM tasks WHERE status IN {UNFINISHED}                  AND (lease_until IS NULL OR lease_until <= ?1) ORDER BY created_at, id LIMIT ?2"
-            ))
-            .and_then(|mut stmt| collect(stmt.query_map(params![now.0, limit], read_record)?))
-            .map_err(StoreError::backend)
-        })
-        .await
-    }
-
     async fn request_cancel(&self, id: &TaskId) -> Result<bool, StoreError> {
         let id = id.as_str().to_owned();
         let written = self
@@ -1595,6 +1403,100 @@ impl TaskStore for SqliteStore {
     fn changes(&self) -> broadcast::Receiver<Arc<TaskRecord>> {
         self.inner.feed.subscribe()
     }
+}
+
+#[async_trait]
+impl ClaimStore for SqliteStore {
+    fn shared(&self) -> bool {
+        // One process owns the file: the writer thread is the only writer.
+        false
+    }
+
+    async fn insert_claimed(
+        &self,
+        task: &TaskRecord,
+        lease: &Lease,
+        max_retained: u64,
+        origin: Option<&Origin>,
+    ) -> Result<Inserted, StoreError> {
+        self.insert_claimed_with(task, lease, max_retained, origin, None).await.map(|(inserted, _)| inserted)
+    }
+
+    /// The ending is taken inside the insert's write, on the writer thread: an ending that
+    /// comes while the insert waits in the queue (most of a quick tool's, under load) goes
+    /// in with it, and the lifecycle is one row written and one commit.
+    async fn insert_claimed_early(
+        &self,
+        task: &TaskRecord,
+        lease: &Lease,
+        max_retained: u64,
+        origin: Option<&Origin>,
+        ending: Arc<dyn EarlyEnding>,
+    ) -> Result<(Inserted, Option<Arc<TaskRecord>>), StoreError> {
+        self.insert_claimed_with(task, lease, max_retained, origin, Some(ending)).await
+    }
+
+    async fn claim(
+        &self,
+        id: &TaskId,
+        attempt: u32,
+        lease: &Lease,
+        now: Timestamp,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        let id = id.as_str().to_owned();
+        let (node, until) = (lease.node.as_str().to_owned(), lease.until.0);
+        let taken = self
+            .write(move |tx| {
+                tx.evict(TaskId::from(id.clone()));
+                tx.prepare_cached(&format!(
+                    "UPDATE tasks SET claim_node = ?1, lease_until = ?2, attempt = attempt + 1,                      version = version + 1                      WHERE id = ?3 AND attempt = ?4 AND status IN {UNFINISHED}                      AND (lease_until IS NULL OR lease_until <= ?5)                      RETURNING {COLUMNS}"
+                ))
+                .and_then(|mut stmt| stmt.query_row(params![node, until, id, attempt, now.0], read_record).optional())
+                .map_err(StoreError::backend)
+            })
+            .await?;
+        if let Some(taken) = &taken {
+            self.publish(taken);
+        }
+        Ok(taken)
+    }
+
+    async fn renew(&self, lease: &Lease, now: Timestamp) -> Result<Vec<TaskId>, StoreError> {
+        let (node, until) = (lease.node.as_str().to_owned(), lease.until.0);
+        let renewed = self.write(move |conn| {
+            conn.prepare_cached(&format!(
+                "UPDATE tasks SET lease_until = ?1                  WHERE claim_node = ?2 AND lease_until > ?3 AND status IN {UNFINISHED} RETURNING id"
+            ))
+            .and_then(|mut stmt| {
+                stmt.query_map(params![until, node, now.0], |row| row.get::<_, String>(0))?
+                    .map(|id| id.map(TaskId::from))
+                    .collect::<rusqlite::Result<Vec<TaskId>>>()
+            })
+            .and_then(|renewed| {
+                conn.prepare_cached("UPDATE tool_slots SET lease_until = ?1 WHERE node = ?2 AND lease_until > ?3")?
+                    .execute(params![until, node, now.0])?;
+                Ok(renewed)
+            })
+            .map_err(StoreError::backend)
+        })
+        .await?;
+        let unfinished = self.holders_where(|task| !task.status().is_terminal()).await?;
+        self.inner.places.renew(lease, now, &unfinished);
+        Ok(renewed)
+    }
+
+    async fn lapsed(&self, now: Timestamp, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
+        let limit = i64::from(limit);
+        self.read(move |conn| {
+            // The few unfinished tasks, through `tasks_unfinished`.
+            conn.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM tasks WHERE status IN {UNFINISHED}                  AND (lease_until IS NULL OR lease_until <= ?1) ORDER BY created_at, id LIMIT ?2"
+            ))
+            .and_then(|mut stmt| collect(stmt.query_map(params![now.0, limit], read_record)?))
+            .map_err(StoreError::backend)
+        })
+        .await
+    }
 
     async fn take_slot(&self, tool: &str, size: u32, id: &TaskId, lease: &Lease, now: Timestamp) -> Result<bool, StoreError> {
         let (tool, id) = (tool.to_owned(), id.as_str().to_owned());
@@ -1636,6 +1538,26 @@ impl TaskStore for SqliteStore {
         .await
     }
 
+    async fn take_place(
+        &self,
+        holder: &PlaceHolder,
+        owner: &Principal,
+        limits: &RunningLimits,
+        lease: &Lease,
+        now: Timestamp,
+    ) -> Result<Place, StoreError> {
+        let finished = self.holders_where(|task| task.status().is_terminal()).await?;
+        Ok(self.inner.places.take(holder, owner, limits, lease, now, &finished))
+    }
+
+    async fn release_place(&self, holder: &PlaceHolder) -> Result<(), StoreError> {
+        self.inner.places.release(holder);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl ViewStore for SqliteStore {
     async fn browse(&self, query: &BrowseQuery) -> Result<Vec<TaskRecord>, StoreError> {
         let (sql, values) = browse_statement(query);
         self.read(move |conn| {
@@ -1773,24 +1695,115 @@ impl TaskStore for SqliteStore {
         })
         .await
     }
+}
 
-    async fn take_place(
-        &self,
-        holder: &PlaceHolder,
-        owner: &Principal,
-        limits: &RunningLimits,
-        lease: &Lease,
-        now: Timestamp,
-    ) -> Result<Place, StoreError> {
-        let finished = self.holders_where(|task| task.status().is_terminal()).await?;
-        Ok(self.inner.places.take(holder, owner, limits, lease, now, &finished))
+#[async_trait]
+impl WorkStore for SqliteStore {
+    async fn set_process_group(&self, id: &TaskId, group: &ProcessGroup) -> Result<(), StoreError> {
+        let id = id.as_str().to_owned();
+        let pgid = i64::from(group.pgid);
+        let start = to_i64(group.start_time).map_err(StoreError::backend)?;
+        self.write(move |conn| {
+            conn.prepare_cached("UPDATE tasks SET process_group = ?1, process_start = ?2 WHERE id = ?3")
+                .and_then(|mut stmt| stmt.execute(params![pgid, start, id]))
+                .map(|_| ())
+                .map_err(StoreError::backend)
+        })
+        .await
     }
 
-    async fn release_place(&self, holder: &PlaceHolder) -> Result<(), StoreError> {
-        self.inner.places.release(holder);
-        Ok(())
+    async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError> {
+        let id = id.as_str().to_owned();
+        self.read(move |conn| {
+            let found: Option<(Option<i64>, Option<i64>)> = conn
+                .prepare_cached("SELECT process_group, process_start FROM tasks WHERE id = ?1")
+                .and_then(|mut stmt| stmt.query_row([id], |row| Ok((row.get(0)?, row.get(1)?))).optional())
+                .map_err(StoreError::backend)?;
+            Ok(match found {
+                Some((Some(pgid), Some(start))) => u32::try_from(pgid)
+                    .ok()
+                    .zip(u64::try_from(start).ok())
+                    .map(|(pgid, start_time)| ProcessGroup { pgid, start_time }),
+                _ => None,
+            })
+        })
+        .await
     }
 
+    async fn set_kept_group(&self, key: &str, kept: Option<&KeptGroup>) -> Result<(), StoreError> {
+        let key = key.to_owned();
+        let row = match kept {
+            Some(kept) => Some((
+                i64::from(kept.group.pgid),
+                to_i64(kept.group.start_time).map_err(StoreError::backend)?,
+                i64::from(kept.keeper_pid),
+                to_i64(kept.keeper_start).map_err(StoreError::backend)?,
+            )),
+            None => None,
+        };
+        self.write(move |conn| {
+            let done = match row {
+                Some((pgid, start, keeper, keeper_start)) => conn
+                    .prepare_cached(
+                        "INSERT INTO kept_groups (key, process_group, process_start, keeper_pid, keeper_start) \
+                         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (key) DO UPDATE SET process_group = excluded.process_group, \
+                         process_start = excluded.process_start, keeper_pid = excluded.keeper_pid, keeper_start = excluded.keeper_start",
+                    )
+                    .and_then(|mut stmt| stmt.execute(params![key, pgid, start, keeper, keeper_start])),
+                None => conn.prepare_cached("DELETE FROM kept_groups WHERE key = ?1").and_then(|mut stmt| stmt.execute([key])),
+            };
+            done.map(|_| ()).map_err(StoreError::backend)
+        })
+        .await
+    }
+
+    async fn kept_group(&self, key: &str) -> Result<Option<KeptGroup>, StoreError> {
+        let key = key.to_owned();
+        self.read(move |conn| {
+            let found: Option<(i64, i64, i64, i64)> = conn
+                .prepare_cached("SELECT process_group, process_start, keeper_pid, keeper_start FROM kept_groups WHERE key = ?1")
+                .and_then(|mut stmt| stmt.query_row([key], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))).optional())
+                .map_err(StoreError::backend)?;
+            Ok(found.and_then(|(pgid, start, keeper, keeper_start)| {
+                Some(KeptGroup {
+                    group: ProcessGroup { pgid: u32::try_from(pgid).ok()?, start_time: u64::try_from(start).ok()? },
+                    keeper_pid: u32::try_from(keeper).ok()?,
+                    keeper_start: u64::try_from(keeper_start).ok()?,
+                })
+            }))
+        })
+        .await
+    }
+
+    async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &serde_json::Value) -> Result<bool, StoreError> {
+        let id = id.as_str().to_owned();
+        let text = checkpoint.to_string();
+        self.write(move |conn| {
+            conn.prepare_cached(&format!(
+                "UPDATE tasks SET checkpoint = ?1 WHERE id = ?2 AND attempt = ?3 AND status IN {UNFINISHED}"
+            ))
+            .and_then(|mut stmt| stmt.execute(params![text, id, i64::from(attempt)]))
+            .map(|written| written == 1)
+            .map_err(StoreError::backend)
+        })
+        .await
+    }
+
+    async fn checkpoint(&self, id: &TaskId) -> Result<Option<serde_json::Value>, StoreError> {
+        let id = id.as_str().to_owned();
+        self.read(move |conn| {
+            let found: Option<Option<String>> = conn
+                .prepare_cached("SELECT checkpoint FROM tasks WHERE id = ?1")
+                .and_then(|mut stmt| stmt.query_row([id], |row| row.get(0)).optional())
+                .map_err(StoreError::backend)?;
+            found.flatten().map(|text| serde_json::from_str(&text).map_err(StoreError::backend)).transpose()
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl SessionStore for SqliteStore {
     async fn put_session(&self, session: &SessionRecord) -> Result<(), StoreError> {
         self.inner.sessions.put(session);
         Ok(())

@@ -9,7 +9,7 @@ mod hot;
 use std::path::Path;
 use std::sync::Arc;
 
-use mcp_tasks_engine::{Principal, TaskState, TaskStore, Timestamp, Update, Version};
+use mcp_tasks_engine::{Principal, RecordStore, TaskState, TaskStore, Timestamp, Update, Version, ViewStore};
 use mcp_tasks_sqlite::{SqliteStore, Synchronous};
 use mcp_tasks_testkit::store_suite::sample_task;
 use tempfile::TempDir;
