@@ -1,7 +1,7 @@
 //! Admission: the [`Policy`] an engine applies at creation, and the bookkeeping of the work
 //! running in this process that its running limits bound ([`Work`]). On a shared store
 //! (PostgreSQL, many replicas) the running limits hold across every node too: each task and
-//! plain call also takes a running place in the store ([`ClaimStore::take_place`]), held by
+//! plain call also takes a running place in the store ([`ClaimStore::take_place`](crate::ClaimStore::take_place)), held by
 //! this node's lease like a claim.
 
 use tokio_util::sync::CancellationToken;

@@ -154,18 +154,8 @@ impl Engine {
         let engine = self.clone();
         let (id, attempt, arguments) = (task.id.clone(), task.attempt, task.arguments.clone());
         let (tool, error_result_fails) = (task.tool.clone(), task.error_result_fails);
-        // The task's span, a child of the request's trace when it carried one; the work
-        // (the handler, in its own Tokio task) runs inside it.
-        let span = tracing::info_span!(
-            "task",
-            task = %task.id,
-            tool = %task.tool,
-            attempt = task.attempt,
-            trace_id = tracing::field::Empty,
-        );
-        if let Some(trace) = &task.trace {
-            trace.adopt(&span);
-        }
+        // The work (the handler, in its own Tokio task) runs inside the task's span.
+        let span = task_span(task);
         tokio::spawn(async move {
             let permit = match entry {
                 None => None,
@@ -446,4 +436,19 @@ fn queued_message(size: u32, tool: &str) -> String {
     } else {
         format!("queued: waiting for one of {size} slots of tool {tool}")
     }
+}
+
+/// The span of `task`'s work, a child of the request's trace when it carried one.
+fn task_span(task: &TaskRecord) -> tracing::Span {
+    let span = tracing::info_span!(
+        "task",
+        task = %task.id,
+        tool = %task.tool,
+        attempt = task.attempt,
+        trace_id = tracing::field::Empty,
+    );
+    if let Some(trace) = &task.trace {
+        trace.adopt(&span);
+    }
+    span
 }

@@ -26,13 +26,13 @@ pub trait ClaimStore: Send + Sync + 'static {
     /// starts: recovery need not wait for its lease to run out.
     fn shared(&self) -> bool;
 
-    /// Inserts `task` like [`RecordStore::insert`], claimed by `lease` (its runner), if its
+    /// Inserts `task` like [`RecordStore::insert`](super::RecordStore::insert), claimed by `lease` (its runner), if its
     /// owner keeps fewer than `max_retained` tasks in the store; the check and the insert
     /// are one atomic step, so of concurrent inserts from any number of handles no more are
     /// stored than the limit allows. An idempotency key that finds a retained task answers
     /// [`Inserted::Existing`] even when the owner is at the limit (it adds nothing).
     /// `origin`, where the task came from, is written with the new row (what
-    /// [`ViewStore::set_origin`] would write, without a second write).
+    /// [`ViewStore::set_origin`](super::ViewStore::set_origin) would write, without a second write).
     ///
     /// # Errors
     /// [`StoreError::Full`] if the owner is at the limit (nothing is written);
@@ -97,7 +97,7 @@ pub trait ClaimStore: Send + Sync + 'static {
 
     /// Unfinished tasks whose claim is absent or lapsed at `now`, oldest first (by creation
     /// time, then id), at most `limit`: what a rescuer takes over ([`ClaimStore::claim`]).
-    /// Replaces "every unfinished task is mine" ([`RecordStore::unfinished`]) at recovery.
+    /// Replaces "every unfinished task is mine" ([`RecordStore::unfinished`](super::RecordStore::unfinished)) at recovery.
     ///
     /// # Errors
     /// [`StoreError::Backend`].
