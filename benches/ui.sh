@@ -7,7 +7,7 @@
 # max of that whole load, and the latency of each API read alone on a keep-alive
 # connection: the first page, a page filtered by status, a text search that matches
 # nothing (every task read), a deep page (`before` a cursor), and one task. Everything on
-# 127.0.0.1. Not a test: it prints figures (BENCHMARKS.md "Web view").
+# 127.0.0.1. Not a test: it prints figures (BENCHMARKS.md, "The web view").
 #
 #   bash benches/ui.sh
 #

@@ -38,8 +38,8 @@ fn main() -> ExitCode {
     };
     // One thread: the driver shares the machine's cores with the server it measures, and a
     // multi-threaded runtime spent more CPU per lifecycle on wake-ups between its workers
-    // (45-65 µs against 35-48 µs with ours, 85-105 against 70-73 with the rmcp peer; BENCHMARKS.md,
-    // seventh round) while one thread keeps up with every server here.
+    // (45-65 µs against 35-48 µs with ours, 85-105 against 70-73 with the rmcp peer;
+    // docs/benchmarks/07-seventh-round.md) while one thread keeps up with every server here.
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

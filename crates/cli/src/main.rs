@@ -28,7 +28,7 @@ use crate::args::{Cli, Command};
 /// blocks across the Tokio workers and the store's writer thread, and glibc's arenas spent a
 /// fifth of its instructions there (consolidating fast bins on every allocation of 1 KiB or more).
 /// `bash benches/profile.sh modern`: 433 k instructions per lifecycle with glibc, 351 k with
-/// mimalloc; BENCHMARKS.md, seventh round.
+/// mimalloc; docs/benchmarks/07-seventh-round.md.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

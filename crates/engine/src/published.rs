@@ -7,9 +7,10 @@
 //! two per new task. Forgetting had been all at once: past the bound, one pass over the whole
 //! map under the lock every publication and `committed_at` takes, dropping some 65,000
 //! entries every 65,536 tasks, a stall of every request that publishes or waits meanwhile
-//! (the same shape as the SQLite store's cache of hot tasks, `BENCHMARKS.md`, seventeenth
-//! round). An unfinished task is never forgotten: it goes to the back of the order instead,
-//! so a map of mostly running tasks may hold more than the bound, as it could before.
+//! (the same shape as the SQLite store's cache of hot tasks,
+//! `docs/benchmarks/17-seventeenth-round.md`). An unfinished task is never forgotten: it
+//! goes to the back of the order instead, so a map of mostly running tasks may hold more
+//! than the bound, as it could before.
 
 use std::collections::VecDeque;
 use std::time::Instant;

@@ -21,7 +21,8 @@ use crate::trace::TraceContext;
 ///
 /// Shared text: an id is cloned a few dozen times in a task's life (the engine's maps, the
 /// store's cache and feed, each session's routes), and a clone is a count, not a copy
-/// (a `String` here was 2 % of a lifecycle's instructions; BENCHMARKS.md, thirteenth round).
+/// (a `String` here was 2 % of a lifecycle's instructions;
+/// docs/benchmarks/13-thirteenth-round.md).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct TaskId(Arc<str>);
@@ -44,7 +45,7 @@ impl TaskId {
     /// Why the time in front: every index keyed by the id (the tasks' primary key, the
     /// history's key) then grows at its right edge, so a group commit of many new tasks
     /// dirties a few shared pages instead of one random page per task and per index (each
-    /// a WAL frame, two `pwrite`s, and a checksum; BENCHMARKS.md, fourth round). The
+    /// a WAL frame, two `pwrite`s, and a checksum; docs/benchmarks/04-fourth-round.md). The
     /// random part alone keeps the id unguessable; the time is no secret from whoever
     /// holds the id, whose task shows its `createdAt`.
     ///
@@ -67,12 +68,13 @@ impl TaskId {
 }
 
 /// Lowercase hex digits, by nibble: ids are written by hand rather than with `format!` per
-/// byte, whose 16 formatted strings per id showed in the lifecycle profile (BENCHMARKS.md).
+/// byte, whose 16 formatted strings per id showed in the lifecycle profile
+/// (docs/benchmarks/02-second-round.md).
 const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
 
 /// Random bytes the operating system's CSPRNG gave, fetched [`RANDOM_AHEAD`] at a time: one
 /// `getrandom` call per 32 ids instead of one per id (system calls are dear on the machines
-/// this runs on; BENCHMARKS.md, tenth round, counts them). Per thread, each byte handed out
+/// this runs on; docs/benchmarks/10-tenth-round.md counts them). Per thread, each byte handed out
 /// once and then zeroed. The bytes are the OS's own, so the ids are exactly as unguessable;
 /// a process forked from this one would share what is left of the buffer, but ours only
 /// forks to `exec` a command at once, and no id is made in between.

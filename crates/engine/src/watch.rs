@@ -4,8 +4,9 @@
 //! The broadcast feed ([`Engine::subscribe`]) wakes every subscriber for every change, so
 //! with `c` clients each waiting on its own task every change cost `c` wake-ups (and as
 //! many cross-thread hand-offs), `c²` per round of lifecycles: the largest item of the
-//! lifecycle profile in `BENCHMARKS.md`. Here a change costs one map lookup and wakes only
-//! the watchers of its task. Tokio has no keyed channel, hence this small registry.
+//! lifecycle profile in `docs/benchmarks/02-second-round.md`. Here a change costs one map
+//! lookup and wakes only the watchers of its task. Tokio has no keyed channel, hence this
+//! small registry.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

@@ -310,8 +310,8 @@ fn parse_general(text: &str) -> Result<Incoming, ParseFailure> {
 ///
 /// Every request a server reads goes through here: the general way builds the message's
 /// object, then takes `id`, `method` and `params` out of it; read straight, a request's
-/// parse takes 3.8 k instructions instead of 6.6 k (`benches/profile.sh block`, BENCHMARKS.md
-/// thirteenth round). Only an object is tried (a derived
+/// parse takes 3.8 k instructions instead of 6.6 k (`benches/profile.sh block`,
+/// docs/benchmarks/13-thirteenth-round.md). Only an object is tried (a derived
 /// struct would also take an array); `params` is an object or absent (`null` refuses); `id`
 /// an integer that fits in 64 bits or a string; `jsonrpc` exactly `"2.0"`; other members are
 /// ignored, as [`parse`] ignores them. So whatever this returns, [`parse`] would return too.

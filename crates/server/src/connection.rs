@@ -48,7 +48,7 @@ pub(crate) enum Payload {
     /// The JSON text a typed result was serialized to, once, and is written as it is: the
     /// results of a task lifecycle (`CreateTaskResult`, the task of `tasks/get`, the result
     /// of `tasks/result`) are written from the record they show, with no `Value` tree built,
-    /// copied and dropped between them (BENCHMARKS.md, fourteenth round).
+    /// copied and dropped between them (docs/benchmarks/14-fourteenth-round.md).
     Text(String),
 }
 
@@ -91,12 +91,12 @@ pub(crate) enum Message {
     Json(Value),
     /// The success response to request `.0`, `result` `.1`: written with its envelope
     /// around the result ([`Message::write_json`]) rather than built as an object of three
-    /// members first (each reply of a lifecycle did; BENCHMARKS.md, thirteenth round).
+    /// members first (each reply of a lifecycle did; docs/benchmarks/13-thirteenth-round.md).
     Reply(RequestId, Payload),
     /// A notification whose JSON is built only when a client takes it. Over 2025-11-25 HTTP
     /// a task's status change goes to the standalone stream, kept for a GET stream that
     /// most clients never open: building and framing each one there was ~4 % of a
-    /// lifecycle's instructions (BENCHMARKS.md, twelfth round). Whatever reads it gets the
+    /// lifecycle's instructions (docs/benchmarks/12-twelfth-round.md). Whatever reads it gets the
     /// same bytes as if it had been built at once.
     Later(BuildMessage),
 }

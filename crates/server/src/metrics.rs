@@ -144,7 +144,7 @@ struct State {
 /// The counters and histograms of the label sets counted so far, found again by borrowed
 /// labels (foldhash, no allocation) instead of through their family's `get_or_create`, which
 /// builds owned label strings and hashes them with SipHash: five times per task lifecycle,
-/// 2 % of its instructions (BENCHMARKS.md, thirteenth round). A handle counts into the
+/// 2 % of its instructions (docs/benchmarks/13-thirteenth-round.md). A handle counts into the
 /// family's own series (prometheus-client's metrics are shared by `clone`); the families
 /// of these never drop a series (only the gauges are cleared, at each scrape). Tools and eras
 /// are few: the server's tools, two revisions.

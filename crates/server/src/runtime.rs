@@ -5,9 +5,10 @@
 //! writer thread, which runs every commit (about a third of a task lifecycle's CPU), or the
 //! PostgreSQL server on the same host. As many workers as cores then compete with it for
 //! the cores, and a wake-up more often finds its worker parked or on the other core. On the
-//! 2-core machine of `BENCHMARKS.md` (ninth round), one worker instead of two cut the server's
-//! CPU per task lifecycle by ~10 % (Modern 95 -> 84 us, poll 120 -> 110 us, `benches/ab.sh`)
-//! at the same or a slightly higher rate. `TOKIO_WORKER_THREADS` still sets the count.
+//! 2-core machine of `docs/benchmarks/09-ninth-round.md`, one worker instead of two cut the
+//! server's CPU per task lifecycle by ~10 % (Modern 95 -> 84 us, poll 120 -> 110 us,
+//! `benches/ab.sh`) at the same or a slightly higher rate. `TOKIO_WORKER_THREADS` still sets
+//! the count.
 
 use std::io;
 

@@ -7,7 +7,7 @@
 //! is dear whatever it carries (a Python loop: two `pwrite`s per 4 KiB frame 9.4 µs a
 //! frame, one `pwritev` of twenty frames 0.73 µs a frame): with this VFS a block lifecycle
 //! makes 0.51 `pwrite64` calls instead of 6.57, and the writer thread's system time per
-//! lifecycle fell by 3–5 µs (BENCHMARKS.md, tenth round).
+//! lifecycle fell by 3–5 µs (docs/benchmarks/10-tenth-round.md).
 //!
 //! This VFS is the default one (`unix`) with one change for WAL files: consecutive writes
 //! are kept in memory and written as one write (of at most [`MAX_WRITE`] bytes, which is

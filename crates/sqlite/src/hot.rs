@@ -17,9 +17,9 @@
 //! in one pass when the cache filled up: under load that was every 4,096 creations, and the
 //! writer then held the lock that every `tasks/get`, `tasks/result` and admission takes
 //! while it dropped 4,096 records, stopping the server's Tokio worker with it (in a block
-//! run at c = 32, two of the four bursts of slowest lifecycles, see `BENCHMARKS.md`,
-//! seventeenth round). What a write makes the cache forget is dropped after the lock is
-//! released.
+//! run at c = 32, two of the four bursts of slowest lifecycles, see
+//! `docs/benchmarks/17-seventeenth-round.md`). What a write makes the cache forget is
+//! dropped after the lock is released.
 //!
 //! Beside the tasks, each owner's number of stored tasks (`task_counts`), which admission
 //! reads before every creation: set from the count the writer's insert read in its own

@@ -62,7 +62,7 @@ pub(crate) struct Counters {
 /// life, found by its variant. rusqlite's statement cache (`prepare_cached`) hashes the
 /// whole SQL text with SipHash to find a statement and again to put it back, and clears its
 /// bindings: without it a block lifecycle went from 324.4 k to 318.6 k instructions
-/// (`benches/profile.sh block 2000 32`, BENCHMARKS.md eleventh round). Each statement here
+/// (`benches/profile.sh block 2000 32`, docs/benchmarks/11-eleventh-round.md). Each statement here
 /// binds all its parameters at every run, and `execute` and `query_row` reset it after
 /// their step, as the cache's would be.
 pub(crate) struct Prepared<'c> {

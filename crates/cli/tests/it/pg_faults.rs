@@ -154,6 +154,22 @@ fn replicas_postgres_restarted_and_crashed_under_load_lose_no_acknowledged_task_
     let mut replicas: Vec<Server> = threads.into_iter().map(|thread| thread.join().expect("the load ran")).collect();
 
     let seen: Vec<Seen> = seen.into_iter().map(|seen| std::mem::take(&mut *seen.lock().unwrap())).collect();
+    check_answers(&seen, fast_outage.min(crash_outage));
+    check_acknowledged(&seen, &mut replicas, &runs);
+    for id in &spanning {
+        let result = replicas[0].call("tasks/result", json!({"taskId": id}));
+        assert_eq!(result["content"][0]["text"], "done\n", "work that ended during the outage completed: {result}");
+    }
+    // The change feed is back: a task created on one replica and waited for on the other.
+    let [a, b] = &mut replicas[..] else { unreachable!() };
+    let id = create_task(a, "slow", json!({"seconds": 0.2}));
+    let result = b.call("tasks/result", json!({"taskId": id}));
+    assert_eq!(result["content"][0]["text"], "done\n", "{result}");
+}
+
+/// Every answer of the load came within the bound, every error said it may be retried, and
+/// some request met an outage (`shorter_outage`, the shorter of the two).
+fn check_answers(seen: &[Seen], shorter_outage: Duration) {
     for (n, seen) in seen.iter().enumerate() {
         eprintln!(
             "pg_faults: replica {n}: {} acknowledged, {} error answers, slowest answer {:?}",
@@ -172,11 +188,16 @@ fn replicas_postgres_restarted_and_crashed_under_load_lose_no_acknowledged_task_
     }
     // The load never pauses, so some request meets each outage: it fails, or it waits for
     // much of it.
-    let outage = fast_outage.min(crash_outage) / 4;
+    let outage = shorter_outage / 4;
     let met_the_outage = seen.iter().any(|seen| !seen.errors.is_empty() || seen.slowest > outage);
     assert!(met_the_outage, "no request met an outage: the load did not run across the restarts");
+}
+
+/// Each acknowledged task of `seen`, read on the other replica: completed with its text, its
+/// tool run once (by the lines in `runs`).
+fn check_acknowledged(seen: &[Seen], replicas: &mut [Server], runs: &Path) {
     // Each acknowledged task, read on the other replica: completed with its text, run once.
-    let runs = std::fs::read_to_string(&runs).unwrap_or_default();
+    let runs = std::fs::read_to_string(runs).unwrap_or_default();
     let mut run_count: HashMap<&str, usize> = HashMap::new();
     for line in runs.lines() {
         *run_count.entry(line).or_default() += 1;
@@ -200,15 +221,6 @@ fn replicas_postgres_restarted_and_crashed_under_load_lose_no_acknowledged_task_
         }
     }
     assert!(run_count.values().all(|count| *count == 1), "no call's tool ran twice: {run_count:?}");
-    for id in &spanning {
-        let result = replicas[0].call("tasks/result", json!({"taskId": id}));
-        assert_eq!(result["content"][0]["text"], "done\n", "work that ended during the outage completed: {result}");
-    }
-    // The change feed is back: a task created on one replica and waited for on the other.
-    let [a, b] = &mut replicas[..] else { unreachable!() };
-    let id = create_task(a, "slow", json!({"seconds": 0.2}));
-    let result = b.call("tasks/result", json!({"taskId": id}));
-    assert_eq!(result["content"][0]["text"], "done\n", "{result}");
 }
 
 /// The lease of the partition test's replicas: short, so that the cut outlasts it quickly.

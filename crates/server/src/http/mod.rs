@@ -241,7 +241,7 @@ pub fn router(server: Server, options: Options, stop: CancellationToken) -> Rout
 /// request of a task lifecycle is, goes straight to [`App::post`] and is counted as the
 /// router counts what it answers; anything else goes through the router. Through axum's
 /// layers (the routing, the counting middleware, their boxed futures) a POST took ~6 k
-/// instructions more (BENCHMARKS.md, fourteenth round).
+/// instructions more (docs/benchmarks/14-fourteenth-round.md).
 fn connection_service(
     app: &Arc<App>,
     router: &Router,

@@ -195,6 +195,26 @@ async fn a_failing_write_in_a_batch_fails_alone() {
     lock.execute_batch("ROLLBACK")
         .expect("the lock is released");
 
+    check_inserts(&queued, inserts, &taken).await;
+    check_replaces(replaces, &contested).await;
+    let after = store.write_stats();
+    assert_eq!(after.writes - before.writes, 13);
+    assert!(
+        after.commits - before.commits <= 2,
+        "the writes queued behind the lock went in one batch (or two, if the writer took the \
+         first before the others arrived): {before:?} → {after:?}"
+    );
+    drop(store);
+
+    check_reopened(&path, &fresh, &taken).await;
+}
+
+/// Each insert of `queued` succeeded but that of `taken`'s id, refused as a duplicate.
+async fn check_inserts(
+    queued: &[TaskRecord],
+    inserts: Vec<tokio::task::JoinHandle<Result<Inserted, StoreError>>>,
+    taken: &TaskRecord,
+) {
     let mut outcomes = Vec::new();
     for insert in inserts {
         outcomes.push(insert.await.expect("the insert does not panic"));
@@ -209,6 +229,13 @@ async fn a_failing_write_in_a_batch_fails_alone() {
             outcome.expect("the other inserts of the batch succeed");
         }
     }
+}
+
+/// One of the two racing replaces of `contested` won, the other met a conflict.
+async fn check_replaces(
+    replaces: Vec<tokio::task::JoinHandle<Result<TaskRecord, StoreError>>>,
+    contested: &TaskRecord,
+) {
     let mut won = 0;
     for replace in replaces {
         match replace.await.expect("the replace does not panic") {
@@ -221,17 +248,12 @@ async fn a_failing_write_in_a_batch_fails_alone() {
         }
     }
     assert_eq!(won, 1, "one of two racing replaces in one batch wins");
-    let after = store.write_stats();
-    assert_eq!(after.writes - before.writes, 13);
-    assert!(
-        after.commits - before.commits <= 2,
-        "the writes queued behind the lock went in one batch (or two, if the writer took the \
-         first before the others arrived): {before:?} → {after:?}"
-    );
-    drop(store);
+}
 
-    let reopened = SqliteStore::open(&path).expect("the store opens again");
-    for task in &fresh {
+/// The store at `path`, opened again, holds the `fresh` tasks and `taken` as first written.
+async fn check_reopened(path: &Path, fresh: &[TaskRecord], taken: &TaskRecord) {
+    let reopened = SqliteStore::open(path).expect("the store opens again");
+    for task in fresh {
         assert_eq!(
             reopened.get(&task.id).await.expect("get succeeds").as_ref(),
             Some(task)

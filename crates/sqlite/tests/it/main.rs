@@ -469,9 +469,27 @@ async fn find_by_key_uses_the_unique_index_of_owner_and_key() {
 /// (migration 0013). Planned on the very statements the store runs.
 #[tokio::test]
 async fn the_web_views_pages_and_counts_use_the_indexes() {
-    use mcp_tasks_engine::{BrowseQuery, Cursor, Principal, Status, TaskId, Timestamp};
     let dir = tempfile::tempdir().expect("a temporary directory");
     let store = SqliteStore::open(&dir.path().join("tasks.db")).expect("the store opens");
+    let cases = browse_cases();
+    for (query, index) in cases {
+        let plan = store.browse_plan(&query).await.expect("plan");
+        assert!(
+            plan.contains(&format!("USING INDEX {index}")),
+            "{query:?}: {plan}"
+        );
+        assert!(
+            !plan.contains("TEMP B-TREE FOR ORDER BY"),
+            "the page is read in order, not sorted: {plan}"
+        );
+    }
+    counts_use_the_indexes(&dir.path().join("tasks.db"));
+}
+
+/// The web view's queries of [`the_web_views_pages_and_counts_use_the_indexes`], each with
+/// the index that must serve it.
+fn browse_cases() -> Vec<(mcp_tasks_engine::BrowseQuery, &'static str)> {
+    use mcp_tasks_engine::{BrowseQuery, Cursor, Principal, Status, TaskId, Timestamp};
     let base = BrowseQuery {
         owner: Principal::new("a"),
         status: None,
@@ -484,7 +502,7 @@ async fn the_web_views_pages_and_counts_use_the_indexes() {
         created_at: Timestamp(5),
         id: TaskId::from("x"),
     });
-    let cases = [
+    vec![
         (base.clone(), "tasks_by_owner (owner=?"),
         (
             BrowseQuery {
@@ -537,19 +555,13 @@ async fn the_web_views_pages_and_counts_use_the_indexes() {
             },
             "tasks_by_owner_tool (owner=?",
         ),
-    ];
-    for (query, index) in cases {
-        let plan = store.browse_plan(&query).await.expect("plan");
-        assert!(
-            plan.contains(&format!("USING INDEX {index}")),
-            "{query:?}: {plan}"
-        );
-        assert!(
-            !plan.contains("TEMP B-TREE FOR ORDER BY"),
-            "the page is read in order, not sorted: {plan}"
-        );
-    }
-    let conn = rusqlite_connection(&dir.path().join("tasks.db"));
+    ]
+}
+
+/// The counts by status of the store at `path`: the finished tasks from the owner's entries
+/// of the partial index alone, the unfinished ones from `tasks_unfinished`, neither sorted.
+fn counts_use_the_indexes(path: &Path) {
+    let conn = rusqlite_connection(path);
     let plan = |sql: &str| -> String {
         conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
             .and_then(|mut stmt| stmt.query_map([], |row| row.get::<_, String>(3))?.collect::<Result<Vec<_>, _>>())
@@ -579,25 +591,10 @@ async fn the_web_views_pages_and_counts_use_the_indexes() {
 /// as before, read from the new indexes.
 #[tokio::test]
 async fn migration_0013_keeps_the_counts_and_pages_of_a_store_written_before_it() {
-    use mcp_tasks_engine::{BrowseQuery, InputRequests, Outcome, Status, TaskRecord, WorkError};
+    use mcp_tasks_engine::{BrowseQuery, Status, TaskRecord};
     let dir = tempfile::tempdir().expect("a temporary directory");
     let path = dir.path().join("tasks.db");
-    let states = [
-        TaskState::Working,
-        TaskState::InputRequired { requests: InputRequests::new() },
-        TaskState::Completed { result: serde_json::json!({"content": []}) },
-        TaskState::Failed { outcome: Outcome::Failure(WorkError::Expired) },
-        TaskState::Cancelled,
-    ];
-    let mut tasks: Vec<TaskRecord> = Vec::new();
-    for (n, owner) in ["alice", "alice", "bob"].into_iter().enumerate() {
-        for (k, state) in states.iter().enumerate() {
-            let mut task = sample_task(owner);
-            task.created_at = Timestamp(1_000 + i64::try_from(n * 10 + k).expect("small"));
-            task.state = state.clone();
-            tasks.push(task);
-        }
-    }
+    let tasks = tasks_of_every_status();
     let statuses = [Status::Working, Status::InputRequired, Status::Completed, Status::Failed, Status::Cancelled];
     let page = |store: SqliteStore, status: Status| async move {
         let query = BrowseQuery { owner: Principal::new("alice"), status: Some(status), tool: None, text: None, before: None, limit: 50 };
@@ -614,31 +611,10 @@ async fn migration_0013_keeps_the_counts_and_pages_of_a_store_written_before_it(
             before_pages.push(page(store.clone(), status).await);
         }
     }
-    // Back to schema 12, as a build before 0013 left it.
-    {
-        let conn = rusqlite_connection(&path);
-        conn.execute_batch(
-            "DROP INDEX tasks_finished_by_owner_status;
-             DROP INDEX tasks_unfinished;
-             CREATE INDEX tasks_unfinished ON tasks (created_at, id) WHERE status IN ('working', 'input_required');
-             CREATE INDEX tasks_unfinished_by_expiry ON tasks (expires_at, id) WHERE status IN ('working', 'input_required');
-             CREATE INDEX tasks_by_owner_status ON tasks (owner, status, created_at);
-             ALTER TABLE tasks DROP COLUMN creation_in_history;
-             PRAGMA user_version = 12;",
-        )
-        .expect("the schema of version 12");
-    }
+    back_to_schema_12(&path);
     let store = SqliteStore::open(&path).expect("the store opens and migrates");
     assert_eq!(store.pragma("user_version").await.expect("pragma"), "14");
-    let conn = rusqlite_connection(&path);
-    let indexes: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'tasks' ORDER BY name")
-        .and_then(|mut stmt| stmt.query_map([], |row| row.get(0))?.collect())
-        .expect("the indexes");
-    assert!(indexes.contains(&"tasks_finished_by_owner_status".to_owned()), "{indexes:?}");
-    assert!(indexes.contains(&"tasks_unfinished".to_owned()), "{indexes:?}");
-    assert!(!indexes.contains(&"tasks_by_owner_status".to_owned()), "{indexes:?}");
-    assert!(!indexes.contains(&"tasks_unfinished_by_expiry".to_owned()), "{indexes:?}");
+    assert_the_indexes_of_0013(&path);
     // Each of alice's ten tasks in its status's page, newest first, and the same pages as
     // before the migration.
     for (status, before) in statuses.into_iter().zip(before_pages) {
@@ -664,6 +640,56 @@ async fn migration_0013_keeps_the_counts_and_pages_of_a_store_written_before_it(
     let expired = store.expired(Timestamp(i64::MAX), 100).await.expect("expired");
     assert_eq!(expired.len(), 6, "alice's and bob's working and input_required tasks");
     assert!(expired.iter().all(|task| !task.state.status().is_terminal()));
+}
+
+/// Three owners' tasks (alice twice) in each status, created one after another.
+fn tasks_of_every_status() -> Vec<mcp_tasks_engine::TaskRecord> {
+    use mcp_tasks_engine::{InputRequests, Outcome, TaskRecord, WorkError};
+    let states = [
+        TaskState::Working,
+        TaskState::InputRequired { requests: InputRequests::new() },
+        TaskState::Completed { result: serde_json::json!({"content": []}) },
+        TaskState::Failed { outcome: Outcome::Failure(WorkError::Expired) },
+        TaskState::Cancelled,
+    ];
+    let mut tasks: Vec<TaskRecord> = Vec::new();
+    for (n, owner) in ["alice", "alice", "bob"].into_iter().enumerate() {
+        for (k, state) in states.iter().enumerate() {
+            let mut task = sample_task(owner);
+            task.created_at = Timestamp(1_000 + i64::try_from(n * 10 + k).expect("small"));
+            task.state = state.clone();
+            tasks.push(task);
+        }
+    }
+    tasks
+}
+
+/// Takes the store at `path` back to schema 12, as a build before 0013 left it.
+fn back_to_schema_12(path: &Path) {
+    let conn = rusqlite_connection(path);
+    conn.execute_batch(
+        "DROP INDEX tasks_finished_by_owner_status;
+         DROP INDEX tasks_unfinished;
+         CREATE INDEX tasks_unfinished ON tasks (created_at, id) WHERE status IN ('working', 'input_required');
+         CREATE INDEX tasks_unfinished_by_expiry ON tasks (expires_at, id) WHERE status IN ('working', 'input_required');
+         CREATE INDEX tasks_by_owner_status ON tasks (owner, status, created_at);
+         ALTER TABLE tasks DROP COLUMN creation_in_history;
+         PRAGMA user_version = 12;",
+    )
+    .expect("the schema of version 12");
+}
+
+/// The indexes of 0013 are there, those it replaced gone.
+fn assert_the_indexes_of_0013(path: &Path) {
+    let conn = rusqlite_connection(path);
+    let indexes: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'tasks' ORDER BY name")
+        .and_then(|mut stmt| stmt.query_map([], |row| row.get(0))?.collect())
+        .expect("the indexes");
+    assert!(indexes.contains(&"tasks_finished_by_owner_status".to_owned()), "{indexes:?}");
+    assert!(indexes.contains(&"tasks_unfinished".to_owned()), "{indexes:?}");
+    assert!(!indexes.contains(&"tasks_by_owner_status".to_owned()), "{indexes:?}");
+    assert!(!indexes.contains(&"tasks_unfinished_by_expiry".to_owned()), "{indexes:?}");
 }
 
 /// A store written before migration 0014 keeps every task's history as it was: each

@@ -378,7 +378,7 @@ impl ClientLink for CallLink {
 
 /// Sends the changes of the tasks this session watches to the client, until the connection
 /// closes. A loop of its own: a `select!` that also polled the list watchers below on every
-/// task change took ~3 k instructions of a lifecycle (BENCHMARKS.md, fourteenth round).
+/// task change took ~3 k instructions of a lifecycle (docs/benchmarks/14-fourteenth-round.md).
 async fn forward_changes(session: Arc<LegacySession>) {
     loop {
         let change = tokio::select! {
