@@ -15,7 +15,7 @@ use mcp_tasks_testkit::store_suite::sample_task;
 use tempfile::TempDir;
 
 /// A fresh store in its own temporary directory, which lives as long as the store.
-fn fresh() -> (Arc<dyn TaskStore>, TempDir) {
+fn fresh() -> (Arc<SqliteStore>, TempDir) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let store = SqliteStore::open(&dir.path().join("tasks.db")).expect("the store opens");
     (Arc::new(store), dir)

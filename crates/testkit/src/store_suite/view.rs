@@ -6,8 +6,8 @@ use std::sync::Arc;
 use serde_json::json;
 
 use mcp_tasks_engine::{
-    BrowseQuery, Cursor, HistoryEntry, Inserted, Lease, NodeId, Origin, Principal, Status, TaskId,
-    TaskState, TaskStore, Timestamp, Update, Version,
+    BrowseQuery, Cursor, HistoryEntry, Inserted, Lease, NodeId, Origin, Principal, Status, TaskId, TaskState, TaskStore,
+    Timestamp, Update, Version,
 };
 
 use super::fixtures::*;
