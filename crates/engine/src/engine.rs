@@ -245,6 +245,17 @@ impl Engine {
         &self.inner.node
     }
 
+    /// The time now, by the engine's clock.
+    pub fn now(&self) -> Timestamp {
+        self.inner.clock.now()
+    }
+
+    /// Whether other processes serve this store too ([`ClaimStore::shared`](crate::ClaimStore::shared)):
+    /// then a 2025-11-25 HTTP session must be stored to be served by them.
+    pub fn shares_store(&self) -> bool {
+        self.inner.store.shared()
+    }
+
     /// Whether this node runs the work of tasks (by default it does). A node that does not
     /// (an HTTP tier in front of workers, on a shared store) stores each new task queued
     /// (attempt 0, unclaimed): [`Engine::start`] leaves it alone, and the first node that

@@ -33,8 +33,6 @@
 //! - `slots`: a tool's `max_concurrent` limit, a gate that admits queued calls in order.
 //! - `error`: [`EngineError`], [`LimitExceeded`] for the [`Policy`] limits, and the
 //!   engine's own failures of the work, [`WorkError`] and [`InputError`].
-//! - `sessions`: the 2025-11-25 HTTP session records of the store, for the transport
-//!   ([`Engine::save_session`], [`Engine::stored_session`], …).
 //! - `clock`: injected time.
 //! - `trace`: [`TraceContext`], the W3C trace context a task keeps from its request.
 //!
@@ -83,7 +81,6 @@ mod maintenance;
 mod process;
 mod published;
 mod run;
-mod sessions;
 mod slots;
 pub mod store;
 mod task;

@@ -46,9 +46,9 @@ use crate::task::{Principal, TaskId};
 /// [`ViewStore`] and [`WorkStore`]: a store implements those, never this. Every method of
 /// the four is callable on a `dyn TaskStore` without importing them; on a concrete store,
 /// import the role trait whose method is called.
-pub trait TaskStore: RecordStore + ClaimStore + ViewStore + WorkStore + SessionStore {}
+pub trait TaskStore: RecordStore + ClaimStore + ViewStore + WorkStore {}
 
-impl<S: RecordStore + ClaimStore + ViewStore + WorkStore + SessionStore + ?Sized> TaskStore for S {}
+impl<S: RecordStore + ClaimStore + ViewStore + WorkStore + ?Sized> TaskStore for S {}
 
 /// What can go wrong in a store.
 #[derive(Debug, thiserror::Error)]

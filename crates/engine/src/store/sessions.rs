@@ -81,3 +81,11 @@ pub struct SessionRecord {
     /// When a request of the session was last served, as far as the store knows.
     pub last_used: Timestamp,
 }
+
+impl SessionRecord {
+    /// The record [`SessionStore::put_session`] stores for session `id` of `owner` with the
+    /// codec's `state`, used at `now` (the tasks it created are the stored record's).
+    pub fn put(id: &str, owner: &Principal, state: Value, now: Timestamp) -> SessionRecord {
+        SessionRecord { id: id.to_owned(), owner: owner.clone(), state, created: Vec::new(), last_used: now }
+    }
+}
