@@ -32,6 +32,14 @@ pub async fn a_claim_holds_until_its_lease_lapses_and_a_take_over_fences_the_run
         "the record is as inserted"
     );
 
+    held_until_the_lease_ends(&*b, &task, &second).await;
+    taken_over(&*a, &*b, &task, &second).await;
+    the_previous_runner_is_fenced(&*a, &task, &first).await;
+}
+
+/// `task`, claimed until 30 s, is not lapsed nor taken by `second` before then, and lapsed
+/// at 30 s.
+async fn held_until_the_lease_ends(b: &dyn TaskStore, task: &TaskRecord, second: &NodeId) {
     assert!(
         b.lapsed(at(29_999), 10)
             .await
@@ -40,7 +48,7 @@ pub async fn a_claim_holds_until_its_lease_lapses_and_a_take_over_fences_the_run
         "held until its lease ends"
     );
     assert_eq!(
-        b.claim(&task.id, 1, &lease(&second, 60_000), at(29_999))
+        b.claim(&task.id, 1, &lease(second, 60_000), at(29_999))
             .await
             .expect("claim succeeds"),
         None
@@ -51,9 +59,13 @@ pub async fn a_claim_holds_until_its_lease_lapses_and_a_take_over_fences_the_run
         vec![&task.id],
         "lapsed at its end"
     );
+}
 
+/// `second` takes lapsed `task` over: attempt and version bumped, seen through the other
+/// handle, held by its new lease.
+async fn taken_over(a: &dyn TaskStore, b: &dyn TaskStore, task: &TaskRecord, second: &NodeId) {
     let taken = b
-        .claim(&task.id, 1, &lease(&second, 60_000), at(30_000))
+        .claim(&task.id, 1, &lease(second, 60_000), at(30_000))
         .await
         .expect("claim succeeds")
         .expect("a lapsed claim is taken over");
@@ -75,7 +87,11 @@ pub async fn a_claim_holds_until_its_lease_lapses_and_a_take_over_fences_the_run
             .is_empty(),
         "held by its new lease"
     );
+}
 
+/// The previous runner of `task` (node `first`, attempt 1) is fenced: its write is refused, a
+/// claim at its attempt gets nothing, and its renewal finds the task no longer its own.
+async fn the_previous_runner_is_fenced(a: &dyn TaskStore, task: &TaskRecord, first: &NodeId) {
     // The previous runner read version 1 at attempt 1: its write is refused.
     let late = Update {
         state: completed(),
@@ -88,14 +104,14 @@ pub async fn a_claim_holds_until_its_lease_lapses_and_a_take_over_fences_the_run
         Err(StoreError::Conflict(_))
     ));
     assert_eq!(
-        a.claim(&task.id, 1, &lease(&first, 90_000), at(90_000))
+        a.claim(&task.id, 1, &lease(first, 90_000), at(90_000))
             .await
             .expect("claim succeeds"),
         None,
         "the old attempt is gone"
     );
     assert_eq!(
-        a.renew(&lease(&first, 90_000), at(30_001))
+        a.renew(&lease(first, 90_000), at(30_001))
             .await
             .expect("renew succeeds"),
         Vec::<TaskId>::new(),

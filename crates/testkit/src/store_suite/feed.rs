@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde_json::json;
 
 use mcp_tasks_engine::{
-    ErrorObject, InputKind, InputRequest, InputRequests, NodeId, StoreError, TaskId, TaskState, TaskStore, Update,
-    Version,
+    ErrorObject, InputKind, InputRequest, InputRequests, NodeId, StoreError, TaskId, TaskRecord, TaskState, TaskStore,
+    Update, Version,
 };
 
 use super::fixtures::*;
@@ -61,26 +61,7 @@ pub async fn an_answer_is_stored_with_its_write_and_taken_once(
     a: Arc<dyn TaskStore>,
     b: Arc<dyn TaskStore>,
 ) {
-    let mut requests = InputRequests::new();
-    requests.insert(
-        "q1".to_owned(),
-        InputRequest {
-            kind: InputKind::Elicitation,
-            params: json!({"message": "?"}),
-        },
-    );
-    requests.insert(
-        "q2".to_owned(),
-        InputRequest {
-            kind: InputKind::Sampling,
-            params: json!({}),
-        },
-    );
-    let mut task = sample_task("alice");
-    task.state = TaskState::InputRequired {
-        requests: requests.clone(),
-    };
-    task.ttl_ms = Some(10);
+    let (task, requests) = waiting_on_two_questions();
     insert_claimed(&*a, &task, &lease(&NodeId::random(), 60_000)).await;
 
     let mut rest = requests.clone();
@@ -127,6 +108,37 @@ pub async fn an_answer_is_stored_with_its_write_and_taken_once(
         "taken once"
     );
 
+    answers_go_with_their_task(&*a, &*b, &task, refused).await;
+}
+
+/// A task of alice's with a TTL of 10 ms, waiting on two input requests, `q1` and `q2`.
+fn waiting_on_two_questions() -> (TaskRecord, InputRequests) {
+    let mut requests = InputRequests::new();
+    requests.insert(
+        "q1".to_owned(),
+        InputRequest {
+            kind: InputKind::Elicitation,
+            params: json!({"message": "?"}),
+        },
+    );
+    requests.insert(
+        "q2".to_owned(),
+        InputRequest {
+            kind: InputKind::Sampling,
+            params: json!({}),
+        },
+    );
+    let mut task = sample_task("alice");
+    task.state = TaskState::InputRequired {
+        requests: requests.clone(),
+    };
+    task.ttl_ms = Some(10);
+    (task, requests)
+}
+
+/// Answering `task`'s last request (version 2) and finishing it, then purging it: the answer
+/// stored with the last write goes with the task.
+async fn answers_go_with_their_task(a: &dyn TaskStore, b: &dyn TaskStore, task: &TaskRecord, refused: ErrorObject) {
     let last = Update {
         state: TaskState::Working,
         status_message: None,
