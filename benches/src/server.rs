@@ -23,7 +23,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use mcp_tasks_engine::{Engine, Outcome, Policy, SessionStore, SystemClock, TaskStore};
-use mcp_tasks_server::{BuildError, Server, TaskMode, ToolDef, handler_fn, http};
+use mcp_tasks_http as http;
+use mcp_tasks_server::{BuildError, Server, TaskMode, ToolDef, handler_fn};
 use mcp_tasks_sqlite::SqliteStore;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;

@@ -4,6 +4,7 @@ mod args;
 mod call;
 mod check;
 mod ledger;
+mod options;
 mod otlp;
 mod prompt;
 mod proxy;

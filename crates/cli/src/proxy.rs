@@ -46,7 +46,7 @@ pub(crate) async fn run(args: ProxyArgs) -> anyhow::Result<()> {
         .retry_wait(config.server.retry_wait)
         .heartbeat(config.server.heartbeat)
         .sync_wait(config.server.sync_wait)
-        .task_tools(config.server.task_tools.clone())
+        .task_tools(crate::options::task_tools(&config.server.task_tools))
         .poll_rate(mcp_tasks_server::PollRate { rate: config.server.poll_rate, burst: config.server.poll_burst })
         .catalog_upstream(proxy.catalog())
         .build()

@@ -14,8 +14,9 @@ use mcp_tasks_config::{
 };
 use mcp_tasks_engine::{Engine, Policy, RestartPolicy, SessionStore, SystemClock, TaskStore, ToolRuntime};
 use mcp_tasks_postgres::PostgresStore;
-use mcp_tasks_server::webhooks::Webhooks;
-use mcp_tasks_server::{Server, TaskMode, ToolDef, ToolSpec, http, stdio};
+use mcp_tasks_http as http;
+use mcp_tasks_server::{Server, TaskMode, ToolDef, ToolSpec, stdio};
+use mcp_tasks_webhooks::Webhooks;
 use mcp_tasks_sqlite::SqliteStore;
 use tokio_util::sync::CancellationToken;
 
@@ -42,7 +43,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let _webhooks = if config.server.webhooks.is_empty() {
         None
     } else {
-        let hooks = config.server.webhooks.clone();
+        let hooks = crate::options::webhooks(&config.server);
         let count = hooks.len();
         let started = Webhooks::start(&engine, hooks, &outbox).map_err(|err| anyhow::anyhow!("starting the webhooks: {err}"))?;
         eprintln!("mcp-tasks: {count} webhook(s), outbox {}", outbox.display());
@@ -54,7 +55,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .retry_wait(config.server.retry_wait)
         .heartbeat(config.server.heartbeat)
         .sync_wait(config.server.sync_wait)
-        .task_tools(config.server.task_tools.clone())
+        .task_tools(crate::options::task_tools(&config.server.task_tools))
         .poll_rate(mcp_tasks_server::PollRate { rate: config.server.poll_rate, burst: config.server.poll_burst });
     for tool in &config.tools {
         builder = builder.tool(tool_def(tool));
@@ -254,7 +255,7 @@ async fn bearer_auth(server: &mcp_tasks_config::ServerConfig) -> anyhow::Result<
     let oauth = match &server.oauth {
         None => None,
         Some(config) => {
-            let oauth = http::OAuth::new(config.clone());
+            let oauth = http::OAuth::new(crate::options::oauth(config)?);
             match (oauth.load().await, &config.jwks) {
                 (Ok(keys), _) => tracing::info!(keys, issuer = %config.issuer, "OAuth: read the authorization server's keys"),
                 (Err(err), mcp_tasks_config::JwksSource::File(_)) => return Err(anyhow::Error::new(err).context("server.auth.oauth.jwks")),
@@ -263,7 +264,7 @@ async fn bearer_auth(server: &mcp_tasks_config::ServerConfig) -> anyhow::Result<
             Some(Arc::new(oauth))
         }
     };
-    Ok(Some(Arc::new(http::BearerAuth::new(server.auth().clone(), oauth))))
+    Ok(Some(Arc::new(crate::options::bearer_auth(server, oauth))))
 }
 
 /// Resolves on SIGTERM or Ctrl-C.

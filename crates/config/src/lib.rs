@@ -86,8 +86,9 @@
 //!   - `config::oauth`: [`OAuthConfig`], `[server.auth.oauth]` (JWT access tokens), and its check;
 //! - `auth`: [`Auth`], the bearer tokens of `[[server.auth.tokens]]` as SHA-256 digests,
 //!   checked in constant time.
-//! - [`hosts`]: the `Host` and `Origin` values a server accepts: the check of the
-//!   configured lists, and the match of a request's headers the HTTP transport uses.
+//! - [`hosts`]: the `Host` and `Origin` values a server accepts (`mcp_tasks_protocol::hosts`,
+//!   re-exported): the check of the configured lists, and the match of a request's headers
+//!   that the HTTP transport uses too.
 //! - `size`: byte sizes such as `"4MiB"`.
 //! - [`template`]: the `{name}` placeholders of command elements and `env` values, checked
 //!   here and filled by the command runner (`mcp-tasks-command`).
@@ -110,7 +111,7 @@
 
 mod auth;
 mod config;
-pub mod hosts;
+pub use mcp_tasks_protocol::hosts;
 mod size;
 pub mod template;
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use mcp_tasks_engine::{Engine, Policy, SystemClock};
 use mcp_tasks_server::{Server, TaskMode, ToolDef, handler_fn};
-use mcp_tasks_testkit::{MemoryStore, TestServer};
+use mcp_tasks_testkit_server::{MemoryStore, TestServer};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::runtime::Runtime;

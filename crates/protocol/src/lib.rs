@@ -13,6 +13,8 @@
 //!   outgoing messages.
 //! - [`era`]: [`era::Era`] (Legacy 2025-11-25, Modern 2026-07-28) and the per-request
 //!   `_meta` key by which a 2026-07-28 request names its revision.
+//! - [`hosts`]: the Streamable HTTP transport's `Host` and `Origin` checks (DNS rebinding),
+//!   shared by the HTTP transport and the configuration's check of its allow lists.
 //! - [`mcp`]: the shapes both eras share: content blocks, `CallToolResult`, the base `Tool`,
 //!   `Implementation`, progress tokens and notifications, pagination, shared method names.
 //! - [`legacy`]: the shapes only protocol revision **2025-11-25** ("Legacy") has:
@@ -46,6 +48,7 @@
 #![warn(missing_docs)]
 
 pub mod era;
+pub mod hosts;
 pub mod jsonrpc;
 pub mod legacy;
 pub mod mcp;

@@ -21,7 +21,7 @@ use crate::server::Server;
 /// Streamable HTTP a reply and the messages related to a request go on that request's
 /// stream, everything else on the standalone GET stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Route {
+pub enum Route {
     /// The response to this request (ends its stream).
     Reply(RequestId),
     /// A request or notification sent while serving this request.
@@ -35,14 +35,16 @@ pub(crate) enum Route {
 
 /// An outgoing message and its route.
 #[derive(Clone, Debug)]
-pub(crate) struct Outbound {
-    pub(crate) message: Message,
-    pub(crate) route: Route,
+pub struct Outbound {
+    /// The message.
+    pub message: Message,
+    /// Where it goes.
+    pub route: Route,
 }
 
 /// The `result` of a success response.
 #[derive(Clone, Debug)]
-pub(crate) enum Payload {
+pub enum Payload {
     /// A JSON value (most results).
     Value(Value),
     /// The JSON text a typed result was serialized to, once, and is written as it is: the
@@ -82,11 +84,11 @@ impl From<Value> for Payload {
 }
 
 /// Builds a message's JSON when it is needed (and again for each replay).
-pub(crate) type BuildMessage = Arc<dyn Fn() -> Value + Send + Sync>;
+pub type BuildMessage = Arc<dyn Fn() -> Value + Send + Sync>;
 
 /// An outgoing JSON-RPC message: built, or built only if a client reads it.
 #[derive(Clone)]
-pub(crate) enum Message {
+pub enum Message {
     /// The message.
     Json(Value),
     /// The success response to request `.0`, `result` `.1`: written with its envelope
@@ -103,7 +105,7 @@ pub(crate) enum Message {
 
 impl Message {
     /// The message's JSON (built now if it was not).
-    pub(crate) fn into_value(self) -> Value {
+    pub fn into_value(self) -> Value {
         match self {
             Message::Json(value) => value,
             Message::Reply(id, result) => jsonrpc::response(&id, result.into_value()),
@@ -113,7 +115,7 @@ impl Message {
 
     /// Writes the message's JSON to `out`: the same message as [`Message::into_value`]'s,
     /// members in the order `jsonrpc`, `id`, `result` for a [`Message::Reply`].
-    pub(crate) fn write_json(&self, mut out: impl std::io::Write) -> serde_json::Result<()> {
+    pub fn write_json(&self, mut out: impl std::io::Write) -> serde_json::Result<()> {
         /// A success response, serialized around its borrowed parts.
         #[derive(serde::Serialize)]
         struct Envelope<'a> {
@@ -142,7 +144,7 @@ impl Message {
     }
 
     /// The message's JSON as bytes ([`Message::write_json`]).
-    pub(crate) fn to_json_vec(&self) -> Vec<u8> {
+    pub fn to_json_vec(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(256);
         // Serializing a `Value` (or a struct of them) into memory does not fail.
         let _ = self.write_json(&mut out);
@@ -162,7 +164,7 @@ impl std::fmt::Debug for Message {
 
 /// Which tasks a listing shows the requestors of a connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Listing {
+pub enum Listing {
     /// Every task of the connection's principal (an identified requestor).
     Principal,
     /// Only the tasks this connection created: the requestor is not identified (HTTP without
@@ -180,7 +182,7 @@ enum Outlet {
 }
 
 /// A client connection. Shared by the transport, dispatch and the request handlers.
-pub(crate) struct Connection {
+pub struct Connection {
     pub(crate) server: Server,
     pub(crate) principal: Principal,
     pub(crate) listing: Listing,
@@ -211,13 +213,18 @@ struct State {
 }
 
 impl Connection {
+    /// The server this connection is served by.
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+
     /// Records the client's name and version (see [`Connection::client_info`]).
     pub(crate) fn set_client_info(&self, name: &str, version: &str) {
         *self.client_info.lock().unwrap_or_else(PoisonError::into_inner) = Some((name.to_owned(), version.to_owned()));
     }
 
     /// From now on the session's changes are written to record `id` of `sessions` too.
-    pub(crate) fn set_stored_as(&self, id: &str, sessions: &Arc<dyn SessionStore>) {
+    pub fn set_stored_as(&self, id: &str, sessions: &Arc<dyn SessionStore>) {
         let _ = self.stored_as.set((id.to_owned(), Arc::clone(sessions)));
     }
 
@@ -233,13 +240,13 @@ impl Connection {
     }
 
     /// A connection whose outgoing messages go to `out`.
-    pub(crate) fn new(server: Server, principal: Principal, listing: Listing, out: mpsc::UnboundedSender<Outbound>) -> Connection {
+    pub fn new(server: Server, principal: Principal, listing: Listing, out: mpsc::UnboundedSender<Outbound>) -> Connection {
         Connection::with_outlet(server, principal, listing, Outlet::Queue(out))
     }
 
     /// A connection whose outgoing messages are handed to `route` by whoever sends them, in
     /// the sender's task. `route` must not block, nor send on this connection.
-    pub(crate) fn routed(
+    pub fn routed(
         server: Server,
         principal: Principal,
         listing: Listing,
@@ -265,19 +272,19 @@ impl Connection {
 
     /// Fires when the connection closes: state tied to it (forwarding of task changes,
     /// questions waiting for the client) stops.
-    pub(crate) fn closed(&self) -> &CancellationToken {
+    pub fn closed(&self) -> &CancellationToken {
         &self.closed
     }
 
     /// Stops what is tied to the connection. In-flight requests still finish and answer: a
     /// client that closes its input after a request still gets the response.
-    pub(crate) fn close(&self) {
+    pub fn close(&self) {
         self.closed.cancel();
     }
 
     /// Ends the connection now: closes it and cancels its in-flight requests (their tasks,
     /// if any, keep running; they belong to the principal, not the connection).
-    pub(crate) fn abort(&self) {
+    pub fn abort(&self) {
         self.closed.cancel();
         for token in self.state().inflight.values() {
             token.cancel();
@@ -323,7 +330,7 @@ impl Connection {
 
     /// Answers an error: to request `id`, or, to a message whose id could not be read (or
     /// that had none), on the general route.
-    pub(crate) fn reject(&self, id: Option<&RequestId>, error: &RpcError) {
+    pub fn reject(&self, id: Option<&RequestId>, error: &RpcError) {
         let route = id.map_or(Route::General, |id| Route::Reply(id.clone()));
         self.send(jsonrpc::error_response(id, error), route);
     }
@@ -381,7 +388,7 @@ impl Connection {
     }
 
     /// Tells the connection how to see whether the transport's standalone stream is open.
-    pub(crate) fn set_standalone_probe(&self, probe: Box<dyn Fn() -> bool + Send + Sync>) {
+    pub fn set_standalone_probe(&self, probe: Box<dyn Fn() -> bool + Send + Sync>) {
         let _ = self.standalone_open.set(probe);
     }
 

@@ -1,33 +1,35 @@
-//! Incoming message → era → codec. The era of each request is decided here, once, and this
-//! file holds the only `match` on it; the codec of that era serves the request. Responses
-//! from the client go to the connection, which routes them to the request that awaits them.
+//! The router: every incoming message → its era → that era's codec. The era of a message is
+//! decided here, once, and this file holds the router's `match` on it; each codec owns its
+//! era's rules, its transport rules included. The transports (`crate::stdio`, and the HTTP
+//! crate `mcp-tasks-http` through `crate::transport`) hand every message here and know no
+//! codec:
 //!
-//! Each connection is a [`Peer`]: the transport's [`Connection`] and the state each era's
-//! codec keeps on it (2025-11-25: the session `initialize` creates).
+//! - a connection with a session (stdio, a 2025-11-25 HTTP session) is a [`Peer`]: the
+//!   transport's [`Connection`] and the state each era's codec keeps on it (2025-11-25: the
+//!   session `initialize` creates); [`Peer::handle_text`] takes each line over stdio;
+//! - over HTTP, [`route`] takes each message with its [`Hints`] (the headers that matter) and
+//!   tells the transport what to do with it ([`Routed`]): serve it on an exchange of its own
+//!   (2026-07-28: no session), accept and drop it, open a session with it, or hand it to the
+//!   session it names, whose era's codec said which answers go on a stream of their own.
+//!
+//! Responses from the client go to the connection, which routes them to the request that
+//! awaits them.
 
-use std::any::Any;
-use std::future::Future;
-use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
 use std::sync::Arc;
 
-use futures_util::FutureExt;
-use tracing::Instrument as _;
 use mcp_tasks_protocol::era::{Era, per_request_version};
-use mcp_tasks_protocol::modern;
 use mcp_tasks_protocol::jsonrpc::{self, Incoming, Request, RpcError};
 use serde_json::Value;
 
 use crate::codec;
-use crate::connection::{Connection, Payload};
-use crate::context::{ClientCaps, RequestContext};
-
-/// What a request handler returns: the reply to send, or `None` when it has answered by
-/// itself (a task's `CreateTaskResult` leaves before its work starts).
-pub(crate) type Reply = Option<Result<Payload, RpcError>>;
+use crate::codec::modern::Exchange;
+use crate::connection::Connection;
+use crate::hints::{Header, Hints};
+use crate::request::Work;
+use crate::server::Server;
 
 /// One client connection, with what each era's codec keeps on it.
-pub(crate) struct Peer {
+pub struct Peer {
     /// The transport side: principal, routes, requests in flight.
     pub(crate) conn: Arc<Connection>,
     /// The 2025-11-25 session, once `initialize` has created it.
@@ -36,12 +38,17 @@ pub(crate) struct Peer {
 
 impl Peer {
     /// A peer for a new connection.
-    pub(crate) fn new(conn: Connection) -> Arc<Peer> {
+    pub fn new(conn: Connection) -> Arc<Peer> {
         Arc::new(Peer { conn: Arc::new(conn), legacy: codec::legacy::Slot::new() })
     }
 
+    /// The transport side of the peer: principal, routes, requests in flight.
+    pub fn conn(&self) -> &Arc<Connection> {
+        &self.conn
+    }
+
     /// The state of the peer's 2025-11-25 session for its stored record, once initialized.
-    pub(crate) fn legacy_state(&self) -> Option<Value> {
+    pub fn legacy_state(&self) -> Option<Value> {
         codec::legacy::stored_state(&self.legacy)
     }
 
@@ -49,7 +56,7 @@ impl Peer {
     ///
     /// # Errors
     /// What is wrong with the stored `state`.
-    pub(crate) fn restore_legacy(&self, state: &Value, created: Vec<mcp_tasks_engine::TaskId>) -> Result<(), String> {
+    pub fn restore_legacy(&self, state: &Value, created: Vec<mcp_tasks_engine::TaskId>) -> Result<(), String> {
         codec::legacy::restore(&self.legacy, &self.conn, state, created)
     }
 
@@ -57,12 +64,12 @@ impl Peer {
     ///
     /// # Errors
     /// What is wrong with the stored `state`.
-    pub(crate) fn refresh_legacy(&self, state: &Value, created: Vec<mcp_tasks_engine::TaskId>) -> Result<(), String> {
+    pub fn refresh_legacy(&self, state: &Value, created: Vec<mcp_tasks_engine::TaskId>) -> Result<(), String> {
         codec::legacy::refresh(&self.legacy, state, created)
     }
 
     /// Handles one line (or body) received from the client.
-    pub(crate) fn handle_text(&self, text: &str) {
+    pub fn handle_text(&self, text: &str) {
         match jsonrpc::parse(text) {
             // A broken *response* from the peer is logged, never answered: answering errors
             // with errors could make two peers bounce them forever.
@@ -74,22 +81,116 @@ impl Peer {
         }
     }
 
-    /// Takes one request: answered at once, or its [`Work`] for the caller to run.
-    pub(crate) fn request(&self, request: Request) -> Work {
-        match era_of(&request) {
+    /// Serves a message [`route`] handed to this peer's session: a request's [`Work`] for
+    /// the caller to run (or none if it was answered at once); a notification or a response
+    /// is handled now.
+    pub fn serve(&self, message: SessionMessage) -> Work {
+        match message.incoming {
+            Incoming::Request(request) => self.request_of(message.era, request),
+            incoming => {
+                self.handle_incoming(incoming);
+                Work::none()
+            }
+        }
+    }
+
+    /// Takes one request of `era`: answered at once, or its [`Work`] for the caller to run.
+    fn request_of(&self, era: Era, request: Request) -> Work {
+        match era {
             Era::Legacy => codec::legacy::request(&self.legacy, &self.conn, request),
             Era::Modern => codec::modern::request(&self.conn, request),
         }
     }
 
     /// Handles one parsed message; a request's work runs in a Tokio task of its own.
-    pub(crate) fn handle_incoming(&self, incoming: Incoming) {
+    fn handle_incoming(&self, incoming: Incoming) {
         match incoming {
-            Incoming::Request(request) => self.request(request).spawn(),
+            Incoming::Request(request) => self.request_of(era_of(&request), request).spawn(),
             Incoming::Notification(notification) => codec::legacy::notification(&self.conn, &notification),
             Incoming::Response(response) => self.conn.on_response(response),
         }
     }
+}
+
+/// What the transport does with a message ([`route`]).
+pub enum Routed {
+    /// A request served on no session, on an exchange of its own (2026-07-28).
+    Exchange(Exchange),
+    /// Accepted with nothing to answer, and dropped (2026-07-28 defines no notification over
+    /// HTTP: a disconnect is the cancel).
+    Accepted,
+    /// Opens a session: a new [`Peer`] serves it ([`Peer::serve`]); the session is kept if
+    /// the answer is a result.
+    OpensSession(SessionMessage),
+    /// A message of the session its hints name ([`Header::SessionId`]).
+    InSession(SessionMessage),
+}
+
+/// A message for a session's [`Peer`], with what its era's codec said of it.
+pub struct SessionMessage {
+    incoming: Incoming,
+    era: Era,
+    /// Why the session may not take it; answered (400) once the session is found.
+    refusal: Option<RpcError>,
+    /// A request whose answer goes on an SSE stream of its own, when the client takes one.
+    streams: bool,
+}
+
+impl SessionMessage {
+    /// The message as it came.
+    pub fn incoming(&self) -> &Incoming {
+        &self.incoming
+    }
+
+    /// The error to answer (400) instead of serving the message, once its session is found:
+    /// an `MCP-Protocol-Version` its era does not speak over HTTP.
+    pub fn refusal(&self) -> Option<&RpcError> {
+        self.refusal.as_ref()
+    }
+
+    /// Whether the message is a request answered on an SSE stream of its own when the client
+    /// accepts one (otherwise it is answered as JSON).
+    pub fn streams(&self) -> bool {
+        self.streams
+    }
+}
+
+/// Where a message goes, from its body and its `hints` (its headers over HTTP): the era is
+/// decided once, here, and that era's codec says what its transport rules make of it.
+pub fn route(server: &Server, incoming: Incoming, hints: &dyn Hints) -> Routed {
+    let in_session = hints.header(Header::SessionId).is_some();
+    match incoming {
+        Incoming::Request(request) => match era_of(&request) {
+            Era::Modern => Routed::Exchange(Exchange::new(server, request, hints)),
+            // 2025-11-25: `initialize` without `Mcp-Session-Id` starts a session; every other
+            // message names its session.
+            Era::Legacy if !in_session && codec::legacy::opens_session(&request) => {
+                Routed::OpensSession(SessionMessage { incoming: Incoming::Request(request), era: Era::Legacy, refusal: None, streams: false })
+            }
+            Era::Legacy => {
+                let streams = codec::legacy::http::answers_on_stream(&request);
+                Routed::InSession(in_session_legacy(Incoming::Request(request), hints, streams))
+            }
+        },
+        Incoming::Notification(notification) => match era_of_notification(in_session, hints) {
+            Era::Modern => Routed::Accepted,
+            Era::Legacy => Routed::InSession(in_session_legacy(Incoming::Notification(notification), hints, false)),
+        },
+        // A response to one of our requests: only a session's connection sends those.
+        response @ Incoming::Response(_) => Routed::InSession(in_session_legacy(response, hints, false)),
+    }
+}
+
+/// A 2025-11-25 message of a session, checked against the era's HTTP versions.
+fn in_session_legacy(incoming: Incoming, hints: &dyn Hints, streams: bool) -> SessionMessage {
+    let refusal = codec::legacy::http::check_version(hints.header(Header::ProtocolVersion)).err();
+    SessionMessage { incoming, era: Era::Legacy, refusal, streams }
+}
+
+/// The era of a notification over HTTP: 2026-07-28 when it names no session and its
+/// `MCP-Protocol-Version` is of that era; 2025-11-25 (a session's) otherwise.
+fn era_of_notification(in_session: bool, hints: &dyn Hints) -> Era {
+    if !in_session && hints.header(Header::ProtocolVersion).is_some_and(codec::modern::speaks) { Era::Modern } else { Era::Legacy }
 }
 
 /// The era a request speaks, decided per message (2026-07-28 versioning, "Backward
@@ -105,19 +206,10 @@ fn era_of(request: &Request) -> Era {
         Era::Modern
     } else if codec::legacy::opens_session(request) {
         Era::Legacy
-    } else if request.method == modern::method::SERVER_DISCOVER {
+    } else if codec::modern::is_discovery(request) {
         Era::Modern
     } else {
         Era::Legacy
-    }
-}
-
-/// Whether `request` is served statelessly, on no session (a 2026-07-28 request): the
-/// HTTP transport then gives it a connection of its own.
-pub(crate) fn is_stateless(request: &Request) -> bool {
-    match era_of(request) {
-        Era::Modern => true,
-        Era::Legacy => false,
     }
 }
 
@@ -127,140 +219,3 @@ fn looks_like_response(text: &str) -> bool {
     })
 }
 
-/// The work of one request, run by the transport in the task that answers the request
-/// (the HTTP transport does): a Tokio task of its own would cost a spawn (a move of the
-/// work's future into its cell), a wake-up on another thread and a hand-off of the reply,
-/// for every request. Whatever is left of it when it is dropped (the answer left as a
-/// stream while the work goes on, or its client went away and the request was cancelled)
-/// goes on in a Tokio task of its own, as if it had been spawned from the start.
-pub(crate) struct Work(Option<Pin<Box<dyn Future<Output = ()> + Send>>>);
-
-impl Work {
-    pub(crate) fn new(work: impl Future<Output = ()> + Send + 'static) -> Self {
-        Self(Some(Box::pin(work)))
-    }
-
-    /// No work (a request answered at once).
-    pub(crate) fn none() -> Self {
-        Self(None)
-    }
-
-    pub(crate) fn is_running(&self) -> bool {
-        self.0.is_some()
-    }
-
-    /// Runs the work to its end (then [`Work::is_running`] is false).
-    pub(crate) async fn run(&mut self) {
-        if let Some(work) = self.0.as_mut() {
-            work.await;
-            self.0 = None;
-        }
-    }
-
-    /// Polls the work once, with the calling task's waker.
-    pub(crate) async fn step(&mut self) {
-        std::future::poll_fn(|cx| {
-            if let Some(work) = self.0.as_mut()
-                && work.as_mut().poll(cx).is_ready()
-            {
-                self.0 = None;
-            }
-            std::task::Poll::Ready(())
-        })
-        .await;
-    }
-
-    /// Awaits `until` while the work runs meanwhile.
-    pub(crate) async fn alongside<T>(&mut self, until: impl Future<Output = T>) -> T {
-        tokio::pin!(until);
-        loop {
-            tokio::select! {
-                biased;
-                out = &mut until => return out,
-                () = self.run(), if self.is_running() => {}
-            }
-        }
-    }
-
-    /// Runs what is left in a Tokio task of its own: what dropping it does, said where the
-    /// caller means it.
-    pub(crate) fn spawn(self) {
-        drop(self);
-    }
-}
-
-impl Drop for Work {
-    fn drop(&mut self) {
-        if let Some(work) = self.0.take()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            runtime.spawn(work);
-        }
-    }
-}
-
-/// The work of serving `request`, for the caller to run (see [`Work`]): registers it as in flight at
-/// once (so that `notifications/cancelled` stops it), runs `handle` with the request's
-/// context, and sends the reply unless the request was cancelled meanwhile (a cancelled
-/// request gets no response). A handler that panics still gets its request answered
-/// (`-32603`) and ended: the client would otherwise wait for ever.
-pub(crate) fn request_work<F, Fut>(
-    conn: &Arc<Connection>,
-    request: Request,
-    era: Era,
-    client: ClientCaps,
-    handle: F,
-) -> impl Future<Output = ()> + Send + 'static
-where
-    F: FnOnce(RequestContext, Request) -> Fut + Send + 'static,
-    Fut: Future<Output = Reply> + Send + 'static,
-{
-    let conn = Arc::clone(conn);
-    // In flight from the moment it is read, so that a `notifications/cancelled` read after
-    // it always finds it.
-    let cancel = conn.begin(&request.id);
-    // The request's span: what it is and for whom, never its arguments (nor any token).
-    let span = tracing::info_span!(
-        "request",
-        method = %request.method,
-        era = %era,
-        id = %request.id,
-        principal = %conn.principal,
-        trace_id = tracing::field::Empty,
-    );
-    let meta = request.params.as_ref().and_then(|params| params.get("_meta")).and_then(Value::as_object);
-    if let Some(trace) = crate::ops::call::trace_context(meta) {
-        trace.adopt(&span);
-    }
-    let served = async move {
-        let id = request.id.clone();
-        let ctx = RequestContext {
-            era,
-            principal: conn.principal.clone(),
-            client,
-            id: id.clone(),
-            cancel: cancel.clone(),
-            conn: Arc::clone(&conn),
-        };
-        let method = request.method.clone();
-        let reply = AssertUnwindSafe(handle(ctx, request))
-            .catch_unwind()
-            .await
-            .unwrap_or_else(|panic| Some(Err(crashed(&method, panic.as_ref()))));
-        conn.end(&id);
-        match reply {
-            _ if cancel.is_cancelled() => conn.abandon(&id),
-            Some(reply) => conn.respond(&id, reply),
-            None => {}
-        }
-    };
-    served.instrument(span)
-}
-
-/// The `-32603` answer to a request whose handler panicked; the panic is logged. The state
-/// it may have left behind is a few maps behind mutexes that ignore poisoning.
-pub(crate) fn crashed(method: &str, panic: &(dyn Any + Send)) -> RpcError {
-    let what = mcp_tasks_engine::panic_message(panic).unwrap_or("a non-text panic payload");
-    tracing::error!(method, panic = what, "a request handler panicked");
-    RpcError::internal(format!("Internal error: the handler of {method} crashed"))
-}

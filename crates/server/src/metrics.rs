@@ -37,7 +37,7 @@ use prometheus_client::registry::Registry;
 use tokio::sync::broadcast::error::RecvError;
 
 /// The `Content-Type` of [`Metrics::render`]'s text.
-pub(crate) const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
+pub const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
 
 /// The most unfinished tasks tracked for the running and input-required gauges; past it a
 /// new task is still counted as created, but not as running, nor when it finishes. The
@@ -99,7 +99,7 @@ struct Live {
 }
 
 /// An open SSE stream, counted in `mcp_tasks_http_streams_open` until dropped.
-pub(crate) struct OpenStream(Gauge);
+pub struct OpenStream(Gauge);
 
 impl Drop for OpenStream {
     fn drop(&mut self) {
@@ -183,6 +183,59 @@ fn duration_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.01, 4.0, 11))
 }
 
+impl Shared {
+    /// Registers every metric in the registry, with its name and help text.
+    fn register(&mut self) {
+        let registry = &mut self.registry;
+        registry.register(
+            "store_commit_seconds",
+            "Time the task store's writer took per transaction, the fsync included (each holds one group of writes)",
+            self.commit_seconds.clone(),
+        );
+        registry.register(
+            "store_commit_writes",
+            "Writes committed together in one transaction of the task store (group commit size)",
+            self.commit_writes.clone(),
+        );
+        registry.register(
+            "store_commit_failures",
+            "Transactions of the task store that did not commit (full disk, I/O error): none of their writes stands",
+            self.commit_failures.clone(),
+        );
+        registry.register(
+            "result_delivery_seconds",
+            "Time from the commit of a task's terminal state to the answer of a tasks/result that was waiting for it",
+            self.result_delivery.clone(),
+        );
+        registry.register("tasks_created", "Tasks created, by tool and era (protocol revision)", self.created.clone());
+        registry.register(
+            "tasks_finished",
+            "Tasks that reached a terminal status (completed, failed, cancelled), by tool and era",
+            self.finished.clone(),
+        );
+        registry.register("tasks_running", "Tasks working now, by tool", self.running.clone());
+        registry.register("tasks_input_required", "Tasks waiting for an answer from their requestor, by tool", self.input_required.clone());
+        registry.register(
+            "task_duration_seconds",
+            "Time from a task's creation to its terminal status, by tool",
+            self.duration.clone(),
+        );
+        registry.register("http_requests", "HTTP requests answered, by method and status code", self.http_requests.clone());
+        registry.register("http_sessions_open", "Open 2025-11-25 HTTP sessions (Mcp-Session-Id)", self.sessions.clone());
+        registry.register("http_streams_open", "Open SSE response streams, by era", self.streams.clone());
+        registry.register(
+            "tasks_recovered",
+            "Unfinished tasks of an earlier run resolved at start-up, by outcome (failed, retried, skipped)",
+            self.recovered.clone(),
+        );
+        registry.register(
+            "metrics_feed_lagged",
+            "Task changes the metrics missed because they fell behind the engine's feed",
+            self.lagged.clone(),
+        );
+    }
+}
+
 impl Default for Metrics {
     fn default() -> Metrics {
         Metrics::new()
@@ -192,89 +245,28 @@ impl Default for Metrics {
 impl Metrics {
     /// Fresh metrics, all zero, registered under the `mcp_tasks_` prefix.
     pub fn new() -> Metrics {
-        let mut registry = Registry::with_prefix("mcp_tasks");
-        let created = Family::<ToolEra, Counter>::default();
-        let finished = Family::<Finished, Counter>::default();
-        let running = Family::<Tool, Gauge>::default();
-        let input_required = Family::<Tool, Gauge>::default();
-        let duration = Family::<Tool, Histogram>::new_with_constructor(duration_histogram as fn() -> Histogram);
-        let http_requests = Family::<Http, Counter>::default();
-        let sessions = Gauge::default();
-        let streams = Family::<StreamEra, Gauge>::default();
-        let recovered = Family::<Outcome, Counter>::default();
-        let lagged = Counter::default();
-        // 50 µs × 2ⁿ up to about 1.6 s: an fsync'd commit on a local disk is well under 1 ms.
-        let commit_seconds = Histogram::new(exponential_buckets(0.000_05, 2.0, 16));
-        // 1, 2, 4 … 512 writes: the writer takes at most 512 at once.
-        let commit_writes = Histogram::new(exponential_buckets(1.0, 2.0, 10));
-        let commit_failures = Counter::default();
-        let result_delivery = Histogram::new(DELIVERY_BUCKETS);
-        registry.register(
-            "store_commit_seconds",
-            "Time the task store's writer took per transaction, the fsync included (each holds one group of writes)",
-            commit_seconds.clone(),
-        );
-        registry.register(
-            "store_commit_writes",
-            "Writes committed together in one transaction of the task store (group commit size)",
-            commit_writes.clone(),
-        );
-        registry.register(
-            "store_commit_failures",
-            "Transactions of the task store that did not commit (full disk, I/O error): none of their writes stands",
-            commit_failures.clone(),
-        );
-        registry.register(
-            "result_delivery_seconds",
-            "Time from the commit of a task's terminal state to the answer of a tasks/result that was waiting for it",
-            result_delivery.clone(),
-        );
-        registry.register("tasks_created", "Tasks created, by tool and era (protocol revision)", created.clone());
-        registry.register(
-            "tasks_finished",
-            "Tasks that reached a terminal status (completed, failed, cancelled), by tool and era",
-            finished.clone(),
-        );
-        registry.register("tasks_running", "Tasks working now, by tool", running.clone());
-        registry.register("tasks_input_required", "Tasks waiting for an answer from their requestor, by tool", input_required.clone());
-        registry.register(
-            "task_duration_seconds",
-            "Time from a task's creation to its terminal status, by tool",
-            duration.clone(),
-        );
-        registry.register("http_requests", "HTTP requests answered, by method and status code", http_requests.clone());
-        registry.register("http_sessions_open", "Open 2025-11-25 HTTP sessions (Mcp-Session-Id)", sessions.clone());
-        registry.register("http_streams_open", "Open SSE response streams, by era", streams.clone());
-        registry.register(
-            "tasks_recovered",
-            "Unfinished tasks of an earlier run resolved at start-up, by outcome (failed, retried, skipped)",
-            recovered.clone(),
-        );
-        registry.register(
-            "metrics_feed_lagged",
-            "Task changes the metrics missed because they fell behind the engine's feed",
-            lagged.clone(),
-        );
-        Metrics {
-            inner: Arc::new(Shared {
-                registry,
-                created,
-                finished,
-                running,
-                input_required,
-                duration,
-                http_requests,
-                sessions,
-                streams,
-                recovered,
-                lagged,
-                commit_seconds,
-                commit_writes,
-                commit_failures,
-                result_delivery,
-                state: Mutex::new(State::default()),
-            }),
-        }
+        let mut shared = Shared {
+            registry: Registry::with_prefix("mcp_tasks"),
+            created: Family::default(),
+            finished: Family::default(),
+            running: Family::default(),
+            input_required: Family::default(),
+            duration: Family::new_with_constructor(duration_histogram as fn() -> Histogram),
+            http_requests: Family::default(),
+            sessions: Gauge::default(),
+            streams: Family::default(),
+            recovered: Family::default(),
+            lagged: Counter::default(),
+            // 50 µs × 2ⁿ up to about 1.6 s: an fsync'd commit on a local disk is well under 1 ms.
+            commit_seconds: Histogram::new(exponential_buckets(0.000_05, 2.0, 16)),
+            // 1, 2, 4 … 512 writes: the writer takes at most 512 at once.
+            commit_writes: Histogram::new(exponential_buckets(1.0, 2.0, 10)),
+            commit_failures: Counter::default(),
+            result_delivery: Histogram::new(DELIVERY_BUCKETS),
+            state: Mutex::new(State::default()),
+        };
+        shared.register();
+        Metrics { inner: Arc::new(shared) }
     }
 
     /// Records one transaction of the task store: how long it took (`BEGIN` to the end of
@@ -321,7 +313,7 @@ impl Metrics {
     }
 
     /// Counts one HTTP request answered with `status`.
-    pub(crate) fn http_request(&self, method: &str, status: u16) {
+    pub fn http_request(&self, method: &str, status: u16) {
         let method = match method {
             "GET" => "GET",
             "POST" => "POST",
@@ -346,7 +338,7 @@ impl Metrics {
     }
 
     /// Counts an SSE stream of `era` as open until the returned guard is dropped.
-    pub(crate) fn stream_opened(&self, era: Era) -> OpenStream {
+    pub fn stream_opened(&self, era: Era) -> OpenStream {
         let gauge = self.inner.streams.get_or_create(&StreamEra { era: era.revision().to_owned() }).clone();
         gauge.inc();
         OpenStream(gauge)
@@ -354,7 +346,7 @@ impl Metrics {
 
     /// The metrics in the Prometheus text format, with `tools` (the server's) shown at 0
     /// in the gauges when none of their tasks is running, and `sessions` open HTTP sessions.
-    pub(crate) fn render(&self, tools: &[String], sessions: usize) -> String {
+    pub fn render(&self, tools: &[String], sessions: usize) -> String {
         let state = self.state();
         self.inner.running.clear();
         self.inner.input_required.clear();

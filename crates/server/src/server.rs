@@ -33,10 +33,9 @@ pub(crate) struct Inner {
     pub(crate) inline_wait: Duration,
     /// Heartbeats, handoffs and helper tools for long plain calls.
     pub(crate) long_calls: crate::ops::handoff::LongCalls,
-    /// 2026-07-28 plain calls waiting for their client's retry (Multi Round-Trip Requests).
-    pub(crate) parked: codec::modern::mrtr::Parked,
-    /// 2025-11-25 `resources/subscribe`: which Legacy sessions want which URIs.
-    pub(crate) subscriptions: codec::legacy::Subscriptions,
+    /// What each era's codec keeps on the server (2025-11-25 resource subscriptions, parked
+    /// 2026-07-28 rounds).
+    pub(crate) codecs: codec::State,
     /// Counts the changes of the resource and of the prompt list, for their `list_changed`.
     pub(crate) list_changes: ListChanges,
     /// What `/metrics` shows.
@@ -89,7 +88,7 @@ impl Server {
     /// Sends `notifications/resources/updated` for `uri` to every session that subscribed to
     /// it (`resources/subscribe`), on the stream for messages not tied to a request.
     pub fn notify_resource_updated(&self, uri: &str) {
-        self.inner.subscriptions.notify_updated(uri);
+        self.inner.codecs.resource_updated(uri);
     }
 
     /// Sends `notifications/resources/list_changed` to every 2025-11-25 session and every
@@ -288,8 +287,7 @@ impl ServerBuilder {
                 },
                 tools,
                 catalog: self.catalog,
-                parked: codec::modern::mrtr::Parked::with_limit(self.retry_wait),
-                subscriptions: codec::legacy::Subscriptions::default(),
+                codecs: codec::State::new(self.retry_wait),
                 list_changes: ListChanges::default(),
                 metrics,
                 polls: crate::poll_rate::PollLimiter::new(self.poll_rate),

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_tasks_engine::{Engine, Outcome, Policy, SystemClock};
-use mcp_tasks_server::{Server, TaskMode, ToolDef, handler_fn, http};
+use mcp_tasks_http as http;
+use mcp_tasks_server::{Server, TaskMode, ToolDef, handler_fn};
 use mcp_tasks_sqlite::SqliteStore;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use mcp_tasks_engine::{Context, Engine, Outcome, Policy, Progress, SystemClock};
 use mcp_tasks_client::{ElicitationHandler, RpcError, ServerRequest};
 use mcp_tasks_server::{Server, TaskMode, ToolDef, handler_fn};
-use mcp_tasks_testkit::TestServer;
+use mcp_tasks_testkit_server::TestServer;
 use mcp_tasks_sqlite::SqliteStore;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -9,7 +9,7 @@ use mcp_tasks_client::{Client, Era};
 use mcp_tasks_engine::{Context, Engine, Outcome, Policy, SystemClock};
 use mcp_tasks_server::{Server, ToolDef, handler_fn};
 use mcp_tasks_sqlite::SqliteStore;
-use mcp_tasks_testkit::TestServer;
+use mcp_tasks_testkit_server::TestServer;
 use serde_json::{Value, json};
 
 use crate::harness::bounded;

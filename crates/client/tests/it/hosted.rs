@@ -109,8 +109,8 @@ impl Peer {
 }
 
 fn assert_schema(def: &str, value: &Value) {
-    if mcp_tasks_testkit::schema::schemas_available_or_skip()
-        && let Err(errors) = mcp_tasks_testkit::schema::validate_legacy(def, value)
+    if mcp_tasks_testkit_server::schema::schemas_available_or_skip()
+        && let Err(errors) = mcp_tasks_testkit_server::schema::validate_legacy(def, value)
     {
         panic!("{errors}\nin {value}");
     }

@@ -1,4 +1,4 @@
-//! The client against our real server (`mcp_tasks_server::http::serve` on 127.0.0.1:0,
+//! The client against our real server (`mcp_tasks_http::serve` on 127.0.0.1:0,
 //! SQLite engine), one binary.
 //!
 //! - `harness`: the server and its tools.

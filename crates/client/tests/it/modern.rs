@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use mcp_tasks_client::protocol::Content;
 use mcp_tasks_client::{Called, Client, ClientBuilder, ClientError, Era, TaskMode, TaskStatus};
 use mcp_tasks_server::stdio;
-use mcp_tasks_testkit::peer::assert_era_schema;
+use mcp_tasks_testkit_server::peer::assert_era_schema;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -366,7 +366,7 @@ async fn modern_wait_is_told_of_the_end_by_subscriptions_listen_long_before_the_
     }))
     .task_mode(TaskMode::Required);
     let server = Server::builder(engine).tool(gated).build().unwrap();
-    let served = mcp_tasks_testkit::TestServer::http(server).await.unwrap();
+    let served = mcp_tasks_testkit_server::TestServer::http(server).await.unwrap();
     let target = served.addr().unwrap().to_string();
     let polled = Arc::new(tokio::sync::Notify::new());
     let url = relay_watching_polls(target, Arc::clone(&polled)).await;

@@ -1,6 +1,6 @@
 //! `[server.auth.oauth]`: the server as an OAuth 2.1 resource server. Plain data, checked
 //! here with the line of each problem; the HTTP transport validates the tokens
-//! (`mcp_tasks_server::http::OAuth`).
+//! (`mcp_tasks_http::OAuth`, through the options the CLI maps this onto).
 
 use std::net::IpAddr;
 use std::path::PathBuf;

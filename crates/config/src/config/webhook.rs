@@ -1,6 +1,6 @@
 //! `[[server.webhooks]]`: where the server POSTs a task's state when it completes, fails, is
 //! cancelled or waits for input. Plain data, checked here with the line of each problem; the
-//! server delivers (`mcp_tasks_server::webhooks`).
+//! server delivers (`mcp_tasks_webhooks`, through the options the CLI maps this onto).
 
 use serde::Deserialize;
 use toml::Spanned;

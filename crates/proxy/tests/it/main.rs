@@ -11,7 +11,7 @@ use mcp_tasks_client::{Called, Client, Era};
 use mcp_tasks_engine::{Engine, FakeClock, Outcome, Policy, Timestamp};
 use mcp_tasks_proxy::{Proxy, ProxyOptions, ToolPolicy, UpstreamSpec};
 use mcp_tasks_server::{Server, TaskMode, ToolDef, handler_fn};
-use mcp_tasks_testkit::{MemoryStore, TestServer};
+use mcp_tasks_testkit_server::{MemoryStore, TestServer};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(20);

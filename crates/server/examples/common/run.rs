@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_tasks_engine::{Engine, Policy, SystemClock};
-use mcp_tasks_server::{Server, http, stdio};
+use mcp_tasks_http as http;
+use mcp_tasks_server::{Server, stdio};
 use mcp_tasks_sqlite::SqliteStore;
 use tokio::io::BufReader;
 use tokio::net::TcpListener;

@@ -10,11 +10,35 @@
 //! - [`modern`]: 2026-07-28 with the tasks extension: per-request `_meta` (no lifecycle),
 //!   `server/discover`, `resultType` on every result, the server deciding tasks, the flat
 //!   `CreateTaskResult`, `tasks/get` (DetailedTask), `tasks/update`, `tasks/cancel` (an ack).
+//!
+//! Each codec also owns its era's transport rules (`legacy::http`, `modern::http`) and the
+//! state its era keeps on the server ([`State`]).
 
 pub(crate) mod legacy;
 pub(crate) mod modern;
 
 use std::time::{Duration, UNIX_EPOCH};
+
+/// What each era keeps on the server (2025-11-25 resource subscriptions, parked 2026-07-28
+/// rounds), beside the codec that uses it; the server holds one.
+pub(crate) struct State {
+    pub(crate) legacy: legacy::State,
+    pub(crate) modern: modern::State,
+}
+
+impl State {
+    /// Fresh state; 2026-07-28 rounds wait `retry_wait` for their retry.
+    pub(crate) fn new(retry_wait: Duration) -> State {
+        State { legacy: legacy::State::default(), modern: modern::State::new(retry_wait) }
+    }
+
+    /// Resource `uri` changed: each era tells whoever asked (listen streams, then the
+    /// subscribed 2025-11-25 sessions).
+    pub(crate) fn resource_updated(&self, uri: &str) {
+        self.modern.resource_updated(uri);
+        self.legacy.subscriptions.notify_updated(uri);
+    }
+}
 
 use mcp_tasks_engine::Timestamp;
 use mcp_tasks_protocol::jsonrpc::RpcError;

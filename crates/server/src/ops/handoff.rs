@@ -34,9 +34,23 @@ use crate::ops;
 use crate::registry::{Entry, TaskMode, ToolSpec};
 
 /// The names of the helper tools for clients without tasks (defaults `task_status`,
-/// `task_result`, `task_cancel`): the config's `[server.task_tools]` as it is. A tool of the
-/// server with one of these names hides the helper of that name.
-pub type TaskTools = mcp_tasks_config::TaskToolNames;
+/// `task_result`, `task_cancel`; `mcp-tasks serve` maps `[server.task_tools]` onto them). A
+/// tool of the server with one of these names hides the helper of that name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskTools {
+    /// Reads a task's status.
+    pub status: String,
+    /// Waits a while for a task's result and returns it.
+    pub result: String,
+    /// Cancels a task.
+    pub cancel: String,
+}
+
+impl Default for TaskTools {
+    fn default() -> TaskTools {
+        TaskTools { status: "task_status".to_owned(), result: "task_result".to_owned(), cancel: "task_cancel".to_owned() }
+    }
+}
 
 /// What the server does for long plain calls.
 #[derive(Clone, Debug)]

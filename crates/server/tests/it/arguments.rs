@@ -7,7 +7,7 @@ use tokio::sync::mpsc;
 use mcp_tasks_engine::Outcome;
 use mcp_tasks_server::{BuildError, Server, TaskMode, ToolDef, handler_fn};
 
-use mcp_tasks_testkit::TestPeer;
+use mcp_tasks_testkit_server::TestPeer;
 
 use crate::sqlite_engine;
 

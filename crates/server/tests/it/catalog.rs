@@ -10,7 +10,7 @@ use mcp_tasks_server::{
 };
 use serde_json::{Value, json};
 
-use mcp_tasks_testkit::{TestPeer, peer::assert_schema};
+use mcp_tasks_testkit_server::{TestPeer, peer::assert_schema};
 
 use crate::sqlite_engine;
 

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use mcp_tasks_engine::{Context, Handler, Outcome, Progress};
 use mcp_tasks_protocol::era::Era;
 use mcp_tasks_server::{Server, TaskMode, TaskTools, ToolDef};
-use mcp_tasks_testkit::TestPeer;
+use mcp_tasks_testkit_server::TestPeer;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 use tokio::time::timeout;

@@ -11,8 +11,8 @@ use std::time::Duration;
 use mcp_tasks_engine::{Context, Engine, Outcome, Policy, SystemClock};
 use mcp_tasks_server::{Server, TaskMode, ToolDef, handler_fn};
 use mcp_tasks_sqlite::SqliteStore;
-use mcp_tasks_testkit::peer::{assert_era_schema, assert_schema};
-use mcp_tasks_testkit::{Era, TestPeer};
+use mcp_tasks_testkit_server::peer::{assert_era_schema, assert_schema};
+use mcp_tasks_testkit_server::{Era, TestPeer};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 

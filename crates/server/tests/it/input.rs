@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use mcp_tasks_engine::{Context, Outcome};
 use mcp_tasks_server::{Server, TaskMode, ToolDef, handler_fn};
 
-use mcp_tasks_testkit::TestPeer;
+use mcp_tasks_testkit_server::TestPeer;
 
 use crate::sqlite_engine;
 

@@ -11,7 +11,7 @@ use mcp_tasks_engine::{Engine, Outcome, Policy, SystemClock};
 use mcp_tasks_server::{LIMIT_EXCEEDED, Server, TaskMode, ToolDef, handler_fn};
 use mcp_tasks_sqlite::SqliteStore;
 
-use mcp_tasks_testkit::TestPeer;
+use mcp_tasks_testkit_server::TestPeer;
 
 /// A server whose `wait` tool runs until `release` is notified (once per call), under
 /// `policy`, with `max_concurrent` slots.

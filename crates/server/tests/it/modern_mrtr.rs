@@ -12,8 +12,8 @@ use mcp_tasks_protocol::mcp::Content;
 use mcp_tasks_server::{
     GetPromptResult, PromptDef, PromptMessage, ResourceContents, ResourceDef, Server, TaskMode, ToolDef, handler_fn,
 };
-use mcp_tasks_testkit::peer::assert_era_schema;
-use mcp_tasks_testkit::{Era, TestPeer};
+use mcp_tasks_testkit_server::peer::assert_era_schema;
+use mcp_tasks_testkit_server::{Era, TestPeer};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 

@@ -6,12 +6,13 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use mcp_tasks_engine::Outcome;
-use mcp_tasks_server::{GetPromptResult, PromptDef, ResourceDef, Server, TaskMode, ToolDef, handler_fn, http};
+use mcp_tasks_http as http;
+use mcp_tasks_server::{GetPromptResult, PromptDef, ResourceDef, Server, TaskMode, ToolDef, handler_fn};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use mcp_tasks_testkit::TestPeer;
+use mcp_tasks_testkit_server::TestPeer;
 
 use crate::sqlite_engine;
 

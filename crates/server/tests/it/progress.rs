@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 use tokio::time::timeout;
 
-use mcp_tasks_testkit::TestPeer;
+use mcp_tasks_testkit_server::TestPeer;
 
 use crate::sqlite_engine;
 

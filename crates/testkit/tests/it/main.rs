@@ -1,8 +1,6 @@
 //! Integration tests of `mcp-tasks-testkit`: the shared store suite against
 //! [`MemoryStore`], so that the suite runs on a second store beside SQLite and stays
-//! backend-neutral; and the test server and peer against a real server (`server`).
-
-mod server;
+//! backend-neutral (the test server and peer are tested in `mcp-tasks-testkit-server`).
 
 use std::sync::Arc;
 

@@ -9,10 +9,13 @@
 //! - `logging/setLevel` and `resources/subscribe|unsubscribe`, which only this era has;
 //! - `session`: the session state, task notifications, input delivery;
 //! - `wire`: the `Task` shape, `tasks/result` replay, cursors, capabilities;
-//! - `subscriptions`: who subscribed to which resource.
+//! - `subscriptions`: who subscribed to which resource (kept in the era's [`State`]);
+//! - `http`: the era's Streamable HTTP rules (versions a session accepts, which requests
+//!   answer on a stream of their own).
 //!
 //! Methods both eras share (resources, prompts, completion) go to `crate::catalog`.
 
+pub(crate) mod http;
 mod session;
 mod subscriptions;
 mod tasks;
@@ -37,7 +40,14 @@ use crate::catalog::{LogLevel, UriParams};
 use super::parse_value;
 use crate::connection::{Connection, Payload};
 use crate::context::RequestContext;
-use crate::dispatch::{self, Reply, Work};
+use crate::request::{self, Reply, Work};
+
+/// What the era keeps on the server, beside the codec that uses it.
+#[derive(Default)]
+pub(crate) struct State {
+    /// `resources/subscribe`: which sessions want which URIs.
+    pub(crate) subscriptions: Subscriptions,
+}
 
 /// Where a connection keeps its Legacy session once `initialize` has created it.
 pub(crate) type Slot = OnceLock<Arc<LegacySession>>;
@@ -49,7 +59,7 @@ pub(crate) fn request(slot: &Slot, conn: &Arc<Connection>, request: Request) -> 
     match request.method.as_str() {
         method::INITIALIZE => {
             let reply = std::panic::catch_unwind(AssertUnwindSafe(|| initialize(slot, conn, request.params)))
-                .unwrap_or_else(|panic| Err(dispatch::crashed(method::INITIALIZE, panic.as_ref())));
+                .unwrap_or_else(|panic| Err(request::crashed(method::INITIALIZE, panic.as_ref())));
             conn.respond(&request.id, reply);
             Work::none()
         }
@@ -70,7 +80,7 @@ pub(crate) fn request(slot: &Slot, conn: &Arc<Connection>, request: Request) -> 
             }
             Some(session) => {
                 let session = Arc::clone(session);
-                Work::new(dispatch::request_work(conn, request, Era::Legacy, session.client(), move |ctx, request| async move {
+                Work::new(request::request_work(conn, request, Era::Legacy, session.client(), move |ctx, request| async move {
                     // Boxed: the method table's future is the size of its largest handler's
                     // (~3.9 KB), and the request's future around it is moved whole a few times
                     // before it runs (~1.5 k instructions a block lifecycle).
@@ -167,13 +177,13 @@ async fn route(session: &Arc<LegacySession>, ctx: &RequestContext, request: Requ
                 if let Some(upstream) = &catalog.upstream {
                     upstream.subscribe(&params.uri).await?;
                 }
-                ctx.server().inner.subscriptions.subscribe(session, &params.uri);
+                ctx.server().inner.codecs.legacy.subscriptions.subscribe(session, &params.uri);
                 Ok(json!({}))
             }
             .await
         }
         method::RESOURCES_UNSUBSCRIBE if catalog.has_resources() => parse_value::<UriParams>(name, params).map(|params| {
-            ctx.server().inner.subscriptions.unsubscribe(session, &params.uri);
+            ctx.server().inner.codecs.legacy.subscriptions.unsubscribe(session, &params.uri);
             json!({})
         }),
         other => {

@@ -1,5 +1,6 @@
 //! Who subscribed to which resource (2025-11-25 `resources/subscribe`), per Legacy session,
-//! so that [`crate::Server::notify_resource_updated`] can reach them.
+//! so that [`crate::Server::notify_resource_updated`] can reach them (2026-07-28 listen
+//! streams hear of updates through the Modern codec's state).
 //!
 //! The registry lives in the server, not in the session, because an update is announced by
 //! server code that knows the URI but not the sessions. It holds sessions weakly: a session
@@ -11,23 +12,15 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use mcp_tasks_protocol::jsonrpc;
 use mcp_tasks_protocol::legacy::method;
 use serde_json::json;
-use tokio::sync::broadcast;
 
 use super::session::LegacySession;
 use crate::connection::Route;
 
 /// Resource subscriptions of every live session.
+#[derive(Default)]
 pub(crate) struct Subscriptions {
     /// A std mutex: each critical section is a scan of a short list, never across an await.
     entries: Mutex<Vec<Entry>>,
-    /// Every updated URI, for the 2026-07-28 `subscriptions/listen` streams.
-    updates: broadcast::Sender<String>,
-}
-
-impl Default for Subscriptions {
-    fn default() -> Subscriptions {
-        Subscriptions { entries: Mutex::default(), updates: broadcast::Sender::new(64) }
-    }
 }
 
 struct Entry {
@@ -62,16 +55,10 @@ impl Subscriptions {
     /// Sends `notifications/resources/updated` for `uri` to every live session subscribed to
     /// it, on the stream for messages not tied to a request.
     pub(crate) fn notify_updated(&self, uri: &str) {
-        let _ = self.updates.send(uri.to_owned());
         let message = jsonrpc::notification(method::NOTIFY_RESOURCE_UPDATED, json!({ "uri": uri }));
         for session in self.subscribers(uri) {
             session.conn.send(message.clone(), Route::General);
         }
-    }
-
-    /// Every later update, by URI (2026-07-28 listen streams filter them).
-    pub(crate) fn updates(&self) -> broadcast::Receiver<String> {
-        self.updates.subscribe()
     }
 
     /// The live sessions subscribed to `uri`.

@@ -12,7 +12,7 @@ use super::session::{CallLink, LegacySession};
 use super::wire;
 use crate::connection::Payload;
 use crate::context::RequestContext;
-use crate::dispatch::Reply;
+use crate::request::Reply;
 use crate::errors::{invalid_arguments, rpc_error};
 use crate::ops;
 use crate::registry::TaskMode;

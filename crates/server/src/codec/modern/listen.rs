@@ -45,7 +45,7 @@ pub(crate) async fn listen(meta: &RequestMeta, ctx: &RequestContext, params: Opt
     let server = ctx.server();
     let mut tools = server.tools().watch();
     tools.mark_unchanged();
-    let mut updates = server.inner.subscriptions.updates();
+    let mut updates = server.inner.codecs.modern.resource_updates();
     let lists = &server.inner.list_changes;
     let (mut resources, mut prompts) = (lists.resources.subscribe(), lists.prompts.subscribe());
     resources.mark_unchanged();

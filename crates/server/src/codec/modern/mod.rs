@@ -9,11 +9,16 @@
 //! - `link`: what the work of a plain call may send the client (progress, log messages);
 //! - `listen`: `subscriptions/listen`, the stream of change notifications;
 //! - `mrtr`: Multi Round-Trip Requests, the rounds of a request whose work asks the client;
-//! - `wire`: the DetailedTask, the flat `CreateTaskResult`, `server/discover`.
+//! - `wire`: the DetailedTask, the flat `CreateTaskResult`, `server/discover`;
+//! - `http`: what a request over Streamable HTTP needs: an [`Exchange`] of its own (no
+//!   session), its mirrored headers checked against its body;
+//! - [`State`]: what the era keeps on the server (parked rounds, resource updates for
+//!   listen streams).
 //!
 //! Methods of 2025-11-25 only (`initialize`, `ping`, `tasks/result`, `tasks/list`,
 //! `logging/setLevel`, `resources/subscribe`…) are unknown here: `-32601`.
 
+mod http;
 mod link;
 mod listen;
 pub(crate) mod mrtr;
@@ -37,7 +42,9 @@ use super::parse_value;
 use crate::catalog::{PromptGetParams, RESOURCE_NOT_FOUND, UriParams, prompt_getter, resource_reading};
 use crate::connection::{Connection, Payload};
 use crate::context::{ClientCaps, RequestContext};
-use crate::dispatch::{self, Reply, Work};
+use crate::request::{Reply, Work, request_work};
+
+pub use http::{Exchange, Started};
 
 /// The revisions served per request (2025-11-25 is served through `initialize` only, so it
 /// is not listed: clients pick from this list for later requests).
@@ -75,12 +82,48 @@ pub(crate) fn checked_work(conn: &Arc<Connection>, request: Request, meta: Reque
     if let Some(info) = &meta.client_info {
         conn.set_client_info(&info.name, &info.version);
     }
-    dispatch::request_work(conn, request, Era::Modern, client, move |ctx, request| async move {
+    request_work(conn, request, Era::Modern, client, move |ctx, request| async move {
         let method = request.method.clone();
         // Boxed, as the 2025-11-25 codec's: the method table's future is ~4.4 KB, moved whole
         // with the request's a few times before it runs.
         Box::pin(route(&meta, &ctx, request)).await.map(|reply| finish(&ctx, &method, reply))
     })
+}
+
+/// Whether `request` is the probe a 2026-07-28 client sends first (`server/discover`), which
+/// is of this era even without a per-request revision.
+pub(crate) fn is_discovery(request: &Request) -> bool {
+    request.method == modern::method::SERVER_DISCOVER
+}
+
+/// Whether `version` (an `MCP-Protocol-Version` header) names a revision of this era.
+pub(crate) fn speaks(version: &[u8]) -> bool {
+    SUPPORTED_VERSIONS.iter().any(|supported| supported.as_bytes() == version)
+}
+
+/// What the era keeps on the server, beside the codec that uses it.
+pub(crate) struct State {
+    /// Plain calls waiting for their client's retry (Multi Round-Trip Requests).
+    pub(crate) parked: mrtr::Parked,
+    /// Every updated resource URI, for the `subscriptions/listen` streams.
+    updates: tokio::sync::broadcast::Sender<String>,
+}
+
+impl State {
+    /// Rounds parked for `retry_wait` at most.
+    pub(crate) fn new(retry_wait: std::time::Duration) -> State {
+        State { parked: mrtr::Parked::with_limit(retry_wait), updates: tokio::sync::broadcast::Sender::new(64) }
+    }
+
+    /// Tells the listen streams that resource `uri` changed.
+    pub(crate) fn resource_updated(&self, uri: &str) {
+        let _ = self.updates.send(uri.to_owned());
+    }
+
+    /// Every later update, by URI (listen streams filter them).
+    pub(crate) fn resource_updates(&self) -> tokio::sync::broadcast::Receiver<String> {
+        self.updates.subscribe()
+    }
 }
 
 /// The checks before a request is served: its `_meta` (`-32602`) and its revision
@@ -193,7 +236,7 @@ async fn resources_read(meta: &RequestMeta, ctx: &RequestContext, params: Option
 /// The retry of a round of `what` (a request other than `tools/call`, whose rounds are
 /// always in-process work).
 async fn resume(ctx: &RequestContext, state: &str, what: &str, answers: Map<String, Value>) -> Result<Value, RpcError> {
-    let parked = &ctx.server().inner.parked;
+    let parked = &ctx.server().inner.codecs.modern.parked;
     match parked.take(state, &ctx.principal, what)? {
         mrtr::Round::Work(running) => mrtr::resume(ctx, running, answers).await,
         mrtr::Round::Task { .. } => Err(RpcError::internal(format!("a round of {what} names a task"))),

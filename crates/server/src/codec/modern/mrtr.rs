@@ -277,7 +277,7 @@ pub(crate) fn answer(running: &mut Running, answers: Map<String, Value>) -> Resu
 /// `InputRequiredResult` (the call parked) when it waits for the client; for a long
 /// `tools/call`, the handoff answer once the sync wait is over (heartbeats meanwhile).
 pub(crate) async fn drive(ctx: &RequestContext, mut running: Running) -> Result<Value, RpcError> {
-    let (parked, cancel) = (&ctx.server().inner.parked, &ctx.cancel);
+    let (parked, cancel) = (&ctx.server().inner.codecs.modern.parked, &ctx.cancel);
     let started = Instant::now();
     let mut handoff_at = running.long.as_ref().and_then(|long| long.handoff_at(started));
     let mut beats = running.long.as_ref().and_then(|long| long.beats(started));

@@ -17,7 +17,7 @@ use super::mrtr::{self, Round};
 use super::{missing_extension, wire};
 use crate::connection::Payload;
 use crate::context::RequestContext;
-use crate::dispatch::Reply;
+use crate::request::Reply;
 use crate::errors::{invalid_arguments, rpc_error, work_error};
 use crate::ops;
 use crate::registry::{Entry, TaskMode};
@@ -146,7 +146,7 @@ async fn settle(
                 id: id.clone(),
                 engine: ctx.server().engine().clone(),
             };
-            let state = ctx.server().inner.parked.park(round);
+            let state = ctx.server().inner.codecs.modern.parked.park(round);
             Ok(json!({"resultType": "input_required", "inputRequests": wire::input_requests(requests), "requestState": state}).into())
         }
         // Still working (or gone by a race: the task as it stands says what happened).
@@ -194,7 +194,7 @@ async fn plain(
 
 /// A retry of a Multi Round-Trip Request: the answers go to the parked work, which goes on.
 async fn retry(ctx: &RequestContext, tool: &str, state: &str, answers: Map<String, Value>) -> Result<Payload, RpcError> {
-    let parked = &ctx.server().inner.parked;
+    let parked = &ctx.server().inner.codecs.modern.parked;
     match parked.take(state, &ctx.principal, &mrtr::call_of(tool))? {
         Round::Work(running) => mrtr::resume(ctx, running, answers).await.map(Payload::from),
         Round::Task { id, .. } => {

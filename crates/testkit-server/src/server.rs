@@ -1,11 +1,12 @@
 //! [`TestServer`]: a [`Server`] served for a test, over HTTP on `127.0.0.1:0` or over stdio
 //! on an in-memory duplex, through the server crate's public transports only
-//! (`mcp_tasks_server::http::serve`, `mcp_tasks_server::stdio::serve`).
+//! (`mcp_tasks_http::serve`, `mcp_tasks_server::stdio::serve`).
 
 use std::io;
 use std::net::SocketAddr;
 
-use mcp_tasks_server::{Server, http, stdio};
+use mcp_tasks_http as http;
+use mcp_tasks_server::{Server, stdio};
 use tokio::io::{BufReader, DuplexStream};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;

@@ -4,6 +4,7 @@
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use mcp_tasks_engine::Principal;
+use mcp_tasks_protocol::hosts;
 use mcp_tasks_protocol::jsonrpc::RpcError;
 
 use super::{ANONYMOUS_PRINCIPAL, Authenticate, Denied, Options, Rejection, error};
@@ -87,14 +88,14 @@ async fn principal(auth: &dyn Authenticate, headers: &HeaderMap) -> Result<Princ
     Err(Box::new(response))
 }
 
-/// The one Host check, shared with `mcp-tasks check-config` (`mcp_tasks_config::hosts`).
+/// The one Host check, shared with `mcp-tasks check-config` (`mcp_tasks_protocol::hosts`).
 fn host_allowed(options: &Options, host: &str) -> bool {
-    mcp_tasks_config::hosts::host_allowed(&options.allowed_hosts, host)
+    hosts::host_allowed(&options.allowed_hosts, host)
 }
 
-/// The one Origin check, shared with `mcp-tasks check-config` (`mcp_tasks_config::hosts`).
+/// The one Origin check, shared with `mcp-tasks check-config` (`mcp_tasks_protocol::hosts`).
 fn origin_allowed(options: &Options, origin: &str) -> bool {
-    mcp_tasks_config::hosts::origin_allowed(&options.allowed_origins, origin)
+    hosts::origin_allowed(&options.allowed_origins, origin)
 }
 
 /// Whether an `Accept` header of the request takes `media` (ASCII case-insensitively) or

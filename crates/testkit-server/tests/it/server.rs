@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use mcp_tasks_engine::{Engine, Policy, SystemClock};
 use mcp_tasks_server::Server;
-use mcp_tasks_testkit::{Era, MemoryStore, TestPeer, TestServer};
+use mcp_tasks_testkit_server::{Era, MemoryStore, TestPeer, TestServer};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

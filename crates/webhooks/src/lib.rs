@@ -23,6 +23,14 @@
 //! that happens while the server is down, or in the instant between a task's write and its
 //! queueing when the server is killed, is not delivered (the outbox is written from the
 //! change feed, not in the task's own transaction).
+//!
+//! # Layout
+//! - this file: [`Webhooks`] (the dispatcher from the change feed to the outbox, and the
+//!   sender from the outbox to each receiver), [`Webhook`] (one receiver, as the embedder
+//!   configures it: `mcp-tasks serve` maps `[[server.webhooks]]` onto it), [`signature`];
+//! - `outbox`: the deliveries not yet made, in an SQLite file of their own.
+//!
+//! It depends on the engine alone (its change feed): no server, no MCP era.
 
 mod outbox;
 
@@ -38,7 +46,6 @@ use hyper::Request;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use mcp_tasks_config::Webhook;
 use mcp_tasks_engine::{Change, Engine, Outcome, Status, TaskId, TaskRecord, TaskState};
 use serde_json::{Value, json};
 use sha2::Sha256;
@@ -47,6 +54,25 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
 use self::outbox::{Delivery, Outbox};
+
+/// One webhook: where deliveries are POSTed, for which events, signed with which secret
+/// (`mcp-tasks serve` maps each `[[server.webhooks]]` entry onto one).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Webhook {
+    /// Where deliveries are POSTed: an `http://` URL (no TLS in this build).
+    pub url: String,
+    /// Which events are delivered: `completed`, `failed`, `cancelled`, `input_required`.
+    pub events: Vec<String>,
+    /// The HMAC-SHA256 key every delivery is signed with.
+    pub secret: String,
+}
+
+impl std::fmt::Debug for Webhook {
+    /// The secret is never shown.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Webhook").field("url", &self.url).field("events", &self.events).finish_non_exhaustive()
+    }
+}
 
 /// The header carrying a delivery's signature.
 pub const SIGNATURE_HEADER: &str = "x-mcp-tasks-signature";

@@ -12,9 +12,9 @@ use mcp_tasks_protocol::era::Era;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::session::Busy;
-use crate::connection::Message;
-use crate::dispatch::Work;
+use mcp_tasks_server::transport::{Message, Work};
+
+use super::legacy::Busy;
 
 /// How long a client should wait before reconnecting to a broken stream (the `retry`
 /// field of each stream's priming event).

@@ -1,4 +1,5 @@
-//! The server as an OAuth 2.1 resource server (`[server.auth.oauth]`): JWT access tokens
+//! The server as an OAuth 2.1 resource server ([`OAuthOptions`]; `[server.auth.oauth]` in
+//! `mcp-tasks serve`): JWT access tokens
 //! checked against the authorization server's keys (a JWK Set read from a file or a loopback
 //! URL, cached, read again when stale or when a token names an unknown `kid`, at most once
 //! per cooldown), and the RFC 9728 protected-resource metadata the 401 challenge points to.
@@ -7,9 +8,9 @@
 //! PS*, ES256, ES384, EdDSA; `none` and HS* are refused: a JWK Set holds public keys), `exp`
 //! and `nbf` hold within the leeway, `iss` is the issuer, `aud` is or holds the audience
 //! (MCP authorization: the server MUST check that the token was issued for it), and the
-//! principal claim is a non-empty string. The principal is `oauth:` and that claim: static
-//! principals may not take the prefix, so no user of the authorization server can pass for
-//! one. Tokens are never logged, nor passed on.
+//! principal claim is a non-empty string. The principal is the configured prefix (`oauth:`)
+//! and that claim: static principals may not take the prefix, so no user of the
+//! authorization server can pass for one. Tokens are never logged, nor passed on.
 
 use std::collections::HashSet;
 use std::sync::{Arc, PoisonError, RwLock};
@@ -23,7 +24,6 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use jsonwebtoken::jwk::{Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey, Validation};
-use mcp_tasks_config::{Auth, JwksSource, OAUTH_PRINCIPAL_PREFIX, OAuthConfig};
 use mcp_tasks_engine::Principal;
 use serde_json::{Map, Value, json};
 
@@ -48,9 +48,49 @@ const MAX_JWKS: usize = 1 << 20;
 /// The longest principal claim accepted.
 const MAX_PRINCIPAL: usize = 1024;
 
+/// Which JWT access tokens [`OAuth`] accepts (`mcp-tasks serve` maps `[server.auth.oauth]`
+/// onto it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OAuthOptions {
+    /// The authorization server, as the tokens' `iss` claim must spell it, and as the
+    /// protected-resource metadata lists it in `authorization_servers`.
+    pub issuer: String,
+    /// The server's canonical URL (RFC 8707), e.g. `https://mcp.example.com/mcp`: the tokens'
+    /// `aud` claim must be it or hold it, and the metadata's `resource` is it.
+    pub audience: String,
+    /// Where the authorization server's signing keys are read.
+    pub jwks: JwksSource,
+    /// The scopes every token must carry, in its `scope` claim (space-separated) or `scp`.
+    pub scopes: Vec<String>,
+    /// The claim that names the principal (usually `sub`).
+    pub principal_claim: String,
+    /// What a token's principal starts with, before the claim's value (`oauth:` in
+    /// `mcp-tasks serve`, a prefix its static principals may not take, so that no user of
+    /// the authorization server can pass for one).
+    pub principal_prefix: String,
+    /// The clock skew allowed on `exp` and `nbf`.
+    pub leeway: Duration,
+    /// How old the cached keys may get before the next request reads them again.
+    pub jwks_refresh: Duration,
+    /// The least time between two reads of the keys caused by tokens naming an unknown
+    /// `kid`, so that a flood of tokens with made-up key ids cannot hammer the
+    /// authorization server.
+    pub jwks_cooldown: Duration,
+}
+
+/// Where the signing keys (a JWK Set) come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum JwksSource {
+    /// A file holding the JWK Set, read at start and again on refresh.
+    File(std::path::PathBuf),
+    /// An `http://` URL (this build has no TLS).
+    Url(String),
+}
+
 /// Validates JWT access tokens for one authorization server (see the module doc).
 pub struct OAuth {
-    config: OAuthConfig,
+    config: OAuthOptions,
     resource: ProtectedResource,
     keys: RwLock<Keys>,
     /// When the keys were last read or tried; held while a read is under way, so that
@@ -101,7 +141,7 @@ impl OAuth {
     /// A validator for `config`; the keys are read by [`load`](OAuth::load) or on the first
     /// token.
     #[must_use]
-    pub fn new(config: OAuthConfig) -> OAuth {
+    pub fn new(config: OAuthOptions) -> OAuth {
         let resource = ProtectedResource {
             resource: config.audience.clone(),
             authorization_servers: vec![config.issuer.clone()],
@@ -170,7 +210,7 @@ impl OAuth {
         if self.config.scopes.iter().any(|scope| !granted.contains(scope.as_str())) {
             return Err(Denied::InsufficientScope);
         }
-        Ok(Principal::new(format!("{OAUTH_PRINCIPAL_PREFIX}{name}")))
+        Ok(Principal::new(format!("{}{name}", self.config.principal_prefix)))
     }
 
     /// The key for a token's `kid` and `alg`, reading the set again when it is stale or
@@ -233,7 +273,6 @@ impl OAuth {
                 let bytes = self.fetch(url).await.map_err(|reason| JwksError::Read { source_name: url.clone(), reason })?;
                 (url.clone(), bytes)
             }
-            _ => return Err(JwksError::Read { source_name: String::new(), reason: "unsupported source".into() }),
         };
         parse_set(&bytes).map_err(|reason| JwksError::Invalid { source_name: name, reason })
     }
@@ -380,26 +419,31 @@ impl ProtectedResource {
     }
 }
 
-/// The bearer tokens of a server: the static ones of `[[server.auth.tokens]]`, then JWT access
-/// tokens when `[server.auth.oauth]` is configured.
+/// The principal a static bearer token stands for, if any (see [`BearerAuth::new`]).
+type StaticTokens = Box<dyn Fn(&str) -> Option<Principal> + Send + Sync>;
+
+/// The bearer tokens of a server: static ones first (`[[server.auth.tokens]]` in `mcp-tasks
+/// serve`), then JWT access tokens when OAuth is configured.
 pub struct BearerAuth {
-    tokens: Auth,
+    tokens: StaticTokens,
     oauth: Option<Arc<OAuth>>,
 }
 
 impl BearerAuth {
-    /// Static `tokens`, and `oauth` for the tokens none of them matches.
+    /// Static `tokens` (the principal each token stands for, if any; the embedder compares
+    /// tokens in constant time, as `mcp_tasks_config::Auth` does), and `oauth` for the
+    /// tokens none of them matches.
     #[must_use]
-    pub fn new(tokens: Auth, oauth: Option<Arc<OAuth>>) -> BearerAuth {
-        BearerAuth { tokens, oauth }
+    pub fn new(tokens: impl Fn(&str) -> Option<Principal> + Send + Sync + 'static, oauth: Option<Arc<OAuth>>) -> BearerAuth {
+        BearerAuth { tokens: Box::new(tokens), oauth }
     }
 }
 
 #[async_trait]
 impl Authenticate for BearerAuth {
     async fn authenticate(&self, token: &str) -> Result<Principal, Denied> {
-        if let Some(principal) = self.tokens.principal_for(token) {
-            return Ok(Principal::new(principal));
+        if let Some(principal) = (self.tokens)(token) {
+            return Ok(principal);
         }
         match &self.oauth {
             Some(oauth) => oauth.validate(token).await,

@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use tokio::time::timeout;
 
-use crate::era::Era;
-use crate::schema;
+use mcp_tasks_testkit::era::Era;
+use mcp_tasks_testkit::schema;
 use crate::server::TestServer;
 
 /// How long [`TestPeer::recv`] waits for the server's next message.

@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_tasks_engine::{Context, Outcome};
-use mcp_tasks_server::http;
+use mcp_tasks_http as http;
 use mcp_tasks_server::{Server, TaskMode, ToolDef, handler_fn};
-use mcp_tasks_testkit::{TestPeer, TestServer};
+use mcp_tasks_testkit_server::{TestPeer, TestServer};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -325,7 +325,8 @@ async fn a_tasks_result_that_waited_is_timed_from_the_commit_and_one_that_found_
 
 /// Accepts one token, `s3cret`, as the principal `ops`.
 fn one_token() -> http::BearerAuth {
-    http::BearerAuth::new(mcp_tasks_config::Auth::from_digests([("ops", mcp_tasks_config::Auth::digest("s3cret"))]), None)
+    // The static tokens of `mcp-tasks serve` are `mcp_tasks_config::Auth`; one token here.
+    http::BearerAuth::new(|token| (token == "s3cret").then(|| mcp_tasks_engine::Principal::new("ops")), None)
 }
 
 #[tokio::test]

@@ -1,17 +1,21 @@
-//! `Host` and `Origin` header values: checking the configured ones and matching requests.
+//! The Streamable HTTP transport's `Host` and `Origin` rules (both eras: a server validates
+//! them against DNS rebinding): which header values are accepted, and the syntax of an
+//! allowed entry.
 //!
 //! Loopback names (`localhost`, `127.0.0.1`, `[::1]`) are always accepted with any port;
 //! `server.allowed_hosts` and `server.allowed_origins` add to them. The one implementation
-//! of these checks: the configuration refuses entries that do not parse, and the HTTP
-//! transport (`mcp-tasks-server`) matches each request's `Host` and `Origin` with
-//! [`host_allowed`] and [`origin_allowed`], against the lists it was given.
+//! of these checks, here so that both users share it without knowing each other: the
+//! configuration (`mcp-tasks-config`) refuses entries that do not parse ([`Authority::parse`],
+//! [`Origin::parse`]), and the HTTP transport (`mcp-tasks-http`) matches each request's
+//! `Host` and `Origin` with [`host_allowed`] and [`origin_allowed`], against the lists it was
+//! given.
 
 /// The hosts accepted with any port, whatever the configuration says.
 const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
 /// A `host[:port]` split in two; the host is lowercased, IPv6 literals keep their brackets.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Authority {
+pub struct Authority {
     host: String,
     port: Option<u16>,
 }
@@ -21,7 +25,7 @@ impl Authority {
     ///
     /// # Errors
     /// A reason, if `text` is not of that form.
-    pub(crate) fn parse(text: &str) -> Result<Authority, String> {
+    pub fn parse(text: &str) -> Result<Authority, String> {
         let (host, port) = if text.starts_with('[') {
             let end = text
                 .find(']')
@@ -98,7 +102,7 @@ pub fn host_allowed(allowed: &[String], host: &str) -> bool {
 
 /// A web origin, `scheme://host[:port]`, with the port made explicit.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Origin {
+pub struct Origin {
     scheme: &'static str,
     authority: Authority,
 }
@@ -109,7 +113,7 @@ impl Origin {
     ///
     /// # Errors
     /// A reason, if `text` is not of that form.
-    pub(crate) fn parse(text: &str) -> Result<Origin, String> {
+    pub fn parse(text: &str) -> Result<Origin, String> {
         let (scheme, rest) = text.split_once("://").ok_or_else(|| {
             "expected scheme://host[:port], e.g. https://app.example.com".to_owned()
         })?;
@@ -196,7 +200,7 @@ mod tests {
         assert!(!host_allowed(&allowed, "sub.tasks.example.com"));
     }
 
-    /// Moved from the HTTP transport (`crates/server/src/http.rs`), whose own `Host` parser
+    /// Moved from the HTTP transport (then `crates/server/src/http.rs`), whose own `Host` parser
     /// it tested: ports, brackets and case do not stand in the way of a match.
     #[test]
     fn host_names_drop_ports_and_brackets() {

@@ -12,49 +12,20 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
-use axum::http::HeaderMap;
 use mcp_tasks_engine::{FastMap, Principal, SessionStore, Timestamp};
-use mcp_tasks_protocol::jsonrpc::{Incoming, Request, RequestId};
-use mcp_tasks_protocol::legacy::{self, method};
-use serde_json::Value;
+use mcp_tasks_protocol::jsonrpc::RequestId;
 use tokio::sync::{mpsc, oneshot};
+
+use mcp_tasks_server::Server;
+use mcp_tasks_server::transport::{BuildMessage, Connection, Listing, Message, Outbound, Peer, Route};
 
 use super::App;
 use super::sse::{frame, priming};
-use crate::connection::{BuildMessage, Connection, Listing, Message, Outbound, Route};
-use crate::dispatch::Peer;
-use crate::server::Server;
 
-/// Protocol versions a client may name in `MCP-Protocol-Version`: every released revision
-/// whose Streamable HTTP rules these are. The session's behaviour follows the version
-/// negotiated at `initialize` (2025-11-25); an unknown or malformed value is 400.
-pub(super) const SUPPORTED_VERSIONS: &[&str] = &[legacy::PROTOCOL_VERSION, "2025-06-18", "2025-03-26"];
 /// The standalone (GET) stream of a session.
 pub(super) const STANDALONE: u64 = 0;
 /// Finished POST streams kept per session for resumption.
 const FINISHED_KEPT: usize = 64;
-
-/// Whether `incoming` starts a new session: an `initialize` sent without `Mcp-Session-Id`
-/// (2025-11-25: every other message names its session).
-pub(super) fn starts_session(incoming: &Incoming, headers: &HeaderMap) -> bool {
-    matches!(incoming, Incoming::Request(request) if request.method == method::INITIALIZE)
-        && !headers.contains_key(super::names::MCP_SESSION_ID)
-}
-
-/// Requests whose answer may take long or come with related messages: answered on an SSE
-/// stream. Others are answered as plain JSON (2025-11-25: servers SHOULD NOT upgrade a
-/// `tasks/get` to SSE). A `tools/call` with `params.task` is one of the others: its answer
-/// is the `CreateTaskResult` (or an error) once the task is committed, and nothing goes on
-/// its stream before it (the work starts after it, and the task's messages go to the
-/// standalone stream or to a `tasks/result`), so a stream would carry one event and its
-/// priming event at the cost of a stream kept for resumption. The transport lets the server
-/// answer any request either way (2025-11-25: the client MUST support both).
-pub(super) fn streams(request: &Request) -> bool {
-    match request.method.as_str() {
-        method::TOOLS_CALL => request.params.as_ref().and_then(|params| params.get("task")).is_none_or(Value::is_null),
-        method => matches!(method, method::TASKS_RESULT | method::PROMPTS_GET | method::COMPLETION_COMPLETE),
-    }
-}
 
 /// Ends the sessions idle for [`Options::session_idle`](super::Options::session_idle), checking a few times per period.
 pub(super) async fn end_idle_sessions(app: Weak<App>) {
@@ -100,7 +71,7 @@ async fn sync_stored(app: &App, sessions: &dyn SessionStore, since: Instant) {
         };
         for id in batch.iter().filter(|id| !stored.contains(id)) {
             if let Some(http) = app.sessions().remove(id) {
-                http.peer.conn.abort();
+                http.peer.conn().abort();
                 tracing::info!(session = %id, "session ended through another replica");
             }
         }
@@ -125,7 +96,7 @@ pub(super) fn end_idle_once(app: &App, now: Instant) -> usize {
         idle_ids.into_iter().filter_map(|id| sessions.remove(&id).map(|http| (id, http))).collect()
     };
     for (id, http) in &ended {
-        http.peer.conn.abort();
+        http.peer.conn().abort();
         tracing::info!(session = %id, idle = ?idle, "session ended: idle");
     }
     ended.len()
@@ -154,8 +125,8 @@ pub(super) struct Busy(Arc<HttpSession>);
 
 impl Busy {
     /// The server the busy session belongs to.
-    pub(super) fn server(&self) -> &crate::server::Server {
-        &self.0.peer.conn.server
+    pub(super) fn server(&self) -> &Server {
+        self.0.peer.conn().server()
     }
 
     pub(super) fn new(http: &Arc<HttpSession>) -> Busy {
@@ -259,7 +230,7 @@ impl HttpSession {
             }
         });
         let weak = Arc::downgrade(&http);
-        http.peer.conn.set_standalone_probe(Box::new(move || weak.upgrade().is_some_and(|http| http.standalone_is_open())));
+        http.peer.conn().set_standalone_probe(Box::new(move || weak.upgrade().is_some_and(|http| http.standalone_is_open())));
         http
     }
 
@@ -453,8 +424,8 @@ mod tests {
     use tokio_util::sync::CancellationToken;
 
     use super::*;
-    use crate::connection::Outbound;
-    use crate::http::Options;
+    use mcp_tasks_server::transport::Outbound;
+    use crate::Options;
     use serde_json::json;
 
     fn app(idle: Duration) -> (App, tempfile::TempDir) {
@@ -463,7 +434,7 @@ mod tests {
         let engine = Engine::new(Arc::new(store), Arc::new(SystemClock), Policy::default());
         let server = Server::builder(engine).build().unwrap();
         let options = Options { session_idle: idle, ..Options::default() };
-        (App { server, options, sessions: Mutex::new(FastMap::default()), stop: CancellationToken::new(), ui: None, listens: crate::http::modern::Listens::default() }, dir)
+        (App { server, options, sessions: Mutex::new(FastMap::default()), stop: CancellationToken::new(), ui: None, listens: crate::modern::Listens::default() }, dir)
     }
 
     fn open(app: &App, id: &str) -> Arc<HttpSession> {
@@ -555,10 +526,10 @@ mod tests {
         let _request_in_progress = Busy::new(&busy);
         let start = Instant::now();
         assert_eq!(end_idle_once(&app, start + Duration::from_secs(59)), 0, "not idle for the period yet");
-        assert!(!idle.peer.conn.closed().is_cancelled());
+        assert!(!idle.peer.conn().closed().is_cancelled());
         assert_eq!(end_idle_once(&app, start + Duration::from_secs(61)), 1);
-        assert!(idle.peer.conn.closed().is_cancelled(), "an ended session's connection is closed");
-        assert!(!busy.peer.conn.closed().is_cancelled(), "a busy session is never idle");
+        assert!(idle.peer.conn().closed().is_cancelled(), "an ended session's connection is closed");
+        assert!(!busy.peer.conn().closed().is_cancelled(), "a busy session is never idle");
         let left: Vec<String> = app.sessions().keys().cloned().collect();
         assert_eq!(left, ["busy"]);
     }

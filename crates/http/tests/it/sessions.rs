@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use mcp_tasks_engine::{Engine, Policy, Principal, SessionStore, SystemClock, TaskStore};
 use mcp_tasks_server::Server;
-use mcp_tasks_server::http::ANONYMOUS_PRINCIPAL;
+use mcp_tasks_http::ANONYMOUS_PRINCIPAL;
 use mcp_tasks_sqlite::SqliteStore;
-use mcp_tasks_testkit::TestServer;
+use mcp_tasks_testkit_server::TestServer;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

@@ -1,4 +1,5 @@
-//! The Streamable HTTP transport of 2025-11-25 on axum: one endpoint (`/mcp`) for POST
+//! The Streamable HTTP transport of mcp-tasks on axum, for both eras (2025-11-25 sessions and
+//! stateless 2026-07-28 requests) of an [`mcp_tasks_server::Server`]: one endpoint (`/mcp`) for POST
 //! (one JSON-RPC message; a request is answered as JSON or as an SSE stream), GET (the
 //! standalone SSE stream, or the resumption of a broken stream with `Last-Event-ID`) and
 //! DELETE (ends the session).
@@ -20,10 +21,12 @@
 //! `/ui` (when [`Options::ui`]) is the web view: a page and its JSON API, scoped to the
 //! principal (`ui`).
 //!
+//! # Layout
 //! - this file: the accept loop (which takes `POST /mcp` straight to its handler), the
 //!   router, POST / GET / DELETE, `/metrics`, and the checks of each message;
 //! - `guard`: Host, Origin, bearer token, accepted media types;
-//! - `session`: Legacy sessions (`Mcp-Session-Id`), the routing of their messages onto
+//! - `modern`: 2026-07-28 requests, each on a connection of its own (no session);
+//! - `legacy`: Legacy sessions (`Mcp-Session-Id`), the routing of their messages onto
 //!   streams, resumption buffers, idle sessions; on a shared store (many replicas) their
 //!   records in the store, so that any replica serves any session;
 //! - `sse`: event framing, ids, keep-alive, one-write quick replies;
@@ -32,9 +35,9 @@
 //!   ([`ProtectedResource`]) served at `/.well-known/oauth-protected-resource`.
 
 mod guard;
+mod legacy;
 mod modern;
 mod oauth;
-mod session;
 mod sse;
 mod ui;
 
@@ -52,22 +55,19 @@ use axum::middleware::{self, Next};
 use axum::routing::{get, post};
 use mcp_tasks_engine::{FastMap, Principal, SessionRecord, SessionStore, TaskId};
 use mcp_tasks_protocol::jsonrpc::{self, Incoming, RpcError};
-use mcp_tasks_protocol::modern::PROTOCOL_VERSION as MODERN_VERSION;
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use self::guard::{accepts, guard};
-use self::session::{Busy, HttpSession, SUPPORTED_VERSIONS, end_idle_sessions, starts_session, streams};
+use self::legacy::{Busy, HttpSession, end_idle_sessions};
 use self::sse::{parse_event_id, sse, sse_coalesced};
-use crate::connection::{Listing, Message};
-use crate::dispatch;
-use crate::metrics::{self, Metrics};
-use crate::server::Server;
+use mcp_tasks_server::transport::{self, Header, Hints, Listing, Message, Routed, SessionMessage};
+use mcp_tasks_server::{Metrics, Server};
 
 /// The MCP transport's own headers, as names made once: a lookup by `&str` parses and
 /// lowercases the name on every call (a few hundred instructions, several times a request).
-pub(super) mod names {
+pub(crate) mod names {
     use axum::http::HeaderName;
 
     pub(crate) const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -77,6 +77,27 @@ pub(super) mod names {
     pub(crate) const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
     pub(crate) const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
     pub(crate) const TRACESTATE: HeaderName = HeaderName::from_static("tracestate");
+}
+
+/// A message's headers as the router reads them.
+struct Headers<'h>(&'h HeaderMap);
+
+impl Hints for Headers<'_> {
+    fn header(&self, header: Header) -> Option<&[u8]> {
+        let name = match header {
+            Header::SessionId => names::MCP_SESSION_ID,
+            Header::ProtocolVersion => names::MCP_PROTOCOL_VERSION,
+            Header::Method => names::MCP_METHOD,
+            Header::Name => names::MCP_NAME,
+            // A header this transport does not know of: looked up by its name.
+            other => return self.named(other.name()),
+        };
+        self.0.get(name).map(HeaderValue::as_bytes)
+    }
+
+    fn named(&self, name: &str) -> Option<&[u8]> {
+        self.0.get(name).map(HeaderValue::as_bytes)
+    }
 }
 
 /// The principal of every request when no tokens are configured. Such requestors are not
@@ -110,7 +131,7 @@ pub enum Denied {
     InsufficientScope,
 }
 
-pub use self::oauth::{BearerAuth, JwksError, OAuth, ProtectedResource};
+pub use self::oauth::{BearerAuth, JwksError, JwksSource, OAuth, OAuthOptions, ProtectedResource};
 
 /// How the HTTP transport guards itself.
 #[derive(Clone)]
@@ -341,7 +362,7 @@ async fn get_metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Respons
     }
     let sessions = app.sessions().len();
     let text = app.server.metrics().render(&app.server.tools().names(), sessions);
-    ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], text).into_response()
+    ([(header::CONTENT_TYPE, transport::METRICS_CONTENT_TYPE)], text).into_response()
 }
 
 /// The endpoint's state: the server, the guards, the live sessions.
@@ -379,7 +400,7 @@ async fn delete_session(State(app): State<Arc<App>>, headers: HeaderMap) -> Resp
     match app.session_for(&headers, &principal).await {
         Ok((id, http)) => {
             app.sessions().remove(&id);
-            http.peer.conn.abort();
+            http.peer.conn().abort();
             // On a shared store, for every replica: their next request of it reads no record.
             if let Some(sessions) = app.stored_sessions()
                 && let Err(err) = sessions.end_session(&id).await
@@ -455,46 +476,39 @@ impl App {
         if let Incoming::Request(request) = &mut incoming {
             carry_trace_headers(headers, request);
         }
-        match incoming {
-            // 2026-07-28: served on its own, no session.
-            Incoming::Request(request) if dispatch::is_stateless(&request) => {
-                return Ok(modern::serve(self, headers, sse, principal, request).await);
-            }
-            // 2026-07-28 defines no notification over HTTP (a disconnect is the cancel): a
-            // sessionless one is accepted and dropped.
-            Incoming::Notification(_) if modern_without_session(headers) => Ok(StatusCode::ACCEPTED.into_response()),
-            incoming if starts_session(&incoming, headers) => Ok(self.initialize(principal, incoming).await),
-            incoming => self.post_legacy(headers, sse, principal, incoming).await,
+        // The router decides where it goes (its era, once); this transport does what it says.
+        match transport::route(&self.server, incoming, &Headers(headers)) {
+            // Served on its own, no session.
+            Routed::Exchange(exchange) => Ok(modern::serve(self, sse, principal, exchange).await),
+            // Nothing to answer (a sessionless notification of an era without them over HTTP).
+            Routed::Accepted => Ok(StatusCode::ACCEPTED.into_response()),
+            Routed::OpensSession(message) => Ok(self.initialize(principal, message).await),
+            Routed::InSession(message) => self.post_in_session(headers, sse, principal, message).await,
         }
     }
 
-    /// A 2025-11-25 message of a session; `sse`: the client accepts an SSE answer.
-    async fn post_legacy(&self, headers: &HeaderMap, sse: bool, principal: Principal, incoming: Incoming) -> Result<Response, Response> {
+    /// A message of a session; `sse`: the client accepts an SSE answer.
+    async fn post_in_session(&self, headers: &HeaderMap, sse: bool, principal: Principal, message: SessionMessage) -> Result<Response, Response> {
         let (id, http) = self.session_for(headers, &principal).await.map_err(|r| *r)?;
         let _busy = Busy::new(&http);
-        if let Some(version) = headers.get(names::MCP_PROTOCOL_VERSION) {
-            let version = version.to_str().unwrap_or("");
-            if !SUPPORTED_VERSIONS.contains(&version) {
-                return Err(error(StatusCode::BAD_REQUEST, RpcError::invalid_request(format!(
-                    "Bad Request: unsupported MCP-Protocol-Version {version:?}; supported: {}",
-                    SUPPORTED_VERSIONS.join(", ")
-                ))));
-            }
+        if let Some(refusal) = message.refusal() {
+            return Err(error(StatusCode::BAD_REQUEST, refusal.clone()));
         }
-        let Incoming::Request(request) = incoming else {
-            http.peer.handle_incoming(incoming);
+        let Incoming::Request(request) = message.incoming() else {
+            http.peer.serve(message).spawn();
             return Ok(StatusCode::ACCEPTED.into_response());
         };
+        let request_id = request.id.clone();
         tracing::debug!(session = %id, method = %request.method, "request");
-        if sse && streams(&request) {
-            self.stream_room(&http, Some(&request.id)).map_err(|r| *r)?;
-            let events = http.open_stream(&request.id);
+        if sse && message.streams() {
+            self.stream_room(&http, Some(&request_id)).map_err(|r| *r)?;
+            let events = http.open_stream(&request_id);
             // The request's work runs in this task while its answer is awaited.
-            let work = http.peer.request(request);
+            let work = http.peer.serve(message);
             Ok(sse_coalesced(&self.stop, events, Busy::new(&http), work).await)
         } else {
-            let reply = http.await_json(&request.id);
-            let mut work = http.peer.request(request);
+            let reply = http.await_json(&request_id);
+            let mut work = http.peer.serve(message);
             match work.alongside(reply).await {
                 Ok(message) => Ok(json_message(StatusCode::OK, &message)),
                 // The request was cancelled (no reply is due) or the session ended.
@@ -503,8 +517,8 @@ impl App {
         }
     }
 
-    async fn initialize(&self, principal: Principal, incoming: Incoming) -> Response {
-        let Incoming::Request(request) = &incoming else { return StatusCode::BAD_REQUEST.into_response() };
+    async fn initialize(&self, principal: Principal, message: SessionMessage) -> Response {
+        let Incoming::Request(request) = message.incoming() else { return StatusCode::BAD_REQUEST.into_response() };
         let max = self.options.max_sessions_per_principal;
         let held = self.sessions().values().filter(|http| http.principal == principal).count();
         if held >= max {
@@ -519,23 +533,23 @@ impl App {
         let listing = if self.options.auth.is_some() { Listing::Principal } else { Listing::Session };
         let http = HttpSession::open(self.server.clone(), principal, listing, self.options.max_stream_events);
         let reply = http.await_json(&request.id);
-        http.peer.handle_incoming(incoming);
+        http.peer.serve(message).spawn();
         let Ok(message) = reply.await else {
             return error(StatusCode::INTERNAL_SERVER_ERROR, RpcError::internal("initialize got no answer"));
         };
         let message = message.into_value();
         if message.get("result").is_none() {
-            http.peer.conn.abort();
+            http.peer.conn().abort();
             return json(StatusCode::OK, &message);
         }
         if let Some(sessions) = self.stored_sessions() {
             // Stored before its id leaves, so that any replica serves its next request.
-            http.peer.conn.set_stored_as(&id, sessions);
+            http.peer.conn().set_stored_as(&id, sessions);
             let state = http.peer.legacy_state().unwrap_or(Value::Null);
             let record = SessionRecord::put(&id, &http.principal, state, self.server.engine().now());
             if let Err(err) = sessions.put_session(&record).await {
                 tracing::warn!(error = %err, "could not store a new session");
-                http.peer.conn.abort();
+                http.peer.conn().abort();
                 return unavailable();
             }
         }
@@ -579,7 +593,7 @@ impl App {
         // A GET stream ends with its session too (DELETE, expiry): nothing more comes on it,
         // and its Busy guard must not keep the ended session alive.
         let ends = self.stop.child_token();
-        let (closed, ending) = (http.peer.conn.closed().clone(), ends.clone());
+        let (closed, ending) = (http.peer.conn().closed().clone(), ends.clone());
         tokio::spawn(async move {
             tokio::select! {
                 () = closed.cancelled() => ending.cancel(),
@@ -635,7 +649,7 @@ impl App {
         let Some(record) = record else {
             if let Some(http) = held {
                 self.sessions().remove(id);
-                http.peer.conn.abort();
+                http.peer.conn().abort();
                 tracing::info!(session = %id, "session ended through another replica");
             }
             return Err(no_such_session());
@@ -656,9 +670,9 @@ impl App {
     fn restore(&self, record: SessionRecord, sessions: &Arc<dyn SessionStore>) -> Result<Arc<HttpSession>, Rejection> {
         let listing = if self.options.auth.is_some() { Listing::Principal } else { Listing::Session };
         let http = HttpSession::open(self.server.clone(), record.owner.clone(), listing, self.options.max_stream_events);
-        http.peer.conn.set_stored_as(&record.id, sessions);
+        http.peer.conn().set_stored_as(&record.id, sessions);
         if let Err(err) = http.peer.restore_legacy(&record.state, record.created) {
-            http.peer.conn.abort();
+            http.peer.conn().abort();
             tracing::warn!(session = %record.id, error = %err, "a stored session cannot be served");
             return Err(Box::new(error(StatusCode::NOT_FOUND, RpcError::invalid_request(format!(
                 "Not Found: the stored session cannot be served by this server ({err}); initialize a new one"
@@ -668,7 +682,7 @@ impl App {
         let mut sessions = self.sessions();
         match sessions.entry(record.id.clone()) {
             std::collections::hash_map::Entry::Occupied(held) => {
-                http.peer.conn.abort();
+                http.peer.conn().abort();
                 Ok(Arc::clone(held.get()))
             }
             std::collections::hash_map::Entry::Vacant(slot) => {
@@ -693,16 +707,10 @@ fn json_message(status: StatusCode, message: &Message) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], message.to_json_vec()).into_response()
 }
 
-/// A message without `Mcp-Session-Id` whose `MCP-Protocol-Version` is 2026-07-28.
-fn modern_without_session(headers: &HeaderMap) -> bool {
-    !headers.contains_key(names::MCP_SESSION_ID)
-        && headers.get(names::MCP_PROTOCOL_VERSION).is_some_and(|version| version.as_bytes() == MODERN_VERSION.as_bytes())
-}
-
-/// 429 with the [`LIMIT_EXCEEDED`](crate::LIMIT_EXCEEDED) error of a transport limit,
+/// 429 with the [`LIMIT_EXCEEDED`](mcp_tasks_server::LIMIT_EXCEEDED) error of a transport limit,
 /// `data: {"limit": …, "max": …, "current": …}` as for the engine's limits.
 fn limit_refusal(id: Option<&jsonrpc::RequestId>, limit: &str, max: usize, current: usize, message: String) -> Response {
-    let rpc = RpcError::new(crate::LIMIT_EXCEEDED, message).with_data(serde_json::json!({"limit": limit, "max": max, "current": current}));
+    let rpc = RpcError::new(mcp_tasks_server::LIMIT_EXCEEDED, message).with_data(serde_json::json!({"limit": limit, "max": max, "current": current}));
     json(StatusCode::TOO_MANY_REQUESTS, &jsonrpc::error_response(id, &rpc))
 }
 
