@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_tasks_bench::server::Settings;
-use mcp_tasks_engine::TaskStore;
+use mcp_tasks_engine::{SessionStore, TaskStore};
 use mcp_tasks_postgres::PostgresStore;
 use mcp_tasks_sqlite::{SqliteStore, Synchronous};
 use tokio::net::TcpListener;
@@ -90,12 +90,14 @@ async fn serve() -> ExitCode {
         }
     };
     let shown = store.display().to_string();
-    let opened: Result<Arc<dyn TaskStore>, String> = if shown.starts_with("postgres://") || shown.starts_with("postgresql://") {
-        PostgresStore::connect(&shown).await.map(|store| Arc::new(store) as Arc<dyn TaskStore>).map_err(|err| err.to_string())
+    // The store, as the engine and as the HTTP transport's session records hold it.
+    type Opened = (Arc<dyn TaskStore>, Arc<dyn SessionStore>);
+    let opened: Result<Opened, String> = if shown.starts_with("postgres://") || shown.starts_with("postgresql://") {
+        PostgresStore::connect(&shown).await.map(|store| both(Arc::new(store))).map_err(|err| err.to_string())
     } else {
-        SqliteStore::open_with(&store, synchronous).map(|store| Arc::new(store) as Arc<dyn TaskStore>).map_err(|err| err.to_string())
+        SqliteStore::open_with(&store, synchronous).map(|store| both(Arc::new(store))).map_err(|err| err.to_string())
     };
-    let store = match opened {
+    let (store, sessions) = match opened {
         Ok(store) => store,
         Err(err) => {
             eprintln!("bench_server: cannot open the store {}: {err}", mcp_tasks_postgres::redact(&shown));
@@ -106,7 +108,7 @@ async fn serve() -> ExitCode {
         .local_addr()
         .map_or_else(|_| listen.clone(), |addr| addr.to_string());
     let ready = || eprintln!("listening on http://{addr}/mcp");
-    match mcp_tasks_bench::server::serve_store(listener, store, settings, ready, stop_signal())
+    match mcp_tasks_bench::server::serve_store(listener, store, sessions, settings, ready, stop_signal())
         .await
     {
         Ok(()) => ExitCode::SUCCESS,
@@ -136,3 +138,8 @@ async fn stop_signal() {
 /// the bench server measures what users run.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// `store` as the engine holds it and as the HTTP transport holds it for its sessions.
+fn both<S: TaskStore + SessionStore>(store: Arc<S>) -> (Arc<dyn TaskStore>, Arc<dyn SessionStore>) {
+    (Arc::clone(&store) as Arc<dyn TaskStore>, store)
+}

@@ -22,7 +22,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use mcp_tasks_engine::{Engine, Outcome, Policy, SystemClock, TaskStore};
+use mcp_tasks_engine::{Engine, Outcome, Policy, SessionStore, SystemClock, TaskStore};
 use mcp_tasks_http as http;
 use mcp_tasks_server::{BuildError, Server, TaskMode, ToolDef, handler_fn};
 use mcp_tasks_sqlite::SqliteStore;
@@ -122,9 +122,11 @@ pub async fn serve(
     ready: impl FnOnce(),
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Box<dyn Error + Send + Sync>> {
+    let store = Arc::new(SqliteStore::open(store)?);
     serve_store(
         listener,
-        Arc::new(SqliteStore::open(store)?),
+        Arc::clone(&store) as Arc<dyn TaskStore>,
+        store,
         settings,
         ready,
         shutdown,
@@ -135,13 +137,15 @@ pub async fn serve(
 /// Recovers `store`, calls `ready` (the server serves from then on), and serves the bench
 /// server on `listener` at `/mcp` until `shutdown` resolves, sweeping expired tasks
 /// meanwhile and, on a shared store (PostgreSQL), renewing this replica's claims and rescuing
-/// lapsed ones as `mcp-tasks serve` does.
+/// lapsed ones and storing its HTTP sessions in `sessions` (the same store) as `mcp-tasks
+/// serve` does.
 ///
 /// # Errors
 /// The store could not be recovered, or the listener failed.
 pub async fn serve_store(
     listener: TcpListener,
     store: Arc<dyn TaskStore>,
+    sessions: Arc<dyn SessionStore>,
     settings: Settings,
     ready: impl FnOnce(),
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -155,7 +159,7 @@ pub async fn serve_store(
     ready();
     // Like the admission limits: no session of the harness is refused (it runs up to 128
     // clients at once, one session each).
-    let options = http::Options { max_sessions_per_principal: 4096, ..http::Options::default() };
+    let options = http::Options { max_sessions_per_principal: 4096, sessions: Some(sessions), ..http::Options::default() };
     let served = http::serve(listener, server, options, shutdown).await;
     stop.cancel();
     let _ = sweeper.await;

@@ -51,6 +51,7 @@ pub(crate) async fn run(args: ProxyArgs) -> anyhow::Result<()> {
         .catalog_upstream(proxy.catalog())
         .build()
         .context("building the server")?;
+    let sessions = concrete.sessions();
     observe_commits(concrete, &server);
     // The upstream's tools are registered before recovery, so that a task of one left by
     // the last run is resolved by its policy (or resumed) rather than failed as unknown.
@@ -68,7 +69,7 @@ pub(crate) async fn run(args: ProxyArgs) -> anyhow::Result<()> {
         names.join(", ")
     );
     let on_stdio = args.stdio.then(|| "mcp-tasks: serving on stdio".to_owned());
-    let served = serve_until_shutdown(&config, &engine, server, on_stdio, args.listen).await;
+    let served = serve_until_shutdown(&config, &engine, server, sessions, on_stdio, args.listen).await;
     proxy.shutdown().await;
     served
 }

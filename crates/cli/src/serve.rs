@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 
 use mcp_tasks_command::CommandTool;
 use mcp_tasks_config::{Config, RestartPolicy as ConfigRestartPolicy, ToolConfig};
-use mcp_tasks_engine::{Engine, Policy, RestartPolicy, SystemClock, TaskStore, ToolRuntime};
+use mcp_tasks_engine::{Engine, Policy, RestartPolicy, SessionStore, SystemClock, TaskStore, ToolRuntime};
 use mcp_tasks_postgres::PostgresStore;
 use mcp_tasks_http as http;
 use mcp_tasks_server::{Server, ToolDef, ToolSpec, stdio};
@@ -59,6 +59,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         builder = builder.tool(tool_def(tool));
     }
     let server = builder.build().context("building the server from the config's tools")?;
+    let sessions = concrete.sessions();
     observe_commits(concrete, &server);
     let recovered = engine.recover().await.context("recovering tasks left by the previous run")?;
     server.metrics().record_recovery(&recovered);
@@ -77,13 +78,25 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         );
     }
     let on_stdio = format!("mcp-tasks: serving {} tools on stdio", names.len());
-    serve_until_shutdown(&config, &engine, server, args.stdio.then_some(on_stdio), args.listen).await
+    serve_until_shutdown(&config, &engine, server, sessions, args.stdio.then_some(on_stdio), args.listen).await
 }
 
-/// The store behind the engine's `dyn TaskStore`, kept to observe its commits.
+/// The store behind the engine's `dyn TaskStore`, kept to observe its commits and to keep
+/// the HTTP transport's session records in.
 pub(crate) enum Concrete {
     Sqlite(SqliteStore),
     Postgres(PostgresStore),
+}
+
+impl Concrete {
+    /// The same store (a handle sharing its state) as the HTTP transport holds it, for the
+    /// 2025-11-25 session records ([`http::Options::sessions`]).
+    pub(crate) fn sessions(&self) -> Arc<dyn SessionStore> {
+        match self {
+            Concrete::Sqlite(sqlite) => Arc::new(sqlite.clone()),
+            Concrete::Postgres(postgres) => Arc::new(postgres.clone()),
+        }
+    }
 }
 
 /// Feeds the store's commits to the server's metrics: the SQLite writer's batches, or each
@@ -103,10 +116,12 @@ pub(crate) fn observe_commits(store: Concrete, server: &Server) {
 /// Serves `server` on stdio (when `stdio` holds the line to print first) or over HTTP, until
 /// the client goes or SIGTERM / Ctrl-C, with the engine's sweeper and, on a shared store, the
 /// heartbeat of this replica's claims and the rescuer running meanwhile; stops them after.
+/// `sessions`: the engine's store, where HTTP sessions are stored when it is shared.
 pub(crate) async fn serve_until_shutdown(
     config: &Config,
     engine: &Engine,
     server: Server,
+    sessions: Arc<dyn SessionStore>,
     stdio: Option<String>,
     listen: Option<SocketAddr>,
 ) -> anyhow::Result<()> {
@@ -123,7 +138,7 @@ pub(crate) async fn serve_until_shutdown(
             () = shutdown_signal() => Ok(()),
         }
     } else {
-        serve_http(config, listen, server).await
+        serve_http(config, listen, server, sessions).await
     };
     shutdown.cancel();
     let _ = sweeper.await;
@@ -191,7 +206,12 @@ pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
 }
 
 /// Streamable HTTP until SIGTERM or Ctrl-C; running tasks keep their durable state.
-pub(crate) async fn serve_http(config: &Config, listen: Option<SocketAddr>, server: mcp_tasks_server::Server) -> anyhow::Result<()> {
+pub(crate) async fn serve_http(
+    config: &Config,
+    listen: Option<SocketAddr>,
+    server: mcp_tasks_server::Server,
+    sessions: Arc<dyn SessionStore>,
+) -> anyhow::Result<()> {
     let addr = listen.unwrap_or(config.server.listen);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -211,6 +231,7 @@ pub(crate) async fn serve_http(config: &Config, listen: Option<SocketAddr>, serv
         max_stream_events: config.server.max_stream_events as usize,
         header_timeout: config.server.header_timeout,
         max_listens_per_principal: config.server.max_listens_per_principal as usize,
+        sessions: Some(sessions),
     };
     if !bound.ip().is_loopback() {
         tracing::warn!(%bound, "listening beyond loopback: set server.allowed_hosts and auth tokens");

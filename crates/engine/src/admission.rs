@@ -1,7 +1,7 @@
 //! Admission: the [`Policy`] an engine applies at creation, and the bookkeeping of the work
 //! running in this process that its running limits bound ([`Work`]). On a shared store
 //! (PostgreSQL, many replicas) the running limits hold across every node too: each task and
-//! plain call also takes a running place in the store ([`TaskStore::take_place`]), held by
+//! plain call also takes a running place in the store ([`ClaimStore::take_place`](crate::ClaimStore::take_place)), held by
 //! this node's lease like a claim.
 
 use tokio_util::sync::CancellationToken;
@@ -189,7 +189,7 @@ impl Engine {
     ///
     /// The retention check here is exact among this process's creations (they are refused
     /// before they reach the store); across the nodes of a shared store the store's insert
-    /// decides, atomically ([`TaskStore::insert_claimed`](crate::TaskStore::insert_claimed)).
+    /// decides, atomically ([`ClaimStore::insert_claimed`](crate::ClaimStore::insert_claimed)).
     ///
     /// With `adopting` (the token that stops running plain-call work the task adopts,
     /// [`Engine::adopt`]), the running limits are not checked: the work is admitted and

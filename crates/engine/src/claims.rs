@@ -196,7 +196,7 @@ impl Engine {
         }
     }
 
-    /// On a shared store ([`TaskStore::shared`](crate::TaskStore::shared)), runs the
+    /// On a shared store ([`ClaimStore::shared`](crate::ClaimStore::shared)), runs the
     /// heartbeat every third of the lease and the rescuer
     /// ([`Engine::rescue_once`]) every half lease, until `shutdown` fires. A node that cannot
     /// renew for a whole lease stops all its work, as lost: by then another node may run it.

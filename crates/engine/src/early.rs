@@ -19,7 +19,8 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::{Change, Engine, Output};
-use crate::store::{EarlyEnding, Update};
+use crate::store::Update;
+use crate::store::implement::EarlyEnding;
 use crate::task::{Event, Principal, TaskId, TaskRecord, TaskState, Timestamp};
 use crate::work::Progress;
 

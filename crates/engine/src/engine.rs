@@ -23,7 +23,8 @@ use crate::input::InputWaiters;
 use crate::published::Published;
 use crate::run::Registered;
 use crate::slots::Slots;
-use crate::store::{EarlyEnding, Inserted, Lease, ListQuery, NodeId, Origin, StoreError, TaskStore, Update};
+use crate::store::implement::EarlyEnding;
+use crate::store::{Inserted, Lease, ListQuery, NodeId, Origin, StoreError, TaskStore, Update};
 use crate::task::{Event, IdempotencyKey, InputKind, Principal, TaskId, TaskRecord, TaskState, Timestamp, Version};
 use crate::trace::TraceContext;
 use crate::work::{Progress, ToolRuntime};
@@ -74,7 +75,7 @@ pub struct NewTask {
     /// The request's W3C trace context, kept with the task ([`TaskRecord::trace`]).
     pub trace: Option<TraceContext>,
     /// Where the call came from (the era and the client), written with the task's row
-    /// ([`TaskStore::origin`](crate::TaskStore::origin) reads it; the web view shows it).
+    /// ([`ViewStore::origin`](crate::ViewStore::origin) reads it; the web view shows it).
     pub origin: Option<Origin>,
 }
 
@@ -244,6 +245,17 @@ impl Engine {
         &self.inner.node
     }
 
+    /// The time now, by the engine's clock.
+    pub fn now(&self) -> Timestamp {
+        self.inner.clock.now()
+    }
+
+    /// Whether other processes serve this store too ([`ClaimStore::shared`](crate::ClaimStore::shared)):
+    /// then a 2025-11-25 HTTP session must be stored to be served by them.
+    pub fn shares_store(&self) -> bool {
+        self.inner.store.shared()
+    }
+
     /// Whether this node runs the work of tasks (by default it does). A node that does not
     /// (an HTTP tier in front of workers, on a shared store) stores each new task queued
     /// (attempt 0, unclaimed): [`Engine::start`] leaves it alone, and the first node that
@@ -315,7 +327,7 @@ impl Engine {
     /// (exactly-once submission): if `new.owner` already has a task made with `key` that is
     /// still retained (within its TTL), that task is returned as [`Creation::Existing`] and
     /// nothing is written, admitted or started. Concurrent calls with one key make one
-    /// task: the store decides ([`TaskStore::insert`]), the others get it. The key is
+    /// task: the store decides ([`RecordStore::insert`](crate::RecordStore::insert)), the others get it. The key is
     /// stored with the task, so this holds across restarts. Another owner's task with the
     /// same key is never found: keys are per principal.
     ///
@@ -351,16 +363,49 @@ impl Engine {
     /// [`Engine::admit_task`].
     pub(crate) async fn insert_new(
         &self,
-        new: NewTask,
+        mut new: NewTask,
         key: Option<IdempotencyKey>,
         adopting: Option<&CancellationToken>,
     ) -> Result<Creation, EngineError> {
         if self.tool(&new.tool).is_none() {
             return Err(EngineError::UnknownTool(new.tool));
         }
+        let origin = new.origin.take();
+        let mut record = self.new_record(new, key);
+        // Adopted work runs here whatever this node's role: the task is this node's claim.
+        let runs_work = self.runs_work() || adopting.is_some();
+        let lease = if runs_work {
+            self.lease_from_now()
+        } else {
+            // Queued for a node that runs work: attempt 0, a claim lapsed from the start.
+            record.attempt = 0;
+            Lease { node: self.inner.node.clone(), until: Timestamp(i64::MIN) }
+        };
+        let inserting = self.admit_task(&record, adopting).await?;
+        // A tool that lets its work start before the creation commits: started now, and an
+        // outcome that comes before the insert runs goes in with it.
+        let early = if runs_work && adopting.is_none() { self.start_early(&record) } else { None };
+        let (inserted, merged) = self.insert_record(&record, &lease, origin.as_ref(), early.as_ref()).await;
+        if let Some(early) = &early {
+            if matches!(inserted, Ok(Inserted::New)) {
+                early.committed(merged, Instant::now());
+            } else {
+                self.abandon_early(&record.id, early);
+            }
+        }
+        drop(inserting);
+        if !matches!(inserted, Ok(Inserted::New)) && adopting.is_none() {
+            self.release_place(&crate::store::PlaceHolder::Task(record.id.clone())).await;
+        }
+        self.inserted(record, inserted, runs_work)
+    }
+
+    /// The record of a new task made of `new` (with `key`), created now: `working`, version
+    /// and attempt 1, its TTL as the policy grants it.
+    fn new_record(&self, new: NewTask, key: Option<IdempotencyKey>) -> TaskRecord {
         let policy = self.inner.policy;
         let now = self.inner.clock.now();
-        let record = TaskRecord {
+        TaskRecord {
             id: TaskId::ordered(now),
             owner: new.owner,
             tool: new.tool,
@@ -377,58 +422,41 @@ impl Engine {
             input_kinds: new.input_kinds,
             idempotency_key: key,
             trace: new.trace,
-        };
-        // Adopted work runs here whatever this node's role: the task is this node's claim.
-        let runs_work = self.runs_work() || adopting.is_some();
-        let mut record = record;
-        let lease = if runs_work {
-            self.lease_from_now()
-        } else {
-            // Queued for a node that runs work: attempt 0, a claim lapsed from the start.
-            record.attempt = 0;
-            Lease { node: self.inner.node.clone(), until: Timestamp(i64::MIN) }
-        };
-        let inserting = self.admit_task(&record, adopting).await?;
-        // A tool that lets its work start before the creation commits: started now, and an
-        // outcome that comes before the insert runs goes in with it.
-        let early = if runs_work && adopting.is_none() { self.start_early(&record) } else { None };
-        let (inserted, merged) = match &early {
-            None => {
-                let inserted = self
-                    .inner
-                    .store
-                    .insert_claimed(&record, &lease, policy.max_retained_per_principal, new.origin.as_ref())
-                    .await;
-                (inserted, None)
-            }
+        }
+    }
+
+    /// Inserts `record` claimed by `lease` under the retention limit, with the outcome of its
+    /// `early` work if that ended before the insert ran (then also the record written with
+    /// it).
+    async fn insert_record(
+        &self,
+        record: &TaskRecord,
+        lease: &Lease,
+        origin: Option<&Origin>,
+        early: Option<&Arc<Early>>,
+    ) -> (Result<Inserted, StoreError>, Option<Arc<TaskRecord>>) {
+        let max_retained = self.inner.policy.max_retained_per_principal;
+        match early {
+            None => (self.inner.store.insert_claimed(record, lease, max_retained, origin).await, None),
             Some(early) => {
                 let ending: Arc<dyn EarlyEnding> = Arc::<Early>::clone(early);
-                match self
-                    .inner
-                    .store
-                    .insert_claimed_early(&record, &lease, policy.max_retained_per_principal, new.origin.as_ref(), ending)
-                    .await
-                {
+                match self.inner.store.insert_claimed_early(record, lease, max_retained, origin, ending).await {
                     Ok((inserted, merged)) => (Ok(inserted), merged),
                     Err(err) => (Err(err), None),
                 }
             }
-        };
-        if let Some(early) = &early {
-            if matches!(inserted, Ok(Inserted::New)) {
-                early.committed(merged, Instant::now());
-            } else {
-                self.abandon_early(&record.id, early);
-            }
         }
-        drop(inserting);
-        if !matches!(inserted, Ok(Inserted::New)) && adopting.is_none() {
-            self.release_place(&crate::store::PlaceHolder::Task(record.id.clone())).await;
-        }
+    }
+
+    /// What the insert of the new task `record` answers: the task created (claimed by this
+    /// node if it `runs_work`, and published), the owner's retained task with its key, or the
+    /// refusal; what this node noted of a record not stored is forgotten.
+    fn inserted(&self, record: TaskRecord, inserted: Result<Inserted, StoreError>, runs_work: bool) -> Result<Creation, EngineError> {
         match inserted {
             Err(StoreError::Full { owner, retained }) => {
                 self.forget(&record.id, record.attempt);
-                Err(LimitExceeded::RetainedPerPrincipal { owner, retained, limit: policy.max_retained_per_principal }.into())
+                let limit = self.inner.policy.max_retained_per_principal;
+                Err(LimitExceeded::RetainedPerPrincipal { owner, retained, limit }.into())
             }
             Err(err) => {
                 self.forget(&record.id, record.attempt);

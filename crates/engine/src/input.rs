@@ -1,10 +1,10 @@
 //! Input requests: the work of a task asks its requestor a question (the task is
 //! `input_required` until answered) and waits; the dialect delivers it and hands the
 //! client's answer back through [`Engine::answer`], on whichever node: the answer is stored
-//! with the task in the same write that takes the request out ([`TaskStore::answer`]), and
+//! with the task in the same write that takes the request out ([`RecordStore::answer`]), and
 //! the work, wherever it runs, wakes on that change and takes it.
 //!
-//! [`TaskStore::answer`]: crate::TaskStore::answer
+//! [`RecordStore::answer`]: crate::RecordStore::answer
 
 use std::sync::Arc;
 

@@ -1,5 +1,5 @@
 //! Process groups a server keeps running beside its tasks (a proxy's stdio upstream),
-//! recorded in the store under a key of the caller's ([`TaskStore::set_kept_group`]), so that
+//! recorded in the store under a key of the caller's ([`WorkStore::set_kept_group`]), so that
 //! the next server on the store ends the group a killed one left running
 //! ([`Engine::end_kept_group`]) before it starts its own.
 //!
@@ -9,7 +9,7 @@
 //! machine (a replica on a shared store) or before a reboot is never looked at. Linux only;
 //! elsewhere nothing is recorded and nothing is ended.
 //!
-//! [`TaskStore::set_kept_group`]: crate::TaskStore::set_kept_group
+//! [`WorkStore::set_kept_group`]: crate::WorkStore::set_kept_group
 
 use std::time::Duration;
 

@@ -4,9 +4,13 @@
 //!
 //! # Layout
 //!
-//! Every type is exported here, at the root; the modules are private.
+//! Every type a user of the engine names is exported here, at the root; the modules are
+//! private, but for [`store`], whose [`store::implement`] holds the helpers meant only for
+//! the store crates.
 //! - `task`: ids, statuses, [`TaskState`] and the one transition function [`TaskState::on`].
-//! - `store`: the [`TaskStore`] seam (compare-and-set writes) and its errors.
+//! - [`store`]: the store seam, split by role ([`RecordStore`], [`ClaimStore`],
+//!   [`ViewStore`], [`WorkStore`]) and joined by [`TaskStore`], the one handle the engine
+//!   holds; [`SessionStore`], the HTTP transport's session records; and the store errors.
 //! - `engine`: [`Engine`]: create, get, list, cancel ([`Engine::cancel`] and the cooperative
 //!   [`Engine::request_cancel`]), await, and the one compare-and-set loop.
 //! - `admission`: the [`Policy`] and its limits on the work running in this process (and, on
@@ -29,10 +33,6 @@
 //! - `slots`: a tool's `max_concurrent` limit, a gate that admits queued calls in order.
 //! - `error`: [`EngineError`], [`LimitExceeded`] for the [`Policy`] limits, and the
 //!   engine's own failures of the work, [`WorkError`] and [`InputError`].
-//! - `sessions`: the 2025-11-25 HTTP session records of the store, for the transport
-//!   ([`Engine::save_session`], [`Engine::stored_session`], …).
-//! - `local`: [`LocalPlaces`] and [`LocalSessions`], the running places and session records
-//!   of a store one process owns, kept in its memory.
 //! - `clock`: injected time.
 //! - `trace`: [`TraceContext`], the W3C trace context a task keeps from its request.
 //!
@@ -59,7 +59,7 @@
 //! - A task is in the store before [`Engine::create`] returns.
 //! - With an idempotency key ([`Engine::create_with_key`]) an owner gets at most one
 //!   retained task per key, however many calls race and across restarts; the store
-//!   enforces it ([`TaskStore::insert`]).
+//!   enforces it ([`RecordStore::insert`]).
 //! - Every write is a compare-and-set on the task's version; a runner's write also carries
 //!   its attempt, so a stale attempt cannot complete a task, and nothing completes twice.
 //!   Recovery writes the same way: a task that keeps changing under it is skipped.
@@ -77,14 +77,12 @@ mod error;
 mod fast;
 mod input;
 mod kept;
-mod local;
 mod maintenance;
 mod process;
 mod published;
 mod run;
-mod sessions;
 mod slots;
-mod store;
+pub mod store;
 mod task;
 mod trace;
 mod view;
@@ -97,12 +95,11 @@ pub use clock::{Clock, FakeClock, SystemClock};
 pub use engine::{Change, Creation, DEFAULT_LEASE, Engine, NewTask, Output};
 pub use fast::{FastMap, FastSet};
 pub use error::{EngineError, InputError, LimitExceeded, WorkError};
-pub use local::{LocalPlaces, LocalSessions};
 pub use maintenance::{Recovery, Sweep};
 pub use process::{KeptGroup, Leftover, ProcessGroup, TASK_ID_ENV};
 pub use store::{
-    Answer, BrowseQuery, Cursor, EarlyEnding, HistoryEntry, Inserted, Lease, ListQuery, NodeId, Origin, Place, PlaceHolder, RunningLimits,
-    SessionRecord, StoreError, TaskStore, Update,
+    Answer, BrowseQuery, ClaimStore, Cursor, HistoryEntry, Inserted, Lease, ListQuery, NodeId, Origin, Place, PlaceHolder, RecordStore,
+    RunningLimits, SessionRecord, SessionStore, StoreError, TaskStore, Update, ViewStore, WorkStore,
 };
 pub use task::{
     ErrorObject, Event, EventKind, IdempotencyKey, InputKind, InputRequest, InputRequests, Outcome, Principal,

@@ -61,7 +61,7 @@ impl Engine {
     /// recorded): a failed task never has a process left, and a retried one never runs
     /// beside its interrupted attempt.
     ///
-    /// Each task is first taken over ([`TaskStore::claim`](crate::TaskStore::claim)), which
+    /// Each task is first taken over ([`ClaimStore::claim`](crate::ClaimStore::claim)), which
     /// bumps its attempt: whatever the previous runner still writes is refused. A task whose
     /// requestor had asked it to stop is cancelled instead.
     ///
@@ -128,88 +128,113 @@ impl Engine {
         tagged: &mut std::collections::HashMap<String, Vec<u32>>,
         report: &mut Recovery,
     ) -> Result<(), EngineError> {
-        {
-            let Some(taken) = taken?
-            else {
-                tracing::debug!(task = %task.id, "another node took the lapsed task over first");
-                report.skipped += 1;
-                return Ok(());
-            };
-            self.end_leftover_group(task).await?;
-            if let Some(pids) = tagged.remove(task.id.as_str()) {
-                tracing::warn!(task = %task.id, processes = pids.len(), "killed processes a previous server left running");
-                if !process::end_tagged(&pids).await {
-                    tracing::error!(task = %task.id, "processes a previous server left running survived SIGKILL");
-                }
-            }
-            if self.inner.store.cancel_requested(&task.id).await? {
-                let cancelled = self
-                    .apply(&task.id, None, Some(taken.attempt), |_| (Event::Cancel, Some(CANCELLED_MESSAGE.to_owned())))
-                    .await;
-                match cancelled {
-                    Ok(_) => report.cancelled += 1,
-                    Err(EngineError::Refused { .. } | EngineError::NotFound(_) | EngineError::Contended(_)) => {
-                        report.skipped += 1;
-                    }
-                    Err(err) => return Err(err),
-                }
-                return Ok(());
-            }
-            if task.attempt == 0 {
-                // Queued, never run: its first attempt starts here.
-                return match self.start(&taken) {
-                    Ok(()) => {
-                        report.started += 1;
-                        Ok(())
-                    }
-                    Err(EngineError::UnknownTool(tool)) => {
-                        tracing::warn!(task = %task.id, %tool, "a queued task's tool is not registered here; failing it");
-                        let failure = WorkError::InterruptedByRestart;
-                        self.fail_interrupted(&taken, failure).await.map(|()| report.failed += 1)
-                    }
-                    Err(err) => Err(err),
-                };
-            }
-            let runtime = self.tool(&task.tool);
-            // A task whose handler recorded a checkpoint is run again whatever its policy:
-            // the handler said where its work stands so that it can resume from there
-            // (e.g. a proxied call polls the upstream task it had started).
-            let resumable = runtime.is_some() && self.inner.store.checkpoint(&task.id).await?.is_some();
-            let policy = runtime.map(|tool| {
-                let on_restart = if resumable { RestartPolicy::Retry } else { tool.on_restart };
-                (on_restart, tool.max_attempts.max(1))
-            });
-            let done = match policy {
-                Some((RestartPolicy::Retry, max_attempts)) if task.attempt < max_attempts => {
-                    match self.restart(&taken).await {
-                        Ok(Some(restarted)) => {
-                            self.start(&restarted)?;
-                            report.retried += 1;
-                            Ok(())
-                        }
-                        Ok(None) => Err(EngineError::Contended(task.id.clone())),
-                        Err(err) => Err(err),
-                    }
-                }
-                Some((RestartPolicy::Retry, max_attempts)) => {
-                    tracing::warn!(task = %task.id, tool = %task.tool, attempts = task.attempt, "a retried task was interrupted on its last attempt; failing it");
-                    let failure = WorkError::InterruptedRepeatedly { times: task.attempt, max_attempts };
-                    self.fail_interrupted(&taken, failure).await.map(|()| report.failed += 1)
-                }
-                Some((RestartPolicy::Fail, _)) | None => {
-                    self.fail_interrupted(&taken, WorkError::InterruptedByRestart).await.map(|()| report.failed += 1)
-                }
-            };
-            match done {
-                Ok(()) => {}
-                Err(EngineError::Contended(_) | EngineError::Refused { .. } | EngineError::NotFound(_)) => {
-                    tracing::warn!(task = %task.id, "the task changed while it was recovered; skipping it");
-                    report.skipped += 1;
-                }
-                Err(err) => return Err(err),
+        let Some(taken) = taken?
+        else {
+            tracing::debug!(task = %task.id, "another node took the lapsed task over first");
+            report.skipped += 1;
+            return Ok(());
+        };
+        self.end_leftovers(task, tagged).await?;
+        if self.inner.store.cancel_requested(&task.id).await? {
+            return self.cancel_taken(task, &taken, report).await;
+        }
+        if task.attempt == 0 {
+            return self.start_queued(task, &taken, report).await;
+        }
+        self.restart_or_fail(task, &taken, report).await
+    }
+
+    /// Ends what the previous runner of lapsed `task` left running: its recorded process
+    /// group, and the processes tagged with its id (`tagged`, taken out).
+    async fn end_leftovers(
+        &self,
+        task: &TaskRecord,
+        tagged: &mut std::collections::HashMap<String, Vec<u32>>,
+    ) -> Result<(), EngineError> {
+        self.end_leftover_group(task).await?;
+        if let Some(pids) = tagged.remove(task.id.as_str()) {
+            tracing::warn!(task = %task.id, processes = pids.len(), "killed processes a previous server left running");
+            if !process::end_tagged(&pids).await {
+                tracing::error!(task = %task.id, "processes a previous server left running survived SIGKILL");
             }
         }
         Ok(())
+    }
+
+    /// Cancels `taken` (lapsed `task`, taken over), whose cancel was requested.
+    async fn cancel_taken(&self, task: &TaskRecord, taken: &TaskRecord, report: &mut Recovery) -> Result<(), EngineError> {
+        let cancelled = self
+            .apply(&task.id, None, Some(taken.attempt), |_| (Event::Cancel, Some(CANCELLED_MESSAGE.to_owned())))
+            .await;
+        match cancelled {
+            Ok(_) => report.cancelled += 1,
+            Err(EngineError::Refused { .. } | EngineError::NotFound(_) | EngineError::Contended(_)) => {
+                report.skipped += 1;
+            }
+            Err(err) => return Err(err),
+        }
+        Ok(())
+    }
+
+    /// Starts the first attempt of `taken` (queued `task`, never run), or fails it if its
+    /// tool is not registered here.
+    async fn start_queued(&self, task: &TaskRecord, taken: &TaskRecord, report: &mut Recovery) -> Result<(), EngineError> {
+        match self.start(taken) {
+            Ok(()) => {
+                report.started += 1;
+                Ok(())
+            }
+            Err(EngineError::UnknownTool(tool)) => {
+                tracing::warn!(task = %task.id, %tool, "a queued task's tool is not registered here; failing it");
+                let failure = WorkError::InterruptedByRestart;
+                self.fail_interrupted(taken, failure).await.map(|()| report.failed += 1)
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Runs `taken` (interrupted `task`, taken over) again or fails it, by its tool's restart
+    /// policy and attempts; a task that changed meanwhile is skipped.
+    async fn restart_or_fail(&self, task: &TaskRecord, taken: &TaskRecord, report: &mut Recovery) -> Result<(), EngineError> {
+        let runtime = self.tool(&task.tool);
+        // A task whose handler recorded a checkpoint is run again whatever its policy:
+        // the handler said where its work stands so that it can resume from there
+        // (e.g. a proxied call polls the upstream task it had started).
+        let resumable = runtime.is_some() && self.inner.store.checkpoint(&task.id).await?.is_some();
+        let policy = runtime.map(|tool| {
+            let on_restart = if resumable { RestartPolicy::Retry } else { tool.on_restart };
+            (on_restart, tool.max_attempts.max(1))
+        });
+        let done = match policy {
+            Some((RestartPolicy::Retry, max_attempts)) if task.attempt < max_attempts => {
+                match self.restart(taken).await {
+                    Ok(Some(restarted)) => {
+                        self.start(&restarted)?;
+                        report.retried += 1;
+                        Ok(())
+                    }
+                    Ok(None) => Err(EngineError::Contended(task.id.clone())),
+                    Err(err) => Err(err),
+                }
+            }
+            Some((RestartPolicy::Retry, max_attempts)) => {
+                tracing::warn!(task = %task.id, tool = %task.tool, attempts = task.attempt, "a retried task was interrupted on its last attempt; failing it");
+                let failure = WorkError::InterruptedRepeatedly { times: task.attempt, max_attempts };
+                self.fail_interrupted(taken, failure).await.map(|()| report.failed += 1)
+            }
+            Some((RestartPolicy::Fail, _)) | None => {
+                self.fail_interrupted(taken, WorkError::InterruptedByRestart).await.map(|()| report.failed += 1)
+            }
+        };
+        match done {
+            Ok(()) => Ok(()),
+            Err(EngineError::Contended(_) | EngineError::Refused { .. } | EngineError::NotFound(_)) => {
+                tracing::warn!(task = %task.id, "the task changed while it was recovered; skipping it");
+                report.skipped += 1;
+                Ok(())
+            }
+            Err(err) => Err(err),
+        }
     }
 
     /// Gives back the claim this node took on task `id` (at `attempt`) but could not resolve

@@ -22,7 +22,7 @@ const GROUP_POLL: Duration = Duration::from_millis(10);
 
 /// The environment variable that carries the task's id into its command's processes (and,
 /// inherited, their children): what finds a crashed server's processes that it had no time
-/// to record ([`TaskStore::set_process_group`](crate::TaskStore::set_process_group) comes
+/// to record ([`WorkStore::set_process_group`](crate::WorkStore::set_process_group) comes
 /// right after the spawn).
 pub const TASK_ID_ENV: &str = "MCP_TASKS_TASK_ID";
 
@@ -147,7 +147,7 @@ impl ProcessGroup {
 }
 
 /// A process group a server keeps running beside its tasks (a proxy's stdio upstream), as
-/// [`TaskStore::set_kept_group`](crate::TaskStore::set_kept_group) records it: the group,
+/// [`WorkStore::set_kept_group`](crate::WorkStore::set_kept_group) records it: the group,
 /// and the process that keeps it (its pid and start time), so that a server finding the
 /// record can tell a keeper that still runs (another replica on this machine: its group is
 /// left alone) from one that is gone.

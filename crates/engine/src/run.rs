@@ -112,7 +112,7 @@ impl Engine {
     /// forbids it: no idempotency key (a keyed call must never run twice), this node runs
     /// the work, the store is not shared, and the tool has no slots (whose queue order is
     /// that of [`Engine::start`]). The [`Early`] returned goes to the insert
-    /// ([`TaskStore::insert_claimed_early`](crate::TaskStore::insert_claimed_early)).
+    /// ([`ClaimStore::insert_claimed_early`](crate::ClaimStore::insert_claimed_early)).
     pub(crate) fn start_early(&self, task: &TaskRecord) -> Option<Arc<Early>> {
         if task.idempotency_key.is_some() || task.attempt == 0 || self.inner.store.shared() {
             return None;
@@ -154,18 +154,8 @@ impl Engine {
         let engine = self.clone();
         let (id, attempt, arguments) = (task.id.clone(), task.attempt, task.arguments.clone());
         let (tool, error_result_fails) = (task.tool.clone(), task.error_result_fails);
-        // The task's span, a child of the request's trace when it carried one; the work
-        // (the handler, in its own Tokio task) runs inside it.
-        let span = tracing::info_span!(
-            "task",
-            task = %task.id,
-            tool = %task.tool,
-            attempt = task.attempt,
-            trace_id = tracing::field::Empty,
-        );
-        if let Some(trace) = &task.trace {
-            trace.adopt(&span);
-        }
+        // The work (the handler, in its own Tokio task) runs inside the task's span.
+        let span = task_span(task);
         tokio::spawn(async move {
             let permit = match entry {
                 None => None,
@@ -446,4 +436,19 @@ fn queued_message(size: u32, tool: &str) -> String {
     } else {
         format!("queued: waiting for one of {size} slots of tool {tool}")
     }
+}
+
+/// The span of `task`'s work, a child of the request's trace when it carried one.
+fn task_span(task: &TaskRecord) -> tracing::Span {
+    let span = tracing::info_span!(
+        "task",
+        task = %task.id,
+        tool = %task.tool,
+        attempt = task.attempt,
+        trace_id = tracing::field::Empty,
+    );
+    if let Some(trace) = &task.trace {
+        trace.adopt(&span);
+    }
+    span
 }

@@ -9,7 +9,7 @@ use crate::store::{BrowseQuery, HistoryEntry, Origin};
 use crate::task::{Principal, Status, TaskId};
 
 impl Engine {
-    /// A page of the owner's tasks, newest first, filtered ([`TaskStore::browse`](crate::TaskStore::browse)).
+    /// A page of the owner's tasks, newest first, filtered ([`ViewStore::browse`](crate::ViewStore::browse)).
     ///
     /// # Errors
     /// A store failure.

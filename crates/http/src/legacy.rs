@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
-use mcp_tasks_engine::{FastMap, Principal};
+use mcp_tasks_engine::{FastMap, Principal, SessionStore, Timestamp};
 use mcp_tasks_protocol::jsonrpc::RequestId;
 use tokio::sync::{mpsc, oneshot};
 
@@ -43,8 +43,8 @@ pub(super) async fn end_idle_sessions(app: Weak<App>) {
         let Some(app) = app.upgrade() else { return };
         let tick = Instant::now();
         end_idle_once(&app, tick);
-        if app.server.engine().shares_store() {
-            sync_stored(&app, last_sync).await;
+        if let Some(sessions) = app.stored_sessions() {
+            sync_stored(&app, &**sessions, last_sync).await;
         }
         last_sync = tick;
     }
@@ -57,12 +57,12 @@ const STORED_BATCH: usize = 500;
 /// since `since` (so that no replica prunes a session in use elsewhere), lets go of those whose
 /// record is gone (ended through another replica: their GET streams end), and deletes the
 /// records nobody used for [`Options::session_idle`](super::Options::session_idle), a bounded batch.
-async fn sync_stored(app: &App, since: Instant) {
+async fn sync_stored(app: &App, sessions: &dyn SessionStore, since: Instant) {
     let engine = app.server.engine();
     let used: Vec<String> =
         app.sessions().iter().filter(|(_, http)| http.used_since(since)).map(|(id, _)| id.clone()).collect();
     for batch in used.chunks(STORED_BATCH) {
-        let stored = match engine.touch_sessions(batch).await {
+        let stored = match sessions.touch_sessions(batch, engine.now()).await {
             Ok(stored) => stored,
             Err(err) => {
                 tracing::warn!(error = %err, "could not mark the sessions used in the store; trying again next pass");
@@ -76,7 +76,9 @@ async fn sync_stored(app: &App, since: Instant) {
             }
         }
     }
-    match engine.prune_sessions(app.options.session_idle, STORED_BATCH as u32).await {
+    let idle_ms = i64::try_from(app.options.session_idle.as_millis()).unwrap_or(i64::MAX);
+    let idle_before = Timestamp(engine.now().0.saturating_sub(idle_ms));
+    match sessions.prune_sessions(idle_before, STORED_BATCH as u32).await {
         Ok(0) => {}
         Ok(pruned) => tracing::info!(pruned, "stored sessions ended: idle"),
         Err(err) => tracing::warn!(error = %err, "could not prune idle stored sessions"),

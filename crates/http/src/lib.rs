@@ -53,7 +53,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::middleware::{self, Next};
 use axum::routing::{get, post};
-use mcp_tasks_engine::{FastMap, Principal, TaskId};
+use mcp_tasks_engine::{FastMap, Principal, SessionRecord, SessionStore, TaskId};
 use mcp_tasks_protocol::jsonrpc::{self, Incoming, RpcError};
 use serde_json::Value;
 use tokio::net::TcpListener;
@@ -173,12 +173,19 @@ pub struct Options {
     /// once (the era's only stream that outlives a request); one more is refused (429,
     /// `-32010`, `max_listens_per_principal`).
     pub max_listens_per_principal: usize,
+    /// Where 2025-11-25 sessions are stored when the engine's store is shared with other
+    /// replicas ([`Engine::shares_store`](mcp_tasks_engine::Engine::shares_store)), so that
+    /// any replica serves any session and a DELETE through one ends it for all: the same
+    /// store as the engine's. `None`, or a store that is not shared: sessions live in this
+    /// process's memory alone.
+    pub sessions: Option<Arc<dyn SessionStore>>,
 }
 
 impl Default for Options {
     /// Local clients only, 4 MiB bodies, no tokens, sessions idle for 30 minutes ended,
     /// `/metrics` and `/ui` served; 64 sessions per principal, 32 streams per session, 1000
-    /// events buffered per stream, 10 s to send headers, 16 listen streams per principal.
+    /// events buffered per stream, 10 s to send headers, 16 listen streams per principal;
+    /// sessions kept in memory alone.
     fn default() -> Options {
         Options {
             allowed_hosts: Vec::new(),
@@ -193,6 +200,7 @@ impl Default for Options {
             max_stream_events: 1000,
             header_timeout: Duration::from_secs(10),
             max_listens_per_principal: 16,
+            sessions: None,
         }
     }
 }
@@ -394,8 +402,8 @@ async fn delete_session(State(app): State<Arc<App>>, headers: HeaderMap) -> Resp
             app.sessions().remove(&id);
             http.peer.conn().abort();
             // On a shared store, for every replica: their next request of it reads no record.
-            if app.server.engine().shares_store()
-                && let Err(err) = app.server.engine().end_stored_session(&id).await
+            if let Some(sessions) = app.stored_sessions()
+                && let Err(err) = sessions.end_session(&id).await
             {
                 tracing::warn!(session = %id, error = %err, "could not delete the stored session");
                 return unavailable();
@@ -431,6 +439,12 @@ fn carry_trace_headers(headers: &HeaderMap, request: &mut jsonrpc::Request) {
 }
 
 impl App {
+    /// Where sessions are stored for the other replicas: [`Options::sessions`] when the
+    /// engine's store is shared; `None` when they live in this process's memory alone.
+    fn stored_sessions(&self) -> Option<&Arc<dyn SessionStore>> {
+        self.options.sessions.as_ref().filter(|_| self.server.engine().shares_store())
+    }
+
     async fn post(&self, headers: &HeaderMap, body: Body) -> Result<Response, Response> {
         let principal = guard(&self.options, headers).await.map_err(|r| *r)?;
         // Read once: whether the answer may be an SSE stream.
@@ -528,11 +542,12 @@ impl App {
             http.peer.conn().abort();
             return json(StatusCode::OK, &message);
         }
-        if self.server.engine().shares_store() {
+        if let Some(sessions) = self.stored_sessions() {
             // Stored before its id leaves, so that any replica serves its next request.
-            http.peer.conn().set_stored_as(&id);
+            http.peer.conn().set_stored_as(&id, sessions);
             let state = http.peer.legacy_state().unwrap_or(Value::Null);
-            if let Err(err) = self.server.engine().save_session(&id, &http.principal, state).await {
+            let record = SessionRecord::put(&id, &http.principal, state, self.server.engine().now());
+            if let Err(err) = sessions.put_session(&record).await {
                 tracing::warn!(error = %err, "could not store a new session");
                 http.peer.conn().abort();
                 return unavailable();
@@ -621,11 +636,10 @@ impl App {
             Some(_) => return Err(no_such_session()),
             None => None,
         };
-        let engine = self.server.engine();
-        if !engine.shares_store() {
+        let Some(sessions) = self.stored_sessions() else {
             return held.map(|http| (id.to_owned(), http)).ok_or_else(no_such_session);
-        }
-        let record = match engine.stored_session(id, principal).await {
+        };
+        let record = match sessions.session(id, principal).await {
             Ok(record) => record,
             Err(err) => {
                 tracing::warn!(error = %err, "could not read a stored session");
@@ -647,16 +661,16 @@ impl App {
                 }
                 Ok((id.to_owned(), http))
             }
-            None => self.restore(record).map(|http| (id.to_owned(), http)),
+            None => self.restore(record, sessions).map(|http| (id.to_owned(), http)),
         }
     }
 
     /// Serves stored session `record` on this replica from now on: a new connection with the
     /// session `initialize` made elsewhere (or here, before this replica let it go).
-    fn restore(&self, record: mcp_tasks_engine::SessionRecord) -> Result<Arc<HttpSession>, Rejection> {
+    fn restore(&self, record: SessionRecord, sessions: &Arc<dyn SessionStore>) -> Result<Arc<HttpSession>, Rejection> {
         let listing = if self.options.auth.is_some() { Listing::Principal } else { Listing::Session };
         let http = HttpSession::open(self.server.clone(), record.owner.clone(), listing, self.options.max_stream_events);
-        http.peer.conn().set_stored_as(&record.id);
+        http.peer.conn().set_stored_as(&record.id, sessions);
         if let Err(err) = http.peer.restore_legacy(&record.state, record.created) {
             http.peer.conn().abort();
             tracing::warn!(session = %record.id, error = %err, "a stored session cannot be served");

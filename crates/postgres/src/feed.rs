@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use mcp_tasks_engine::{TaskId, TaskRecord, Version};
 
 use crate::sql;
-use crate::store::read_record;
+use crate::rows::read_record;
 
 /// Capacity of the feed; a slower subscriber lags and re-reads.
 const FEED_CAPACITY: usize = 4096;

@@ -14,7 +14,10 @@
 //! No TLS in this build: connect over loopback, a private network or a Unix socket.
 //!
 //! # Layout
-//! - `store`: [`PostgresStore`]: connecting, the pool, the trait's methods.
+//! - `store`: [`PostgresStore`]: connecting, the pool, the statement helpers.
+//! - `records`, `claims`, `view`, `work`, `sessions`: the store traits, one file per role
+//!   ([`mcp_tasks_engine::store`]).
+//! - `rows`: the keyed insert and its bound columns, rows decoded into tasks.
 //! - `sql`: every statement the store runs (public only for the EXPLAIN tests).
 //! - `migrate`: the numbered migrations embedded from `migrations/000n_….sql`, applied at
 //!   connect under `pg_advisory_xact_lock`, tracked in `mcp_tasks_schema`.
@@ -23,13 +26,20 @@
 //! - `feed`: the change feed across replicas (`LISTEN/NOTIFY` and a polling backstop).
 //! - `url`: [`redact`]: connection URLs as they may be shown, the password hidden.
 
+mod claims;
 mod feed;
 mod migrate;
 mod outage;
+mod records;
+mod rows;
+mod sessions;
 #[doc(hidden)]
 pub mod sql;
 mod store;
 mod url;
+mod view;
+mod work;
 
-pub use store::{Commit, PostgresStore};
+pub use mcp_tasks_engine::store::implement::Commit;
+pub use store::PostgresStore;
 pub use url::redact;

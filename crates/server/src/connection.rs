@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
-use mcp_tasks_engine::Principal;
+use mcp_tasks_engine::{Principal, SessionStore};
 use mcp_tasks_protocol::jsonrpc::{self, RequestId, Response, RpcError};
 use serde::Serialize;
 use serde_json::Value;
@@ -199,9 +199,9 @@ pub struct Connection {
     /// latest 2026-07-28 request's `_meta`); recorded with the tasks it creates.
     client_info: Mutex<Option<(String, String)>>,
     /// The `Mcp-Session-Id` under which the store keeps this connection's session record
-    /// (HTTP on a shared store): what the session changes is written there too, for the other
-    /// replicas. Unset otherwise.
-    stored_as: OnceLock<String>,
+    /// (HTTP on a shared store), and the store the HTTP transport keeps it in: what the
+    /// session changes is written there too, for the other replicas. Unset otherwise.
+    stored_as: OnceLock<(String, Arc<dyn SessionStore>)>,
 }
 
 #[derive(Default)]
@@ -223,14 +223,15 @@ impl Connection {
         *self.client_info.lock().unwrap_or_else(PoisonError::into_inner) = Some((name.to_owned(), version.to_owned()));
     }
 
-    /// From now on the session's changes are written to the store's record `id` too.
-    pub fn set_stored_as(&self, id: &str) {
-        let _ = self.stored_as.set(id.to_owned());
+    /// From now on the session's changes are written to record `id` of `sessions` too.
+    pub fn set_stored_as(&self, id: &str, sessions: &Arc<dyn SessionStore>) {
+        let _ = self.stored_as.set((id.to_owned(), Arc::clone(sessions)));
     }
 
-    /// The id of the store's record of this connection's session, if it has one.
-    pub(crate) fn stored_as(&self) -> Option<&str> {
-        self.stored_as.get().map(String::as_str)
+    /// The id of the store's record of this connection's session and the store keeping it,
+    /// if it has one.
+    pub(crate) fn stored_as(&self) -> Option<(&str, &dyn SessionStore)> {
+        self.stored_as.get().map(|(id, sessions)| (id.as_str(), &**sessions))
     }
 
     /// The client's name and version, if it named itself.

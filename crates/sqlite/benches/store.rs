@@ -22,7 +22,7 @@ use serde_json::json;
 use tempfile::TempDir;
 use tokio::runtime::Runtime;
 
-use mcp_tasks_engine::{TaskRecord, TaskState, TaskStore, Timestamp, Update};
+use mcp_tasks_engine::{RecordStore, TaskRecord, TaskState, Timestamp, Update};
 use mcp_tasks_sqlite::{SqliteStore, Synchronous};
 use mcp_tasks_testkit::store_suite::sample_task;
 

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use mcp_tasks_engine::{Cursor, ListQuery, Principal, TaskId, TaskStore, Timestamp};
+use mcp_tasks_engine::{Cursor, ListQuery, Principal, RecordStore, TaskId, Timestamp};
 use mcp_tasks_sqlite::SqliteStore;
 use serde_json::{Value, json};
 

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use mcp_tasks_engine::{Principal, TaskId, TaskRecord, TaskState, TaskStore, Timestamp, Version};
+use mcp_tasks_engine::{Principal, RecordStore, TaskId, TaskRecord, TaskState, Timestamp, Version};
 use mcp_tasks_sqlite::SqliteStore;
 use serde_json::json;
 

@@ -2,7 +2,16 @@
 //! [`mcp_tasks_engine::TaskStore`] on one SQLite file (rusqlite, SQLite bundled).
 //!
 //! # Layout
-//! - `store`: [`SqliteStore`]: opening, connection settings, the trait's queries.
+//! - `store`: [`SqliteStore`]: the handle, opening, connection settings, reads and queued
+//!   writes.
+//! - `writer`: the writer thread: group commit, prepared statements, the transaction a
+//!   write runs in, checkpoints, the disk's free space.
+//! - `sql`: the SQL text the roles share (columns, status lists, `REPLACE`, the writer's
+//!   statements).
+//! - `rows`: a task as a row (encoding, decoding, the status history a write records).
+//! - `records`, `claims`, `view`, `work`, `sessions`: the store traits, one file per role
+//!   ([`mcp_tasks_engine::store`]).
+//! - `hot`: the tasks written last, kept by the writer thread.
 //! - `migrate`: the numbered migrations embedded from `migrations/000n_….sql`, applied
 //!   on open and tracked with `PRAGMA user_version`.
 //! - `compat`: reading rows written by earlier builds (input requests named by method).
@@ -23,10 +32,19 @@
 //! (`PATH-lock`); other programs may read the file, and wait up to a busy timeout for the
 //! write lock.
 
+mod claims;
 mod compat;
 mod faults;
 mod hot;
 mod migrate;
+mod records;
+mod rows;
+mod sessions;
+mod sql;
 mod store;
+mod view;
+mod work;
+mod writer;
 
-pub use store::{Commit, SqliteStore, Synchronous, WriteStats};
+pub use mcp_tasks_engine::store::implement::Commit;
+pub use store::{SqliteStore, Synchronous, WriteStats};

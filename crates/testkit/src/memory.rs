@@ -1,4 +1,4 @@
-//! [`MemoryStore`]: a [`TaskStore`] in a map behind a std mutex, for tests.
+//! [`MemoryStore`]: a [`TaskStore`](mcp_tasks_engine::TaskStore) (and a [`SessionStore`]) in a map behind a std mutex, for tests.
 //!
 //! It keeps every contract of the trait (compare-and-set on the version, `Duplicate` on a
 //! taken id, one retained task per owner and idempotency key (a map beside the tasks, as
@@ -11,7 +11,7 @@
 //! The multi-node part of the trait holds too: claims with leases (lapsing at the `now` given),
 //! the retention limit checked under the same lock as the insert, cancel requests, stored
 //! input answers, and the change feed (a broadcast sent under the lock, so in write order).
-//! It is one process's store ([`TaskStore::shared`] is `false`). Running places and HTTP
+//! It is one process's store ([`ClaimStore::shared`] is `false`). Running places and HTTP
 //! session records are the engine's [`LocalPlaces`] and [`LocalSessions`], as in SQLite.
 //!
 //! The orders follow the SQLite store's: `unfinished` by (creation time, id), `expired` and
@@ -24,10 +24,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use async_trait::async_trait;
 use tokio::sync::broadcast;
 
+use mcp_tasks_engine::store::implement::{LocalPlaces, LocalSessions};
 use mcp_tasks_engine::{
-    Answer, BrowseQuery, HistoryEntry, IdempotencyKey, Inserted, KeptGroup, Lease, ListQuery, LocalPlaces, LocalSessions, Origin,
-    Place, PlaceHolder, Principal, ProcessGroup, RunningLimits, SessionRecord, Status, StoreError, TaskId, TaskRecord,
-    TaskStore, Timestamp, Update, Version,
+    Answer, BrowseQuery, ClaimStore, HistoryEntry, IdempotencyKey, Inserted, KeptGroup, Lease, ListQuery, Origin, Place,
+    PlaceHolder, Principal, ProcessGroup, RecordStore, RunningLimits, SessionRecord, SessionStore, Status, StoreError, TaskId,
+    TaskRecord, Timestamp, Update, Version, ViewStore, WorkStore,
 };
 
 /// Capacity of the change feed; a slower subscriber lags and re-reads.
@@ -177,7 +178,7 @@ impl MemoryStore {
         let _ = self.feed.send(Arc::new(task.clone()));
     }
 
-    /// The insert of [`TaskStore::insert`], under the caller's lock.
+    /// The insert of [`RecordStore::insert`], under the caller's lock.
     fn insert_locked(tables: &mut Tables, task: &TaskRecord) -> Result<Inserted, StoreError> {
         if tables.tasks.contains_key(&task.id) {
             return Err(StoreError::Duplicate(task.id.clone()));
@@ -201,7 +202,7 @@ impl MemoryStore {
         Ok(Inserted::New)
     }
 
-    /// The compare-and-set of [`TaskStore::replace`], under the caller's lock.
+    /// The compare-and-set of [`RecordStore::replace`], under the caller's lock.
     fn replace_locked(
         tables: &mut Tables,
         id: &TaskId,
@@ -229,7 +230,7 @@ impl MemoryStore {
 }
 
 #[async_trait]
-impl TaskStore for MemoryStore {
+impl RecordStore for MemoryStore {
     async fn insert(&self, task: &TaskRecord) -> Result<Inserted, StoreError> {
         let mut tables = self.lock();
         let inserted = MemoryStore::insert_locked(&mut tables, task)?;
@@ -323,44 +324,54 @@ impl TaskStore for MemoryStore {
         Ok(gone.len() as u64)
     }
 
-    async fn set_process_group(&self, id: &TaskId, group: &ProcessGroup) -> Result<(), StoreError> {
+    async fn request_cancel(&self, id: &TaskId) -> Result<bool, StoreError> {
         let mut tables = self.lock();
-        if tables.tasks.contains_key(id) {
-            tables.groups.insert(id.clone(), *group);
-        }
-        Ok(())
-    }
-
-    async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError> {
-        Ok(self.lock().groups.get(id).copied())
-    }
-
-    async fn set_kept_group(&self, key: &str, kept: Option<&KeptGroup>) -> Result<(), StoreError> {
-        let mut tables = self.lock();
-        match kept {
-            Some(kept) => tables.kept.insert(key.to_owned(), *kept),
-            None => tables.kept.remove(key),
+        let Some(task) = tables
+            .tasks
+            .get_mut(id)
+            .filter(|task| !task.status().is_terminal())
+        else {
+            return Ok(false);
         };
-        Ok(())
+        task.version = Version(task.version.0 + 1);
+        let written = task.clone();
+        tables.cancels.insert(id.clone());
+        self.publish(&written);
+        Ok(true)
     }
 
-    async fn kept_group(&self, key: &str) -> Result<Option<KeptGroup>, StoreError> {
-        Ok(self.lock().kept.get(key).copied())
+    async fn cancel_requested(&self, id: &TaskId) -> Result<bool, StoreError> {
+        Ok(self.lock().cancels.contains(id))
     }
 
-    async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &serde_json::Value) -> Result<bool, StoreError> {
+    async fn answer(
+        &self,
+        id: &TaskId,
+        expected: Version,
+        update: &Update,
+        key: &str,
+        answer: &Answer,
+    ) -> Result<TaskRecord, StoreError> {
         let mut tables = self.lock();
-        let current = tables.tasks.get(id).is_some_and(|task| task.attempt == attempt && !task.status().is_terminal());
-        if current {
-            tables.checkpoints.insert(id.clone(), checkpoint.clone());
-        }
-        Ok(current)
+        let written = MemoryStore::replace_locked(&mut tables, id, expected, update)?;
+        tables
+            .answers
+            .insert((id.clone(), key.to_owned()), answer.clone());
+        self.publish(&written);
+        Ok(written)
     }
 
-    async fn checkpoint(&self, id: &TaskId) -> Result<Option<serde_json::Value>, StoreError> {
-        Ok(self.lock().checkpoints.get(id).cloned())
+    async fn take_answer(&self, id: &TaskId, key: &str) -> Result<Option<Answer>, StoreError> {
+        Ok(self.lock().answers.remove(&(id.clone(), key.to_owned())))
     }
 
+    fn changes(&self) -> broadcast::Receiver<Arc<TaskRecord>> {
+        self.feed.subscribe()
+    }
+}
+
+#[async_trait]
+impl ClaimStore for MemoryStore {
     fn shared(&self) -> bool {
         false
     }
@@ -459,51 +470,6 @@ impl TaskStore for MemoryStore {
         Ok(found.into_iter().cloned().collect())
     }
 
-    async fn request_cancel(&self, id: &TaskId) -> Result<bool, StoreError> {
-        let mut tables = self.lock();
-        let Some(task) = tables
-            .tasks
-            .get_mut(id)
-            .filter(|task| !task.status().is_terminal())
-        else {
-            return Ok(false);
-        };
-        task.version = Version(task.version.0 + 1);
-        let written = task.clone();
-        tables.cancels.insert(id.clone());
-        self.publish(&written);
-        Ok(true)
-    }
-
-    async fn cancel_requested(&self, id: &TaskId) -> Result<bool, StoreError> {
-        Ok(self.lock().cancels.contains(id))
-    }
-
-    async fn answer(
-        &self,
-        id: &TaskId,
-        expected: Version,
-        update: &Update,
-        key: &str,
-        answer: &Answer,
-    ) -> Result<TaskRecord, StoreError> {
-        let mut tables = self.lock();
-        let written = MemoryStore::replace_locked(&mut tables, id, expected, update)?;
-        tables
-            .answers
-            .insert((id.clone(), key.to_owned()), answer.clone());
-        self.publish(&written);
-        Ok(written)
-    }
-
-    async fn take_answer(&self, id: &TaskId, key: &str) -> Result<Option<Answer>, StoreError> {
-        Ok(self.lock().answers.remove(&(id.clone(), key.to_owned())))
-    }
-
-    fn changes(&self) -> broadcast::Receiver<Arc<TaskRecord>> {
-        self.feed.subscribe()
-    }
-
     async fn take_slot(&self, tool: &str, size: u32, id: &TaskId, lease: &Lease, now: Timestamp) -> Result<bool, StoreError> {
         let mut tables = self.lock();
         let Tables { tasks, slots, .. } = &mut *tables;
@@ -527,6 +493,28 @@ impl TaskStore for MemoryStore {
         }
         Ok(())
     }
+
+    async fn take_place(
+        &self,
+        holder: &PlaceHolder,
+        owner: &Principal,
+        limits: &RunningLimits,
+        lease: &Lease,
+        now: Timestamp,
+    ) -> Result<Place, StoreError> {
+        let tables = self.lock();
+        let finished = tables.holders_where(&self.places, |task| task.status().is_terminal());
+        Ok(self.places.take(holder, owner, limits, lease, now, &finished))
+    }
+
+    async fn release_place(&self, holder: &PlaceHolder) -> Result<(), StoreError> {
+        self.places.release(holder);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl ViewStore for MemoryStore {
     async fn browse(&self, query: &BrowseQuery) -> Result<Vec<TaskRecord>, StoreError> {
         let tables = self.lock();
         let Some(owned) = tables.by_owner.get(&query.owner) else {
@@ -576,25 +564,51 @@ impl TaskStore for MemoryStore {
     async fn origin(&self, id: &TaskId) -> Result<Option<Origin>, StoreError> {
         Ok(self.lock().origins.get(id).cloned())
     }
+}
 
-    async fn take_place(
-        &self,
-        holder: &PlaceHolder,
-        owner: &Principal,
-        limits: &RunningLimits,
-        lease: &Lease,
-        now: Timestamp,
-    ) -> Result<Place, StoreError> {
-        let tables = self.lock();
-        let finished = tables.holders_where(&self.places, |task| task.status().is_terminal());
-        Ok(self.places.take(holder, owner, limits, lease, now, &finished))
-    }
-
-    async fn release_place(&self, holder: &PlaceHolder) -> Result<(), StoreError> {
-        self.places.release(holder);
+#[async_trait]
+impl WorkStore for MemoryStore {
+    async fn set_process_group(&self, id: &TaskId, group: &ProcessGroup) -> Result<(), StoreError> {
+        let mut tables = self.lock();
+        if tables.tasks.contains_key(id) {
+            tables.groups.insert(id.clone(), *group);
+        }
         Ok(())
     }
 
+    async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError> {
+        Ok(self.lock().groups.get(id).copied())
+    }
+
+    async fn set_kept_group(&self, key: &str, kept: Option<&KeptGroup>) -> Result<(), StoreError> {
+        let mut tables = self.lock();
+        match kept {
+            Some(kept) => tables.kept.insert(key.to_owned(), *kept),
+            None => tables.kept.remove(key),
+        };
+        Ok(())
+    }
+
+    async fn kept_group(&self, key: &str) -> Result<Option<KeptGroup>, StoreError> {
+        Ok(self.lock().kept.get(key).copied())
+    }
+
+    async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &serde_json::Value) -> Result<bool, StoreError> {
+        let mut tables = self.lock();
+        let current = tables.tasks.get(id).is_some_and(|task| task.attempt == attempt && !task.status().is_terminal());
+        if current {
+            tables.checkpoints.insert(id.clone(), checkpoint.clone());
+        }
+        Ok(current)
+    }
+
+    async fn checkpoint(&self, id: &TaskId) -> Result<Option<serde_json::Value>, StoreError> {
+        Ok(self.lock().checkpoints.get(id).cloned())
+    }
+}
+
+#[async_trait]
+impl SessionStore for MemoryStore {
     async fn put_session(&self, session: &SessionRecord) -> Result<(), StoreError> {
         self.sessions.put(session);
         Ok(())

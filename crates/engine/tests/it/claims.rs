@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use mcp_tasks_engine::{
     Answer, Clock, Engine, IdempotencyKey, Inserted, KeptGroup, Lease, ListQuery, NewTask, Outcome, Policy, Principal, ProcessGroup,
     Status, StoreError, SystemClock, TaskId, TaskRecord, TaskStore, Timestamp, ToolRuntime, Update, Version,
+    ClaimStore, RecordStore, SessionStore, ViewStore, WorkStore,
 };
 use mcp_tasks_testkit::MemoryStore;
 use serde_json::json;
@@ -32,55 +33,73 @@ struct Partitioned {
 }
 
 #[async_trait]
-impl TaskStore for Partitioned {
+impl RecordStore for Partitioned {
     async fn insert(&self, task: &TaskRecord) -> Result<Inserted, StoreError> {
         self.inner.insert(task).await
     }
+
     async fn find_by_key(&self, owner: &Principal, key: &IdempotencyKey, now: Timestamp) -> Result<Option<TaskRecord>, StoreError> {
         self.inner.find_by_key(owner, key, now).await
     }
+
     async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
         self.inner.get(id).await
     }
+
     async fn replace(&self, id: &TaskId, expected: Version, update: &Update) -> Result<TaskRecord, StoreError> {
         if self.watched.lock().unwrap().contains(id) {
             self.writes.fetch_add(1, Ordering::SeqCst);
         }
         self.inner.replace(id, expected, update).await
     }
+
     async fn list(&self, query: &ListQuery) -> Result<Vec<TaskRecord>, StoreError> {
         self.inner.list(query).await
     }
+
     async fn count(&self, owner: &Principal) -> Result<u64, StoreError> {
         self.inner.count(owner).await
     }
+
     async fn unfinished(&self, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
         self.inner.unfinished(limit).await
     }
+
     async fn expired(&self, now: Timestamp, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
         self.inner.expired(now, limit).await
     }
+
     async fn purge(&self, now: Timestamp, limit: u32) -> Result<u64, StoreError> {
         self.inner.purge(now, limit).await
     }
-    async fn set_process_group(&self, id: &TaskId, group: &ProcessGroup) -> Result<(), StoreError> {
-        self.inner.set_process_group(id, group).await
+
+    async fn request_cancel(&self, id: &TaskId) -> Result<bool, StoreError> {
+        self.inner.request_cancel(id).await
     }
-    async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError> {
-        if self.broken_reads.load(Ordering::SeqCst) {
-            return Err(StoreError::Backend("the database went away".into()));
-        }
-        self.inner.process_group(id).await
+
+    async fn cancel_requested(&self, id: &TaskId) -> Result<bool, StoreError> {
+        self.inner.cancel_requested(id).await
     }
-    async fn set_kept_group(&self, key: &str, kept: Option<&KeptGroup>) -> Result<(), StoreError> {
-        self.inner.set_kept_group(key, kept).await
+
+    async fn answer(&self, id: &TaskId, expected: Version, update: &Update, key: &str, answer: &Answer) -> Result<TaskRecord, StoreError> {
+        self.inner.answer(id, expected, update, key, answer).await
     }
-    async fn kept_group(&self, key: &str) -> Result<Option<KeptGroup>, StoreError> {
-        self.inner.kept_group(key).await
+
+    async fn take_answer(&self, id: &TaskId, key: &str) -> Result<Option<Answer>, StoreError> {
+        self.inner.take_answer(id, key).await
     }
+
+    fn changes(&self) -> tokio::sync::broadcast::Receiver<Arc<TaskRecord>> {
+        self.inner.changes()
+    }
+}
+
+#[async_trait]
+impl ClaimStore for Partitioned {
     fn shared(&self) -> bool {
         true
     }
+
     async fn insert_claimed(
         &self,
         task: &TaskRecord,
@@ -90,9 +109,11 @@ impl TaskStore for Partitioned {
     ) -> Result<Inserted, StoreError> {
         self.inner.insert_claimed(task, lease, max_retained, origin).await
     }
+
     async fn claim(&self, id: &TaskId, attempt: u32, lease: &Lease, now: Timestamp) -> Result<Option<TaskRecord>, StoreError> {
         self.inner.claim(id, attempt, lease, now).await
     }
+
     async fn renew(&self, lease: &Lease, now: Timestamp) -> Result<Vec<TaskId>, StoreError> {
         if self.cut.load(Ordering::SeqCst) {
             // A database that never answers.
@@ -100,48 +121,22 @@ impl TaskStore for Partitioned {
         }
         self.inner.renew(lease, now).await
     }
+
     async fn lapsed(&self, now: Timestamp, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
         if self.rescuable.load(Ordering::SeqCst) {
             return self.inner.lapsed(now, limit).await;
         }
         Ok(Vec::new())
     }
-    async fn request_cancel(&self, id: &TaskId) -> Result<bool, StoreError> {
-        self.inner.request_cancel(id).await
-    }
-    async fn cancel_requested(&self, id: &TaskId) -> Result<bool, StoreError> {
-        self.inner.cancel_requested(id).await
-    }
-    async fn answer(&self, id: &TaskId, expected: Version, update: &Update, key: &str, answer: &Answer) -> Result<TaskRecord, StoreError> {
-        self.inner.answer(id, expected, update, key, answer).await
-    }
-    async fn take_answer(&self, id: &TaskId, key: &str) -> Result<Option<Answer>, StoreError> {
-        self.inner.take_answer(id, key).await
-    }
-    fn changes(&self) -> tokio::sync::broadcast::Receiver<Arc<TaskRecord>> {
-        self.inner.changes()
-    }
+
     async fn take_slot(&self, tool: &str, size: u32, id: &TaskId, lease: &Lease, now: Timestamp) -> Result<bool, StoreError> {
         self.inner.take_slot(tool, size, id, lease, now).await
     }
+
     async fn release_slot(&self, tool: &str, id: &TaskId) -> Result<(), StoreError> {
         self.inner.release_slot(tool, id).await
     }
-    async fn browse(&self, query: &mcp_tasks_engine::BrowseQuery) -> Result<Vec<TaskRecord>, StoreError> {
-        self.inner.browse(query).await
-    }
-    async fn status_counts(&self, owner: &Principal) -> Result<Vec<(mcp_tasks_engine::Status, u64)>, StoreError> {
-        self.inner.status_counts(owner).await
-    }
-    async fn history(&self, id: &TaskId) -> Result<Vec<mcp_tasks_engine::HistoryEntry>, StoreError> {
-        self.inner.history(id).await
-    }
-    async fn set_origin(&self, id: &TaskId, origin: &mcp_tasks_engine::Origin) -> Result<(), StoreError> {
-        self.inner.set_origin(id, origin).await
-    }
-    async fn origin(&self, id: &TaskId) -> Result<Option<mcp_tasks_engine::Origin>, StoreError> {
-        self.inner.origin(id).await
-    }
+
     async fn take_place(
         &self,
         holder: &mcp_tasks_engine::PlaceHolder,
@@ -152,32 +147,89 @@ impl TaskStore for Partitioned {
     ) -> Result<mcp_tasks_engine::Place, StoreError> {
         self.inner.take_place(holder, owner, limits, lease, now).await
     }
+
     async fn release_place(&self, holder: &mcp_tasks_engine::PlaceHolder) -> Result<(), StoreError> {
         self.inner.release_place(holder).await
     }
-    async fn put_session(&self, session: &mcp_tasks_engine::SessionRecord) -> Result<(), StoreError> {
-        self.inner.put_session(session).await
+}
+
+#[async_trait]
+impl ViewStore for Partitioned {
+    async fn browse(&self, query: &mcp_tasks_engine::BrowseQuery) -> Result<Vec<TaskRecord>, StoreError> {
+        self.inner.browse(query).await
     }
-    async fn session(&self, id: &str, owner: &Principal) -> Result<Option<mcp_tasks_engine::SessionRecord>, StoreError> {
-        self.inner.session(id, owner).await
+
+    async fn status_counts(&self, owner: &Principal) -> Result<Vec<(mcp_tasks_engine::Status, u64)>, StoreError> {
+        self.inner.status_counts(owner).await
     }
-    async fn add_session_task(&self, id: &str, task: &TaskId) -> Result<(), StoreError> {
-        self.inner.add_session_task(id, task).await
+
+    async fn history(&self, id: &TaskId) -> Result<Vec<mcp_tasks_engine::HistoryEntry>, StoreError> {
+        self.inner.history(id).await
     }
-    async fn touch_sessions(&self, ids: &[String], now: Timestamp) -> Result<Vec<String>, StoreError> {
-        self.inner.touch_sessions(ids, now).await
+
+    async fn set_origin(&self, id: &TaskId, origin: &mcp_tasks_engine::Origin) -> Result<(), StoreError> {
+        self.inner.set_origin(id, origin).await
     }
-    async fn end_session(&self, id: &str) -> Result<bool, StoreError> {
-        self.inner.end_session(id).await
+
+    async fn origin(&self, id: &TaskId) -> Result<Option<mcp_tasks_engine::Origin>, StoreError> {
+        self.inner.origin(id).await
     }
-    async fn prune_sessions(&self, idle_before: Timestamp, limit: u32) -> Result<u64, StoreError> {
-        self.inner.prune_sessions(idle_before, limit).await
+}
+
+#[async_trait]
+impl WorkStore for Partitioned {
+    async fn set_process_group(&self, id: &TaskId, group: &ProcessGroup) -> Result<(), StoreError> {
+        self.inner.set_process_group(id, group).await
     }
+
+    async fn process_group(&self, id: &TaskId) -> Result<Option<ProcessGroup>, StoreError> {
+        if self.broken_reads.load(Ordering::SeqCst) {
+            return Err(StoreError::Backend("the database went away".into()));
+        }
+        self.inner.process_group(id).await
+    }
+
+    async fn set_kept_group(&self, key: &str, kept: Option<&KeptGroup>) -> Result<(), StoreError> {
+        self.inner.set_kept_group(key, kept).await
+    }
+
+    async fn kept_group(&self, key: &str) -> Result<Option<KeptGroup>, StoreError> {
+        self.inner.kept_group(key).await
+    }
+
     async fn set_checkpoint(&self, id: &TaskId, attempt: u32, checkpoint: &serde_json::Value) -> Result<bool, StoreError> {
         self.inner.set_checkpoint(id, attempt, checkpoint).await
     }
+
     async fn checkpoint(&self, id: &TaskId) -> Result<Option<serde_json::Value>, StoreError> {
         self.inner.checkpoint(id).await
+    }
+}
+
+#[async_trait]
+impl SessionStore for Partitioned {
+    async fn put_session(&self, session: &mcp_tasks_engine::SessionRecord) -> Result<(), StoreError> {
+        self.inner.put_session(session).await
+    }
+
+    async fn session(&self, id: &str, owner: &Principal) -> Result<Option<mcp_tasks_engine::SessionRecord>, StoreError> {
+        self.inner.session(id, owner).await
+    }
+
+    async fn add_session_task(&self, id: &str, task: &TaskId) -> Result<(), StoreError> {
+        self.inner.add_session_task(id, task).await
+    }
+
+    async fn touch_sessions(&self, ids: &[String], now: Timestamp) -> Result<Vec<String>, StoreError> {
+        self.inner.touch_sessions(ids, now).await
+    }
+
+    async fn end_session(&self, id: &str) -> Result<bool, StoreError> {
+        self.inner.end_session(id).await
+    }
+
+    async fn prune_sessions(&self, idle_before: Timestamp, limit: u32) -> Result<u64, StoreError> {
+        self.inner.prune_sessions(idle_before, limit).await
     }
 }
 

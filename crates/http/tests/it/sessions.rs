@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_tasks_engine::{Engine, Policy, Principal, SystemClock, TaskStore};
+use mcp_tasks_engine::{Engine, Policy, Principal, SessionStore, SystemClock, TaskStore};
 use mcp_tasks_server::Server;
 use mcp_tasks_http::ANONYMOUS_PRINCIPAL;
 use mcp_tasks_sqlite::SqliteStore;

@@ -14,14 +14,13 @@ mod urls;
 
 use std::sync::Arc;
 
-use mcp_tasks_engine::TaskStore;
 use mcp_tasks_postgres::PostgresStore;
 
 use db::Schema;
 
 /// A store on a fresh schema of the test server, with the schema's guard; `None` (skip) when
 /// no server is named outside CI.
-async fn fresh() -> Option<(Arc<dyn TaskStore>, Schema)> {
+async fn fresh() -> Option<(Arc<PostgresStore>, Schema)> {
     let server = db::database_url()?;
     let schema = Schema::create(&server).await;
     let store = PostgresStore::connect(&schema.url()).await.expect("the store connects");
@@ -29,7 +28,7 @@ async fn fresh() -> Option<(Arc<dyn TaskStore>, Schema)> {
 }
 
 /// Two stores (two pools, as two replicas have) on one fresh schema, with its guard.
-async fn fresh_pair() -> Option<mcp_tasks_testkit::store_suite::Handles<Schema>> {
+async fn fresh_pair() -> Option<mcp_tasks_testkit::store_suite::Handles<PostgresStore, Schema>> {
     let (first, guard) = fresh().await?;
     let second = PostgresStore::connect(&guard.url()).await.expect("the second store connects");
     Some(mcp_tasks_testkit::store_suite::Handles { first, second: Arc::new(second), guard })

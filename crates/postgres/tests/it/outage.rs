@@ -7,7 +7,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use mcp_tasks_engine::{StoreError, TaskId, TaskStore};
+use mcp_tasks_engine::{RecordStore, StoreError, TaskId};
 use mcp_tasks_postgres::PostgresStore;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};

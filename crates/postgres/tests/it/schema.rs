@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use mcp_tasks_engine::{StoreError, TaskState, TaskStore, Timestamp, Update, Version};
+use mcp_tasks_engine::{RecordStore, StoreError, TaskState, Timestamp, Update, Version};
 use mcp_tasks_postgres::PostgresStore;
 use mcp_tasks_testkit::store_suite::sample_task;
 

@@ -16,7 +16,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use mcp_tasks_engine::{
     Change, Context, Engine, EngineError, Handler, IdempotencyKey, LimitExceeded, ListQuery, NewTask, Outcome, Policy,
-    Principal, Progress, Status, SystemClock, TaskId, TaskStore, ToolRuntime, Version,
+    Principal, Progress, RecordStore, Status, SystemClock, TaskId, ToolRuntime, Version, ViewStore,
 };
 use mcp_tasks_sqlite::SqliteStore;
 use mcp_tasks_testkit::store_suite::sample_task;

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use mcp_tasks_engine::{
-    Context, Engine, EngineError, Handler, LimitExceeded, NewTask, Outcome, Policy, Principal,
-    SystemClock, TaskStore, ToolRuntime,
+    Context, Engine, EngineError, Handler, LimitExceeded, NewTask, Outcome, Policy, Principal, RecordStore, SystemClock,
+    ToolRuntime,
 };
 use mcp_tasks_sqlite::SqliteStore;
 use serde_json::{Value, json};

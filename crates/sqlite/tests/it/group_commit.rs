@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::task::Poll;
 
-use mcp_tasks_engine::{Inserted, StoreError, TaskRecord, TaskState, TaskStore, Timestamp, Update, Version};
+use mcp_tasks_engine::{Inserted, RecordStore, StoreError, TaskRecord, TaskState, Timestamp, Update, Version};
 use mcp_tasks_sqlite::SqliteStore;
 use mcp_tasks_testkit::store_suite::sample_task;
 use serde_json::json;

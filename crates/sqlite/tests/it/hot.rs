@@ -3,7 +3,7 @@
 //! process turns that memory off.
 
 use mcp_tasks_engine::{
-    IdempotencyKey, Inserted, Status, TaskId, TaskRecord, TaskState, TaskStore, Timestamp, Update,
+    ClaimStore, IdempotencyKey, Inserted, RecordStore, Status, TaskId, TaskRecord, TaskState, Timestamp, Update,
 };
 use mcp_tasks_sqlite::SqliteStore;
 use mcp_tasks_testkit::store_suite::sample_task;

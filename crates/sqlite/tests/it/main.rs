@@ -9,13 +9,13 @@ mod hot;
 use std::path::Path;
 use std::sync::Arc;
 
-use mcp_tasks_engine::{Principal, TaskState, TaskStore, Timestamp, Update, Version};
+use mcp_tasks_engine::{Principal, RecordStore, TaskState, TaskStore, Timestamp, Update, Version, ViewStore};
 use mcp_tasks_sqlite::{SqliteStore, Synchronous};
 use mcp_tasks_testkit::store_suite::sample_task;
 use tempfile::TempDir;
 
 /// A fresh store in its own temporary directory, which lives as long as the store.
-fn fresh() -> (Arc<dyn TaskStore>, TempDir) {
+fn fresh() -> (Arc<SqliteStore>, TempDir) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let store = SqliteStore::open(&dir.path().join("tasks.db")).expect("the store opens");
     (Arc::new(store), dir)

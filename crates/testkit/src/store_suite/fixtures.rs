@@ -6,8 +6,8 @@ use std::sync::Arc;
 use serde_json::json;
 
 use mcp_tasks_engine::{
-    ErrorObject, IdempotencyKey, InputKind, InputRequest, InputRequests, ListQuery, Outcome, Principal, TaskId, TaskRecord,
-    TaskState, TaskStore, Timestamp, TraceContext, Version, WorkError,
+    ErrorObject, IdempotencyKey, InputKind, InputRequest, InputRequests, Inserted, Lease, ListQuery, NodeId, Outcome,
+    Principal, SessionStore, TaskId, TaskRecord, TaskState, TaskStore, Timestamp, TraceContext, Version, WorkError,
 };
 
 /// The creation time of [`sample_task`]: 2025-11-25T00:00:00.123Z, with milliseconds so
@@ -24,44 +24,69 @@ pub trait StoreFixture: Send {
     fn store(&self) -> Arc<dyn TaskStore>;
 
     /// A second handle on the same database, for the cases of many nodes on one store
-    /// (`store_suite::nodes`): another connection pool for a shared store (PostgreSQL). By
-    /// default the same handle: a store one process owns (SQLite, memory) is one handle.
+    /// (`store_suite::claims`, `store_suite::feed`): another connection pool for a shared
+    /// store (PostgreSQL). By default the same handle: a store one process owns (SQLite,
+    /// memory) is one handle.
     fn second(&self) -> Arc<dyn TaskStore> {
         self.store()
+    }
+
+    /// The store under test as the HTTP transport holds it, for its session records.
+    fn sessions(&self) -> Arc<dyn SessionStore>;
+
+    /// [`StoreFixture::second`] as the HTTP transport holds it.
+    fn second_sessions(&self) -> Arc<dyn SessionStore> {
+        self.sessions()
     }
 }
 
 /// Two handles on one database and a guard that lives as long as they do: the fixture of a
 /// shared store.
-pub struct Handles<G> {
+pub struct Handles<S, G> {
     /// The first handle ([`StoreFixture::store`]).
-    pub first: Arc<dyn TaskStore>,
+    pub first: Arc<S>,
     /// The second handle ([`StoreFixture::second`]).
-    pub second: Arc<dyn TaskStore>,
+    pub second: Arc<S>,
     /// Dropped after both handles.
     pub guard: G,
 }
 
-impl<G: Send> StoreFixture for Handles<G> {
+impl<S: TaskStore + SessionStore, G: Send> StoreFixture for Handles<S, G> {
     fn store(&self) -> Arc<dyn TaskStore> {
-        Arc::clone(&self.first)
+        Arc::clone(&self.first) as Arc<dyn TaskStore>
     }
 
     fn second(&self) -> Arc<dyn TaskStore> {
-        Arc::clone(&self.second)
+        Arc::clone(&self.second) as Arc<dyn TaskStore>
+    }
+
+    fn sessions(&self) -> Arc<dyn SessionStore> {
+        Arc::clone(&self.first) as Arc<dyn SessionStore>
+    }
+
+    fn second_sessions(&self) -> Arc<dyn SessionStore> {
+        Arc::clone(&self.second) as Arc<dyn SessionStore>
     }
 }
 
-impl StoreFixture for Arc<dyn TaskStore> {
+impl<S: TaskStore + SessionStore> StoreFixture for Arc<S> {
     fn store(&self) -> Arc<dyn TaskStore> {
-        Arc::clone(self)
+        Arc::clone(self) as Arc<dyn TaskStore>
+    }
+
+    fn sessions(&self) -> Arc<dyn SessionStore> {
+        Arc::clone(self) as Arc<dyn SessionStore>
     }
 }
 
-impl<G: Send> StoreFixture for (Arc<dyn TaskStore>, G) {
+impl<S: TaskStore + SessionStore, G: Send> StoreFixture for (Arc<S>, G) {
     /// The store; the guard `G` stays alive beside it until the fixture is dropped.
     fn store(&self) -> Arc<dyn TaskStore> {
-        Arc::clone(&self.0)
+        Arc::clone(&self.0) as Arc<dyn TaskStore>
+    }
+
+    fn sessions(&self) -> Arc<dyn SessionStore> {
+        Arc::clone(&self.0) as Arc<dyn SessionStore>
     }
 }
 
@@ -214,4 +239,26 @@ pub(crate) fn input_required() -> TaskState {
     TaskState::InputRequired {
         requests: InputRequests::new(),
     }
+}
+
+/// A lease of `node` lapsing `ms` after [`T0`].
+pub(crate) fn lease(node: &NodeId, ms: i64) -> Lease {
+    Lease {
+        node: node.clone(),
+        until: Timestamp(T0.0 + ms),
+    }
+}
+
+/// `T0` plus `ms`.
+pub(crate) fn at(ms: i64) -> Timestamp {
+    Timestamp(T0.0 + ms)
+}
+
+/// Inserts `task` claimed by `lease`, with room for it.
+pub(crate) async fn insert_claimed(store: &dyn TaskStore, task: &TaskRecord, lease: &Lease) {
+    let inserted = store
+        .insert_claimed(task, lease, u64::MAX, None)
+        .await
+        .expect("the claimed insert succeeds");
+    assert_eq!(inserted, Inserted::New);
 }

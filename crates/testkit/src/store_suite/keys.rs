@@ -1,5 +1,5 @@
 //! Store suite cases for idempotency keys: one retained task per owner and key, found by
-//! [`TaskStore::find_by_key`] and returned by [`TaskStore::insert`] instead of a second one.
+//! [`RecordStore::find_by_key`] and returned by [`RecordStore::insert`] instead of a second one.
 
 use std::sync::Arc;
 

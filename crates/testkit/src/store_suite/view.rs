@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use mcp_tasks_engine::{
-    BrowseQuery, Cursor, HistoryEntry, Inserted, Lease, NodeId, Origin, Principal, Status, TaskId,
+    BrowseQuery, Cursor, HistoryEntry, Inserted, Lease, NodeId, Origin, Principal, Status, TaskId, TaskRecord,
     TaskState, TaskStore, Timestamp, Update, Version,
 };
 
@@ -27,22 +27,7 @@ fn query(owner: &str, limit: u32) -> BrowseQuery {
 /// before a cursor, filters by status, tool and text (case-insensitive, in the id, tool,
 /// status message and arguments), combines filters, and never shows another owner's task.
 pub async fn browse_pages_newest_first_with_filters(store: Arc<dyn TaskStore>) {
-    let mut tasks = Vec::new();
-    for n in 0..6 {
-        let state = if n % 2 == 0 {
-            TaskState::Working
-        } else {
-            completed()
-        };
-        let mut task = task_at("alice", T0.0 + n / 2, None, state);
-        task.tool = if n < 3 {
-            "build".to_owned()
-        } else {
-            "deploy".to_owned()
-        };
-        task.arguments = json!({"target": format!("Target-{n}")});
-        tasks.push(task);
-    }
+    let mut tasks = alices_six_tasks();
     tasks[5].status_message = Some("Uploading the NEEDLE".to_owned());
     let mut foreign = task_at("bob", T0.0 + 10, None, TaskState::Working);
     foreign.tool = "build".to_owned();
@@ -61,6 +46,43 @@ pub async fn browse_pages_newest_first_with_filters(store: Arc<dyn TaskStore>) {
         "newest first, the owner's only"
     );
 
+    pages_join_without_a_gap_or_repeat(&*store, &newest_first).await;
+    filters_apply_and_combine(&*store, &tasks, &newest_first).await;
+    let bobs = store.browse(&query("bob", 10)).await.expect("browse");
+    assert_eq!(ids(&bobs), [foreign.id.clone()]);
+    assert!(
+        store
+            .browse(&query("carol", 10))
+            .await
+            .expect("browse")
+            .is_empty()
+    );
+}
+
+/// Six tasks of alice's, two per creation time, `working` and `completed` by turns, three of
+/// tool `build` and three of `deploy`, each with its own target in its arguments.
+fn alices_six_tasks() -> Vec<TaskRecord> {
+    let mut tasks = Vec::new();
+    for n in 0..6 {
+        let state = if n % 2 == 0 {
+            TaskState::Working
+        } else {
+            completed()
+        };
+        let mut task = task_at("alice", T0.0 + n / 2, None, state);
+        task.tool = if n < 3 {
+            "build".to_owned()
+        } else {
+            "deploy".to_owned()
+        };
+        task.arguments = json!({"target": format!("Target-{n}")});
+        tasks.push(task);
+    }
+    tasks
+}
+
+/// Two pages of alice's tasks, the second before the first's last, join into `newest_first`.
+async fn pages_join_without_a_gap_or_repeat(store: &dyn TaskStore, newest_first: &[TaskRecord]) {
     let first = store
         .browse(&query("alice", 4))
         .await
@@ -79,10 +101,14 @@ pub async fn browse_pages_newest_first_with_filters(store: Arc<dyn TaskStore>) {
         .expect("browse succeeds");
     assert_eq!(
         [ids(&first), ids(&rest)].concat(),
-        ids(&newest_first),
+        ids(newest_first),
         "pages join without a gap or repeat"
     );
+}
 
+/// Filters by status, by tool, both, and by text (case-insensitive, in the id, tool, status
+/// message and arguments) over alice's `tasks`.
+async fn filters_apply_and_combine(store: &dyn TaskStore, tasks: &[TaskRecord], newest_first: &[TaskRecord]) {
     let working = store
         .browse(&BrowseQuery {
             status: Some(Status::Working),
@@ -139,15 +165,6 @@ pub async fn browse_pages_newest_first_with_filters(store: Arc<dyn TaskStore>) {
             .expect("browse");
         assert_eq!(ids(&got), expected, "text {text:?}");
     }
-    let bobs = store.browse(&query("bob", 10)).await.expect("browse");
-    assert_eq!(ids(&bobs), [foreign.id.clone()]);
-    assert!(
-        store
-            .browse(&query("carol", 10))
-            .await
-            .expect("browse")
-            .is_empty()
-    );
 }
 
 /// `status_counts` counts the owner's tasks by status (none of another owner's), and

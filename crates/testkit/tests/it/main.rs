@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use mcp_tasks_engine::TaskStore;
 use mcp_tasks_testkit::MemoryStore;
 
-mcp_tasks_testkit::store_suite!(async { Arc::new(MemoryStore::new()) as Arc<dyn TaskStore> });
+mcp_tasks_testkit::store_suite!(async { Arc::new(MemoryStore::new()) });

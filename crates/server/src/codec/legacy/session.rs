@@ -13,7 +13,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_tasks_engine::{Change, ClientLink, ErrorObject, FastMap, FastSet, InputKind, InputRequest, Progress, TaskId, TaskRecord, TaskState, TaskWatch, Watched};
+use mcp_tasks_engine::{
+    Change, ClientLink, ErrorObject, FastMap, FastSet, InputKind, InputRequest, Progress, SessionRecord, TaskId, TaskRecord, TaskState,
+    TaskWatch, Watched,
+};
 use mcp_tasks_protocol::jsonrpc::{self, RequestId, RpcError};
 use mcp_tasks_protocol::legacy::{self, method};
 use mcp_tasks_protocol::mcp::ProgressToken;
@@ -116,8 +119,9 @@ impl LegacySession {
     /// Writes the session's state to its stored record, if it has one (a failure is logged:
     /// the other replicas then see the earlier state).
     async fn save(&self) {
-        let Some(id) = self.conn.stored_as() else { return };
-        if let Err(err) = self.conn.server.engine().save_session(id, &self.conn.principal, self.stored_state()).await {
+        let Some((id, sessions)) = self.conn.stored_as() else { return };
+        let record = SessionRecord::put(id, &self.conn.principal, self.stored_state(), self.conn.server.engine().now());
+        if let Err(err) = sessions.put_session(&record).await {
             tracing::warn!(session = %id, error = %err, "could not store the session's state");
         }
     }
@@ -157,8 +161,8 @@ impl LegacySession {
                 state.created.push(id.clone());
             }
         }
-        let Some(session) = self.conn.stored_as() else { return };
-        if let Err(err) = self.conn.server.engine().add_session_task(session, id).await {
+        let Some((session, sessions)) = self.conn.stored_as() else { return };
+        if let Err(err) = sessions.add_session_task(session, id).await {
             tracing::warn!(session = %session, task = %id, error = %err, "could not store a task the session created");
         }
     }

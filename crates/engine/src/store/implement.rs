@@ -1,16 +1,56 @@
-//! The session records and running places of a store that one process owns (SQLite, the
-//! memory store), kept in that process's memory: nobody else reads them, and neither needs to
-//! survive the process (its sessions' streams and its running work end with it). Both stores
-//! use these tables, so they keep the same contract as PostgreSQL's
-//! ([`TaskStore::take_place`](crate::TaskStore::take_place),
-//! [`TaskStore::put_session`](crate::TaskStore::put_session) and the rest) and pass the same
-//! store-suite cases.
+//! Helpers for implementing the store traits, for the store crates (`mcp-tasks-sqlite`,
+//! `mcp-tasks-postgres`, the test kit's `MemoryStore`) only.
+//!
+//! This module is an internal seam of mcp-tasks for the store crates, not a stable API: it
+//! changes whenever they need it to. Nothing here is for a store's users.
+//!
+//! - [`EarlyEnding`]: the outcome of work that may end before its task's insert runs.
+//! - [`Commit`] and [`CommitObserver`]: what a store's `on_commit` observer is told.
+//! - [`LocalSessions`] and [`LocalPlaces`]: the session records and running places of a store
+//!   that one process owns (SQLite, the memory store), kept in that process's memory: nobody
+//!   else reads them, and neither needs to survive the process (its sessions' streams and its
+//!   running work end with it). Both stores use these tables, so they keep the same contract
+//!   as PostgreSQL's ([`ClaimStore::take_place`](super::ClaimStore::take_place),
+//!   [`SessionStore::put_session`](super::SessionStore::put_session) and the rest) and pass
+//!   the same store-suite cases.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
-use crate::store::{Lease, Place, PlaceHolder, RunningLimits, SessionRecord};
+use super::{Lease, Place, PlaceHolder, RunningLimits, SessionRecord, Update};
 use crate::task::{Principal, TaskId, Timestamp};
+
+/// The outcome of a task's work that may have ended before the task's insert ran
+/// ([`ClaimStore::insert_claimed_early`](super::ClaimStore::insert_claimed_early)). The
+/// engine hands one to the insert; a store calls [`EarlyEnding::take`] inside its
+/// transaction.
+pub trait EarlyEnding: Send + Sync {
+    /// Called once, by the insert, inside its transaction: the update the work's ending
+    /// makes to the new task (from `working`, version 1), if the work ended first. After this
+    /// call no ending goes in with the insert: a later one is written on its own.
+    fn take(&self) -> Option<Update>;
+}
+
+/// One write of a store as its `on_commit` observer is told of it (the metrics of
+/// `mcp-tasks serve`): SQLite's writer thread reports each batch of its group commit,
+/// PostgreSQL each statement or transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Commit {
+    /// From the start of the write (SQLite: `BEGIN`; PostgreSQL: taking a pooled connection)
+    /// to the end of its commit (the fsync or WAL flush included) or of its failure.
+    pub elapsed: Duration,
+    /// How many writes it held: the group commit's size on SQLite; always 1 on PostgreSQL
+    /// (each write commits on its own).
+    pub writes: usize,
+    /// Whether it committed: `false` for a rolled-back batch, a backend failure or an
+    /// unreachable database (a compare-and-set that finds the task moved on, a duplicate id or
+    /// a full owner committed nothing, but the database answered).
+    pub committed: bool,
+}
+
+/// What a store's `on_commit` is told of each write.
+pub type CommitObserver = Box<dyn Fn(Commit) + Send + Sync>;
 
 /// Stored sessions by id. A std mutex: map operations only, never across an await.
 #[derive(Default)]
@@ -23,19 +63,19 @@ impl LocalSessions {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// [`TaskStore::put_session`](crate::TaskStore::put_session).
+    /// [`SessionStore::put_session`](crate::SessionStore::put_session).
     pub fn put(&self, session: &SessionRecord) {
         let mut sessions = self.sessions();
         let created = sessions.remove(&session.id).map(|old| old.created).unwrap_or_default();
         sessions.insert(session.id.clone(), SessionRecord { created, ..session.clone() });
     }
 
-    /// [`TaskStore::session`](crate::TaskStore::session).
+    /// [`SessionStore::session`](crate::SessionStore::session).
     pub fn get(&self, id: &str, owner: &Principal) -> Option<SessionRecord> {
         self.sessions().get(id).filter(|session| &session.owner == owner).cloned()
     }
 
-    /// [`TaskStore::add_session_task`](crate::TaskStore::add_session_task).
+    /// [`SessionStore::add_session_task`](crate::SessionStore::add_session_task).
     pub fn add_task(&self, id: &str, task: &TaskId) {
         if let Some(session) = self.sessions().get_mut(id)
             && !session.created.contains(task)
@@ -44,7 +84,7 @@ impl LocalSessions {
         }
     }
 
-    /// [`TaskStore::touch_sessions`](crate::TaskStore::touch_sessions).
+    /// [`SessionStore::touch_sessions`](crate::SessionStore::touch_sessions).
     pub fn touch(&self, ids: &[String], now: Timestamp) -> Vec<String> {
         let mut sessions = self.sessions();
         let mut stored = Vec::new();
@@ -57,12 +97,12 @@ impl LocalSessions {
         stored
     }
 
-    /// [`TaskStore::end_session`](crate::TaskStore::end_session).
+    /// [`SessionStore::end_session`](crate::SessionStore::end_session).
     pub fn end(&self, id: &str) -> bool {
         self.sessions().remove(id).is_some()
     }
 
-    /// [`TaskStore::prune_sessions`](crate::TaskStore::prune_sessions).
+    /// [`SessionStore::prune_sessions`](crate::SessionStore::prune_sessions).
     pub fn prune(&self, idle_before: Timestamp, limit: u32) -> u64 {
         let mut sessions = self.sessions();
         let mut idle: Vec<(Timestamp, String)> = sessions
@@ -102,7 +142,7 @@ impl LocalPlaces {
             .collect()
     }
 
-    /// [`TaskStore::take_place`](crate::TaskStore::take_place); `finished` are the holding
+    /// [`ClaimStore::take_place`](crate::ClaimStore::take_place); `finished` are the holding
     /// tasks that are finished (their places are free; a task not stored (yet) keeps its place
     /// until its lease lapses).
     pub fn take(
@@ -134,12 +174,12 @@ impl LocalPlaces {
         Place::Taken
     }
 
-    /// [`TaskStore::release_place`](crate::TaskStore::release_place).
+    /// [`ClaimStore::release_place`](crate::ClaimStore::release_place).
     pub fn release(&self, holder: &PlaceHolder) {
         self.places().remove(holder);
     }
 
-    /// The renewal of [`TaskStore::renew`](crate::TaskStore::renew): every place of
+    /// The renewal of [`ClaimStore::renew`](crate::ClaimStore::renew): every place of
     /// `lease.node` not lapsed at `now` is held until `lease.until`, a task's only if the task
     /// is among `unfinished` (a finished or purged task's place lapses).
     pub fn renew(&self, lease: &Lease, now: Timestamp, unfinished: &[TaskId]) {

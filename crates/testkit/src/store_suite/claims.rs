@@ -1,45 +1,19 @@
-//! Store-suite cases for many nodes on one store: claims with a lease (taken, renewed, lapsing
-//! at an injected `now`, taken over with the attempt bumped as the fence), the retention limit
-//! enforced by the insert, cancel requests, stored input answers and the change feed. Each case
-//! takes two handles on one database (`a`, `b`); a store one process owns (SQLite, memory)
-//! passes the same handle twice.
+//! Store-suite cases of [`ClaimStore`], many nodes on one store, each on two handles (`a`,
+//! `b`; a store one process owns passes the same handle twice): claims with a lease (taken,
+//! renewed, lapsing at an injected `now`, taken over with the attempt bumped as the fence),
+//! the retention limit enforced by the claimed insert, a tool's slots, and the running places
+//! that hold `max_running` and `max_running_per_principal` across nodes (taken within both
+//! limits, racing, freed by release, lapse or their task's end, renewed with the node's
+//! claims).
 
 use std::sync::Arc;
-use std::time::Duration;
-
-use serde_json::json;
 
 use mcp_tasks_engine::{
-    ErrorObject, InputKind, InputRequest, InputRequests, Inserted, Lease, NodeId, Principal,
-    StoreError, TaskId, TaskRecord, TaskState, TaskStore, Timestamp, Update, Version,
+    Inserted, NodeId, Place, PlaceHolder, Principal, RunningLimits, StoreError, TaskId, TaskRecord, TaskStore,
+    Timestamp, Update, Version,
 };
 
-use super::fixtures::{T0, completed, sample_task};
-
-/// How long a case waits for a change on the feed before it fails (bounds the whole wait).
-const FEED_DEADLINE: Duration = Duration::from_secs(10);
-
-/// A lease of `node` lapsing `ms` after [`T0`].
-fn lease(node: &NodeId, ms: i64) -> Lease {
-    Lease {
-        node: node.clone(),
-        until: Timestamp(T0.0 + ms),
-    }
-}
-
-/// `T0` plus `ms`.
-fn at(ms: i64) -> Timestamp {
-    Timestamp(T0.0 + ms)
-}
-
-/// Inserts `task` claimed by `lease`, with room for it.
-async fn insert_claimed(store: &dyn TaskStore, task: &TaskRecord, lease: &Lease) {
-    let inserted = store
-        .insert_claimed(task, lease, u64::MAX, None)
-        .await
-        .expect("the claimed insert succeeds");
-    assert_eq!(inserted, Inserted::New);
-}
+use super::fixtures::*;
 
 /// A claimed task is not lapsed while its lease runs (through either handle), lapses when
 /// `now` reaches its end, cannot be taken before that, and is taken once after: the attempt
@@ -58,6 +32,14 @@ pub async fn a_claim_holds_until_its_lease_lapses_and_a_take_over_fences_the_run
         "the record is as inserted"
     );
 
+    held_until_the_lease_ends(&*b, &task, &second).await;
+    taken_over(&*a, &*b, &task, &second).await;
+    the_previous_runner_is_fenced(&*a, &task, &first).await;
+}
+
+/// `task`, claimed until 30 s, is not lapsed nor taken by `second` before then, and lapsed
+/// at 30 s.
+async fn held_until_the_lease_ends(b: &dyn TaskStore, task: &TaskRecord, second: &NodeId) {
     assert!(
         b.lapsed(at(29_999), 10)
             .await
@@ -66,7 +48,7 @@ pub async fn a_claim_holds_until_its_lease_lapses_and_a_take_over_fences_the_run
         "held until its lease ends"
     );
     assert_eq!(
-        b.claim(&task.id, 1, &lease(&second, 60_000), at(29_999))
+        b.claim(&task.id, 1, &lease(second, 60_000), at(29_999))
             .await
             .expect("claim succeeds"),
         None
@@ -77,9 +59,13 @@ pub async fn a_claim_holds_until_its_lease_lapses_and_a_take_over_fences_the_run
         vec![&task.id],
         "lapsed at its end"
     );
+}
 
+/// `second` takes lapsed `task` over: attempt and version bumped, seen through the other
+/// handle, held by its new lease.
+async fn taken_over(a: &dyn TaskStore, b: &dyn TaskStore, task: &TaskRecord, second: &NodeId) {
     let taken = b
-        .claim(&task.id, 1, &lease(&second, 60_000), at(30_000))
+        .claim(&task.id, 1, &lease(second, 60_000), at(30_000))
         .await
         .expect("claim succeeds")
         .expect("a lapsed claim is taken over");
@@ -101,7 +87,11 @@ pub async fn a_claim_holds_until_its_lease_lapses_and_a_take_over_fences_the_run
             .is_empty(),
         "held by its new lease"
     );
+}
 
+/// The previous runner of `task` (node `first`, attempt 1) is fenced: its write is refused, a
+/// claim at its attempt gets nothing, and its renewal finds the task no longer its own.
+async fn the_previous_runner_is_fenced(a: &dyn TaskStore, task: &TaskRecord, first: &NodeId) {
     // The previous runner read version 1 at attempt 1: its write is refused.
     let late = Update {
         state: completed(),
@@ -114,14 +104,14 @@ pub async fn a_claim_holds_until_its_lease_lapses_and_a_take_over_fences_the_run
         Err(StoreError::Conflict(_))
     ));
     assert_eq!(
-        a.claim(&task.id, 1, &lease(&first, 90_000), at(90_000))
+        a.claim(&task.id, 1, &lease(first, 90_000), at(90_000))
             .await
             .expect("claim succeeds"),
         None,
         "the old attempt is gone"
     );
     assert_eq!(
-        a.renew(&lease(&first, 90_000), at(30_001))
+        a.renew(&lease(first, 90_000), at(30_001))
             .await
             .expect("renew succeeds"),
         Vec::<TaskId>::new(),
@@ -365,188 +355,6 @@ pub async fn the_retention_limit_holds_across_handles_under_racing_inserts(
     );
 }
 
-/// A cancel request written through one handle is read through the other and bumps the
-/// version (a change); a finished or unknown task takes none.
-pub async fn a_cancel_request_is_seen_through_the_other_handle(
-    a: Arc<dyn TaskStore>,
-    b: Arc<dyn TaskStore>,
-) {
-    let (task, mut done) = (sample_task("alice"), sample_task("alice"));
-    done.state = completed();
-    insert_claimed(&*a, &task, &lease(&NodeId::random(), 60_000)).await;
-    a.insert(&done).await.expect("insert succeeds");
-    assert!(
-        !b.cancel_requested(&task.id).await.expect("read succeeds"),
-        "none asked yet"
-    );
-    assert!(a.request_cancel(&task.id).await.expect("request succeeds"));
-    assert!(b.cancel_requested(&task.id).await.expect("read succeeds"));
-    let got = b
-        .get(&task.id)
-        .await
-        .expect("get succeeds")
-        .expect("the task is there");
-    assert_eq!(
-        (got.version, got.state),
-        (Version(2), TaskState::Working),
-        "a change, not a transition"
-    );
-    assert!(
-        !a.request_cancel(&done.id).await.expect("request succeeds"),
-        "a finished task takes none"
-    );
-    assert!(!b.cancel_requested(&done.id).await.expect("read succeeds"));
-    assert!(
-        !a.request_cancel(&TaskId::random())
-            .await
-            .expect("an unknown id is no error")
-    );
-}
-
-/// An answer is stored with its write and taken once, through the other handle; a stale
-/// version stores neither; a purged task takes its answers with it.
-pub async fn an_answer_is_stored_with_its_write_and_taken_once(
-    a: Arc<dyn TaskStore>,
-    b: Arc<dyn TaskStore>,
-) {
-    let mut requests = InputRequests::new();
-    requests.insert(
-        "q1".to_owned(),
-        InputRequest {
-            kind: InputKind::Elicitation,
-            params: json!({"message": "?"}),
-        },
-    );
-    requests.insert(
-        "q2".to_owned(),
-        InputRequest {
-            kind: InputKind::Sampling,
-            params: json!({}),
-        },
-    );
-    let mut task = sample_task("alice");
-    task.state = TaskState::InputRequired {
-        requests: requests.clone(),
-    };
-    task.ttl_ms = Some(10);
-    insert_claimed(&*a, &task, &lease(&NodeId::random(), 60_000)).await;
-
-    let mut rest = requests.clone();
-    rest.remove("q1");
-    let update = Update {
-        state: TaskState::InputRequired { requests: rest },
-        status_message: None,
-        updated_at: at(1),
-        attempt: 1,
-    };
-    let answer = Ok(json!({"action": "accept", "content": {"file": "ünï.txt"}}));
-    let written = a
-        .answer(&task.id, task.version, &update, "q1", &answer)
-        .await
-        .expect("answer succeeds");
-    assert_eq!(
-        (written.version, &written.state),
-        (Version(2), &update.state)
-    );
-    let refused = ErrorObject {
-        code: -1,
-        message: "declined".to_owned(),
-        data: None,
-    };
-    let stale = b
-        .answer(&task.id, task.version, &update, "q2", &Err(refused.clone()))
-        .await;
-    assert!(
-        matches!(stale, Err(StoreError::Conflict(_))),
-        "a stale version: {stale:?}"
-    );
-    assert_eq!(
-        b.take_answer(&task.id, "q2").await.expect("take succeeds"),
-        None,
-        "nothing stored by a conflict"
-    );
-    assert_eq!(
-        b.take_answer(&task.id, "q1").await.expect("take succeeds"),
-        Some(answer)
-    );
-    assert_eq!(
-        a.take_answer(&task.id, "q1").await.expect("take succeeds"),
-        None,
-        "taken once"
-    );
-
-    let last = Update {
-        state: TaskState::Working,
-        status_message: None,
-        updated_at: at(2),
-        attempt: 1,
-    };
-    b.answer(&task.id, Version(2), &last, "q2", &Err(refused.clone()))
-        .await
-        .expect("answer succeeds");
-    let done = Update {
-        state: completed(),
-        status_message: None,
-        updated_at: at(3),
-        attempt: 1,
-    };
-    a.replace(&task.id, Version(3), &done)
-        .await
-        .expect("replace succeeds");
-    assert_eq!(a.purge(at(1_000), 10).await.expect("purge succeeds"), 1);
-    assert_eq!(
-        b.take_answer(&task.id, "q2").await.expect("take succeeds"),
-        None,
-        "gone with its task"
-    );
-}
-
-/// The change feed of one handle carries the inserts and writes made through the other: for
-/// each write, a record of its task at least as new (writes close together may arrive folded
-/// into the newest), and each task's last write exactly as it stands.
-pub async fn the_change_feed_carries_the_writes_of_either_handle(
-    a: Arc<dyn TaskStore>,
-    b: Arc<dyn TaskStore>,
-) {
-    let mut feed = b.changes();
-    let task = sample_task("alice");
-    let node = NodeId::random();
-    insert_claimed(&*a, &task, &lease(&node, 10)).await;
-    let done = Update {
-        state: completed(),
-        status_message: Some("done".to_owned()),
-        updated_at: at(1),
-        attempt: 1,
-    };
-    let other = sample_task("bob");
-    a.insert(&other).await.expect("insert succeeds");
-    let taken = b
-        .claim(&other.id, 1, &lease(&node, 60_000), at(0))
-        .await
-        .expect("claim succeeds")
-        .expect("taken");
-    let written = a
-        .replace(&task.id, task.version, &done)
-        .await
-        .expect("replace succeeds");
-    let mut last = vec![taken, written];
-    let seen = tokio::time::timeout(FEED_DEADLINE, async {
-        while !last.is_empty() {
-            let change = feed.recv().await.expect("the feed stays open and keeps up");
-            assert!(
-                change.id == task.id || change.id == other.id,
-                "only the tasks written: {change:?}"
-            );
-            last.retain(|record| record != &*change);
-        }
-    })
-    .await;
-    assert!(
-        seen.is_ok(),
-        "every change arrives within {FEED_DEADLINE:?}; missing: {last:?}"
-    );
-}
-
 /// Of takers racing from both handles for the slots of one tool, no more than its size hold
 /// one; a holder taking again still holds it; a released slot, one whose lease lapsed and one
 /// whose task finished are free again; another tool's slots are its own; renewals keep a
@@ -602,4 +410,121 @@ pub async fn a_tools_slots_hold_across_handles_and_free_up_by_release_lapse_or_e
     a.renew(&lease(&node, 20_000), at(9_999)).await.expect("renew succeeds");
     assert!(!a.take_slot("build", SIZE, &waiting[2].id, &lease(&node, 30_000), at(10_000)).await.expect("take succeeds"), "renewed");
     assert!(a.take_slot("build", SIZE, &waiting[2].id, &lease(&node, 30_000), at(20_000)).await.expect("take succeeds"), "lapsed");
+}
+
+fn call(name: &str) -> PlaceHolder {
+    PlaceHolder::Call(format!("call-{name}-{}", TaskId::random()))
+}
+
+/// Three places in all, two per owner: a task and a plain call of alice take two, her third is
+/// refused with her count, bob takes the last, carol is refused with the total; a holder keeps
+/// its place (a task not stored yet too); a release, its task's end and a lapsed lease each
+/// free one; a renewal (the heartbeat) keeps a node's places past their first lease, a task's
+/// while it is unfinished.
+pub async fn running_places_hold_within_both_limits_and_free_up_by_release_lapse_or_end(
+    a: Arc<dyn TaskStore>,
+    b: Arc<dyn TaskStore>,
+) {
+    let limits = RunningLimits { max_running: 3, max_running_per_principal: 2 };
+    let (alice, bob, carol) = (Principal::new("alice"), Principal::new("bob"), Principal::new("carol"));
+    let node = NodeId::random();
+    let task = sample_task("alice");
+    // Taken before the insert, as the engine does: a task not stored yet holds its place.
+    let held = PlaceHolder::Task(task.id.clone());
+    assert_eq!(a.take_place(&held, &alice, &limits, &lease(&node, 10_000), at(0)).await.expect("take"), Place::Taken);
+    let alices_call = call("alice");
+    assert_eq!(b.take_place(&alices_call, &alice, &limits, &lease(&node, 10_000), at(1)).await.expect("take"), Place::Taken);
+    assert_eq!(a.insert_claimed(&task, &lease(&node, 10_000), u64::MAX, None).await.expect("insert"), Inserted::New);
+    let third = call("alice");
+    assert_eq!(
+        a.take_place(&third, &alice, &limits, &lease(&node, 10_000), at(2)).await.expect("take"),
+        Place::OwnerFull { running: 2 },
+        "alice holds her two"
+    );
+    let bobs = call("bob");
+    assert_eq!(b.take_place(&bobs, &bob, &limits, &lease(&node, 10_000), at(2)).await.expect("take"), Place::Taken);
+    let carols = call("carol");
+    assert_eq!(
+        a.take_place(&carols, &carol, &limits, &lease(&node, 10_000), at(3)).await.expect("take"),
+        Place::Full { running: 3 },
+        "all three are held"
+    );
+    assert_eq!(
+        b.take_place(&held, &alice, &limits, &lease(&node, 10_000), at(3)).await.expect("take"),
+        Place::Taken,
+        "a holder keeps its place"
+    );
+
+    // A release frees one, for anybody.
+    a.release_place(&bobs).await.expect("release");
+    assert_eq!(b.take_place(&carols, &carol, &limits, &lease(&node, 10_000), at(4)).await.expect("take"), Place::Taken);
+
+    // The holding task ends: its place is free.
+    let done = Update { state: completed(), status_message: None, updated_at: at(5), attempt: task.attempt };
+    b.replace(&task.id, task.version, &done).await.expect("replace");
+    assert_eq!(a.take_place(&third, &alice, &limits, &lease(&node, 10_000), at(5)).await.expect("take"), Place::Taken);
+
+    // Renewed, the calls outlive their first lease; lapsed, every place is free.
+    a.renew(&lease(&node, 20_000), at(9_999)).await.expect("renew");
+    assert_eq!(
+        b.take_place(&call("dave"), &Principal::new("dave"), &limits, &lease(&node, 30_000), at(10_000)).await.expect("take"),
+        Place::Full { running: 3 },
+        "renewed by the heartbeat"
+    );
+    let lapsed = RunningLimits { max_running: 3, max_running_per_principal: 3 };
+    for n in 0..3 {
+        assert_eq!(
+            a.take_place(&call("erin"), &Principal::new("erin"), &lapsed, &lease(&node, 40_000), at(20_000 + n)).await.expect("take"),
+            Place::Taken,
+            "lapsed places are free"
+        );
+    }
+
+    // A task's place is renewed while the task is unfinished, and freed when it ends.
+    let other = NodeId::random();
+    let running = sample_task("frank");
+    let frank = Principal::new("frank");
+    let holder = PlaceHolder::Task(running.id.clone());
+    let wide = RunningLimits { max_running: 100, max_running_per_principal: 1 };
+    assert_eq!(a.take_place(&holder, &frank, &wide, &lease(&other, 50_000), at(40_001)).await.expect("take"), Place::Taken);
+    assert_eq!(a.insert_claimed(&running, &lease(&other, 50_000), u64::MAX, None).await.expect("insert"), Inserted::New);
+    b.renew(&lease(&other, 90_000), at(40_002)).await.expect("renew");
+    assert_eq!(
+        a.take_place(&call("frank"), &frank, &wide, &lease(&other, 90_000), at(60_000)).await.expect("take"),
+        Place::OwnerFull { running: 1 },
+        "an unfinished task's place is renewed"
+    );
+    let stored = b.get(&running.id).await.expect("get").expect("stored");
+    let done = Update { state: completed(), status_message: None, updated_at: at(60_001), attempt: stored.attempt };
+    a.replace(&running.id, stored.version, &done).await.expect("replace");
+    assert_eq!(a.take_place(&call("frank"), &frank, &wide, &lease(&other, 90_000), at(60_002)).await.expect("take"), Place::Taken);
+}
+
+/// Of 16 takers racing through two handles for one owner's three places, exactly three hold one.
+pub async fn of_racing_place_takers_from_two_handles_no_more_than_the_limit_hold_one(
+    a: Arc<dyn TaskStore>,
+    b: Arc<dyn TaskStore>,
+) {
+    let limits = RunningLimits { max_running: 100, max_running_per_principal: 3 };
+    let node = NodeId::random();
+    let start = Arc::new(tokio::sync::Barrier::new(16));
+    let racers: Vec<_> = (0..16)
+        .map(|n| {
+            let store = if n % 2 == 0 { Arc::clone(&a) } else { Arc::clone(&b) };
+            let (start, lease) = (Arc::clone(&start), lease(&node, 10_000));
+            tokio::spawn(async move {
+                start.wait().await;
+                store.take_place(&call("alice"), &Principal::new("alice"), &limits, &lease, at(0)).await
+            })
+        })
+        .collect();
+    let mut taken = 0;
+    for racer in racers {
+        match racer.await.expect("the racer does not panic").expect("take succeeds") {
+            Place::Taken => taken += 1,
+            Place::OwnerFull { running } => assert_eq!(running, 3, "refused with the owner's count"),
+            Place::Full { running } => panic!("the total limit is not reached: {running}"),
+        }
+    }
+    assert_eq!(taken, 3, "exactly the limit hold a place");
 }

@@ -1,0 +1,210 @@
+//! [`ClaimStore`] for [`PostgresStore`]: claims with a lease across replicas, the claimed
+//! insert under a row lock of the owner's count (the retention limit), a tool's slots and
+//! the running places (`mcp_tasks_take_place`).
+
+use async_trait::async_trait;
+use deadpool_postgres::GenericClient;
+
+use mcp_tasks_engine::{
+    ClaimStore, Inserted, Lease, Origin, Place, PlaceHolder, Principal, RunningLimits, StoreError, TaskId, TaskRecord,
+    Timestamp,
+};
+
+use crate::outage::backend;
+use crate::rows::{insert_keyed, key_holder};
+use crate::sql;
+use crate::store::PostgresStore;
+
+#[async_trait]
+impl ClaimStore for PostgresStore {
+    fn shared(&self) -> bool {
+        true
+    }
+
+    async fn insert_claimed(
+        &self,
+        task: &TaskRecord,
+        lease: &Lease,
+        max_retained: u64,
+        origin: Option<&Origin>,
+    ) -> Result<Inserted, StoreError> {
+        let inserted = self.observed(async {
+            let mut client = self.client().await?;
+            let tx = client.transaction().await.map_err(backend)?;
+            // The owner's count row, locked until commit: the check and the insert are atomic
+            // against every replica's inserts for this owner.
+            let lock = tx
+                .prepare_cached(sql::LOCK_COUNT)
+                .await
+                .map_err(backend)?;
+            let retained: i64 = tx
+                .query_one(&lock, &[&task.owner.as_str()])
+                .await
+                .and_then(|row| row.try_get(0))
+                .map_err(backend)?;
+            let retained = u64::try_from(retained).unwrap_or(0);
+            if retained >= max_retained {
+                // A retry of a retained keyed task adds nothing: it is the answer even at the limit.
+                if let Some(key) = &task.idempotency_key
+                    && let Some(existing) = key_holder(&tx, task.owner.as_str(), key.as_str()).await?
+                    && existing.retained_at(task.created_at)
+                {
+                    return Ok(Inserted::Existing(existing));
+                }
+                return Err(StoreError::Full {
+                    owner: task.owner.clone(),
+                    retained,
+                });
+            }
+            // The claim and the origin go in with the row: one round trip, not three.
+            let inserted = insert_keyed(&tx, task, Some(lease), origin).await?;
+            tx.commit().await.map_err(backend)?;
+            Ok(inserted)
+        })
+        .await;
+        if let Ok(Inserted::New) = &inserted {
+            self.announce(&task.id).await;
+        }
+        inserted
+    }
+
+    async fn claim(
+        &self,
+        id: &TaskId,
+        attempt: u32,
+        lease: &Lease,
+        now: Timestamp,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        let taken = self.observed(async {
+            self.query_opt(
+                sql::CLAIM,
+                &[
+                    &lease.node.as_str(),
+                    &lease.until.0,
+                    &id.as_str(),
+                    &i64::from(attempt),
+                    &now.0,
+                ],
+            )
+            .await
+        })
+        .await;
+        if let Ok(Some(_)) = &taken {
+            self.announce(id).await;
+        }
+        taken
+    }
+
+    async fn renew(&self, lease: &Lease, now: Timestamp) -> Result<Vec<TaskId>, StoreError> {
+        self.observed(async {
+            let client = self.client().await?;
+            let statement = client
+                .prepare_cached(sql::RENEW)
+                .await
+                .map_err(backend)?;
+            let rows = client
+                .query(&statement, &[&lease.until.0, &lease.node.as_str(), &now.0])
+                .await
+                .map_err(backend)?;
+            let slots = client.prepare_cached(sql::RENEW_SLOTS).await.map_err(backend)?;
+            client
+                .execute(&slots, &[&lease.until.0, &lease.node.as_str(), &now.0])
+                .await
+                .map_err(backend)?;
+            let places = client.prepare_cached(sql::RENEW_PLACES).await.map_err(backend)?;
+            client
+                .execute(&places, &[&lease.until.0, &lease.node.as_str(), &now.0])
+                .await
+                .map_err(backend)?;
+            rows.iter()
+                .map(|row| {
+                    row.try_get::<_, String>(0)
+                        .map(TaskId::from)
+                        .map_err(backend)
+                })
+                .collect()
+        })
+        .await
+    }
+
+    async fn lapsed(&self, now: Timestamp, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
+        self.query(sql::LAPSED, &[&now.0, &i64::from(limit)]).await
+    }
+
+    async fn take_slot(&self, tool: &str, size: u32, id: &TaskId, lease: &Lease, now: Timestamp) -> Result<bool, StoreError> {
+        self.observed(async {
+            let mut client = self.client().await?;
+            let tx = client.transaction().await.map_err(backend)?;
+            let lock = tx.prepare_cached(sql::LOCK_SLOTS).await.map_err(backend)?;
+            tx.execute(&lock, &[&tool]).await.map_err(backend)?;
+            let free = tx.prepare_cached(sql::FREE_SLOTS).await.map_err(backend)?;
+            tx.execute(&free, &[&tool, &now.0]).await.map_err(backend)?;
+            let count = tx.prepare_cached(sql::COUNT_SLOTS).await.map_err(backend)?;
+            let row = tx.query_one(&count, &[&tool, &id.as_str()]).await.map_err(backend)?;
+            let (held, mine): (i64, i64) =
+                (row.try_get(0).map_err(backend)?, row.try_get(1).map_err(backend)?);
+            let taken = if mine > 0 {
+                true
+            } else if held >= i64::from(size) {
+                false
+            } else {
+                let take = tx.prepare_cached(sql::TAKE_SLOT).await.map_err(backend)?;
+                tx.execute(&take, &[&tool, &id.as_str(), &lease.node.as_str(), &lease.until.0])
+                    .await
+                    .map_err(backend)?;
+                true
+            };
+            tx.commit().await.map_err(backend)?;
+            Ok(taken)
+        })
+        .await
+    }
+
+    async fn take_place(
+        &self,
+        holder: &PlaceHolder,
+        owner: &Principal,
+        limits: &RunningLimits,
+        lease: &Lease,
+        now: Timestamp,
+    ) -> Result<Place, StoreError> {
+        self.observed(async {
+            let client = self.client().await?;
+            let take = client.prepare_cached(sql::TAKE_PLACE).await.map_err(backend)?;
+            let limit = |limit: u32| i64::from(limit);
+            let row = client
+                .query_one(
+                    &take,
+                    &[
+                        &holder.as_str(),
+                        &holder.is_task(),
+                        &owner.as_str(),
+                        &lease.node.as_str(),
+                        &lease.until.0,
+                        &now.0,
+                        &limit(limits.max_running),
+                        &limit(limits.max_running_per_principal),
+                    ],
+                )
+                .await
+                .map_err(backend)?;
+            let outcome: String = row.try_get(0).map_err(backend)?;
+            let running = row.try_get::<_, i64>(1).map(|count| count.max(0).unsigned_abs()).map_err(backend)?;
+            match outcome.as_str() {
+                "taken" => Ok(Place::Taken),
+                "full" => Ok(Place::Full { running }),
+                "owner_full" => Ok(Place::OwnerFull { running }),
+                other => Err(StoreError::Backend(format!("mcp_tasks_take_place answered {other:?}").into())),
+            }
+        })
+        .await
+    }
+
+    async fn release_place(&self, holder: &PlaceHolder) -> Result<(), StoreError> {
+        self.execute(sql::RELEASE_PLACE, &[&holder.as_str()]).await.map(|_| ())
+    }
+
+    async fn release_slot(&self, tool: &str, id: &TaskId) -> Result<(), StoreError> {
+        self.execute(sql::RELEASE_SLOT, &[&tool, &id.as_str()]).await.map(|_| ())
+    }
+}

@@ -1,0 +1,184 @@
+//! [`RecordStore`] for [`PostgresStore`]: the task records (insert with idempotency keys,
+//! reads, the compare-and-set replace, listing, counting, the scans, purge, cancel requests,
+//! input answers, the change feed across replicas).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use deadpool_postgres::GenericClient;
+use tokio::sync::broadcast;
+use tokio_postgres::types::{Json, ToSql};
+
+use mcp_tasks_engine::{
+    Answer, IdempotencyKey, Inserted, ListQuery, Principal, RecordStore, StoreError, TaskId, TaskRecord, Timestamp,
+    Update, Version,
+};
+
+use crate::outage::backend;
+use crate::rows::{ReplaceValues, insert_keyed};
+use crate::sql;
+use crate::store::PostgresStore;
+
+#[async_trait]
+impl RecordStore for PostgresStore {
+    async fn insert(&self, task: &TaskRecord) -> Result<Inserted, StoreError> {
+        let inserted = self.observed(async {
+            let client = self.client().await?;
+            insert_keyed(&client, task, None, None).await
+        })
+        .await;
+        if let Ok(Inserted::New) = &inserted {
+            self.announce(&task.id).await;
+        }
+        inserted
+    }
+
+    async fn find_by_key(
+        &self,
+        owner: &Principal,
+        key: &IdempotencyKey,
+        now: Timestamp,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        self.query_opt(sql::FIND_BY_KEY, &[&owner.as_str(), &key.as_str(), &now.0]).await
+    }
+
+    async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
+        self.query_opt(sql::GET, &[&id.as_str()]).await
+    }
+
+    async fn replace(
+        &self,
+        id: &TaskId,
+        expected: Version,
+        update: &Update,
+    ) -> Result<TaskRecord, StoreError> {
+        let written = self.observed(async {
+            // A version beyond i64 cannot be stored, so no row has it: the task moved on.
+            let values = ReplaceValues::new(id, expected, update).ok_or_else(|| StoreError::Conflict(id.clone()))?;
+            let written = self.query_opt(sql::REPLACE, &values.params()).await?;
+            written.ok_or_else(|| StoreError::Conflict(id.clone()))
+        })
+        .await;
+        if written.is_ok() {
+            self.announce(id).await;
+        }
+        written
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<Vec<TaskRecord>, StoreError> {
+        let owner = query.owner.as_str();
+        let limit = i64::from(query.limit);
+        match &query.after {
+            None => self.query(sql::LIST_FIRST, &[&owner, &limit]).await,
+            Some(cursor) => {
+                self.query(sql::LIST_AFTER, &[&owner, &cursor.created_at.0, &cursor.id.as_str(), &limit])
+                    .await
+            }
+        }
+    }
+
+    async fn count(&self, owner: &Principal) -> Result<u64, StoreError> {
+        // One row of `task_counts`, kept by triggers on insert and delete (migration 0001).
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql::COUNT).await.map_err(backend)?;
+        let row = client
+            .query_opt(&statement, &[&owner.as_str()])
+            .await
+            .map_err(backend)?;
+        let count: i64 = row.map(|row| row.try_get(0)).transpose().map_err(backend)?.unwrap_or(0);
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+
+    async fn unfinished(&self, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
+        self.query(sql::UNFINISHED, &[&i64::from(limit)]).await
+    }
+
+    async fn expired(&self, now: Timestamp, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
+        self.query(sql::EXPIRED, &[&now.0, &i64::from(limit)]).await
+    }
+
+    async fn purge(&self, now: Timestamp, limit: u32) -> Result<u64, StoreError> {
+        self.execute(sql::PURGE, &[&now.0, &i64::from(limit)]).await
+    }
+
+    async fn request_cancel(&self, id: &TaskId) -> Result<bool, StoreError> {
+        let requested = self.observed(async {
+            let client = self.client().await?;
+            let statement = client
+                .prepare_cached(sql::REQUEST_CANCEL)
+                .await
+                .map_err(backend)?;
+            let row = client
+                .query_opt(&statement, &[&id.as_str()])
+                .await
+                .map_err(backend)?;
+            Ok(row.is_some())
+        })
+        .await;
+        if let Ok(true) = &requested {
+            self.announce(id).await;
+        }
+        requested
+    }
+
+    async fn cancel_requested(&self, id: &TaskId) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let statement = client
+            .prepare_cached(sql::CANCEL_REQUESTED)
+            .await
+            .map_err(backend)?;
+        let row = client
+            .query_opt(&statement, &[&id.as_str()])
+            .await
+            .map_err(backend)?;
+        row.map(|row| row.try_get::<_, bool>(0))
+            .transpose()
+            .map(|asked| asked.unwrap_or(false))
+            .map_err(backend)
+    }
+
+    async fn answer(
+        &self,
+        id: &TaskId,
+        expected: Version,
+        update: &Update,
+        key: &str,
+        answer: &Answer,
+    ) -> Result<TaskRecord, StoreError> {
+        let written = self.observed(async {
+            let values = ReplaceValues::new(id, expected, update).ok_or_else(|| StoreError::Conflict(id.clone()))?;
+            let answer = Json(answer);
+            let [state, status, message, updated_at, attempt, task, version] = values.params();
+            let params: [&(dyn ToSql + Sync); 9] = [state, status, message, updated_at, attempt, task, version, &key, &answer];
+            let written = self.query_opt(sql::ANSWER, &params).await?;
+            written.ok_or_else(|| StoreError::Conflict(id.clone()))
+        })
+        .await;
+        if written.is_ok() {
+            self.announce(id).await;
+        }
+        written
+    }
+
+    async fn take_answer(&self, id: &TaskId, key: &str) -> Result<Option<Answer>, StoreError> {
+        self.observed(async {
+            let client = self.client().await?;
+            let statement = client
+                .prepare_cached(sql::TAKE_ANSWER)
+                .await
+                .map_err(backend)?;
+            let row = client
+                .query_opt(&statement, &[&id.as_str(), &key])
+                .await
+                .map_err(backend)?;
+            row.map(|row| row.try_get::<_, Json<Answer>>(0).map(|json| json.0))
+                .transpose()
+                .map_err(backend)
+        })
+        .await
+    }
+
+    fn changes(&self) -> broadcast::Receiver<Arc<TaskRecord>> {
+        self.feed.sender.subscribe()
+    }
+}

@@ -1,0 +1,240 @@
+//! Row encoding of [`PostgresStore`](crate::PostgresStore): the keyed insert of a task (its
+//! columns bound in order), the lookup of a key's holder, the compare-and-set's bound
+//! values, and a row decoded into a [`TaskRecord`].
+
+use deadpool_postgres::GenericClient;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::{Json, ToSql};
+use tokio_postgres::Row;
+
+use mcp_tasks_engine::{
+    IdempotencyKey, InputKind, Inserted, Lease, Origin, Principal, StoreError, TaskId, TaskRecord, TaskState, Timestamp,
+    TraceContext, Update, Version,
+};
+
+use crate::outage::backend;
+use crate::sql;
+
+/// How many times a keyed `insert` tries again when the key changed hands between its
+/// statements (taken, then released by a task past its TTL, then taken again…).
+const KEY_ROUNDS: usize = 4;
+
+/// Inserts `task` through `client` (a connection or a transaction): a new task, or the
+/// owner's retained task holding its idempotency key.
+pub(crate) async fn insert_keyed(
+    client: &impl GenericClient,
+    task: &TaskRecord,
+    claim: Option<&Lease>,
+    origin: Option<&Origin>,
+) -> Result<Inserted, StoreError> {
+    let row = NewRow::from_record(task)?;
+    let insert = client
+        .prepare_cached(sql::INSERT)
+        .await
+        .map_err(backend)?;
+    let traceparent = task.trace.as_ref().map(TraceContext::traceparent);
+    let tracestate = task.trace.as_ref().and_then(TraceContext::tracestate);
+    let (node, until) = (claim.map(|lease| lease.node.as_str()), claim.map(|lease| lease.until.0));
+    let era = origin.map(|origin| origin.era.as_str());
+    let client_name = origin.and_then(|origin| origin.client_name.as_deref());
+    let client_version = origin.and_then(|origin| origin.client_version.as_deref());
+    let params: [&(dyn ToSql + Sync); 24] = [
+        &row.id,
+        &row.owner,
+        &task.tool,
+        &Json(&task.arguments),
+        &row.status,
+        &Json(&task.state),
+        &task.status_message,
+        &task.created_at.0,
+        &task.updated_at.0,
+        &row.ttl_ms,
+        &row.expires_at,
+        &row.poll_interval_ms,
+        &i64::from(task.attempt),
+        &row.version,
+        &task.error_result_fails,
+        &Json(&task.input_kinds),
+        &row.idempotency_key,
+        &traceparent,
+        &tracestate,
+        &node,
+        &until,
+        &era,
+        &client_name,
+        &client_version,
+    ];
+    for _ in 0..KEY_ROUNDS {
+        match client.execute(&insert, &params).await {
+            Ok(1) => return Ok(Inserted::New),
+            Ok(_) => {}
+            Err(err) if is_duplicate_id(&err) => {
+                return Err(StoreError::Duplicate(task.id.clone()));
+            }
+            Err(err) => return Err(backend(err)),
+        }
+        if let Some(existing) = retained_holder(client, task, &row).await? {
+            return Ok(Inserted::Existing(existing));
+        }
+    }
+    Err(StoreError::Backend(
+        format!(
+            "the idempotency key of task {} changed hands {KEY_ROUNDS} times during its insert",
+            task.id
+        )
+        .into(),
+    ))
+}
+
+/// After an insert of `task` (encoded as `row`) that wrote no row and failed with no error:
+/// the owner's key is taken (a keyless row never conflicts), by a retained task, which is the
+/// answer, or by one past its TTL, which gives it up (`None`: the insert tries again).
+/// Between these statements another replica may purge the holder, or take the released key:
+/// the insert then tries again, and the unique index still lets exactly one of any number of
+/// racers in.
+async fn retained_holder(
+    client: &impl GenericClient,
+    task: &TaskRecord,
+    row: &NewRow<'_>,
+) -> Result<Option<TaskRecord>, StoreError> {
+    let Some(key) = row.idempotency_key else {
+        return Err(StoreError::Backend("a keyless insert wrote no row".into()));
+    };
+    if let Some(existing) = key_holder(client, row.owner, key).await? {
+        if existing.retained_at(task.created_at) {
+            return Ok(Some(existing));
+        }
+        let release = client
+            .prepare_cached(sql::RELEASE_KEY)
+            .await
+            .map_err(backend)?;
+        client
+            .execute(&release, &[&row.owner, &key, &task.created_at.0])
+            .await
+            .map_err(backend)?;
+    }
+    Ok(None)
+}
+
+/// The values the compare-and-set `REPLACE` (and `ANSWER`, which starts with it) binds, in
+/// the order of its parameters: the update's state, status, status message, time and
+/// attempt, then the task's id and expected version.
+pub(crate) struct ReplaceValues<'a> {
+    state: Json<&'a TaskState>,
+    status: &'static str,
+    message: &'a Option<String>,
+    updated_at: i64,
+    attempt: i64,
+    id: &'a str,
+    expected: i64,
+}
+
+impl<'a> ReplaceValues<'a> {
+    /// The values of `update` written over task `id` at version `expected`; `None` if the
+    /// version is beyond `BIGINT`, which no row has (the task moved on).
+    pub(crate) fn new(id: &'a TaskId, expected: Version, update: &'a Update) -> Option<ReplaceValues<'a>> {
+        Some(ReplaceValues {
+            state: Json(&update.state),
+            status: update.state.status().as_str(),
+            message: &update.status_message,
+            updated_at: update.updated_at.0,
+            attempt: i64::from(update.attempt),
+            id: id.as_str(),
+            expected: i64::try_from(expected.0).ok()?,
+        })
+    }
+
+    /// The parameters `$1` to `$7`.
+    pub(crate) fn params(&self) -> [&(dyn ToSql + Sync); 7] {
+        [&self.state, &self.status, self.message, &self.updated_at, &self.attempt, &self.id, &self.expected]
+    }
+}
+
+/// The task holding `owner`'s idempotency key `key`, retained or not.
+pub(crate) async fn key_holder(
+    client: &impl GenericClient,
+    owner: &str,
+    key: &str,
+) -> Result<Option<TaskRecord>, StoreError> {
+    let holder = client
+        .prepare_cached(sql::KEY_HOLDER)
+        .await
+        .map_err(backend)?;
+    let holder = client
+        .query_opt(&holder, &[&owner, &key])
+        .await
+        .map_err(backend)?;
+    holder.as_ref().map(read_record).transpose()
+}
+
+/// The columns of a [`TaskRecord`] that need converting before they are stored.
+struct NewRow<'a> {
+    id: &'a str,
+    owner: &'a str,
+    status: &'static str,
+    ttl_ms: Option<i64>,
+    expires_at: Option<i64>,
+    poll_interval_ms: Option<i64>,
+    version: i64,
+    idempotency_key: Option<&'a str>,
+}
+
+impl<'a> NewRow<'a> {
+    fn from_record(task: &'a TaskRecord) -> Result<NewRow<'a>, StoreError> {
+        Ok(NewRow {
+            id: task.id.as_str(),
+            owner: task.owner.as_str(),
+            status: task.status().as_str(),
+            ttl_ms: task.ttl_ms.map(to_i64).transpose()?,
+            expires_at: task.expires_at().map(|at| at.0),
+            poll_interval_ms: task.poll_interval_ms.map(to_i64).transpose()?,
+            version: to_i64(task.version.0)?,
+            idempotency_key: task.idempotency_key.as_ref().map(IdempotencyKey::as_str),
+        })
+    }
+}
+
+/// Whether `err` is the primary key (the id) being taken already.
+fn is_duplicate_id(err: &tokio_postgres::Error) -> bool {
+    err.as_db_error().is_some_and(|db| {
+        db.code() == &SqlState::UNIQUE_VIOLATION && db.constraint() == Some("tasks_pkey")
+    })
+}
+
+/// PostgreSQL's `BIGINT` is signed 64-bit; a larger `u64` cannot be stored.
+fn to_i64(n: u64) -> Result<i64, StoreError> {
+    i64::try_from(n).map_err(|_| StoreError::Backend(format!("{n} does not fit a BIGINT column").into()))
+}
+
+/// Decodes a row selected with the store's column list (`sql::columns!`).
+pub(crate) fn read_record(row: &Row) -> Result<TaskRecord, StoreError> {
+    decode(row).map_err(|err| StoreError::Backend(format!("a stored task cannot be read: {err}").into()))
+}
+
+fn decode(row: &Row) -> Result<TaskRecord, Box<dyn std::error::Error + Send + Sync>> {
+    let unsigned = |column: usize| -> Result<Option<u64>, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(row.try_get::<_, Option<i64>>(column)?.map(u64::try_from).transpose()?)
+    };
+    Ok(TaskRecord {
+        id: TaskId::from(row.try_get::<_, String>(0)?),
+        owner: Principal::new(row.try_get::<_, String>(1)?),
+        tool: row.try_get(2)?,
+        arguments: row.try_get::<_, Json<serde_json::Value>>(3)?.0,
+        state: row.try_get::<_, Json<TaskState>>(4)?.0,
+        status_message: row.try_get(5)?,
+        created_at: Timestamp(row.try_get(6)?),
+        updated_at: Timestamp(row.try_get(7)?),
+        ttl_ms: unsigned(8)?,
+        poll_interval_ms: unsigned(9)?,
+        attempt: u32::try_from(row.try_get::<_, i64>(10)?)?,
+        version: Version(u64::try_from(row.try_get::<_, i64>(11)?)?),
+        error_result_fails: row.try_get(12)?,
+        input_kinds: row.try_get::<_, Json<Vec<InputKind>>>(13)?.0,
+        idempotency_key: row.try_get::<_, Option<String>>(14)?.map(IdempotencyKey::new),
+        // Written valid; a row edited by hand to something else reads as no trace.
+        trace: match row.try_get::<_, Option<String>>(15)? {
+            Some(traceparent) => TraceContext::parse(&traceparent, row.try_get::<_, Option<String>>(16)?.as_deref()),
+            None => None,
+        },
+    })
+}
