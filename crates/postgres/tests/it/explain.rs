@@ -86,38 +86,38 @@ const ID: &str = "0123abcd";
 /// The plans of a task's own statements: by id, by key, listing, counting, retention.
 async fn task_plans(client: &Client, state: &Json<TaskState>) {
     let (owner, id, key, at, limit) = ("owner3", "0123abcd", "key42", 1_764_028_810_123_i64, 5_i64);
-    assert_served_by(&plan(&client, sql::GET, &[&id]).await, "tasks_pkey", false);
+    assert_served_by(&plan(client, sql::GET, &[&id]).await, "tasks_pkey", false);
     assert_served_by(
-        &plan(&client, sql::FIND_BY_KEY, &[&owner, &key, &at]).await,
+        &plan(client, sql::FIND_BY_KEY, &[&owner, &key, &at]).await,
         "tasks_by_idempotency_key",
         false,
     );
-    assert_served_by(&plan(&client, sql::KEY_HOLDER, &[&owner, &key]).await, "tasks_by_idempotency_key", false);
+    assert_served_by(&plan(client, sql::KEY_HOLDER, &[&owner, &key]).await, "tasks_by_idempotency_key", false);
     assert_served_by(
-        &plan(&client, sql::RELEASE_KEY, &[&owner, &key, &at]).await,
+        &plan(client, sql::RELEASE_KEY, &[&owner, &key, &at]).await,
         "tasks_by_idempotency_key",
         false,
     );
     let replace = plan(
-        &client,
+        client,
         sql::REPLACE,
         &[&state, &"working", &None::<String>, &at, &1_i64, &id, &1_i64],
     )
     .await;
     assert_served_by(&replace, "tasks_pkey", false);
-    assert_served_by(&plan(&client, sql::LIST_FIRST, &[&owner, &limit]).await, "tasks_by_owner", true);
+    assert_served_by(&plan(client, sql::LIST_FIRST, &[&owner, &limit]).await, "tasks_by_owner", true);
     assert_served_by(
-        &plan(&client, sql::LIST_AFTER, &[&owner, &at, &id, &limit]).await,
+        &plan(client, sql::LIST_AFTER, &[&owner, &at, &id, &limit]).await,
         "tasks_by_owner",
         true,
     );
     // The retention limit counts on every creation: one row of the counts, whatever the
     // number of the owner's tasks.
-    assert_served_by(&plan(&client, sql::COUNT, &[&owner]).await, "task_counts_pkey", false);
-    assert_served_by(&plan(&client, sql::UNFINISHED, &[&limit]).await, "tasks_unfinished", true);
-    let expired = plan(&client, sql::EXPIRED, &[&at, &limit]).await;
+    assert_served_by(&plan(client, sql::COUNT, &[&owner]).await, "task_counts_pkey", false);
+    assert_served_by(&plan(client, sql::UNFINISHED, &[&limit]).await, "tasks_unfinished", true);
+    let expired = plan(client, sql::EXPIRED, &[&at, &limit]).await;
     assert_served_by(&expired, "tasks_unfinished_by_expiry", true);
-    assert_served_by(&plan(&client, sql::PURGE, &[&at, &limit]).await, "tasks_finished_by_expiry", false);
+    assert_served_by(&plan(client, sql::PURGE, &[&at, &limit]).await, "tasks_finished_by_expiry", false);
 }
 
 /// The plans of many nodes' statements: claims, the heartbeat, the rescuer, cancel requests,
@@ -127,25 +127,25 @@ async fn node_plans(client: &Client, state: &Json<TaskState>) {
     // Many nodes: claims, the heartbeat, the rescuer, cancel requests, answers, the feed's
     // backstop and the tools' slots.
     let node = "node-1";
-    assert_served_by(&plan(&client, sql::CLAIM, &[&node, &at, &id, &1_i64, &at]).await, "tasks_pkey", false);
-    assert_served_by(&plan(&client, sql::RENEW, &[&at, &node, &at]).await, "tasks_by_claim", false);
-    assert_served_by(&plan(&client, sql::LAPSED, &[&at, &limit]).await, "tasks_unfinished", true);
-    assert_served_by(&plan(&client, sql::REQUEST_CANCEL, &[&id]).await, "tasks_pkey", false);
-    assert_served_by(&plan(&client, sql::CANCEL_REQUESTED, &[&id]).await, "tasks_pkey", false);
+    assert_served_by(&plan(client, sql::CLAIM, &[&node, &at, &id, &1_i64, &at]).await, "tasks_pkey", false);
+    assert_served_by(&plan(client, sql::RENEW, &[&at, &node, &at]).await, "tasks_by_claim", false);
+    assert_served_by(&plan(client, sql::LAPSED, &[&at, &limit]).await, "tasks_unfinished", true);
+    assert_served_by(&plan(client, sql::REQUEST_CANCEL, &[&id]).await, "tasks_pkey", false);
+    assert_served_by(&plan(client, sql::CANCEL_REQUESTED, &[&id]).await, "tasks_pkey", false);
     let answer = plan(
-        &client,
+        client,
         sql::ANSWER,
         &[&state, &"working", &None::<String>, &at, &1_i64, &id, &1_i64, &"q1", &Json(json!({"Ok": {}}))],
     )
     .await;
     assert_served_by(&answer, "tasks_pkey", false);
-    assert_served_by(&plan(&client, sql::TAKE_ANSWER, &[&id, &"q1"]).await, "task_answers_pkey", false);
-    assert_served_by(&plan(&client, sql::CHANGED_SINCE, &[&at, &limit]).await, "tasks_by_change", true);
-    assert_served_by(&plan(&client, sql::GET_CHANGED, &[&id]).await, "tasks_pkey", false);
-    assert_served_by(&plan(&client, sql::FREE_SLOTS, &[&"echo", &at]).await, "tool_slots_pkey", false);
-    assert_served_by(&plan(&client, sql::COUNT_SLOTS, &[&"echo", &id]).await, "tool_slots_pkey", false);
-    assert_served_by(&plan(&client, sql::RENEW_SLOTS, &[&at, &node, &at]).await, "tool_slots_by_node", false);
-    assert_served_by(&plan(&client, sql::RELEASE_SLOT, &[&"echo", &id]).await, "tool_slots_pkey", false);
+    assert_served_by(&plan(client, sql::TAKE_ANSWER, &[&id, &"q1"]).await, "task_answers_pkey", false);
+    assert_served_by(&plan(client, sql::CHANGED_SINCE, &[&at, &limit]).await, "tasks_by_change", true);
+    assert_served_by(&plan(client, sql::GET_CHANGED, &[&id]).await, "tasks_pkey", false);
+    assert_served_by(&plan(client, sql::FREE_SLOTS, &[&"echo", &at]).await, "tool_slots_pkey", false);
+    assert_served_by(&plan(client, sql::COUNT_SLOTS, &[&"echo", &id]).await, "tool_slots_pkey", false);
+    assert_served_by(&plan(client, sql::RENEW_SLOTS, &[&at, &node, &at]).await, "tool_slots_by_node", false);
+    assert_served_by(&plan(client, sql::RELEASE_SLOT, &[&"echo", &id]).await, "tool_slots_pkey", false);
 }
 
 /// The plans of the web view's reads, 2025-11-25 HTTP sessions and running places.
@@ -153,23 +153,23 @@ async fn view_and_session_plans(client: &Client) {
     let (owner, id, at, limit, node) = (OWNER, ID, 1_764_028_810_123_i64, 5_i64, "node-1");
     // The web view: its pages newest first from the owner's index, and its counts.
     let none = None::<String>;
-    let browse = plan(&client, sql::BROWSE, &[&owner, &none, &none, &none, &None::<i64>, &none, &limit]).await;
+    let browse = plan(client, sql::BROWSE, &[&owner, &none, &none, &none, &None::<i64>, &none, &limit]).await;
     assert_served_by(&browse, "tasks_by_owner", true);
-    let page = plan(&client, sql::BROWSE, &[&owner, &Some("completed"), &none, &none, &Some(at), &Some(id), &limit]).await;
+    let page = plan(client, sql::BROWSE, &[&owner, &Some("completed"), &none, &none, &Some(at), &Some(id), &limit]).await;
     assert_served_by(&page, "tasks_by_owner", false);
-    let counts = plan(&client, sql::STATUS_COUNTS, &[&owner]).await;
+    let counts = plan(client, sql::STATUS_COUNTS, &[&owner]).await;
     assert_served_by(&counts, "tasks_by_owner", false);
-    assert_served_by(&plan(&client, sql::HISTORY, &[&id]).await, "task_history_pkey", false);
+    assert_served_by(&plan(client, sql::HISTORY, &[&id]).await, "task_history_pkey", false);
     // 2025-11-25 HTTP sessions: each request's lookup, its writes, and the idle sweep.
     let session = "0123456789abcdef";
-    assert_served_by(&plan(&client, sql::SESSION, &[&session, &owner]).await, "sessions_pkey", false);
-    assert_served_by(&plan(&client, sql::ADD_SESSION_TASK, &[&session, &id]).await, "sessions_pkey", false);
+    assert_served_by(&plan(client, sql::SESSION, &[&session, &owner]).await, "sessions_pkey", false);
+    assert_served_by(&plan(client, sql::ADD_SESSION_TASK, &[&session, &id]).await, "sessions_pkey", false);
     let touched = vec![session.to_owned()];
-    assert_served_by(&plan(&client, sql::TOUCH_SESSIONS, &[&touched, &at]).await, "sessions_pkey", false);
-    assert_served_by(&plan(&client, sql::END_SESSION, &[&session]).await, "sessions_pkey", false);
-    assert_served_by(&plan(&client, sql::PRUNE_SESSIONS, &[&at, &limit]).await, "sessions_by_last_use", true);
+    assert_served_by(&plan(client, sql::TOUCH_SESSIONS, &[&touched, &at]).await, "sessions_pkey", false);
+    assert_served_by(&plan(client, sql::END_SESSION, &[&session]).await, "sessions_pkey", false);
+    assert_served_by(&plan(client, sql::PRUNE_SESSIONS, &[&at, &limit]).await, "sessions_by_last_use", true);
     // The running places: the heartbeat's renewal and a release. (Taking one reads the
     // whole of `running_places`, which holds only the places in use, under its lock.)
-    assert_served_by(&plan(&client, sql::RENEW_PLACES, &[&at, &node, &at]).await, "running_places_by_node", false);
-    assert_served_by(&plan(&client, sql::RELEASE_PLACE, &[&id]).await, "running_places_pkey", false);
+    assert_served_by(&plan(client, sql::RENEW_PLACES, &[&at, &node, &at]).await, "running_places_by_node", false);
+    assert_served_by(&plan(client, sql::RELEASE_PLACE, &[&id]).await, "running_places_pkey", false);
 }
