@@ -306,6 +306,12 @@ async fn post_counted(app: Arc<App>, request: hyper::Request<hyper::body::Incomi
 /// The endpoint's state and the router over it (see [`router`]).
 fn endpoint(server: Server, options: Options, stop: CancellationToken) -> (Arc<App>, Router) {
     let serve_metrics = options.metrics;
+    if server.engine().shares_store() && options.sessions.is_none() {
+        tracing::warn!(
+            "the task store is shared with other replicas but no session store was given \
+             (http::Options::sessions): 2025-11-25 sessions are served by this process alone"
+        );
+    }
     let ui = options.ui.then(|| ui::Ui::start(server.engine()));
     let serve_ui = ui.is_some();
     let app = Arc::new(App { server, options, sessions: Mutex::new(FastMap::default()), stop, ui, listens: modern::Listens::default() });
