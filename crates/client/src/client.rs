@@ -256,7 +256,7 @@ impl Client {
 
     /// Calls a tool, as a task where that is how the era and the tool have it: in
     /// 2025-11-25 as a task when the server runs tool calls as tasks and the tool's
-    /// [`TaskMode`] allows it, plainly otherwise; in 2026-07-28 the server decides (the
+    /// [`TaskMode`](crate::TaskMode) allows it, plainly otherwise; in 2026-07-28 the server decides (the
     /// client declares the tasks extension when the server offers it).
     ///
     /// # Errors
@@ -307,7 +307,7 @@ impl Client {
     }
 
     /// Whether the server runs `tools/call` as a task when asked (for the tools whose
-    /// [`TaskMode`] allows it): [`ServerInfo::runs_tool_tasks`]. In 2025-11-25, whether it
+    /// [`TaskMode`](crate::TaskMode) allows it): [`ServerInfo::runs_tool_tasks`]. In 2025-11-25, whether it
     /// declared `tasks.requests.tools.call`.
     pub fn server_runs_tool_tasks(&self) -> bool {
         self.inner.server.runs_tool_tasks
@@ -316,7 +316,7 @@ impl Client {
     /// Calls a tool as a task and returns a [`TaskHandle`] that drives it to its end.
     ///
     /// Refuses (without calling) when the server does not run tool calls as tasks
-    /// (`tasks.requests.tools.call`) or the tool's [`TaskMode`] is `forbidden`
+    /// (`tasks.requests.tools.call`) or the tool's [`TaskMode`](crate::TaskMode) is `forbidden`
     /// (`execution.taskSupport` absent or `forbidden`): a task was asked
     /// for, and silently running the call plainly would lose what a task gives (the
     /// detach, the id to resume with). Use [`Client::call_tool`] for those tools. `ttl` is

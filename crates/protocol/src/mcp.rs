@@ -376,7 +376,7 @@ pub struct CallToolResult {
     /// `true` when the tool call failed; absent means `false`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
-    /// Result `_meta`; from `tasks/result` it carries [`RELATED_TASK`].
+    /// Result `_meta`; from `tasks/result` it carries [`RELATED_TASK`](crate::legacy::RELATED_TASK).
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
 }

@@ -143,7 +143,7 @@ fn unclaimed(tables: &Tables, task: &TaskRecord, now: Timestamp) -> bool {
         .is_none_or(|lease| lease.until <= now)
 }
 
-/// A [`TaskStore`] held in memory: fast, and gone when dropped.
+/// A [`TaskStore`](mcp_tasks_engine::TaskStore) held in memory: fast, and gone when dropped.
 ///
 /// Every method takes the one lock, does its work and lets go, so each is atomic on its
 /// own, as the trait asks; none awaits while holding it.

@@ -34,9 +34,10 @@ pub trait CatalogUpstream: Send + Sync + 'static {
 
     /// A downstream client subscribed to `uri` (2025-11-25 `resources/subscribe`, or a
     /// 2026-07-28 listen stream's `resourceSubscriptions`): the upstream is asked for its
-    /// updates too, which come back through [`Server::notify_resource_updated`]
-    /// (crate::Server::notify_resource_updated). The server filters them for its clients, so an
-    /// upstream subscription may outlive the downstream ones. The default does nothing.
+    /// updates too, which come back through
+    /// [`Server::notify_resource_updated`](crate::Server::notify_resource_updated). The
+    /// server filters them for its clients, so an upstream subscription may outlive the
+    /// downstream ones. The default does nothing.
     ///
     /// # Errors
     /// Why the upstream could not be asked (an upstream without subscriptions is no error).
