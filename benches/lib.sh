@@ -1,7 +1,9 @@
 # What the benchmark scripts (run.sh, retention.sh, profile.sh, threads.sh, postgres.sh, ui.sh, peers/rmcp.sh, peers/rmcp-modern.sh) share; sourced, not run.
 #
-#   bench_build             builds the bench server and the load harness (release) in this
-#                           tree; target_dir: cargo's target directory
+#   bench_build [PROFILE]   builds the bench server and the load harness in this tree with
+#                           cargo's PROFILE (default release; profile.sh asks for profiling,
+#                           the release code with line tables and symbols); target_dir:
+#                           cargo's target directory
 #   bench_init PREFIX       work: a new temporary folder, removed at exit (kept when
 #                           keep_work=1); server_pid and failed reset; EXIT/INT/TERM traps
 #   stop_server             stops the server started last (SIGTERM, then waits for it)
@@ -12,8 +14,9 @@
 #                           {FIELDS,"run":REPORT}; failed=1 if a call failed; 1 if no report
 
 bench_build() {
-  echo "== building (release)" >&2
-  cargo build --release -p mcp-tasks-bench --example bench_server --bin load >&2
+  local profile=${1:-release}
+  echo "== building ($profile)" >&2
+  cargo build --profile "$profile" -p mcp-tasks-bench --example bench_server --bin load >&2
   target_dir=$(cargo metadata --format-version 1 --no-deps | jq -r .target_directory)
 }
 

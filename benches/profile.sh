@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Instructions per task lifecycle, counted by callgrind (the same figure on a busy machine as
-# on a quiet one), and where they go: runs our bench server (release) under
+# on a quiet one), and where they go: runs our bench server (profiling profile) under
 # `valgrind --tool=callgrind` with instrumentation off, warms it up with 200 lifecycles,
 # counts N lifecycles of MODE at concurrency C, and prints the server's instructions per
 # lifecycle (user space: the kernel's share, syscalls and scheduling, is not counted) and its
@@ -31,9 +31,11 @@ source "$root/benches/lib.sh"
 bench_init mcp-tasks-profile
 [[ ${PROFILE_KEEP:-0} == 1 ]] && keep_work=1
 
-bench_build
-cp "${PROFILE_SERVER:-$target_dir/release/examples/bench_server}" "$work/bench_server"
-cp "$target_dir/release/load" "$work/"
+# The profiling profile: the release code, with the line tables and symbols callgrind_annotate
+# names functions and files by (the release profile ships stripped).
+bench_build profiling
+cp "${PROFILE_SERVER:-$target_dir/profiling/examples/bench_server}" "$work/bench_server"
+cp "$target_dir/profiling/load" "$work/"
 separate=()
 [[ ${PROFILE_THREADS:-0} == 1 ]] && separate=(--separate-threads=yes)
 read -ra extra <<<"${PROFILE_ARGS:-}"

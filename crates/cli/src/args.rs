@@ -1,12 +1,28 @@
 //! The command line as typed (clap types).
 
 use std::path::PathBuf;
+use std::sync::LazyLock;
 
 use clap::{Args, Parser, Subcommand};
+use mcp_tasks_protocol::era::Era;
+use mcp_tasks_protocol::modern::TASKS_EXTENSION;
+
+/// What `--version` prints after the name: this build's version and the protocol revisions it
+/// speaks, from the protocol crate's own constants.
+static VERSION: LazyLock<String> = LazyLock::new(|| {
+    let revisions: Vec<&str> = Era::ALL.map(Era::revision).to_vec();
+    format!(
+        "{} (MCP {}; {} with the tasks extension {})",
+        env!("CARGO_PKG_VERSION"),
+        revisions.join(", "),
+        Era::Modern.revision(),
+        TASKS_EXTENSION
+    )
+});
 
 /// A durable runtime for MCP Tasks: long tool calls become tasks that survive restarts.
 #[derive(Debug, Parser)]
-#[command(name = "mcp-tasks", version, about, long_about = None)]
+#[command(name = "mcp-tasks", version = VERSION.as_str(), about, long_about = None)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,

@@ -24,11 +24,14 @@ pub enum Era {
 }
 
 impl Era {
+    /// Every era this build speaks, oldest first (what `mcp-tasks --version` lists).
+    pub const ALL: [Era; 2] = [Era::Legacy, Era::Modern];
+
     /// The protocol revision of the era, as written in `protocolVersion`.
     pub const fn revision(self) -> &'static str {
         match self {
             Era::Legacy => crate::legacy::PROTOCOL_VERSION,
-            Era::Modern => "2026-07-28",
+            Era::Modern => crate::modern::PROTOCOL_VERSION,
         }
     }
 }
@@ -63,5 +66,6 @@ mod tests {
     fn eras_name_their_revisions() {
         assert_eq!(Era::Legacy.to_string(), "2025-11-25");
         assert_eq!(Era::Modern.revision(), "2026-07-28");
+        assert_eq!(Era::ALL.map(Era::revision), ["2025-11-25", "2026-07-28"]);
     }
 }

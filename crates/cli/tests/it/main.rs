@@ -32,6 +32,7 @@ mod stdio_shutdown;
 mod store_faults;
 mod traces;
 mod tty;
+mod version;
 mod web;
 mod webdriver;
 mod webhooks;
