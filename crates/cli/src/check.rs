@@ -1,31 +1,75 @@
-//! `mcp-tasks check-config FILE`: load a config as `serve` would, and say what is wrong.
+//! `mcp-tasks check-config FILE`: load a config as `serve` would, run the checks `serve` runs
+//! at start ([`serve_checks`], shared with it), and say everything that is wrong.
+
+use std::path::Path;
 
 use anyhow::bail;
-use mcp_tasks_config::Config;
+use mcp_tasks_config::{Config, JwksSource};
+use mcp_tasks_http as http;
 use serde_json::json;
 
 use crate::args::CheckArgs;
 
-pub(crate) fn run(args: &CheckArgs) -> anyhow::Result<()> {
-    match Config::check(&args.config) {
+pub(crate) async fn run(args: &CheckArgs) -> anyhow::Result<()> {
+    let problems = match Config::check(&args.config) {
         Ok(config) => {
-            if args.json {
-                let tools: Vec<&str> = config.tools.iter().map(|tool| tool.name.as_str()).collect();
-                println!("{}", json!({"ok": true, "file": args.config, "tools": tools}));
-            } else {
-                println!("{}: ok, {} tools", args.config.display(), config.tools.len());
-                for tool in &config.tools {
-                    println!("  {} ({:?}, on_restart {:?})", tool.name, tool.task_support, tool.on_restart);
-                }
+            let problems = serve_checks(&config).await;
+            if problems.is_empty() {
+                report_ok(args, &config);
+                return Ok(());
             }
-            Ok(())
+            in_file(&args.config, problems)
         }
-        Err(problems) => {
-            let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
-            if args.json {
-                println!("{}", json!({"ok": false, "file": args.config, "problems": problems}));
-            }
-            bail!("{} problem(s):\n  {}", problems.len(), problems.join("\n  "))
+        Err(problems) => problems.iter().map(ToString::to_string).collect(),
+    };
+    if args.json {
+        println!("{}", json!({"ok": false, "file": args.config, "problems": problems}));
+    }
+    bail!("{} problem(s):\n  {}", problems.len(), problems.join("\n  "))
+}
+
+fn report_ok(args: &CheckArgs, config: &Config) {
+    if args.json {
+        let tools: Vec<&str> = config.tools.iter().map(|tool| tool.name.as_str()).collect();
+        println!("{}", json!({"ok": true, "file": args.config, "tools": tools}));
+    } else {
+        println!("{}: ok, {} tools", args.config.display(), config.tools.len());
+        for tool in &config.tools {
+            println!("  {} ({:?}, on_restart {:?})", tool.name, tool.task_support, tool.on_restart);
         }
     }
+}
+
+/// Each problem, naming the file.
+pub(crate) fn in_file(path: &Path, problems: Vec<String>) -> Vec<String> {
+    problems.into_iter().map(|problem| format!("{}: {problem}", path.display())).collect()
+}
+
+/// The checks `serve` runs at start beyond the config crate's own, every problem found: the
+/// lease, each tool's `inputSchema` as the server compiles it, the OAuth keys' source (a
+/// `jwks` file is read now). One function for `serve` and `check-config`, so that the two
+/// cannot drift.
+pub(crate) async fn serve_checks(config: &Config) -> Vec<String> {
+    let mut problems = Vec::new();
+    if let Err(err) = crate::serve::lease(config) {
+        problems.push(format!("{err:#}"));
+    }
+    for tool in &config.tools {
+        if let Err(err) = mcp_tasks_server::check_input_schema(&tool.name, &tool.input_schema) {
+            problems.push(err.to_string());
+        }
+    }
+    if let Some(oauth) = &config.server.oauth {
+        match crate::options::oauth(oauth) {
+            Err(err) => problems.push(format!("{err:#}")),
+            Ok(options) => {
+                if let JwksSource::File(_) = &oauth.jwks
+                    && let Err(err) = http::OAuth::new(options).load().await
+                {
+                    problems.push(format!("server.auth.oauth.jwks: {err}"));
+                }
+            }
+        }
+    }
+    problems
 }

@@ -62,7 +62,7 @@ fn main() -> ExitCode {
             Command::Serve(args) => (serve::run(args).await.map(|()| 0), 1),
             Command::Proxy(args) => (proxy::run(args).await.map(|()| 0), 1),
             Command::Worker(args) => (serve::worker(args).await.map(|()| 0), 1),
-            Command::CheckConfig(args) => (check::run(&args).map(|()| 0), 1),
+            Command::CheckConfig(args) => (check::run(&args).await.map(|()| 0), 1),
             Command::Tools(args) => (call::tools(args).await, remote::USAGE),
             Command::Call(args) => (call::call(args).await, remote::USAGE),
             Command::Tasks(args) => (tasks::run(args.command).await, remote::USAGE),

@@ -26,6 +26,7 @@ pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(10);
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let config = Config::load(&args.config)
         .with_context(|| format!("loading config {}", args.config.display()))?;
+    refuse_unless_checked(&config, &args.config).await?;
     let choice = store_choice(args.store.as_deref())?;
     if let (true, StoreChoice::Sqlite(path)) = (args.no_work, &choice) {
         anyhow::bail!(
@@ -79,6 +80,20 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     let on_stdio = format!("mcp-tasks: serving {} tools on stdio", names.len());
     serve_until_shutdown(&config, &engine, server, sessions, args.stdio.then_some(on_stdio), args.listen).await
+}
+
+/// `serve`'s checks beyond the config crate's ([`crate::check::serve_checks`], which
+/// `check-config` runs too), every problem in one error.
+///
+/// # Errors
+/// The problems, naming the file.
+pub(crate) async fn refuse_unless_checked(config: &Config, path: &std::path::Path) -> anyhow::Result<()> {
+    let problems = crate::check::serve_checks(config).await;
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let problems = crate::check::in_file(path, problems);
+    anyhow::bail!("loading config {}: {}", path.display(), problems.join("; "))
 }
 
 /// The store behind the engine's `dyn TaskStore`, kept to observe its commits and to keep

@@ -15,6 +15,7 @@ mod lines;
 mod oauth;
 mod problem;
 mod server;
+mod shape;
 mod tool;
 mod webhook;
 mod upstream;
@@ -24,7 +25,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use lines::{Lines, line_of};
+use lines::Lines;
 pub use problem::{ConfigError, Problem};
 use server::RawServer;
 pub use server::{ServerConfig, TaskToolNames, TracingConfig};
@@ -60,10 +61,11 @@ impl Config {
     /// Reads and checks the configuration file at `path`, like [`Config::load`], but
     /// reports every problem found, in line order.
     ///
-    /// Checking goes as far as it can: TOML that does not parse, or does not fit the
-    /// configuration's shape (an unknown key, a value of the wrong type), is one problem on
-    /// its own, since nothing after it can be read. Otherwise the `[server]` table and each
-    /// tool report their first problem, and every duplicate tool name is reported.
+    /// Checking goes as far as it can: TOML that does not parse is one problem on its own,
+    /// since nothing after it can be read. A mistake of the configuration's shape (an unknown
+    /// key or value, a value of the wrong type) is reported, with the nearest valid name for
+    /// an unknown one, and set aside, and the reading goes on. Then the `[server]` table and
+    /// each tool report their first problem, and every duplicate tool name is reported.
     ///
     /// # Errors
     /// The problems, at least one: a [`ConfigError::Read`] alone, or
@@ -109,15 +111,17 @@ impl Config {
     /// Checks `text`, whose relative paths are relative to `base`. The problems are sorted
     /// by line (those without a line last) and never empty.
     fn check_text(text: &str, base: &Path) -> Result<Config, Vec<ConfigError>> {
-        let raw: RawConfig = toml::from_str(text).map_err(|err| {
-            vec![ConfigError::Invalid {
-                file: None,
-                line: err.span().map(|span| line_of(text, &span)),
-                problem: Problem::Toml(err.message().trim_end().to_owned()),
-            }]
-        })?;
-        let lines = Lines(text);
-        let mut problems = Vec::new();
+        // The shape's mistakes first, all of them; then the checks, on the text read in the
+        // end (the same lines, with those mistakes set aside).
+        let (read, mut problems) = shape::read::<RawConfig>(text);
+        let Some((raw, text)) = read else {
+            problems.sort_by_key(|problem| line_of_problem(problem).unwrap_or(usize::MAX));
+            return Err(problems);
+        };
+        // A line with a mistake of shape reports that one only (a key read under the name it
+        // was likely meant to have may still hold what that key cannot).
+        let shape_lines: Vec<Option<usize>> = problems.iter().map(line_of_problem).collect();
+        let lines = Lines(&text);
         let server = raw
             .server
             .check(lines)
@@ -153,18 +157,27 @@ impl Config {
             }
         }
         let upstream_tools = raw.upstream.check(lines, &mut problems);
+        let shape_count = shape_lines.len();
+        let mut index = 0;
+        problems.retain(|problem| {
+            index += 1;
+            index <= shape_count || line_of_problem(problem).is_none_or(|line| !shape_lines.contains(&Some(line)))
+        });
         match server {
             Some(server) if problems.is_empty() => Ok(Config { server, tools, upstream_tools }),
             _ => {
-                problems.sort_by_key(|problem| match problem {
-                    ConfigError::Invalid {
-                        line: Some(line), ..
-                    } => *line,
-                    _ => usize::MAX,
-                });
+                problems.sort_by_key(|problem| line_of_problem(problem).unwrap_or(usize::MAX));
                 Err(problems)
             }
         }
+    }
+}
+
+/// The line a problem names, if any.
+fn line_of_problem(problem: &ConfigError) -> Option<usize> {
+    match problem {
+        ConfigError::Invalid { line, .. } => *line,
+        ConfigError::Read { .. } => None,
     }
 }
 

@@ -19,6 +19,15 @@ const MESSAGE_VIOLATIONS: usize = 3;
 /// which may be large.
 const MAX_MESSAGE_CHARS: usize = 300;
 
+/// Checks a tool's `inputSchema` as [`ServerBuilder::build`](crate::ServerBuilder::build)
+/// does, without building a server (what `mcp-tasks check-config` runs).
+///
+/// # Errors
+/// The [`BuildError`] the build would refuse the tool with.
+pub fn check_input_schema(tool: &str, schema: &Value) -> Result<(), BuildError> {
+    ArgumentsSchema::compile(tool, schema).map(drop)
+}
+
 /// A tool's compiled `inputSchema`.
 pub(crate) struct ArgumentsSchema {
     validator: Validator,

@@ -73,6 +73,7 @@ pub use catalog::{
     ResourceTemplate, ResourceTemplateDef, Role, UpstreamOffers, UriTemplate, UriTemplateError, handler_fn, log_message,
     resource_not_found,
 };
+pub use arguments::check_input_schema;
 pub use errors::LIMIT_EXCEEDED;
 pub use metrics::{MAX_LIVE, Metrics};
 pub use ops::handoff::TaskTools;

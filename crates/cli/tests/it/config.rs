@@ -61,3 +61,67 @@ fn bad_configs_are_refused_by_check_config_and_at_serve_start_naming_the_line() 
         assert!(serve.stdout.is_empty(), "nothing on stdout but MCP messages");
     }
 }
+
+/// A schema that is not valid JSON Schema passes `Config`'s shape but not the server's
+/// compilation: `check-config` runs the same checks as `serve` and refuses it too.
+#[test]
+fn check_config_refuses_an_input_schema_that_serve_would_not_compile() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("schema.toml");
+    let text = "[[tools]]\nname = \"greet\"\ncommand = [\"echo\", \"{who}\"]\n\n[tools.input_schema]\n\
+                type = \"object\"\n[tools.input_schema.properties.who]\ntype = \"strin\"\n";
+    std::fs::write(&path, text).unwrap();
+    let check = binary().arg("check-config").arg(&path).output().unwrap();
+    assert!(!check.status.success(), "check-config accepted a schema serve refuses");
+    let said = String::from_utf8_lossy(&check.stderr);
+    assert!(said.contains("tool `greet`") && said.contains("line 5") && said.contains("schema.toml"), "{said:?}");
+    assert!(said.contains("not a valid JSON Schema"), "{said:?}");
+}
+
+/// Three independent mistakes (and a fourth): an unknown key, an unknown value, a duration
+/// that does not parse, a schema that does not compile. One run names them all, and the
+/// nearest valid name for the typos.
+#[test]
+fn check_config_names_every_independent_mistake_in_one_run_with_suggestions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("many.toml");
+    let text = "[server]\ndefault_ttl = \"ten minutes\"\n\n\
+                [[tools]]\nname = \"a\"\ncommand = [\"true\"]\ntimout = \"5m\"\n\n\
+                [[tools]]\nname = \"b\"\ncommand = [\"true\"]\non_restart = \"retyr\"\n\n\
+                [[tools]]\nname = \"c\"\ncommand = [\"true\"]\n[tools.input_schema]\ntype = \"object\"\n\
+                properties = { n = { type = \"strin\" } }\n";
+    std::fs::write(&path, text).unwrap();
+    let check = binary().args(["check-config", "--json"]).arg(&path).output().unwrap();
+    assert!(!check.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    let problems: Vec<&str> = report["problems"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+    let named = |what: &str| problems.iter().any(|problem| problem.contains(what));
+    assert!(named("line 2: server.default_ttl"), "{problems:#?}");
+    assert!(named("line 7: unknown field `timout`") && named("did you mean `timeout`?"), "{problems:#?}");
+    assert!(named("line 12: unknown variant `retyr`") && named("did you mean `retry`?"), "{problems:#?}");
+    assert!(named("line 17: tool `c`: input_schema is not a valid JSON Schema"), "{problems:#?}");
+    assert_eq!(problems.len(), 4, "{problems:#?}");
+}
+
+/// A check `serve` makes beyond the config crate's (the lease a claim needs) is made by
+/// `check-config` too: both run one function.
+#[test]
+fn check_config_and_serve_refuse_a_lease_too_short_for_a_claim() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lease.toml");
+    std::fs::write(&path, "[server]\nlease = \"100ms\"\n\n[[tools]]\nname = \"a\"\ncommand = [\"true\"]\n").unwrap();
+    let check = binary().arg("check-config").arg(&path).output().unwrap();
+    assert!(!check.status.success(), "check-config accepted a lease serve refuses");
+    let said = String::from_utf8_lossy(&check.stderr);
+    assert!(said.contains("server.lease") && said.contains("lease.toml"), "{said:?}");
+    let serve = binary()
+        .args(["serve", "--stdio", "--config"])
+        .arg(&path)
+        .arg("--store")
+        .arg(dir.path().join("tasks.sqlite3"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!serve.status.success(), "serve started anyway");
+    assert!(String::from_utf8_lossy(&serve.stderr).contains("server.lease"));
+}

@@ -118,7 +118,7 @@ impl RawTool {
     ///
     /// # Errors
     /// A [`Problem::Schema`] on the schema's line (the name's, if left out) if it is not an
-    /// object schema.
+    /// object schema or not a valid JSON Schema.
     fn input_schema(&self, lines: Lines<'_>) -> Result<(Value, Map<String, Value>), ConfigError> {
         let name = self.name.get_ref();
         let bad = |line: usize, reason: String| {
@@ -142,6 +142,9 @@ impl RawTool {
         };
         let properties =
             schema_properties(&input_schema).map_err(|reason| bad(schema_line, reason))?;
+        // Compiled as the server compiles it at start (`serve` refuses a schema that does not).
+        jsonschema::validator_for(&input_schema)
+            .map_err(|err| bad(schema_line, format!("is not a valid JSON Schema: {err}")))?;
         Ok((input_schema, properties))
     }
 
