@@ -40,7 +40,8 @@ fn main() -> ExitCode {
         return supervise::run(args);
     }
     if let Some(prefix) = supervise::prefix() {
-        mcp_tasks_command::set_supervisor(prefix);
+        mcp_tasks_command::set_supervisor(prefix.clone());
+        mcp_tasks_client::set_supervisor(prefix);
     }
     let cli = Cli::parse();
     let serving = matches!(cli.command, Command::Serve(_) | Command::Worker(_) | Command::Proxy(_));

@@ -121,3 +121,87 @@ fn a_sigkilled_http_servers_command_processes_die_within_a_second_with_no_server
     let took = gone_within(&pids, Instant::now());
     eprintln!("orphans: {} processes of {TASKS} HTTP tasks gone {took:?} after the SIGKILL", pids.len());
 }
+
+/// Every descendant of `pid` now, from `/proc` (parent links).
+fn descendants(pid: i32) -> Vec<i32> {
+    let mut parents = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(child) = entry.file_name().to_str().and_then(|name| name.parse::<i32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else { continue };
+        let Some(parent) = stat.rfind(')').and_then(|end| stat[end + 1..].split_whitespace().nth(1)?.parse::<i32>().ok()) else { continue };
+        parents.push((child, parent));
+    }
+    let mut found = vec![pid];
+    let mut next = 0;
+    while next < found.len() {
+        let of = found[next];
+        found.extend(parents.iter().filter(|&&(_, parent)| parent == of).map(|&(child, _)| child));
+        next += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// Waits until the family in `pidfile` has started; then SIGKILLs `child` (its pid only) and
+/// checks that it and every process it started are gone within [`WITHIN`].
+fn kill_and_check(pid: u32, kill: impl FnOnce(), pidfile: &Path, what: &str) {
+    let mut pids = recorded(pidfile);
+    pids.extend(descendants(i32::try_from(pid).unwrap()));
+    pids.sort_unstable();
+    pids.dedup();
+    assert!(pids.iter().all(|&pid| running(pid)), "all running before the kill: {pids:?}");
+    let killed = Instant::now();
+    kill();
+    let took = gone_within(&pids, killed);
+    eprintln!("orphans: {} processes of {what} gone {took:?} after the SIGKILL", pids.len());
+}
+
+/// `mcp-tasks serve --stdio` on the workdir's config and `store`, as a command line.
+fn serve_cmd(work: &Workdir, store: &str) -> String {
+    format!("{} serve --stdio --config {} --store {}", env!("CARGO_BIN_EXE_mcp-tasks"), work.config().display(), work.path(store).display())
+}
+
+#[test]
+fn a_sigkilled_proxys_stdio_upstream_and_its_children_die_within_a_second() {
+    let work = Workdir::new();
+    family_config(&work);
+    let pidfile = work.path("upstream.pids");
+    // The upstream: a shell with a child and a grandchild, which then becomes the server.
+    let upstream = format!(
+        "sh -c 'sh \"$1\" \"$2\" & exec \"$0\" serve --stdio --config \"$3\" --store \"$4\"' {} {} {} {} {}",
+        env!("CARGO_BIN_EXE_mcp-tasks"),
+        work.path("family.sh").display(),
+        pidfile.display(),
+        work.config().display(),
+        work.path("upstream.sqlite3").display(),
+    );
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
+    command.args(["proxy", "--stdio", "--store"]).arg(work.path("proxy.sqlite3")).args(["--upstream-cmd", &upstream]);
+    let mut proxy = crate::harness::Server::spawn(command);
+    proxy.initialize();
+    let pid = proxy.pid();
+    kill_and_check(pid, || proxy.kill(), &pidfile, "a proxy's stdio upstream");
+}
+
+#[test]
+fn a_sigkilled_call_with_cmd_ends_its_server_and_the_servers_command_within_a_second() {
+    let work = Workdir::new();
+    family_config(&work);
+    let pidfile = work.path("call.pids");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
+        .args(["call", "family", "--arg"])
+        .arg(format!("pidfile={}", pidfile.display()))
+        .args(["--cmd", &serve_cmd(&work, "call.sqlite3")])
+        .env("MCP_TASKS_LEDGER", work.path("ledger.json"))
+        .env("RUST_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let kill = || {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    };
+    kill_and_check(pid, kill, &pidfile, "`mcp-tasks call --cmd`");
+}
