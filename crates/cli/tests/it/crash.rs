@@ -110,8 +110,11 @@ fn harness(work: &Workdir, store: &OsString, peer: bool) {
     let mut seen = Seen::default();
     for _ in 0..kills {
         std::thread::sleep(Duration::from_millis(rng.between(80, 500)));
+        let pid = server.child.id();
         server.kill();
+        let killed = Instant::now();
         *shared.addr.lock().unwrap() = None;
+        report.outlived += outliving(&markers, pid, killed);
         // Every group the dead server's commands left: the next server must end them all.
         let leftover: Vec<i32> = command_leaders(&markers);
         server = start_until_up(work, store, &mut report);
@@ -150,8 +153,8 @@ fn harness(work: &Workdir, store: &OsString, peer: bool) {
     eprintln!("{report}");
     assert!(report.acknowledged >= kills as usize, "too few tasks acknowledged to mean anything: {report}");
     assert_eq!(
-        (report.lost, report.completed_twice, report.fail_started_twice, report.retry_completed_twice, report.failed_restarts, report.orphans),
-        (0, 0, 0, 0, 0, 0),
+        (report.lost, report.completed_twice, report.fail_started_twice, report.retry_completed_twice, report.failed_restarts, report.orphans, report.outlived),
+        (0, 0, 0, 0, 0, 0, 0),
         "{report}"
     );
 }
@@ -172,6 +175,9 @@ struct Report {
     retry_completed_twice: usize,
     failed_restarts: usize,
     orphans: usize,
+    /// Command groups of a killed server still running a second after its SIGKILL, before
+    /// any server started again (issue 45: their supervisor ends them).
+    outlived: usize,
 }
 
 impl std::fmt::Display for Report {
@@ -184,7 +190,8 @@ impl std::fmt::Display for Report {
         writeln!(f, "  fail tasks started twice    {}", self.fail_started_twice)?;
         writeln!(f, "  retry tasks completed twice {}", self.retry_completed_twice)?;
         writeln!(f, "  failed restarts             {}", self.failed_restarts)?;
-        write!(f, "  orphaned processes          {}", self.orphans)
+        writeln!(f, "  orphaned processes          {}", self.orphans)?;
+        write!(f, "  groups alive 1 s after kill {}", self.outlived)
     }
 }
 
@@ -350,6 +357,20 @@ fn check_markers(markers: &Path, acked: &[Acked], seen: &Seen, report: &mut Repo
             Some(_) => report.failed += 1,
             None => {}
         }
+    }
+}
+
+/// How many command groups of the server `pid`, SIGKILLed at `killed`, still run a second
+/// later: their leaders are supervisors started with `--parent PID` (polled until none runs).
+fn outliving(markers: &Path, pid: u32, killed: Instant) -> usize {
+    let parent = format!("--parent\0{pid}\0");
+    let of_server = |leader: &i32| std::fs::read(format!("/proc/{leader}/cmdline")).is_ok_and(|cmdline| cmdline.windows(parent.len()).any(|w| w == parent.as_bytes()));
+    loop {
+        let left: Vec<i32> = command_leaders(markers).into_iter().filter(of_server).collect();
+        if left.is_empty() || killed.elapsed() >= Duration::from_secs(1) {
+            return left.len();
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
