@@ -15,7 +15,9 @@
 //! 3. on a signal while its parent lives (the server's SIGTERM to the group, which reached
 //!    the program too), it goes on waiting; once its parent is gone (the death signal), it
 //!    sends SIGTERM to the group, waits up to the grace for its descendants to end, then
-//!    SIGKILLs the group, itself included.
+//!    SIGKILLs the group, itself included. The kernel sends the death signal when the
+//!    *thread* that started the supervisor ends, too (a Tokio blocking thread that retires):
+//!    the parent check tells that apart, and the signal still comes at the process's death.
 //!
 //! Linux only: elsewhere the libraries are never given a supervisor, and this subcommand
 //! runs the program and exits as it did, without the parent-death part.
