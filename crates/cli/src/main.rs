@@ -11,6 +11,7 @@ mod proxy;
 mod remote;
 mod sampling;
 mod serve;
+mod supervise;
 mod tasks;
 mod terminal;
 mod wait;
@@ -34,6 +35,14 @@ use crate::args::{Cli, Command};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    let mut args = std::env::args_os();
+    if args.nth(1).is_some_and(|first| first == supervise::SUBCOMMAND) {
+        return supervise::run(args);
+    }
+    if let Some(prefix) = supervise::prefix() {
+        mcp_tasks_command::set_supervisor(prefix.clone());
+        mcp_tasks_client::set_supervisor(prefix);
+    }
     let cli = Cli::parse();
     let serving = matches!(cli.command, Command::Serve(_) | Command::Worker(_) | Command::Proxy(_));
     let exporter = match otlp::layer(&tracing_config(&cli.command)) {

@@ -57,11 +57,13 @@ mod modern;
 mod param_headers;
 mod sse;
 mod stdio;
+mod supervisor;
 mod task;
 mod types;
 
 pub use builder::ClientBuilder;
 pub use client::{Called, Client, Subscription};
+pub use supervisor::set_supervisor;
 
 /// Entry points for the fuzz targets (`fuzz/`) and their regression corpus; not an API.
 #[doc(hidden)]

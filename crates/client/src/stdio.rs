@@ -15,6 +15,7 @@ use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 
 use crate::error::ClientError;
+use crate::supervisor;
 
 /// What the connection reads server messages from.
 pub(crate) type LineReader = Box<dyn AsyncBufRead + Send + Unpin>;
@@ -42,8 +43,15 @@ impl StdioTransport {
     /// stderr inherited, in a process group of its own: a Ctrl-C at the terminal reaches
     /// the host alone, which decides (cancel, detach, close) while the server keeps
     /// serving; the server still ends with the client (close, drop, or stdin EOF).
+    ///
+    /// With a supervisor ([`crate::set_supervisor`]), the supervisor leads that group and
+    /// the server runs in it; signals then go to the group.
     pub(crate) fn spawn<S: AsRef<OsStr>>(program: &str, args: &[S]) -> Result<(StdioTransport, LineReader), ClientError> {
-        let mut child = Command::new(program)
+        if supervisor::is_set() {
+            supervisor::findable(program).map_err(|e| ClientError::Spawn { program: program.to_owned(), reason: e.to_string() })?;
+        }
+        let (started, args) = supervisor::argv(program, args);
+        let mut child = Command::new(started)
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -103,7 +111,7 @@ impl StdioTransport {
         }
         if let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
             tracing::debug!(pid, "stdio server still runs; SIGTERM");
-            if let Err(error) = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM) {
+            if let Err(error) = signal(pid, nix::sys::signal::Signal::SIGTERM) {
                 tracing::debug!(%error, "SIGTERM to the stdio server");
             }
             if let Ok(Ok(status)) = tokio::time::timeout(grace, child.wait()).await {
@@ -111,7 +119,7 @@ impl StdioTransport {
             }
         }
         tracing::debug!("stdio server still runs; SIGKILL");
-        if let Err(error) = child.start_kill() {
+        if let Err(error) = kill(&mut child) {
             tracing::debug!(%error, "killing the stdio server");
         }
         child.wait().await.ok()
@@ -122,7 +130,7 @@ impl StdioTransport {
     pub(crate) fn shutdown(&self) {
         let child = self.child.lock().unwrap_or_else(PoisonError::into_inner).take();
         let Some(mut child) = child else { return };
-        if let Err(error) = child.start_kill() {
+        if let Err(error) = kill(&mut child) {
             tracing::debug!(%error, "killing the stdio server");
         }
         if let Ok(Some(status)) = child.try_wait() {
@@ -137,6 +145,21 @@ impl StdioTransport {
                 }
             });
         }
+    }
+}
+
+/// Sends `signal` to the server `pid`: to its whole group when a supervisor leads it (the
+/// supervisor and the server then both get it; the supervisor waits for the server).
+fn signal(pid: i32, signal: nix::sys::signal::Signal) -> nix::Result<()> {
+    let pid = nix::unistd::Pid::from_raw(pid);
+    if supervisor::is_set() { nix::sys::signal::killpg(pid, signal) } else { nix::sys::signal::kill(pid, signal) }
+}
+
+/// SIGKILLs the server (its group, with a supervisor), if it still runs.
+fn kill(child: &mut Child) -> std::io::Result<()> {
+    match child.id().and_then(|pid| i32::try_from(pid).ok()) {
+        Some(pid) if supervisor::is_set() => signal(pid, nix::sys::signal::Signal::SIGKILL).map_err(std::io::Error::from),
+        _ => child.start_kill(),
     }
 }
 

@@ -52,6 +52,7 @@ pub mod fuzzing {
     }
 }
 mod result;
+mod supervisor;
 
 use std::process::Stdio;
 use std::sync::Once;
@@ -73,6 +74,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 pub use line_protocol::MARKER;
+pub use supervisor::{DEATH_GRACE, SUPERVISED_SPAWN_FAILURE, set_supervisor};
 use line_protocol::Talk;
 use result::{End, Ending, Streams};
 
@@ -129,13 +131,16 @@ fn internal(message: impl Into<String>) -> ErrorObject {
 ///   (`setsid`) escapes this.
 /// - **Surviving the server.** A task's group (its leader's pid and start time) is recorded
 ///   with the task as soon as it starts, and a server started after a crash (SIGKILL
-///   included) SIGKILLs what is left of it before it resolves the task. No parent-death
-///   signal is set: `PR_SET_PDEATHSIG` can only be set between fork and exec (`pre_exec`,
-///   unsafe code, which this workspace forbids), and it would reach the leader only, not
-///   the processes it started. A crash between the spawn and the record's commit (one
+///   included) SIGKILLs what is left of it before it resolves the task. The command itself gets
+///   no parent-death signal (`PR_SET_PDEATHSIG` between fork and exec needs `pre_exec`,
+///   unsafe code, which this workspace forbids, and would reach the leader only): a
+///   supervisor (below) holds it instead. A crash between the spawn and the record's commit (one
 ///   store write) leaves the group unrecorded; for that, a task's processes carry its id in
 ///   `MCP_TASKS_TASK_ID` (inherited by their children unless they clear it), and the next
 ///   server also ends every process of its user that carries the id of a task it recovers.
+/// - **A supervisor**, if one was set ([`set_supervisor`]; the `mcp-tasks` binary does on
+///   Linux), leads the group in the command's place and ends it within a second of the
+///   death of this process, however it died, whether or not a server starts again.
 /// - **Reaping.** On Linux the server makes itself a child subreaper the first time it
 ///   runs a command, so that the orphans of a tool's group become its children and are
 ///   reaped by it, rather than left as zombies under an init that may not reap them.
@@ -304,6 +309,7 @@ impl CommandTool {
     ) -> std::io::Result<Child> {
         become_subreaper();
         let (program, args) = argv.split_first().ok_or(std::io::ErrorKind::InvalidInput)?;
+        let (program, args) = supervisor::argv(program, args, self.tool.kill_grace);
         let mut command = Command::new(program);
         command
             .args(args)
@@ -351,7 +357,7 @@ impl CommandTool {
     }
 
     /// Why the command could not start, naming the program (and the directory, if set).
-    fn spawn_failure(&self, program: &str, err: &std::io::Error) -> Outcome {
+    fn spawn_failure(&self, program: &str, err: &dyn std::fmt::Display) -> Outcome {
         let place = match &self.tool.cwd {
             Some(cwd) => format!(" in `{}`", cwd.display()),
             None => String::new(),
@@ -394,6 +400,9 @@ impl Handler for CommandTool {
         guard.armed = false;
         group_gone.send_replace(true);
         let streams = pipes.collect().await;
+        if let Some(reason) = supervisor::spawn_failure(&end, &streams) {
+            return self.spawn_failure(&argv[0], &reason);
+        }
         self.finish(end, ending, streams, &ctx).await
     }
 }

@@ -42,14 +42,15 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// The TTL of every task: far beyond the run, so an acknowledged id must stay readable.
 const TTL_MS: u64 = 3_600_000;
 
-/// The two tools: each run appends a line to its task's marker file (`start PID`, and for
-/// the retry tool `done PID` at the end) and prints its shell's pid, which names the run.
+/// The two tools: each run appends a line to its task's marker file (`start PID`, and at the
+/// end `done PID` for the retry tool, `done PID NANOS SERVER` for the fail tool: the wall
+/// clock and the pid of its server, its supervisor's parent) and prints its shell's pid, which names the run.
 /// The `sleep` is a child in the command's group, so a crash leaves a group behind.
 const TOOLS: &str = r#"
 [[tools]]
 name = "crash_fail"
 on_restart = "fail"
-command = ["sh", "-c", "echo \"start $$\" >> \"$1\"; sleep \"$2\"; echo \"$$\"", "_", "{marker}", "{seconds}"]
+command = ["sh", "-c", "echo \"start $$\" >> \"$1\"; sleep \"$2\"; echo \"done $$ $(date +%s%N) $(cut -d' ' -f4 /proc/$PPID/stat)\" >> \"$1\"; echo \"$$\"", "_", "{marker}", "{seconds}"]
 [tools.input_schema]
 type = "object"
 properties = { marker = { type = "string" }, seconds = { type = "number" } }
@@ -108,10 +109,16 @@ fn harness(work: &Workdir, store: &OsString, peer: bool) {
 
     let mut rng = Rng(seed);
     let mut seen = Seen::default();
+    // When each killed server was dead (wall clock, ns), by pid.
+    let mut deaths: HashMap<u32, u128> = HashMap::new();
     for _ in 0..kills {
         std::thread::sleep(Duration::from_millis(rng.between(80, 500)));
+        let pid = server.child.id();
         server.kill();
+        let killed = Instant::now();
+        deaths.insert(pid, wall_nanos());
         *shared.addr.lock().unwrap() = None;
+        report.outlived += outliving(&markers, pid, killed);
         // Every group the dead server's commands left: the next server must end them all.
         let leftover: Vec<i32> = command_leaders(&markers);
         server = start_until_up(work, store, &mut report);
@@ -143,6 +150,7 @@ fn harness(work: &Workdir, store: &OsString, peer: bool) {
     seen.scan(server.addr, &acked, &mut report, true);
     report.orphans += command_leaders(&markers).len();
     check_markers(&markers, &acked, &seen, &mut report);
+    report.fail_done_after_death = fail_done_after_death(&markers, &deaths);
     report.acknowledged = acked.len();
     report.refused = shared.refused.load(Ordering::SeqCst);
     report.kills = kills;
@@ -150,8 +158,8 @@ fn harness(work: &Workdir, store: &OsString, peer: bool) {
     eprintln!("{report}");
     assert!(report.acknowledged >= kills as usize, "too few tasks acknowledged to mean anything: {report}");
     assert_eq!(
-        (report.lost, report.completed_twice, report.fail_started_twice, report.retry_completed_twice, report.failed_restarts, report.orphans),
-        (0, 0, 0, 0, 0, 0),
+        (report.lost, report.completed_twice, report.fail_started_twice, report.retry_completed_twice, report.failed_restarts, report.orphans, report.outlived, report.fail_done_after_death),
+        (0, 0, 0, 0, 0, 0, 0, 0),
         "{report}"
     );
 }
@@ -172,6 +180,12 @@ struct Report {
     retry_completed_twice: usize,
     failed_restarts: usize,
     orphans: usize,
+    /// Command groups of a killed server still running a second after its SIGKILL, before
+    /// any server started again (issue 45: their supervisor ends them).
+    outlived: usize,
+    /// `fail` runs that reached their end after their server's SIGKILL (their task then
+    /// reported "interrupted" for work that was done).
+    fail_done_after_death: usize,
 }
 
 impl std::fmt::Display for Report {
@@ -184,7 +198,9 @@ impl std::fmt::Display for Report {
         writeln!(f, "  fail tasks started twice    {}", self.fail_started_twice)?;
         writeln!(f, "  retry tasks completed twice {}", self.retry_completed_twice)?;
         writeln!(f, "  failed restarts             {}", self.failed_restarts)?;
-        write!(f, "  orphaned processes          {}", self.orphans)
+        writeln!(f, "  orphaned processes          {}", self.orphans)?;
+        writeln!(f, "  groups alive 1 s after kill {}", self.outlived)?;
+        write!(f, "  fail runs done after death  {}", self.fail_done_after_death)
     }
 }
 
@@ -350,6 +366,45 @@ fn check_markers(markers: &Path, acked: &[Acked], seen: &Seen, report: &mut Repo
             Some(_) => report.failed += 1,
             None => {}
         }
+    }
+}
+
+/// The wall clock in nanoseconds since the epoch (as `date +%s%N`).
+fn wall_nanos() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+}
+
+/// How many `fail` runs wrote their `done` line after their server (named in it) was
+/// SIGKILLed, by the marker files and the kills' times.
+fn fail_done_after_death(markers: &Path, deaths: &HashMap<u32, u128>) -> usize {
+    let mut count = 0;
+    for entry in std::fs::read_dir(markers).unwrap().flatten() {
+        if !entry.file_name().to_str().is_some_and(|name| name.starts_with("fail-")) {
+            continue;
+        }
+        for line in std::fs::read_to_string(entry.path()).unwrap().lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (Some(&"done"), Some(at), Some(server)) = (fields.first(), fields.get(2).and_then(|n| n.parse::<u128>().ok()), fields.get(3).and_then(|p| p.parse::<u32>().ok())) else { continue };
+            if deaths.get(&server).is_some_and(|&death| at > death) {
+                eprintln!("crash harness: a fail run of server {server} ended after its death: {line}");
+                count += 1;
+            }
+        }
+    }
+    count
+}
+
+/// How many command groups of the server `pid`, SIGKILLed at `killed`, still run a second
+/// later: their leaders are supervisors started with `--parent PID` (polled until none runs).
+fn outliving(markers: &Path, pid: u32, killed: Instant) -> usize {
+    let parent = format!("--parent\0{pid}\0");
+    let of_server = |leader: &i32| std::fs::read(format!("/proc/{leader}/cmdline")).is_ok_and(|cmdline| cmdline.windows(parent.len()).any(|w| w == parent.as_bytes()));
+    loop {
+        let left: Vec<i32> = command_leaders(markers).into_iter().filter(of_server).collect();
+        if left.is_empty() || killed.elapsed() >= Duration::from_secs(1) {
+            return left.len();
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 

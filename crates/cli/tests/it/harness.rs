@@ -98,6 +98,15 @@ impl Workdir {
     pub(crate) fn start(&self) -> Server {
         Server::start(&self.config(), &self.store())
     }
+
+    /// As [`Workdir::start`], without the supervisor (`MCP_TASKS_SUPERVISE=0`): what its
+    /// commands leave at a SIGKILL is left to the recovery of the next server.
+    pub(crate) fn start_unsupervised(&self) -> Server {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
+        command.args(["serve", "--stdio", "--config"]).arg(self.config()).arg("--store").arg(self.store());
+        command.env("MCP_TASKS_SUPERVISE", "0");
+        Server::spawn(command)
+    }
 }
 
 /// A running `mcp-tasks serve --stdio`.

@@ -21,6 +21,7 @@ mod log_hygiene;
 mod metrics;
 mod netns;
 mod oauth;
+mod orphans;
 mod pg_cluster;
 mod pg_faults;
 mod postgres;

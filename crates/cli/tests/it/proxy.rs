@@ -235,7 +235,8 @@ fn proxy_upstream_that_crashes_mid_call_ends_the_call_with_a_clear_error_and_is_
     proxy.notification(|n| n["method"] == "notifications/progress");
     let upstream = children_of(proxy.pid());
     assert_eq!(upstream.len(), 1, "one upstream process: {upstream:?}");
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(upstream[0]), nix::sys::signal::Signal::SIGKILL).unwrap();
+    // Its process group: the supervisor that leads it and the server in it (issue 45).
+    nix::sys::signal::killpg(nix::unistd::Pid::from_raw(upstream[0]), nix::sys::signal::Signal::SIGKILL).unwrap();
     let task = poll_until_terminal(&mut proxy, &id);
     assert_eq!(task["status"], "failed", "{task}");
     let result = proxy.call_err("tasks/result", json!({"taskId": id}));
@@ -481,7 +482,8 @@ fn proxy_retry_tool_is_called_again_when_the_upstream_dies_mid_call() {
     wait_runs(&runs_file, 1);
     let upstream_server = children_of(proxy.pid());
     assert_eq!(upstream_server.len(), 1, "{upstream_server:?}");
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(upstream_server[0]), nix::sys::signal::Signal::SIGKILL).unwrap();
+    // Its process group: the supervisor that leads it and the server in it (issue 45).
+    nix::sys::signal::killpg(nix::unistd::Pid::from_raw(upstream_server[0]), nix::sys::signal::Signal::SIGKILL).unwrap();
     let task = poll_until_terminal(&mut proxy, &id);
     assert_eq!(task["status"], "completed", "retried on the restarted upstream: {task}");
     assert_eq!(text_of(&proxy.call("tasks/result", json!({"taskId": id}))).trim(), "done");
@@ -569,7 +571,13 @@ fn proxy_sigkilled_leaves_its_stdio_upstream_running_and_the_next_proxy_on_the_s
         "sh -c 'trap \"\" TERM; \"$0\" \"$@\"; exec sleep 600' {}",
         serve_stdio(&config, &dir.path().join("upstream.sqlite3"))
     );
-    let mut first = proxy(dir.path(), &upstream, &[]);
+    // Without the supervisor, which would end the upstream with its proxy (issue 45): what
+    // escapes it (a supervisor killed with its proxy) is what the next proxy ends.
+    let store = dir.path().join("proxy.sqlite3");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
+    command.args(["proxy", "--stdio", "--store"]).arg(store).args(["--upstream-cmd", &upstream]);
+    command.env("MCP_TASKS_SUPERVISE", "0");
+    let mut first = Server::spawn(command);
     first.initialize();
     let old = children_of(first.pid());
     assert_eq!(old.len(), 1, "one upstream process: {old:?}");

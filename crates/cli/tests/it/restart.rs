@@ -93,7 +93,9 @@ fn a_sigkilled_servers_command_group_is_ended_at_recovery_before_its_fail_task_f
     let work = Workdir::new();
     std::fs::write(work.config(), format!("{}\n{FAMILY_TOOL}", crate::harness::CONFIG)).unwrap();
     let pidfile = work.path("child.pid");
-    let mut server = work.start();
+    // Without the supervisor, whose kill at the death of the server would leave nothing to
+    // recover: what escapes it (a supervisor killed with its server) is what recovery ends.
+    let mut server = work.start_unsupervised();
     server.initialize();
     let id = create_task(&mut server, "family", json!({"pidfile": pidfile.to_str().unwrap()}));
     let group = crate::harness::started_pid(&mut server, &id).as_raw();
