@@ -86,8 +86,12 @@ pub(crate) async fn migrate(client: &mut Client) -> Result<i32, StoreError> {
         tx.execute("INSERT INTO mcp_tasks_schema (version) VALUES ($1)", &[&version])
             .await
             .map_err(StoreError::backend)?;
-        tracing::info!(version, schema, "applied task store migration");
+        tracing::debug!(version, schema, "applied task store migration");
     }
     tx.commit().await.map_err(StoreError::backend)?;
+    // One line for all the versions applied (a first start applies every migration).
+    if usize::try_from(found).is_ok_and(|found| found < MIGRATIONS.len()) {
+        tracing::info!(from = found + 1, to = MIGRATIONS.len(), schema, "applied task store migrations");
+    }
     Ok(found)
 }

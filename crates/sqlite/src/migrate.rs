@@ -54,6 +54,9 @@ pub(crate) const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 /// [`StoreError::Backend`] if a migration fails (it is rolled back), or if the database was
 /// written by a newer build whose schema this one does not know.
 pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    // The versions applied by this call, said in one line at the end (a first start applies
+    // every migration: one line, not one per migration).
+    let mut applied: Option<(u32, u32)> = None;
     loop {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -73,6 +76,9 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
                 ));
             }
             // Up to date; dropping `tx` ends the empty transaction.
+            if let Some((from, to)) = applied {
+                tracing::info!(from, to, "applied task store migrations");
+            }
             return Ok(());
         };
         let next = current + 1;
@@ -83,7 +89,8 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
         tx.pragma_update(None, "user_version", next)
             .map_err(StoreError::backend)?;
         tx.commit().map_err(StoreError::backend)?;
-        tracing::info!(version = next, "applied task store migration");
+        tracing::debug!(version = next, "applied task store migration");
+        applied = Some((applied.map_or(next, |(from, _)| from), next));
     }
 }
 

@@ -115,3 +115,27 @@ fn at_the_default_level_no_log_line_carries_a_bearer_token_over_http() {
     let log = reader.join().unwrap();
     assert_clean(&log, "HTTP");
 }
+
+/// Issue 42 point 7: a first start on a new store says its migrations in one line (every
+/// version applied, from the first to the last), not one line per migration; a second start
+/// on the same store, with nothing to apply, says none.
+#[test]
+fn a_first_start_says_its_migrations_in_one_line_and_a_second_start_in_none() {
+    let work = Workdir::new();
+    let count = |log: &std::path::Path| {
+        let text = std::fs::read_to_string(log).expect("the log");
+        text.lines().filter(|line| line.contains("migration")).map(str::to_owned).collect::<Vec<_>>()
+    };
+    for (run, expected) in [("first", 1), ("second", 0)] {
+        let log = work.path(&format!("{run}.log"));
+        {
+            let mut server = Server::start_logging(&work.config(), &work.store(), &log);
+            server.initialize();
+        }
+        let lines = count(&log);
+        assert_eq!(lines.len(), expected, "{run} start: {lines:#?}");
+        if run == "first" {
+            assert!(lines[0].contains("applied task store migrations") && lines[0].contains("from=1"), "{lines:#?}");
+        }
+    }
+}
