@@ -113,24 +113,18 @@ fn no_function_under_crates_is_over_80_lines() {
     assert!(long.is_empty(), "functions over {MAX_FN_LINES} lines: {long:#?}");
 }
 
-/// The workspace crates `krate` depends on in `section` of its manifest (`dependencies` or
+/// Every dependency `krate` names in `section` of its manifest (`dependencies` or
 /// `dev-dependencies`), by package name.
-fn workspace_deps(krate: &str, section: &str) -> BTreeSet<String> {
+fn all_deps(krate: &str, section: &str) -> BTreeSet<String> {
     let manifest = workspace().join("crates").join(krate).join("Cargo.toml");
     let text = fs::read_to_string(&manifest).unwrap_or_else(|err| panic!("{}: {err}", manifest.display()));
     let manifest: toml::Table = toml::from_str(&text).expect("a TOML manifest");
-    manifest
-        .get(section)
-        .and_then(toml::Value::as_table)
-        .map(|deps| deps.keys().filter(|name| name.starts_with("mcp-tasks")).cloned().collect())
-        .unwrap_or_default()
+    manifest.get(section).and_then(toml::Value::as_table).map(|deps| deps.keys().cloned().collect()).unwrap_or_default()
 }
 
-fn all_deps(krate: &str, section: &str) -> BTreeSet<String> {
-    let manifest = workspace().join("crates").join(krate).join("Cargo.toml");
-    let text = fs::read_to_string(&manifest).expect("a manifest");
-    let manifest: toml::Table = toml::from_str(&text).expect("a TOML manifest");
-    manifest.get(section).and_then(toml::Value::as_table).map(|deps| deps.keys().cloned().collect()).unwrap_or_default()
+/// The workspace crates among [`all_deps`].
+fn workspace_deps(krate: &str, section: &str) -> BTreeSet<String> {
+    all_deps(krate, section).into_iter().filter(|name| name.starts_with("mcp-tasks")).collect()
 }
 
 fn set(names: &[&str]) -> BTreeSet<String> {
