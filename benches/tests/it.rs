@@ -109,8 +109,9 @@ async fn every_mode_checks_every_result_against_the_bench_server() {
         // JSON answers only (no SSE).
         (Mode::Block, Tool::Noop, true),
         (Mode::Plain, Tool::Noop, true),
-        // Long enough that every tasks/result waits for its task.
-        (Mode::Block, Tool::Sleep(50), false),
+        // Long enough that every tasks/result waits for its task, even on a loaded machine
+        // (CI runs the suites side by side: 50 ms once let one tasks/result come late).
+        (Mode::Block, Tool::Sleep(400), false),
     ];
     let reports = against_bench_server(&runs).await;
     for report in &reports {
