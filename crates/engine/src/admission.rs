@@ -252,13 +252,39 @@ impl Engine {
         }
         let inserting = Inserting::new(self, &record.owner);
         drop(admission);
-        if adopting.is_none()
-            && let Err(err) = self.take_place(&PlaceHolder::Task(record.id.clone()), &record.owner).await
-        {
-            self.forget(&record.id, record.attempt);
-            return Err(err);
-        }
+        // On a shared store the task's running place across the nodes is taken with its
+        // insert ([`Engine::placing`]).
         Ok(inserting)
+    }
+
+    /// The running place a new task takes with its insert on a shared store
+    /// ([`ClaimStore::insert_placed`](crate::ClaimStore::insert_placed)); `None` on a store
+    /// one process owns (its own counters, checked at admission, are exact).
+    pub(crate) fn placing(&self) -> Option<crate::store::Placing> {
+        if !self.inner.store.shared() {
+            return None;
+        }
+        let policy = self.policy();
+        let limits = RunningLimits { max_running: policy.max_running, max_running_per_principal: policy.max_running_per_principal };
+        Some(crate::store::Placing { limits, lease: self.lease_from_now(), now: self.inner.clock.now() })
+    }
+
+    /// The refusal of a task's insert that found no running place
+    /// ([`StoreError::NoPlace`](crate::StoreError::NoPlace)).
+    pub(crate) fn no_place(&self, place: Place, owner: &Principal) -> EngineError {
+        let policy = self.policy();
+        let count = |running: u64| usize::try_from(running).unwrap_or(usize::MAX);
+        match place {
+            Place::OwnerFull { running } => LimitExceeded::RunningPerPrincipal {
+                owner: owner.clone(),
+                running: count(running),
+                limit: policy.max_running_per_principal,
+            }
+            .into(),
+            // `Taken` is no refusal; never given here.
+            Place::Full { running } => LimitExceeded::Running { running: count(running), limit: policy.max_running }.into(),
+            Place::Taken => LimitExceeded::Running { running: 0, limit: policy.max_running }.into(),
+        }
     }
 
     /// On a shared store, takes a running place for `holder` of `owner` in the store, so that
@@ -329,3 +355,4 @@ impl Drop for CallPlace {
         }
     }
 }
+

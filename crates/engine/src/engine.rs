@@ -385,7 +385,8 @@ impl Engine {
         // A tool that lets its work start before the creation commits: started now, and an
         // outcome that comes before the insert runs goes in with it.
         let early = if runs_work && adopting.is_none() { self.start_early(&record) } else { None };
-        let (inserted, merged) = self.insert_record(&record, &lease, origin.as_ref(), early.as_ref()).await;
+        let placing = if adopting.is_none() { self.placing() } else { None };
+        let (inserted, merged) = self.insert_record(&record, &lease, origin.as_ref(), early.as_ref(), placing).await;
         if let Some(early) = &early {
             if matches!(inserted, Ok(Inserted::New)) {
                 early.committed(merged, Instant::now());
@@ -394,7 +395,7 @@ impl Engine {
             }
         }
         drop(inserting);
-        if !matches!(inserted, Ok(Inserted::New)) && adopting.is_none() {
+        if !matches!(inserted, Ok(Inserted::New) | Err(StoreError::NoPlace(_))) && adopting.is_none() {
             self.release_place(&crate::store::PlaceHolder::Task(record.id.clone())).await;
         }
         self.inserted(record, inserted, runs_work)
@@ -427,15 +428,23 @@ impl Engine {
 
     /// Inserts `record` claimed by `lease` under the retention limit, with the outcome of its
     /// `early` work if that ended before the insert ran (then also the record written with
-    /// it).
+    /// it), and with its running place if `placing` (a shared store).
     async fn insert_record(
         &self,
         record: &TaskRecord,
         lease: &Lease,
         origin: Option<&Origin>,
         early: Option<&Arc<Early>>,
+        placing: Option<crate::store::Placing>,
     ) -> (Result<Inserted, StoreError>, Option<Arc<TaskRecord>>) {
         let max_retained = self.inner.policy.max_retained_per_principal;
+        if let Some(placing) = placing {
+            let ending = early.map(|early| Arc::<Early>::clone(early) as Arc<dyn EarlyEnding>);
+            return match self.inner.store.insert_placed(record, lease, max_retained, origin, &placing, ending).await {
+                Ok((inserted, merged)) => (Ok(inserted), merged),
+                Err(err) => (Err(err), None),
+            };
+        }
         match early {
             None => (self.inner.store.insert_claimed(record, lease, max_retained, origin).await, None),
             Some(early) => {
@@ -453,6 +462,10 @@ impl Engine {
     /// refusal; what this node noted of a record not stored is forgotten.
     fn inserted(&self, record: TaskRecord, inserted: Result<Inserted, StoreError>, runs_work: bool) -> Result<Creation, EngineError> {
         match inserted {
+            Err(StoreError::NoPlace(place)) => {
+                self.forget(&record.id, record.attempt);
+                Err(self.no_place(place, &record.owner))
+            }
             Err(StoreError::Full { owner, retained }) => {
                 self.forget(&record.id, record.attempt);
                 let limit = self.inner.policy.max_retained_per_principal;

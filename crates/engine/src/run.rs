@@ -110,11 +110,14 @@ impl Engine {
     /// Starts the work of new task `task`, admitted and about to be inserted, before its
     /// insert commits, if its tool lets it ([`ToolRuntime::start_before_commit`]) and nothing
     /// forbids it: no idempotency key (a keyed call must never run twice), this node runs
-    /// the work, the store is not shared, and the tool has no slots (whose queue order is
-    /// that of [`Engine::start`]). The [`Early`] returned goes to the insert
-    /// ([`ClaimStore::insert_claimed_early`](crate::ClaimStore::insert_claimed_early)).
+    /// the work, and the tool has no slots (whose queue order is that of
+    /// [`Engine::start`]). The [`Early`] returned goes to the insert
+    /// ([`ClaimStore::insert_claimed_early`](crate::ClaimStore::insert_claimed_early)). On a
+    /// shared store the running place across the nodes is taken by that insert: work refused
+    /// one there is abandoned, as after any failed insert (it has no effect outside its
+    /// result, or its tool would not start it early).
     pub(crate) fn start_early(&self, task: &TaskRecord) -> Option<Arc<Early>> {
-        if task.idempotency_key.is_some() || task.attempt == 0 || self.inner.store.shared() {
+        if task.idempotency_key.is_some() || task.attempt == 0 {
             return None;
         }
         let Registered { runtime, slots } = self.registered(&task.tool)?;

@@ -25,8 +25,14 @@
 //!
 //! Why by hand: a VFS is a table of C callbacks, and no crate wraps the default one for a
 //! change this small (`sqlite-vfs` and `sqlite-plugin` implement whole file systems, without
-//! WAL's shared memory). This is the project's one module with `unsafe` code of its own.
+//! WAL's shared memory).
+//!
+//! Beside it, [`signal`]: the commit counter the processes on one store file share (a shared
+//! mapping and a futex). This crate holds the project's `unsafe` code of its own, and only
+//! this crate.
 #![allow(unsafe_code)]
+
+pub mod signal;
 
 use std::ffi::{CStr, c_int, c_void};
 use std::ptr;

@@ -1,7 +1,10 @@
 //! [`ClaimStore`] for [`SqliteStore`]: claims with a lease, the claimed insert under the
 //! retention limit (with the outcome of work that ended early), a tool's slots, and the
-//! running places, kept in memory ([`LocalPlaces`](mcp_tasks_engine::store::implement::LocalPlaces)):
-//! one process owns the file.
+//! running places (`running_places`), across every process on the file.
+//!
+//! A claim, slot or place lapses when its lease does, or at once when its node's process is
+//! gone (`node_gone`, [`crate::peers`]): on one machine the kernel says whether a process
+//! lives, so a killed server's tasks are taken over on the next rescuer pass.
 
 use std::sync::Arc;
 
@@ -10,7 +13,7 @@ use rusqlite::{OptionalExtension, params};
 
 use mcp_tasks_engine::store::implement::EarlyEnding;
 use mcp_tasks_engine::{
-    ClaimStore, Inserted, Lease, Origin, Place, PlaceHolder, Principal, RecordStore, RunningLimits, StoreError, TaskId,
+    ClaimStore, Inserted, Lease, Origin, Place, PlaceHolder, Placing, Principal, RunningLimits, StoreError, TaskId,
     TaskRecord, Timestamp, Update,
 };
 
@@ -23,8 +26,8 @@ use crate::writer::Tx;
 #[async_trait]
 impl ClaimStore for SqliteStore {
     fn shared(&self) -> bool {
-        // One process owns the file: the writer thread is the only writer.
-        false
+        // Any number of processes serve one file, each a node with its own claims.
+        true
     }
 
     async fn insert_claimed(
@@ -34,7 +37,7 @@ impl ClaimStore for SqliteStore {
         max_retained: u64,
         origin: Option<&Origin>,
     ) -> Result<Inserted, StoreError> {
-        self.insert_claimed_with(task, lease, max_retained, origin, None).await.map(|(inserted, _)| inserted)
+        self.insert_claimed_with(task, lease, max_retained, origin, None, None).await.map(|(inserted, _)| inserted)
     }
 
     /// The ending is taken inside the insert's write, on the writer thread: an ending that
@@ -48,7 +51,21 @@ impl ClaimStore for SqliteStore {
         origin: Option<&Origin>,
         ending: Arc<dyn EarlyEnding>,
     ) -> Result<(Inserted, Option<Arc<TaskRecord>>), StoreError> {
-        self.insert_claimed_with(task, lease, max_retained, origin, Some(ending)).await
+        self.insert_claimed_with(task, lease, max_retained, origin, Some(ending), None).await
+    }
+
+    /// The place is taken in the insert's write: one transaction, one commit.
+    async fn insert_placed(
+        &self,
+        task: &TaskRecord,
+        lease: &Lease,
+        max_retained: u64,
+        origin: Option<&Origin>,
+        placing: &Placing,
+        ending: Option<Arc<dyn EarlyEnding>>,
+    ) -> Result<(Inserted, Option<Arc<TaskRecord>>), StoreError> {
+        self.inner.nodes.hold(placing.lease.node.as_str())?;
+        self.insert_claimed_with(task, lease, max_retained, origin, ending, Some(placing.clone())).await
     }
 
     async fn claim(
@@ -58,6 +75,7 @@ impl ClaimStore for SqliteStore {
         lease: &Lease,
         now: Timestamp,
     ) -> Result<Option<TaskRecord>, StoreError> {
+        self.inner.nodes.hold(lease.node.as_str())?;
         let id = id.as_str().to_owned();
         let (node, until) = (lease.node.as_str().to_owned(), lease.until.0);
         let taken = self
@@ -67,7 +85,7 @@ impl ClaimStore for SqliteStore {
                     "UPDATE tasks SET claim_node = ?1, lease_until = ?2, attempt = attempt + 1, \
                      version = version + 1 \
                      WHERE id = ?3 AND attempt = ?4 AND status IN {UNFINISHED} \
-                     AND (lease_until IS NULL OR lease_until <= ?5) \
+                     AND (lease_until IS NULL OR lease_until <= ?5 OR node_gone(claim_node)) \
                      RETURNING {COLUMNS}"
                 ))
                 .and_then(|mut stmt| stmt.query_row(params![node, until, id, attempt, now.0], read_record).optional())
@@ -81,28 +99,34 @@ impl ClaimStore for SqliteStore {
     }
 
     async fn renew(&self, lease: &Lease, now: Timestamp) -> Result<Vec<TaskId>, StoreError> {
+        self.inner.nodes.hold(lease.node.as_str())?;
         let (node, until) = (lease.node.as_str().to_owned(), lease.until.0);
-        let renewed = self.write(move |conn| {
+        self.write(move |conn| {
+            let renewed = conn
+                .prepare_cached(&format!(
+                    "UPDATE tasks SET lease_until = ?1 \
+                     WHERE claim_node = ?2 AND lease_until > ?3 AND status IN {UNFINISHED} RETURNING id"
+                ))
+                .and_then(|mut stmt| {
+                    stmt.query_map(params![until, node, now.0], |row| row.get::<_, String>(0))?
+                        .map(|id| id.map(TaskId::from))
+                        .collect::<rusqlite::Result<Vec<TaskId>>>()
+                })
+                .map_err(StoreError::backend)?;
+            conn.prepare_cached("UPDATE tool_slots SET lease_until = ?1 WHERE node = ?2 AND lease_until > ?3")
+                .and_then(|mut stmt| stmt.execute(params![until, node, now.0]))
+                .map_err(StoreError::backend)?;
+            // A place of a finished (or purged) task lapses instead.
             conn.prepare_cached(&format!(
-                "UPDATE tasks SET lease_until = ?1 \
-                 WHERE claim_node = ?2 AND lease_until > ?3 AND status IN {UNFINISHED} RETURNING id"
+                "UPDATE running_places SET lease_until = ?1 WHERE node = ?2 AND lease_until > ?3 \
+                 AND (NOT is_task OR EXISTS (SELECT 1 FROM tasks WHERE tasks.id = running_places.holder \
+                 AND tasks.status IN {UNFINISHED}))"
             ))
-            .and_then(|mut stmt| {
-                stmt.query_map(params![until, node, now.0], |row| row.get::<_, String>(0))?
-                    .map(|id| id.map(TaskId::from))
-                    .collect::<rusqlite::Result<Vec<TaskId>>>()
-            })
-            .and_then(|renewed| {
-                conn.prepare_cached("UPDATE tool_slots SET lease_until = ?1 WHERE node = ?2 AND lease_until > ?3")?
-                    .execute(params![until, node, now.0])?;
-                Ok(renewed)
-            })
-            .map_err(StoreError::backend)
+            .and_then(|mut stmt| stmt.execute(params![until, node, now.0]))
+            .map_err(StoreError::backend)?;
+            Ok(renewed)
         })
-        .await?;
-        let unfinished = self.holders_where(|task| !task.status().is_terminal()).await?;
-        self.inner.places.renew(lease, now, &unfinished);
-        Ok(renewed)
+        .await
     }
 
     async fn lapsed(&self, now: Timestamp, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
@@ -111,7 +135,7 @@ impl ClaimStore for SqliteStore {
             // The few unfinished tasks, through `tasks_unfinished`.
             conn.prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM tasks WHERE status IN {UNFINISHED} \
-                 AND (lease_until IS NULL OR lease_until <= ?1) ORDER BY created_at, id LIMIT ?2"
+                 AND (lease_until IS NULL OR lease_until <= ?1 OR node_gone(claim_node)) ORDER BY created_at, id LIMIT ?2"
             ))
             .and_then(|mut stmt| collect(stmt.query_map(params![now.0, limit], read_record)?))
             .map_err(StoreError::backend)
@@ -120,12 +144,14 @@ impl ClaimStore for SqliteStore {
     }
 
     async fn take_slot(&self, tool: &str, size: u32, id: &TaskId, lease: &Lease, now: Timestamp) -> Result<bool, StoreError> {
+        self.inner.nodes.hold(lease.node.as_str())?;
         let (tool, id) = (tool.to_owned(), id.as_str().to_owned());
         let (node, until) = (lease.node.as_str().to_owned(), lease.until.0);
         self.write(move |conn| {
-            // On the one writer thread: freeing, counting and taking are atomic.
+            // In one transaction under the write lock: freeing, counting and taking are atomic
+            // across every process.
             conn.prepare_cached(&format!(
-                "DELETE FROM tool_slots WHERE tool = ?1 AND (lease_until <= ?2 OR NOT EXISTS \
+                "DELETE FROM tool_slots WHERE tool = ?1 AND (lease_until <= ?2 OR node_gone(node) OR NOT EXISTS \
                  (SELECT 1 FROM tasks WHERE tasks.id = tool_slots.task_id AND tasks.status IN {UNFINISHED}))"
             ))
             .and_then(|mut stmt| stmt.execute(params![tool, now.0]))
@@ -167,19 +193,28 @@ impl ClaimStore for SqliteStore {
         lease: &Lease,
         now: Timestamp,
     ) -> Result<Place, StoreError> {
-        let finished = self.holders_where(|task| task.status().is_terminal()).await?;
-        Ok(self.inner.places.take(holder, owner, limits, lease, now, &finished))
+        self.inner.nodes.hold(lease.node.as_str())?;
+        let (holder, owner) = (holder.clone(), owner.clone());
+        let (limits, lease) = (*limits, lease.clone());
+        self.write(move |conn| take_place_in(conn, &holder, &owner, &limits, &lease, now)).await
     }
 
     async fn release_place(&self, holder: &PlaceHolder) -> Result<(), StoreError> {
-        self.inner.places.release(holder);
-        Ok(())
+        let holder = holder.as_str().to_owned();
+        self.write(move |conn| {
+            conn.prepare_cached("DELETE FROM running_places WHERE holder = ?1")
+                .and_then(|mut stmt| stmt.execute([holder]))
+                .map(|_| ())
+                .map_err(StoreError::backend)
+        })
+        .await
     }
 }
 
 impl SqliteStore {
     /// [`ClaimStore::insert_claimed`], with the early ending of
-    /// [`ClaimStore::insert_claimed_early`] if there is one.
+    /// [`ClaimStore::insert_claimed_early`] if there is one, and the running place of
+    /// [`ClaimStore::insert_placed`] if `placing`.
     async fn insert_claimed_with(
         &self,
         task: &TaskRecord,
@@ -187,7 +222,9 @@ impl SqliteStore {
         max_retained: u64,
         origin: Option<&Origin>,
         ending: Option<Arc<dyn EarlyEnding>>,
+        placing: Option<Placing>,
     ) -> Result<(Inserted, Option<Arc<TaskRecord>>), StoreError> {
+        self.inner.nodes.hold(lease.node.as_str())?;
         let mut row = NewRow::from_record(task).map_err(StoreError::backend)?;
         // The claim and the origin go in with the row: one statement, not three.
         row.claim = Some((lease.node.as_str().to_owned(), lease.until.0));
@@ -204,8 +241,9 @@ impl SqliteStore {
             .write(move |conn| {
                 let conn: &mut Tx<'_, '_> = conn;
                 let mut row = row;
-                // On the one writer thread the count, the insert and the claim are atomic,
-                // and the next insert of the batch sees this one counted.
+                // In one transaction under the write lock the count, the insert and the claim
+                // are atomic across every process, and the next insert of the batch sees this
+                // one counted.
                 if let Some(key) = &key {
                     let holder = conn
                         .prepare_cached(&format!(
@@ -232,6 +270,15 @@ impl SqliteStore {
                         owner,
                         retained: u64::try_from(retained).unwrap_or(0),
                     });
+                }
+                // The place after the count, so that a refusal for either writes nothing.
+                let task_id = row.id.clone();
+                if let Some(placing) = &placing {
+                    let holder = PlaceHolder::Task(TaskId::from(task_id));
+                    match take_place_in(conn, &holder, &owner, &placing.limits, &placing.lease, placing.now)? {
+                        Place::Taken => {}
+                        refused => return Err(StoreError::NoPlace(refused)),
+                    }
                 }
                 // Work that started early and ended while this insert waited: its outcome
                 // goes in with the row, as the replace that would have followed writes it.
@@ -266,16 +313,47 @@ fn ended_early(created: &TaskRecord, update: Update) -> TaskRecord {
     ended
 }
 
-impl SqliteStore {
-    /// The tasks holding a running place that are stored and pass `test` (a read each: the
-    /// places are few, and the engine takes none on this store).
-    async fn holders_where(&self, test: impl Fn(&TaskRecord) -> bool) -> Result<Vec<TaskId>, StoreError> {
-        let mut passing = Vec::new();
-        for id in self.inner.places.task_holders() {
-            if self.get(&id).await?.as_ref().is_some_and(&test) {
-                passing.push(id);
-            }
-        }
-        Ok(passing)
+/// [`ClaimStore::take_place`] inside a write's transaction (under the write lock), as
+/// PostgreSQL's `mcp_tasks_take_place`: frees the lapsed places, those of gone nodes and
+/// of finished tasks, counts, takes.
+fn take_place_in(
+    conn: &Tx<'_, '_>,
+    holder: &PlaceHolder,
+    owner: &Principal,
+    limits: &RunningLimits,
+    lease: &Lease,
+    now: Timestamp,
+) -> Result<Place, StoreError> {
+    let (holder, is_task, owner) = (holder.as_str(), holder.is_task(), owner.as_str());
+    let (node, until) = (lease.node.as_str(), lease.until.0);
+    let (max_running, max_mine) = (i64::from(limits.max_running), i64::from(limits.max_running_per_principal));
+    conn.prepare_cached(&format!(
+        "DELETE FROM running_places WHERE lease_until <= ?1 OR node_gone(node) OR (is_task AND EXISTS \
+         (SELECT 1 FROM tasks WHERE tasks.id = running_places.holder AND NOT tasks.status IN {UNFINISHED}))"
+    ))
+    .and_then(|mut stmt| stmt.execute([now.0]))
+    .map_err(StoreError::backend)?;
+    let (running, mine, held): (i64, i64, i64) = conn
+        .prepare_cached(
+            "SELECT count(*), count(*) FILTER (WHERE owner = ?1), count(*) FILTER (WHERE holder = ?2) FROM running_places",
+        )
+        .and_then(|mut stmt| stmt.query_row(params![owner, holder], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?))))
+        .map_err(StoreError::backend)?;
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    if held > 0 {
+        conn.prepare_cached("UPDATE running_places SET lease_until = ?1, node = ?2 WHERE holder = ?3")
+            .and_then(|mut stmt| stmt.execute(params![until, node, holder]))
+            .map_err(StoreError::backend)?;
+        return Ok(Place::Taken);
     }
+    if running >= max_running {
+        return Ok(Place::Full { running: count(running) });
+    }
+    if mine >= max_mine {
+        return Ok(Place::OwnerFull { running: count(mine) });
+    }
+    conn.prepare_cached("INSERT INTO running_places (holder, is_task, owner, node, lease_until) VALUES (?1, ?2, ?3, ?4, ?5)")
+        .and_then(|mut stmt| stmt.execute(params![holder, is_task, owner, node, until]))
+        .map_err(StoreError::backend)?;
+    Ok(Place::Taken)
 }

@@ -3,12 +3,15 @@
 //! compare-and-set reading it before it writes (three reads per lifecycle, each one a hop to
 //! the blocking pool and a read transaction whose page cache the last commit had emptied).
 //!
-//! Correct because the writer thread is the only writer of the file: it applies each
-//! batch's changes here after the batch commits and before any of its callers is answered,
-//! in commit order, so a read that finds a task here finds it as the file has it. When a
-//! second store of this process opens the same file ([`StoreLock::is_shared`]) there are
-//! two writers, and the cache is bypassed and emptied for good. A write that changes a row
-//! without giving its new record evicts the task instead; reads never fill the cache.
+//! Correct because the writer thread applies each batch's changes here after the batch
+//! commits and before any of its callers is answered, in commit order, and because it
+//! forgets what other processes (or other handles of this one) write before it trusts the
+//! cache again: the cache is read only while the store's commit counter ([`Signal`]) stands
+//! where this writer last caught up with the file ([`Hot::synced_at`], after reading the
+//! change log, `crate::changes`) or where its own commit left it. Another process counts its
+//! commit before it answers its callers, so a write anyone was told of is never hidden by an
+//! older record here. A write that changes a row without giving its new record evicts the
+//! task instead; reads never fill the cache.
 //!
 //! Bounded: at most [`MAX_ENTRIES`] tasks and [`MAX_BYTES`] of their encoded state and
 //! arguments; a record larger than [`MAX_RECORD_BYTES`] is not kept. When full, the task
@@ -28,11 +31,12 @@
 //! from what it committed, never by a read.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use mcp_tasks_engine::{FastMap, Principal, TaskId, TaskRecord};
 
-use crate::faults::StoreLock;
+use crate::peers::Signal;
 
 /// The most tasks kept.
 const MAX_ENTRIES: usize = 4096;
@@ -71,7 +75,9 @@ pub(crate) enum Touch {
 }
 
 pub(crate) struct Hot {
-    lock: StoreLock,
+    signal: Arc<Signal>,
+    /// The commit count at which the cache is the file's (see the module comment).
+    synced: AtomicU32,
     state: Mutex<Entries>,
 }
 
@@ -123,19 +129,48 @@ impl Entries {
 }
 
 impl Hot {
-    pub(crate) fn new(lock: StoreLock) -> Hot {
-        Hot { lock, state: Mutex::default() }
+    pub(crate) fn new(signal: Arc<Signal>) -> Hot {
+        let synced = AtomicU32::new(signal.load());
+        Hot { signal, synced, state: Mutex::default() }
     }
 
+    fn all_entries(&self) -> MutexGuard<'_, Entries> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The entries, if they are the file's: nobody committed since this writer caught up.
     fn entries(&self) -> Option<MutexGuard<'_, Entries>> {
-        let mut entries = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if self.lock.is_shared() {
-            if !entries.tasks.is_empty() || !entries.counts.is_empty() {
-                *entries = Entries::default();
-            }
-            return None;
-        }
-        Some(entries)
+        (self.signal.load() == self.synced.load(Ordering::SeqCst)).then(|| self.all_entries())
+    }
+
+    /// Whether the cache is the file's now (nobody committed since this writer caught up).
+    pub(crate) fn is_synced(&self) -> bool {
+        self.signal.load() == self.synced.load(Ordering::SeqCst)
+    }
+
+    /// The cache is the file's as of commit count `count` (the writer caught up with it).
+    pub(crate) fn synced_at(&self, count: u32) {
+        self.synced.store(count, Ordering::SeqCst);
+    }
+
+    /// This writer's own commit took the count from `before` to one more: if the cache was
+    /// the file's at `before`, it is at the new count once the batch's touches are applied
+    /// (the writer applies them before anyone reads a task it wrote, see `write_loop`).
+    pub(crate) fn committed_at(&self, before: u32) {
+        let _ = self.synced.compare_exchange(before, before.wrapping_add(1), Ordering::SeqCst, Ordering::SeqCst);
+    }
+
+    /// Forgets every task and count (another writer changed the file in ways not known).
+    pub(crate) fn forget_all(&self) {
+        let dropped = std::mem::take(&mut *self.all_entries());
+        drop(dropped);
+    }
+
+    /// Forgets what another writer touched (`touches`, evictions), and every count (its
+    /// inserts and purges changed them).
+    pub(crate) fn forget_others(&self, touches: Vec<Touch>) {
+        self.all_entries().counts.clear();
+        self.apply(touches);
     }
 
     /// Task `id` as last committed with its encoded size, if it is kept (the kept record
@@ -154,7 +189,7 @@ impl Hot {
         // What this batch makes the cache forget, dropped after the guard (declared first,
         // so dropped last): the readers waiting on the lock do not wait for the frees.
         let mut dropped = Vec::new();
-        let Some(mut entries) = self.entries() else { return };
+        let mut entries = self.all_entries();
         for touch in touches {
             match touch {
                 Touch::Evict(id) => dropped.extend(entries.remove(&id)),
@@ -190,8 +225,8 @@ mod tests {
 
     fn hot() -> (Hot, tempfile::TempDir) {
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let lock = StoreLock::take(&dir.path().join("tasks.sqlite3")).expect("the store's lock");
-        (Hot::new(lock), dir)
+        let signal = crate::peers::signal(&dir.path().join("tasks.sqlite3")).expect("the store's signal");
+        (Hot::new(Arc::new(signal)), dir)
     }
 
     fn finished(bytes: usize) -> (Arc<TaskRecord>, Size) {
@@ -218,7 +253,7 @@ mod tests {
         // (what the cache did) would leave only the last one.
         assert!(tasks[..10].iter().all(|task| !kept(&hot, task)), "the ten oldest were forgotten");
         assert!(tasks[10..].iter().all(|task| kept(&hot, task)), "the newest {MAX_ENTRIES} are all kept");
-        let entries = hot.entries().expect("not shared");
+        let entries = hot.entries().expect("nobody else wrote");
         assert_eq!((entries.tasks.len(), entries.order.len(), entries.bytes), (MAX_ENTRIES, MAX_ENTRIES, MAX_ENTRIES * 100));
     }
 
@@ -237,7 +272,7 @@ mod tests {
         assert!(kept(&hot, &first));
         assert!(!kept(&hot, &others[0]));
         assert!(others[1..].iter().all(|task| kept(&hot, task)));
-        let entries = hot.entries().expect("not shared");
+        let entries = hot.entries().expect("nobody else wrote");
         assert_eq!(entries.order.len(), entries.tasks.len(), "one place in the order per kept task");
     }
 
@@ -252,7 +287,7 @@ mod tests {
         let fit = MAX_BYTES / big;
         assert!(tasks[..tasks.len() - fit].iter().all(|task| !kept(&hot, task)));
         assert!(tasks[tasks.len() - fit..].iter().all(|task| kept(&hot, task)));
-        assert!(hot.entries().expect("not shared").bytes <= MAX_BYTES);
+        assert!(hot.entries().expect("nobody else wrote").bytes <= MAX_BYTES);
     }
 
     #[test]
@@ -263,7 +298,32 @@ mod tests {
         put(&hot, &b);
         hot.apply(vec![Touch::Evict(a.0.id.clone())]);
         assert!(!kept(&hot, &a) && kept(&hot, &b));
-        let entries = hot.entries().expect("not shared");
+        let entries = hot.entries().expect("nobody else wrote");
         assert_eq!((entries.tasks.len(), entries.order.len(), entries.bytes), (1, 1, 200));
+    }
+
+    #[test]
+    fn another_writers_commit_hides_the_cache_until_the_writer_catches_up() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("tasks.sqlite3");
+        let signal = Arc::new(crate::peers::signal(&path).expect("the store's signal"));
+        let hot = Hot::new(Arc::clone(&signal));
+        let task = finished(100);
+        put(&hot, &task);
+        assert!(kept(&hot, &task));
+        // Another process (its own mapping of the same file) counts a commit.
+        let other = crate::peers::signal(&path).expect("another mapping");
+        let before = other.bump();
+        assert!(!kept(&hot, &task), "a commit not caught up with hides the cache");
+        // Our own commit after it does not make the cache the file's again...
+        hot.committed_at(signal.bump());
+        assert!(!kept(&hot, &task));
+        // ...catching up does.
+        hot.synced_at(signal.load());
+        assert!(kept(&hot, &task));
+        // Our own commit keeps it so.
+        hot.committed_at(signal.bump());
+        assert!(kept(&hot, &task));
+        assert_eq!(signal.load(), before.wrapping_add(3));
     }
 }

@@ -34,9 +34,11 @@
 
 mod claims;
 mod compat;
+mod changes;
 mod faults;
 mod hot;
 mod migrate;
+mod peers;
 mod records;
 mod rows;
 mod sessions;

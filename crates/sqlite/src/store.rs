@@ -11,28 +11,30 @@
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use rusqlite::Connection;
 use tokio::sync::{Semaphore, broadcast, oneshot};
 
-use mcp_tasks_engine::store::implement::{Commit, LocalPlaces, LocalSessions};
+use mcp_tasks_engine::store::implement::Commit;
 use mcp_tasks_engine::{StoreError, TaskRecord};
 
+use crate::changes::ChangeLog;
 use crate::faults::{self, StoreLock};
 use crate::hot::Hot;
-use crate::writer::{Counters, Job, Space, Tx, Write, presize_wal, write_loop};
 use crate::migrate;
+use crate::peers::{BACKSTOP, Nodes, Signal};
+use crate::writer::{Counters, Job, Peers, Poke, Space, Tx, Write, presize_wal, write_loop};
 
 /// Capacity of the change feed; a slower subscriber lags and re-reads.
 const FEED_CAPACITY: usize = 4096;
 
-/// How long a write waits for another process's lock on the file (say, an operator's
-/// `sqlite3` shell) before it fails with `SQLITE_BUSY`. Within this process only the writer
-/// thread writes, so there is never contention on the file from here.
+/// How long a batch waits for another process's write lock on the file (another mcp-tasks
+/// process's batch, which holds it for one commit; or an operator's `sqlite3` shell) before
+/// it fails with `SQLITE_BUSY`. Within this process only the writer thread writes.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The most read connections open at once; more concurrent reads wait for one.
@@ -104,18 +106,20 @@ pub(crate) struct Inner {
     stats: Arc<Counters>,
     path: PathBuf,
     synchronous: Synchronous,
-    /// One server per file ([`faults`]); released after the writer is joined.
+    /// Keeps builds that allow one server per file off it ([`faults`]); released after the
+    /// writer is joined.
     _lock: StoreLock,
     /// The tasks written last ([`crate::hot`]), kept by the writer thread.
     pub(crate) hot: Arc<Hot>,
-    /// The change feed: each write's record, sent once its batch has committed.
+    /// The change feed: each write's record, sent once its batch has committed, and what
+    /// other processes changed, once the writer has read it.
     pub(crate) feed: broadcast::Sender<Arc<TaskRecord>>,
-    /// Running places: in memory, since one process owns the file (the engine takes none on
-    /// a store that is not shared; they are kept for the contract and its suite).
-    pub(crate) places: LocalPlaces,
-    /// 2025-11-25 HTTP session records: in memory, since this process is their only reader
-    /// (a session does not outlive its server, as before).
-    pub(crate) sessions: LocalSessions,
+    /// The nodes whose claims this handle writes, and which others are gone ([`crate::peers`]).
+    pub(crate) nodes: Arc<Nodes>,
+    /// The commit counter of every process on the file.
+    signal: Arc<Signal>,
+    /// Whether a poke is queued to the writer.
+    poked: Arc<AtomicBool>,
 }
 
 impl Drop for Inner {
@@ -172,8 +176,11 @@ impl SqliteStore {
             fs::create_dir_all(parent).map_err(StoreError::backend)?;
         }
         let lock = StoreLock::take(path)?;
+        let signal = Arc::new(crate::peers::signal(path)?);
+        let nodes = Nodes::new(path);
         let mut conn = open_writer(path, synchronous)?;
         configure(&conn, synchronous, WRITER_CACHE_KIB)?;
+        nodes.register(&conn)?;
         // Replaces SQLite's automatic checkpoint (itself a WAL hook) on this connection, the
         // only one that writes: the writer checkpoints between batches (`write_loop`).
         let wal_frames = Arc::new(AtomicU32::new(0));
@@ -187,33 +194,42 @@ impl SqliteStore {
         let grown = synchronous == Synchronous::Full && presize_wal(&conn, path);
         let space = Space::new(path, grown);
         // One reader opened now: the file is known to be readable before we serve.
-        let reader = open_reader(path, synchronous)?;
+        let reader = open_reader(path, synchronous, &nodes)?;
         let (writes, queue) = mpsc::channel();
         let stats = Arc::new(Counters::default());
         let counters = Arc::clone(&stats);
-        let hot = Arc::new(Hot::new(lock.clone()));
+        let hot = Arc::new(Hot::new(Arc::clone(&signal)));
         let kept = Arc::clone(&hot);
+        let feed = broadcast::channel(FEED_CAPACITY).0;
+        let poked = Arc::new(AtomicBool::new(false));
+        let log = ChangeLog::open(&conn).map_err(StoreError::backend)?;
+        let peers = Peers { signal: Arc::clone(&signal), log, feed: feed.clone(), poked: Arc::clone(&poked) };
         let writer = std::thread::Builder::new()
             .name("sqlite-writer".to_owned())
-            .spawn(move || write_loop(&conn, &queue, &counters, &kept, &wal_frames, space))
+            .spawn(move || write_loop(&conn, &queue, &counters, &kept, &wal_frames, space, peers))
             .map_err(StoreError::backend)?;
         tracing::debug!(path = %path.display(), schema = migrate::SCHEMA_VERSION, "opened the SQLite task store");
-        Ok(SqliteStore {
-            inner: Arc::new(Inner {
-                writes: Some(writes),
-                writer: Some(writer),
-                readers: Mutex::new(vec![reader]),
-                reader_permits: Semaphore::new(READERS),
-                stats,
-                path: path.to_owned(),
-                synchronous,
-                _lock: lock,
-                hot,
-                feed: broadcast::channel(FEED_CAPACITY).0,
-                places: LocalPlaces::default(),
-                sessions: LocalSessions::default(),
-            }),
-        })
+        let inner = Arc::new(Inner {
+            writes: Some(writes),
+            writer: Some(writer),
+            readers: Mutex::new(vec![reader]),
+            reader_permits: Semaphore::new(READERS),
+            stats,
+            path: path.to_owned(),
+            synchronous,
+            _lock: lock,
+            hot,
+            feed,
+            nodes,
+            signal,
+            poked,
+        });
+        let weak = Arc::downgrade(&inner);
+        std::thread::Builder::new()
+            .name("sqlite-watcher".to_owned())
+            .spawn(move || watch(&weak))
+            .map_err(StoreError::backend)?;
+        Ok(SqliteStore { inner })
     }
 
     /// The file this store was opened on.
@@ -282,7 +298,7 @@ impl SqliteStore {
                 .pop();
             let conn = match idle {
                 Some(conn) => conn,
-                None => open_reader(&inner.path, inner.synchronous)?,
+                None => open_reader(&inner.path, inner.synchronous, &inner.nodes)?,
             };
             let read = f(&conn);
             inner
@@ -336,6 +352,28 @@ impl SqliteStore {
     }
 }
 
+/// The watcher thread of a store: sleeps on the commit counter of the processes on the file
+/// and pokes the writer when the count moves past what the writer has caught up with, or
+/// every [`BACKSTOP`]. Ends when the store is gone (within a backstop).
+fn watch(store: &Weak<Inner>) {
+    loop {
+        let Some(signal) = store.upgrade().map(|inner| Arc::clone(&inner.signal)) else { return };
+        let seen = signal.load();
+        signal.wait(seen, BACKSTOP);
+        let Some(inner) = store.upgrade() else { return };
+        // A count moved by this process's own commits only needs no catching up: the writer
+        // moved the cache's count with it (`Hot::committed_at`).
+        if inner.hot.is_synced() && signal.load() != seen {
+            continue;
+        }
+        if !inner.poked.swap(true, Ordering::SeqCst)
+            && let Some(writes) = &inner.writes
+        {
+            let _ = writes.send(Box::new(Poke));
+        }
+    }
+}
+
 /// The error of a write whose writer thread is gone (it panicked).
 fn writer_gone() -> StoreError {
     StoreError::Backend("the SQLite writer thread stopped".into())
@@ -360,9 +398,10 @@ fn open_writer(path: &Path, synchronous: Synchronous) -> Result<Connection, Stor
 }
 
 /// Opens one read connection.
-fn open_reader(path: &Path, synchronous: Synchronous) -> Result<Connection, StoreError> {
+fn open_reader(path: &Path, synchronous: Synchronous, nodes: &Arc<Nodes>) -> Result<Connection, StoreError> {
     let conn = Connection::open(path).map_err(StoreError::backend)?;
     configure(&conn, synchronous, READER_CACHE_KIB)?;
+    nodes.register(&conn)?;
     conn.pragma_update(None, "query_only", "ON")
         .map_err(StoreError::backend)?;
     Ok(conn)

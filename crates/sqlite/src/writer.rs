@@ -28,13 +28,15 @@ use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension, Statement};
-use tokio::sync::oneshot;
+use tokio::sync::{broadcast, oneshot};
 
 use mcp_tasks_engine::store::implement::{Commit, CommitObserver};
 use mcp_tasks_engine::{FastSet, Principal, StoreError, TaskId, TaskRecord};
 
+use crate::changes::ChangeLog;
 use crate::faults;
 use crate::hot::{Hot, Size, Touch};
+use crate::peers::Signal;
 use crate::sql::Sql;
 
 /// The most writes committed in one transaction. A bound on how long one batch holds
@@ -173,6 +175,69 @@ pub(crate) trait Write: Send {
 
     /// What the write did to rows of `tasks` (taken once, after its batch committed).
     fn take_touched(&mut self) -> Vec<Touch>;
+
+    /// What the write did to rows of `tasks`, before its batch commits (for the change log).
+    fn touched(&self) -> &[Touch];
+
+    /// Whether this is no write but the watcher's poke: another process may have written.
+    fn is_poke(&self) -> bool {
+        false
+    }
+}
+
+/// The watcher's poke ([`crate::peers`]): the store's commit counter moved, or the backstop
+/// came; the writer catches up with the file between two batches.
+pub(crate) struct Poke;
+
+impl Write for Poke {
+    fn run(&mut self, _: &Connection, _: &Prepared<'_>, _: &Hot, _: &mut FastSet<TaskId>) {}
+
+    fn answer(self: Box<Self>, _: Option<&Failure>) {}
+
+    fn found_disk_full(&self) -> bool {
+        false
+    }
+
+    fn take_touched(&mut self) -> Vec<Touch> {
+        Vec::new()
+    }
+
+    fn touched(&self) -> &[Touch] {
+        &[]
+    }
+
+    fn is_poke(&self) -> bool {
+        true
+    }
+}
+
+/// What the writer thread shares with the other processes on the file.
+pub(crate) struct Peers {
+    /// The store's commit counter.
+    pub(crate) signal: Arc<Signal>,
+    /// This writer's place in the change log.
+    pub(crate) log: ChangeLog,
+    /// The store's change feed: what other processes changed goes out on it.
+    pub(crate) feed: broadcast::Sender<Arc<TaskRecord>>,
+    /// Set by the watcher when it queues a poke, cleared when the writer takes it: one poke
+    /// queued at a time.
+    pub(crate) poked: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Peers {
+    /// Catches up with what other processes committed (see [`ChangeLog::catch_up`]) and
+    /// sends their records to the change feed. A failure is logged; the cache was forgotten.
+    fn catch_up(&mut self, conn: &Connection, hot: &Hot) {
+        let count = self.signal.load();
+        match self.log.catch_up(conn, hot, count) {
+            Ok(records) => {
+                for record in records {
+                    let _ = self.feed.send(record);
+                }
+            }
+            Err(err) => tracing::warn!(error = %err, "could not read what other processes changed in the task store"),
+        }
+    }
 }
 
 /// Why a batch did not commit.
@@ -203,6 +268,10 @@ where
 
     fn take_touched(&mut self) -> Vec<Touch> {
         std::mem::take(&mut self.touched)
+    }
+
+    fn touched(&self) -> &[Touch] {
+        &self.touched
     }
 
     fn found_disk_full(&self) -> bool {
@@ -238,20 +307,29 @@ pub(crate) fn write_loop(
     hot: &Hot,
     wal_frames: &AtomicU32,
     mut space: Space,
+    mut peers: Peers,
 ) {
     let mut batch: Vec<Box<dyn Write>> = Vec::with_capacity(MAX_BATCH);
     // Dropped at the loop's end, before the connection closes.
     let prepared = Prepared::new(conn);
     while let Ok(first) = queue.recv() {
+        if first.is_poke() {
+            peers.poked.store(false, Ordering::SeqCst);
+            peers.catch_up(conn, hot);
+            continue;
+        }
         batch.push(first);
         while batch.len() < MAX_BATCH {
             match queue.try_recv() {
+                // The batch catches up anyway.
+                Ok(next) if next.is_poke() => peers.poked.store(false, Ordering::SeqCst),
                 Ok(next) => batch.push(next),
                 Err(_) => break,
             }
         }
         let started = Instant::now();
-        let committed = space.check().and_then(|()| commit(conn, &prepared, &mut batch, hot));
+        let committed = space.check().and_then(|()| commit(conn, &prepared, &mut batch, hot, &mut peers));
+        peers.log.ended(committed.is_ok());
         if let Some(observer) = stats.observer.get() {
             observer(Commit { elapsed: started.elapsed(), writes: batch.len(), committed: committed.is_ok() });
         }
@@ -270,12 +348,16 @@ pub(crate) fn write_loop(
             }
         }
         if committed.is_ok() {
+            // Counted before anyone is answered: another process that hears of a write
+            // reads it (its cache is not trusted past this count until it caught up).
+            let before = peers.signal.bump();
             // Before anyone is answered, in commit order (a failed write's evictions too:
             // what it did before failing committed with the batch).
             let touched: Vec<Touch> = batch.iter_mut().flat_map(|job| job.take_touched()).collect();
             if !touched.is_empty() {
                 hot.apply(touched);
             }
+            hot.committed_at(before);
         }
         let failed = committed.err();
         for job in batch.drain(..) {
@@ -419,10 +501,14 @@ fn checkpoint(conn: &Connection) {
 
 /// Runs `batch` in one transaction and commits it. `Err` (with the reason) if the
 /// transaction did not commit, in which case none of its writes is on disk.
-fn commit(conn: &Connection, prepared: &Prepared<'_>, batch: &mut [Box<dyn Write>], hot: &Hot) -> Result<(), Failure> {
+fn commit(conn: &Connection, prepared: &Prepared<'_>, batch: &mut [Box<dyn Write>], hot: &Hot, peers: &mut Peers) -> Result<(), Failure> {
     let failed = |err: rusqlite::Error| Failure { disk_full: faults::is_full_sqlite(&err), reason: err.to_string() };
-    // Prepared once and kept, not parsed again for every batch.
+    // Prepared once and kept, not parsed again for every batch. `IMMEDIATE`: the write lock
+    // is taken here, waiting up to the busy timeout for another process's batch.
     prepared.execute(Sql::Begin, []).map_err(failed)?;
+    // Under the write lock nobody else commits: what other processes wrote is all in the
+    // log, and the cache is the file's for the writes of this batch (`Tx::current`).
+    peers.catch_up(conn, hot);
     let mut dirty = FastSet::default();
     for job in batch.iter_mut() {
         job.run(conn, prepared, hot, &mut dirty);
@@ -434,7 +520,8 @@ fn commit(conn: &Connection, prepared: &Prepared<'_>, batch: &mut [Box<dyn Write
             return Err(Failure { reason: reason.to_owned(), disk_full });
         }
     }
-    match prepared.execute(Sql::Commit, []) {
+    let logged = peers.log.record(conn, batch.iter().flat_map(|job| job.touched()));
+    match logged.and_then(|()| prepared.execute(Sql::Commit, [])) {
         Ok(_) => Ok(()),
         Err(err) => {
             if !conn.is_autocommit() {

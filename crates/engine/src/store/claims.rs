@@ -69,6 +69,36 @@ pub trait ClaimStore: Send + Sync + 'static {
         Ok((self.insert_claimed(task, lease, max_retained, origin).await?, None))
     }
 
+    /// [`ClaimStore::insert_claimed`] (or [`ClaimStore::insert_claimed_early`] with `ending`)
+    /// of a task that takes its running place ([`ClaimStore::take_place`]) with it, as
+    /// `placing` says: a store that can make both one atomic write does (SQLite: one
+    /// transaction of its group commit, so a lifecycle stays one commit). The default takes
+    /// the place first, then inserts; a place taken for a task that was not inserted is the
+    /// caller's to give up, as after a [`ClaimStore::take_place`].
+    ///
+    /// # Errors
+    /// [`StoreError::NoPlace`] if no place is free (nothing is written); otherwise as
+    /// [`ClaimStore::insert_claimed`].
+    async fn insert_placed(
+        &self,
+        task: &TaskRecord,
+        lease: &Lease,
+        max_retained: u64,
+        origin: Option<&Origin>,
+        placing: &Placing,
+        ending: Option<Arc<dyn EarlyEnding>>,
+    ) -> Result<(Inserted, Option<Arc<TaskRecord>>), StoreError> {
+        let holder = PlaceHolder::Task(task.id.clone());
+        match self.take_place(&holder, &task.owner, &placing.limits, &placing.lease, placing.now).await? {
+            Place::Taken => {}
+            refused => return Err(StoreError::NoPlace(refused)),
+        }
+        match ending {
+            Some(ending) => self.insert_claimed_early(task, lease, max_retained, origin, ending).await,
+            None => Ok((self.insert_claimed(task, lease, max_retained, origin).await?, None)),
+        }
+    }
+
     /// Takes unfinished task `id` over for `lease`, if its claim is absent or lapsed at `now`
     /// (its lease ends at or before `now`) and its attempt is still `attempt`: the claim
     /// becomes `lease`, the attempt is bumped (the fencing token: every write the previous
@@ -181,6 +211,17 @@ pub struct RunningLimits {
     pub max_running: u32,
     /// Places held by one owner.
     pub max_running_per_principal: u32,
+}
+
+/// The running place an [`insert_placed`](ClaimStore::insert_placed) takes for its task.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placing {
+    /// The limits it checks.
+    pub limits: RunningLimits,
+    /// The lease the place is held by.
+    pub lease: Lease,
+    /// When the place is taken (a held place whose lease lapsed by then is free).
+    pub now: Timestamp,
 }
 
 /// What [`ClaimStore::take_place`] did.

@@ -31,7 +31,7 @@ mod work;
 
 use std::error::Error as StdError;
 
-pub use claims::{ClaimStore, Lease, NodeId, Place, PlaceHolder, RunningLimits};
+pub use claims::{ClaimStore, Lease, NodeId, Place, PlaceHolder, Placing, RunningLimits};
 pub use records::{Answer, Cursor, Inserted, ListQuery, RecordStore, Update};
 pub use sessions::{SessionRecord, SessionStore};
 pub use view::{BrowseQuery, HistoryEntry, Origin, ViewStore};
@@ -73,6 +73,11 @@ pub enum StoreError {
         /// How many tasks the owner keeps.
         retained: u64,
     },
+    /// Every running place is held ([`Place::Full`]) or the owner's are
+    /// ([`Place::OwnerFull`]), at an [`insert_placed`](ClaimStore::insert_placed); nothing was
+    /// written.
+    #[error("no running place: {0:?}")]
+    NoPlace(Place),
     /// The database cannot be reached for now (down, restarting, recovering from a crash, or
     /// the connection dropped): the request may be retried once it is back, which the store
     /// finds out by itself. A write whose connection dropped while it ran may have committed

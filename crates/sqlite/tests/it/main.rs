@@ -21,7 +21,19 @@ fn fresh() -> (Arc<SqliteStore>, TempDir) {
     (Arc::new(store), dir)
 }
 
-mcp_tasks_testkit::store_suite!(async { fresh() });
+/// Two handles on one fresh file, sharing nothing but the file (each its own connections,
+/// writer thread, cache, mapping of the commit counter and node locks): what two processes
+/// on one file are to each other. The many-node cases run on them as on PostgreSQL's two
+/// pools; the processes themselves are tested from outside (`crates/cli/tests/it/processes.rs`).
+fn fresh_pair() -> mcp_tasks_testkit::store_suite::Handles<SqliteStore, TempDir> {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("tasks.db");
+    let first = SqliteStore::open(&path).expect("the store opens");
+    let second = SqliteStore::open(&path).expect("a second handle opens beside the first");
+    mcp_tasks_testkit::store_suite::Handles { first: Arc::new(first), second: Arc::new(second), guard: dir }
+}
+
+mcp_tasks_testkit::store_suite!(async { fresh_pair() });
 
 #[tokio::test]
 async fn tasks_survive_closing_and_reopening_the_file() {
@@ -49,7 +61,7 @@ async fn tasks_survive_closing_and_reopening_the_file() {
     );
     assert_eq!(replaced.version, Version(2));
     // Reopening does not run the migration again (it would fail: the table exists).
-    assert_eq!(reopened.pragma("user_version").await.expect("pragma"), "14");
+    assert_eq!(reopened.pragma("user_version").await.expect("pragma"), "15");
 }
 
 #[tokio::test]
@@ -231,7 +243,7 @@ async fn migration_0003_counts_the_tasks_already_stored() {
         }
     }
     let store = SqliteStore::open(&path).expect("the store opens and migrates");
-    assert_eq!(store.pragma("user_version").await.expect("pragma"), "14");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "15");
     let count = |owner: &'static str| {
         let store = store.clone();
         async move { store.count(&Principal::new(owner)).await.expect("count") }
@@ -392,7 +404,7 @@ async fn migration_0004_keeps_old_rows_readable_and_adds_idempotency_keys() {
         .expect("a version 3 row");
     }
     let store = SqliteStore::open(&path).expect("the store opens and migrates");
-    assert_eq!(store.pragma("user_version").await.expect("pragma"), "14");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "15");
     let old = store
         .get(&"old".into())
         .await
@@ -613,7 +625,7 @@ async fn migration_0013_keeps_the_counts_and_pages_of_a_store_written_before_it(
     }
     back_to_schema_12(&path);
     let store = SqliteStore::open(&path).expect("the store opens and migrates");
-    assert_eq!(store.pragma("user_version").await.expect("pragma"), "14");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "15");
     assert_the_indexes_of_0013(&path);
     // Each of alice's ten tasks in its status's page, newest first, and the same pages as
     // before the migration.
@@ -674,6 +686,9 @@ fn back_to_schema_12(path: &Path) {
          CREATE INDEX tasks_unfinished_by_expiry ON tasks (expires_at, id) WHERE status IN ('working', 'input_required');
          CREATE INDEX tasks_by_owner_status ON tasks (owner, status, created_at);
          ALTER TABLE tasks DROP COLUMN creation_in_history;
+         DROP TABLE task_changes;
+         DROP TABLE running_places;
+         DROP TABLE sessions;
          PRAGMA user_version = 12;",
     )
     .expect("the schema of version 12");
@@ -712,13 +727,16 @@ async fn migration_0014_keeps_the_history_written_before_it_and_writes_none_for_
         conn.execute_batch(&format!(
             "ALTER TABLE tasks DROP COLUMN creation_in_history;
              INSERT INTO task_history (task_id, version, at, status, message) VALUES ('{}', 1, {}, 'working', NULL);
+             DROP TABLE task_changes;
+             DROP TABLE running_places;
+             DROP TABLE sessions;
              PRAGMA user_version = 13;",
             old.id, old.created_at.0
         ))
         .expect("the schema of version 13");
     }
     let store = SqliteStore::open(&path).expect("the store opens and migrates");
-    assert_eq!(store.pragma("user_version").await.expect("pragma"), "14");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "15");
     let done = Update {
         state: TaskState::Completed { result: serde_json::json!({"content": []}) },
         status_message: None,
