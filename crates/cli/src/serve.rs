@@ -28,12 +28,6 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("loading config {}", args.config.display()))?;
     refuse_unless_checked(&config, &args.config).await?;
     let choice = store_choice(args.store.as_deref())?;
-    if let (true, StoreChoice::Sqlite(path)) = (args.no_work, &choice) {
-        anyhow::bail!(
-            "--no-work needs a store shared with workers (postgres://…); the SQLite file {} is this process's own",
-            path.display()
-        );
-    }
     let outbox = webhook_outbox(&choice)?;
     let (store, described, concrete) = open_store_observed(choice).await?;
     let engine = Engine::with_lease(store, Arc::new(SystemClock), policy(&config), lease(&config)?);
@@ -187,12 +181,6 @@ pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
     let config = Config::load(&args.config)
         .with_context(|| format!("loading config {}", args.config.display()))?;
     let choice = store_choice(Some(&args.store))?;
-    if let StoreChoice::Sqlite(path) = &choice {
-        anyhow::bail!(
-            "mcp-tasks worker needs a store shared with replicas (postgres://…); on the SQLite file {} `mcp-tasks serve` runs the tasks itself",
-            path.display()
-        );
-    }
     let (store, described) = open_store(choice).await?;
     let engine = Engine::with_lease(store, Arc::new(SystemClock), policy(&config), lease(&config)?);
     let mut builder = Server::builder(engine.clone()).name(config.server.name.clone());

@@ -198,7 +198,8 @@ impl Engine {
 
     /// On a shared store ([`ClaimStore::shared`](crate::ClaimStore::shared)), runs the
     /// heartbeat every third of the lease and the rescuer
-    /// ([`Engine::rescue_once`]) every half lease, until `shutdown` fires. A node that cannot
+    /// ([`Engine::rescue_once`]) as often as the store says (every half lease by default,
+    /// [`ClaimStore::rescue_every`](crate::ClaimStore::rescue_every)), until `shutdown` fires. A node that cannot
     /// renew for a whole lease stops all its work, as lost: by then another node may run it.
     /// On a store one process owns there is nobody to take over from, or to lose to: the
     /// task ends at once.
@@ -244,7 +245,7 @@ impl Engine {
 
     /// The rescuer loop of [`Engine::spawn_claims`].
     async fn rescues(self, shutdown: CancellationToken) {
-        let mut sweeps = tokio::time::interval(self.inner.lease / 2);
+        let mut sweeps = tokio::time::interval(self.inner.store.rescue_every(self.inner.lease));
         sweeps.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {

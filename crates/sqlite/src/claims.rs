@@ -30,6 +30,12 @@ impl ClaimStore for SqliteStore {
         true
     }
 
+    /// A gone node is known at once (`node_gone`): the rescuer looks every second, or every
+    /// half lease if that is sooner.
+    fn rescue_every(&self, lease: std::time::Duration) -> std::time::Duration {
+        (lease / 2).min(std::time::Duration::from_secs(1))
+    }
+
     async fn insert_claimed(
         &self,
         task: &TaskRecord,

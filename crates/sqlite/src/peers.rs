@@ -29,7 +29,7 @@ use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use rusqlite::functions::FunctionFlags;
@@ -69,7 +69,13 @@ struct NodeState {
     held: HashMap<String, File>,
     /// Nodes found gone (a node never comes back: its id is fresh per process).
     gone: HashSet<String>,
+    /// Nodes found alive, and when: not looked at again for [`ALIVE_FOR`] (a rescuer pass
+    /// asks about every running task's node).
+    alive: HashMap<String, Instant>,
 }
+
+/// How long a node found alive is taken to be.
+const ALIVE_FOR: Duration = Duration::from_millis(250);
 
 impl Nodes {
     /// The nodes of the store at `path` (`PATH-nodes/`).
@@ -134,6 +140,9 @@ impl Nodes {
             if state.gone.contains(node) {
                 return true;
             }
+            if state.alive.get(node).is_some_and(|at| at.elapsed() < ALIVE_FOR) {
+                return false;
+            }
         }
         let at = self.file_of(node);
         let gone = match OpenOptions::new().write(true).open(&at) {
@@ -147,12 +156,18 @@ impl Nodes {
                 Err(_) => false,
             },
         };
+        let mut state = self.state();
         if gone {
-            let mut state = self.state();
             if state.gone.len() >= 4096 {
                 state.gone.clear();
             }
+            state.alive.remove(node);
             state.gone.insert(node.to_owned());
+        } else {
+            if state.alive.len() >= 4096 {
+                state.alive.clear();
+            }
+            state.alive.insert(node.to_owned(), Instant::now());
         }
         gone
     }

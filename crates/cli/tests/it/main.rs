@@ -25,6 +25,7 @@ mod orphans;
 mod pg_cluster;
 mod pg_faults;
 mod postgres;
+mod processes;
 mod proxy;
 mod replicas;
 mod restart;

@@ -279,9 +279,7 @@ fn counting_upstream_config(dir: &Path, runs: &Path) -> PathBuf {
     config
 }
 
-/// `mcp-tasks serve --stdio` of `config` on `store`, as an upstream command line. Each
-/// proxy start gets its own store: the upstream a SIGKILLed proxy leaves may still hold its
-/// store (one server per store file) until its work ends.
+/// `mcp-tasks serve --stdio` of `config` on `store`, as an upstream command line.
 /// A proxy started with `proxy_toml` as its `--config`, in front of `mcp-tasks serve --stdio`
 /// on `config` (its store `upstream.sqlite3` in `dir`).
 fn proxy_configured(dir: &Path, config: &Path, proxy_toml: &str) -> Server {

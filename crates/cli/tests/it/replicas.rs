@@ -217,25 +217,6 @@ fn replicas_a_no_work_replica_queues_tasks_and_a_worker_runs_them() {
 }
 
 #[test]
-fn a_worker_or_a_no_work_replica_on_sqlite_is_refused_with_what_to_do() {
-    let work = Workdir::new();
-    for args in [&["worker", "--store"][..], &["serve", "--stdio", "--no-work", "--store"][..]] {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
-            .args(args)
-            .arg(work.store())
-            .arg("--config")
-            .arg(work.config())
-            .stdin(std::process::Stdio::null())
-            .output()
-            .expect("run mcp-tasks");
-        assert!(!output.status.success(), "{args:?}");
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(stderr.contains("postgres://"), "{args:?}: {stderr}");
-        assert!(!work.store().exists(), "{args:?}: nothing created: {stderr}");
-    }
-}
-
-#[test]
 fn replicas_max_concurrent_1_holds_across_replicas_under_concurrent_calls() {
     const PER_REPLICA: usize = 3;
     let Some(mut replicas) = Replicas::start(&json!({})) else { return };

@@ -26,6 +26,14 @@ pub trait ClaimStore: Send + Sync + 'static {
     /// starts: recovery need not wait for its lease to run out.
     fn shared(&self) -> bool;
 
+    /// How often a node's rescuer looks for lapsed claims, with claims that hold for `lease`:
+    /// every half lease by default. A store that knows at once when a node is gone (SQLite:
+    /// its processes are on one machine) looks more often, so that a killed node's tasks are
+    /// taken over promptly.
+    fn rescue_every(&self, lease: std::time::Duration) -> std::time::Duration {
+        lease / 2
+    }
+
     /// Inserts `task` like [`RecordStore::insert`](super::RecordStore::insert), claimed by `lease` (its runner), if its
     /// owner keeps fewer than `max_retained` tasks in the store; the check and the insert
     /// are one atomic step, so of concurrent inserts from any number of handles no more are
