@@ -15,8 +15,16 @@
 #
 #   bash benches/postgres.sh                 # from anywhere; everything on 127.0.0.1
 #
+# Two more setups measure the limits the others are held against:
+# - `pgbench`: the database's own lifecycle, on the same cluster: pgbench with 24 clients, each
+#   lifecycle an INSERT of a task-like row then an UPDATE of it to its end, each its own
+#   committed transaction (two WAL flushes, as a lifecycle has); its rate is the ceiling pg1
+#   is held against.
+# - `sqliteN` (`sqlite3`, say): N bench servers on one SQLite file, the clients spread over
+#   them (processes taking turns at SQLite's one write lock).
+#
 # Environment: BENCH_TASKS (2000), BENCH_CONCURRENCY ("3 24"), BENCH_MODES ("block poll modern"),
-# BENCH_SETUPS ("sqlite pg1 pg3"), PG_BIN (default: the newest /usr/lib/postgresql/*/bin),
+# BENCH_SETUPS ("pgbench sqlite sqlite3 pg1 pg3"), BENCH_PGBENCH_SECONDS (10), PG_BIN (default: the newest /usr/lib/postgresql/*/bin),
 # BENCH_OUT (a file for the raw JSON lines; default: in the temporary directory).
 # Exit status: non-zero if any call failed its check or a server did not start.
 set -euo pipefail
@@ -26,7 +34,8 @@ cd "$root"
 tasks=${BENCH_TASKS:-2000}
 concurrency=${BENCH_CONCURRENCY:-3 24}
 modes=${BENCH_MODES:-block poll modern}
-setups=${BENCH_SETUPS:-sqlite pg1 pg3}
+setups=${BENCH_SETUPS:-pgbench sqlite sqlite3 pg1 pg3}
+pgbench_seconds=${BENCH_PGBENCH_SECONDS:-10}
 pg_bin=${PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
 if [[ -z $pg_bin || ! -x $pg_bin/initdb ]]; then
   echo "no PostgreSQL server binaries (initdb, pg_ctl): install them or set PG_BIN" >&2
@@ -157,11 +166,48 @@ measure() {
   fi
 }
 
+# pgbench_lifecycles: the database's own lifecycle rate (see the header), as a JSON line.
+pgbench_lifecycles() {
+  local db=bench_pgbench script="$work/lifecycle.sql" pg0 pg1 report tps load_average
+  sql postgres "CREATE DATABASE $db" >/dev/null
+  sql "$db" "CREATE TABLE tasks (id TEXT PRIMARY KEY, owner TEXT NOT NULL, tool TEXT NOT NULL, arguments TEXT NOT NULL,
+    state TEXT NOT NULL, status TEXT NOT NULL, version INTEGER NOT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL);
+    CREATE INDEX tasks_by_owner ON tasks (owner, created_at, id)" >/dev/null
+  cat >"$script" <<'SQL'
+INSERT INTO tasks VALUES (md5(random()::text || clock_timestamp()::text), 'alice', 'noop', '{}', '"working"', 'working', 1,
+  (extract(epoch FROM clock_timestamp()) * 1000)::bigint, (extract(epoch FROM clock_timestamp()) * 1000)::bigint) RETURNING id \gset
+UPDATE tasks SET state = '{"completed":{"result":{"content":[]}}}', status = 'completed', version = 2,
+  updated_at = (extract(epoch FROM clock_timestamp()) * 1000)::bigint WHERE id = :'id';
+SQL
+  load_average=$(cut -d' ' -f1 /proc/loadavg)
+  pg0=$(ticks $(pg_pids))
+  report=$("$pg_bin/pgbench" -n -c 24 -j 2 -T "$pgbench_seconds" -f "$script" "postgres://postgres@127.0.0.1:$port/$db" 2>&1)
+  pg1=$(ticks $(pg_pids))
+  tps=$(awk '/^tps = / {print $3; exit}' <<<"$report")
+  if [[ -z $tps ]]; then
+    echo "pgbench gave no rate: $report" >&2
+    failed=1
+    return
+  fi
+  local count
+  count=$(sql "$db" "SELECT count(*) FROM tasks")
+  echo "pgbench c=24: $tps lifecycles/s (INSERT then UPDATE, each committed), $count in ${pgbench_seconds}s" >&2
+  jq -nc --argjson tps "$tps" --argjson count "$count" --arg load "$load_average" \
+    --argjson pg $(((pg1 - pg0) * 1000000 / hz)) \
+    '{setup: "pgbench", replicas: 0, load_average: $load, run: {mode: "insert+update", concurrency: 24, per_second: $tps,
+      end_to_end: {p50_us: null, p99_us: null}, failures: 0}, app_cpu_us_per_task: null,
+      pg_cpu_us_per_task: ($pg / $count), round_trips_per_task: 2, statements_per_task: 2}' >>"$out"
+}
+
 for setup in $setups; do
   case $setup in
-    sqlite)
-      start_replicas 1 "$work/bench.sqlite3"
-      measure sqlite 1 ""
+    pgbench)
+      pgbench_lifecycles
+      ;;
+    sqlite*)
+      n=${setup#sqlite}
+      start_replicas "${n:-1}" "$work/bench-$setup.sqlite3"
+      measure "$setup" "${n:-1}" ""
       ;;
     pg*)
       n=${setup#pg}
@@ -172,7 +218,7 @@ for setup in $setups; do
       measure "$setup" "$n" "$db"
       ;;
     *)
-      echo "unknown setup $setup (sqlite, pg1, pg3, pgN)" >&2
+      echo "unknown setup $setup (pgbench, sqlite, sqliteN, pg1, pg3, pgN)" >&2
       exit 2
       ;;
   esac
@@ -184,7 +230,20 @@ jq -rs '
   def n: if . == null then "-" else (. * 10 | round / 10 | tostring) end;
   "| store | replicas | mode | c | calls/s | e2e p50 / p99 ms | replicas CPU µs/task | PostgreSQL CPU µs/task | round trips/task | statements/task (with triggers) | failed | load avg |",
   "|---|---|---|---|---|---|---|---|---|---|---|---|",
-  (.[] | "| \(if .setup == "sqlite" then "SQLite (sync full)" else "PostgreSQL" end) | \(.replicas) | \(.run.mode) | \(.run.concurrency) | \(.run.per_second | round) | \(.run.end_to_end.p50_us | ms) / \(.run.end_to_end.p99_us | ms) | \(.app_cpu_us_per_task | round) | \(.pg_cpu_us_per_task | n) | \(.round_trips_per_task | n) | \(.statements_per_task | n) | \(.run.failures) | \(.load_average) |")
+  def store: if .setup == "pgbench" then "pgbench (INSERT, UPDATE)" elif (.setup | startswith("sqlite")) then "SQLite (sync full)" else "PostgreSQL" end;
+  def rounded: if . == null then "-" else round end;
+  (.[] | "| \(store) | \(.replicas) | \(.run.mode) | \(.run.concurrency) | \(.run.per_second | round) | \(.run.end_to_end.p50_us | ms) / \(.run.end_to_end.p99_us | ms) | \(.app_cpu_us_per_task | rounded) | \(.pg_cpu_us_per_task | n) | \(.round_trips_per_task | n) | \(.statements_per_task | n) | \(.run.failures) | \(.load_average) |")
+' "$out"
+# The ratios the issue holds the stores to: pg1's 2026-07-28 lifecycle against the database's
+# own (pgbench), pg3 against pg1 (same mode and concurrency), N SQLite processes against one.
+jq -rs '
+  (map(select(.setup == "pgbench")) | first | .run.per_second) as $db
+  | (map(select(.setup != "pgbench")) | group_by([.run.mode, .run.concurrency])[]) as $runs
+  | ($runs | map({key: .setup, value: .run.per_second}) | from_entries) as $rate
+  | "ratios \($runs[0].run.mode) c=\($runs[0].run.concurrency):"
+    + (if $db != null and $rate.pg1 != null then " pg1/pgbench \($rate.pg1 / $db * 100 | round / 100)" else "" end)
+    + (if $rate.pg1 != null and $rate.pg3 != null then " pg3/pg1 \($rate.pg3 / $rate.pg1 * 100 | round / 100)" else "" end)
+    + (if $rate.sqlite != null and $rate.sqlite3 != null then " sqlite3/sqlite \($rate.sqlite3 / $rate.sqlite * 100 | round / 100)" else "" end)
 ' "$out"
 if [[ -n ${BENCH_OUT:-} ]]; then
   echo "raw results: $out" >&2

@@ -440,10 +440,8 @@ impl Engine {
         let max_retained = self.inner.policy.max_retained_per_principal;
         if let Some(placing) = placing {
             let ending = early.map(|early| Arc::<Early>::clone(early) as Arc<dyn EarlyEnding>);
-            return match self.inner.store.insert_placed(record, lease, max_retained, origin, &placing, ending).await {
-                Ok((inserted, merged)) => (Ok(inserted), merged),
-                Err(err) => (Err(err), None),
-            };
+            let placed = self.inner.store.insert_placed(record, lease, max_retained, origin, &placing, ending).await;
+            return placed.map_or_else(|err| (Err(err), None), |(inserted, merged)| (Ok(inserted), merged));
         }
         match early {
             None => (self.inner.store.insert_claimed(record, lease, max_retained, origin).await, None),

@@ -250,21 +250,8 @@ impl SqliteStore {
                 // In one transaction under the write lock the count, the insert and the claim
                 // are atomic across every process, and the next insert of the batch sees this
                 // one counted.
-                if let Some(key) = &key {
-                    let holder = conn
-                        .prepare_cached(&format!(
-                            "SELECT {COLUMNS} FROM tasks WHERE owner = ?1 AND idempotency_key = ?2"
-                        ))
-                        .and_then(|mut stmt| {
-                            stmt.query_row(params![owner.as_str(), key], read_record)
-                                .optional()
-                        })
-                        .map_err(StoreError::backend)?;
-                    if let Some(existing) =
-                        holder.filter(|holder| holder.retained_at(Timestamp(row.created_at)))
-                    {
-                        return Ok((Inserted::Existing(existing), None));
-                    }
+                if let Some(existing) = retained_holder(conn, &owner, key.as_deref(), Timestamp(row.created_at))? {
+                    return Ok((Inserted::Existing(existing), None));
                 }
                 let retained: i64 = conn
                     .prepared
@@ -362,4 +349,15 @@ fn take_place_in(
         .and_then(|mut stmt| stmt.execute(params![holder, is_task, owner, node, until]))
         .map_err(StoreError::backend)?;
     Ok(Place::Taken)
+}
+
+/// The owner's task holding idempotency key `key`, if it is retained at `now` (a creation
+/// with the key answers it instead of inserting).
+fn retained_holder(conn: &Tx<'_, '_>, owner: &Principal, key: Option<&str>, now: Timestamp) -> Result<Option<TaskRecord>, StoreError> {
+    let Some(key) = key else { return Ok(None) };
+    let holder = conn
+        .prepare_cached(&format!("SELECT {COLUMNS} FROM tasks WHERE owner = ?1 AND idempotency_key = ?2"))
+        .and_then(|mut stmt| stmt.query_row(params![owner.as_str(), key], read_record).optional())
+        .map_err(StoreError::backend)?;
+    Ok(holder.filter(|holder| holder.retained_at(now)))
 }
