@@ -56,8 +56,8 @@ pub(crate) enum Command {
     ///           mcp-tasks proxy --listen 127.0.0.1:8766 --upstream-url http://127.0.0.1:3001/mcp --upstream-token T
     Proxy(ProxyArgs),
 
-    /// Run the tasks of a shared store (PostgreSQL) with the tools of a config, serving no
-    /// clients: the job tier behind replicas started with `serve --no-work`, or extra hands
+    /// Run the tasks of a store (an SQLite file other processes serve, or PostgreSQL) with the
+    /// tools of a config, serving no clients: the job tier behind replicas started with `serve --no-work`, or extra hands
     /// beside replicas that run work too. It claims queued tasks as they arrive, takes over
     /// those of dead nodes by their tools' on_restart policy, and heartbeats its claims.
     ///
@@ -336,7 +336,8 @@ pub(crate) struct WorkerArgs {
     #[arg(long, short, value_name = "FILE")]
     pub(crate) config: PathBuf,
 
-    /// The shared store: a PostgreSQL database (postgres://user[:password]@host[:port]/db).
+    /// The store whose tasks to run: an SQLite file (the one `serve` uses) or a PostgreSQL
+    /// database (postgres://user[:password]@host[:port]/db).
     #[arg(long, value_name = "URL", env = "MCP_TASKS_STORE")]
     pub(crate) store: String,
 }
@@ -357,16 +358,16 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "ADDR")]
     pub(crate) listen: Option<std::net::SocketAddr>,
 
-    /// Where tasks are kept: an SQLite file path (or sqlite://PATH), or a PostgreSQL database
+    /// Where tasks are kept: an SQLite file path (or sqlite://PATH), which any number of
+    /// processes on this machine may share, or a PostgreSQL database
     /// (postgres://user[:password]@host[:port]/db; no TLS yet), which any number of replicas
-    /// and workers may share. Default: tasks.sqlite3 in the platform's data directory (e.g.
+    /// and workers on any machines may share. Default: tasks.sqlite3 in the platform's data directory (e.g.
     /// ~/.local/share/mcp-tasks/).
     #[arg(long, value_name = "PATH|URL", env = "MCP_TASKS_STORE")]
     pub(crate) store: Option<String>,
 
     /// Serve clients only: new tasks are queued in the shared store for `mcp-tasks worker`
-    /// (and replicas without this flag) to run; this replica runs no work and takes none over.
-    /// Needs a PostgreSQL store.
+    /// (and servers without this flag) to run; this one runs no work and takes none over.
     #[arg(long)]
     pub(crate) no_work: bool,
 }

@@ -99,11 +99,14 @@ pub(crate) enum Concrete {
 
 impl Concrete {
     /// The same store (a handle sharing its state) as the HTTP transport holds it, for the
-    /// 2025-11-25 session records ([`http::Options::sessions`]).
-    pub(crate) fn sessions(&self) -> Arc<dyn SessionStore> {
+    /// 2025-11-25 session records ([`http::Options::sessions`]), on PostgreSQL: replicas
+    /// behind one load balancer serve each other's sessions. On SQLite, `None`: the processes
+    /// of one file are on one machine, each HTTP server with its own address and clients, and
+    /// a session lives in its server's memory (no store read or write per request).
+    pub(crate) fn sessions(&self) -> Option<Arc<dyn SessionStore>> {
         match self {
-            Concrete::Sqlite(sqlite) => Arc::new(sqlite.clone()),
-            Concrete::Postgres(postgres) => Arc::new(postgres.clone()),
+            Concrete::Sqlite(_) => None,
+            Concrete::Postgres(postgres) => Some(Arc::new(postgres.clone())),
         }
     }
 }
@@ -130,7 +133,7 @@ pub(crate) async fn serve_until_shutdown(
     config: &Config,
     engine: &Engine,
     server: Server,
-    sessions: Arc<dyn SessionStore>,
+    sessions: Option<Arc<dyn SessionStore>>,
     stdio: Option<String>,
     listen: Option<SocketAddr>,
 ) -> anyhow::Result<()> {
@@ -213,7 +216,7 @@ pub(crate) async fn serve_http(
     config: &Config,
     listen: Option<SocketAddr>,
     server: mcp_tasks_server::Server,
-    sessions: Arc<dyn SessionStore>,
+    sessions: Option<Arc<dyn SessionStore>>,
 ) -> anyhow::Result<()> {
     let addr = listen.unwrap_or(config.server.listen);
     let listener = tokio::net::TcpListener::bind(addr)
@@ -234,7 +237,7 @@ pub(crate) async fn serve_http(
         max_stream_events: config.server.max_stream_events as usize,
         header_timeout: config.server.header_timeout,
         max_listens_per_principal: config.server.max_listens_per_principal as usize,
-        sessions: Some(sessions),
+        sessions,
     };
     if !bound.ip().is_loopback() {
         tracing::warn!(%bound, "listening beyond loopback: set server.allowed_hosts and auth tokens");

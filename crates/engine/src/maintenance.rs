@@ -65,9 +65,10 @@ impl Engine {
     /// bumps its attempt: whatever the previous runner still writes is refused. A task whose
     /// requestor had asked it to stop is cancelled instead.
     ///
-    /// Call once at start, before serving. On a store one process owns (SQLite) every
-    /// unfinished task is taken, whatever its lease says: the process that held it is gone.
-    /// On a shared store (PostgreSQL) only the lapsed ones are; the rescuer
+    /// Call once at start, before serving. On a store one process owns (the memory store)
+    /// every unfinished task is taken, whatever its lease says: the process that held it is
+    /// gone. On a shared store (PostgreSQL, SQLite) only the lapsed ones are (on SQLite also
+    /// those of a node whose process is gone, whatever its lease); the rescuer
     /// ([`Engine::spawn_claims`]) takes the others if their claims lapse later.
     ///
     /// # Errors

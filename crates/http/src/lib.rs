@@ -173,11 +173,11 @@ pub struct Options {
     /// once (the era's only stream that outlives a request); one more is refused (429,
     /// `-32010`, `max_listens_per_principal`).
     pub max_listens_per_principal: usize,
-    /// Where 2025-11-25 sessions are stored when the engine's store is shared with other
-    /// replicas ([`Engine::shares_store`](mcp_tasks_engine::Engine::shares_store)), so that
-    /// any replica serves any session and a DELETE through one ends it for all: the same
-    /// store as the engine's. `None`, or a store that is not shared: sessions live in this
-    /// process's memory alone.
+    /// Where 2025-11-25 sessions are stored, so that any replica behind one load balancer
+    /// serves any session and a DELETE through one ends it for all: the same store as the
+    /// engine's (PostgreSQL). `None`: sessions live in this process's memory alone (the
+    /// processes on one SQLite file each serve their own HTTP clients; replicas behind a load
+    /// balancer then need sticky sessions).
     pub sessions: Option<Arc<dyn SessionStore>>,
 }
 
@@ -307,10 +307,7 @@ async fn post_counted(app: Arc<App>, request: hyper::Request<hyper::body::Incomi
 fn endpoint(server: Server, options: Options, stop: CancellationToken) -> (Arc<App>, Router) {
     let serve_metrics = options.metrics;
     if server.engine().shares_store() && options.sessions.is_none() {
-        tracing::warn!(
-            "the task store is shared with other replicas but no session store was given \
-             (http::Options::sessions): 2025-11-25 sessions are served by this process alone"
-        );
+        tracing::debug!("2025-11-25 sessions live in this process's memory (http::Options::sessions is None)");
     }
     let ui = options.ui.then(|| ui::Ui::start(server.engine()));
     let serve_ui = ui.is_some();
@@ -445,10 +442,10 @@ fn carry_trace_headers(headers: &HeaderMap, request: &mut jsonrpc::Request) {
 }
 
 impl App {
-    /// Where sessions are stored for the other replicas: [`Options::sessions`] when the
-    /// engine's store is shared; `None` when they live in this process's memory alone.
+    /// Where sessions are stored for the other replicas ([`Options::sessions`]); `None` when
+    /// they live in this process's memory alone.
     fn stored_sessions(&self) -> Option<&Arc<dyn SessionStore>> {
-        self.options.sessions.as_ref().filter(|_| self.server.engine().shares_store())
+        self.options.sessions.as_ref()
     }
 
     async fn post(&self, headers: &HeaderMap, body: Body) -> Result<Response, Response> {
@@ -627,8 +624,8 @@ impl App {
     /// The session named by `Mcp-Session-Id`, if it belongs to `principal` (another
     /// principal's is answered exactly as an unknown one, 404).
     ///
-    /// On a store one process owns, this replica's memory alone answers. On a shared store
-    /// (many replicas) the stored record decides: a session held here is checked against it
+    /// Without a session store ([`Options::sessions`]), this process's memory alone answers.
+    /// With one (many replicas) the stored record decides: a session held here is checked against it
     /// (ended through another replica: 404; a log level another replica set is taken over),
     /// and one not held here is restored from it (its streams start afresh on this replica).
     async fn session_for(&self, headers: &HeaderMap, principal: &Principal) -> Result<(String, Arc<HttpSession>), Rejection> {

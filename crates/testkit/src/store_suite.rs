@@ -35,7 +35,9 @@
 //!
 //! The cases on two handles take [`StoreFixture::store`] and [`StoreFixture::second`] (or
 //! [`StoreFixture::sessions`] and [`StoreFixture::second_sessions`]): two connection pools
-//! on one database for a shared store, the same handle twice for a store one process owns.
+//! on one database for PostgreSQL, two handles on one file for SQLite (each its own
+//! connections, writer, cache and node locks: what two processes are to each other), the
+//! same handle twice for a store one process owns (the memory store).
 //!
 //! Cases that only make sense for one backend (reopening a file, pragmas) live in that
 //! backend's own tests.

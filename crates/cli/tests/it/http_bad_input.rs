@@ -38,7 +38,7 @@ fn http_a_non_ascii_tasks_list_cursor_is_32602_invalid_cursor_and_the_session_go
 #[test]
 fn http_an_invalid_envelope_with_a_readable_id_gets_the_same_32600_as_over_stdio() {
     let (work, _server, mut client) = ready();
-    // One server per store file: the stdio server beside the HTTP one gets its own.
+    // A stdio server beside the HTTP one, on a store of its own (it could share the file).
     let mut stdio = crate::harness::Server::start(&work.config(), &work.path("stdio.sqlite3"));
     stdio.initialize();
     for (text, says) in INVALID_ENVELOPES {

@@ -21,7 +21,7 @@ use crate::task::{Principal, TaskId, TaskRecord, Timestamp};
 #[async_trait]
 pub trait ClaimStore: Send + Sync + 'static {
     /// Whether processes other than this one may run tasks on this store at the same time
-    /// (PostgreSQL: yes; SQLite and the memory store: no, one process owns them). On a store
+    /// (PostgreSQL and SQLite: yes; the memory store: no, one process owns it). On a store
     /// that is not shared, a claim left by an earlier process is lapsed as soon as a new one
     /// starts: recovery need not wait for its lease to run out.
     fn shared(&self) -> bool;

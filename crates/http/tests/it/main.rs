@@ -2,7 +2,7 @@
 //! in Rust, served by [`mcp_tasks_http::serve`] on `127.0.0.1:0` (`mcp_tasks_testkit_server::TestServer`).
 //!
 //! - `metrics`: `/metrics` after a scripted run in both eras; who may read it.
-//! - `sessions`: 2025-11-25 HTTP sessions on a store one process owns.
+//! - `sessions`: 2025-11-25 HTTP sessions kept in the server's memory (no session store).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 

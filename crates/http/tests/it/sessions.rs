@@ -1,5 +1,5 @@
-//! 2025-11-25 HTTP sessions on a store one process owns (SQLite): kept in the server's memory
-//! alone, as before stored sessions existed. The replicas' side (sessions stored on
+//! 2025-11-25 HTTP sessions without a session store (`http::Options::sessions` is `None`, as
+//! on SQLite): kept in the server's memory alone, as before stored sessions existed. The replicas' side (sessions stored on
 //! PostgreSQL, served by any replica) is tested against the real binary
 //! (`crates/cli/tests/it/replicas.rs`).
 

@@ -24,9 +24,9 @@ pub trait StoreFixture: Send {
     fn store(&self) -> Arc<dyn TaskStore>;
 
     /// A second handle on the same database, for the cases of many nodes on one store
-    /// (`store_suite::claims`, `store_suite::feed`): another connection pool for a shared
-    /// store (PostgreSQL). By default the same handle: a store one process owns (SQLite,
-    /// memory) is one handle.
+    /// (`store_suite::claims`, `store_suite::feed`): another connection pool for PostgreSQL,
+    /// another handle sharing nothing but the file for SQLite. By default the same handle: a
+    /// store one process owns (the memory store) is one handle.
     fn second(&self) -> Arc<dyn TaskStore> {
         self.store()
     }
