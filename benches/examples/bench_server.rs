@@ -91,11 +91,15 @@ async fn serve() -> ExitCode {
     };
     let shown = store.display().to_string();
     // The store, as the engine and as the HTTP transport's session records hold it.
-    type Opened = (Arc<dyn TaskStore>, Arc<dyn SessionStore>);
+    // HTTP sessions stored on PostgreSQL only, as `mcp-tasks serve` does (on SQLite they live
+    // in the server's memory).
+    type Opened = (Arc<dyn TaskStore>, Option<Arc<dyn SessionStore>>);
     let opened: Result<Opened, String> = if shown.starts_with("postgres://") || shown.starts_with("postgresql://") {
         PostgresStore::connect(&shown).await.map(|store| both(Arc::new(store))).map_err(|err| err.to_string())
     } else {
-        SqliteStore::open_with(&store, synchronous).map(|store| both(Arc::new(store))).map_err(|err| err.to_string())
+        SqliteStore::open_with(&store, synchronous)
+            .map(|store| (Arc::new(store) as Arc<dyn TaskStore>, None))
+            .map_err(|err| err.to_string())
     };
     let (store, sessions) = match opened {
         Ok(store) => store,
@@ -140,6 +144,6 @@ async fn stop_signal() {
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// `store` as the engine holds it and as the HTTP transport holds it for its sessions.
-fn both<S: TaskStore + SessionStore>(store: Arc<S>) -> (Arc<dyn TaskStore>, Arc<dyn SessionStore>) {
-    (Arc::clone(&store) as Arc<dyn TaskStore>, store)
+fn both<S: TaskStore + SessionStore>(store: Arc<S>) -> (Arc<dyn TaskStore>, Option<Arc<dyn SessionStore>>) {
+    (Arc::clone(&store) as Arc<dyn TaskStore>, Some(store))
 }

@@ -125,8 +125,8 @@ pub async fn serve(
     let store = Arc::new(SqliteStore::open(store)?);
     serve_store(
         listener,
-        Arc::clone(&store) as Arc<dyn TaskStore>,
-        store,
+        store as Arc<dyn TaskStore>,
+        None,
         settings,
         ready,
         shutdown,
@@ -137,15 +137,15 @@ pub async fn serve(
 /// Recovers `store`, calls `ready` (the server serves from then on), and serves the bench
 /// server on `listener` at `/mcp` until `shutdown` resolves, sweeping expired tasks
 /// meanwhile and, on a shared store (PostgreSQL), renewing this replica's claims and rescuing
-/// lapsed ones and storing its HTTP sessions in `sessions` (the same store) as `mcp-tasks
-/// serve` does.
+/// lapsed ones and storing its HTTP sessions in `sessions` (the same store; PostgreSQL only,
+/// `None` on SQLite) as `mcp-tasks serve` does.
 ///
 /// # Errors
 /// The store could not be recovered, or the listener failed.
 pub async fn serve_store(
     listener: TcpListener,
     store: Arc<dyn TaskStore>,
-    sessions: Arc<dyn SessionStore>,
+    sessions: Option<Arc<dyn SessionStore>>,
     settings: Settings,
     ready: impl FnOnce(),
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -159,7 +159,7 @@ pub async fn serve_store(
     ready();
     // Like the admission limits: no session of the harness is refused (it runs up to 128
     // clients at once, one session each).
-    let options = http::Options { max_sessions_per_principal: 4096, sessions: Some(sessions), ..http::Options::default() };
+    let options = http::Options { max_sessions_per_principal: 4096, sessions, ..http::Options::default() };
     let served = http::serve(listener, server, options, shutdown).await;
     stop.cancel();
     let _ = sweeper.await;

@@ -10,7 +10,6 @@
 //! `sqlite3` shell, or rows pruned before they were read) the whole cache is forgotten.
 
 use std::collections::VecDeque;
-use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,7 +19,8 @@ use mcp_tasks_engine::{FastSet, TaskId, TaskRecord};
 
 use crate::hot::{Hot, Touch};
 use crate::rows::read_record;
-use crate::sql::COLUMNS;
+use crate::sql::{COLUMNS, Sql};
+use crate::writer::Prepared;
 
 /// Rows younger than this are kept: a process that has not caught up for longer (it was
 /// stopped) forgets its whole cache instead.
@@ -63,8 +63,8 @@ impl ChangeLog {
     ///
     /// # Errors
     /// The driver's error; the cache is then forgotten whole (and the count not taken).
-    pub(crate) fn catch_up(&mut self, conn: &Connection, hot: &Hot, signal: u32) -> rusqlite::Result<Vec<Arc<TaskRecord>>> {
-        let read = self.read_foreign(conn, hot);
+    pub(crate) fn catch_up(&mut self, conn: &Connection, prepared: &Prepared<'_>, hot: &Hot, signal: u32) -> rusqlite::Result<Vec<Arc<TaskRecord>>> {
+        let read = self.read_foreign(conn, prepared, hot);
         match &read {
             Ok(_) => hot.synced_at(signal),
             Err(_) => hot.forget_all(),
@@ -72,8 +72,8 @@ impl ChangeLog {
         read
     }
 
-    fn read_foreign(&mut self, conn: &Connection, hot: &Hot) -> rusqlite::Result<Vec<Arc<TaskRecord>>> {
-        let version = data_version(conn)?;
+    fn read_foreign(&mut self, conn: &Connection, prepared: &Prepared<'_>, hot: &Hot) -> rusqlite::Result<Vec<Arc<TaskRecord>>> {
+        let version = prepared.query_row(Sql::DataVersion, [], |row| row.get(0))?.unwrap_or(0);
         if version == self.data_version {
             return Ok(Vec::new());
         }
@@ -118,7 +118,7 @@ impl ChangeLog {
     ///
     /// # Errors
     /// The driver's error: the batch then fails, as any of its statements would make it.
-    pub(crate) fn record<'t>(&mut self, conn: &Connection, touched: impl Iterator<Item = &'t Touch>) -> rusqlite::Result<()> {
+    pub(crate) fn record<'t>(&mut self, conn: &Connection, prepared: &Prepared<'_>, touched: impl Iterator<Item = &'t Touch>) -> rusqlite::Result<()> {
         let mut ids = String::new();
         for touch in touched {
             let id = match touch {
@@ -129,11 +129,10 @@ impl ChangeLog {
             if !ids.is_empty() {
                 ids.push(' ');
             }
-            let _ = write!(ids, "{id}");
+            ids.push_str(id.as_str());
         }
-        let seq: i64 = conn
-            .prepare_cached("INSERT INTO task_changes (writer, ids) VALUES (?1, ?2) RETURNING seq")?
-            .query_row(params![self.me, ids], |row| row.get(0))?;
+        prepared.execute(Sql::LogChanges, params![self.me, ids])?;
+        let seq = conn.last_insert_rowid();
         self.pending = Some(seq);
         let now = Instant::now();
         if self.marks.back().is_none_or(|(at, _)| now.duration_since(*at) >= MARK_EVERY) {

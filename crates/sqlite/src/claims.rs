@@ -60,7 +60,8 @@ impl ClaimStore for SqliteStore {
         self.insert_claimed_with(task, lease, max_retained, origin, Some(ending), None).await
     }
 
-    /// The place is taken in the insert's write: one transaction, one commit.
+    /// The place is taken in the insert's write: one transaction, one commit, and no row of
+    /// its own (`counted_place`).
     async fn insert_placed(
         &self,
         task: &TaskRecord,
@@ -265,10 +266,8 @@ impl SqliteStore {
                     });
                 }
                 // The place after the count, so that a refusal for either writes nothing.
-                let task_id = row.id.clone();
                 if let Some(placing) = &placing {
-                    let holder = PlaceHolder::Task(TaskId::from(task_id));
-                    match take_place_in(conn, &holder, &owner, &placing.limits, &placing.lease, placing.now)? {
+                    match counted_place(conn, &owner, &placing.limits, placing.now)? {
                         Place::Taken => {}
                         refused => return Err(StoreError::NoPlace(refused)),
                     }
@@ -304,6 +303,37 @@ fn ended_early(created: &TaskRecord, update: Update) -> TaskRecord {
     let mut ended = TaskRecord::clone(created);
     update.apply(&mut ended);
     ended
+}
+
+/// The place of a new task, inside its insert's transaction (under the write lock, so exact
+/// across every process): a task holds its place by being unfinished, so nothing is written
+/// for it. Counted: the unfinished tasks (through `tasks_unfinished`, whatever the number of
+/// finished ones; a gone node's count
+/// until the rescuer resolves them, within a second) and the live places of
+/// [`ClaimStore::take_place`] (plain calls, and tasks not stored: those of stored tasks are
+/// their tasks, counted once).
+fn counted_place(conn: &Tx<'_, '_>, owner: &Principal, limits: &RunningLimits, now: Timestamp) -> Result<Place, StoreError> {
+    let prepared = conn.prepared;
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    // The tasks from the index alone (no row read): the owner's count only when it may matter.
+    let (running, places, my_places): (i64, i64, i64) = prepared
+        .query_row(Sql::CountRunning, params![owner.as_str(), now.0], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+        .map_err(StoreError::backend)?
+        .unwrap_or((0, 0, 0));
+    let all = running + places;
+    if all >= i64::from(limits.max_running) {
+        return Ok(Place::Full { running: count(all) });
+    }
+    if all < i64::from(limits.max_running_per_principal) {
+        return Ok(Place::Taken);
+    }
+    let mine: i64 =
+        prepared.query_row(Sql::CountRunningOf, [owner.as_str()], |row| row.get(0)).map_err(StoreError::backend)?.unwrap_or(0)
+            + my_places;
+    if mine >= i64::from(limits.max_running_per_principal) {
+        return Ok(Place::OwnerFull { running: count(mine) });
+    }
+    Ok(Place::Taken)
 }
 
 /// [`ClaimStore::take_place`] inside a write's transaction (under the write lock), as

@@ -56,11 +56,20 @@ pub(crate) enum Sql {
     Replace,
     /// An owner's number of stored tasks, read by every creation's admission.
     CountOf,
+    /// `PRAGMA data_version` (`changes`: did another connection commit).
+    DataVersion,
+    /// A batch's row of the change log (`changes`).
+    LogChanges,
+    /// A creation's running place: the unfinished tasks, from `tasks_unfinished` alone, and
+    /// the live places of `take_place` not held by a stored task, in all and of an owner.
+    CountRunning,
+    /// An owner's unfinished tasks (when the owner's limit may be reached).
+    CountRunningOf,
 }
 
 impl Sql {
     /// How many there are: the last variant's index plus one (checked below).
-    pub(crate) const ALL: usize = 8;
+    pub(crate) const ALL: usize = 12;
 
     pub(crate) fn text(self) -> &'static str {
         match self {
@@ -80,8 +89,21 @@ impl Sql {
             Sql::History => "INSERT INTO task_history (task_id, version, at, status, message) VALUES (?1, ?2, ?3, ?4, ?5)",
             Sql::Replace => REPLACE,
             Sql::CountOf => "SELECT tasks FROM task_counts WHERE owner = ?1",
+            Sql::DataVersion => "PRAGMA data_version",
+            // No RETURNING (an ephemeral table per run): the row's number is the last rowid.
+            Sql::LogChanges => "INSERT INTO task_changes (writer, ids) VALUES (?1, ?2)",
+            Sql::CountRunning => {
+                "SELECT (SELECT count(*) FROM tasks INDEXED BY tasks_unfinished \
+                         WHERE status IN ('working', 'input_required')), count(*), count(*) FILTER (WHERE owner = ?1) \
+                 FROM running_places WHERE lease_until > ?2 AND NOT node_gone(node) AND NOT (is_task AND EXISTS \
+                 (SELECT 1 FROM tasks WHERE tasks.id = running_places.holder))"
+            }
+            Sql::CountRunningOf => {
+                "SELECT count(*) FROM tasks INDEXED BY tasks_unfinished \
+                 WHERE status IN ('working', 'input_required') AND owner = ?1"
+            }
         }
     }
 }
 
-const _: () = assert!(Sql::CountOf as usize + 1 == Sql::ALL, "Sql::ALL counts the variants");
+const _: () = assert!(Sql::CountRunningOf as usize + 1 == Sql::ALL, "Sql::ALL counts the variants");

@@ -227,9 +227,9 @@ pub(crate) struct Peers {
 impl Peers {
     /// Catches up with what other processes committed (see [`ChangeLog::catch_up`]) and
     /// sends their records to the change feed. A failure is logged; the cache was forgotten.
-    fn catch_up(&mut self, conn: &Connection, hot: &Hot) {
+    fn catch_up(&mut self, conn: &Connection, prepared: &Prepared<'_>, hot: &Hot) {
         let count = self.signal.load();
-        match self.log.catch_up(conn, hot, count) {
+        match self.log.catch_up(conn, prepared, hot, count) {
             Ok(records) => {
                 for record in records {
                     let _ = self.feed.send(record);
@@ -315,7 +315,7 @@ pub(crate) fn write_loop(
     while let Ok(first) = queue.recv() {
         if first.is_poke() {
             peers.poked.store(false, Ordering::SeqCst);
-            peers.catch_up(conn, hot);
+            peers.catch_up(conn, &prepared, hot);
             continue;
         }
         batch.push(first);
@@ -508,7 +508,7 @@ fn commit(conn: &Connection, prepared: &Prepared<'_>, batch: &mut [Box<dyn Write
     prepared.execute(Sql::Begin, []).map_err(failed)?;
     // Under the write lock nobody else commits: what other processes wrote is all in the
     // log, and the cache is the file's for the writes of this batch (`Tx::current`).
-    peers.catch_up(conn, hot);
+    peers.catch_up(conn, prepared, hot);
     let mut dirty = FastSet::default();
     for job in batch.iter_mut() {
         job.run(conn, prepared, hot, &mut dirty);
@@ -520,7 +520,7 @@ fn commit(conn: &Connection, prepared: &Prepared<'_>, batch: &mut [Box<dyn Write
             return Err(Failure { reason: reason.to_owned(), disk_full });
         }
     }
-    let logged = peers.log.record(conn, batch.iter().flat_map(|job| job.touched()));
+    let logged = peers.log.record(conn, prepared, batch.iter().flat_map(|job| job.touched()));
     match logged.and_then(|()| prepared.execute(Sql::Commit, [])) {
         Ok(_) => Ok(()),
         Err(err) => {

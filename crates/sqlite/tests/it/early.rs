@@ -239,7 +239,16 @@ async fn a_creation_that_fails_stops_its_early_work_and_nothing_of_it_is_written
             assert_eq!(record.id, first.id, "nothing of the refused task is published");
         }
     }
-    // Its place among the running work (one in all) is free again: bob's creation fits.
+    // Its place among the running work (one in all) is free again: bob's creation fits once
+    // the other task, unfinished in the store and so holding a place of its own across the
+    // processes on the file, has ended.
+    let ended = mcp_tasks_engine::Update {
+        state: mcp_tasks_engine::TaskState::Cancelled,
+        status_message: None,
+        updated_at: first.created_at,
+        attempt: first.attempt,
+    };
+    store.replace(&first.id, first.version, &ended).await.unwrap();
     engine.register("counted", ToolRuntime::new(Counted(Arc::new(AtomicUsize::new(0)))));
     let bobs = NewTask { owner: Principal::new("bob"), ..new_task("counted") };
     engine.create(bobs).await.expect("the refused creation's running place was given back");
