@@ -17,7 +17,8 @@ use std::time::Duration;
 use rustix::mm::{MapFlags, ProtFlags};
 use rustix::thread::futex;
 
-/// The size of the signal file and its mapping (one page; the counter is its first word).
+/// The size of the signal file and its mapping (one page: the counter is its first word, the
+/// number of sleepers its second).
 const SIGNAL_BYTES: usize = 4096;
 
 /// The commit counter shared by every process on one store file.
@@ -67,20 +68,49 @@ impl Signal {
         unsafe { self.word.as_ref() }
     }
 
+    fn sleepers(&self) -> &AtomicU32 {
+        // SAFETY: the second `u32` of the mapped page (aligned, in bounds); mapped while
+        // `self` lives.
+        unsafe { self.word.add(1).as_ref() }
+    }
+
     /// The counter now.
     pub fn load(&self) -> u32 {
         self.word().load(Ordering::SeqCst)
     }
 
-    /// Counts one commit and wakes every process sleeping on the counter; the count before.
-    pub fn bump(&self) -> u32 {
+    /// Counts one commit; the count before. Wakes the processes sleeping on the counter
+    /// ([`Sleeper::wait`]) unless the only sleeper may be this process's own
+    /// (`own_asleep`, which it says while it sleeps, see [`Signal::sleeper`]): a process
+    /// alone on its file makes no system call here.
+    pub fn bump(&self, own_asleep: bool) -> u32 {
         let before = self.word().fetch_add(1, Ordering::SeqCst);
-        // Not `PRIVATE`: the sleepers are in other processes. A failed wake costs only the
-        // promptness: the sleepers look again within the backstop.
-        let _ = futex::wake(self.word(), futex::Flags::empty(), i32::MAX as u32);
+        if self.sleepers().load(Ordering::SeqCst) > u32::from(own_asleep) {
+            // Not `PRIVATE`: the sleepers are in other processes. A failed wake costs only the
+            // promptness: the sleepers look again within their timeout.
+            let _ = futex::wake(self.word(), futex::Flags::empty(), i32::MAX as u32);
+        }
         before
     }
 
+    /// Counts this thread among the sleepers until the [`Sleeper`] is dropped. Take it before
+    /// loading the count to sleep on: a commit counted after it either moves the count before
+    /// it is loaded, or sees the sleeper and wakes it. A process that says its own sleeper is
+    /// asleep (to [`Signal::bump`]) says so after taking it and stops saying so before
+    /// dropping it. A process killed while asleep leaves its count behind: the others then
+    /// wake for every commit, as if it were there.
+    pub fn sleeper(&self) -> Sleeper<'_> {
+        self.sleepers().fetch_add(1, Ordering::SeqCst);
+        Sleeper { signal: self }
+    }
+}
+
+/// A thread counted among the sleepers of a [`Signal`] ([`Signal::sleeper`]).
+pub struct Sleeper<'a> {
+    signal: &'a Signal,
+}
+
+impl Sleeper<'_> {
     /// Sleeps until the counter is no longer `seen`, or for at most `timeout` (or not at
     /// all if it moved already).
     pub fn wait(&self, seen: u32, timeout: Duration) {
@@ -89,7 +119,13 @@ impl Signal {
             tv_nsec: i64::from(timeout.subsec_nanos()),
         };
         // EAGAIN (it moved), EINTR and a timeout all mean: look again.
-        let _ = futex::wait(self.word(), futex::Flags::empty(), seen, Some(&timeout));
+        let _ = futex::wait(self.signal.word(), futex::Flags::empty(), seen, Some(&timeout));
+    }
+}
+
+impl Drop for Sleeper<'_> {
+    fn drop(&mut self) {
+        self.signal.sleepers().fetch_sub(1, Ordering::SeqCst);
     }
 }
 

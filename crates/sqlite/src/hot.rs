@@ -313,16 +313,16 @@ mod tests {
         assert!(kept(&hot, &task));
         // Another process (its own mapping of the same file) counts a commit.
         let other = crate::peers::signal(&path).expect("another mapping");
-        let before = other.bump();
+        let before = other.bump(false);
         assert!(!kept(&hot, &task), "a commit not caught up with hides the cache");
         // Our own commit after it does not make the cache the file's again...
-        hot.committed_at(signal.bump());
+        hot.committed_at(signal.bump(false));
         assert!(!kept(&hot, &task));
         // ...catching up does.
         hot.synced_at(signal.load());
         assert!(kept(&hot, &task));
         // Our own commit keeps it so.
-        hot.committed_at(signal.bump());
+        hot.committed_at(signal.bump(false));
         assert!(kept(&hot, &task));
         assert_eq!(signal.load(), before.wrapping_add(3));
     }

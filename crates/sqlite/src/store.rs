@@ -120,6 +120,8 @@ pub(crate) struct Inner {
     signal: Arc<Signal>,
     /// Whether a poke is queued to the writer.
     poked: Arc<AtomicBool>,
+    /// Whether this store's watcher sleeps on the counter now (see `watch`).
+    asleep: Arc<AtomicBool>,
 }
 
 impl Drop for Inner {
@@ -202,8 +204,10 @@ impl SqliteStore {
         let kept = Arc::clone(&hot);
         let feed = broadcast::channel(FEED_CAPACITY).0;
         let poked = Arc::new(AtomicBool::new(false));
+        let asleep = Arc::new(AtomicBool::new(false));
         let log = ChangeLog::open(&conn).map_err(StoreError::backend)?;
-        let peers = Peers { signal: Arc::clone(&signal), log, feed: feed.clone(), poked: Arc::clone(&poked) };
+        let peers =
+            Peers { signal: Arc::clone(&signal), log, feed: feed.clone(), poked: Arc::clone(&poked), asleep: Arc::clone(&asleep) };
         let writer = std::thread::Builder::new()
             .name("sqlite-writer".to_owned())
             .spawn(move || write_loop(&conn, &queue, &counters, &kept, &wal_frames, space, peers))
@@ -223,6 +227,7 @@ impl SqliteStore {
             nodes,
             signal,
             poked,
+            asleep,
         });
         let weak = Arc::downgrade(&inner);
         std::thread::Builder::new()
@@ -353,24 +358,42 @@ impl SqliteStore {
 }
 
 /// The watcher thread of a store: sleeps on the commit counter of the processes on the file
-/// and pokes the writer when the count moves past what the writer has caught up with, or
-/// every [`BACKSTOP`]. Ends when the store is gone (within a backstop).
+/// and pokes the writer when the count moved past what the writer has caught up with (another
+/// process committed), or every [`BACKSTOP`] (the writer then compares `data_version`). Says
+/// while it sleeps (`asleep`), so that this process's own commits wake nobody when no other
+/// process sleeps on the file. Ends when the store is gone (within a backstop).
 fn watch(store: &Weak<Inner>) {
+    let Some((signal, asleep)) = store.upgrade().map(|inner| (Arc::clone(&inner.signal), Arc::clone(&inner.asleep))) else {
+        return;
+    };
     loop {
-        let Some(signal) = store.upgrade().map(|inner| Arc::clone(&inner.signal)) else { return };
+        // Counted as a sleeper before the count is loaded: no commit after it goes unseen.
+        let sleeper = signal.sleeper();
         let seen = signal.load();
-        signal.wait(seen, BACKSTOP);
-        let Some(inner) = store.upgrade() else { return };
-        // A count moved by this process's own commits only needs no catching up: the writer
-        // moved the cache's count with it (`Hot::committed_at`).
-        if inner.hot.is_synced() && signal.load() != seen {
-            continue;
+        match store.upgrade() {
+            Some(inner) if !inner.hot.is_synced() => poke(&inner),
+            Some(_) => {}
+            None => return,
         }
-        if !inner.poked.swap(true, Ordering::SeqCst)
-            && let Some(writes) = &inner.writes
-        {
-            let _ = writes.send(Box::new(Poke));
+        asleep.store(true, Ordering::SeqCst);
+        sleeper.wait(seen, BACKSTOP);
+        asleep.store(false, Ordering::SeqCst);
+        drop(sleeper);
+        if signal.load() == seen {
+            match store.upgrade() {
+                Some(inner) => poke(&inner),
+                None => return,
+            }
         }
+    }
+}
+
+/// Queues a poke to the writer, unless one is queued already.
+fn poke(inner: &Inner) {
+    if !inner.poked.swap(true, Ordering::SeqCst)
+        && let Some(writes) = &inner.writes
+    {
+        let _ = writes.send(Box::new(Poke));
     }
 }
 

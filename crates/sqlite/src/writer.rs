@@ -222,6 +222,8 @@ pub(crate) struct Peers {
     /// Set by the watcher when it queues a poke, cleared when the writer takes it: one poke
     /// queued at a time.
     pub(crate) poked: Arc<std::sync::atomic::AtomicBool>,
+    /// Whether this store's own watcher sleeps on the counter (it need not be woken).
+    pub(crate) asleep: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Peers {
@@ -350,7 +352,7 @@ pub(crate) fn write_loop(
         if committed.is_ok() {
             // Counted before anyone is answered: another process that hears of a write
             // reads it (its cache is not trusted past this count until it caught up).
-            let before = peers.signal.bump();
+            let before = peers.signal.bump(peers.asleep.load(Ordering::SeqCst));
             // Before anyone is answered, in commit order (a failed write's evictions too:
             // what it did before failing committed with the batch).
             let touched: Vec<Touch> = batch.iter_mut().flat_map(|job| job.take_touched()).collect();

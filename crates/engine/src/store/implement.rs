@@ -7,11 +7,11 @@
 //! - [`EarlyEnding`]: the outcome of work that may end before its task's insert runs.
 //! - [`Commit`] and [`CommitObserver`]: what a store's `on_commit` observer is told.
 //! - [`LocalSessions`] and [`LocalPlaces`]: the session records and running places of a store
-//!   that one process owns (SQLite, the memory store), kept in that process's memory: nobody
-//!   else reads them, and neither needs to survive the process (its sessions' streams and its
-//!   running work end with it). Both stores use these tables, so they keep the same contract
-//!   as PostgreSQL's ([`ClaimStore::take_place`](super::ClaimStore::take_place),
-//!   [`SessionStore::put_session`](super::SessionStore::put_session) and the rest) and pass
+//!   that one process owns (the memory store), kept in that process's memory: nobody else
+//!   reads them, and neither needs to survive the process (its sessions' streams and its
+//!   running work end with it). So it keeps the same contract as the shared stores'
+//!   ([`ClaimStore::take_place`](super::ClaimStore::take_place),
+//!   [`SessionStore::put_session`](super::SessionStore::put_session) and the rest) and passes
 //!   the same store-suite cases.
 
 use std::collections::HashMap;
