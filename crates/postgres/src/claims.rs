@@ -1,17 +1,22 @@
 //! [`ClaimStore`] for [`PostgresStore`]: claims with a lease across replicas, the claimed
 //! insert under a row lock of the owner's count (the retention limit), a tool's slots and
-//! the running places (`mcp_tasks_take_place`).
+//! the running places (`mcp_tasks_take_place`); a creation with its running place in one
+//! statement (`insert_placed`, [`sql::CREATE`]).
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
+use tokio_postgres::types::ToSql;
 
+use mcp_tasks_engine::store::implement::EarlyEnding;
 use mcp_tasks_engine::{
-    ClaimStore, Inserted, Lease, Origin, Place, PlaceHolder, Principal, RunningLimits, StoreError, TaskId, TaskRecord,
-    Timestamp,
+    ClaimStore, Inserted, Lease, Origin, Place, PlaceHolder, Placing, Principal, RunningLimits, StoreError, TaskId,
+    TaskRecord, Timestamp,
 };
 
 use crate::outage::backend;
-use crate::rows::{insert_keyed, key_holder};
+use crate::rows::{self, InsertValues, insert_keyed, key_holder};
 use crate::sql;
 use crate::store::PostgresStore;
 
@@ -66,6 +71,67 @@ impl ClaimStore for PostgresStore {
             self.announce(&task.id).await;
         }
         inserted
+    }
+
+    /// The whole creation in one statement ([`sql::CREATE`]): no advisory lock, no place row
+    /// for the task (it holds its place by being unfinished), one round trip and the
+    /// announcement. A keyed creation whose key is taken goes the way of
+    /// [`ClaimStore::insert_claimed`], which settles the key.
+    async fn insert_placed(
+        &self,
+        task: &TaskRecord,
+        lease: &Lease,
+        max_retained: u64,
+        origin: Option<&Origin>,
+        placing: &Placing,
+        ending: Option<Arc<dyn EarlyEnding>>,
+    ) -> Result<(Inserted, Option<Arc<TaskRecord>>), StoreError> {
+        // The outcome of early work is written on its own, after the insert (as the default).
+        if let Some(ending) = ending {
+            drop(ending.take());
+        }
+        let values = InsertValues::new(task, Some(lease), origin)?;
+        let limit = |limit: u64| i64::try_from(limit).unwrap_or(i64::MAX);
+        let (retained_limit, running_limit, mine_limit) = (
+            limit(max_retained),
+            i64::from(placing.limits.max_running),
+            i64::from(placing.limits.max_running_per_principal),
+        );
+        let answer = self
+            .observed(async {
+                let client = self.client().await?;
+                let create = client.prepare_cached(sql::CREATE).await.map_err(backend)?;
+                let row = values.params();
+                let mut params: Vec<&(dyn ToSql + Sync)> = row.to_vec();
+                params.extend([&placing.now.0 as &(dyn ToSql + Sync), &retained_limit, &running_limit, &mine_limit]);
+                let answer = client.query_one(&create, &params).await.map_err(|err| {
+                    if rows::is_duplicate_id(&err) { StoreError::Duplicate(task.id.clone()) } else { backend(err) }
+                })?;
+                let read = |at: usize| answer.try_get::<_, i64>(at).map_err(backend);
+                Ok((answer.try_get::<_, bool>(0).map_err(backend)?, read(1)?, read(2)?, read(3)?))
+            })
+            .await?;
+        let count = |n: i64| u64::try_from(n).unwrap_or(0);
+        match answer {
+            (true, ..) => {
+                self.announce(&task.id).await;
+                Ok((Inserted::New, None))
+            }
+            (false, retained, ..) if retained >= retained_limit => {
+                // A retry of a retained keyed task is the answer even at the limit.
+                if let Some(key) = &task.idempotency_key
+                    && let Some(existing) = key_holder(&self.client().await?, task.owner.as_str(), key.as_str()).await?
+                    && existing.retained_at(task.created_at)
+                {
+                    return Ok((Inserted::Existing(existing), None));
+                }
+                Err(StoreError::Full { owner: task.owner.clone(), retained: count(retained) })
+            }
+            (false, _, running, _) if running >= running_limit => Err(StoreError::NoPlace(Place::Full { running: count(running) })),
+            (false, _, _, mine) if mine >= mine_limit => Err(StoreError::NoPlace(Place::OwnerFull { running: count(mine) })),
+            // Room for it, and no row: its key is taken.
+            (false, ..) => Ok((self.insert_claimed(task, lease, max_retained, origin).await?, None)),
+        }
     }
 
     async fn claim(

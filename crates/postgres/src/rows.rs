@@ -27,43 +27,13 @@ pub(crate) async fn insert_keyed(
     claim: Option<&Lease>,
     origin: Option<&Origin>,
 ) -> Result<Inserted, StoreError> {
-    let row = NewRow::from_record(task)?;
+    let values = InsertValues::new(task, claim, origin)?;
+    let row = &values.row;
     let insert = client
         .prepare_cached(sql::INSERT)
         .await
         .map_err(backend)?;
-    let traceparent = task.trace.as_ref().map(TraceContext::traceparent);
-    let tracestate = task.trace.as_ref().and_then(TraceContext::tracestate);
-    let (node, until) = (claim.map(|lease| lease.node.as_str()), claim.map(|lease| lease.until.0));
-    let era = origin.map(|origin| origin.era.as_str());
-    let client_name = origin.and_then(|origin| origin.client_name.as_deref());
-    let client_version = origin.and_then(|origin| origin.client_version.as_deref());
-    let params: [&(dyn ToSql + Sync); 24] = [
-        &row.id,
-        &row.owner,
-        &task.tool,
-        &Json(&task.arguments),
-        &row.status,
-        &Json(&task.state),
-        &task.status_message,
-        &task.created_at.0,
-        &task.updated_at.0,
-        &row.ttl_ms,
-        &row.expires_at,
-        &row.poll_interval_ms,
-        &i64::from(task.attempt),
-        &row.version,
-        &task.error_result_fails,
-        &Json(&task.input_kinds),
-        &row.idempotency_key,
-        &traceparent,
-        &tracestate,
-        &node,
-        &until,
-        &era,
-        &client_name,
-        &client_version,
-    ];
+    let params = values.params();
     for _ in 0..KEY_ROUNDS {
         match client.execute(&insert, &params).await {
             Ok(1) => return Ok(Inserted::New),
@@ -73,7 +43,7 @@ pub(crate) async fn insert_keyed(
             }
             Err(err) => return Err(backend(err)),
         }
-        if let Some(existing) = retained_holder(client, task, &row).await? {
+        if let Some(existing) = retained_holder(client, task, row).await? {
             return Ok(Inserted::Existing(existing));
         }
     }
@@ -84,6 +54,75 @@ pub(crate) async fn insert_keyed(
         )
         .into(),
     ))
+}
+
+/// The values of a task's row in the order of [`sql::INSERT`]'s parameters (`$1`…`$24`).
+pub(crate) struct InsertValues<'a> {
+    task: &'a TaskRecord,
+    pub(crate) row: NewRow<'a>,
+    traceparent: Option<&'a str>,
+    tracestate: Option<&'a str>,
+    node: Option<&'a str>,
+    until: Option<i64>,
+    era: Option<&'a str>,
+    client_name: Option<&'a str>,
+    client_version: Option<&'a str>,
+    attempt: i64,
+    arguments: Json<&'a serde_json::Value>,
+    state: Json<&'a TaskState>,
+    input_kinds: Json<&'a [InputKind]>,
+}
+
+impl<'a> InsertValues<'a> {
+    /// `task`'s row, claimed by `claim`, with `origin`.
+    pub(crate) fn new(task: &'a TaskRecord, claim: Option<&'a Lease>, origin: Option<&'a Origin>) -> Result<InsertValues<'a>, StoreError> {
+        Ok(InsertValues {
+            task,
+            row: NewRow::from_record(task)?,
+            traceparent: task.trace.as_ref().map(TraceContext::traceparent),
+            tracestate: task.trace.as_ref().and_then(TraceContext::tracestate),
+            node: claim.map(|lease| lease.node.as_str()),
+            until: claim.map(|lease| lease.until.0),
+            era: origin.map(|origin| origin.era.as_str()),
+            client_name: origin.and_then(|origin| origin.client_name.as_deref()),
+            client_version: origin.and_then(|origin| origin.client_version.as_deref()),
+            attempt: i64::from(task.attempt),
+            arguments: Json(&task.arguments),
+            state: Json(&task.state),
+            input_kinds: Json(&task.input_kinds),
+        })
+    }
+
+    /// The parameters `$1`…`$24`.
+    pub(crate) fn params(&self) -> [&(dyn ToSql + Sync); 24] {
+        let (task, row) = (self.task, &self.row);
+        [
+            &row.id,
+            &row.owner,
+            &task.tool,
+            &self.arguments,
+            &row.status,
+            &self.state,
+            &task.status_message,
+            &task.created_at.0,
+            &task.updated_at.0,
+            &row.ttl_ms,
+            &row.expires_at,
+            &row.poll_interval_ms,
+            &self.attempt,
+            &row.version,
+            &task.error_result_fails,
+            &self.input_kinds,
+            &row.idempotency_key,
+            &self.traceparent,
+            &self.tracestate,
+            &self.node,
+            &self.until,
+            &self.era,
+            &self.client_name,
+            &self.client_version,
+        ]
+    }
 }
 
 /// After an insert of `task` (encoded as `row`) that wrote no row and failed with no error:
@@ -168,7 +207,7 @@ pub(crate) async fn key_holder(
 }
 
 /// The columns of a [`TaskRecord`] that need converting before they are stored.
-struct NewRow<'a> {
+pub(crate) struct NewRow<'a> {
     id: &'a str,
     owner: &'a str,
     status: &'static str,
@@ -195,7 +234,7 @@ impl<'a> NewRow<'a> {
 }
 
 /// Whether `err` is the primary key (the id) being taken already.
-fn is_duplicate_id(err: &tokio_postgres::Error) -> bool {
+pub(crate) fn is_duplicate_id(err: &tokio_postgres::Error) -> bool {
     err.as_db_error().is_some_and(|db| {
         db.code() == &SqlState::UNIQUE_VIOLATION && db.constraint() == Some("tasks_pkey")
     })

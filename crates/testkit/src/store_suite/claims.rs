@@ -528,3 +528,49 @@ pub async fn of_racing_place_takers_from_two_handles_no_more_than_the_limit_hold
     }
     assert_eq!(taken, 3, "exactly the limit hold a place");
 }
+
+/// [`insert_placed`](mcp_tasks_engine::ClaimStore::insert_placed): a creation takes its running
+/// place with its insert, through either handle; refused past either running limit, or past
+/// the retention limit, with nothing written; the task holds its place until it ends.
+pub async fn a_placed_insert_holds_the_running_limits_and_the_retention_limit_across_handles(
+    a: Arc<dyn TaskStore>,
+    b: Arc<dyn TaskStore>,
+) {
+    let limits = RunningLimits { max_running: 2, max_running_per_principal: 1 };
+    let node = NodeId::random();
+    let placing = |ms: i64| mcp_tasks_engine::Placing { limits, lease: lease(&node, 10_000), now: at(ms) };
+    let insert = |store: &Arc<dyn TaskStore>, task: TaskRecord, retained: u64, ms: i64| {
+        let (store, placing) = (Arc::clone(store), placing(ms));
+        let lease = lease(&node, 10_000);
+        async move { store.insert_placed(&task, &lease, retained, None, &placing, None).await.map(|(inserted, _)| inserted) }
+    };
+    let alices = sample_task("alice");
+    assert_eq!(insert(&a, alices.clone(), u64::MAX, 0).await.expect("alice's first"), Inserted::New);
+    let second = sample_task("alice");
+    match insert(&b, second.clone(), u64::MAX, 1).await {
+        Err(StoreError::NoPlace(Place::OwnerFull { running: 1 })) => {}
+        other => panic!("alice runs one already, through the other handle: {other:?}"),
+    }
+    assert!(b.get(&second.id).await.expect("get").is_none(), "a refusal writes nothing");
+    let bobs = sample_task("bob");
+    assert_eq!(insert(&b, bobs.clone(), u64::MAX, 2).await.expect("bob's"), Inserted::New);
+    match insert(&a, sample_task("carol"), u64::MAX, 3).await {
+        Err(StoreError::NoPlace(Place::Full { running: 2 })) => {}
+        other => panic!("two run in all: {other:?}"),
+    }
+    // Alice's task ends: her place is free again.
+    let done = Update { state: completed(), status_message: None, updated_at: at(4), attempt: alices.attempt };
+    a.replace(&alices.id, alices.version, &done).await.expect("replace");
+    assert_eq!(insert(&b, second.clone(), u64::MAX, 5).await.expect("alice's second"), Inserted::New);
+    // With places free, the retention limit refuses, with nothing written.
+    for task in [&second, &bobs] {
+        let done = Update { state: completed(), status_message: None, updated_at: at(6), attempt: task.attempt };
+        b.replace(&task.id, task.version, &done).await.expect("replace");
+    }
+    let third = sample_task("alice");
+    match insert(&a, third.clone(), 2, 6).await {
+        Err(StoreError::Full { retained: 2, .. }) => {}
+        other => panic!("alice keeps two: {other:?}"),
+    }
+    assert!(a.get(&third.id).await.expect("get").is_none());
+}
