@@ -68,7 +68,7 @@ impl ClaimStore for PostgresStore {
         })
         .await;
         if let Ok(Inserted::New) = &inserted {
-            self.announce(&task.id).await;
+            self.announce(&task.id, Some(task)).await;
         }
         inserted
     }
@@ -114,7 +114,7 @@ impl ClaimStore for PostgresStore {
         let count = |n: i64| u64::try_from(n).unwrap_or(0);
         match answer {
             (true, ..) => {
-                self.announce(&task.id).await;
+                self.announce(&task.id, Some(task)).await;
                 Ok((Inserted::New, None))
             }
             (false, retained, ..) if retained >= retained_limit => {
@@ -155,8 +155,8 @@ impl ClaimStore for PostgresStore {
             .await
         })
         .await;
-        if let Ok(Some(_)) = &taken {
-            self.announce(id).await;
+        if let Ok(Some(taken)) = &taken {
+            self.announce(id, Some(taken)).await;
         }
         taken
     }

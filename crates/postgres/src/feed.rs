@@ -1,9 +1,12 @@
 //! The change feed of a [`PostgresStore`](crate::PostgresStore) across replicas:
 //! `LISTEN "mcp_tasks.<schema>"` on a connection of its own (every write that changes a task
-//! is announced by its id once it committed: `PostgresStore::announce`) as the fast hint, and a poll of `tasks_by_change`
+//! is announced by its id, and the version it left when known, once it committed:
+//! `PostgresStore::announce`) as the fast hint, and a poll of `tasks_by_change`
 //! every [`POLL_EVERY`] as the backstop for what notifications miss (a listener reconnecting,
 //! a connection pooler that drops them). Each changed record is read once per replica and
-//! sent to every subscriber; a record already sent at its version is not sent again.
+//! sent to every subscriber; a record already sent at its version is not sent again, and a
+//! notification of a version already known (this replica's own write, which its engine
+//! published as it returned) is not read at all.
 //!
 //! Hand-written on tokio-postgres's `poll_message`: the pool's connections cannot listen (their
 //! connection futures are the pool's), and no crate of the tree wraps it.
@@ -45,6 +48,8 @@ const RECONNECT_AFTER: Duration = Duration::from_millis(500);
 /// listener and poller, which stop when the last handle of the store is dropped.
 pub(crate) struct Feed {
     pub(crate) sender: broadcast::Sender<Arc<TaskRecord>>,
+    /// What was sent, or written by this replica (whose engine published it itself).
+    sent: Arc<Mutex<Sent>>,
     _stop: tokio_util::sync::DropGuard,
 }
 
@@ -89,11 +94,34 @@ impl Feed {
             Arc::clone(&sent),
             stop.clone(),
         ));
-        tokio::spawn(poll(pool, sender.clone(), sent, stop.clone()));
+        tokio::spawn(poll(pool, sender.clone(), Arc::clone(&sent), stop.clone()));
         Feed {
             sender,
+            sent,
             _stop: stop.drop_guard(),
         }
+    }
+
+    /// This replica wrote `record`: it is sent to this replica's subscribers now (the feed
+    /// carries every write, this replica's too), and the notification of that write (or an
+    /// older one) is not read back.
+    pub(crate) fn wrote(&self, record: Arc<TaskRecord>) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| i64::try_from(since.as_millis()).unwrap_or(i64::MAX));
+        let fresh = self.sent.lock().unwrap_or_else(PoisonError::into_inner).fresh(&record, now);
+        if fresh {
+            let _ = self.sender.send(record);
+        }
+    }
+}
+
+/// A notification's payload: `ID VERSION` (the task and the version its write left), or `ID`
+/// alone (a write whose version was not known, or a replica of an earlier build).
+fn parse(payload: &str) -> (TaskId, Option<Version>) {
+    match payload.split_once(' ') {
+        Some((id, version)) => (TaskId::from(id.to_owned()), version.parse().ok().map(Version)),
+        None => (TaskId::from(payload.to_owned()), None),
     }
 }
 
@@ -164,8 +192,15 @@ async fn listen(
                     _ = stop.cancelled() => { driver.abort(); return; }
                     id = notified.recv() => id,
                 };
-                let Some(id) = id else { break };
-                read_and_send(&pool, &sender, &sent, &TaskId::from(id)).await;
+                let Some(payload) = id else { break };
+                let (id, version) = parse(&payload);
+                // Known at that version already (this replica's own write, or sent): no read.
+                let known = version.is_some_and(|version| {
+                    sent.lock().unwrap_or_else(PoisonError::into_inner).versions.get(&id).is_some_and(|(at, _)| *at >= version)
+                });
+                if !known {
+                    read_and_send(&pool, &sender, &sent, &id).await;
+                }
             }
         }
         driver.abort();

@@ -28,7 +28,7 @@ impl RecordStore for PostgresStore {
         })
         .await;
         if let Ok(Inserted::New) = &inserted {
-            self.announce(&task.id).await;
+            self.announce(&task.id, Some(task)).await;
         }
         inserted
     }
@@ -59,8 +59,8 @@ impl RecordStore for PostgresStore {
             written.ok_or_else(|| StoreError::Conflict(id.clone()))
         })
         .await;
-        if written.is_ok() {
-            self.announce(id).await;
+        if let Ok(written) = &written {
+            self.announce(id, Some(written)).await;
         }
         written
     }
@@ -116,7 +116,7 @@ impl RecordStore for PostgresStore {
         })
         .await;
         if let Ok(true) = &requested {
-            self.announce(id).await;
+            self.announce(id, None).await;
         }
         requested
     }
@@ -154,8 +154,8 @@ impl RecordStore for PostgresStore {
             written.ok_or_else(|| StoreError::Conflict(id.clone()))
         })
         .await;
-        if written.is_ok() {
-            self.announce(id).await;
+        if let Ok(written) = &written {
+            self.announce(id, Some(written)).await;
         }
         written
     }

@@ -39,36 +39,12 @@ pub const INSERT: &str = "INSERT INTO tasks (id, owner, tool, arguments, status,
      $20, $21, $22, $23, $24) \
      ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING";
 
-/// `insert_placed`: a new task's whole creation in one statement (its own transaction, one
-/// round trip): the owner's count row taken and locked ([`LOCK_COUNT`], until the commit: the
-/// retention limit stays exact), the running tasks and live places of plain calls counted
-/// (`$25`: now), and the row of [`INSERT`] written only if the owner keeps fewer than `$26`
-/// tasks and fewer than `$27` run in all and `$28` of the owner's. Answers one row: whether the
-/// task was written, the owner's count, the running in all and of the owner. The running
-/// counts are read without a lock: creations racing on other replicas (or for other owners)
-/// are not seen, so the running limits may be overshot by the creations in flight at once
-/// (documented in docs/deployment.md); the owner's own creations queue on its count row.
-pub const CREATE: &str = concat!(
-    "WITH counted AS (INSERT INTO task_counts AS counts (owner, tasks) VALUES ($2, 0) \
-       ON CONFLICT (owner) DO UPDATE SET tasks = counts.tasks RETURNING tasks), \
-     running AS (SELECT (SELECT count(*) FROM tasks WHERE ",
-    unfinished!(),
-    ") + places.calls AS all_running, (SELECT count(*) FROM tasks WHERE owner = $2 AND ",
-    unfinished!(),
-    ") + places.mine AS mine \
-       FROM (SELECT count(*) AS calls, count(*) FILTER (WHERE owner = $2) AS mine FROM running_places \
-             WHERE lease_until > $25 AND NOT (is_task AND EXISTS \
-             (SELECT 1 FROM tasks WHERE tasks.id = running_places.holder))) AS places), \
-     inserted AS (INSERT INTO tasks (id, owner, tool, arguments, status, state, \
-       status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, attempt, \
-       version, error_result_fails, input_kinds, idempotency_key, traceparent, tracestate, \
-       claim_node, lease_until, era, client_name, client_version) \
-       SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, \
-       $20, $21, $22, $23, $24 FROM counted, running \
-       WHERE counted.tasks < $26 AND running.all_running < $27 AND running.mine < $28 \
-       ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING 1) \
-     SELECT EXISTS (SELECT 1 FROM inserted), counted.tasks, running.all_running, running.mine FROM counted, running"
-);
+/// `insert_placed`: a new task's whole creation in one call, its own transaction
+/// (`mcp_tasks_create`, migration 0011): `$1`…`$24` the row of [`INSERT`], `$25` now, then
+/// the limits (retained, running in all, running of the owner). Answers whether the row was
+/// written and the counts it was decided on.
+pub const CREATE: &str = "SELECT inserted, retained, running, mine FROM mcp_tasks_create($1, $2, $3, $4, $5, $6, $7, \
+     $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)";
 
 /// `announce`: a changed task's id, to every replica's feed, after its write committed.
 pub const NOTIFY: &str = "SELECT pg_notify($1, $2)";

@@ -116,11 +116,22 @@ impl PostgresStore {
     /// Tells the feeds of every replica that task `id` changed, once its write committed: a
     /// statement of its own, outside the write's transaction (migration 0009 says why). A hint:
     /// if it fails, the feeds' poll finds the change within a second.
-    pub(crate) async fn announce(&self, id: &TaskId) {
+    ///
+    /// With `written` (the record the write left, when the write returns it), this replica's
+    /// feed sends it at once and does not read it back, and the notification carries its
+    /// version, so that a feed that knows it already reads nothing.
+    pub(crate) async fn announce(&self, id: &TaskId, written: Option<&TaskRecord>) {
+        let payload = match written {
+            Some(record) => {
+                self.feed.wrote(Arc::new(record.clone()));
+                format!("{id} {}", record.version.0)
+            }
+            None => id.as_str().to_owned(),
+        };
         let sent = async {
             let client = self.client().await?;
             let notify = client.prepare_cached(sql::NOTIFY).await.map_err(backend)?;
-            client.execute(&notify, &[&&*self.channel, &id.as_str()]).await.map_err(backend)
+            client.execute(&notify, &[&&*self.channel, &payload]).await.map_err(backend)
         };
         if let Err(err) = sent.await {
             tracing::debug!(task = %id, error = %err, "could not announce a changed task (the feed's poll will find it)");
