@@ -104,6 +104,11 @@ ticks() {
 }
 # The postmaster and its children (backends, checkpointer, WAL writer…).
 pg_pids() { echo "$postmaster" $(ps -o pid= --ppid "$postmaster"); }
+# pg_ticks: the CPU of the cluster so far: its live processes', and the backends that ended
+# (pgbench's), which the postmaster reaped into its own children's time.
+pg_ticks() {
+  echo $(($(ticks $(pg_pids)) + $(awk '{sub(/.*\) /, ""); print $14 + $15}' "/proc/$postmaster/stat")))
+}
 
 # start_replicas N STORE: N bench servers on STORE; sets pids and urls (comma-separated).
 start_replicas() {
@@ -127,11 +132,11 @@ measure() {
       [[ -n $db ]] && sql "$db" "SELECT pg_stat_statements_reset()" >/dev/null
       load_average=$(cut -d' ' -f1 /proc/loadavg)
       app0=$(ticks "${pids[@]}")
-      pg0=$(ticks $(pg_pids))
+      pg0=$(pg_ticks)
       status=0
       json=$("$work/load" --url "$urls" --json --tasks "$tasks" --concurrency "$c" --mode "$mode" --tool noop) || status=$?
       app1=$(ticks "${pids[@]}")
-      pg1=$(ticks $(pg_pids))
+      pg1=$(pg_ticks)
       statements=null
       if [[ -n $db ]]; then
         # Top-level statements (sent by the replicas: one round trip each) and all of them
@@ -174,15 +179,16 @@ pgbench_lifecycles() {
     state TEXT NOT NULL, status TEXT NOT NULL, version INTEGER NOT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL);
     CREATE INDEX tasks_by_owner ON tasks (owner, created_at, id)" >/dev/null
   cat >"$script" <<'SQL'
-INSERT INTO tasks VALUES (md5(random()::text || clock_timestamp()::text), 'alice', 'noop', '{}', '"working"', 'working', 1,
-  (extract(epoch FROM clock_timestamp()) * 1000)::bigint, (extract(epoch FROM clock_timestamp()) * 1000)::bigint) RETURNING id \gset
+\set n random(1, 1000000000000)
+INSERT INTO tasks VALUES ('t' || :client_id || '-' || :n, 'alice', 'noop', '{}', '"working"', 'working', 1,
+  (extract(epoch FROM clock_timestamp()) * 1000)::bigint, (extract(epoch FROM clock_timestamp()) * 1000)::bigint);
 UPDATE tasks SET state = '{"completed":{"result":{"content":[]}}}', status = 'completed', version = 2,
-  updated_at = (extract(epoch FROM clock_timestamp()) * 1000)::bigint WHERE id = :'id';
+  updated_at = (extract(epoch FROM clock_timestamp()) * 1000)::bigint WHERE id = 't' || :client_id || '-' || :n;
 SQL
   load_average=$(cut -d' ' -f1 /proc/loadavg)
-  pg0=$(ticks $(pg_pids))
-  report=$("$pg_bin/pgbench" -n -c 24 -j 2 -T "$pgbench_seconds" -f "$script" "postgres://postgres@127.0.0.1:$port/$db" 2>&1)
-  pg1=$(ticks $(pg_pids))
+  pg0=$(pg_ticks)
+  report=$("$pg_bin/pgbench" -n -c 24 -j 2 -T "$pgbench_seconds" -f "$script" "postgres://postgres@127.0.0.1:$port/$db" 2>&1) || true
+  pg1=$(pg_ticks)
   tps=$(awk '/^tps = / {print $3; exit}' <<<"$report")
   if [[ -z $tps ]]; then
     echo "pgbench gave no rate: $report" >&2
