@@ -47,7 +47,8 @@ pub const CREATE: &str = "SELECT inserted, retained, running, mine FROM mcp_task
      $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)";
 
 /// `announce`: a changed task's id, to every replica's feed, after its write committed.
-pub const NOTIFY: &str = "SELECT pg_notify($1, $2)";
+/// The announcements gathered while the previous ones were sent, in one round trip.
+pub const NOTIFY: &str = "SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload";
 
 /// `insert`: the task holding an owner's key (`$1`, `$2`), retained or not.
 pub const KEY_HOLDER: &str = concat!(

@@ -52,8 +52,9 @@ pub struct PostgresStore {
     pub(crate) feed: Arc<Feed>,
     /// Told of every write ([`PostgresStore::on_commit`]), shared by the clones.
     observer: Arc<OnceLock<CommitObserver>>,
-    /// The channel the feeds of every replica listen on (`mcp_tasks.<schema>`).
-    channel: Arc<str>,
+    /// The announcements to send (`announce`), to the notifier task; it ends when the last
+    /// clone is dropped.
+    notifier: tokio::sync::mpsc::UnboundedSender<String>,
 }
 
 impl fmt::Debug for PostgresStore {
@@ -110,12 +111,16 @@ impl PostgresStore {
         // The channel every write that changes a task announces it on ([`Self::announce`]).
         let channel = format!("mcp_tasks.{schema}");
         let feed = Arc::new(Feed::start(url, channel.clone(), pool.clone()));
-        Ok(PostgresStore { pool, shown, feed, observer: Arc::default(), channel: channel.into() })
+        let (notifier, announcements) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(notify(pool.clone(), channel, announcements));
+        Ok(PostgresStore { pool, shown, feed, observer: Arc::default(), notifier })
     }
 
     /// Tells the feeds of every replica that task `id` changed, once its write committed: a
-    /// statement of its own, outside the write's transaction (migration 0009 says why). A hint:
-    /// if it fails, the feeds' poll finds the change within a second.
+    /// statement of its own, outside the write's transaction (migration 0009 says why), sent
+    /// by the notifier task with every announcement gathered while the previous ones were
+    /// sent (one round trip for many writes; the write does not wait for it). A hint: if it
+    /// fails, the feeds' poll finds the change within a second.
     ///
     /// With `written` (the record the write left, when the write returns it), this replica's
     /// feed sends it at once and does not read it back, and the notification carries its
@@ -128,14 +133,8 @@ impl PostgresStore {
             }
             None => id.as_str().to_owned(),
         };
-        let sent = async {
-            let client = self.client().await?;
-            let notify = client.prepare_cached(sql::NOTIFY).await.map_err(backend)?;
-            client.execute(&notify, &[&&*self.channel, &payload]).await.map_err(backend)
-        };
-        if let Err(err) = sent.await {
-            tracing::debug!(task = %id, error = %err, "could not announce a changed task (the feed's poll will find it)");
-        }
+        // Sent by the notifier, with the others gathered meanwhile; the write does not wait.
+        let _ = self.notifier.send(payload);
     }
 
     /// Calls `observer` after every write this store (and its clones) makes, with its
@@ -228,4 +227,33 @@ impl PostgresStore {
 /// pool's errors leave out their driver's cause, e.g. "Connection refused").
 fn failed(shown: &str, what: &str, err: &(dyn std::error::Error + 'static)) -> StoreError {
     StoreError::Backend(format!("{what} at {shown}: {}", outage::described(err)).into())
+}
+
+/// The most announcements sent in one statement.
+const NOTIFY_BATCH: usize = 1024;
+
+/// The notifier task: sends the announcements as they come, each batch those gathered while
+/// the previous one was sent, in one statement (`sql::NOTIFY`); ends when every store handle
+/// is gone. A batch that cannot be sent is dropped (logged): the feeds' poll finds those
+/// changes within a second.
+async fn notify(pool: Pool, channel: String, mut announcements: tokio::sync::mpsc::UnboundedReceiver<String>) {
+    let mut batch = Vec::new();
+    while let Some(first) = announcements.recv().await {
+        batch.push(first);
+        while batch.len() < NOTIFY_BATCH {
+            match announcements.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        let sent = async {
+            let client = pool.get().await.map_err(|err| err.to_string())?;
+            let statement = client.prepare_cached(sql::NOTIFY).await.map_err(|err| err.to_string())?;
+            client.execute(&statement, &[&channel, &batch]).await.map_err(|err| err.to_string())
+        };
+        if let Err(error) = sent.await {
+            tracing::debug!(%error, count = batch.len(), "could not announce changed tasks (the feed's poll will find them)");
+        }
+        batch.clear();
+    }
 }
