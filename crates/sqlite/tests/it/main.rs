@@ -75,7 +75,18 @@ async fn an_opened_store_is_in_wal_mode_with_synchronous_full() {
         "2 is FULL"
     );
     assert_eq!(store.pragma("foreign_keys").await.expect("pragma"), "1");
-    assert_eq!(store.pragma("busy_timeout").await.expect("pragma"), "5000");
+    // No `busy_timeout` (0): the store's own busy handler waits for another connection's
+    // write lock instead (up to 5 s: `crates/cli/tests/it/store_faults.rs` sees the refusal
+    // after it). A lock held for a while is waited for, and the write goes in.
+    assert_eq!(store.pragma("busy_timeout").await.expect("pragma"), "0");
+    let holder = rusqlite_connection(store.path());
+    holder.execute_batch("BEGIN IMMEDIATE").expect("the other connection takes the write lock");
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        holder.execute_batch("ROLLBACK").expect("release");
+    });
+    store.insert(&sample_task("alice")).await.expect("the write waits for the lock, then goes in");
+    release.join().expect("the holder");
     // WAL sticks to the file: another connection sees it too.
     let other = rusqlite_connection(store.path());
     let mode: String = other
