@@ -333,10 +333,11 @@ pub(crate) struct CallPlace {
 }
 
 impl CallPlace {
-    /// Takes a running place for a plain call of `owner` (on a shared store; see
+    /// Takes a running place for a plain call of `owner` (on a shared store that keeps places
+    /// for calls, [`ClaimStore::places_for_calls`](crate::ClaimStore::places_for_calls); see
     /// [`Engine::take_place`]).
     pub(crate) async fn take(engine: &Engine, owner: &Principal) -> Result<CallPlace, EngineError> {
-        if !engine.inner.store.shared() {
+        if !engine.inner.store.shared() || !engine.inner.store.places_for_calls() {
             return Ok(CallPlace { engine: engine.clone(), holder: None });
         }
         let holder = PlaceHolder::Call(TaskId::random().to_string());

@@ -30,6 +30,13 @@ impl ClaimStore for SqliteStore {
         true
     }
 
+    /// A place per plain call would be two commits (two fsyncs) per call, more than the call
+    /// costs: plain calls count toward their own process's running limits only (tasks count
+    /// toward every process's, in their insert: `counted_place`).
+    fn places_for_calls(&self) -> bool {
+        false
+    }
+
     /// A gone node is known at once (`node_gone`): the rescuer looks every second, or every
     /// half lease if that is sooner.
     fn rescue_every(&self, lease: std::time::Duration) -> std::time::Duration {

@@ -26,6 +26,15 @@ pub trait ClaimStore: Send + Sync + 'static {
     /// starts: recovery need not wait for its lease to run out.
     fn shared(&self) -> bool;
 
+    /// Whether a plain call takes a running place in the store ([`ClaimStore::take_place`]) on
+    /// a shared store, so that it counts toward the running limits of every node: yes by
+    /// default. A store answers no when a place per call would cost more than the call
+    /// (SQLite: two commits, each an fsync, per call): its plain calls count toward the
+    /// limits of their own process only, its tasks toward every process's.
+    fn places_for_calls(&self) -> bool {
+        true
+    }
+
     /// How often a node's rescuer looks for lapsed claims, with claims that hold for `lease`:
     /// every half lease by default. A store that knows at once when a node is gone (SQLite:
     /// its processes are on one machine) looks more often, so that a killed node's tasks are
