@@ -33,7 +33,8 @@ fn report_ok(args: &CheckArgs, config: &Config) {
         let tools: Vec<&str> = config.tools.iter().map(|tool| tool.name.as_str()).collect();
         println!("{}", json!({"ok": true, "file": args.config, "tools": tools}));
     } else {
-        println!("{}: ok, {} tools", args.config.display(), config.tools.len());
+        let count = config.tools.len();
+        println!("{}: ok, {count} tool{}", args.config.display(), if count == 1 { "" } else { "s" });
         for tool in &config.tools {
             println!("  {} ({:?}, on_restart {:?})", tool.name, tool.task_support, tool.on_restart);
         }

@@ -329,14 +329,30 @@ fn print_block(block: &Content) {
     }
 }
 
-/// The exit status of a finished wait: the result printed, or the task's end reported.
-/// Other errors (transport, protocol, unknown task) are returned, for exit status 2.
+/// The exit status of a finished wait of task `task_id`: the result printed (with
+/// `"taskId"` under `--json`, so that a script can name the task afterwards), or the task's
+/// end reported. Other errors (transport, protocol, unknown task) are returned, for exit
+/// status 2.
 pub(crate) fn report(
     outcome: Result<CallToolResult, ClientError>,
+    task_id: &str,
     json: bool,
     era: Era,
 ) -> anyhow::Result<u8> {
     match outcome {
+        Ok(result) if json => {
+            let mut value = with_era(serde_json::to_value(&result).unwrap_or(Value::Null), era);
+            if let Value::Object(object) = &mut value {
+                object.insert("taskId".to_owned(), Value::String(task_id.to_owned()));
+            }
+            println!("{value}");
+            Ok(if result.is_error == Some(true) {
+                eprintln!("mcp-tasks: the tool reported an error");
+                FAILED
+            } else {
+                COMPLETED
+            })
+        }
         Ok(result) => Ok(print_result(&result, json, era)),
         Err(ClientError::TaskCancelled { task_id, message }) => {
             if json {

@@ -72,7 +72,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             format!("{:?}", tool.on_restart).to_lowercase()
         );
     }
-    let on_stdio = format!("mcp-tasks: serving {} tools on stdio", names.len());
+    let on_stdio = format!("mcp-tasks: serving {} tool{} on stdio", names.len(), if names.len() == 1 { "" } else { "s" });
     serve_until_shutdown(&config, &engine, server, sessions, args.stdio.then_some(on_stdio), args.listen).await
 }
 

@@ -111,7 +111,7 @@ async fn result(args: TaskArgs) -> anyhow::Result<u8> {
         );
     }
     note(&args, &task).await;
-    remote::report(handle.wait().await, json, client.era())
+    remote::report(handle.wait().await, &args.id, json, client.era())
 }
 
 /// How to reach `endpoint` again (a URL the ledger recorded, with the token given now; or

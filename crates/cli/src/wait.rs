@@ -111,7 +111,7 @@ pub(crate) async fn drive(handle: &TaskHandle, waiting: Waiting<'_>) -> anyhow::
             if let Err(ClientError::InputUnanswered { method, message }) = outcome {
                 return Ok(unanswered(handle, &method, &message, &resume, json));
             }
-            report(outcome, json, handle.era())
+            report(outcome, handle.id(), json, handle.era())
         }
         Ok(Choice::Detach) => Ok(detach(handle, &resume, stdio)),
         Ok(Choice::Cancel) => cancel(handle, tracker, json).await,

@@ -347,6 +347,16 @@ fn tasks_wait_collects_a_detached_result() {
     let output = legacy(&server, &["tasks", "result", id, "--json"]);
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(json(&output)["content"][0]["text"], "later");
+    assert_eq!(json(&output)["taskId"], id, "the result names its task");
+    // A call waited for to its end as a task names its task too (a script can then ask for
+    // it again).
+    let output = legacy(&server, &["call", "echo", "--args", r#"{"text": "named"}"#, "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let result = json(&output);
+    assert_eq!(result["content"][0]["text"], "named", "{result}");
+    let named = result["taskId"].as_str().expect("the task's id");
+    let again = json(&legacy(&server, &["tasks", "result", named, "--json"]));
+    assert_eq!(again["content"][0]["text"], "named", "{again}");
 }
 
 #[test]
