@@ -63,10 +63,19 @@ pub(crate) async fn connect(
     if let Some(token) = token {
         builder = builder.token(token.clone());
     }
-    builder
-        .connect_http(url)
-        .await
-        .with_context(|| format!("connecting to {url}"))
+    builder.connect_http(url).await.with_context(|| match without_path(url) {
+        // The commonest slip: the address without the endpoint's path.
+        Some(endpoint) => format!("connecting to {url} (mcp-tasks serve answers at /mcp: try --url {endpoint})"),
+        None => format!("connecting to {url}"),
+    })
+}
+
+/// `URL` with `/mcp` as its path, if `url` has no path (or only `/`).
+fn without_path(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.trim_end_matches('/');
+    (!authority.is_empty() && !authority.contains('/') && !authority.contains('?'))
+        .then(|| format!("{scheme}://{authority}/mcp"))
 }
 
 /// Ends the session: a `--cmd` server gets its stdin closed and time to stop on its own
@@ -414,5 +423,19 @@ pub(crate) fn print_task(task: &TaskInfo, json: bool, era: Era) {
         println!("{}", with_era(serde_json::to_value(task).unwrap_or(Value::Null), era));
     } else {
         println!("{}", task_line(task));
+    }
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::without_path;
+
+    #[test]
+    fn an_address_without_a_path_is_pointed_at_mcp() {
+        assert_eq!(without_path("http://127.0.0.1:8765").as_deref(), Some("http://127.0.0.1:8765/mcp"));
+        assert_eq!(without_path("http://127.0.0.1:8765/").as_deref(), Some("http://127.0.0.1:8765/mcp"));
+        assert_eq!(without_path("http://127.0.0.1:8765/mcp"), None);
+        assert_eq!(without_path("https://example.com/api/mcp"), None);
+        assert_eq!(without_path("not a url"), None);
     }
 }

@@ -186,6 +186,14 @@ fn usage_and_connection_errors_exit_2_before_any_call() {
         stderr(&output)
     );
 
+    // The server's address without its endpoint's path: the error says where to go.
+    let mut no_path = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
+    let address = format!("http://{}", server.addr);
+    no_path.args(["tools", "--url", &address, "--token", ALICE]);
+    let output = run(no_path);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains(&format!("try --url {address}/mcp")), "{}", stderr(&output));
+
     let mut stdio = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
     stdio.args(["tools", "--cmd", "/nonexistent/mcp-tasks-server serve --stdio"]);
     let output = run(stdio);
