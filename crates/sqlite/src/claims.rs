@@ -213,8 +213,21 @@ impl ClaimStore for SqliteStore {
         self.write(move |conn| take_place_in(conn, &holder, &owner, &limits, &lease, now)).await
     }
 
+    /// A task created through `insert_placed` holds no row (it holds its place by being
+    /// unfinished): looked up first, so that giving up a place nobody holds writes nothing.
     async fn release_place(&self, holder: &PlaceHolder) -> Result<(), StoreError> {
         let holder = holder.as_str().to_owned();
+        let looked_up = holder.clone();
+        let held = self
+            .read(move |conn| {
+                conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM running_places WHERE holder = ?1)")
+                    .and_then(|mut stmt| stmt.query_row([looked_up], |row| row.get::<_, bool>(0)))
+                    .map_err(StoreError::backend)
+            })
+            .await?;
+        if !held {
+            return Ok(());
+        }
         self.write(move |conn| {
             conn.prepare_cached("DELETE FROM running_places WHERE holder = ?1")
                 .and_then(|mut stmt| stmt.execute([holder]))
