@@ -43,9 +43,17 @@ struct Host {
 
 impl Host {
     fn new() -> Host {
-        let work = Workdir::new();
         // Twenty creations at once: room for them all to run together.
-        let config = CONFIG.replace("poll_interval = \"250ms\"", "poll_interval = \"250ms\"\nmax_running_per_principal = 32");
+        Host::with_limit(32)
+    }
+
+    /// A host whose config allows `per_principal` running tasks and calls per principal.
+    fn with_limit(per_principal: u32) -> Host {
+        let work = Workdir::new();
+        let config = CONFIG.replace(
+            "poll_interval = \"250ms\"",
+            &format!("poll_interval = \"250ms\"\nmax_running_per_principal = {per_principal}"),
+        );
         assert_ne!(config, CONFIG);
         std::fs::write(work.config(), format!("{config}{COUNTED}")).expect("write the config");
         Host { work }
@@ -220,6 +228,47 @@ fn sqlite_processes_max_concurrent_1_holds_across_processes_under_concurrent_cal
         assert_eq!(result["content"][0]["text"], "ok\n", "task {id} ran alone: {result}");
     }
     assert!(!overlaps.exists(), "runs overlapped: {:?}", std::fs::read_to_string(&overlaps));
+}
+
+/// `max_running_per_principal = 2` across three processes on one file: six task calls of the
+/// local user sent to the three at once create exactly two tasks; the other four are refused
+/// with -32010 naming the limit; a task that ends frees its place for any process.
+#[test]
+fn sqlite_processes_max_running_per_principal_2_holds_across_processes_under_concurrent_calls() {
+    let host = Host::with_limit(2);
+    let mut servers: Vec<Server> = (0..3).map(|_| host.serve(json!({}))).collect();
+    let mut sent = Vec::new();
+    for n in 0..6 {
+        let params = json!({"name": "slow", "arguments": {"seconds": 30}, "task": {"ttl": 60000}});
+        sent.push((n % 3, servers[n % 3].send_request("tools/call", params)));
+    }
+    let (mut created, mut refused) = (Vec::new(), Vec::new());
+    for (to, request) in sent {
+        let answer = servers[to].response(request);
+        match answer["result"]["task"]["taskId"].as_str() {
+            Some(task) => created.push(task.to_owned()),
+            None => refused.push(answer["error"].clone()),
+        }
+    }
+    assert_eq!(created.len(), 2, "exactly the limit, across the processes: {created:?} / {refused:?}");
+    for error in &refused {
+        assert_eq!(error["code"], -32010, "{error}");
+        assert_eq!(error["data"]["limit"], "max_running_per_principal", "{error}");
+    }
+    // One ends (cancelled through another process than the one running it): a place is free
+    // for any process.
+    let cancelled = servers[2].call("tasks/cancel", json!({"taskId": created[0]}));
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    let deadline = Instant::now() + TAKE_OVER_DEADLINE;
+    loop {
+        let again = servers[1].request("tools/call", json!({"name": "slow", "arguments": {"seconds": 30}, "task": {"ttl": 60000}}));
+        if again["result"]["task"]["taskId"].is_string() {
+            break;
+        }
+        assert_eq!(again["error"]["data"]["limit"], "max_running_per_principal", "{again}");
+        assert!(Instant::now() < deadline, "no place came free after the cancel: {again}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 #[test]
