@@ -203,7 +203,10 @@ impl Engine {
         let policy = self.policy();
         let limit = policy.max_retained_per_principal;
         let admission = self.inner.admission.lock().await;
-        loop {
+        // A store whose insert decides the limit by itself, and whose count is a round trip
+        // (PostgreSQL), is not asked first: its refusal comes from the insert.
+        let counted_first = self.inner.store.count_before_insert();
+        while counted_first {
             // Registered before the counts are read: a creation that settles after them
             // wakes this one.
             let settled = self.inner.settled.notified();

@@ -26,6 +26,11 @@ impl ClaimStore for PostgresStore {
         true
     }
 
+    /// The count is a round trip, and both inserts check the limit themselves.
+    fn count_before_insert(&self) -> bool {
+        false
+    }
+
     async fn insert_claimed(
         &self,
         task: &TaskRecord,

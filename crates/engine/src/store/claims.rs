@@ -26,6 +26,15 @@ pub trait ClaimStore: Send + Sync + 'static {
     /// starts: recovery need not wait for its lease to run out.
     fn shared(&self) -> bool;
 
+    /// Whether the engine reads the owner's count ([`RecordStore::count`](super::RecordStore::count))
+    /// before each creation, to refuse one at the retention limit without a write: yes by
+    /// default. A store whose count is a round trip to a server and whose insert checks the
+    /// limit itself, atomically, answers no (PostgreSQL: the check is inside its creation's
+    /// one call), and a creation over the limit is refused by its insert.
+    fn count_before_insert(&self) -> bool {
+        true
+    }
+
     /// Whether a plain call takes a running place in the store ([`ClaimStore::take_place`]) on
     /// a shared store, so that it counts toward the running limits of every node: yes by
     /// default. A store answers no when a place per call would cost more than the call
