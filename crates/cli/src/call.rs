@@ -22,24 +22,52 @@ pub(crate) async fn tools(args: ToolsArgs) -> anyhow::Result<u8> {
         return Ok(COMPLETED);
     }
     if era == Era::Modern {
-        // Tools declare no task support in this era: the column would say nothing true.
+        // Tools declare no task support in this era: no column for it.
         eprintln!(
             "mcp-tasks: the server speaks MCP 2026-07-28: it decides per call whether a call becomes a task"
         );
     }
-    let width = tools.iter().map(|tool| tool.name.len()).max().unwrap_or(0);
-    for tool in &tools {
-        let support = if era == Era::Modern { "-" } else { tool.task_mode.as_str() };
-        let description = tool
-            .description
-            .as_deref()
-            .unwrap_or("")
-            .lines()
-            .next()
-            .unwrap_or("");
-        println!("{:width$}  {support:9}  {description}", tool.name);
+    let rows: Vec<(&str, &str, String, &str)> = tools
+        .iter()
+        .map(|tool| {
+            let support = if era == Era::Modern { "" } else { tool.task_mode.as_str() };
+            let description = tool.description.as_deref().unwrap_or("").lines().next().unwrap_or("");
+            (tool.name.as_str(), support, arguments_of(&tool.input_schema), description)
+        })
+        .collect();
+    let name_width = rows.iter().map(|row| row.0.len()).max().unwrap_or(0);
+    let arguments_width = rows.iter().map(|row| row.2.chars().count()).max().unwrap_or(0);
+    for (name, support, arguments, description) in &rows {
+        let line = if era == Era::Modern {
+            format!("{name:name_width$}  {arguments:arguments_width$}  {description}")
+        } else {
+            format!("{name:name_width$}  {support:9}  {arguments:arguments_width$}  {description}")
+        };
+        println!("{}", line.trim_end());
     }
     Ok(COMPLETED)
+}
+
+/// A tool's arguments as `tools` shows them: each property of its input schema with its type,
+/// `?` after one not required (`seconds: number, note?: string`), or `-` for none.
+fn arguments_of(schema: &Value) -> String {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return "-".to_owned() };
+    if properties.is_empty() {
+        return "-".to_owned();
+    }
+    let required: Vec<&str> =
+        schema.get("required").and_then(Value::as_array).map(|names| names.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    properties
+        .iter()
+        .map(|(name, property)| {
+            let optional = if required.contains(&name.as_str()) { "" } else { "?" };
+            match property.get("type").and_then(Value::as_str) {
+                Some(kind) => format!("{name}{optional}: {kind}"),
+                None => format!("{name}{optional}"),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 pub(crate) async fn call(args: CallArgs) -> anyhow::Result<u8> {
@@ -327,6 +355,14 @@ mod tests {
 
     fn pairs(items: &[&str]) -> Vec<String> {
         items.iter().map(|item| (*item).to_owned()).collect()
+    }
+
+    #[test]
+    fn the_arguments_column_names_each_property_its_type_and_whether_it_is_required() {
+        let schema = json!({"type": "object", "properties": {"seconds": {"type": "number"}, "note": {"type": "string"}, "any": {}},
+            "required": ["seconds"]});
+        assert_eq!(super::arguments_of(&schema), "seconds: number, note?: string, any?");
+        assert_eq!(super::arguments_of(&json!({"type": "object"})), "-");
     }
 
     #[test]

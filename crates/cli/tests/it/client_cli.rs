@@ -119,8 +119,15 @@ fn tools_json_lists_the_tools_with_their_task_support() {
     assert!(
         stdout(&output)
             .lines()
-            .any(|line| line.starts_with("slow") && line.contains("optional"))
+            .any(|line| line.starts_with("slow") && line.contains("optional") && line.contains("seconds?: number")),
+        "{}",
+        stdout(&output)
     );
+    // In 2026-07-28 the server decides per call: no task-support column, the arguments still.
+    let output = cli(&server, &["tools", "--era", "modern"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let slow = stdout(&output).lines().find(|line| line.starts_with("slow")).map(str::to_owned).expect("slow is listed");
+    assert!(slow.contains("seconds?: number") && !slow.contains(" - ") && !slow.contains("optional"), "{slow}");
 }
 
 #[test]
