@@ -267,13 +267,18 @@ impl Engine {
         if !self.inner.store.shared() {
             return None;
         }
-        let policy = self.policy();
-        let limits = RunningLimits { max_running: policy.max_running, max_running_per_principal: policy.max_running_per_principal };
-        Some(crate::store::Placing { limits, lease: self.lease_from_now(), now: self.inner.clock.now() })
+        Some(crate::store::Placing { limits: self.running_limits(), lease: self.lease_from_now(), now: self.inner.clock.now() })
     }
 
-    /// The refusal of a task's insert that found no running place
-    /// ([`StoreError::NoPlace`](crate::StoreError::NoPlace)).
+    /// The policy's running limits, as the store checks them.
+    fn running_limits(&self) -> RunningLimits {
+        let policy = self.policy();
+        RunningLimits { max_running: policy.max_running, max_running_per_principal: policy.max_running_per_principal }
+    }
+
+    /// The refusal of a creation or a call that found no running place
+    /// ([`StoreError::NoPlace`](crate::StoreError::NoPlace), or a refused
+    /// [`ClaimStore::take_place`](crate::ClaimStore::take_place)).
     pub(crate) fn no_place(&self, place: Place, owner: &Principal) -> EngineError {
         let policy = self.policy();
         let count = |running: u64| usize::try_from(running).unwrap_or(usize::MAX);
@@ -301,19 +306,10 @@ impl Engine {
         if !self.inner.store.shared() {
             return Ok(());
         }
-        let policy = self.policy();
-        let limits = RunningLimits { max_running: policy.max_running, max_running_per_principal: policy.max_running_per_principal };
-        let place = self.inner.store.take_place(holder, owner, &limits, &self.lease_from_now(), self.inner.clock.now()).await?;
-        let count = |running: u64| usize::try_from(running).unwrap_or(usize::MAX);
-        match place {
+        let limits = self.running_limits();
+        match self.inner.store.take_place(holder, owner, &limits, &self.lease_from_now(), self.inner.clock.now()).await? {
             Place::Taken => Ok(()),
-            Place::Full { running } => Err(LimitExceeded::Running { running: count(running), limit: policy.max_running }.into()),
-            Place::OwnerFull { running } => Err(LimitExceeded::RunningPerPrincipal {
-                owner: owner.clone(),
-                running: count(running),
-                limit: policy.max_running_per_principal,
-            }
-            .into()),
+            refused => Err(self.no_place(refused, owner)),
         }
     }
 
