@@ -54,17 +54,7 @@ impl ClaimStore for PostgresStore {
                 .map_err(backend)?;
             let retained = u64::try_from(retained).unwrap_or(0);
             if retained >= max_retained {
-                // A retry of a retained keyed task adds nothing: it is the answer even at the limit.
-                if let Some(key) = &task.idempotency_key
-                    && let Some(existing) = key_holder(&tx, task.owner.as_str(), key.as_str()).await?
-                    && existing.retained_at(task.created_at)
-                {
-                    return Ok(Inserted::Existing(existing));
-                }
-                return Err(StoreError::Full {
-                    owner: task.owner.clone(),
-                    retained,
-                });
+                return at_the_limit(&tx, task, retained).await;
             }
             // The claim and the origin go in with the row: one round trip, not three.
             let inserted = insert_keyed(&tx, task, Some(lease), origin).await?;
@@ -123,14 +113,7 @@ impl ClaimStore for PostgresStore {
                 Ok((Inserted::New, None))
             }
             (false, retained, ..) if retained >= retained_limit => {
-                // A retry of a retained keyed task is the answer even at the limit.
-                if let Some(key) = &task.idempotency_key
-                    && let Some(existing) = key_holder(&self.client().await?, task.owner.as_str(), key.as_str()).await?
-                    && existing.retained_at(task.created_at)
-                {
-                    return Ok((Inserted::Existing(existing), None));
-                }
-                Err(StoreError::Full { owner: task.owner.clone(), retained: count(retained) })
+                at_the_limit(&self.client().await?, task, count(retained)).await.map(|inserted| (inserted, None))
             }
             (false, _, running, _) if running >= running_limit => Err(StoreError::NoPlace(Place::Full { running: count(running) })),
             (false, _, _, mine) if mine >= mine_limit => Err(StoreError::NoPlace(Place::OwnerFull { running: count(mine) })),
@@ -278,4 +261,17 @@ impl ClaimStore for PostgresStore {
     async fn release_slot(&self, tool: &str, id: &TaskId) -> Result<(), StoreError> {
         self.execute(sql::RELEASE_SLOT, &[&tool, &id.as_str()]).await.map(|_| ())
     }
+}
+
+/// The answer to a creation of `task` whose owner keeps `retained` tasks, its limit: a retry
+/// of a retained keyed task adds nothing, so that task is the answer even at the limit;
+/// anything else is refused.
+async fn at_the_limit(client: &impl GenericClient, task: &TaskRecord, retained: u64) -> Result<Inserted, StoreError> {
+    if let Some(key) = &task.idempotency_key
+        && let Some(existing) = key_holder(client, task.owner.as_str(), key.as_str()).await?
+        && existing.retained_at(task.created_at)
+    {
+        return Ok(Inserted::Existing(existing));
+    }
+    Err(StoreError::Full { owner: task.owner.clone(), retained })
 }
