@@ -295,8 +295,17 @@ pub(crate) fn with_era(mut value: Value, era: Era) -> Value {
 /// Prints a tool result (its text, or the `CallToolResult` JSON with the `"era"` spoken)
 /// and returns the exit status it means.
 pub(crate) fn print_result(result: &CallToolResult, json: bool, era: Era) -> u8 {
+    print_task_result(result, None, json, era)
+}
+
+/// [`print_result`] of the result of task `task_id`, if it was one: its JSON names the task.
+fn print_task_result(result: &CallToolResult, task_id: Option<&str>, json: bool, era: Era) -> u8 {
     if json {
-        println!("{}", with_era(serde_json::to_value(result).unwrap_or(Value::Null), era));
+        let mut value = with_era(serde_json::to_value(result).unwrap_or(Value::Null), era);
+        if let (Some(id), Value::Object(object)) = (task_id, &mut value) {
+            object.insert("taskId".to_owned(), Value::String(id.to_owned()));
+        }
+        println!("{value}");
     } else {
         for block in &result.content {
             print_block(block);
@@ -349,20 +358,7 @@ pub(crate) fn report(
     era: Era,
 ) -> anyhow::Result<u8> {
     match outcome {
-        Ok(result) if json => {
-            let mut value = with_era(serde_json::to_value(&result).unwrap_or(Value::Null), era);
-            if let Value::Object(object) = &mut value {
-                object.insert("taskId".to_owned(), Value::String(task_id.to_owned()));
-            }
-            println!("{value}");
-            Ok(if result.is_error == Some(true) {
-                eprintln!("mcp-tasks: the tool reported an error");
-                FAILED
-            } else {
-                COMPLETED
-            })
-        }
-        Ok(result) => Ok(print_result(&result, json, era)),
+        Ok(result) => Ok(print_task_result(&result, Some(task_id), json, era)),
         Err(ClientError::TaskCancelled { task_id, message }) => {
             if json {
                 println!(
