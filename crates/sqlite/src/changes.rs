@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use mcp_tasks_engine::{FastSet, TaskId, TaskRecord};
 
@@ -105,7 +105,7 @@ impl ChangeLog {
         let mut read = conn.prepare_cached(&format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1"))?;
         let mut records = Vec::with_capacity(ids.len());
         for id in &ids {
-            if let Some(record) = read.query_row([id.as_str()], read_record).map(Some).or_else(none_if_no_rows)? {
+            if let Some(record) = read.query_row([id.as_str()], read_record).optional()? {
                 records.push(Arc::new(record));
             }
         }
@@ -165,11 +165,4 @@ impl ChangeLog {
 /// `PRAGMA data_version` of `conn`: moves when another connection commits.
 fn data_version(conn: &Connection) -> rusqlite::Result<i64> {
     conn.prepare_cached("PRAGMA data_version")?.query_row([], |row| row.get(0))
-}
-
-fn none_if_no_rows<T>(err: rusqlite::Error) -> rusqlite::Result<Option<T>> {
-    match err {
-        rusqlite::Error::QueryReturnedNoRows => Ok(None),
-        err => Err(err),
-    }
 }

@@ -389,8 +389,7 @@ pub(crate) fn write_loop(
 /// the free space itself ([`Space`]).
 pub(crate) fn presize_wal(conn: &Connection, path: &Path) -> bool {
     use std::os::unix::fs::FileExt as _;
-    let mut wal = path.as_os_str().to_owned();
-    wal.push("-wal");
+    let wal = crate::peers::beside(path, "-wal");
     let grow = || -> Result<bool, Box<dyn std::error::Error>> {
         let page_size = u64::try_from(conn.query_row("PRAGMA page_size", [], |row| row.get::<_, i64>(0))?)?;
         // The WAL header, then each frame: a 24-byte header and a page.
@@ -417,7 +416,7 @@ pub(crate) fn presize_wal(conn: &Connection, path: &Path) -> bool {
         return false;
     }
     let grown = grow().unwrap_or_else(|err| {
-        tracing::debug!(error = %err, wal = %Path::new(&wal).display(), "could not grow the SQLite WAL ahead of the commits");
+        tracing::debug!(error = %err, wal = %wal.display(), "could not grow the SQLite WAL ahead of the commits");
         false
     });
     let _ = conn.execute_batch("ROLLBACK");
