@@ -1,10 +1,24 @@
 //! Config files through the real binary: `check-config` and refusals at `serve` start, each
 //! naming the line.
 
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
 
 fn binary() -> Command {
     Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
+}
+
+/// `mcp-tasks serve --stdio` of the config at `path`, on a store in `dir`, stdin closed: a
+/// config it refuses makes it exit at once.
+fn serve(path: &Path, dir: &Path) -> Output {
+    binary()
+        .args(["serve", "--stdio", "--config"])
+        .arg(path)
+        .arg("--store")
+        .arg(dir.join("tasks.sqlite3"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
 }
 
 fn demo() -> String {
@@ -47,14 +61,7 @@ fn bad_configs_are_refused_by_check_config_and_at_serve_start_naming_the_line() 
         let said = String::from_utf8_lossy(&check.stderr);
         assert!(said.contains(names), "{what}: {said:?} should name {names:?}");
 
-        let serve = binary()
-            .args(["serve", "--stdio", "--config"])
-            .arg(&path)
-            .arg("--store")
-            .arg(dir.path().join("tasks.sqlite3"))
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let serve = serve(&path, dir.path());
         assert!(!serve.status.success(), "{what}: serve started anyway");
         let said = String::from_utf8_lossy(&serve.stderr);
         assert!(said.contains(names) && said.contains("bad.toml"), "{what}: {said:?}");
@@ -114,14 +121,7 @@ fn check_config_and_serve_refuse_a_lease_too_short_for_a_claim() {
     assert!(!check.status.success(), "check-config accepted a lease serve refuses");
     let said = String::from_utf8_lossy(&check.stderr);
     assert!(said.contains("server.lease") && said.contains("lease.toml"), "{said:?}");
-    let serve = binary()
-        .args(["serve", "--stdio", "--config"])
-        .arg(&path)
-        .arg("--store")
-        .arg(dir.path().join("tasks.sqlite3"))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let serve = serve(&path, dir.path());
     assert!(!serve.status.success(), "serve started anyway");
     assert!(String::from_utf8_lossy(&serve.stderr).contains("server.lease"));
 }

@@ -12,10 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::harness::{CONFIG, Server, Workdir, create_task, started_pid};
-
-/// How long a take-over may take at most, with room for a loaded machine (it is a rescuer
-/// pass, every second on SQLite, after the kill).
-const TAKE_OVER_DEADLINE: Duration = Duration::from_secs(20);
+use crate::replicas::{ONE_AT_A_TIME, TAKE_OVER_DEADLINE, Worker, get_until};
 
 /// A tool that notes each of its runs in a file, one line per run.
 const COUNTED: &str = r#"
@@ -25,14 +22,6 @@ command = ["sh", "-c", "echo \"$1\" >> \"$2\"; echo \"ran $1\"", "_", "{n}", "{r
 [tools.input_schema]
 type = "object"
 properties = { n = { type = "string" }, runs = { type = "string" } }
-
-[[tools]]
-name = "one_at_a_time"
-max_concurrent = 1
-command = ["sh", "-c", "if mkdir \"$1\"; then sleep 0.2; rmdir \"$1\"; echo ok; else echo overlap >> \"$2\"; echo overlap; fi", "_", "{lock}", "{overlaps}"]
-[tools.input_schema]
-type = "object"
-properties = { lock = { type = "string" }, overlaps = { type = "string" } }
 "#;
 
 /// A home of its own where the default store lives (`$XDG_DATA_HOME/mcp-tasks/…`), and the
@@ -55,7 +44,7 @@ impl Host {
             &format!("poll_interval = \"250ms\"\nmax_running_per_principal = {per_principal}"),
         );
         assert_ne!(config, CONFIG);
-        std::fs::write(work.config(), format!("{config}{COUNTED}")).expect("write the config");
+        std::fs::write(work.config(), format!("{config}{COUNTED}{ONE_AT_A_TIME}")).expect("write the config");
         Host { work }
     }
 
@@ -85,18 +74,6 @@ impl Host {
     /// The default store's file, once a server made it.
     fn store(&self) -> PathBuf {
         self.data_home().join("mcp-tasks").join("tasks.sqlite3")
-    }
-}
-
-/// Calls `tasks/get` on `server` until `done` holds for the task, at most until `deadline`.
-fn get_until(server: &mut Server, id: &str, deadline: Instant, done: impl Fn(&Value) -> bool) -> Value {
-    loop {
-        let task = server.call("tasks/get", json!({"taskId": id}));
-        if done(&task) {
-            return task;
-        }
-        assert!(Instant::now() < deadline, "task {id} never got there: {task}");
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -280,7 +257,7 @@ fn sqlite_processes_a_no_work_process_queues_tasks_and_a_worker_on_the_same_file
     let store = host.store();
     let mut worker = host.command();
     worker.args(["worker", "--config"]).arg(host.work.config()).arg("--store").arg(&store);
-    let _worker = Worker::start(worker);
+    let _worker = Worker::spawn(worker);
     let result = front.call("tasks/result", json!({"taskId": id}));
     assert_eq!(result["content"][0]["text"], "run by the worker", "{result}");
     // Queued after the worker started: claimed as it arrives (woken by the file's change).
@@ -321,38 +298,4 @@ fn sqlite_processes_a_file_served_by_an_earlier_single_server_build_is_refused_w
     holder.wait().unwrap();
     let mut server = work.start();
     server.initialize();
-}
-
-/// `mcp-tasks worker`, killed when dropped.
-struct Worker(std::process::Child);
-
-impl Worker {
-    fn start(mut command: Command) -> Worker {
-        use std::io::{BufRead, BufReader};
-        let mut child = command
-            .env("RUST_LOG", "warn")
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("spawn mcp-tasks worker");
-        let stderr = child.stderr.take().expect("stderr");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if line.starts_with("mcp-tasks: worker ") {
-                    let _ = tx.send(());
-                }
-                eprintln!("[worker] {line}");
-            }
-        });
-        rx.recv_timeout(Duration::from_secs(30)).expect("the worker says it started");
-        Worker(child)
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }

@@ -18,11 +18,11 @@ use crate::postgres::{Schema, database_url};
 const LEASE: Duration = Duration::from_secs(2);
 
 /// How long a take-over may take at most, with room for a loaded machine.
-const TAKE_OVER_DEADLINE: Duration = Duration::from_secs(20);
+pub(crate) const TAKE_OVER_DEADLINE: Duration = Duration::from_secs(20);
 
 /// A tool one call of which may run at a time, across the replicas: each run takes a
 /// directory as a lock (`mkdir` fails if it exists) and notes an overlap if it cannot.
-const ONE_AT_A_TIME: &str = r#"
+pub(crate) const ONE_AT_A_TIME: &str = r#"
 [[tools]]
 name = "one_at_a_time"
 max_concurrent = 1
@@ -63,7 +63,7 @@ impl Replicas {
 }
 
 /// Calls `tasks/get` on `server` until `done` holds for the task, at most until `deadline`.
-fn get_until(server: &mut Server, id: &str, deadline: Instant, done: impl Fn(&Value) -> bool) -> Value {
+pub(crate) fn get_until(server: &mut Server, id: &str, deadline: Instant, done: impl Fn(&Value) -> bool) -> Value {
     loop {
         let task = server.call("tasks/get", json!({"taskId": id}));
         if done(&task) {
@@ -156,16 +156,21 @@ fn replicas_a_killed_replicas_tasks_are_taken_over_within_the_lease_by_their_res
     assert!(taken < TAKE_OVER_DEADLINE);
 }
 
-/// `mcp-tasks worker` on the schema of `schema`, with the config `config`; killed when dropped.
-struct Worker(std::process::Child);
+/// An `mcp-tasks worker` (on the schema of a [`Schema`], or as any command gives it), killed
+/// when dropped.
+pub(crate) struct Worker(std::process::Child);
 
 impl Worker {
     fn start(config: &Path, schema: &Schema) -> Worker {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
+        command.args(["worker", "--config"]).arg(config).args(["--store", &schema.url()]);
+        Worker::spawn(command)
+    }
+
+    /// Starts `command` (an `mcp-tasks worker …`) and waits until it says it started.
+    pub(crate) fn spawn(mut command: std::process::Command) -> Worker {
         use std::io::{BufRead, BufReader};
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
-            .args(["worker", "--config"])
-            .arg(config)
-            .args(["--store", &schema.url()])
+        let mut child = command
             .env("RUST_LOG", "warn")
             .stdin(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
