@@ -120,6 +120,8 @@ pub(crate) struct Server {
     /// Notifications received while waiting for responses, in order.
     pub(crate) notifications: Vec<Value>,
     methods: HashMap<i64, String>,
+    /// Responses that arrived while [`Server::response_in_any_order`] waited for another.
+    early: HashMap<i64, Value>,
 }
 
 impl Server {
@@ -174,7 +176,7 @@ impl Server {
             }
         });
         let stdin = child.stdin.take();
-        Server { child, stdin, lines, next_id: 1, received: Vec::new(), notifications: Vec::new(), methods: HashMap::new() }
+        Server { child, stdin, lines, next_id: 1, received: Vec::new(), notifications: Vec::new(), methods: HashMap::new(), early: HashMap::new() }
     }
 
     /// Writes one raw line.
@@ -228,6 +230,29 @@ impl Server {
                 self.notifications.push(message);
             } else {
                 panic!("unexpected message while waiting for response {id}: {message}");
+            }
+        }
+    }
+
+    /// Waits for the response with `id` where several requests are outstanding at once: a
+    /// server answers concurrent requests in the order they end, not the order they came, so
+    /// the responses to other requests it was sent are kept for their own turn.
+    pub(crate) fn response_in_any_order(&mut self, id: i64) -> Value {
+        if let Some(early) = self.early.remove(&id) {
+            return early;
+        }
+        loop {
+            let message = self.recv();
+            if message.get("method").is_some() {
+                self.notifications.push(message);
+                continue;
+            }
+            match message.get("id").and_then(Value::as_i64) {
+                Some(answered) if answered == id => return message,
+                Some(answered) if answered < self.next_id && !self.early.contains_key(&answered) => {
+                    self.early.insert(answered, message);
+                }
+                _ => panic!("unexpected message while waiting for response {id}: {message}"),
             }
         }
     }
