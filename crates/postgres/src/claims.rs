@@ -1,7 +1,7 @@
 //! [`ClaimStore`] for [`PostgresStore`]: claims with a lease across replicas, the claimed
 //! insert under a row lock of the owner's count (the retention limit), a tool's slots and
-//! the running places (`mcp_tasks_take_place`); a creation with its running place in one
-//! statement (`insert_placed`, [`sql::CREATE`]).
+//! the running places (`mcp_tasks_take_place`); a creation with its owner's slot in one
+//! statement that waits for no other creation (`insert_placed`, [`sql::CREATE`]).
 
 use std::sync::Arc;
 
@@ -68,10 +68,11 @@ impl ClaimStore for PostgresStore {
         inserted
     }
 
-    /// The whole creation in one statement ([`sql::CREATE`]): no advisory lock, no place row
-    /// for the task (it holds its place by being unfinished), one round trip and the
-    /// announcement. A keyed creation whose key is taken goes the way of
-    /// [`ClaimStore::insert_claimed`], which settles the key.
+    /// The whole creation in one statement ([`sql::CREATE`]): no lock waited for, no place
+    /// row for the task (it holds its owner's slot while unfinished), one round trip and the
+    /// announcement. With no slot free, the owner's slots are made or mended
+    /// ([`sql::MAKE_SLOTS`]) and the creation tried once more. A keyed creation whose key is
+    /// taken goes the way of [`ClaimStore::insert_claimed`], which settles the key.
     async fn insert_placed(
         &self,
         task: &TaskRecord,
@@ -86,40 +87,31 @@ impl ClaimStore for PostgresStore {
             drop(ending.take());
         }
         let values = InsertValues::new(task, Some(lease), origin)?;
-        let limit = |limit: u64| i64::try_from(limit).unwrap_or(i64::MAX);
-        let (retained_limit, running_limit, mine_limit) = (
-            limit(max_retained),
-            i64::from(placing.limits.max_running),
-            i64::from(placing.limits.max_running_per_principal),
-        );
-        let answer = self
-            .observed(async {
-                let client = self.client().await?;
-                let create = client.prepare_cached(sql::CREATE).await.map_err(backend)?;
-                let row = values.params();
-                let mut params: Vec<&(dyn ToSql + Sync)> = row.to_vec();
-                params.extend([&placing.now.0 as &(dyn ToSql + Sync), &retained_limit, &running_limit, &mine_limit]);
-                let answer = client.query_one(&create, &params).await.map_err(|err| {
-                    if rows::is_duplicate_id(&err) { StoreError::Duplicate(task.id.clone()) } else { backend(err) }
-                })?;
-                let read = |at: usize| answer.try_get::<_, i64>(at).map_err(backend);
-                Ok((answer.try_get::<_, bool>(0).map_err(backend)?, read(1)?, read(2)?, read(3)?))
-            })
-            .await?;
-        let count = |n: i64| u64::try_from(n).unwrap_or(0);
-        match answer {
-            (true, ..) => {
-                self.announce(&task.id, Some(task)).await;
-                Ok((Inserted::New, None))
-            }
-            (false, retained, ..) if retained >= retained_limit => {
-                at_the_limit(&self.client().await?, task, count(retained)).await.map(|inserted| (inserted, None))
-            }
-            (false, _, running, _) if running >= running_limit => Err(StoreError::NoPlace(Place::Full { running: count(running) })),
-            (false, _, _, mine) if mine >= mine_limit => Err(StoreError::NoPlace(Place::OwnerFull { running: count(mine) })),
-            // Room for it, and no row: its key is taken.
-            (false, ..) => Ok((self.insert_claimed(task, lease, max_retained, origin).await?, None)),
+        let limits = Limits::new(max_retained, placing);
+        let mut created = self.create(task, &values, &limits, placing.now).await?;
+        if !created.inserted && !created.slot_free && created.room(&limits) {
+            self.execute(sql::MAKE_SLOTS, &[&task.owner.as_str(), &limits.mine]).await?;
+            created = self.create(task, &values, &limits, placing.now).await?;
         }
+        let count = |n: i64| u64::try_from(n).unwrap_or(0);
+        if created.inserted {
+            self.announce(&task.id, Some(task)).await;
+            return Ok((Inserted::New, None));
+        }
+        if created.retained >= limits.retained {
+            return at_the_limit(&self.client().await?, task, count(created.retained)).await.map(|inserted| (inserted, None));
+        }
+        if created.running >= limits.running {
+            return Err(StoreError::NoPlace(Place::Full { running: count(created.running) }));
+        }
+        if !created.slot_free {
+            // Slots that creations in flight are taking count as taken: their tasks are about
+            // to run, though not yet counted.
+            let mine: i64 = self.query_scalar(sql::RUNNING_OF, &[&task.owner.as_str(), &placing.now.0]).await?;
+            return Err(StoreError::NoPlace(Place::OwnerFull { running: count(mine.max(limits.mine)) }));
+        }
+        // Room for it, and no row: its key is taken.
+        Ok((self.insert_claimed(task, lease, max_retained, origin).await?, None))
     }
 
     async fn claim(
@@ -260,6 +252,60 @@ impl ClaimStore for PostgresStore {
 
     async fn release_slot(&self, tool: &str, id: &TaskId) -> Result<(), StoreError> {
         self.execute(sql::RELEASE_SLOT, &[&tool, &id.as_str()]).await.map(|_| ())
+    }
+}
+
+/// The limits of a placed creation, as the statement binds them.
+struct Limits {
+    retained: i64,
+    running: i64,
+    mine: i64,
+}
+
+impl Limits {
+    fn new(max_retained: u64, placing: &Placing) -> Limits {
+        Limits {
+            retained: i64::try_from(max_retained).unwrap_or(i64::MAX),
+            running: i64::from(placing.limits.max_running),
+            mine: i64::from(placing.limits.max_running_per_principal),
+        }
+    }
+}
+
+/// What [`sql::CREATE`] answered.
+struct Created {
+    inserted: bool,
+    retained: i64,
+    running: i64,
+    slot_free: bool,
+}
+
+impl Created {
+    /// Whether the counts left room, whatever the owner's slots.
+    fn room(&self, limits: &Limits) -> bool {
+        self.retained < limits.retained && self.running < limits.running
+    }
+}
+
+impl PostgresStore {
+    /// One try of [`sql::CREATE`].
+    async fn create(&self, task: &TaskRecord, values: &InsertValues<'_>, limits: &Limits, now: Timestamp) -> Result<Created, StoreError> {
+        self.observed(async {
+            let client = self.client().await?;
+            let create = client.prepare_cached(sql::CREATE).await.map_err(backend)?;
+            let mut params: Vec<&(dyn ToSql + Sync)> = values.params().to_vec();
+            params.extend([&now.0 as &(dyn ToSql + Sync), &limits.retained, &limits.running, &limits.mine]);
+            let answer = client.query_one(&create, &params).await.map_err(|err| {
+                if rows::is_duplicate_id(&err) { StoreError::Duplicate(task.id.clone()) } else { backend(err) }
+            })?;
+            Ok(Created {
+                inserted: answer.try_get(0).map_err(backend)?,
+                retained: answer.try_get(1).map_err(backend)?,
+                running: answer.try_get(2).map_err(backend)?,
+                slot_free: answer.try_get(3).map_err(backend)?,
+            })
+        })
+        .await
     }
 }
 

@@ -25,6 +25,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0009_notify_after_commit.sql"),
     include_str!("../migrations/0010_take_place_in_one_statement.sql"),
     include_str!("../migrations/0011_create_in_one_call.sql"),
+    include_str!("../migrations/0012_bookkeeping_in_the_statements.sql"),
 ];
 
 /// The schema version this build writes: the number of migrations.

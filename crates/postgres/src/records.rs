@@ -78,14 +78,8 @@ impl RecordStore for PostgresStore {
     }
 
     async fn count(&self, owner: &Principal) -> Result<u64, StoreError> {
-        // One row of `task_counts`, kept by triggers on insert and delete (migration 0001).
-        let client = self.client().await?;
-        let statement = client.prepare_cached(sql::COUNT).await.map_err(backend)?;
-        let row = client
-            .query_opt(&statement, &[&owner.as_str()])
-            .await
-            .map_err(backend)?;
-        let count: i64 = row.map(|row| row.try_get(0)).transpose().map_err(backend)?.unwrap_or(0);
+        // The owner's rows of `task_counts`, kept by the statements that insert and purge.
+        let count = self.query_scalar(sql::COUNT, &[&owner.as_str()]).await?;
         Ok(u64::try_from(count).unwrap_or(0))
     }
 

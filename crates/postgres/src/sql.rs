@@ -21,6 +21,45 @@ macro_rules! unfinished {
     };
 }
 
+/// The server's clock in ms: a write's change stamp (`changed_at`), which the change feed's
+/// backstop pages through.
+macro_rules! now_ms {
+    () => {
+        "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+    };
+}
+
+/// The row of `task_counts` a backend adds to when it needs no lock (migration 0012).
+macro_rules! shard {
+    () => {
+        "(pg_backend_pid() % 32)"
+    };
+}
+
+/// The columns of a new row, in the order of [`INSERT`]'s and [`CREATE`]'s parameters.
+macro_rules! new_columns {
+    () => {
+        "id, owner, tool, arguments, status, state, status_message, created_at, updated_at, ttl_ms, \
+         expires_at, poll_interval_ms, attempt, version, error_result_fails, input_kinds, idempotency_key, \
+         traceparent, tracestate, claim_node, lease_until, era, client_name, client_version, changed_at"
+    };
+}
+
+/// What a write that makes or changes a task does besides: the history row of the rows of
+/// `written` whose status or message is new (`history!("written", "<condition>")`).
+macro_rules! history {
+    ($from:literal, $when:literal) => {
+        concat!(
+            "recorded AS (INSERT INTO task_history (task_id, version, at, status, message) \
+             SELECT id, version, updated_at, status, status_message FROM ",
+            $from,
+            " WHERE ",
+            $when,
+            " ON CONFLICT (task_id, version) DO NOTHING)"
+        )
+    };
+}
+
 /// The statuses that never change again; matches `tasks_finished_by_expiry`.
 macro_rules! terminal {
     () => {
@@ -30,21 +69,82 @@ macro_rules! terminal {
 
 /// `insert`: the row, unless its owner's idempotency key is taken (then no row, no error);
 /// a taken id is a unique violation of the primary key. With the claim (`$20`, `$21`) and
-/// the origin (`$22`..`$24`), NULL when there is none: one statement, one round trip.
-pub const INSERT: &str = "INSERT INTO tasks (id, owner, tool, arguments, status, state, \
-     status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, attempt, \
-     version, error_result_fails, input_kinds, idempotency_key, traceparent, tracestate, \
-     claim_node, lease_until, era, client_name, client_version) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, \
-     $20, $21, $22, $23, $24) \
-     ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING";
+/// the origin (`$22`..`$24`), NULL when there is none; with its count (shard 0, which
+/// `insert_claimed` holds locked) and its first history row: one statement, one round trip.
+/// Answers a row if the task was written.
+pub const INSERT: &str = concat!(
+    "WITH inserted AS (INSERT INTO tasks (",
+    new_columns!(),
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, \
+     $20, $21, $22, $23, $24, ",
+    now_ms!(),
+    ") ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING \
+     RETURNING id, owner, version, updated_at, status, status_message), \
+     counted AS (INSERT INTO task_counts AS counts (owner, shard, tasks) SELECT owner, 0, 1 FROM inserted \
+     ON CONFLICT (owner, shard) DO UPDATE SET tasks = counts.tasks + 1), ",
+    history!("inserted", "true"),
+    " SELECT 1 FROM inserted"
+);
 
-/// `insert_placed`: a new task's whole creation in one call, its own transaction
-/// (`mcp_tasks_create`, migration 0011): `$1`…`$24` the row of [`INSERT`], `$25` now, then
-/// the limits (retained, running in all, running of the owner). Answers whether the row was
-/// written and the counts it was decided on.
-pub const CREATE: &str = "SELECT inserted, retained, running, mine FROM mcp_tasks_create($1, $2, $3, $4, $5, $6, $7, \
-     $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)";
+/// `insert_placed`: a new task's whole creation in one statement, its own transaction
+/// (migration 0012 says why this shape): `$1`…`$24` the row of [`INSERT`], `$25` now, then
+/// the limits (retained, running in all, running of the owner). The owner's first free slot
+/// below its limit (less its plain calls), skipping those other creations are taking; the
+/// owner's count summed over its shards; the unfinished tasks and live plain calls of every
+/// owner; the row if all three leave room, with its slot, its count (this backend's shard) and
+/// its first history row. Answers whether the row was written, the owner's count, the number
+/// running, and whether a slot was free.
+pub const CREATE: &str = concat!(
+    "WITH calls AS (SELECT count(*) AS n, count(*) FILTER (WHERE owner = $2::text) AS mine FROM running_places \
+     WHERE lease_until > $25::bigint AND NOT is_task), \
+     slot AS (SELECT owner, slot FROM owner_slots WHERE owner = $2::text AND task_id IS NULL \
+     AND slot < $28::bigint - (SELECT mine FROM calls) ORDER BY slot LIMIT 1 FOR UPDATE SKIP LOCKED), \
+     decided AS (SELECT (SELECT coalesce(sum(tasks), 0)::bigint FROM task_counts WHERE owner = $2::text) AS retained, \
+     (SELECT count(*) FROM tasks WHERE ",
+    unfinished!(),
+    ") + (SELECT n FROM calls) AS running, EXISTS (SELECT 1 FROM slot) AS free), \
+     inserted AS (INSERT INTO tasks (",
+    new_columns!(),
+    ") SELECT $1::text, $2::text, $3::text, $4::json, $5::text, $6::json, $7::text, $8::bigint, $9::bigint, \
+     $10::bigint, $11::bigint, $12::bigint, $13::bigint, $14::bigint, $15::boolean, $16::json, $17::text, $18::text, \
+     $19::text, $20::text, $21::bigint, $22::text, $23::text, $24::text, ",
+    now_ms!(),
+    " FROM decided WHERE retained < $26::bigint AND running < $27::bigint AND free \
+     ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING \
+     RETURNING id, owner, version, updated_at, status, status_message), \
+     taken AS (UPDATE owner_slots SET task_id = inserted.id FROM inserted, slot \
+     WHERE owner_slots.owner = slot.owner AND owner_slots.slot = slot.slot), \
+     counted AS (INSERT INTO task_counts AS counts (owner, shard, tasks) SELECT owner, ",
+    shard!(),
+    ", 1 FROM inserted ON CONFLICT (owner, shard) DO UPDATE SET tasks = counts.tasks + 1), ",
+    history!("inserted", "true"),
+    " SELECT EXISTS (SELECT 1 FROM inserted), retained, running, free FROM decided"
+);
+
+/// `insert_placed`, when no slot was free: the owner's next slots (up to 16 more, never past
+/// `$2`, the limit), and its slots whose task is no longer unfinished freed (a slot is freed by
+/// the write that ends its task; this mends one that was not, such as a task written by an
+/// earlier build). A slot taken again meanwhile keeps its new task: the update matches the
+/// task it found.
+pub const MAKE_SLOTS: &str = concat!(
+    "WITH made AS (INSERT INTO owner_slots (owner, slot) \
+     SELECT $1::text, n FROM generate_series((SELECT count(*) FROM owner_slots WHERE owner = $1::text)::integer, \
+     LEAST($2::bigint, (SELECT count(*) FROM owner_slots WHERE owner = $1::text) + 16)::integer - 1) AS n \
+     ON CONFLICT (owner, slot) DO NOTHING), \
+     stale AS (SELECT slot, task_id FROM owner_slots WHERE owner = $1::text AND task_id IS NOT NULL \
+     AND NOT EXISTS (SELECT 1 FROM tasks WHERE tasks.id = owner_slots.task_id AND tasks.",
+    unfinished!(),
+    ")) UPDATE owner_slots SET task_id = NULL FROM stale WHERE owner_slots.owner = $1::text \
+     AND owner_slots.slot = stale.slot AND owner_slots.task_id = stale.task_id"
+);
+
+/// `insert_placed`, refused for the owner's limit: how many of its tasks run and plain calls
+/// hold places.
+pub const RUNNING_OF: &str = concat!(
+    "SELECT (SELECT count(*) FROM tasks WHERE owner = $1 AND ",
+    unfinished!(),
+    ") + (SELECT count(*) FROM running_places WHERE owner = $1 AND lease_until > $2 AND NOT is_task)"
+);
 
 /// `announce`: a changed task's id, to every replica's feed, after its write committed.
 /// The announcements gathered while the previous ones were sent, in one round trip.
@@ -72,14 +172,36 @@ pub const FIND_BY_KEY: &str = concat!(
 /// `get`.
 pub const GET: &str = concat!("SELECT ", columns!(), " FROM tasks WHERE id = $1");
 
+/// What a compare-and-set of the state (`REPLACE`, `ANSWER`) writes: the row at version
+/// `$7` of task `$6` (`written`, with its status last), the history row if the status or the
+/// message changed (`before` is the row as the statement's snapshot saw it: the version the
+/// caller read, since only writes that bump the version change either), and the owner's slot
+/// freed if the task ended.
+macro_rules! written {
+    () => {
+        concat!(
+            "before AS (SELECT status AS was, status_message AS was_message FROM tasks WHERE id = $6), \
+             written AS (UPDATE tasks SET state = $1, status = $2, status_message = $3, updated_at = $4, \
+             attempt = $5, version = version + 1, changed_at = ",
+            now_ms!(),
+            " WHERE id = $6 AND version = $7 RETURNING ",
+            columns!(),
+            ", status), ",
+            history!(
+                "written, before",
+                "status IS DISTINCT FROM was OR status_message IS DISTINCT FROM was_message"
+            ),
+            ", freed AS (UPDATE owner_slots SET task_id = NULL FROM written WHERE written.",
+            terminal!(),
+            " AND owner_slots.owner = written.owner AND owner_slots.task_id = written.id)"
+        )
+    };
+}
+
 /// `replace`: the compare-and-set on the version and the read of the new row, one
 /// statement. Under READ COMMITTED a racer blocked on the row lock re-checks the `WHERE`
 /// against the winner's row, finds the version moved on and updates nothing.
-pub const REPLACE: &str = concat!(
-    "UPDATE tasks SET state = $1, status = $2, status_message = $3, updated_at = $4, \
-     attempt = $5, version = version + 1 WHERE id = $6 AND version = $7 RETURNING ",
-    columns!()
-);
+pub const REPLACE: &str = concat!("WITH ", written!(), " SELECT ", columns!(), " FROM written");
 
 /// `list`, first page.
 pub const LIST_FIRST: &str = concat!(
@@ -96,8 +218,8 @@ pub const LIST_AFTER: &str = concat!(
      ORDER BY created_at, id LIMIT $4"
 );
 
-/// `count`: one row of `task_counts`.
-pub const COUNT: &str = "SELECT tasks FROM task_counts WHERE owner = $1";
+/// `count`: the owner's rows of `task_counts`, summed.
+pub const COUNT: &str = "SELECT coalesce(sum(tasks), 0)::bigint FROM task_counts WHERE owner = $1";
 
 /// `unfinished`.
 pub const UNFINISHED: &str = concat!(
@@ -119,10 +241,16 @@ pub const EXPIRED: &str = concat!(
 
 /// `purge`: at most `$2` finished tasks past expiry. `SKIP LOCKED`: replicas purging at
 /// once take disjoint batches instead of queueing on each other's rows.
+/// With them their history, and their owners' counts (this backend's shard).
 pub const PURGE: &str = concat!(
-    "DELETE FROM tasks WHERE id IN (SELECT id FROM tasks WHERE ",
+    "WITH gone AS (DELETE FROM tasks WHERE id IN (SELECT id FROM tasks WHERE ",
     terminal!(),
-    " AND expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)"
+    " AND expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING id, owner), \
+     forgotten AS (DELETE FROM task_history WHERE task_id IN (SELECT id COLLATE \"default\" FROM gone)), \
+     counted AS (INSERT INTO task_counts AS counts (owner, shard, tasks) SELECT owner, ",
+    shard!(),
+    ", -count(*) FROM gone GROUP BY owner ON CONFLICT (owner, shard) DO UPDATE SET tasks = counts.tasks + EXCLUDED.tasks) \
+     SELECT 1 FROM gone"
 );
 
 /// `set_process_group`: the version is not bumped (no change of the task's state).
@@ -153,17 +281,20 @@ pub const SET_CHECKPOINT: &str = concat!(
 /// `checkpoint`.
 pub const CHECKPOINT: &str = "SELECT checkpoint FROM tasks WHERE id = $1";
 
-/// `insert_claimed`: locks the owner's row of `task_counts` (creating it at zero) and reads
-/// the count, one statement: concurrent inserts for one owner, from any replica, queue on the
-/// row lock until the transaction holding it commits (its task counted) or rolls back.
-pub const LOCK_COUNT: &str = "INSERT INTO task_counts AS counts (owner, tasks) VALUES ($1, 0) \
-     ON CONFLICT (owner) DO UPDATE SET tasks = counts.tasks RETURNING tasks";
+/// `insert_claimed`: locks the owner's shard 0 of `task_counts` (creating it at zero) and
+/// reads the count, one statement: concurrent `insert_claimed`s for one owner, from any
+/// replica, queue on the row lock until the transaction holding it commits (its task counted
+/// in shard 0, which the waiter reads as committed) or rolls back.
+pub const LOCK_COUNT: &str = "WITH locked AS (INSERT INTO task_counts AS counts (owner, shard, tasks) VALUES ($1, 0, 0) \
+     ON CONFLICT (owner, shard) DO UPDATE SET tasks = counts.tasks RETURNING tasks) \
+     SELECT (SELECT tasks FROM locked) + coalesce((SELECT sum(tasks) FROM task_counts WHERE owner = $1 AND shard <> 0), 0)::bigint";
 
 /// `claim`: the take-over of a lapsed (or absent) claim at the expected attempt, bumping the
 /// attempt (the fence) and the version, one statement.
 pub const CLAIM: &str = concat!(
-    "UPDATE tasks SET claim_node = $1, lease_until = $2, attempt = attempt + 1, version = version + 1 \
-     WHERE id = $3 AND attempt = $4 AND ",
+    "UPDATE tasks SET claim_node = $1, lease_until = $2, attempt = attempt + 1, version = version + 1, changed_at = ",
+    now_ms!(),
+    " WHERE id = $3 AND attempt = $4 AND ",
     unfinished!(),
     " AND (lease_until IS NULL OR lease_until <= $5) RETURNING ",
     columns!()
@@ -187,7 +318,9 @@ pub const LAPSED: &str = concat!(
 
 /// `request_cancel`: the flag and a version bump (a change on the feed).
 pub const REQUEST_CANCEL: &str = concat!(
-    "UPDATE tasks SET cancel_requested = true, version = version + 1 WHERE id = $1 AND ",
+    "UPDATE tasks SET cancel_requested = true, version = version + 1, changed_at = ",
+    now_ms!(),
+    " WHERE id = $1 AND ",
     unfinished!(),
     " RETURNING id"
 );
@@ -198,11 +331,12 @@ pub const CANCEL_REQUESTED: &str = "SELECT cancel_requested FROM tasks WHERE id 
 /// `answer`: the compare-and-set of `replace` and the answer's row in one statement (and so
 /// one transaction): no row updated, no answer stored.
 pub const ANSWER: &str = concat!(
-    "WITH written AS (UPDATE tasks SET state = $1, status = $2, status_message = $3, updated_at = $4, \
-     attempt = $5, version = version + 1 WHERE id = $6 AND version = $7 RETURNING ",
+    "WITH ",
+    written!(),
+    ", stored AS (INSERT INTO task_answers (task_id, key, answer) SELECT id, $8, $9 FROM written \
+     ON CONFLICT (task_id, key) DO UPDATE SET answer = EXCLUDED.answer) SELECT ",
     columns!(),
-    "), stored AS (INSERT INTO task_answers (task_id, key, answer) SELECT id, $8, $9 FROM written \
-     ON CONFLICT (task_id, key) DO UPDATE SET answer = EXCLUDED.answer) SELECT * FROM written"
+    " FROM written"
 );
 
 /// `take_answer`.

@@ -210,6 +210,13 @@ impl PostgresStore {
         .await
     }
 
+    /// Runs a read of one number (a count) through the statement cache.
+    pub(crate) async fn query_scalar(&self, statement: &str, params: &[&(dyn ToSql + Sync)]) -> Result<i64, StoreError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(statement).await.map_err(backend)?;
+        client.query_one(&statement, params).await.and_then(|row| row.try_get(0)).map_err(backend)
+    }
+
     /// Runs a read of many rows through the statement cache.
     pub(crate) async fn query(
         &self,

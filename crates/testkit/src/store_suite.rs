@@ -122,6 +122,7 @@ macro_rules! store_suite {
             running_places_hold_within_both_limits_and_free_up_by_release_lapse_or_end,
             of_racing_place_takers_from_two_handles_no_more_than_the_limit_hold_one,
             a_placed_insert_holds_the_running_limits_and_the_retention_limit_across_handles,
+            racing_placed_inserts_hold_the_owners_running_limit_exactly_across_handles,
         );
         $crate::store_suite!(@sessions $fixture;
             a_session_is_found_by_its_owner_through_either_handle_and_ended_for_both,

@@ -77,6 +77,40 @@ async fn the_serving_queries_use_the_indexes() {
     )
     .await;
     assert!(insert.contains("Conflict Arbiter Indexes: tasks_by_idempotency_key"), "{insert}");
+    creation_plans(&client, &state).await;
+}
+
+/// The plans of a placed creation: the owner's slot, counts and shards from their primary
+/// keys, the running tasks from `tasks_unfinished`; and of its refusal's statements.
+async fn creation_plans(client: &Client, state: &Json<TaskState>) {
+    let (at, limit) = (1_764_028_810_123_i64, 16_i64);
+    let create = plan(
+        client,
+        sql::CREATE,
+        &[
+            &"id", &OWNER, &"echo", &Json(json!({})), &"working", state, &None::<String>, &at, &at,
+            &None::<i64>, &None::<i64>, &None::<i64>, &1_i64, &1_i64, &false, &Json(json!([])), &None::<String>,
+            &None::<String>, &None::<String>, &Some("node"), &Some(at), &Some("2026-07-28"),
+            &None::<String>, &None::<String>, &at, &limit, &limit, &limit,
+        ],
+    )
+    .await;
+    // `running_places` holds only the plain calls running now: read whole, as taking a place
+    // reads it. Nothing else is scanned.
+    for index in ["owner_slots_pkey", "task_counts_pkey", "tasks_unfinished"] {
+        assert!(create.contains(index), "uses {index}:\n{create}");
+    }
+    assert_scans_only_running_places(&create);
+    assert_served_by(&plan(client, sql::MAKE_SLOTS, &[&OWNER, &limit]).await, "owner_slots_pkey", false);
+    let running_of = plan(client, sql::RUNNING_OF, &[&OWNER, &at]).await;
+    assert!(running_of.contains("tasks_by_owner_status"), "{running_of}");
+    assert_scans_only_running_places(&running_of);
+}
+
+/// Asserts that the only table `plan` reads whole is `running_places`.
+fn assert_scans_only_running_places(plan: &str) {
+    let scans: Vec<&str> = plan.lines().filter(|line| line.contains("Seq Scan")).collect();
+    assert!(scans.iter().all(|line| line.contains("Seq Scan on running_places")), "no full scan of a task table:\n{plan}");
 }
 
 /// The values every plan below is made with.

@@ -574,3 +574,49 @@ pub async fn a_placed_insert_holds_the_running_limits_and_the_retention_limit_ac
     }
     assert!(a.get(&third.id).await.expect("get").is_none());
 }
+
+/// Placed creations of one owner racing from both handles under `max_running_per_principal =
+/// 3`: exactly three are created and the rest refused with the owner's limit, writing nothing
+/// (on PostgreSQL: three slots, taken without waiting for each other); a task that ends frees
+/// its place for the next creation.
+pub async fn racing_placed_inserts_hold_the_owners_running_limit_exactly_across_handles(
+    a: Arc<dyn TaskStore>,
+    b: Arc<dyn TaskStore>,
+) {
+    const RACERS: usize = 12;
+    let limits = RunningLimits { max_running: 1000, max_running_per_principal: 3 };
+    let node = NodeId::random();
+    let start = Arc::new(tokio::sync::Barrier::new(RACERS));
+    let racers: Vec<_> = (0..RACERS)
+        .map(|n| {
+            let store = Arc::clone(if n % 2 == 0 { &a } else { &b });
+            let (start, lease) = (Arc::clone(&start), lease(&node, 60_000));
+            tokio::spawn(async move {
+                let task = sample_task("alice");
+                let placing = mcp_tasks_engine::Placing { limits, lease: lease.clone(), now: at(0) };
+                start.wait().await;
+                let placed = store.insert_placed(&task, &lease, u64::MAX, None, &placing, None).await;
+                (task, placed.map(|(inserted, _)| inserted))
+            })
+        })
+        .collect();
+    let mut created = Vec::new();
+    for racer in racers {
+        match racer.await.expect("the racer does not panic") {
+            (task, Ok(Inserted::New)) => created.push(task),
+            (task, Err(StoreError::NoPlace(Place::OwnerFull { running }))) => {
+                assert!(running >= 3, "refused at the owner's limit: {running}");
+                assert!(a.get(&task.id).await.expect("get").is_none(), "a refusal writes nothing");
+            }
+            (_, other) => panic!("expected New or OwnerFull, got {other:?}"),
+        }
+    }
+    assert_eq!(created.len(), 3, "exactly the owner's limit run");
+    let ended = &created[0];
+    let done = Update { state: completed(), status_message: None, updated_at: at(1), attempt: ended.attempt };
+    b.replace(&ended.id, ended.version, &done).await.expect("replace");
+    let next = sample_task("alice");
+    let placing = mcp_tasks_engine::Placing { limits, lease: lease(&node, 60_000), now: at(2) };
+    let placed = a.insert_placed(&next, &lease(&node, 60_000), u64::MAX, None, &placing, None).await;
+    assert_eq!(placed.expect("a place came free").0, Inserted::New);
+}
