@@ -225,7 +225,7 @@ async fn read_and_send(
     if let Ok(Some(row)) = client.query_opt(&statement, &[&id.as_str()]).await
         && let Ok(record) = read_record(&row)
     {
-        let changed_at: Option<i64> = row.try_get(15).ok().flatten();
+        let changed_at: Option<i64> = row.try_get("changed_at").ok().flatten();
         send(sender, sent, record, changed_at.unwrap_or(i64::MAX));
     }
 }
@@ -272,13 +272,35 @@ async fn poll(
         else {
             continue;
         };
+        // Only the changes this replica has not seen (through its notifications or its own
+        // writes) are read in full.
+        let mut unseen = Vec::new();
         for row in &rows {
-            let Ok(record) = read_record(row) else {
+            let (Ok(id), Ok(version), Ok(Some(changed_at))) =
+                (row.try_get::<_, String>("id"), row.try_get::<_, i64>("version"), row.try_get::<_, Option<i64>>("changed_at"))
+            else {
                 continue;
             };
-            let changed_at: i64 = row.try_get(15).ok().flatten().unwrap_or(since);
             watermark = Some(watermark.unwrap_or(changed_at).max(changed_at));
-            send(&sender, &sent, record, changed_at);
+            let id = TaskId::from(id);
+            let seen = sent.lock().unwrap_or_else(PoisonError::into_inner).versions.get(&id).is_some_and(|(at, _)| {
+                u64::try_from(version).is_ok_and(|version| at.0 >= version)
+            });
+            if !seen {
+                unseen.push(id.as_str().to_owned());
+            }
+        }
+        if !unseen.is_empty()
+            && let Ok(statement) = client.prepare_cached(sql::GET_CHANGED_ANY).await
+            && let Ok(rows) = client.query(&statement, &[&unseen]).await
+        {
+            for row in &rows {
+                let Ok(record) = read_record(row) else {
+                    continue;
+                };
+                let changed_at: i64 = row.try_get("changed_at").ok().flatten().unwrap_or(since);
+                send(&sender, &sent, record, changed_at);
+            }
         }
         if let Some(at) = watermark {
             sent.lock()

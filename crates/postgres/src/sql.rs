@@ -343,12 +343,17 @@ pub const ANSWER: &str = concat!(
 pub const TAKE_ANSWER: &str =
     "DELETE FROM task_answers WHERE task_id = $1 AND key = $2 RETURNING answer";
 
-/// The change feed's polling backstop: rows changed after a watermark, through
-/// `tasks_by_change`; the change time is the last column.
-pub const CHANGED_SINCE: &str = concat!(
+/// The change feed's polling backstop: which rows changed after a watermark, through
+/// `tasks_by_change`: id, version and change time only (a replica reads in full only the
+/// changes it has not seen, [`GET_CHANGED_ANY`]).
+pub const CHANGED_SINCE: &str = "SELECT id, version, changed_at FROM tasks WHERE changed_at > $1 ORDER BY changed_at LIMIT $2";
+
+/// The change feed's polling backstop: the changed tasks a replica had not seen, by id, with
+/// their change time last.
+pub const GET_CHANGED_ANY: &str = concat!(
     "SELECT ",
     columns!(),
-    ", changed_at FROM tasks WHERE changed_at > $1 ORDER BY changed_at LIMIT $2"
+    ", changed_at FROM tasks WHERE id = ANY ($1)"
 );
 
 /// The change feed's starting watermark: the server's clock now, in ms.

@@ -111,3 +111,32 @@ async fn of_keyed_inserts_racing_through_two_handles_exactly_one_is_new() {
     assert!(existing.iter().all(|found| found == &new[0]));
     assert_eq!(a.count(&Principal::new("alice")).await.expect("count"), 1);
 }
+
+/// The change feed's polling backstop: changes whose notification never came (written here
+/// by hand, as a lost notification leaves them) reach a handle's feed within its poll, read
+/// in full with their new version; and so do changes made after it, long after the handle
+/// started (the poll's watermark follows the changes it found).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_without_a_notification_reach_the_feed_through_its_poll() {
+    let Some((a, _b, schema)) = two_handles().await else { return };
+    let mut changes = a.changes();
+    let client = schema.client().await;
+    for round in 0..2 {
+        let task = sample_task("alice");
+        a.insert(&task).await.expect("insert");
+        let bump = "UPDATE tasks SET version = version + 7, status_message = $2, \
+                    changed_at = (extract(epoch FROM clock_timestamp()) * 1000)::bigint WHERE id = $1";
+        client.execute(bump, &[&task.id.as_str(), &format!("round {round}")]).await.expect("a silent change");
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let change = tokio::time::timeout_at(deadline, changes.recv())
+                .await
+                .unwrap_or_else(|_| panic!("round {round}: the silent change did not come through the poll"))
+                .expect("the feed is open");
+            if change.id == task.id && change.version.0 == task.version.0 + 7 {
+                assert_eq!(change.status_message.as_deref(), Some(format!("round {round}").as_str()));
+                break;
+            }
+        }
+    }
+}
