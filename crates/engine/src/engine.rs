@@ -507,13 +507,12 @@ impl Engine {
     /// # Errors
     /// As [`Engine::get`].
     pub async fn get_shared(&self, owner: &Principal, id: &TaskId) -> Result<Arc<TaskRecord>, EngineError> {
-        let record = self.read(owner, id).await?;
-        if record.status().is_terminal() || !self.is_finishing(id) {
-            return Ok(record);
+        if !self.is_finishing(id) {
+            return self.read(owner, id).await;
         }
         // The work has ended here and its outcome is being committed: the state read is
         // about to change, and a poller told `working` would only ask again. Wait a moment
-        // for the outcome (watched before reading again: no change is missed).
+        // for the outcome (watched before reading: no change is missed; one read).
         let watch = self.watch_task(id);
         let record = self.read(owner, id).await?;
         if record.status().is_terminal() || !self.is_finishing(id) {

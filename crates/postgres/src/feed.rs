@@ -11,7 +11,7 @@
 //! Hand-written on tokio-postgres's `poll_message`: the pool's connections cannot listen (their
 //! connection futures are the pool's), and no crate of the tree wraps it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -21,7 +21,7 @@ use tokio::sync::broadcast;
 use tokio_postgres::{AsyncMessage, NoTls};
 use tokio_util::sync::CancellationToken;
 
-use mcp_tasks_engine::{TaskId, TaskRecord, Version};
+use mcp_tasks_engine::{TaskId, TaskRecord, Timestamp, Version};
 
 use crate::sql;
 use crate::rows::read_record;
@@ -55,19 +55,40 @@ pub(crate) struct Feed {
 
 /// What the feed has sent: each task's last version sent, and the change time it was seen at
 /// (to forget it once it is behind every poll's window).
+///
+/// And the last [`SETTLED`] finished tasks it sent: a finished task never changes again (until
+/// it is purged, after its expiry), so a read of one is answered from here
+/// ([`Feed::settled`]), without a statement. They are records the feed's channel holds anyway
+/// (its last [`FEED_CAPACITY`]), so this holds no more memory than the channel does.
 #[derive(Default)]
 struct Sent {
     versions: HashMap<TaskId, (Version, i64)>,
+    settled: HashMap<TaskId, Arc<TaskRecord>>,
+    settled_order: VecDeque<TaskId>,
 }
 
+/// How many finished tasks the feed keeps for reads.
+const SETTLED: usize = 1024;
+
 impl Sent {
-    /// Whether `record` is newer than what was sent of its task; if so it counts as sent.
-    fn fresh(&mut self, record: &TaskRecord, changed_at: i64) -> bool {
+    /// Whether `record` is newer than what was sent of its task; if so it counts as sent (and
+    /// is kept for reads if it is finished).
+    fn fresh(&mut self, record: &Arc<TaskRecord>, changed_at: i64) -> bool {
         match self.versions.get(&record.id) {
             Some((version, _)) if *version >= record.version => false,
             _ => {
                 self.versions
                     .insert(record.id.clone(), (record.version, changed_at));
+                if record.status().is_terminal() {
+                    if self.settled.insert(record.id.clone(), Arc::clone(record)).is_none() {
+                        self.settled_order.push_back(record.id.clone());
+                    }
+                    while self.settled_order.len() > SETTLED {
+                        if let Some(oldest) = self.settled_order.pop_front() {
+                            self.settled.remove(&oldest);
+                        }
+                    }
+                }
                 true
             }
         }
@@ -105,6 +126,21 @@ impl Feed {
     /// This replica wrote `record`: it is sent to this replica's subscribers now (the feed
     /// carries every write, this replica's too), and the notification of that write (or an
     /// older one) is not read back.
+    /// Task `id` if it is among the finished tasks the feed sent lately and still retained at
+    /// `now` (so not purged: a purge takes only expired tasks).
+    pub(crate) fn settled(&self, id: &TaskId, now: Timestamp) -> Option<Arc<TaskRecord>> {
+        let sent = self.sent.lock().unwrap_or_else(PoisonError::into_inner);
+        sent.settled.get(id).filter(|record| record.retained_at(now)).cloned()
+    }
+
+    /// Forgets the finished tasks `purged` kept for reads.
+    pub(crate) fn purged(&self, purged: &[TaskId]) {
+        let mut sent = self.sent.lock().unwrap_or_else(PoisonError::into_inner);
+        for id in purged {
+            sent.settled.remove(id);
+        }
+    }
+
     pub(crate) fn wrote(&self, record: Arc<TaskRecord>) {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -132,12 +168,13 @@ fn send(
     record: TaskRecord,
     changed_at: i64,
 ) {
+    let record = Arc::new(record);
     if sent
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .fresh(&record, changed_at)
     {
-        let _ = sender.send(Arc::new(record));
+        let _ = sender.send(record);
     }
 }
 

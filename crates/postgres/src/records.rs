@@ -43,7 +43,16 @@ impl RecordStore for PostgresStore {
     }
 
     async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
-        self.query_opt(sql::GET, &[&id.as_str()]).await
+        Ok(self.get_shared(id).await?.map(Arc::unwrap_or_clone))
+    }
+
+    /// A finished task this replica wrote or saw on its feed lately is answered from the
+    /// feed's copy (it never changes again); any other is read.
+    async fn get_shared(&self, id: &TaskId) -> Result<Option<Arc<TaskRecord>>, StoreError> {
+        if let Some(settled) = self.feed.settled(id, wall_clock()) {
+            return Ok(Some(settled));
+        }
+        Ok(self.query_opt(sql::GET, &[&id.as_str()]).await?.map(Arc::new))
     }
 
     async fn replace(
@@ -92,7 +101,16 @@ impl RecordStore for PostgresStore {
     }
 
     async fn purge(&self, now: Timestamp, limit: u32) -> Result<u64, StoreError> {
-        self.execute(sql::PURGE, &[&now.0, &i64::from(limit)]).await
+        let purged = self
+            .observed(async {
+                let client = self.client().await?;
+                let statement = client.prepare_cached(sql::PURGE).await.map_err(backend)?;
+                let rows = client.query(&statement, &[&now.0, &i64::from(limit)]).await.map_err(backend)?;
+                rows.iter().map(|row| row.try_get::<_, String>(0).map(TaskId::from).map_err(backend)).collect::<Result<Vec<_>, _>>()
+            })
+            .await?;
+        self.feed.purged(&purged);
+        Ok(u64::try_from(purged.len()).unwrap_or(u64::MAX))
     }
 
     async fn request_cancel(&self, id: &TaskId) -> Result<bool, StoreError> {
@@ -175,4 +193,10 @@ impl RecordStore for PostgresStore {
     fn changes(&self) -> broadcast::Receiver<Arc<TaskRecord>> {
         self.feed.sender.subscribe()
     }
+}
+
+/// Now, by this machine's clock.
+fn wall_clock() -> Timestamp {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    Timestamp(i64::try_from(since.as_millis()).unwrap_or(i64::MAX))
 }

@@ -241,7 +241,7 @@ pub const EXPIRED: &str = concat!(
 
 /// `purge`: at most `$2` finished tasks past expiry. `SKIP LOCKED`: replicas purging at
 /// once take disjoint batches instead of queueing on each other's rows.
-/// With them their history, and their owners' counts (this backend's shard).
+/// With them their history, and their owners' counts (this backend's shard). Answers their ids.
 pub const PURGE: &str = concat!(
     "WITH gone AS (DELETE FROM tasks WHERE id IN (SELECT id FROM tasks WHERE ",
     terminal!(),
@@ -250,7 +250,7 @@ pub const PURGE: &str = concat!(
      counted AS (INSERT INTO task_counts AS counts (owner, shard, tasks) SELECT owner, ",
     shard!(),
     ", -count(*) FROM gone GROUP BY owner ON CONFLICT (owner, shard) DO UPDATE SET tasks = counts.tasks + EXCLUDED.tasks) \
-     SELECT 1 FROM gone"
+     SELECT id FROM gone"
 );
 
 /// `set_process_group`: the version is not bumped (no change of the task's state).

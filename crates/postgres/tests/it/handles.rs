@@ -140,3 +140,29 @@ async fn changes_without_a_notification_reach_the_feed_through_its_poll() {
         }
     }
 }
+
+/// A finished task is answered from the handle's memory while it is retained, and a purge
+/// forgets it there too: once purged it is unknown through the handle that purged it, though
+/// its copy says it is retained by this machine's clock. (Another handle keeps its copy until
+/// its own clock passes the task's expiry: a replica whose clock runs behind the purger's
+/// answers an expired task for as long as the clocks differ.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_task_read_from_memory_is_forgotten_by_its_purge() {
+    let Some((a, b, _schema)) = two_handles().await else { return };
+    let now = Timestamp(i64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()).unwrap());
+    let mut task = sample_task("alice");
+    (task.created_at, task.updated_at, task.ttl_ms) = (now, now, Some(3_600_000));
+    a.insert(&task).await.expect("insert");
+    let update = Update {
+        state: TaskState::Completed { result: json!({"content": []}) },
+        status_message: None,
+        updated_at: now,
+        attempt: 1,
+    };
+    let done = a.replace(&task.id, task.version, &update).await.expect("replace");
+    assert_eq!(a.get(&task.id).await.expect("get"), Some(done.clone()));
+    assert_eq!(b.get(&task.id).await.expect("get"), Some(done));
+    // A clock an hour and a minute ahead (the engine's, in a test) purges it.
+    assert_eq!(a.purge(Timestamp(now.0 + 3_660_000), 10).await.expect("purge"), 1);
+    assert_eq!(a.get(&task.id).await.expect("get"), None, "the handle that purged it forgets it");
+}
