@@ -230,13 +230,27 @@ async fn listen(
                     id = notified.recv() => id,
                 };
                 let Some(payload) = id else { break };
-                let (id, version) = parse(&payload);
-                // Known at that version already (this replica's own write, or sent): no read.
-                let known = version.is_some_and(|version| {
-                    sent.lock().unwrap_or_else(PoisonError::into_inner).versions.get(&id).is_some_and(|(at, _)| *at >= version)
-                });
-                if !known {
-                    read_and_send(&pool, &sender, &sent, &id).await;
+                // With the notifications that came with it (the notifiers send theirs in
+                // batches), the changes not known yet are read in one statement.
+                let mut unknown = Vec::new();
+                let mut next = Some(payload);
+                while let Some(payload) = next.take() {
+                    let (id, version) = parse(&payload);
+                    // Known at that version already (this replica's own write, or sent): no read.
+                    let known = version.is_some_and(|version| {
+                        sent.lock().unwrap_or_else(PoisonError::into_inner).versions.get(&id).is_some_and(|(at, _)| *at >= version)
+                    });
+                    if !known && !unknown.contains(&String::from(id.as_str())) {
+                        unknown.push(id.as_str().to_owned());
+                    }
+                    if unknown.len() < READ_BATCH {
+                        next = notified.try_recv().ok();
+                    }
+                }
+                if !unknown.is_empty()
+                    && let Ok(client) = pool.get().await
+                {
+                    read_and_send(&client, &sender, &sent, &unknown, i64::MAX).await;
                 }
             }
         }
@@ -248,22 +262,29 @@ async fn listen(
     }
 }
 
-/// Reads task `id` and sends it if it is newer than what was sent.
+/// The most changed tasks read in one statement.
+const READ_BATCH: usize = 256;
+
+/// Reads tasks `ids` in one statement and sends each that is newer than what was sent, at its
+/// change time (`unstamped` for a row without one). A read that fails is left to the poller.
 async fn read_and_send(
-    pool: &Pool,
+    client: &deadpool_postgres::Client,
     sender: &broadcast::Sender<Arc<TaskRecord>>,
     sent: &Mutex<Sent>,
-    id: &TaskId,
+    ids: &[String],
+    unstamped: i64,
 ) {
-    let Ok(client) = pool.get().await else { return }; // the poller will catch it up
-    let Ok(statement) = client.prepare_cached(sql::GET_CHANGED).await else {
+    let Ok(statement) = client.prepare_cached(sql::GET_CHANGED_ANY).await else {
         return;
     };
-    if let Ok(Some(row)) = client.query_opt(&statement, &[&id.as_str()]).await
-        && let Ok(record) = read_record(&row)
-    {
-        let changed_at: Option<i64> = row.try_get("changed_at").ok().flatten();
-        send(sender, sent, record, changed_at.unwrap_or(i64::MAX));
+    let Ok(rows) = client.query(&statement, &[&ids]).await else {
+        return;
+    };
+    for row in &rows {
+        if let Ok(record) = read_record(row) {
+            let changed_at: Option<i64> = row.try_get("changed_at").ok().flatten();
+            send(sender, sent, record, changed_at.unwrap_or(unstamped));
+        }
     }
 }
 
@@ -327,17 +348,8 @@ async fn poll(
                 unseen.push(id.as_str().to_owned());
             }
         }
-        if !unseen.is_empty()
-            && let Ok(statement) = client.prepare_cached(sql::GET_CHANGED_ANY).await
-            && let Ok(rows) = client.query(&statement, &[&unseen]).await
-        {
-            for row in &rows {
-                let Ok(record) = read_record(row) else {
-                    continue;
-                };
-                let changed_at: i64 = row.try_get("changed_at").ok().flatten().unwrap_or(since);
-                send(&sender, &sent, record, changed_at);
-            }
+        for batch in unseen.chunks(READ_BATCH) {
+            read_and_send(&client, &sender, &sent, batch, since).await;
         }
         if let Some(at) = watermark {
             sent.lock()

@@ -348,8 +348,8 @@ pub const TAKE_ANSWER: &str =
 /// changes it has not seen, [`GET_CHANGED_ANY`]).
 pub const CHANGED_SINCE: &str = "SELECT id, version, changed_at FROM tasks WHERE changed_at > $1 ORDER BY changed_at LIMIT $2";
 
-/// The change feed's polling backstop: the changed tasks a replica had not seen, by id, with
-/// their change time last.
+/// The change feed: the changed tasks a replica had not seen (those its notifications named,
+/// or its backstop found), by id, with their change time last.
 pub const GET_CHANGED_ANY: &str = concat!(
     "SELECT ",
     columns!(),
@@ -359,12 +359,6 @@ pub const GET_CHANGED_ANY: &str = concat!(
 /// The change feed's starting watermark: the server's clock now, in ms.
 pub const CLOCK_MS: &str = "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint";
 
-/// The change feed: a notified task, with its change time last.
-pub const GET_CHANGED: &str = concat!(
-    "SELECT ",
-    columns!(),
-    ", changed_at FROM tasks WHERE id = $1"
-);
 
 /// `take_slot`: serialises the takers of one tool's slots, across replicas, until commit.
 pub const LOCK_SLOTS: &str = "SELECT pg_advisory_xact_lock(hashtext('mcp_tasks.slots.' || $1))";

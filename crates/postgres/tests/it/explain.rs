@@ -175,7 +175,6 @@ async fn node_plans(client: &Client, state: &Json<TaskState>) {
     assert_served_by(&answer, "tasks_pkey", false);
     assert_served_by(&plan(client, sql::TAKE_ANSWER, &[&id, &"q1"]).await, "task_answers_pkey", false);
     assert_served_by(&plan(client, sql::CHANGED_SINCE, &[&at, &limit]).await, "tasks_by_change", true);
-    assert_served_by(&plan(client, sql::GET_CHANGED, &[&id]).await, "tasks_pkey", false);
     let ids = vec![id.to_owned()];
     assert_served_by(&plan(client, sql::GET_CHANGED_ANY, &[&ids]).await, "tasks_pkey", false);
     assert_served_by(&plan(client, sql::FREE_SLOTS, &[&"echo", &at]).await, "tool_slots_pkey", false);
