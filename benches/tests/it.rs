@@ -60,7 +60,7 @@ async fn against(settings: Settings, runs: &[(Mode, Tool, bool)]) -> Vec<Report>
     for &(mode, tool, json_only) in runs {
         let config = Config {
             url: serving.url.clone(),
-            tasks: 100,
+            tasks: tasks_of(tool),
             concurrency: 4,
             mode,
             tool,
@@ -79,10 +79,19 @@ async fn against(settings: Settings, runs: &[(Mode, Tool, bool)]) -> Vec<Report>
     reports
 }
 
+/// How many tasks a run of `tool` makes: 100, or 20 of a sleep of a second or more (so
+/// that the run stays short).
+fn tasks_of(tool: Tool) -> usize {
+    match tool {
+        Tool::Sleep(ms) if ms >= 1_000 => 20,
+        _ => 100,
+    }
+}
+
 fn assert_all_checked(report: &Report) {
     assert_eq!(
         (report.ok, report.failures),
-        (100, 0),
+        (tasks_of(report.config.tool), 0),
         "{} {:?}: first failure {:?}",
         report.config.mode.name(),
         report.config.tool,
@@ -110,8 +119,8 @@ async fn every_mode_checks_every_result_against_the_bench_server() {
         (Mode::Block, Tool::Noop, true),
         (Mode::Plain, Tool::Noop, true),
         // Long enough that every tasks/result waits for its task, even on a loaded machine
-        // (CI runs the suites side by side: 50 ms once let one tasks/result come late).
-        (Mode::Block, Tool::Sleep(400), false),
+        // (CI runs the suites side by side: 50 ms, then 400 ms, once let one come late).
+        (Mode::Block, Tool::Sleep(2_000), false),
     ];
     let reports = against_bench_server(&runs).await;
     for report in &reports {
@@ -131,10 +140,10 @@ async fn every_mode_checks_every_result_against_the_bench_server() {
     // (scraped around the run: the earlier runs' deliveries are not counted). A poll run's
     // tasks/result finds its task done: no delivery to a waiter.
     let lag = reports[8].lag_from_commit.expect("the server's delivery histogram");
-    assert_eq!(lag.count, 100, "every tasks/result waited: {lag:?}");
+    assert_eq!(lag.count, 20, "every tasks/result waited: {lag:?}");
     assert!(lag.p50_le <= lag.p99_le && lag.p99_le <= 1.0, "{lag:?}");
     assert!((0.0..=1.0).contains(&lag.within_2ms), "{lag:?}");
-    assert_eq!(reports[8].json()["lag_from_commit"]["count"], 100);
+    assert_eq!(reports[8].json()["lag_from_commit"]["count"], 20);
     assert_eq!(reports[4].lag_from_commit, None, "poll: {:?}", reports[4].lag_from_commit);
     // The JSON report carries the figures the run script reads.
     let json = reports[1].json();

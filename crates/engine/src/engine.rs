@@ -185,10 +185,10 @@ pub(crate) struct Inner {
     pub(crate) settled: tokio::sync::Notify,
     pub(crate) changes: broadcast::Sender<Change>,
     /// The progress reports alone ([`Engine::subscribe_progress`]).
-    progress: broadcast::Sender<Change>,
+    pub(crate) progress: broadcast::Sender<Change>,
     /// What was last published of each task ([`Engine::publish_task`]). A std mutex: a
     /// lookup and an insert.
-    published: Mutex<Published>,
+    pub(crate) published: Mutex<Published>,
     /// The output feed ([`Output`]); a subscriber that lags misses output, nothing else.
     pub(crate) outputs: broadcast::Sender<Output>,
     /// The changes routed by task id ([`Engine::watch_tasks`]).
@@ -666,12 +666,24 @@ impl Engine {
         owner: Option<&Principal>,
         decide: impl Fn(&TaskRecord) -> Result<Option<Update>, EngineError>,
     ) -> Result<Option<Arc<TaskRecord>>, EngineError> {
-        for _ in 0..MAX_CAS_ATTEMPTS {
-            let task = match self.inner.store.get_shared(id).await? {
+        for attempt in 0..MAX_CAS_ATTEMPTS {
+            // The first try starts from the version the store last knew (its own write, most
+            // often), the others from a fresh read: a stale version only fails the write.
+            let read = if attempt == 0 { self.inner.store.get_known(id).await? } else { self.inner.store.get_shared(id).await? };
+            let mut task = match read {
                 Some(task) if owner.is_none_or(|owner| &task.owner == owner) => task,
                 _ => return Err(EngineError::NotFound(id.clone())),
             };
-            let Some(update) = decide(&task)? else { return Ok(None) };
+            let mut decided = decide(&task)?;
+            if decided.is_none() && attempt == 0 {
+                // "Nothing to write" is only an answer for the stored version.
+                task = match self.inner.store.get_shared(id).await? {
+                    Some(task) if owner.is_none_or(|owner| &task.owner == owner) => task,
+                    _ => return Err(EngineError::NotFound(id.clone())),
+                };
+                decided = decide(&task)?;
+            }
+            let Some(update) = decided else { return Ok(None) };
             match self.inner.store.replace_shared(id, task.version, &update).await {
                 Ok(record) => {
                     // Shared with the store and the subscribers it is published to: no copy.
@@ -683,73 +695,6 @@ impl Engine {
             }
         }
         Err(EngineError::Contended(id.clone()))
-    }
-
-    /// Publishes `record` to the engine's subscribers, unless it was published already at
-    /// its version: this node's own writes are published as they return (so a subscriber
-    /// sees them in order, before the call that made them returns), and again by the store's
-    /// change feed, which also carries the other nodes' writes. `committed`: when this node's
-    /// write of `record` returned from the store, kept for a terminal record
-    /// ([`Engine::committed_at`]).
-    pub(crate) fn publish_task(&self, record: &TaskRecord, committed: Option<Instant>) {
-        if self.mark_published(record, committed) {
-            self.send_change(Change::Task(Arc::new(record.clone())));
-        }
-    }
-
-    /// [`Engine::publish_task`] of a record already shared: published without a copy.
-    pub(crate) fn publish_shared(&self, record: &Arc<TaskRecord>, committed: Option<Instant>) {
-        if self.mark_published(record, committed) {
-            self.send_change(Change::Task(Arc::clone(record)));
-        }
-    }
-
-    /// Notes `record` as published; `false` if it was at its version already (then only
-    /// its commit instant may be added).
-    fn mark_published(&self, record: &TaskRecord, committed: Option<Instant>) -> bool {
-        self.inner.published.lock().unwrap_or_else(PoisonError::into_inner).mark(record, committed)
-    }
-
-    /// When this node's write of task `id`'s terminal state returned from the store: the
-    /// moment its commit was done, from which the delivery of the outcome to a waiting
-    /// request can be timed. `None` if the task is not terminal, was finished by another
-    /// node (heard on a shared store's change feed), or was forgotten (the engine remembers
-    /// a bounded number of finished tasks). A lookup under the lock that publishing takes.
-    pub fn committed_at(&self, id: &TaskId) -> Option<Instant> {
-        self.inner.published.lock().unwrap_or_else(PoisonError::into_inner).committed_at(id)
-    }
-
-    /// Sends `change` to the watchers of its task and to the subscribers of every change.
-    pub(crate) fn send_change(&self, change: Change) {
-        self.inner.hub.route(&change);
-        if matches!(change, Change::Progress { .. }) && self.inner.progress.receiver_count() > 0 {
-            let _ = self.inner.progress.send(change.clone());
-        }
-        // No subscribers is fine: nobody is waiting.
-        let _ = self.inner.changes.send(change);
-    }
-
-    /// How many task ids have a [`TaskWatch`](crate::TaskWatch) on them (a test's check that
-    /// watches end with their waits).
-    #[doc(hidden)]
-    pub fn watched_ids(&self) -> usize {
-        self.inner.hub.watched_ids()
-    }
-
-    /// Holds back publishing task `id` (its take-over by the rescuer is under way) until
-    /// [`Engine::release_publishing`].
-    pub(crate) fn hold_publishing(&self, id: &TaskId) {
-        self.inner.published.lock().unwrap_or_else(PoisonError::into_inner).hold(id);
-    }
-
-    /// Publishes task `id` as it stands, and lets its later changes through again.
-    pub(crate) async fn release_publishing(&self, id: &TaskId) {
-        self.inner.published.lock().unwrap_or_else(PoisonError::into_inner).release(id);
-        match self.inner.store.get_shared(id).await {
-            Ok(Some(record)) => self.publish_shared(&record, None),
-            Ok(None) => {}
-            Err(err) => tracing::warn!(task = %id, error = %err, "could not read a task after its take-over"),
-        }
     }
 
     pub(crate) fn stop_work(&self, id: &TaskId) {

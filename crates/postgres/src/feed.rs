@@ -56,37 +56,36 @@ pub(crate) struct Feed {
 /// What the feed has sent: each task's last version sent, and the change time it was seen at
 /// (to forget it once it is behind every poll's window).
 ///
-/// And the last [`SETTLED`] finished tasks it sent: a finished task never changes again (until
-/// it is purged, after its expiry), so a read of one is answered from here
-/// ([`Feed::settled`]), without a statement. They are records the feed's channel holds anyway
-/// (its last [`FEED_CAPACITY`]), so this holds no more memory than the channel does.
+/// And the records of the last [`RECENT`] tasks it sent: a finished one never changes again
+/// (until it is purged, after its expiry), so a read of it is answered from here
+/// ([`Feed::settled`]); any one is where a compare-and-set starts ([`Feed::known`]). They are
+/// records the feed's channel holds anyway (its last [`FEED_CAPACITY`]), so this holds no
+/// more memory than the channel does.
 #[derive(Default)]
 struct Sent {
     versions: HashMap<TaskId, (Version, i64)>,
-    settled: HashMap<TaskId, Arc<TaskRecord>>,
-    settled_order: VecDeque<TaskId>,
+    recent: HashMap<TaskId, Arc<TaskRecord>>,
+    recent_order: VecDeque<TaskId>,
 }
 
-/// How many finished tasks the feed keeps for reads.
-const SETTLED: usize = 1024;
+/// How many tasks' records the feed keeps.
+const RECENT: usize = 1024;
 
 impl Sent {
     /// Whether `record` is newer than what was sent of its task; if so it counts as sent (and
-    /// is kept for reads if it is finished).
+    /// its record is kept).
     fn fresh(&mut self, record: &Arc<TaskRecord>, changed_at: i64) -> bool {
         match self.versions.get(&record.id) {
             Some((version, _)) if *version >= record.version => false,
             _ => {
                 self.versions
                     .insert(record.id.clone(), (record.version, changed_at));
-                if record.status().is_terminal() {
-                    if self.settled.insert(record.id.clone(), Arc::clone(record)).is_none() {
-                        self.settled_order.push_back(record.id.clone());
-                    }
-                    while self.settled_order.len() > SETTLED {
-                        if let Some(oldest) = self.settled_order.pop_front() {
-                            self.settled.remove(&oldest);
-                        }
+                if self.recent.insert(record.id.clone(), Arc::clone(record)).is_none() {
+                    self.recent_order.push_back(record.id.clone());
+                }
+                while self.recent_order.len() > RECENT {
+                    if let Some(oldest) = self.recent_order.pop_front() {
+                        self.recent.remove(&oldest);
                     }
                 }
                 true
@@ -130,14 +129,20 @@ impl Feed {
     /// `now` (so not purged: a purge takes only expired tasks).
     pub(crate) fn settled(&self, id: &TaskId, now: Timestamp) -> Option<Arc<TaskRecord>> {
         let sent = self.sent.lock().unwrap_or_else(PoisonError::into_inner);
-        sent.settled.get(id).filter(|record| record.retained_at(now)).cloned()
+        sent.recent.get(id).filter(|record| record.status().is_terminal() && record.retained_at(now)).cloned()
+    }
+
+    /// Task `id` as the feed last sent it, if it did lately: possibly older than the stored
+    /// version (another replica's write not seen yet), so for a compare-and-set only.
+    pub(crate) fn known(&self, id: &TaskId) -> Option<Arc<TaskRecord>> {
+        self.sent.lock().unwrap_or_else(PoisonError::into_inner).recent.get(id).cloned()
     }
 
     /// Forgets the finished tasks `purged` kept for reads.
     pub(crate) fn purged(&self, purged: &[TaskId]) {
         let mut sent = self.sent.lock().unwrap_or_else(PoisonError::into_inner);
         for id in purged {
-            sent.settled.remove(id);
+            sent.recent.remove(id);
         }
     }
 
@@ -230,23 +235,7 @@ async fn listen(
                     id = notified.recv() => id,
                 };
                 let Some(payload) = id else { break };
-                // With the notifications that came with it (the notifiers send theirs in
-                // batches), the changes not known yet are read in one statement.
-                let mut unknown = Vec::new();
-                let mut next = Some(payload);
-                while let Some(payload) = next.take() {
-                    let (id, version) = parse(&payload);
-                    // Known at that version already (this replica's own write, or sent): no read.
-                    let known = version.is_some_and(|version| {
-                        sent.lock().unwrap_or_else(PoisonError::into_inner).versions.get(&id).is_some_and(|(at, _)| *at >= version)
-                    });
-                    if !known && !unknown.contains(&String::from(id.as_str())) {
-                        unknown.push(id.as_str().to_owned());
-                    }
-                    if unknown.len() < READ_BATCH {
-                        next = notified.try_recv().ok();
-                    }
-                }
+                let unknown = unknown_changes(payload, &mut notified, &sent);
                 if !unknown.is_empty()
                     && let Ok(client) = pool.get().await
                 {
@@ -260,6 +249,27 @@ async fn listen(
             _ = tokio::time::sleep(RECONNECT_AFTER) => {}
         }
     }
+}
+
+/// The tasks that notification `first` and those that came with it (the notifiers send theirs
+/// in batches) name at a version not known yet (neither this replica's own write nor sent):
+/// what is read, in one statement, at most [`READ_BATCH`].
+fn unknown_changes(first: String, notified: &mut tokio::sync::mpsc::UnboundedReceiver<String>, sent: &Mutex<Sent>) -> Vec<String> {
+    let mut unknown: Vec<String> = Vec::new();
+    let mut next = Some(first);
+    while let Some(payload) = next.take() {
+        let (id, version) = parse(&payload);
+        let known = version.is_some_and(|version| {
+            sent.lock().unwrap_or_else(PoisonError::into_inner).versions.get(&id).is_some_and(|(at, _)| *at >= version)
+        });
+        if !known && !unknown.iter().any(|seen| seen == id.as_str()) {
+            unknown.push(id.as_str().to_owned());
+        }
+        if unknown.len() < READ_BATCH {
+            next = notified.try_recv().ok();
+        }
+    }
+    unknown
 }
 
 /// The most changed tasks read in one statement.

@@ -55,6 +55,14 @@ impl RecordStore for PostgresStore {
         Ok(self.query_opt(sql::GET, &[&id.as_str()]).await?.map(Arc::new))
     }
 
+    /// The task as this replica last wrote or saw it (its own write, most often), else read.
+    async fn get_known(&self, id: &TaskId) -> Result<Option<Arc<TaskRecord>>, StoreError> {
+        match self.feed.known(id) {
+            Some(known) => Ok(Some(known)),
+            None => self.get_shared(id).await,
+        }
+    }
+
     async fn replace(
         &self,
         id: &TaskId,

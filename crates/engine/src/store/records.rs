@@ -64,6 +64,17 @@ pub trait RecordStore: Send + Sync + 'static {
         Ok(self.get(id).await?.map(Arc::new))
     }
 
+    /// The task as this store last knew it, for a compare-and-set only: it may be an older
+    /// version than the stored one (the write then fails with a conflict, and the writer reads
+    /// again with [`RecordStore::get_shared`]). A store that keeps what it wrote and saw
+    /// answers from memory; the default is [`RecordStore::get_shared`].
+    ///
+    /// # Errors
+    /// As [`RecordStore::get`].
+    async fn get_known(&self, id: &TaskId) -> Result<Option<Arc<TaskRecord>>, StoreError> {
+        self.get_shared(id).await
+    }
+
     /// Replaces state, message, update time and attempt if the stored version still equals
     /// `expected`, bumps the version, and returns the new record. Atomic and durable.
     ///
