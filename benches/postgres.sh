@@ -20,11 +20,14 @@
 #   lifecycle an INSERT of a task-like row then an UPDATE of it to its end, each its own
 #   committed transaction (two WAL flushes, as a lifecycle has); its rate is the ceiling pg1
 #   is held against.
+# - `pgbench-schema`: the same two statements on the store's own tables (made by a bench
+#   server's migrations, every index of `tasks`), nothing else: what the row and its indexes
+#   cost the database, without the store's bookkeeping (history, counts, slots).
 # - `sqliteN` (`sqlite3`, say): N bench servers on one SQLite file, the clients spread over
 #   them (processes taking turns at SQLite's one write lock).
 #
 # Environment: BENCH_TASKS (2000), BENCH_CONCURRENCY ("3 24"), BENCH_MODES ("block poll modern"),
-# BENCH_SETUPS ("pgbench sqlite sqlite3 pg1 pg3"), BENCH_PGBENCH_SECONDS (10), PG_BIN (default: the newest /usr/lib/postgresql/*/bin),
+# BENCH_SETUPS ("pgbench pgbench-schema sqlite sqlite3 pg1 pg3"), BENCH_PGBENCH_SECONDS (10), PG_BIN (default: the newest /usr/lib/postgresql/*/bin),
 # BENCH_OUT (a file for the raw JSON lines; default: in the temporary directory).
 # Exit status: non-zero if any call failed its check or a server did not start.
 set -euo pipefail
@@ -34,7 +37,7 @@ cd "$root"
 tasks=${BENCH_TASKS:-2000}
 concurrency=${BENCH_CONCURRENCY:-3 24}
 modes=${BENCH_MODES:-block poll modern}
-setups=${BENCH_SETUPS:-pgbench sqlite sqlite3 pg1 pg3}
+setups=${BENCH_SETUPS:-pgbench pgbench-schema sqlite sqlite3 pg1 pg3}
 pgbench_seconds=${BENCH_PGBENCH_SECONDS:-10}
 pg_bin=${PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
 if [[ -z $pg_bin || ! -x $pg_bin/initdb ]]; then
@@ -171,20 +174,40 @@ measure() {
   fi
 }
 
-# pgbench_lifecycles: the database's own lifecycle rate (see the header), as a JSON line.
+# pgbench_lifecycles SETUP: the database's own lifecycle rate (see the header), as a JSON line.
+# `pgbench`: a task-like table with a primary key and one index; `pgbench-schema`: the store's
+# own tables, made by a bench server's migrations (every index of `tasks`), the same two
+# statements and no more (no history, count or slot): what the row and its indexes cost.
 pgbench_lifecycles() {
-  local db=bench_pgbench script="$work/lifecycle.sql" pg0 pg1 report tps load_average
+  local setup=$1 db script="$work/lifecycle.sql" pg0 pg1 report tps load_average
+  db=bench_${setup//-/_}
   sql postgres "CREATE DATABASE $db" >/dev/null
-  sql "$db" "CREATE TABLE tasks (id TEXT PRIMARY KEY, owner TEXT NOT NULL, tool TEXT NOT NULL, arguments TEXT NOT NULL,
-    state TEXT NOT NULL, status TEXT NOT NULL, version INTEGER NOT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL);
-    CREATE INDEX tasks_by_owner ON tasks (owner, created_at, id)" >/dev/null
-  cat >"$script" <<'SQL'
+  if [[ $setup == pgbench-schema ]]; then
+    start_replicas 1 "postgres://postgres@127.0.0.1:$port/$db" && stop_all
+    cat >"$script" <<'SQL'
+\set n random(1, 1000000000000)
+INSERT INTO tasks (id, owner, tool, arguments, status, state, created_at, updated_at, ttl_ms, expires_at, attempt,
+  version, error_result_fails, input_kinds, claim_node, lease_until, changed_at)
+  VALUES ('t' || :client_id || '-' || :n, 'alice', 'noop', '{}', 'working', '"working"',
+  (extract(epoch FROM clock_timestamp()) * 1000)::bigint, (extract(epoch FROM clock_timestamp()) * 1000)::bigint, 60000,
+  (extract(epoch FROM clock_timestamp()) * 1000)::bigint + 60000, 1, 1, false, '[]', 'node',
+  (extract(epoch FROM clock_timestamp()) * 1000)::bigint + 30000, (extract(epoch FROM clock_timestamp()) * 1000)::bigint);
+UPDATE tasks SET state = '{"completed":{"result":{"content":[]}}}', status = 'completed', version = 2,
+  updated_at = (extract(epoch FROM clock_timestamp()) * 1000)::bigint,
+  changed_at = (extract(epoch FROM clock_timestamp()) * 1000)::bigint WHERE id = 't' || :client_id || '-' || :n;
+SQL
+  else
+    sql "$db" "CREATE TABLE tasks (id TEXT PRIMARY KEY, owner TEXT NOT NULL, tool TEXT NOT NULL, arguments TEXT NOT NULL,
+      state TEXT NOT NULL, status TEXT NOT NULL, version INTEGER NOT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL);
+      CREATE INDEX tasks_by_owner ON tasks (owner, created_at, id)" >/dev/null
+    cat >"$script" <<'SQL'
 \set n random(1, 1000000000000)
 INSERT INTO tasks VALUES ('t' || :client_id || '-' || :n, 'alice', 'noop', '{}', '"working"', 'working', 1,
   (extract(epoch FROM clock_timestamp()) * 1000)::bigint, (extract(epoch FROM clock_timestamp()) * 1000)::bigint);
 UPDATE tasks SET state = '{"completed":{"result":{"content":[]}}}', status = 'completed', version = 2,
   updated_at = (extract(epoch FROM clock_timestamp()) * 1000)::bigint WHERE id = 't' || :client_id || '-' || :n;
 SQL
+  fi
   load_average=$(cut -d' ' -f1 /proc/loadavg)
   pg0=$(pg_ticks)
   report=$("$pg_bin/pgbench" -n -c 24 -j 2 -T "$pgbench_seconds" -f "$script" "postgres://postgres@127.0.0.1:$port/$db" 2>&1) || true
@@ -197,18 +220,18 @@ SQL
   fi
   local count
   count=$(sql "$db" "SELECT count(*) FROM tasks")
-  echo "pgbench c=24: $tps lifecycles/s (INSERT then UPDATE, each committed), $count in ${pgbench_seconds}s" >&2
-  jq -nc --argjson tps "$tps" --argjson count "$count" --arg load "$load_average" \
+  echo "$setup c=24: $tps lifecycles/s (INSERT then UPDATE, each committed), $count in ${pgbench_seconds}s" >&2
+  jq -nc --argjson tps "$tps" --argjson count "$count" --arg load "$load_average" --arg setup "$setup" \
     --argjson pg $(((pg1 - pg0) * 1000000 / hz)) \
-    '{setup: "pgbench", replicas: 0, load_average: $load, run: {mode: "insert+update", concurrency: 24, per_second: $tps,
+    '{setup: $setup, replicas: 0, load_average: $load, run: {mode: "insert+update", concurrency: 24, per_second: $tps,
       end_to_end: {p50_us: null, p99_us: null}, failures: 0}, app_cpu_us_per_task: null,
       pg_cpu_us_per_task: ($pg / $count), round_trips_per_task: 2, statements_per_task: 2}' >>"$out"
 }
 
 for setup in $setups; do
   case $setup in
-    pgbench)
-      pgbench_lifecycles
+    pgbench | pgbench-schema)
+      pgbench_lifecycles "$setup"
       ;;
     sqlite*)
       n=${setup#sqlite}
@@ -224,7 +247,7 @@ for setup in $setups; do
       measure "$setup" "$n" "$db"
       ;;
     *)
-      echo "unknown setup $setup (pgbench, sqlite, sqliteN, pg1, pg3, pgN)" >&2
+      echo "unknown setup $setup (pgbench, pgbench-schema, sqlite, sqliteN, pg1, pg3, pgN)" >&2
       exit 2
       ;;
   esac
@@ -236,7 +259,7 @@ jq -rs '
   def n: if . == null then "-" else (. * 10 | round / 10 | tostring) end;
   "| store | replicas | mode | c | calls/s | e2e p50 / p99 ms | replicas CPU µs/task | PostgreSQL CPU µs/task | round trips/task | statements/task (with triggers) | failed | load avg |",
   "|---|---|---|---|---|---|---|---|---|---|---|---|",
-  def store: if .setup == "pgbench" then "pgbench (INSERT, UPDATE)" elif (.setup | startswith("sqlite")) then "SQLite (sync full)" else "PostgreSQL" end;
+  def store: if .setup == "pgbench" then "pgbench (INSERT, UPDATE)" elif .setup == "pgbench-schema" then "pgbench on the store'"'"'s schema" elif (.setup | startswith("sqlite")) then "SQLite (sync full)" else "PostgreSQL" end;
   def rounded: if . == null then "-" else round end;
   (.[] | "| \(store) | \(.replicas) | \(.run.mode) | \(.run.concurrency) | \(.run.per_second | round) | \(.run.end_to_end.p50_us | ms) / \(.run.end_to_end.p99_us | ms) | \(.app_cpu_us_per_task | rounded) | \(.pg_cpu_us_per_task | n) | \(.round_trips_per_task | n) | \(.statements_per_task | n) | \(.run.failures) | \(.load_average) |")
 ' "$out"
@@ -244,10 +267,12 @@ jq -rs '
 # own (pgbench), pg3 against pg1 (same mode and concurrency), N SQLite processes against one.
 jq -rs '
   (map(select(.setup == "pgbench")) | first | .run.per_second) as $db
-  | (map(select(.setup != "pgbench")) | group_by([.run.mode, .run.concurrency])[]) as $runs
+  | (map(select(.setup == "pgbench-schema")) | first | .run.per_second) as $schema
+  | (map(select(.setup | startswith("pgbench") | not)) | group_by([.run.mode, .run.concurrency])[]) as $runs
   | ($runs | map({key: .setup, value: .run.per_second}) | from_entries) as $rate
   | "ratios \($runs[0].run.mode) c=\($runs[0].run.concurrency):"
     + (if $db != null and $rate.pg1 != null then " pg1/pgbench \($rate.pg1 / $db * 100 | round / 100)" else "" end)
+    + (if $schema != null and $rate.pg1 != null then " pg1/pgbench-schema \($rate.pg1 / $schema * 100 | round / 100)" else "" end)
     + (if $rate.pg1 != null and $rate.pg3 != null then " pg3/pg1 \($rate.pg3 / $rate.pg1 * 100 | round / 100)" else "" end)
     + (if $rate.sqlite != null and $rate.sqlite3 != null then " sqlite3/sqlite \($rate.sqlite3 / $rate.sqlite * 100 | round / 100)" else "" end)
 ' "$out"
