@@ -393,7 +393,8 @@ pub(crate) async fn open_store_observed(choice: StoreChoice) -> anyhow::Result<(
         StoreChoice::Postgres(url) => {
             // The error names the URL with its password hidden; so does every later one.
             let store = PostgresStore::connect(&url).await.context("opening the PostgreSQL task store")?;
-            let described = format!("{} (PostgreSQL, shared: claims with a lease, any replica serves any task)", store.url());
+            let described =
+                format!("{} (PostgreSQL, {}; shared: claims with a lease, any replica serves any task)", store.url(), store.tls().describe());
             Ok((Arc::new(store.clone()), described, Concrete::Postgres(store)))
         }
     }

@@ -12,13 +12,13 @@
 //! connection futures are the pool's), and no crate of the tree wraps it.
 
 use std::collections::{HashMap, VecDeque};
-use std::str::FromStr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use deadpool_postgres::Pool;
 use tokio::sync::broadcast;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
+use tokio_postgres_rustls::MakeRustlsConnect;
 use tokio_util::sync::CancellationToken;
 
 use mcp_tasks_engine::{TaskId, TaskRecord, Timestamp, Version};
@@ -102,12 +102,12 @@ impl Sent {
 impl Feed {
     /// Starts listening on `channel` with a connection of its own to `url`, and polling
     /// through `pool`.
-    pub(crate) fn start(url: &str, channel: String, pool: Pool) -> Feed {
+    pub(crate) fn start(config: tokio_postgres::Config, tls: MakeRustlsConnect, channel: String, pool: Pool) -> Feed {
         let (sender, _) = broadcast::channel(FEED_CAPACITY);
         let stop = CancellationToken::new();
         let sent = Arc::new(Mutex::new(Sent::default()));
         tokio::spawn(listen(
-            url.to_owned(),
+            (config, tls),
             channel,
             pool.clone(),
             sender.clone(),
@@ -185,20 +185,17 @@ fn send(
 
 /// The listener: connects, `LISTEN`s, and reads each notified task, until `stop`.
 async fn listen(
-    url: String,
+    (config, tls): (tokio_postgres::Config, MakeRustlsConnect),
     channel: String,
     pool: Pool,
     sender: broadcast::Sender<Arc<TaskRecord>>,
     sent: Arc<Mutex<Sent>>,
     stop: CancellationToken,
 ) {
-    let Ok(config) = tokio_postgres::Config::from_str(&url) else {
-        return; // The store connected with this URL, so this cannot happen; the poller still runs.
-    };
     while !stop.is_cancelled() {
         let connected = tokio::select! {
             _ = stop.cancelled() => return,
-            connected = config.connect(NoTls) => connected,
+            connected = config.connect(tls.clone()) => connected,
         };
         let (client, mut connection) = match connected {
             Ok(pair) => pair,

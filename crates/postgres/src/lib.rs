@@ -5,13 +5,13 @@
 //! # What it supports
 //! The same semantics as the SQLite store (the shared store suite runs against both):
 //! compare-and-set writes, one retained task per owner and idempotency key, keyset listing,
-//! per-owner counts kept by triggers, sweeping and purging in bounded batches; and what many
+//! per-owner counts, sweeping and purging in bounded batches; and what many
 //! replicas on one store need (the suite's two-handle cases): claims with leases (taken over
 //! with the attempt bumped as the fence, renewed in one statement per node), the retention
-//! limit under a row lock of the owner's count, stored cancel requests and input answers, and a
-//! change feed across processes. Migrating is safe for replicas starting together.
+//! limit, the owners' running slots, stored cancel requests and input answers, and a change
+//! feed across processes. Migrating is safe for replicas starting together.
 //!
-//! No TLS in this build: connect over loopback, a private network or a Unix socket.
+//! TLS as libpq's `sslmode` and `sslrootcert` say, through rustls ([`tls`]).
 //!
 //! # Layout
 //! - `store`: [`PostgresStore`]: connecting, the pool, the statement helpers.
@@ -25,6 +25,7 @@
 //!   (`StoreError::Unavailable`, retryable), and the bounded wait for a connection.
 //! - `feed`: the change feed across replicas (`LISTEN/NOTIFY` and a polling backstop).
 //! - `url`: [`redact`]: connection URLs as they may be shown, the password hidden.
+//! - `tls`: `sslmode` and `sslrootcert` read as libpq does, the rustls verifier of each mode.
 
 mod claims;
 mod feed;
@@ -36,6 +37,7 @@ mod sessions;
 #[doc(hidden)]
 pub mod sql;
 mod store;
+pub mod tls;
 mod url;
 mod view;
 mod work;

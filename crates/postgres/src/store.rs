@@ -11,18 +11,17 @@
 
 use std::fmt;
 use std::future::Future;
-use std::str::FromStr;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod};
-use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
 use mcp_tasks_engine::store::implement::{Commit, CommitObserver};
 use mcp_tasks_engine::{StoreError, TaskId, TaskRecord};
 
 use crate::feed::Feed;
+use crate::tls;
 use crate::outage::backend;
 use crate::rows::read_record;
 use crate::{migrate, outage, sql, url};
@@ -55,6 +54,8 @@ pub struct PostgresStore {
     /// The announcements to send (`announce`), to the notifier task; it ends when the last
     /// clone is dropped.
     notifier: tokio::sync::mpsc::UnboundedSender<String>,
+    /// The connections' TLS, as the URL's `sslmode` asked.
+    tls: tls::Mode,
 }
 
 impl fmt::Debug for PostgresStore {
@@ -75,8 +76,8 @@ impl PostgresStore {
     /// ([`redact`](crate::redact)), never the password.
     pub async fn connect(url: &str) -> Result<PostgresStore, StoreError> {
         let shown: Arc<str> = url::redact(url).into();
-        let mut config = tokio_postgres::Config::from_str(url)
-            .map_err(|err| failed(&shown, "cannot read the connection URL", &err))?;
+        let tls::Connection { mut config, tls, mode } = tls::connection(url)
+            .map_err(|err| StoreError::Backend(format!("cannot read the connection URL {shown}: {err}").into()))?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
@@ -84,8 +85,8 @@ impl PostgresStore {
             config.application_name("mcp-tasks");
         }
         let manager = Manager::from_config(
-            config,
-            NoTls,
+            config.clone(),
+            tls.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -106,14 +107,14 @@ impl PostgresStore {
             .await
             .and_then(|row| row.try_get(0))
             .map_err(|err| failed(&shown, "cannot read the current schema", &err))?;
-        tracing::debug!(url = %shown, schema = migrate::SCHEMA_VERSION, found, "opened the PostgreSQL task store");
+        tracing::debug!(url = %shown, schema = migrate::SCHEMA_VERSION, found, tls = mode.describe(), "opened the PostgreSQL task store");
         drop(client);
         // The channel every write that changes a task announces it on ([`Self::announce`]).
         let channel = format!("mcp_tasks.{schema}");
-        let feed = Arc::new(Feed::start(url, channel.clone(), pool.clone()));
+        let feed = Arc::new(Feed::start(config, tls, channel.clone(), pool.clone()));
         let (notifier, announcements) = tokio::sync::mpsc::unbounded_channel();
         tokio::spawn(notify(pool.clone(), channel, announcements));
-        Ok(PostgresStore { pool, shown, feed, observer: Arc::default(), notifier })
+        Ok(PostgresStore { pool, shown, feed, observer: Arc::default(), notifier, tls: mode })
     }
 
     /// Tells the feeds of every replica that task `id` changed, once its write committed: a
@@ -159,6 +160,11 @@ impl PostgresStore {
     /// The URL this store was opened with, its password hidden.
     pub fn url(&self) -> &str {
         &self.shown
+    }
+
+    /// The connections' TLS, as the URL's `sslmode` asked ([`tls`]).
+    pub fn tls(&self) -> tls::Mode {
+        self.tls
     }
 
     /// A pooled connection. While the database refuses connections (restarting, recovering,

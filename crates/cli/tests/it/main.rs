@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
 mod bad_input;
+mod certs;
 mod client_cli;
 mod config;
 mod crash;
@@ -24,6 +25,7 @@ mod oauth;
 mod orphans;
 mod pg_cluster;
 mod pg_faults;
+mod pg_tls;
 mod postgres;
 mod processes;
 mod proxy;

@@ -26,6 +26,16 @@ impl Cluster {
     /// networks `trusted` (`10.1.2.0/24`, …). `None` (after saying why) when this machine
     /// cannot run one and `CI` is not `true`.
     pub(crate) fn start(also_listen: &[&str], trusted: &[&str]) -> Option<Cluster> {
+        Cluster::start_with(also_listen, trusted, None)
+    }
+
+    /// A cluster on 127.0.0.1 with `ssl = on`, serving the PEM certificate chain `cert` with
+    /// its key `key` (and still accepting connections without TLS).
+    pub(crate) fn start_tls(cert: &str, key: &str) -> Option<Cluster> {
+        Cluster::start_with(&[], &[], Some((cert, key)))
+    }
+
+    fn start_with(also_listen: &[&str], trusted: &[&str], tls: Option<(&str, &str)>) -> Option<Cluster> {
         let bin = match usable_binaries() {
             Ok(bin) => bin,
             Err(why) => {
@@ -48,6 +58,14 @@ impl Cluster {
             dir.path().display()
         );
         append(&data.join("postgresql.conf"), &settings);
+        if let Some((cert, key)) = tls {
+            for (name, pem) in [("server.crt", cert), ("server.key", key)] {
+                std::fs::write(data.join(name), pem).expect("write the server's certificate");
+                run_ok(Command::new("chown").args(["postgres:", &data.join(name).display().to_string()]));
+                run_ok(Command::new("chmod").args(["600", &data.join(name).display().to_string()]));
+            }
+            append(&data.join("postgresql.conf"), "ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n");
+        }
         let hba: String = trusted.iter().map(|net| format!("host all all {net} trust\n")).collect();
         append(&data.join("pg_hba.conf"), &hba);
         let cluster = Cluster { bin, dir, port };

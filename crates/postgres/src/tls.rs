@@ -1,0 +1,378 @@
+//! TLS to PostgreSQL as libpq's connection parameters say (`sslmode`, `sslrootcert`), through
+//! rustls (with ring; no OpenSSL), so that a URL written for `psql` works as it is.
+//!
+//! tokio-postgres reads `sslmode` only as `disable`, `prefer` or `require`, and no
+//! `sslrootcert`: [`connection`] takes both out of the URL, gives tokio-postgres the mode it
+//! knows (whether to ask for TLS, and whether to insist), and builds the rustls verifier that
+//! libpq's mode means:
+//!
+//! | `sslmode` | TLS | the server's certificate |
+//! |---|---|---|
+//! | `disable` | never | - |
+//! | `allow`, `prefer` (the default) | if the server offers it | not verified (libpq's meaning) |
+//! | `require` | always | not verified, unless `sslrootcert` is given: then as `verify-ca` (libpq's meaning) |
+//! | `verify-ca` | always | signed by a root of `sslrootcert` |
+//! | `verify-full` | always | signed by a root of `sslrootcert`, and issued for the host connected to |
+//!
+//! `sslrootcert`: a PEM file of CA certificates, or `system` for the system's roots (the
+//! default when it is not given and `~/.postgresql/root.crt`, libpq's default file, does not
+//! exist).
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
+use rustls::crypto::WebPkiSupportedAlgorithms;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use tokio_postgres::config::SslMode;
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+/// libpq's `sslmode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `disable`.
+    Disable,
+    /// `allow` or `prefer` (libpq's default): TLS if the server offers it, not verified.
+    Prefer,
+    /// `require`: TLS, not verified.
+    Require,
+    /// `verify-ca`: TLS, the certificate signed by a trusted root.
+    VerifyCa,
+    /// `verify-full`: as `verify-ca`, and issued for the host.
+    VerifyFull,
+}
+
+impl Mode {
+    fn parse(value: &str) -> Result<Mode, String> {
+        match value {
+            "disable" => Ok(Mode::Disable),
+            "allow" | "prefer" => Ok(Mode::Prefer),
+            "require" => Ok(Mode::Require),
+            "verify-ca" => Ok(Mode::VerifyCa),
+            "verify-full" => Ok(Mode::VerifyFull),
+            other => Err(format!(
+                "sslmode={other} is not a mode PostgreSQL knows: use disable, allow, prefer, require, verify-ca or verify-full"
+            )),
+        }
+    }
+
+    /// What the startup line says of the connection's TLS.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Mode::Disable => "no TLS (sslmode=disable)",
+            Mode::Prefer => "TLS if the server offers it, its certificate not verified (sslmode=prefer)",
+            Mode::Require => "TLS, its certificate not verified (sslmode=require)",
+            Mode::VerifyCa => "TLS, the certificate verified against the trusted roots (sslmode=verify-ca)",
+            Mode::VerifyFull => "TLS, the certificate verified for the host (sslmode=verify-full)",
+        }
+    }
+}
+
+/// A connection's settings: what tokio-postgres reads, and the TLS connector for it.
+pub(crate) struct Connection {
+    pub(crate) config: tokio_postgres::Config,
+    pub(crate) tls: MakeRustlsConnect,
+    pub(crate) mode: Mode,
+}
+
+/// The settings of `url` (a `postgres://` URL or a `key=value` connection string).
+///
+/// # Errors
+/// What is wrong, in words that say what to write instead: an unknown `sslmode`, a
+/// `sslrootcert` that cannot be read or holds no certificate, a URL tokio-postgres cannot read.
+pub(crate) fn connection(url: &str) -> Result<Connection, String> {
+    let (rest, taken) = take_parameters(url, &["sslmode", "sslrootcert"]);
+    let mut mode = Mode::Prefer;
+    let mut root_file = None;
+    for (key, value) in taken {
+        match key.as_str() {
+            "sslmode" => mode = Mode::parse(&value)?,
+            _ => root_file = Some(value),
+        }
+    }
+    if mode == Mode::Require && root_file.is_some() {
+        mode = Mode::VerifyCa; // libpq: a root file given makes `require` check the chain.
+    }
+    let mut config = tokio_postgres::Config::from_str(&rest).map_err(|err| err.to_string())?;
+    config.ssl_mode(match mode {
+        Mode::Disable => SslMode::Disable,
+        Mode::Prefer => SslMode::Prefer,
+        Mode::Require | Mode::VerifyCa | Mode::VerifyFull => SslMode::Require,
+    });
+    let provider = Arc::new(ring_provider());
+    let verifier: Arc<dyn ServerCertVerifier> = match mode {
+        Mode::Disable | Mode::Prefer | Mode::Require => Arc::new(Unverified(provider.signature_verification_algorithms)),
+        Mode::VerifyCa | Mode::VerifyFull => {
+            let roots = roots(root_file.as_deref())?;
+            let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
+                .build()
+                .map_err(|err| format!("cannot use the trusted roots: {err}"))?;
+            if mode == Mode::VerifyCa { Arc::new(ChainOnly(webpki)) } else { webpki }
+        }
+    };
+    let tls = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|err| format!("cannot set up TLS: {err}"))?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
+    Ok(Connection { config, tls: MakeRustlsConnect::new(tls), mode })
+}
+
+/// rustls's provider on ring. Deprecated by rustls for its lack of post-quantum key exchange;
+/// the provider that has it (aws-lc-rs) builds C with cmake, minutes on this project's two
+/// build cores, for a connection inside the operator's network. Revisit with rustls 0.24.
+#[allow(deprecated)]
+fn ring_provider() -> rustls::crypto::CryptoProvider {
+    rustls::crypto::ring::default_provider()
+}
+
+/// The trusted roots: the PEM file `sslrootcert` names, or the system's (`system`, or no
+/// `sslrootcert` and no `~/.postgresql/root.crt`).
+fn roots(file: Option<&str>) -> Result<RootCertStore, String> {
+    let file = match file {
+        Some("system") => None,
+        Some(file) => Some(PathBuf::from(file)),
+        None => std::env::var_os("HOME").map(|home| Path::new(&home).join(".postgresql/root.crt")).filter(|file| file.exists()),
+    };
+    let mut roots = RootCertStore::empty();
+    match file {
+        Some(file) => {
+            let certificates = CertificateDer::pem_file_iter(&file)
+                .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+                .map_err(|err| format!("cannot read the CA certificates of sslrootcert={}: {err}", file.display()))?;
+            let (added, _) = roots.add_parsable_certificates(certificates);
+            if added == 0 {
+                return Err(format!(
+                    "sslrootcert={} holds no CA certificate (a PEM file of `-----BEGIN CERTIFICATE-----` blocks is expected)",
+                    file.display()
+                ));
+            }
+        }
+        None => {
+            let found = rustls_native_certs::load_native_certs();
+            roots.add_parsable_certificates(found.certs);
+            if roots.is_empty() {
+                return Err("no trusted roots: the system has no CA certificates (install ca-certificates) and no sslrootcert was given".to_owned());
+            }
+        }
+    }
+    Ok(roots)
+}
+
+/// `url` without the parameters named `names`, and their values, in the URL's query
+/// (`?a=b&c=d`, percent-encoded) or as `key=value` words of a connection string (`'quoted'`
+/// values allowed). Written here because tokio-postgres refuses what it does not know and
+/// offers no way to read the rest of a URL.
+fn take_parameters(url: &str, names: &[&str]) -> (String, Vec<(String, String)>) {
+    let mut taken = Vec::new();
+    if url.contains("://") {
+        let Some((base, query)) = url.split_once('?') else { return (url.to_owned(), taken) };
+        let kept: Vec<&str> = query
+            .split('&')
+            .filter(|pair| match pair.split_once('=') {
+                Some((key, value)) if names.contains(&key) => {
+                    taken.push((key.to_owned(), percent_decoded(value)));
+                    false
+                }
+                _ => true,
+            })
+            .collect();
+        let rest = if kept.is_empty() { base.to_owned() } else { format!("{base}?{}", kept.join("&")) };
+        return (rest, taken);
+    }
+    let mut kept = Vec::new();
+    for word in connection_words(url) {
+        match word.split_once('=') {
+            Some((key, value)) if names.contains(&key.trim()) => taken.push((key.trim().to_owned(), unquoted(value.trim()))),
+            _ => kept.push(word),
+        }
+    }
+    (kept.join(" "), taken)
+}
+
+/// The `key=value` words of a connection string, a `'quoted value'` kept whole.
+fn connection_words(text: &str) -> Vec<String> {
+    let (mut words, mut word, mut quoted, mut escaped) = (Vec::new(), String::new(), false, false);
+    for ch in text.chars() {
+        match ch {
+            _ if escaped => {
+                word.push(ch);
+                escaped = false;
+            }
+            '\\' => {
+                word.push(ch);
+                escaped = true;
+            }
+            '\'' => {
+                word.push(ch);
+                quoted = !quoted;
+            }
+            ch if ch.is_whitespace() && !quoted => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            ch => word.push(ch),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+fn unquoted(value: &str) -> String {
+    let inner = value.strip_prefix('\'').and_then(|value| value.strip_suffix('\'')).unwrap_or(value);
+    inner.replace("\\'", "'").replace("\\\\", "\\")
+}
+
+fn percent_decoded(value: &str) -> String {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let hex = |at: usize| bytes.get(at).and_then(|byte| (*byte as char).to_digit(16));
+        match (bytes[at], hex(at + 1), hex(at + 2)) {
+            (b'%', Some(high), Some(low)) => {
+                out.push(u8::try_from(high * 16 + low).unwrap_or(b'?'));
+                at += 3;
+            }
+            (b'+', ..) => {
+                out.push(b' ');
+                at += 1;
+            }
+            (byte, ..) => {
+                out.push(byte);
+                at += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `require` and `prefer`: the handshake's signatures are checked (the connection is
+/// encrypted to whoever holds the certificate's key), the certificate itself is not, as libpq
+/// does in these modes.
+#[derive(Debug)]
+struct Unverified(WebPkiSupportedAlgorithms);
+
+impl ServerCertVerifier for Unverified {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_schemes()
+    }
+}
+
+/// `verify-ca`: the chain is verified against the trusted roots, the name it was issued for
+/// is not.
+#[derive(Debug)]
+struct ChainOnly(Arc<WebPkiServerVerifier>);
+
+impl ServerCertVerifier for ChainOnly {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self.0.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Mode, connection, take_parameters};
+
+    #[test]
+    fn ssl_parameters_are_taken_out_of_urls_and_connection_strings() {
+        let (rest, taken) = take_parameters(
+            "postgres://u:p@db.example.com/app?sslmode=verify-full&application_name=x&sslrootcert=%2Fetc%2Fca%20file.pem",
+            &["sslmode", "sslrootcert"],
+        );
+        assert_eq!(rest, "postgres://u:p@db.example.com/app?application_name=x");
+        assert_eq!(taken, [("sslmode".to_owned(), "verify-full".to_owned()), ("sslrootcert".to_owned(), "/etc/ca file.pem".to_owned())]);
+        let (rest, taken) = take_parameters("postgres://db/app?sslmode=require", &["sslmode"]);
+        assert_eq!((rest.as_str(), taken.len()), ("postgres://db/app", 1));
+        let (rest, taken) =
+            take_parameters("host=db user=u sslmode=verify-ca sslrootcert='/etc/my ca.pem' dbname=app", &["sslmode", "sslrootcert"]);
+        assert_eq!(rest, "host=db user=u dbname=app");
+        assert_eq!(taken[1], ("sslrootcert".to_owned(), "/etc/my ca.pem".to_owned()));
+    }
+
+    #[test]
+    fn modes_follow_libpq() {
+        let mode = |url: &str| connection(url).map(|connection| connection.mode);
+        assert_eq!(mode("postgres://db/app"), Ok(Mode::Prefer));
+        assert_eq!(mode("postgres://db/app?sslmode=allow"), Ok(Mode::Prefer));
+        assert_eq!(mode("postgres://db/app?sslmode=disable"), Ok(Mode::Disable));
+        assert_eq!(mode("postgres://db/app?sslmode=require"), Ok(Mode::Require));
+        let err = mode("postgres://db/app?sslmode=verify").err().expect("an unknown mode");
+        assert!(err.contains("sslmode=verify is not a mode") && err.contains("verify-full"), "{err}");
+        let err = mode("postgres://db/app?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem").err().expect("no such file");
+        assert!(err.contains("sslrootcert=/nonexistent/ca.pem"), "{err}");
+        let err = mode("postgres://db/app?sslmode=require&sslrootcert=/nonexistent/ca.pem").err().expect("require with a root file verifies");
+        assert!(err.contains("/nonexistent/ca.pem"), "{err}");
+    }
+}
