@@ -19,6 +19,7 @@ pub(crate) fn webhooks(server: &ServerConfig) -> Vec<Webhook> {
         url: hook.url.clone(),
         events: hook.events.clone(),
         secret: hook.secret.clone(),
+        ca_file: hook.ca_file.clone(),
     };
     server.webhooks.iter().map(hook).collect()
 }

@@ -25,7 +25,6 @@ use std::sync::Arc;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::WebPkiSupportedAlgorithms;
-use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use tokio_postgres::config::SslMode;
@@ -103,7 +102,7 @@ pub(crate) fn connection(url: &str) -> Result<Connection, String> {
         Mode::Prefer => SslMode::Prefer,
         Mode::Require | Mode::VerifyCa | Mode::VerifyFull => SslMode::Require,
     });
-    let provider = Arc::new(ring_provider());
+    let provider = mcp_tasks_tls::provider();
     let verifier: Arc<dyn ServerCertVerifier> = match mode {
         Mode::Disable | Mode::Prefer | Mode::Require => Arc::new(Unverified(provider.signature_verification_algorithms)),
         Mode::VerifyCa | Mode::VerifyFull => {
@@ -123,14 +122,6 @@ pub(crate) fn connection(url: &str) -> Result<Connection, String> {
     Ok(Connection { config, tls: MakeRustlsConnect::new(tls), mode })
 }
 
-/// rustls's provider on ring. Deprecated by rustls for its lack of post-quantum key exchange;
-/// the provider that has it (aws-lc-rs) builds C with cmake, minutes on this project's two
-/// build cores, for a connection inside the operator's network. Revisit with rustls 0.24.
-#[allow(deprecated)]
-fn ring_provider() -> rustls::crypto::CryptoProvider {
-    rustls::crypto::ring::default_provider()
-}
-
 /// The trusted roots: the PEM file `sslrootcert` names, or the system's (`system`, or no
 /// `sslrootcert` and no `~/.postgresql/root.crt`).
 fn roots(file: Option<&str>) -> Result<RootCertStore, String> {
@@ -139,29 +130,8 @@ fn roots(file: Option<&str>) -> Result<RootCertStore, String> {
         Some(file) => Some(PathBuf::from(file)),
         None => std::env::var_os("HOME").map(|home| Path::new(&home).join(".postgresql/root.crt")).filter(|file| file.exists()),
     };
-    let mut roots = RootCertStore::empty();
-    match file {
-        Some(file) => {
-            let certificates = CertificateDer::pem_file_iter(&file)
-                .and_then(Iterator::collect::<Result<Vec<_>, _>>)
-                .map_err(|err| format!("cannot read the CA certificates of sslrootcert={}: {err}", file.display()))?;
-            let (added, _) = roots.add_parsable_certificates(certificates);
-            if added == 0 {
-                return Err(format!(
-                    "sslrootcert={} holds no CA certificate (a PEM file of `-----BEGIN CERTIFICATE-----` blocks is expected)",
-                    file.display()
-                ));
-            }
-        }
-        None => {
-            let found = rustls_native_certs::load_native_certs();
-            roots.add_parsable_certificates(found.certs);
-            if roots.is_empty() {
-                return Err("no trusted roots: the system has no CA certificates (install ca-certificates) and no sslrootcert was given".to_owned());
-            }
-        }
-    }
-    Ok(roots)
+    let what = file.as_ref().map(|file| format!("sslrootcert={}", file.display()));
+    mcp_tasks_tls::roots(file.as_deref(), what.as_deref().unwrap_or("the system's roots"))
 }
 
 /// `url` without the parameters named `names`, and their values, in the URL's query

@@ -43,6 +43,7 @@ use bytes::Bytes;
 use hmac::{Hmac, KeyInit, Mac};
 use http_body_util::Full;
 use hyper::Request;
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
@@ -59,12 +60,16 @@ use self::outbox::{Delivery, Outbox};
 /// (`mcp-tasks serve` maps each `[[server.webhooks]]` entry onto one).
 #[derive(Clone, PartialEq, Eq)]
 pub struct Webhook {
-    /// Where deliveries are POSTed: an `http://` URL (no TLS in this build).
+    /// Where deliveries are POSTed: an `https://` URL (the receiver's certificate verified
+    /// against the system's roots, or `ca_file`'s, and the name in the URL) or `http://`.
     pub url: String,
     /// Which events are delivered: `completed`, `failed`, `cancelled`, `input_required`.
     pub events: Vec<String>,
     /// The HMAC-SHA256 key every delivery is signed with.
     pub secret: String,
+    /// A PEM file of CA certificates to check an `https://` receiver against instead of the
+    /// system's roots.
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for Webhook {
@@ -119,13 +124,14 @@ impl Webhooks {
     /// # Errors
     /// The outbox cannot be opened (the message names the file).
     pub fn start(engine: &Engine, hooks: Vec<Webhook>, outbox: &Path) -> Result<Webhooks, String> {
+        let clients = clients(&hooks)?;
         let outbox = Outbox::open(outbox)?;
         let stop = CancellationToken::new();
         let wake = Arc::new(Notify::new());
         let hooks = Arc::new(hooks);
         let feed = engine.subscribe();
         tokio::spawn(dispatch(feed, Arc::clone(&hooks), outbox.clone(), Arc::clone(&wake), stop.clone()));
-        tokio::spawn(send(hooks, outbox, wake, stop.clone()));
+        tokio::spawn(send(hooks, clients, outbox, wake, stop.clone()));
         Ok(Webhooks { stop })
     }
 }
@@ -214,10 +220,40 @@ fn task_state(task: &TaskRecord) -> Value {
     state
 }
 
+/// The HTTP client deliveries go through: plain HTTP, or TLS verified against the system's
+/// roots or a webhook's own CA file.
+type HttpClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// A client per webhook URL (one per CA file; those on the system's roots share one).
+///
+/// # Errors
+/// A webhook's CA file that cannot be read, named with its URL.
+fn clients(hooks: &[Webhook]) -> Result<HashMap<String, HttpClient>, String> {
+    let mut by_ca: HashMap<Option<&Path>, HttpClient> = HashMap::new();
+    let mut clients = HashMap::new();
+    for hook in hooks {
+        let ca = hook.ca_file.as_deref();
+        if !by_ca.contains_key(&ca) {
+            let what = ca.map_or_else(String::new, |file| format!("ca_file = \"{}\"", file.display()));
+            let tls = mcp_tasks_tls::client_config(ca, &what).map_err(|err| format!("webhook {}: {err}", hook.url))?;
+            let connector = HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http().enable_http1().build();
+            by_ca.insert(ca, Client::builder(TokioExecutor::new()).build(connector));
+        }
+        clients.insert(hook.url.clone(), by_ca[&ca].clone());
+    }
+    Ok(clients)
+}
+
 /// Outbox → POST: sends what is due, then sleeps until the next is due or a new one comes.
-async fn send(hooks: Arc<Vec<Webhook>>, outbox: Outbox, wake: Arc<Notify>, stop: CancellationToken) {
-    let client: Client<HttpConnector, Full<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
-    let secrets: HashMap<&str, &str> = hooks.iter().map(|hook| (hook.url.as_str(), hook.secret.as_str())).collect();
+async fn send(
+    hooks: Arc<Vec<Webhook>>,
+    clients: HashMap<String, HttpClient>,
+    outbox: Outbox,
+    wake: Arc<Notify>,
+    stop: CancellationToken,
+) {
+    let secrets: HashMap<&str, (&str, &HttpClient)> =
+        hooks.iter().filter_map(|hook| Some((hook.url.as_str(), (hook.secret.as_str(), clients.get(&hook.url)?)))).collect();
     loop {
         let due = match outbox.due(now_ms(), BATCH).await {
             Ok(due) => due,
@@ -230,7 +266,7 @@ async fn send(hooks: Arc<Vec<Webhook>>, outbox: Outbox, wake: Arc<Notify>, stop:
             if stop.is_cancelled() {
                 return;
             }
-            deliver(&client, &secrets, &outbox, delivery).await;
+            deliver(&secrets, &outbox, delivery).await;
         }
         if !due.is_empty() {
             continue;
@@ -249,8 +285,8 @@ async fn send(hooks: Arc<Vec<Webhook>>, outbox: Outbox, wake: Arc<Notify>, stop:
 
 /// One attempt of `delivery`: removed from the outbox when answered 2xx (or given up),
 /// otherwise scheduled again with backoff.
-async fn deliver(client: &Client<HttpConnector, Full<Bytes>>, secrets: &HashMap<&str, &str>, outbox: &Outbox, delivery: &Delivery) {
-    let Some(secret) = secrets.get(delivery.url.as_str()) else {
+async fn deliver(secrets: &HashMap<&str, (&str, &HttpClient)>, outbox: &Outbox, delivery: &Delivery) {
+    let Some((secret, client)) = secrets.get(delivery.url.as_str()) else {
         tracing::warn!(url = %delivery.url, "a queued delivery's webhook is no longer configured; dropped");
         let _ = outbox.remove(delivery.id).await;
         return;
@@ -277,7 +313,7 @@ async fn deliver(client: &Client<HttpConnector, Full<Bytes>>, secrets: &HashMap<
     }
 }
 
-async fn post(client: &Client<HttpConnector, Full<Bytes>>, secret: &str, delivery: &Delivery) -> Result<(), String> {
+async fn post(client: &HttpClient, secret: &str, delivery: &Delivery) -> Result<(), String> {
     let timestamp = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs());
     let request = Request::post(delivery.url.as_str())
         .header("content-type", "application/json")
@@ -290,9 +326,22 @@ async fn post(client: &Client<HttpConnector, Full<Bytes>>, secret: &str, deliver
     let response = tokio::time::timeout(POST_TIMEOUT, client.request(request))
         .await
         .map_err(|_| format!("no answer within {POST_TIMEOUT:?}"))?
-        .map_err(|err| format!("POST failed: {err}"))?;
+        .map_err(|err| format!("POST failed: {}", described(&err)))?;
     let status = response.status();
     if status.is_success() { Ok(()) } else { Err(format!("answered {status}")) }
+}
+
+/// `err` with every cause (hyper's client error leaves out why a connection failed, e.g.
+/// which certificate check refused the receiver).
+fn described(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 fn now_ms() -> i64 {

@@ -1,7 +1,8 @@
 //! Completion webhooks of the real binary: a receiver on loopback gets each event once with a
 //! valid signature (checked here with HMAC-SHA256 computed by the test itself), and a
 //! receiver that is down gets its deliveries once it is back, also across a restart of the
-//! server (SIGKILL), from the durable outbox.
+//! server (SIGKILL), from the durable outbox; an `https://` receiver is verified against a
+//! webhook's CA file, and refused by the system's roots when its CA is not among them.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -15,6 +16,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
 
+use crate::certs::Ca;
 use crate::harness::{CONFIG, Workdir};
 use crate::http::{Client, HttpServer};
 
@@ -45,6 +47,23 @@ struct Receiver {
 
 impl Receiver {
     fn start(addr: &str) -> Receiver {
+        Receiver::start_with(addr, None)
+    }
+
+    /// An `https://` receiver serving the PEM certificate `cert` with its key `key`.
+    fn start_tls(addr: &str, cert: &str, key: &str) -> Receiver {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let chain = CertificateDer::pem_slice_iter(cert.as_bytes()).collect::<Result<Vec<_>, _>>().expect("the certificate");
+        let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).expect("the key");
+        let config = rustls::ServerConfig::builder_with_provider(mcp_tasks_tls::provider())
+            .with_safe_default_protocol_versions()
+            .and_then(|builder| builder.with_no_client_auth().with_single_cert(chain, key))
+            .expect("a TLS server configuration");
+        Receiver::start_with(addr, Some(Arc::new(config)))
+    }
+
+    fn start_with(addr: &str, tls: Option<Arc<rustls::ServerConfig>>) -> Receiver {
         let listener = TcpListener::bind(addr).expect("bind the receiver");
         let addr = listener.local_addr().expect("address");
         let (tx, got) = mpsc::channel();
@@ -56,7 +75,16 @@ impl Receiver {
                     return;
                 }
                 let Ok(stream) = stream else { continue };
-                if let Some(received) = read_request(stream) {
+                if stream.set_read_timeout(Some(Duration::from_secs(10))).is_err() {
+                    continue;
+                }
+                let received = match &tls {
+                    None => read_request(stream),
+                    Some(config) => rustls::ServerConnection::new(Arc::clone(config))
+                        .ok()
+                        .and_then(|connection| read_request(rustls::StreamOwned::new(connection, stream))),
+                };
+                if let Some(received) = received {
                     let _ = tx.send(received);
                 }
             }
@@ -79,8 +107,7 @@ impl Receiver {
     }
 }
 
-fn read_request(stream: TcpStream) -> Option<Received> {
-    stream.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+fn read_request(stream: impl Read + Write) -> Option<Received> {
     let mut reader = BufReader::new(stream);
     let mut line = String::new();
     reader.read_line(&mut line).ok()?;
@@ -101,6 +128,7 @@ fn read_request(stream: TcpStream) -> Option<Received> {
     reader.read_exact(&mut body).ok()?;
     let mut stream = reader.into_inner();
     stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok").ok()?;
+    stream.flush().ok()?;
     Some(Received { path, headers, body: String::from_utf8(body).ok()? })
 }
 
@@ -137,6 +165,13 @@ fn start_task(server: &HttpServer, tool: &str, arguments: Value) -> (Client, Str
 fn outbox_attempts(path: &Path) -> Vec<i64> {
     let Ok(conn) = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY) else { return vec![] };
     let Ok(mut stmt) = conn.prepare("SELECT attempts FROM deliveries ORDER BY id") else { return vec![] };
+    stmt.query_map([], |row| row.get(0)).map(|rows| rows.filter_map(Result::ok).collect()).unwrap_or_default()
+}
+
+/// The last error recorded of each delivery still in the outbox.
+fn outbox_errors(path: &Path) -> Vec<String> {
+    let Ok(conn) = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY) else { return vec![] };
+    let Ok(mut stmt) = conn.prepare("SELECT coalesce(last_error, '') FROM deliveries ORDER BY id") else { return vec![] };
     stmt.query_map([], |row| row.get(0)).map(|rows| rows.filter_map(Result::ok).collect()).unwrap_or_default()
 }
 
@@ -261,4 +296,33 @@ fn webhooks_deliveries_wait_for_a_receiver_that_is_down_also_across_a_restart() 
         assert!(Instant::now() < deadline, "deliveries left in the outbox: {:?}", outbox_attempts(&outbox));
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+#[test]
+fn webhooks_an_https_receiver_is_verified_against_the_ca_file_or_refused_by_the_system_roots() {
+    let ca = Ca::new("webhook receivers' CA");
+    let (cert, key) = ca.issue(&["localhost", "127.0.0.1"]);
+    let receiver = Receiver::start_tls("127.0.0.1:0", &cert, &key);
+    let work = Workdir::new();
+    let ca_file = work.path("receivers-ca.pem");
+    std::fs::write(&ca_file, ca.pem()).unwrap();
+    webhook_config(&work, &format!(
+        "[[server.webhooks]]\nurl = \"https://localhost:{port}/trusted\"\nevents = [\"completed\"]\nsecret = \"s\"\nca_file = \"{ca}\"\n\n\
+         [[server.webhooks]]\nurl = \"https://127.0.0.1:{port}/untrusted\"\nevents = [\"completed\"]\nsecret = \"s\"\n",
+        port = receiver.addr.port(),
+        ca = ca_file.display()
+    ));
+    let server = HttpServer::start(&work);
+    let (_client, id) = start_task(&server, "echo", json!({"text": "over https"}));
+    let got = receiver.next();
+    assert_eq!(got.path, "/trusted");
+    assert_eq!(got.json()["task"]["id"], id.as_str());
+    assert_signed(&got, "s");
+    // The other webhook trusts the system's roots only: its receiver's certificate is refused,
+    // the delivery kept and retried, the reason recorded.
+    let outbox = work.path("tasks.sqlite3.webhooks");
+    wait_for_attempts(&outbox, 1);
+    let errors = outbox_errors(&outbox);
+    assert!(errors.iter().any(|error| error.contains("certificate") && error.contains("UnknownIssuer")), "{errors:?}");
+    assert!(receiver.got.try_recv().is_err(), "nothing reached the receiver through the untrusted webhook");
 }

@@ -14,9 +14,12 @@ pub const WEBHOOK_EVENTS: [&str; 4] = ["completed", "failed", "cancelled", "inpu
 /// One `[[server.webhooks]]` entry.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Webhook {
-    /// Where deliveries are POSTed: an `http://` URL (no TLS in this build: send to a local
-    /// relay or a receiver on a private network).
+    /// Where deliveries are POSTed: an `https://` URL (the receiver's certificate verified
+    /// against the system's roots, or `ca_file`'s), or `http://`.
     pub url: String,
+    /// A PEM file of the CA certificates an `https://` receiver's certificate is checked
+    /// against instead of the system's (a private CA).
+    pub ca_file: Option<std::path::PathBuf>,
     /// Which statuses are delivered, each of [`WEBHOOK_EVENTS`] at most once.
     pub events: Vec<String>,
     /// The HMAC-SHA256 key every delivery is signed with (`secret`, or the environment
@@ -38,6 +41,7 @@ pub(crate) struct RawWebhook {
     events: Vec<String>,
     secret: Option<String>,
     secret_env: Option<String>,
+    ca_file: Option<std::path::PathBuf>,
 }
 
 impl RawWebhook {
@@ -45,9 +49,13 @@ impl RawWebhook {
         let line = lines.of(&self.url.span());
         let url = self.url.into_inner();
         let problem = |reason: String| lines.error(line, Problem::Webhook { url: url.clone(), reason });
-        let rest = url.strip_prefix("http://").ok_or_else(|| {
-            problem("the url must start with http:// (this build sends no TLS; use a local relay for https)".into())
-        })?;
+        let rest = url
+            .strip_prefix("https://")
+            .or_else(|| url.strip_prefix("http://"))
+            .ok_or_else(|| problem("the url must start with https:// or http://".into()))?;
+        if self.ca_file.is_some() && !url.starts_with("https://") {
+            return Err(problem("ca_file is for an https:// url".into()));
+        }
         let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
         if authority.is_empty() || authority.contains('@') || url.chars().any(char::is_whitespace) {
             return Err(problem("the url needs a host (and no user info or spaces)".into()));
@@ -73,7 +81,7 @@ impl RawWebhook {
         if secret.is_empty() {
             return Err(problem("the secret is empty".into()));
         }
-        Ok(Webhook { url, events, secret })
+        Ok(Webhook { url, events, secret, ca_file: self.ca_file })
     }
 }
 
@@ -95,12 +103,19 @@ mod tests {
         let hook = &config.server.webhooks[0];
         assert_eq!((hook.url.as_str(), hook.events.clone(), hook.secret.as_str()), ("http://127.0.0.1:9/hook", vec!["failed".to_owned(), "completed".to_owned()], "s3"));
         assert!(!format!("{hook:?}").contains("s3"), "the secret is never shown");
+        let config = Config::parse(
+            "[[server.webhooks]]\nurl = \"https://hooks.example.com/h\"\nevents = [\"completed\"]\nsecret = \"s\"\nca_file = \"/etc/ca.pem\"\n",
+        )
+        .expect("https with a CA file");
+        let hook = &config.server.webhooks[0];
+        assert_eq!((hook.url.as_str(), hook.ca_file.as_deref()), ("https://hooks.example.com/h", Some(std::path::Path::new("/etc/ca.pem"))));
     }
 
     #[test]
     fn each_bad_webhook_is_refused_with_its_line_and_what_is_wrong() {
         let cases = [
-            ("url = \"https://x.example/h\"\nevents = [\"failed\"]\nsecret = \"s\"", "must start with http://"),
+            ("url = \"ftp://x.example/h\"\nevents = [\"failed\"]\nsecret = \"s\"", "must start with https:// or http://"),
+            ("url = \"http://x/h\"\nevents = [\"failed\"]\nsecret = \"s\"\nca_file = \"/ca.pem\"", "ca_file is for an https:// url"),
             ("url = \"http:///h\"\nevents = [\"failed\"]\nsecret = \"s\"", "the url needs a host"),
             ("url = \"http://x/h\"\nevents = []\nsecret = \"s\"", "events is empty"),
             ("url = \"http://x/h\"\nevents = [\"done\"]\nsecret = \"s\"", "unknown event `done`"),

@@ -140,7 +140,9 @@ fn the_engine_and_the_protocol_depend_on_no_other_crate_of_the_workspace() {
 #[test]
 fn the_stores_depend_on_the_engine_only_and_their_tests_build_no_server() {
     assert!(workspace_deps("sqlite", "dependencies").is_subset(&set(&["mcp-tasks-engine", "mcp-tasks-sqlite-vfs"])));
-    assert_eq!(workspace_deps("postgres", "dependencies"), set(&["mcp-tasks-engine"]));
+    // And the TLS leaf crate (rustls only): no HTTP stack, no server.
+    assert_eq!(workspace_deps("postgres", "dependencies"), set(&["mcp-tasks-engine", "mcp-tasks-tls"]));
+    assert_eq!(workspace_deps("tls", "dependencies"), set(&[]));
     // The store suite and memory store: the engine (and the protocol's shapes for the
     // schema checks) only, so that testing a store or the engine compiles no HTTP stack.
     assert_eq!(workspace_deps("testkit", "dependencies"), set(&["mcp-tasks-engine", "mcp-tasks-protocol"]));
