@@ -64,8 +64,12 @@ pub(crate) async fn serve_checks(config: &Config) -> Vec<String> {
         match crate::options::oauth(oauth) {
             Err(err) => problems.push(format!("{err:#}")),
             Ok(options) => {
+                let validator = http::OAuth::new(options);
+                if let Err(err) = validator.tls_ready() {
+                    problems.push(format!("server.auth.oauth.ca_file: {err}"));
+                }
                 if let JwksSource::File(_) = &oauth.jwks
-                    && let Err(err) = http::OAuth::new(options).load().await
+                    && let Err(err) = validator.load().await
                 {
                     problems.push(format!("server.auth.oauth.jwks: {err}"));
                 }

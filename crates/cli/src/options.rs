@@ -39,6 +39,7 @@ pub(crate) fn oauth(config: &OAuthConfig) -> anyhow::Result<http::OAuthOptions> 
         issuer: config.issuer.clone(),
         audience: config.audience.clone(),
         jwks,
+        ca_file: config.ca_file.clone(),
         scopes: config.scopes.clone(),
         principal_claim: config.principal_claim.clone(),
         principal_prefix: OAUTH_PRINCIPAL_PREFIX.to_owned(),

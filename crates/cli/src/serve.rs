@@ -260,6 +260,7 @@ async fn bearer_auth(server: &mcp_tasks_config::ServerConfig) -> anyhow::Result<
         None => None,
         Some(config) => {
             let oauth = http::OAuth::new(crate::options::oauth(config)?);
+            oauth.tls_ready().map_err(|err| anyhow::anyhow!(err).context("server.auth.oauth.ca_file"))?;
             match (oauth.load().await, &config.jwks) {
                 (Ok(keys), _) => tracing::info!(keys, issuer = %config.issuer, "OAuth: read the authorization server's keys"),
                 (Err(err), mcp_tasks_config::JwksSource::File(_)) => return Err(anyhow::Error::new(err).context("server.auth.oauth.jwks")),

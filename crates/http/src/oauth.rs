@@ -20,6 +20,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Limited};
 use hyper_util::client::legacy::Client;
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use jsonwebtoken::jwk::{Jwk, PublicKeyUse};
@@ -60,6 +61,9 @@ pub struct OAuthOptions {
     pub audience: String,
     /// Where the authorization server's signing keys are read.
     pub jwks: JwksSource,
+    /// A PEM file of the CA certificates an `https://` [`JwksSource::Url`] is checked against
+    /// instead of the system's roots.
+    pub ca_file: Option<std::path::PathBuf>,
     /// The scopes every token must carry, in its `scope` claim (space-separated) or `scp`.
     pub scopes: Vec<String>,
     /// The claim that names the principal (usually `sub`).
@@ -84,7 +88,8 @@ pub struct OAuthOptions {
 pub enum JwksSource {
     /// A file holding the JWK Set, read at start and again on refresh.
     File(std::path::PathBuf),
-    /// An `http://` URL (this build has no TLS).
+    /// An `https://` URL (its certificate verified against the system's roots or
+    /// [`OAuthOptions::ca_file`]), or `http://`.
     Url(String),
 }
 
@@ -96,7 +101,8 @@ pub struct OAuth {
     /// When the keys were last read or tried; held while a read is under way, so that
     /// concurrent requests wait for it rather than read again.
     last_read: tokio::sync::Mutex<Option<Instant>>,
-    client: Client<HttpConnector, Empty<Bytes>>,
+    /// The client that reads a `jwks_url`; why there is none if its CA file was unusable.
+    client: Result<Client<HttpsConnector<HttpConnector>, Empty<Bytes>>, String>,
 }
 
 /// The keys of the last good read.
@@ -147,13 +153,23 @@ impl OAuth {
             authorization_servers: vec![config.issuer.clone()],
             scopes: config.scopes.clone(),
         };
+        let client = https_client(config_ca(&config));
         OAuth {
             config,
             resource,
             keys: RwLock::new(Keys::default()),
             last_read: tokio::sync::Mutex::new(None),
-            client: Client::builder(TokioExecutor::new()).build_http(),
+            client,
         }
+    }
+
+    /// Whether the keys' URL can be read over TLS as configured: the CA file, when one is
+    /// given, was read and holds certificates.
+    ///
+    /// # Errors
+    /// What is wrong with the CA file, naming it.
+    pub fn tls_ready(&self) -> Result<(), String> {
+        self.client.as_ref().map(|_| ()).map_err(Clone::clone)
     }
 
     /// The protected-resource metadata of this server.
@@ -283,10 +299,11 @@ impl OAuth {
             .header(hyper::header::ACCEPT, "application/json, application/jwk-set+json")
             .body(Empty::new())
             .map_err(|err| err.to_string())?;
-        let response = tokio::time::timeout(FETCH_TIMEOUT, self.client.request(request))
+        let client = self.client.as_ref().map_err(Clone::clone)?;
+        let response = tokio::time::timeout(FETCH_TIMEOUT, client.request(request))
             .await
             .map_err(|_| format!("no answer within {}s", FETCH_TIMEOUT.as_secs()))?
-            .map_err(|err| err.to_string())?;
+            .map_err(|err| described(&err))?;
         if !response.status().is_success() {
             return Err(format!("answered HTTP {}", response.status()));
         }
@@ -488,4 +505,31 @@ mod tests {
         assert!(parse_set(b"[]").err().unwrap().contains("no `keys`"));
         assert!(parse_set(b"{").err().unwrap().contains("not JSON"));
     }
+}
+
+/// The CA file of `config`'s key URL, if it is `https://` and names one.
+fn config_ca(config: &OAuthOptions) -> Option<&std::path::Path> {
+    config.ca_file.as_deref()
+}
+
+/// A client for the keys' URL: `https://` verified against the system's roots or `ca_file`'s
+/// (and the URL's host), or `http://`.
+fn https_client(ca_file: Option<&std::path::Path>) -> Result<Client<HttpsConnector<HttpConnector>, Empty<Bytes>>, String> {
+    let what = ca_file.map_or_else(String::new, |file| format!("server.auth.oauth.ca_file = \"{}\"", file.display()));
+    let tls = mcp_tasks_tls::client_config(ca_file, &what)?;
+    let connector = HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http().enable_http1().build();
+    Ok(Client::builder(TokioExecutor::new()).build(connector))
+}
+
+/// `err` with every cause (hyper's client error leaves out why a connection failed, e.g.
+/// which certificate check refused the server).
+fn described(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }

@@ -1,5 +1,6 @@
 //! Certificate authorities and certificates made by the tests (rcgen), for the TLS tests: a
-//! CA, and server certificates it signs for the names given.
+//! CA, server certificates it signs for the names given, and a rustls server configuration
+//! that serves one (for the tests' own HTTPS servers).
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 
@@ -35,4 +36,17 @@ impl Ca {
         let cert = params.signed_by(&key, &self.issuer).expect("the server's certificate");
         (cert.pem(), key.serialize_pem())
     }
+}
+
+/// A rustls server configuration serving the PEM certificate chain `cert` with its key `key`.
+pub(crate) fn server_config(cert: &str, key: &str) -> std::sync::Arc<rustls::ServerConfig> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let chain = CertificateDer::pem_slice_iter(cert.as_bytes()).collect::<Result<Vec<_>, _>>().expect("the certificate");
+    let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).expect("the key");
+    let config = rustls::ServerConfig::builder_with_provider(mcp_tasks_tls::provider())
+        .with_safe_default_protocol_versions()
+        .and_then(|builder| builder.with_no_client_auth().with_single_cert(chain, key))
+        .expect("a TLS server configuration");
+    std::sync::Arc::new(config)
 }

@@ -225,23 +225,42 @@ struct JwksServer {
 
 impl JwksServer {
     fn start(body: String) -> JwksServer {
+        JwksServer::start_with(body, None)
+    }
+
+    /// Over TLS, serving the PEM certificate `cert` with its key `key`.
+    fn start_tls(body: String, cert: &str, key: &str) -> JwksServer {
+        JwksServer::start_with(body, Some(crate::certs::server_config(cert, key)))
+    }
+
+    fn start_with(body: String, tls: Option<Arc<rustls::ServerConfig>>) -> JwksServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let (body, reads) = (Arc::new(Mutex::new(body)), Arc::new(AtomicUsize::new(0)));
         let (served, counted) = (Arc::clone(&body), Arc::clone(&reads));
         std::thread::spawn(move || {
             for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { return };
+                let Ok(stream) = stream else { return };
                 let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut line = String::new();
-                while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
-                    line.clear();
+                let answer = |stream: &mut dyn ReadWrite| {
+                    let mut reader = BufReader::new(stream);
+                    let mut line = String::new();
+                    while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
+                        line.clear();
+                    }
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    let text = served.lock().unwrap().clone();
+                    let reply = format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}", text.len());
+                    let stream = reader.into_inner();
+                    let _ = stream.write_all(reply.as_bytes()).and_then(|()| stream.flush());
+                };
+                match &tls {
+                    None => answer(&mut { stream }),
+                    Some(config) => {
+                        let Ok(connection) = rustls::ServerConnection::new(Arc::clone(config)) else { continue };
+                        answer(&mut rustls::StreamOwned::new(connection, stream));
+                    }
                 }
-                counted.fetch_add(1, Ordering::SeqCst);
-                let text = served.lock().unwrap().clone();
-                let reply = format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}", text.len());
-                let _ = stream.write_all(reply.as_bytes());
             }
         });
         JwksServer { addr, body, reads }
@@ -255,6 +274,10 @@ impl JwksServer {
         self.reads.load(Ordering::SeqCst)
     }
 }
+
+/// A stream to read a request from and write the answer to.
+trait ReadWrite: std::io::Read + Write {}
+impl<T: std::io::Read + Write> ReadWrite for T {}
 
 fn url_server(work: &Workdir, jwks: &JwksServer, extra: &str) -> HttpServer {
     let source = format!("jwks_url = \"http://{}/jwks\"", jwks.addr);
@@ -313,4 +336,37 @@ fn oauth_a_missing_jwks_file_stops_the_start_with_the_reason() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("server.auth.oauth.jwks") && stderr.contains("no-such-jwks.json"), "{stderr}");
+}
+
+/// `jwks_url = "https://…"` with the CA that signed the server's certificate (`ca_file`):
+/// the keys are read over TLS, and a key published later is picked up without a restart. A
+/// CA file that is not there stops the start, naming it.
+#[test]
+fn oauth_an_https_jwks_url_is_read_with_its_ca_file_and_a_rotated_key_is_picked_up() {
+    let ca = crate::certs::Ca::new("identity provider's CA");
+    let (cert, key_pem) = ca.issue(&["localhost"]);
+    let (old, new) = (Key::es256("old"), Key::es256("new"));
+    let idp = JwksServer::start_tls(jwks(&[&old]), &cert, &key_pem);
+    let work = Workdir::new();
+    let ca_file = work.path("idp-ca.pem");
+    std::fs::write(&ca_file, ca.pem()).unwrap();
+    let source = format!("jwks_url = \"https://localhost:{}/jwks\"\nca_file = \"{}\"", idp.addr.port(), ca_file.display());
+    std::fs::write(work.config(), format!("{CONFIG}\n{}", oauth_table(&source, "jwks_cooldown = \"0s\""))).unwrap();
+    let server = HttpServer::start(&work);
+    assert_eq!(initialize(&server, &old.token(json!({}))).status, 200, "the keys were read over https");
+    idp.serve(jwks(&[&old, &new]));
+    assert_eq!(initialize(&server, &new.token(json!({}))).status, 200, "the rotated key was read again over https");
+    drop(server);
+
+    let missing = format!("jwks_url = \"https://localhost:{}/jwks\"\nca_file = \"/nonexistent/idp-ca.pem\"", idp.addr.port());
+    std::fs::write(work.config(), format!("{CONFIG}\n{}", oauth_table(&missing, ""))).unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(work.config())
+        .arg("--store")
+        .arg(work.path("tasks.sqlite3"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success() && stderr.contains("/nonexistent/idp-ca.pem"), "{stderr}");
 }

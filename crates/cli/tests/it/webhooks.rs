@@ -52,15 +52,7 @@ impl Receiver {
 
     /// An `https://` receiver serving the PEM certificate `cert` with its key `key`.
     fn start_tls(addr: &str, cert: &str, key: &str) -> Receiver {
-        use rustls::pki_types::pem::PemObject;
-        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-        let chain = CertificateDer::pem_slice_iter(cert.as_bytes()).collect::<Result<Vec<_>, _>>().expect("the certificate");
-        let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).expect("the key");
-        let config = rustls::ServerConfig::builder_with_provider(mcp_tasks_tls::provider())
-            .with_safe_default_protocol_versions()
-            .and_then(|builder| builder.with_no_client_auth().with_single_cert(chain, key))
-            .expect("a TLS server configuration");
-        Receiver::start_with(addr, Some(Arc::new(config)))
+        Receiver::start_with(addr, Some(crate::certs::server_config(cert, key)))
     }
 
     fn start_with(addr: &str, tls: Option<Arc<rustls::ServerConfig>>) -> Receiver {

@@ -28,6 +28,9 @@ pub struct OAuthConfig {
     pub audience: String,
     /// Where the authorization server's signing keys are read (`jwks` or `jwks_url`).
     pub jwks: JwksSource,
+    /// A PEM file of the CA certificates an `https://` `jwks_url` is checked against instead
+    /// of the system's roots (`ca_file`; a private CA).
+    pub ca_file: Option<PathBuf>,
     /// The scopes every token must carry (`scopes`, default none), in its `scope` claim
     /// (space-separated) or `scp` (a list).
     pub scopes: Vec<String>,
@@ -51,8 +54,8 @@ pub struct OAuthConfig {
 pub enum JwksSource {
     /// A file holding the JWK Set (`jwks`), read at start and again on refresh.
     File(PathBuf),
-    /// An `http://` URL on a loopback address (`jwks_url`): this build has no TLS, so the
-    /// keys of a remote authorization server come through a local relay or a file.
+    /// An `https://` URL (`jwks_url`; its certificate verified), or `http://` on a loopback
+    /// address (keys read in clear text from elsewhere could be forged).
     Url(String),
 }
 
@@ -63,6 +66,7 @@ pub(crate) struct RawOAuth {
     audience: Option<Spanned<String>>,
     jwks: Option<Spanned<String>>,
     jwks_url: Option<Spanned<String>>,
+    ca_file: Option<Spanned<String>>,
     #[serde(default)]
     scopes: Vec<Spanned<String>>,
     principal_claim: Option<Spanned<String>>,
@@ -94,6 +98,11 @@ impl RawOAuth {
                 check_jwks_url(url.get_ref()).map_err(|reason| problem(Some(url), format!("jwks_url: {reason}")))?;
                 JwksSource::Url(url.get_ref().clone())
             }
+        };
+        let ca_file = match (&self.ca_file, &self.jwks_url) {
+            (None, _) => None,
+            (Some(file), Some(url)) if url.get_ref().starts_with("https://") => Some(PathBuf::from(file.get_ref())),
+            (Some(file), _) => return Err(problem(Some(file), "ca_file is for an https:// jwks_url".into())),
         };
         let mut scopes: Vec<String> = Vec::with_capacity(self.scopes.len());
         for scope in &self.scopes {
@@ -130,6 +139,7 @@ impl RawOAuth {
             issuer: issuer.get_ref().clone(),
             audience: audience.get_ref().clone(),
             jwks,
+            ca_file,
             scopes,
             principal_claim,
             leeway,
@@ -159,12 +169,13 @@ fn check_url(url: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// An `http://` URL on a loopback host (this build has no TLS).
+/// An `https://` URL, or `http://` on a loopback host.
 fn check_jwks_url(url: &str) -> Result<(), String> {
-    if url.starts_with("https://") {
-        return Err("this build has no TLS: serve the keys on loopback (http://127.0.0.1/…, e.g. a local relay) or read them from a file (jwks)".into());
+    if let Some(rest) = url.strip_prefix("https://") {
+        host_of(rest)?;
+        return Ok(());
     }
-    let rest = url.strip_prefix("http://").ok_or("must be an http:// URL on a loopback address")?;
+    let rest = url.strip_prefix("http://").ok_or("must be an https:// URL (or http:// on a loopback address)")?;
     if !is_loopback(host_of(rest)?) {
         return Err("must be on a loopback address: keys fetched in clear text from elsewhere could be forged".into());
     }
@@ -217,7 +228,8 @@ mod tests {
             ("issuer = \"https://i\"\naudience = \"https://m\"", "give jwks (a file) or jwks_url"),
             ("issuer = \"https://i\"\naudience = \"https://m\"\njwks = \"k\"\njwks_url = \"http://127.0.0.1/k\"", "not both"),
             ("issuer = \"https://i\"\naudience = \"https://m\"\njwks_url = \"http://idp.example.com/k\"", "loopback"),
-            ("issuer = \"https://i\"\naudience = \"https://m\"\njwks_url = \"https://idp.example.com/k\"", "no TLS"),
+            ("issuer = \"https://i\"\naudience = \"https://m\"\njwks_url = \"ftp://idp.example.com/k\"", "must be an https:// URL"),
+            ("issuer = \"https://i\"\naudience = \"https://m\"\njwks = \"k\"\nca_file = \"/ca.pem\"", "ca_file is for an https:// jwks_url"),
             ("issuer = \"idp\"\naudience = \"https://m\"\njwks = \"k\"", "issuer: must be an absolute URL"),
             ("issuer = \"https://i\"\naudience = \"http://mcp.example.com/mcp\"\njwks = \"k\"", "audience: must be https://"),
             ("issuer = \"https://i\"\naudience = \"https://m#x\"\njwks = \"k\"", "fragment"),
