@@ -112,10 +112,17 @@ pub(crate) enum Command {
 /// Where the MCP server is.
 #[derive(Debug, Args)]
 pub(crate) struct ConnectArgs {
-    /// The server's Streamable HTTP endpoint, e.g. http://127.0.0.1:8765/mcp. Required
-    /// unless --cmd is given (or, for `tasks wait`, the ledger knows where the task lives).
+    /// The server's Streamable HTTP endpoint, e.g. http://127.0.0.1:8765/mcp or
+    /// https://mcp.example.com/mcp (its certificate verified against the system's roots, or
+    /// --ca-file). Required unless --cmd is given (or, for `tasks wait`, the ledger knows
+    /// where the task lives).
     #[arg(long, value_name = "URL", env = "MCP_TASKS_URL")]
     pub(crate) url: Option<String>,
+
+    /// A PEM file of the CA certificates an https:// server's certificate is checked against,
+    /// instead of the system's roots (a private CA).
+    #[arg(long, value_name = "FILE", env = "MCP_TASKS_CA_FILE", conflicts_with = "cmd")]
+    pub(crate) ca_file: Option<std::path::PathBuf>,
 
     /// Bearer token sent with every HTTP request (to --url, or to the URL the ledger
     /// recorded for the task; tokens are never recorded).
@@ -358,6 +365,15 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "ADDR")]
     pub(crate) listen: Option<std::net::SocketAddr>,
 
+    /// HTTPS: the PEM file of the listener's certificate chain (with --tls-key; default:
+    /// [server] tls_cert). Read again on SIGHUP, so a renewed certificate needs no restart.
+    #[arg(long, value_name = "FILE", requires = "tls_key", conflicts_with = "stdio")]
+    pub(crate) tls_cert: Option<PathBuf>,
+
+    /// HTTPS: the PEM file of the certificate's private key (with --tls-cert).
+    #[arg(long, value_name = "FILE", requires = "tls_cert", conflicts_with = "stdio")]
+    pub(crate) tls_key: Option<PathBuf>,
+
     /// Where tasks are kept: an SQLite file path (or sqlite://PATH), which any number of
     /// processes on this machine may share, or a PostgreSQL database
     /// (postgres://user[:password]@host[:port]/db; no TLS yet), which any number of replicas
@@ -381,9 +397,16 @@ pub(crate) struct ProxyArgs {
     #[arg(long, value_name = "COMMAND", conflicts_with = "upstream_url", required_unless_present = "upstream_url")]
     pub(crate) upstream_cmd: Option<String>,
 
-    /// The upstream MCP server's Streamable HTTP endpoint, e.g. http://127.0.0.1:3001/mcp.
+    /// The upstream MCP server's Streamable HTTP endpoint, e.g. https://mcp.example.com/mcp
+    /// (its certificate verified against the system's roots, or --upstream-ca-file) or
+    /// http://127.0.0.1:3001/mcp.
     #[arg(long, value_name = "URL")]
     pub(crate) upstream_url: Option<String>,
+
+    /// A PEM file of the CA certificates an https:// upstream's certificate is checked
+    /// against, instead of the system's roots (a private CA).
+    #[arg(long, value_name = "FILE", requires = "upstream_url")]
+    pub(crate) upstream_ca_file: Option<std::path::PathBuf>,
 
     /// Bearer token for the HTTP upstream (sent as Authorization: Bearer TOKEN).
     #[arg(long, value_name = "TOKEN", env = "MCP_TASKS_UPSTREAM_TOKEN", hide_env_values = true, requires = "upstream_url")]
@@ -413,6 +436,15 @@ pub(crate) struct ProxyArgs {
     /// 127.0.0.1:8765). Port 0 picks a free port; the address is printed to stderr.
     #[arg(long, value_name = "ADDR")]
     pub(crate) listen: Option<std::net::SocketAddr>,
+
+    /// HTTPS: the PEM file of the listener's certificate chain (with --tls-key; default:
+    /// [server] tls_cert). Read again on SIGHUP, so a renewed certificate needs no restart.
+    #[arg(long, value_name = "FILE", requires = "tls_key", conflicts_with = "stdio")]
+    pub(crate) tls_cert: Option<PathBuf>,
+
+    /// HTTPS: the PEM file of the certificate's private key (with --tls-cert).
+    #[arg(long, value_name = "FILE", requires = "tls_cert", conflicts_with = "stdio")]
+    pub(crate) tls_key: Option<PathBuf>,
 
     /// Where tasks are kept, as for serve (default: tasks.sqlite3 in the platform's data
     /// directory).

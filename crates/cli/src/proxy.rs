@@ -15,10 +15,13 @@ use crate::args::{EraArg, ProxyArgs};
 use crate::serve::{lease, observe_commits, open_store_observed, policy, serve_until_shutdown, store_choice};
 
 pub(crate) async fn run(args: ProxyArgs) -> anyhow::Result<()> {
-    let config = match &args.config {
+    let mut config = match &args.config {
         Some(path) => Config::load(path).with_context(|| format!("loading config {}", path.display()))?,
         None => Config::default(),
     };
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        config.server.tls = Some((cert.clone(), key.clone()));
+    }
     if !config.tools.is_empty() {
         anyhow::bail!(
             "the config defines [[tools]]: mcp-tasks proxy serves the upstream's tools only; give their settings as \
@@ -88,9 +91,10 @@ fn upstream_spec(args: &ProxyArgs) -> anyhow::Result<UpstreamSpec> {
         anyhow::bail!("give the upstream server: --upstream-cmd \"CMD ARGS\" or --upstream-url URL");
     };
     let mut spec = UpstreamSpec::http(url.clone());
-    if let UpstreamSpec::Http { token, headers, .. } = &mut spec {
+    if let UpstreamSpec::Http { token, headers, ca_file, .. } = &mut spec {
         token.clone_from(&args.upstream_token);
         headers.clone_from(&args.upstream_headers);
+        ca_file.clone_from(&args.upstream_ca_file);
     }
     Ok(spec)
 }

@@ -35,7 +35,7 @@ pub(crate) async fn connect(
     answer: Option<&AnswerArgs>,
     display: &Arc<Display>,
 ) -> anyhow::Result<Client> {
-    let ConnectArgs { url, token, cmd, era } = &args.connect;
+    let ConnectArgs { url, token, cmd, era, ca_file } = &args.connect;
     let handler = TerminalElicitation::new(
         answer.and_then(|answer| answer.answer.clone()),
         Arc::clone(display),
@@ -62,6 +62,9 @@ pub(crate) async fn connect(
     };
     if let Some(token) = token {
         builder = builder.token(token.clone());
+    }
+    if let Some(ca_file) = ca_file {
+        builder = builder.ca_file(ca_file.clone());
     }
     builder.connect_http(url).await.with_context(|| match without_path(url) {
         // The commonest slip: the address without the endpoint's path.

@@ -24,9 +24,12 @@ use crate::args::{ServeArgs, WorkerArgs};
 pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(10);
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let config = Config::load(&args.config)
+    let mut config = Config::load(&args.config)
         .with_context(|| format!("loading config {}", args.config.display()))?;
     refuse_unless_checked(&config, &args.config).await?;
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        config.server.tls = Some((cert.clone(), key.clone()));
+    }
     let choice = store_choice(args.store.as_deref())?;
     let outbox = webhook_outbox(&choice)?;
     let (store, described, concrete) = open_store_observed(choice).await?;
@@ -238,13 +241,15 @@ pub(crate) async fn serve_http(
         header_timeout: config.server.header_timeout,
         max_listens_per_principal: config.server.max_listens_per_principal as usize,
         sessions,
+        tls: config.server.tls.clone().map(|(cert, key)| http::TlsFiles { cert, key }),
     };
     if !bound.ip().is_loopback() {
         tracing::warn!(%bound, "listening beyond loopback: set server.allowed_hosts and auth tokens");
     }
-    eprintln!("mcp-tasks: listening on http://{bound}/mcp");
+    let scheme = if options.tls.is_some() { "https" } else { "http" };
+    eprintln!("mcp-tasks: listening on {scheme}://{bound}/mcp");
     if options.ui {
-        eprintln!("mcp-tasks: web view on http://{bound}/ui");
+        eprintln!("mcp-tasks: web view on {scheme}://{bound}/ui");
     }
     http::serve(listener, server, options, shutdown_signal()).await.context("serving HTTP")
 }

@@ -119,9 +119,9 @@ async fn result(args: TaskArgs) -> anyhow::Result<u8> {
 fn reconnect(endpoint: &mcp_tasks_client::ledger::Endpoint, given: &ConnectArgs, era: EraArg) -> ConnectArgs {
     match endpoint {
         mcp_tasks_client::ledger::Endpoint::Url(url) => {
-            ConnectArgs { url: Some(url.clone()), token: given.token.clone(), cmd: None, era }
+            ConnectArgs { url: Some(url.clone()), token: given.token.clone(), cmd: None, era, ca_file: given.ca_file.clone() }
         }
-        mcp_tasks_client::ledger::Endpoint::Command(cmd) => ConnectArgs { url: None, token: None, cmd: Some(cmd.clone()), era },
+        mcp_tasks_client::ledger::Endpoint::Command(cmd) => ConnectArgs { url: None, token: None, cmd: Some(cmd.clone()), era, ca_file: None },
     }
 }
 

@@ -30,6 +30,8 @@ pub struct ClientBuilder {
     token: Option<String>,
     /// Extra HTTP headers on every request.
     headers: Vec<(String, String)>,
+    /// The CA certificates an `https://` server is checked against instead of the system's.
+    ca_file: Option<std::path::PathBuf>,
     handlers: Handlers,
     info: Implementation,
     /// The era to speak; `None`: the server's newest (probe, then fall back).
@@ -41,7 +43,15 @@ impl ClientBuilder {
     /// era negotiated.
     pub(crate) fn new() -> ClientBuilder {
         let info = Implementation::new("mcp-tasks-client", env!("CARGO_PKG_VERSION"));
-        ClientBuilder { token: None, headers: Vec::new(), handlers: Handlers::default(), info, era: None }
+        ClientBuilder { token: None, headers: Vec::new(), ca_file: None, handlers: Handlers::default(), info, era: None }
+    }
+
+    /// Checks an `https://` server's certificate against the CA certificates of the PEM file
+    /// `path` (a private CA) instead of the system's roots.
+    #[must_use]
+    pub fn ca_file(mut self, path: impl Into<std::path::PathBuf>) -> ClientBuilder {
+        self.ca_file = Some(path.into());
+        self
     }
 
     /// Sends `Authorization: Bearer <token>` on every HTTP request.
@@ -98,7 +108,7 @@ impl ClientBuilder {
     /// A bad URL, an unreachable server, an HTTP error (401 without a valid token), or an
     /// `initialize` the server refused or answered with another protocol version.
     pub async fn connect_http(self, url: &str) -> Result<Client, ClientError> {
-        let transport = HttpTransport::new(url, self.token.clone(), &self.headers)?;
+        let transport = HttpTransport::new(url, self.token.clone(), &self.headers, self.ca_file.as_deref())?;
         let connection = Arc::new(Connection::new(Transport::Http(transport), self.handlers.clone()));
         self.handshake(connection).await
     }

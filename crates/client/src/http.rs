@@ -11,6 +11,7 @@ use hyper::body::Incoming;
 use hyper::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, StatusCode, Uri};
 use hyper_util::client::legacy::Client as HyperClient;
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
@@ -33,7 +34,7 @@ pub(crate) enum Reply {
 
 /// The HTTP side of one session.
 pub(crate) struct HttpTransport {
-    client: HyperClient<HttpConnector, Full<Bytes>>,
+    client: HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>,
     url: Uri,
     token: Option<String>,
     /// Headers sent on every request (`ClientBuilder::header`), already checked.
@@ -47,7 +48,14 @@ pub(crate) struct HttpTransport {
 }
 
 impl HttpTransport {
-    pub(crate) fn new(url: &str, token: Option<String>, headers: &[(String, String)]) -> Result<HttpTransport, ClientError> {
+    /// A transport to `url` (`https://`: the server's certificate verified against the
+    /// system's roots, or those of the PEM file `ca_file`, and the URL's host).
+    pub(crate) fn new(
+        url: &str,
+        token: Option<String>,
+        headers: &[(String, String)],
+        ca_file: Option<&std::path::Path>,
+    ) -> Result<HttpTransport, ClientError> {
         let mut extra = Vec::with_capacity(headers.len());
         for (name, value) in headers {
             let bad = |reason: String| ClientError::InvalidArguments(format!("the HTTP header {name:?}: {reason}"));
@@ -58,14 +66,16 @@ impl HttpTransport {
         let invalid = |reason: &str| ClientError::InvalidUrl { url: url.to_owned(), reason: reason.to_owned() };
         let uri: Uri = url.parse().map_err(|e: hyper::http::uri::InvalidUri| invalid(&e.to_string()))?;
         match uri.scheme_str() {
-            Some("http") => {}
-            Some("https") => return Err(invalid("https is not supported yet")),
-            _ => return Err(invalid("the URL must start with http://")),
+            Some("http" | "https") => {}
+            _ => return Err(invalid("the URL must start with https:// or http://")),
         }
         if uri.host().is_none() {
             return Err(invalid("the URL has no host"));
         }
-        let client = HyperClient::builder(TokioExecutor::new()).build_http();
+        let what = ca_file.map_or_else(String::new, |file| format!("the CA file {}", file.display()));
+        let tls = mcp_tasks_tls::client_config(ca_file, &what).map_err(ClientError::InvalidArguments)?;
+        let connector = HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http().enable_http1().build();
+        let client = HyperClient::builder(TokioExecutor::new()).build(connector);
         Ok(HttpTransport {
             client,
             url: uri,
@@ -105,7 +115,7 @@ impl HttpTransport {
         let request = builder
             .body(Full::new(Bytes::from(message.to_string())))
             .map_err(|e| ClientError::Transport(e.to_string()))?;
-        let response = self.client.request(request).await.map_err(|e| ClientError::Transport(e.to_string()))?;
+        let response = self.client.request(request).await.map_err(|e| ClientError::Transport(described(&e)))?;
         if let Some(session) = response.headers().get(SESSION_HEADER) {
             *self.session.lock().unwrap_or_else(PoisonError::into_inner) = Some(session.clone());
         }
@@ -138,7 +148,7 @@ impl HttpTransport {
             builder = builder.header("last-event-id", last);
         }
         let request = builder.body(Full::new(Bytes::new())).map_err(|e| ClientError::Transport(e.to_string()))?;
-        let response = self.client.request(request).await.map_err(|e| ClientError::Transport(e.to_string()))?;
+        let response = self.client.request(request).await.map_err(|e| ClientError::Transport(described(&e)))?;
         if !response.status().is_success() {
             return Err(http_error(response).await);
         }
@@ -158,7 +168,7 @@ impl HttpTransport {
         }
         let request =
             self.request(Method::DELETE).body(Full::new(Bytes::new())).map_err(|e| ClientError::Transport(e.to_string()))?;
-        let response = self.client.request(request).await.map_err(|e| ClientError::Transport(e.to_string()))?;
+        let response = self.client.request(request).await.map_err(|e| ClientError::Transport(described(&e)))?;
         let status = response.status();
         if status.is_success() || status == StatusCode::METHOD_NOT_ALLOWED || status == StatusCode::NOT_FOUND {
             return Ok(());
@@ -246,4 +256,17 @@ impl EventStream {
             }
         }
     }
+}
+
+/// `err` with every cause (hyper's client error leaves out why a connection failed: refused,
+/// or which certificate check refused the server).
+fn described(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }

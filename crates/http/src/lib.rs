@@ -39,6 +39,7 @@ mod legacy;
 mod modern;
 mod oauth;
 mod sse;
+mod tls;
 mod ui;
 
 use std::future::Future;
@@ -132,6 +133,7 @@ pub enum Denied {
 }
 
 pub use self::oauth::{BearerAuth, JwksError, JwksSource, OAuth, OAuthOptions, ProtectedResource};
+pub use self::tls::TlsFiles;
 
 /// How the HTTP transport guards itself.
 #[derive(Clone)]
@@ -179,6 +181,9 @@ pub struct Options {
     /// processes on one SQLite file each serve their own HTTP clients; replicas behind a load
     /// balancer then need sticky sessions).
     pub sessions: Option<Arc<dyn SessionStore>>,
+    /// HTTPS: the certificate and key the listener serves (read again on `SIGHUP`). `None`:
+    /// plain HTTP.
+    pub tls: Option<TlsFiles>,
 }
 
 impl Default for Options {
@@ -201,6 +206,7 @@ impl Default for Options {
             header_timeout: Duration::from_secs(10),
             max_listens_per_principal: 16,
             sessions: None,
+            tls: None,
         }
     }
 }
@@ -218,6 +224,10 @@ pub async fn serve(
 ) -> io::Result<()> {
     let stop = CancellationToken::new();
     let header_timeout = options.header_timeout;
+    let acceptor = options.tls.clone().map(tls::Acceptor::load).transpose()?;
+    if let Some(acceptor) = &acceptor {
+        acceptor.reload_on_sighup(stop.clone());
+    }
     let (app, router) = endpoint(server, options, stop.clone());
     // Our own accept loop rather than `axum::serve`, whose connections have no header read
     // timeout: a client sending its headers byte by byte would hold its connection for ever.
@@ -244,6 +254,20 @@ pub async fn serve(
         let service = connection_service(&app, &router);
         let mut http1 = hyper::server::conn::http1::Builder::new();
         http1.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(header_timeout);
+        if let Some(acceptor) = &acceptor {
+            let (acceptor, watcher) = (Arc::clone(acceptor), connections.watcher());
+            tokio::spawn(async move {
+                match acceptor.accept(tcp, header_timeout).await {
+                    Ok(tls) => {
+                        if let Err(err) = watcher.watch(http1.serve_connection(hyper_util::rt::TokioIo::new(tls), service)).await {
+                            tracing::debug!(error = %err, "connection ended with an error");
+                        }
+                    }
+                    Err(err) => tracing::debug!(error = %err, "a TLS handshake failed"),
+                }
+            });
+            continue;
+        }
         let connection = connections.watch(http1.serve_connection(hyper_util::rt::TokioIo::new(tcp), service));
         tokio::spawn(async move {
             if let Err(err) = connection.await {

@@ -59,6 +59,9 @@ pub enum UpstreamSpec {
         token: Option<String>,
         /// Extra headers on every request (name, value).
         headers: Vec<(String, String)>,
+        /// The CA certificates an `https://` upstream is checked against instead of the
+        /// system's roots.
+        ca_file: Option<std::path::PathBuf>,
     },
 }
 
@@ -70,7 +73,7 @@ impl UpstreamSpec {
 
     /// An HTTP upstream at `url`, without token or headers.
     pub fn http(url: impl Into<String>) -> UpstreamSpec {
-        UpstreamSpec::Http { url: url.into(), token: None, headers: Vec::new() }
+        UpstreamSpec::Http { url: url.into(), token: None, headers: Vec::new(), ca_file: None }
     }
 
     /// How logs name it: the program, or the URL (never the token or headers, which may

@@ -140,7 +140,10 @@ impl Upstream {
         }
         match &self.spec {
             UpstreamSpec::Command { program, args } => builder.connect_process(program, args).await,
-            UpstreamSpec::Http { url, token, headers } => {
+            UpstreamSpec::Http { url, token, headers, ca_file } => {
+                if let Some(ca_file) = ca_file {
+                    builder = builder.ca_file(ca_file.clone());
+                }
                 if let Some(token) = token {
                     builder = builder.token(token.clone());
                 }

@@ -1,15 +1,16 @@
-//! What every TLS client of mcp-tasks shares (the PostgreSQL store, webhooks): rustls on
-//! ring ([`provider`]), and the roots a server's certificate is checked against
-//! ([`roots`]: the system's, or the CA certificates of a PEM file for a private CA), in one
-//! [`client_config`]. A leaf crate (rustls only), so that the stores may use it without an
-//! HTTP stack.
+//! What every TLS side of mcp-tasks shares: rustls on ring ([`provider`]); for the clients
+//! (the PostgreSQL store, webhooks, the OAuth keys, the MCP client and proxy) the roots a
+//! server's certificate is checked against ([`roots`]: the system's, or the CA certificates
+//! of a PEM file for a private CA), in one [`client_config`]; for the HTTP listener, a
+//! certificate and key read from PEM files ([`server_config`]). A leaf crate (rustls only),
+//! so that the stores may use it without an HTTP stack.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
-use rustls::{ClientConfig, RootCertStore};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::{ClientConfig, RootCertStore, ServerConfig};
 
 /// rustls's provider on ring. Deprecated by rustls for its lack of post-quantum key exchange;
 /// the provider that has it (aws-lc-rs) builds C with cmake, minutes on this project's two
@@ -64,6 +65,28 @@ pub fn client_config(ca_file: Option<&Path>, what: &str) -> Result<ClientConfig,
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(config)
+}
+
+/// A server configuration serving the certificate chain of the PEM file `cert` (the server's
+/// certificate first, then its intermediates) with the private key of the PEM file `key`.
+///
+/// # Errors
+/// Which file cannot be read or holds nothing usable, or that the key does not match.
+pub fn server_config(cert: &Path, key: &Path) -> Result<ServerConfig, String> {
+    let chain = CertificateDer::pem_file_iter(cert)
+        .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+        .map_err(|err| format!("cannot read the certificate {}: {err}", cert.display()))?;
+    if chain.is_empty() {
+        return Err(format!("{} holds no certificate (PEM `-----BEGIN CERTIFICATE-----` blocks are expected)", cert.display()));
+    }
+    let private = PrivateKeyDer::from_pem_file(key)
+        .map_err(|err| format!("cannot read the private key {}: {err} (a PEM private key is expected)", key.display()))?;
+    ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|err| format!("cannot set up TLS: {err}"))?
+        .with_no_client_auth()
+        .with_single_cert(chain, private)
+        .map_err(|err| format!("the certificate {} and the key {} do not go together: {err}", cert.display(), key.display()))
 }
 
 #[cfg(test)]

@@ -28,6 +28,8 @@ token_env = "MCP_TASKS_TEST_BOB_TOKEN"
 pub(crate) struct HttpServer {
     child: Child,
     pub(crate) addr: SocketAddr,
+    /// What the server printed on stderr so far.
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl HttpServer {
@@ -42,11 +44,22 @@ impl HttpServer {
 
     /// As [`HttpServer::start_with_env`], on the store `store` (a path or a `postgres://` URL).
     pub(crate) fn start_on(work: &Workdir, store: &std::ffi::OsStr, env: &[(&str, &str)]) -> HttpServer {
+        HttpServer::start_with_args(work, store, env, &[])
+    }
+
+    /// As [`HttpServer::start_on`], with more arguments to `serve` (`--tls-cert …`).
+    pub(crate) fn start_with_args(
+        work: &Workdir,
+        store: &std::ffi::OsStr,
+        env: &[(&str, &str)],
+        args: &[&std::ffi::OsStr],
+    ) -> HttpServer {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
             .args(["serve", "--listen", "127.0.0.1:0", "--config"])
             .arg(work.config())
             .arg("--store")
             .arg(store)
+            .args(args)
             .env("RUST_LOG", "warn")
             .env("MCP_TASKS_TEST_BOB_TOKEN", BOB)
             .envs(env.iter().copied())
@@ -57,9 +70,13 @@ impl HttpServer {
             .expect("spawn mcp-tasks");
         let stderr = child.stderr.take().expect("stderr");
         let (tx, rx) = mpsc::channel();
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = std::sync::Arc::clone(&log);
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(url) = line.strip_prefix("mcp-tasks: listening on http://") {
+                kept.lock().unwrap().push(line.clone());
+                let listening = line.strip_prefix("mcp-tasks: listening on ");
+                if let Some(url) = listening.and_then(|url| url.strip_prefix("http://").or_else(|| url.strip_prefix("https://"))) {
                     let _ = tx.send(url.trim_end_matches("/mcp").to_owned());
                 } else {
                     eprintln!("[server] {line}");
@@ -67,7 +84,21 @@ impl HttpServer {
             }
         });
         let addr = rx.recv_timeout(Duration::from_secs(30)).expect("the server prints where it listens");
-        HttpServer { child, addr: addr.parse().expect("socket address") }
+        HttpServer { child, addr: addr.parse().expect("socket address"), log }
+    }
+
+    /// Waits (bounded) until the server printed a line holding `text` on stderr.
+    pub(crate) fn wait_for_log(&self, text: &str) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !self.log.lock().unwrap().iter().any(|line| line.contains(text)) {
+            assert!(std::time::Instant::now() < deadline, "the server never printed {text:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The server's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     pub(crate) fn kill(&mut self) {

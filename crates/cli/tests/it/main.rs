@@ -17,6 +17,7 @@ mod http;
 mod http_bad_input;
 mod http_modern;
 mod http_peer;
+mod https;
 mod lifecycle;
 mod log_hygiene;
 mod metrics;

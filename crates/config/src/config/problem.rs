@@ -191,6 +191,9 @@ pub enum Problem {
         /// What is wrong with it.
         reason: String,
     },
+    /// `tls_cert` without `tls_key`, or the other way round.
+    #[error("server.tls_cert and server.tls_key go together: give both (PEM files) for HTTPS, or neither")]
+    TlsPair,
     /// TOML that does not parse, or does not fit the configuration's shape (unknown key,
     /// missing key, wrong type, unknown value).
     #[error("{0}")]

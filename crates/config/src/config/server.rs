@@ -2,6 +2,7 @@
 //! (`RawServer`, with `[[server.auth.tokens]]` as `RawAuth`).
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -45,6 +46,9 @@ pub struct ServerConfig {
     /// [`DEFAULT_LISTEN`](ServerConfig::DEFAULT_LISTEN), `127.0.0.1:8765`). An IP address
     /// and a port; host names are not resolved.
     pub listen: SocketAddr,
+    /// HTTPS on the listener: the PEM files of its certificate chain and private key
+    /// (`tls_cert`, `tls_key`, both or neither; read again on `SIGHUP`). `None`: plain HTTP.
+    pub tls: Option<(PathBuf, PathBuf)>,
     /// `Host` header values accepted besides `localhost`, `127.0.0.1` and `[::1]` (which
     /// are always accepted, with any port) (`allowed_hosts`, default none). An entry
     /// without a port accepts any port. See [`allows_host`](ServerConfig::allows_host).
@@ -242,6 +246,7 @@ impl Default for ServerConfig {
             retry_wait: Duration::from_secs(10 * 60),
             lease: Duration::from_secs(30),
             listen: ServerConfig::DEFAULT_LISTEN,
+            tls: None,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             max_body: ServerConfig::DEFAULT_MAX_BODY,
@@ -280,6 +285,8 @@ pub(crate) struct RawServer {
     retry_wait: Option<Spanned<String>>,
     lease: Option<Spanned<String>>,
     listen: Option<Spanned<String>>,
+    tls_cert: Option<Spanned<String>>,
+    tls_key: Option<Spanned<String>>,
     #[serde(default)]
     allowed_hosts: Vec<Spanned<String>>,
     #[serde(default)]
@@ -492,6 +499,11 @@ impl RawServer {
         if let Some(value) = self.listen.take() {
             server.listen = listen(lines, &value)?;
         }
+        server.tls = match (self.tls_cert.take(), self.tls_key.take()) {
+            (None, None) => None,
+            (Some(cert), Some(key)) => Some((PathBuf::from(cert.into_inner()), PathBuf::from(key.into_inner()))),
+            (Some(one), None) | (None, Some(one)) => return Err(lines.error(lines.of(&one.span()), Problem::TlsPair)),
+        };
         server.allowed_hosts = checked_entries(
             lines,
             std::mem::take(&mut self.allowed_hosts),
