@@ -376,7 +376,7 @@ pub(crate) struct ServeArgs {
 
     /// Where tasks are kept: an SQLite file path (or sqlite://PATH), which any number of
     /// processes on this machine may share, or a PostgreSQL database
-    /// (postgres://user[:password]@host[:port]/db; no TLS yet), which any number of replicas
+    /// (postgres://user[:password]@host[:port]/db[?sslmode=verify-full]), which any number of replicas
     /// and workers on any machines may share. Default: tasks.sqlite3 in the platform's data directory (e.g.
     /// ~/.local/share/mcp-tasks/).
     #[arg(long, value_name = "PATH|URL", env = "MCP_TASKS_STORE")]

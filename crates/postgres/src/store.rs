@@ -40,8 +40,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// of its `search_path`), `public` unless the URL says otherwise, e.g.
 /// `postgres://u@host/db?options=-c%20search_path%3Dtasks`.
 ///
-/// Connections are plain TCP or a Unix socket: this build has no TLS (`sslmode=require` is
-/// refused when connecting).
+/// Connections are TCP, TLS as the URL's `sslmode` and `sslrootcert` say (libpq's meaning,
+/// through rustls: [`crate::tls`]), or a Unix socket.
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: Pool,

@@ -46,13 +46,36 @@ async fn a_refusal_by_the_server_is_named_without_the_password() {
     assert!(message.contains("mcp_tasks_no_such_database"), "the server's reason: {message}");
 }
 
-/// This build has no TLS: a URL that demands it is refused with a message that says so.
+/// A URL that demands TLS (`sslmode=require`) gets it from a server that offers it (every
+/// connection of the store encrypted, as `pg_stat_ssl` shows), and is refused with a message
+/// that says so by one that does not (the test server's `ssl` setting decides which).
 #[tokio::test]
-async fn a_url_demanding_tls_is_refused() {
+async fn a_url_demanding_tls_gets_it_or_is_refused_saying_so() {
     let Some(server) = db::database_url() else { return };
     let separator = if server.contains('?') { '&' } else { '?' };
-    let url = format!("{server}{separator}sslmode=require");
-    let err = PostgresStore::connect(&url).await.expect_err("no TLS in this build");
-    let message = err.to_string().to_lowercase();
-    assert!(message.contains("tls") || message.contains("ssl"), "{message}");
+    let url = format!("{server}{separator}sslmode=require&application_name=mcp_tasks_tls_probe");
+    let (client, connection) = tokio_postgres::connect(&server, tokio_postgres::NoTls).await.expect("the test server answers");
+    tokio::spawn(connection);
+    let ssl: String = client.query_one("SHOW ssl", &[]).await.expect("SHOW ssl").get(0);
+    match PostgresStore::connect(&url).await {
+        Ok(store) => {
+            assert_eq!(ssl, "on", "connected with sslmode=require to a server without TLS");
+            let encrypted: i64 = client
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) \
+                     WHERE application_name = 'mcp_tasks_tls_probe' AND ssl",
+                    &[],
+                )
+                .await
+                .expect("pg_stat_ssl")
+                .get(0);
+            assert!(encrypted >= 1, "the store's connection is encrypted");
+            drop(store);
+        }
+        Err(err) => {
+            assert_eq!(ssl, "off", "refused by a server with TLS: {err}");
+            let message = err.to_string().to_lowercase();
+            assert!(message.contains("tls") || message.contains("ssl"), "{message}");
+        }
+    }
 }
