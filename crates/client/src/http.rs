@@ -115,7 +115,7 @@ impl HttpTransport {
         let request = builder
             .body(Full::new(Bytes::from(message.to_string())))
             .map_err(|e| ClientError::Transport(e.to_string()))?;
-        let response = self.client.request(request).await.map_err(|e| ClientError::Transport(described(&e)))?;
+        let response = self.client.request(request).await.map_err(|e| ClientError::Transport(mcp_tasks_tls::with_causes(&e)))?;
         if let Some(session) = response.headers().get(SESSION_HEADER) {
             *self.session.lock().unwrap_or_else(PoisonError::into_inner) = Some(session.clone());
         }
@@ -148,7 +148,7 @@ impl HttpTransport {
             builder = builder.header("last-event-id", last);
         }
         let request = builder.body(Full::new(Bytes::new())).map_err(|e| ClientError::Transport(e.to_string()))?;
-        let response = self.client.request(request).await.map_err(|e| ClientError::Transport(described(&e)))?;
+        let response = self.client.request(request).await.map_err(|e| ClientError::Transport(mcp_tasks_tls::with_causes(&e)))?;
         if !response.status().is_success() {
             return Err(http_error(response).await);
         }
@@ -168,7 +168,7 @@ impl HttpTransport {
         }
         let request =
             self.request(Method::DELETE).body(Full::new(Bytes::new())).map_err(|e| ClientError::Transport(e.to_string()))?;
-        let response = self.client.request(request).await.map_err(|e| ClientError::Transport(described(&e)))?;
+        let response = self.client.request(request).await.map_err(|e| ClientError::Transport(mcp_tasks_tls::with_causes(&e)))?;
         let status = response.status();
         if status.is_success() || status == StatusCode::METHOD_NOT_ALLOWED || status == StatusCode::NOT_FOUND {
             return Ok(());
@@ -256,17 +256,4 @@ impl EventStream {
             }
         }
     }
-}
-
-/// `err` with every cause (hyper's client error leaves out why a connection failed: refused,
-/// or which certificate check refused the server).
-fn described(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

@@ -303,7 +303,7 @@ impl OAuth {
         let response = tokio::time::timeout(FETCH_TIMEOUT, client.request(request))
             .await
             .map_err(|_| format!("no answer within {}s", FETCH_TIMEOUT.as_secs()))?
-            .map_err(|err| described(&err))?;
+            .map_err(|err| mcp_tasks_tls::with_causes(&err))?;
         if !response.status().is_success() {
             return Err(format!("answered HTTP {}", response.status()));
         }
@@ -519,17 +519,4 @@ fn https_client(ca_file: Option<&std::path::Path>) -> Result<Client<HttpsConnect
     let tls = mcp_tasks_tls::client_config(ca_file, &what)?;
     let connector = HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http().enable_http1().build();
     Ok(Client::builder(TokioExecutor::new()).build(connector))
-}
-
-/// `err` with every cause (hyper's client error leaves out why a connection failed, e.g.
-/// which certificate check refused the server).
-fn described(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

@@ -62,15 +62,5 @@ pub(crate) fn unreachable(err: &tokio_postgres::Error) -> bool {
 
 /// `err` with its causes, on one line.
 pub(crate) fn described(err: &(dyn StdError + 'static)) -> String {
-    let mut message = err.to_string();
-    let mut cause = err.source();
-    while let Some(next) = cause {
-        let text = next.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        cause = next.source();
-    }
-    message
+    mcp_tasks_tls::with_causes(err)
 }

@@ -89,6 +89,24 @@ pub fn server_config(cert: &Path, key: &Path) -> Result<ServerConfig, String> {
         .map_err(|err| format!("the certificate {} and the key {} do not go together: {err}", cert.display(), key.display()))
 }
 
+/// `err` with every cause it holds that its message does not already say: what a TLS
+/// failure needs shown (hyper's and tokio-postgres's errors leave out why a connection
+/// failed, e.g. which certificate check refused the server).
+#[must_use]
+pub fn with_causes(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut message = err.to_string();
+    let mut cause = err.source();
+    while let Some(next) = cause {
+        let text = next.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        cause = next.source();
+    }
+    message
+}
+
 #[cfg(test)]
 mod tests {
     use super::roots;

@@ -326,23 +326,11 @@ async fn post(client: &HttpClient, secret: &str, delivery: &Delivery) -> Result<
     let response = tokio::time::timeout(POST_TIMEOUT, client.request(request))
         .await
         .map_err(|_| format!("no answer within {POST_TIMEOUT:?}"))?
-        .map_err(|err| format!("POST failed: {}", described(&err)))?;
+        .map_err(|err| format!("POST failed: {}", mcp_tasks_tls::with_causes(&err)))?;
     let status = response.status();
     if status.is_success() { Ok(()) } else { Err(format!("answered {status}")) }
 }
 
-/// `err` with every cause (hyper's client error leaves out why a connection failed, e.g.
-/// which certificate check refused the receiver).
-fn described(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
 
 fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
