@@ -23,6 +23,8 @@
 # - `pgbench-schema`: the same two statements on the store's own tables (made by a bench
 #   server's migrations, every index of `tasks`), nothing else: what the row and its indexes
 #   cost the database, without the store's bookkeeping (history, counts, slots).
+# - `pg1m`: one replica on a database that already retains 1,000,000 finished tasks (made by
+#   SQL), against `pg1` on an empty one.
 # - `sqliteN` (`sqlite3`, say): N bench servers on one SQLite file, the clients spread over
 #   them (processes taking turns at SQLite's one write lock).
 #
@@ -238,6 +240,28 @@ for setup in $setups; do
       start_replicas "${n:-1}" "$work/bench-$setup.sqlite3"
       measure "$setup" "${n:-1}" ""
       ;;
+    pg1m)
+      # One replica on a database that already retains 1,000,000 finished tasks (of other
+      # principals, expiring in a day), written by SQL after a first start made the schema.
+      db=bench_pg1m
+      sql postgres "CREATE DATABASE $db" >/dev/null
+      sql "$db" "CREATE EXTENSION pg_stat_statements" >/dev/null
+      start_replicas 1 "postgres://postgres@127.0.0.1:$port/$db" && stop_all
+      echo "== $db: writing 1,000,000 finished tasks" >&2
+      sql "$db" "INSERT INTO tasks (id, owner, tool, arguments, status, state, created_at, updated_at, ttl_ms, expires_at,
+          attempt, version, error_result_fails, input_kinds, changed_at)
+        SELECT md5(n::text) || md5((n + 1)::text), 'retained' || (n % 100), 'noop', '{}', 'completed',
+          '{\"completed\":{\"result\":{\"content\":[]}}}', now_ms - 1000000 + n / 1000, now_ms - 1000000 + n / 1000,
+          86400000, now_ms + 86400000, 1, 2, false, '[]', now_ms - 1000000 + n / 1000
+        FROM generate_series(1, 1000000) AS n, (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now_ms) AS clock;
+        INSERT INTO task_history (task_id, version, at, status, message)
+          SELECT id, version, updated_at, status, NULL FROM tasks;
+        INSERT INTO task_counts (owner, shard, tasks) SELECT owner, 0, count(*) FROM tasks GROUP BY owner" >/dev/null
+      sql "$db" "VACUUM ANALYZE" >/dev/null
+      echo "== $db: $(sql "$db" "SELECT pg_size_pretty(pg_total_relation_size('tasks'))") in tasks with its indexes" >&2
+      start_replicas 1 "postgres://postgres@127.0.0.1:$port/$db"
+      measure "$setup" 1 "$db"
+      ;;
     pg*)
       n=${setup#pg}
       db=bench_$setup
@@ -247,7 +271,7 @@ for setup in $setups; do
       measure "$setup" "$n" "$db"
       ;;
     *)
-      echo "unknown setup $setup (pgbench, pgbench-schema, sqlite, sqliteN, pg1, pg3, pgN)" >&2
+      echo "unknown setup $setup (pgbench, pgbench-schema, sqlite, sqliteN, pg1, pg3, pgN, pg1m)" >&2
       exit 2
       ;;
   esac
@@ -274,6 +298,7 @@ jq -rs '
     + (if $db != null and $rate.pg1 != null then " pg1/pgbench \($rate.pg1 / $db * 100 | round / 100)" else "" end)
     + (if $schema != null and $rate.pg1 != null then " pg1/pgbench-schema \($rate.pg1 / $schema * 100 | round / 100)" else "" end)
     + (if $rate.pg1 != null and $rate.pg3 != null then " pg3/pg1 \($rate.pg3 / $rate.pg1 * 100 | round / 100)" else "" end)
+    + (if $rate.pg1 != null and $rate.pg1m != null then " pg1m/pg1 \($rate.pg1m / $rate.pg1 * 100 | round / 100)" else "" end)
     + (if $rate.sqlite != null and $rate.sqlite3 != null then " sqlite3/sqlite \($rate.sqlite3 / $rate.sqlite * 100 | round / 100)" else "" end)
 ' "$out"
 if [[ -n ${BENCH_OUT:-} ]]; then

@@ -14,6 +14,8 @@
 //! | `verify-ca` | always | signed by a root of `sslrootcert` |
 //! | `verify-full` | always | signed by a root of `sslrootcert`, and issued for the host connected to |
 //!
+//! Client certificates (`sslcert`, `sslkey`) are refused, saying so.
+//!
 //! `sslrootcert`: a PEM file of CA certificates, or `system` for the system's roots (the
 //! default when it is not given and `~/.postgresql/root.crt`, libpq's default file, does not
 //! exist).
@@ -84,13 +86,18 @@ pub(crate) struct Connection {
 /// What is wrong, in words that say what to write instead: an unknown `sslmode`, a
 /// `sslrootcert` that cannot be read or holds no certificate, a URL tokio-postgres cannot read.
 pub(crate) fn connection(url: &str) -> Result<Connection, String> {
-    let (rest, taken) = take_parameters(url, &["sslmode", "sslrootcert"]);
+    let (rest, taken) = take_parameters(url, &["sslmode", "sslrootcert", "sslcert", "sslkey", "sslpassword"]);
     let mut mode = Mode::Prefer;
     let mut root_file = None;
     for (key, value) in taken {
         match key.as_str() {
             "sslmode" => mode = Mode::parse(&value)?,
-            _ => root_file = Some(value),
+            "sslrootcert" => root_file = Some(value),
+            other => {
+                return Err(format!(
+                    "{other}: client certificates are not supported yet; log in with a password or another method the server allows"
+                ));
+            }
         }
     }
     if mode == Mode::Require && root_file.is_some() {
@@ -344,5 +351,7 @@ mod tests {
         assert!(err.contains("sslrootcert=/nonexistent/ca.pem"), "{err}");
         let err = mode("postgres://db/app?sslmode=require&sslrootcert=/nonexistent/ca.pem").err().expect("require with a root file verifies");
         assert!(err.contains("/nonexistent/ca.pem"), "{err}");
+        let err = mode("postgres://db/app?sslmode=verify-full&sslcert=/c.pem&sslkey=/k.pem").err().expect("no client certificates");
+        assert!(err.contains("sslcert: client certificates are not supported yet"), "{err}");
     }
 }
