@@ -69,6 +69,15 @@ pub(crate) enum Command {
     /// Exit status 0 when the file is valid, 1 otherwise.
     CheckConfig(CheckArgs),
 
+    /// Print what a host needs to start `serve --stdio` on a config: the entry of its MCP
+    /// config file (JSON), or for Claude Code the `claude mcp add` command. Paths are made
+    /// absolute (the config's, the store's, and this binary's), so the host finds them from
+    /// any directory.
+    ///
+    /// Examples: mcp-tasks host-config claude-code --config tools.toml
+    ///           mcp-tasks host-config vscode --config tools.toml --name jobs
+    HostConfig(HostConfigArgs),
+
     /// List the tools of an MCP server, with whether each runs as a task.
     ///
     /// In MCP 2026-07-28 tools declare no task support (the server decides per call): the
@@ -324,6 +333,44 @@ fn json_object(text: &str) -> Result<serde_json::Value, String> {
         Ok(other) => Err(format!("expected a JSON object, got {other}")),
         Err(err) => Err(format!("not JSON: {err}")),
     }
+}
+
+/// The hosts `host-config` writes for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Host {
+    /// Claude Code: the `claude mcp add` command (with --json, the `.mcp.json` entry).
+    ClaudeCode,
+    /// Claude Desktop: the `claude_desktop_config.json` entry.
+    ClaudeDesktop,
+    /// VS Code: the `.vscode/mcp.json` entry (top-level key `servers`).
+    Vscode,
+    /// Cursor: the `~/.cursor/mcp.json` (or `.cursor/mcp.json`) entry.
+    Cursor,
+}
+
+/// `mcp-tasks host-config`.
+#[derive(Debug, Args)]
+pub(crate) struct HostConfigArgs {
+    /// Which host.
+    #[arg(value_enum)]
+    pub(crate) host: Host,
+
+    /// The TOML file of the tools to serve (checked first, as `serve` would).
+    #[arg(long, short, value_name = "FILE")]
+    pub(crate) config: PathBuf,
+
+    /// The server's name in the host (default: the config file's name without `.toml`).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) name: Option<String>,
+
+    /// Where its tasks are kept (default: the default store, which every host window and
+    /// session shares).
+    #[arg(long, value_name = "PATH|URL")]
+    pub(crate) store: Option<String>,
+
+    /// For Claude Code: print the `.mcp.json` entry instead of the command.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -3,6 +3,7 @@
 mod args;
 mod call;
 mod check;
+mod host_config;
 mod ledger;
 mod options;
 mod otlp;
@@ -72,6 +73,7 @@ fn main() -> ExitCode {
             Command::Proxy(args) => (proxy::run(args).await.map(|()| 0), 1),
             Command::Worker(args) => (serve::worker(args).await.map(|()| 0), 1),
             Command::CheckConfig(args) => (check::run(&args).await.map(|()| 0), 1),
+            Command::HostConfig(args) => (host_config::run(&args).map(|()| 0), 2),
             Command::Tools(args) => (call::tools(args).await, remote::USAGE),
             Command::Call(args) => (call::call(args).await, remote::USAGE),
             Command::Tasks(args) => (tasks::run(args.command).await, remote::USAGE),

@@ -12,9 +12,11 @@ use crate::certs::Ca;
 use crate::harness::{Server, Workdir};
 use crate::http::HttpServer;
 
-/// `mcp-tasks call --url URL [--ca-file FILE] echo text=…`.
+/// `mcp-tasks call --url URL [--ca-file FILE] echo text=…`, its ledger in the target's
+/// temporary directory (not the user's).
 fn call(url: &str, ca_file: Option<&std::path::Path>, text: &str) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
+    command.env("MCP_TASKS_LEDGER", concat!(env!("CARGO_TARGET_TMPDIR"), "/https-ledger.sqlite3"));
     command.args(["call", "--url", url]);
     if let Some(file) = ca_file {
         command.arg("--ca-file").arg(file);
@@ -78,6 +80,8 @@ fn https_a_missing_or_mismatched_certificate_stops_the_start_naming_the_file() {
     let output = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
         .args(["serve", "--listen", "127.0.0.1:0", "--config"])
         .arg(work.config())
+        .arg("--store")
+        .arg(work.store())
         .args(["--tls-cert", "/nonexistent/server.crt", "--tls-key", "/nonexistent/server.key"])
         .output()
         .unwrap();
@@ -91,6 +95,8 @@ fn https_a_missing_or_mismatched_certificate_stops_the_start_naming_the_file() {
     let output = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
         .args(["serve", "--listen", "127.0.0.1:0", "--config"])
         .arg(work.config())
+        .arg("--store")
+        .arg(work.store())
         .arg("--tls-cert")
         .arg(work.path("a.crt"))
         .arg("--tls-key")

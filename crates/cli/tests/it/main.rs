@@ -11,6 +11,7 @@ mod config;
 mod crash;
 mod demo;
 mod harness;
+mod host_config;
 mod hostile;
 mod input;
 mod http;
