@@ -281,6 +281,20 @@ pub async fn serve(
     Ok(())
 }
 
+/// A path that serves nothing: 404, saying where the MCP endpoint is (the commonest slip is
+/// a URL without `/mcp`). The suggestion names the host only when it is a plain authority.
+async fn no_endpoint(scheme: &'static str, headers: HeaderMap, uri: axum::http::Uri) -> Response {
+    let path = uri.path();
+    let host = headers.get(header::HOST).and_then(|host| host.to_str().ok()).filter(|host| {
+        !host.is_empty() && host.bytes().all(|byte| byte.is_ascii_alphanumeric() || b".:-[]".contains(&byte))
+    });
+    let text = match host {
+        Some(host) => format!("no MCP endpoint at {path}; did you mean {scheme}://{host}/mcp?\n"),
+        None => format!("no MCP endpoint at {path}; the MCP endpoint is /mcp\n"),
+    };
+    (StatusCode::NOT_FOUND, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
+}
+
 /// The axum router (`/mcp`, `/metrics` if [`Options::metrics`], `/ui` if [`Options::ui`]), for tests and for
 /// embedding. `stop` ends the SSE streams it serves.
 ///
@@ -357,7 +371,10 @@ fn endpoint(server: Server, options: Options, stop: CancellationToken) -> (Arc<A
     }
     let counted = app.server.metrics().clone();
     // An explicit fallback, so that the counting layer sees unknown paths too.
-    let router = router.fallback(|| async { StatusCode::NOT_FOUND }).layer(middleware::from_fn_with_state(counted, count_request));
+    let scheme = if app.options.tls.is_some() { "https" } else { "http" };
+    let router = router
+        .fallback(move |headers: HeaderMap, uri: axum::http::Uri| no_endpoint(scheme, headers, uri))
+        .layer(middleware::from_fn_with_state(counted, count_request));
     (Arc::clone(&app), router.with_state(app))
 }
 

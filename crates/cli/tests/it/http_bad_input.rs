@@ -51,3 +51,16 @@ fn http_an_invalid_envelope_with_a_readable_id_gets_the_same_32600_as_over_stdio
     }
     still_serves(&mut client);
 }
+
+/// A URL without the endpoint's path (the commonest slip) is answered 404 with where the
+/// endpoint is, for the host the client used.
+#[test]
+fn a_path_that_is_no_endpoint_says_where_the_mcp_endpoint_is() {
+    let work = crate::harness::Workdir::new();
+    let server = crate::http::HttpServer::start(&work);
+    for path in ["/", "/sse", "/mcp/extra"] {
+        let reply = crate::http_peer::request_to(server.addr, "POST", path, &[("Content-Type", "application/json")], Some("{}"));
+        assert_eq!(reply.status, 404, "{path}: {}", reply.body);
+        assert_eq!(reply.body, format!("no MCP endpoint at {path}; did you mean http://{}/mcp?\n", server.addr), "{path}");
+    }
+}
