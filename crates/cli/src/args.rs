@@ -119,7 +119,7 @@ pub(crate) enum Command {
 }
 
 /// Where the MCP server is.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub(crate) struct ConnectArgs {
     /// The server's Streamable HTTP endpoint, e.g. http://127.0.0.1:8765/mcp or
     /// https://mcp.example.com/mcp (its certificate verified against the system's roots, or
@@ -261,11 +261,12 @@ pub(crate) enum TasksCommand {
     /// List the tasks the server keeps for you (MCP 2025-11-25 only: a 2026-07-28 server
     /// lists no tasks; `tasks pending` lists the ones this CLI started).
     List(ToolsArgs),
-    /// Show one task's status.
+    /// Show one task's status (its server: --url or --cmd, else where the ledger says).
     Get(TaskArgs),
-    /// Print the result of a task that has ended.
+    /// Print the result of a task that has ended (its server: --url or --cmd, else where the
+    /// ledger says).
     Result(TaskArgs),
-    /// Cancel a task.
+    /// Cancel a task (its server: --url or --cmd, else where the ledger says).
     Cancel(TaskArgs),
     /// Wait for a task to end (answering its questions), then print its result.
     ///

@@ -47,35 +47,55 @@ async fn list(args: ToolsArgs) -> anyhow::Result<u8> {
     Ok(COMPLETED)
 }
 
+/// The server of task `args.id`: --url or --cmd, or else the one the ledger recorded for it
+/// (the token given now, if any; the era the task was made in, unless --era names one).
+async fn server_of(args: &TaskArgs) -> anyhow::Result<RemoteArgs> {
+    let given = &args.remote.connect;
+    if given.url.is_some() || given.cmd.is_some() {
+        return Ok(RemoteArgs { connect: given.clone(), json: args.remote.json });
+    }
+    let ledger = crate::ledger::open(&args.ledger)?;
+    let entry = crate::ledger::locate(&ledger, &args.id).await?;
+    let era = match (given.era, entry.era) {
+        (EraArg::Auto, Some(Era::Legacy)) => EraArg::Legacy,
+        (EraArg::Auto, Some(Era::Modern)) => EraArg::Modern,
+        (given, _) => given,
+    };
+    eprintln!("mcp-tasks: task {} lives at {}", entry.task_id, entry.endpoint);
+    Ok(RemoteArgs { connect: reconnect(&entry.endpoint, given, era), json: args.remote.json })
+}
+
 async fn get(args: TaskArgs) -> anyhow::Result<u8> {
     let display = Display::new(args.remote.json);
-    let client = remote::connect(&args.remote, None, &display).await?;
+    let server = server_of(&args).await?;
+    let client = remote::connect(&server, None, &display).await?;
     let task = client
         .task(&args.id)
         .status()
         .await
         .with_context(|| format!("getting task {}", args.id))?;
-    note(&args, &task).await;
+    note(&args, &server.connect, &task).await;
     remote::print_task(&task, args.remote.json, client.era());
     Ok(COMPLETED)
 }
 
-/// Notes a status learned in the ledger, for a task it recorded.
-async fn note(args: &TaskArgs, task: &mcp_tasks_client::TaskInfo) {
-    if let Some(tracker) = Tracker::open(&args.ledger, &args.remote.connect) {
+/// Notes a status learned in the ledger, for a task it recorded at `server`.
+async fn note(args: &TaskArgs, server: &ConnectArgs, task: &mcp_tasks_client::TaskInfo) {
+    if let Some(tracker) = Tracker::open(&args.ledger, server) {
         tracker.note(&task.id, task.status).await;
     }
 }
 
 async fn cancel(args: TaskArgs) -> anyhow::Result<u8> {
     let display = Display::new(args.remote.json);
-    let client = remote::connect(&args.remote, None, &display).await?;
+    let server = server_of(&args).await?;
+    let client = remote::connect(&server, None, &display).await?;
     let task = client
         .task(&args.id)
         .cancel()
         .await
         .with_context(|| format!("cancelling task {}", args.id))?;
-    note(&args, &task).await;
+    note(&args, &server.connect, &task).await;
     remote::print_task(&task, args.remote.json, client.era());
     Ok(COMPLETED)
 }
@@ -84,13 +104,14 @@ async fn cancel(args: TaskArgs) -> anyhow::Result<u8> {
 async fn result(args: TaskArgs) -> anyhow::Result<u8> {
     let json = args.remote.json;
     let display = Display::new(json);
-    let client = remote::connect(&args.remote, None, &display).await?;
+    let server = server_of(&args).await?;
+    let client = remote::connect(&server, None, &display).await?;
     let handle = client.task(&args.id);
     let task = match handle.status().await {
         Ok(task) => task,
         Err(err) => {
             // Gone from the server (its TTL ran out): the ledger may have kept the result.
-            let kept = match Tracker::open(&args.ledger, &args.remote.connect) {
+            let kept = match Tracker::open(&args.ledger, &server.connect) {
                 Some(tracker) => tracker.kept(&args.id).await,
                 None => None,
             };
@@ -110,7 +131,7 @@ async fn result(args: TaskArgs) -> anyhow::Result<u8> {
             args.id
         );
     }
-    note(&args, &task).await;
+    note(&args, &server.connect, &task).await;
     remote::report(handle.wait().await, &args.id, json, client.era())
 }
 

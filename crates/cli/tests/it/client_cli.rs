@@ -518,7 +518,21 @@ fn ledger_a_detached_task_is_pending_until_tasks_wait_without_url_collects_it() 
         stdout(&text)
     );
 
+    // `tasks get` and `tasks result` find the server through the ledger too.
+    let got = bare(&["tasks", "get", &id, "--ledger", &ledger, "--json"]);
+    assert_eq!(got.status.code(), Some(0), "{}", stderr(&got));
+    assert_eq!(json(&got)["taskId"], id.as_str(), "{}", stdout(&got));
+    assert!(stderr(&got).contains(&format!("task {id} lives at --url {}", url(&server))), "{}", stderr(&got));
+    let early = bare(&["tasks", "result", &id, "--ledger", &ledger]);
+    assert_eq!(early.status.code(), Some(2), "still running: {}", stderr(&early));
+    assert!(stderr(&early).contains("has no result yet"), "{}", stderr(&early));
+
     wait_through_the_ledger(&ledger, &id);
+    let result = bare(&["tasks", "result", &id, "--ledger", &ledger]);
+    assert_eq!((result.status.code(), stdout(&result).as_str()), (Some(0), "done\n"), "{}", stderr(&result));
+    let unknown = bare(&["tasks", "get", "no-such-task", "--ledger", &ledger]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(stderr(&unknown).contains("not in the ledger"), "{}", stderr(&unknown));
 
     let unknown = bare(&["tasks", "wait", "no-such-task", "--ledger", &ledger]);
     assert_eq!(unknown.status.code(), Some(2));
