@@ -550,6 +550,17 @@ impl TaskRecord {
         self.state.status()
     }
 
+    /// The status an operator is told (metrics, webhooks): the task's status, except that a
+    /// task whose tool reported an error is failed, whatever era created it. On the wire a
+    /// 2026-07-28 tool error is a `completed` task with an `isError` result (and stays so
+    /// there); a 2025-11-25 one is `failed`.
+    pub fn outcome(&self) -> Status {
+        match &self.state {
+            TaskState::Completed { result } if result.get("isError") == Some(&serde_json::Value::Bool(true)) => Status::Failed,
+            state => state.status(),
+        }
+    }
+
     /// When the task may be purged, if ever.
     pub fn expires_at(&self) -> Option<Timestamp> {
         self.ttl_ms.map(|ttl| self.created_at.plus_ms(ttl))

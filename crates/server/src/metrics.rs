@@ -402,7 +402,8 @@ impl Metrics {
 
     /// One record from the feed: a tracked task changes status, or finishes (counted once).
     fn task_changed(&self, record: &TaskRecord) {
-        let status = match record.status() {
+        // A tool's error counts as failed in every era (a 2026-07-28 one is `completed` on the wire).
+        let status = match record.outcome() {
             Status::Completed => "completed",
             Status::Failed => "failed",
             Status::Cancelled => "cancelled",

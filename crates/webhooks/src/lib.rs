@@ -172,7 +172,8 @@ async fn dispatch(
             }
             Err(RecvError::Closed) => return,
         };
-        let status = record.status();
+        // What the operator is told: a tool's error is `failed` in every era.
+        let status = record.outcome();
         let before = if status.is_terminal() { last.remove(&record.id) } else { last.insert(record.id.clone(), status) };
         let Some(event) = event_of(status).filter(|_| before != Some(status)) else { continue };
         let body = json!({"event": event, "task": task_state(&record)}).to_string();
@@ -199,7 +200,7 @@ fn task_state(task: &TaskRecord) -> Value {
     let mut state = json!({
         "id": task.id.as_str(),
         "tool": task.tool,
-        "status": task.status().as_str(),
+        "status": task.outcome().as_str(),
         "statusMessage": task.status_message,
         "principal": task.owner.as_str(),
         "createdAt": task.created_at.0,

@@ -318,3 +318,43 @@ fn webhooks_an_https_receiver_is_verified_against_the_ca_file_or_refused_by_the_
     assert!(errors.iter().any(|error| error.contains("certificate") && error.contains("UnknownIssuer")), "{errors:?}");
     assert!(receiver.got.try_recv().is_err(), "nothing reached the receiver through the untrusted webhook");
 }
+
+/// One meaning of failure for the operator (issue 42): a 2026-07-28 client's task whose tool
+/// fails is `completed` with an `isError` result on its own wire, and `failed` to the
+/// operator: the webhook's event and status, and `/metrics`' finished count.
+#[test]
+fn webhooks_a_2026_07_28_tool_error_is_delivered_and_counted_as_failed() {
+    let receiver = Receiver::start("127.0.0.1:0");
+    let work = Workdir::new();
+    webhook_config(&work, &format!(
+        "[[server.webhooks]]\nurl = \"http://{}/hook\"\nevents = [\"completed\", \"failed\"]\nsecret = \"s\"\n\n\
+         [[tools]]\nname = \"fails_later\"\ncommand = [\"sh\", \"-c\", \"sleep 1.5; echo 'no luck' >&2; exit 3\"]\n",
+        receiver.addr
+    ));
+    let server = HttpServer::start(&work);
+    let url = format!("http://{}/mcp", server.addr);
+    let cli = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
+            .env("MCP_TASKS_LEDGER", work.path("ledger.sqlite3"))
+            .args(args)
+            .output()
+            .expect("run mcp-tasks")
+    };
+    let called = cli(&["call", "--era", "modern", "--detach", "--url", &url, "fails_later"]);
+    assert!(called.status.success(), "{}", String::from_utf8_lossy(&called.stderr));
+    let id = String::from_utf8_lossy(&called.stdout).trim().to_owned();
+    let got = receiver.next();
+    let body = got.json();
+    assert_eq!((got.headers["x-mcp-tasks-event"].as_str(), &body["task"]["id"]), ("failed", &json!(id)), "{body}");
+    assert_eq!(body["task"]["status"], "failed", "{body}");
+    assert_eq!(body["task"]["result"]["isError"], true, "{body}");
+    // On its own wire the task stays what 2026-07-28 says: completed, with isError.
+    let wire = cli(&["tasks", "get", &id, "--era", "modern", "--url", &url, "--json"]);
+    let wire: Value = serde_json::from_slice(&wire.stdout).expect("the task as JSON");
+    assert_eq!(wire["status"], "completed", "{wire}");
+    let metrics = crate::http_peer::request_to(server.addr, "GET", "/metrics", &[], None).body;
+    assert!(
+        metrics.lines().any(|line| line.starts_with("mcp_tasks_tasks_finished_total{tool=\"fails_later\"") && line.contains("status=\"failed\"")),
+        "{metrics}"
+    );
+}
