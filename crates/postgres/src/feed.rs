@@ -75,22 +75,25 @@ impl Sent {
     /// Whether `record` is newer than what was sent of its task; if so it counts as sent (and
     /// its record is kept).
     fn fresh(&mut self, record: &Arc<TaskRecord>, changed_at: i64) -> bool {
-        match self.versions.get(&record.id) {
-            Some((version, _)) if *version >= record.version => false,
-            _ => {
-                self.versions
-                    .insert(record.id.clone(), (record.version, changed_at));
-                if self.recent.insert(record.id.clone(), Arc::clone(record)).is_none() {
-                    self.recent_order.push_back(record.id.clone());
-                }
-                while self.recent_order.len() > RECENT {
-                    if let Some(oldest) = self.recent_order.pop_front() {
-                        self.recent.remove(&oldest);
-                    }
-                }
-                true
+        if self.has(&record.id, record.version) {
+            return false;
+        }
+        self.versions.insert(record.id.clone(), (record.version, changed_at));
+        if self.recent.insert(record.id.clone(), Arc::clone(record)).is_none() {
+            self.recent_order.push_back(record.id.clone());
+        }
+        while self.recent_order.len() > RECENT {
+            if let Some(oldest) = self.recent_order.pop_front() {
+                self.recent.remove(&oldest);
             }
         }
+        true
+    }
+
+    /// Whether task `id` was sent at `version` or later (this replica's own write, or a
+    /// change it read): a change named at that version needs no read.
+    fn has(&self, id: &TaskId, version: Version) -> bool {
+        self.versions.get(id).is_some_and(|(at, _)| *at >= version)
     }
 
     /// Forgets tasks last seen before `horizon` (ms, server clock).
@@ -100,8 +103,8 @@ impl Sent {
 }
 
 impl Feed {
-    /// Starts listening on `channel` with a connection of its own to `url`, and polling
-    /// through `pool`.
+    /// Starts listening on `channel` with a connection of its own (`config`, over `tls`), and
+    /// polling through `pool`.
     pub(crate) fn start(config: tokio_postgres::Config, tls: MakeRustlsConnect, channel: String, pool: Pool) -> Feed {
         let (sender, _) = broadcast::channel(FEED_CAPACITY);
         let stop = CancellationToken::new();
@@ -147,10 +150,7 @@ impl Feed {
     }
 
     pub(crate) fn wrote(&self, record: Arc<TaskRecord>) {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |since| i64::try_from(since.as_millis()).unwrap_or(i64::MAX));
-        let fresh = self.sent.lock().unwrap_or_else(PoisonError::into_inner).fresh(&record, now);
+        let fresh = self.sent.lock().unwrap_or_else(PoisonError::into_inner).fresh(&record, wall_clock().0);
         if fresh {
             let _ = self.sender.send(record);
         }
@@ -200,7 +200,7 @@ async fn listen(
         let (client, mut connection) = match connected {
             Ok(pair) => pair,
             Err(err) => {
-                tracing::warn!(error = %crate::outage::described(&err), "the change feed cannot connect to listen; polling meanwhile");
+                tracing::warn!(error = %mcp_tasks_tls::with_causes(&err), "the change feed cannot connect to listen; polling meanwhile");
                 tokio::select! {
                     _ = stop.cancelled() => return,
                     _ = tokio::time::sleep(RECONNECT_AFTER) => continue,
@@ -224,7 +224,7 @@ async fn listen(
         });
         let listen = format!("LISTEN \"{}\"", channel.replace('"', "\"\""));
         if let Err(err) = client.batch_execute(&listen).await {
-            tracing::warn!(error = %crate::outage::described(&err), "the change feed cannot LISTEN; polling meanwhile");
+            tracing::warn!(error = %mcp_tasks_tls::with_causes(&err), "the change feed cannot LISTEN; polling meanwhile");
         } else {
             loop {
                 let id = tokio::select! {
@@ -256,9 +256,7 @@ fn unknown_changes(first: String, notified: &mut tokio::sync::mpsc::UnboundedRec
     let mut next = Some(first);
     while let Some(payload) = next.take() {
         let (id, version) = parse(&payload);
-        let known = version.is_some_and(|version| {
-            sent.lock().unwrap_or_else(PoisonError::into_inner).versions.get(&id).is_some_and(|(at, _)| *at >= version)
-        });
+        let known = version.is_some_and(|version| sent.lock().unwrap_or_else(PoisonError::into_inner).has(&id, version));
         if !known && !unknown.iter().any(|seen| seen == id.as_str()) {
             unknown.push(id.as_str().to_owned());
         }
@@ -348,9 +346,8 @@ async fn poll(
             };
             watermark = Some(watermark.unwrap_or(changed_at).max(changed_at));
             let id = TaskId::from(id);
-            let seen = sent.lock().unwrap_or_else(PoisonError::into_inner).versions.get(&id).is_some_and(|(at, _)| {
-                u64::try_from(version).is_ok_and(|version| at.0 >= version)
-            });
+            let seen = u64::try_from(version)
+                .is_ok_and(|version| sent.lock().unwrap_or_else(PoisonError::into_inner).has(&id, Version(version)));
             if !seen {
                 unseen.push(id.as_str().to_owned());
             }
@@ -364,4 +361,10 @@ async fn poll(
                 .forget_before(at - 2 * POLL_OVERLAP_MS);
         }
     }
+}
+
+/// Now, by this machine's clock (ms since the Unix epoch).
+pub(crate) fn wall_clock() -> Timestamp {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    Timestamp(i64::try_from(since.as_millis()).unwrap_or(i64::MAX))
 }

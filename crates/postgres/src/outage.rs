@@ -27,7 +27,7 @@ pub(crate) const CONNECT_RETRY: Duration = Duration::from_millis(100);
 /// the database went away, [`StoreError::Backend`] otherwise.
 pub(crate) fn backend<E: StdError + Send + Sync + 'static>(err: E) -> StoreError {
     match (&err as &dyn Any).downcast_ref::<tokio_postgres::Error>() {
-        Some(driver) if unreachable(driver) => StoreError::Unavailable(described(driver)),
+        Some(driver) if unreachable(driver) => StoreError::Unavailable(mcp_tasks_tls::with_causes(driver)),
         _ => StoreError::backend(err),
     }
 }
@@ -58,9 +58,4 @@ pub(crate) fn unreachable(err: &tokio_postgres::Error) -> bool {
             false
         }
     }
-}
-
-/// `err` with its causes, on one line.
-pub(crate) fn described(err: &(dyn StdError + 'static)) -> String {
-    mcp_tasks_tls::with_causes(err)
 }

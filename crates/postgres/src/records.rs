@@ -49,7 +49,7 @@ impl RecordStore for PostgresStore {
     /// A finished task this replica wrote or saw on its feed lately is answered from the
     /// feed's copy (it never changes again); any other is read.
     async fn get_shared(&self, id: &TaskId) -> Result<Option<Arc<TaskRecord>>, StoreError> {
-        if let Some(settled) = self.feed.settled(id, wall_clock()) {
+        if let Some(settled) = self.feed.settled(id, crate::feed::wall_clock()) {
             return Ok(Some(settled));
         }
         Ok(self.query_opt(sql::GET, &[&id.as_str()]).await?.map(Arc::new))
@@ -201,10 +201,4 @@ impl RecordStore for PostgresStore {
     fn changes(&self) -> broadcast::Receiver<Arc<TaskRecord>> {
         self.feed.sender.subscribe()
     }
-}
-
-/// Now, by this machine's clock.
-fn wall_clock() -> Timestamp {
-    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    Timestamp(i64::try_from(since.as_millis()).unwrap_or(i64::MAX))
 }

@@ -188,7 +188,7 @@ impl PostgresStore {
             if Instant::now() + outage::CONNECT_RETRY > deadline {
                 let waited = outage::CONNECT_WAIT.as_secs();
                 let what = format!("cannot reach PostgreSQL (waited {waited} s)");
-                return Err(StoreError::Unavailable(format!("{what} at {}: {}", self.shown, outage::described(&err))));
+                return Err(StoreError::Unavailable(format!("{what} at {}: {}", self.shown, mcp_tasks_tls::with_causes(&err))));
             }
             tokio::time::sleep(outage::CONNECT_RETRY).await;
         }
@@ -239,7 +239,7 @@ impl PostgresStore {
 /// A failure of `what`, naming the store by its shown URL, with every cause of `err` (the
 /// pool's errors leave out their driver's cause, e.g. "Connection refused").
 fn failed(shown: &str, what: &str, err: &(dyn std::error::Error + 'static)) -> StoreError {
-    StoreError::Backend(format!("{what} at {shown}: {}", outage::described(err)).into())
+    StoreError::Backend(format!("{what} at {shown}: {}", mcp_tasks_tls::with_causes(err)).into())
 }
 
 /// The most announcements sent in one statement.
