@@ -110,14 +110,15 @@ pub(crate) fn connection(url: &str) -> Result<Connection, String> {
         Mode::Require | Mode::VerifyCa | Mode::VerifyFull => SslMode::Require,
     });
     let provider = mcp_tasks_tls::provider();
+    let algorithms = provider.signature_verification_algorithms;
     let verifier: Arc<dyn ServerCertVerifier> = match mode {
-        Mode::Disable | Mode::Prefer | Mode::Require => Arc::new(Unverified(provider.signature_verification_algorithms)),
+        Mode::Disable | Mode::Prefer | Mode::Require => Arc::new(Libpq { chain: None, algorithms }),
         Mode::VerifyCa | Mode::VerifyFull => {
             let roots = roots(root_file.as_deref())?;
             let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
                 .build()
                 .map_err(|err| format!("cannot use the trusted roots: {err}"))?;
-            if mode == Mode::VerifyCa { Arc::new(ChainOnly(webpki)) } else { webpki }
+            if mode == Mode::VerifyCa { Arc::new(Libpq { chain: Some(webpki), algorithms }) } else { webpki }
         }
     };
     let tls = ClientConfig::builder_with_provider(provider)
@@ -232,53 +233,17 @@ fn percent_decoded(value: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// `require` and `prefer`: the handshake's signatures are checked (the connection is
-/// encrypted to whoever holds the certificate's key), the certificate itself is not, as libpq
-/// does in these modes.
+/// The verifier of `prefer`, `require` and `verify-ca` (`verify-full` uses rustls's own):
+/// the handshake's signatures are always checked (the connection is encrypted to whoever
+/// holds the certificate's key); the certificate's chain against the trusted roots only with
+/// `chain` (`verify-ca`), and the name it was issued for never, as libpq does in these modes.
 #[derive(Debug)]
-struct Unverified(WebPkiSupportedAlgorithms);
-
-impl ServerCertVerifier for Unverified {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_schemes()
-    }
+struct Libpq {
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    algorithms: WebPkiSupportedAlgorithms,
 }
 
-/// `verify-ca`: the chain is verified against the trusted roots, the name it was issued for
-/// is not.
-#[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
-
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for Libpq {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -287,7 +252,8 @@ impl ServerCertVerifier for ChainOnly {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self.0.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+        let Some(chain) = &self.chain else { return Ok(ServerCertVerified::assertion()) };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
@@ -301,7 +267,7 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
     }
 
     fn verify_tls13_signature(
@@ -310,11 +276,11 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
+        self.algorithms.supported_schemes()
     }
 }
 
@@ -345,13 +311,13 @@ mod tests {
         assert_eq!(mode("postgres://db/app?sslmode=allow"), Ok(Mode::Prefer));
         assert_eq!(mode("postgres://db/app?sslmode=disable"), Ok(Mode::Disable));
         assert_eq!(mode("postgres://db/app?sslmode=require"), Ok(Mode::Require));
-        let err = mode("postgres://db/app?sslmode=verify").err().expect("an unknown mode");
+        let err = mode("postgres://db/app?sslmode=verify").expect_err("an unknown mode");
         assert!(err.contains("sslmode=verify is not a mode") && err.contains("verify-full"), "{err}");
-        let err = mode("postgres://db/app?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem").err().expect("no such file");
+        let err = mode("postgres://db/app?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem").expect_err("no such file");
         assert!(err.contains("sslrootcert=/nonexistent/ca.pem"), "{err}");
-        let err = mode("postgres://db/app?sslmode=require&sslrootcert=/nonexistent/ca.pem").err().expect("require with a root file verifies");
+        let err = mode("postgres://db/app?sslmode=require&sslrootcert=/nonexistent/ca.pem").expect_err("require with a root file verifies");
         assert!(err.contains("/nonexistent/ca.pem"), "{err}");
-        let err = mode("postgres://db/app?sslmode=verify-full&sslcert=/c.pem&sslkey=/k.pem").err().expect("no client certificates");
+        let err = mode("postgres://db/app?sslmode=verify-full&sslcert=/c.pem&sslkey=/k.pem").expect_err("no client certificates");
         assert!(err.contains("sslcert: client certificates are not supported yet"), "{err}");
     }
 }
