@@ -666,21 +666,20 @@ impl Engine {
         owner: Option<&Principal>,
         decide: impl Fn(&TaskRecord) -> Result<Option<Update>, EngineError>,
     ) -> Result<Option<Arc<TaskRecord>>, EngineError> {
+        // `owner`'s task, or not found (another principal's task is not found either).
+        let owned = |read: Option<Arc<TaskRecord>>| match read {
+            Some(task) if owner.is_none_or(|owner| &task.owner == owner) => Ok(task),
+            _ => Err(EngineError::NotFound(id.clone())),
+        };
         for attempt in 0..MAX_CAS_ATTEMPTS {
             // The first try starts from the version the store last knew (its own write, most
             // often), the others from a fresh read: a stale version only fails the write.
             let read = if attempt == 0 { self.inner.store.get_known(id).await? } else { self.inner.store.get_shared(id).await? };
-            let mut task = match read {
-                Some(task) if owner.is_none_or(|owner| &task.owner == owner) => task,
-                _ => return Err(EngineError::NotFound(id.clone())),
-            };
+            let mut task = owned(read)?;
             let mut decided = decide(&task)?;
             if decided.is_none() && attempt == 0 {
                 // "Nothing to write" is only an answer for the stored version.
-                task = match self.inner.store.get_shared(id).await? {
-                    Some(task) if owner.is_none_or(|owner| &task.owner == owner) => task,
-                    _ => return Err(EngineError::NotFound(id.clone())),
-                };
+                task = owned(self.inner.store.get_shared(id).await?)?;
                 decided = decide(&task)?;
             }
             let Some(update) = decided else { return Ok(None) };

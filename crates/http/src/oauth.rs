@@ -153,7 +153,7 @@ impl OAuth {
             authorization_servers: vec![config.issuer.clone()],
             scopes: config.scopes.clone(),
         };
-        let client = https_client(config_ca(&config));
+        let client = https_client(config.ca_file.as_deref());
         OAuth {
             config,
             resource,
@@ -473,6 +473,15 @@ impl Authenticate for BearerAuth {
     }
 }
 
+/// A client for the keys' URL: `https://` verified against the system's roots or `ca_file`'s
+/// (and the URL's host), or `http://`.
+fn https_client(ca_file: Option<&std::path::Path>) -> Result<Client<HttpsConnector<HttpConnector>, Empty<Bytes>>, String> {
+    let what = ca_file.map_or_else(String::new, |file| format!("server.auth.oauth.ca_file = \"{}\"", file.display()));
+    let tls = mcp_tasks_tls::client_config(ca_file, &what)?;
+    let connector = HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http().enable_http1().build();
+    Ok(Client::builder(TokioExecutor::new()).build(connector))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -505,18 +514,4 @@ mod tests {
         assert!(parse_set(b"[]").err().unwrap().contains("no `keys`"));
         assert!(parse_set(b"{").err().unwrap().contains("not JSON"));
     }
-}
-
-/// The CA file of `config`'s key URL, if it is `https://` and names one.
-fn config_ca(config: &OAuthOptions) -> Option<&std::path::Path> {
-    config.ca_file.as_deref()
-}
-
-/// A client for the keys' URL: `https://` verified against the system's roots or `ca_file`'s
-/// (and the URL's host), or `http://`.
-fn https_client(ca_file: Option<&std::path::Path>) -> Result<Client<HttpsConnector<HttpConnector>, Empty<Bytes>>, String> {
-    let what = ca_file.map_or_else(String::new, |file| format!("server.auth.oauth.ca_file = \"{}\"", file.display()));
-    let tls = mcp_tasks_tls::client_config(ca_file, &what)?;
-    let connector = HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http().enable_http1().build();
-    Ok(Client::builder(TokioExecutor::new()).build(connector))
 }
