@@ -48,7 +48,6 @@ impl ClientBuilder {
 
     /// Checks an `https://` server's certificate against the CA certificates of the PEM file
     /// `path` (a private CA) instead of the system's roots.
-    #[must_use]
     pub fn ca_file(mut self, path: impl Into<std::path::PathBuf>) -> ClientBuilder {
         self.ca_file = Some(path.into());
         self

@@ -206,34 +206,36 @@ impl Engine {
         // A store whose insert decides the limit by itself, and whose count is a round trip
         // (PostgreSQL), is not asked first: its refusal comes from the insert.
         let counted_first = self.inner.store.count_before_insert();
-        while counted_first {
-            // Registered before the counts are read: a creation that settles after them
-            // wakes this one.
-            let settled = self.inner.settled.notified();
-            let mut settled = std::pin::pin!(settled);
-            settled.as_mut().enable();
-            // The creations admitted but not yet inserted, then the store's count. In this
-            // order a creation is always seen at least once: one still inserting when the
-            // first is read is counted there; one done by then committed before its guard
-            // dropped, so the count, read after, has it. (Read the other way round, a
-            // creation that commits and drops its guard between the two reads was seen by
-            // neither, and one over the limit was admitted.)
-            let inserting = self.work().inserting.get(&record.owner).copied().unwrap_or(0);
-            let stored = self.inner.store.count(&record.owner).await?;
-            let retained = stored.saturating_add(inserting);
-            if retained < limit {
-                break;
+        if counted_first {
+            loop {
+                // Registered before the counts are read: a creation that settles after them
+                // wakes this one.
+                let settled = self.inner.settled.notified();
+                let mut settled = std::pin::pin!(settled);
+                settled.as_mut().enable();
+                // The creations admitted but not yet inserted, then the store's count. In this
+                // order a creation is always seen at least once: one still inserting when the
+                // first is read is counted there; one done by then committed before its guard
+                // dropped, so the count, read after, has it. (Read the other way round, a
+                // creation that commits and drops its guard between the two reads was seen by
+                // neither, and one over the limit was admitted.)
+                let inserting = self.work().inserting.get(&record.owner).copied().unwrap_or(0);
+                let stored = self.inner.store.count(&record.owner).await?;
+                let retained = stored.saturating_add(inserting);
+                if retained < limit {
+                    break;
+                }
+                // A creation whose commit the count has already seen may still be counted as
+                // inserting too: the sum is then too many, and only the count alone is sure.
+                // At the limit by the sum but not by the count (so some are inserting), wait
+                // for the creations in flight to settle (one group commit) and count again,
+                // rather than refuse one there is room for.
+                if stored >= limit {
+                    let owner = record.owner.clone();
+                    return Err(LimitExceeded::RetainedPerPrincipal { owner, retained: stored, limit }.into());
+                }
+                settled.await;
             }
-            // A creation whose commit the count has already seen may still be counted as
-            // inserting too: the sum is then too many, and only the count alone is sure.
-            // At the limit by the sum but not by the count (so some are inserting), wait
-            // for the creations in flight to settle (one group commit) and count again,
-            // rather than refuse one there is room for.
-            if stored >= limit {
-                let owner = record.owner.clone();
-                return Err(LimitExceeded::RetainedPerPrincipal { owner, retained: stored, limit }.into());
-            }
-            settled.await;
         }
         // Reserved before the insert, checking and counting in one critical section, so
         // that concurrent creations and plain calls cannot overshoot the running limits.

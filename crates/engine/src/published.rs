@@ -145,6 +145,75 @@ impl Published {
     }
 }
 
+impl Engine {
+    /// Publishes `record` to the engine's subscribers, unless it was published already at
+    /// its version: this node's own writes are published as they return (so a subscriber
+    /// sees them in order, before the call that made them returns), and again by the store's
+    /// change feed, which also carries the other nodes' writes. `committed`: when this node's
+    /// write of `record` returned from the store, kept for a terminal record
+    /// ([`Engine::committed_at`]).
+    pub(crate) fn publish_task(&self, record: &TaskRecord, committed: Option<Instant>) {
+        if self.mark_published(record, committed) {
+            self.send_change(Change::Task(Arc::new(record.clone())));
+        }
+    }
+
+    /// [`Engine::publish_task`] of a record already shared: published without a copy.
+    pub(crate) fn publish_shared(&self, record: &Arc<TaskRecord>, committed: Option<Instant>) {
+        if self.mark_published(record, committed) {
+            self.send_change(Change::Task(Arc::clone(record)));
+        }
+    }
+
+    /// Notes `record` as published; `false` if it was at its version already (then only
+    /// its commit instant may be added).
+    fn mark_published(&self, record: &TaskRecord, committed: Option<Instant>) -> bool {
+        self.inner.published.lock().unwrap_or_else(PoisonError::into_inner).mark(record, committed)
+    }
+
+    /// When this node's write of task `id`'s terminal state returned from the store: the
+    /// moment its commit was done, from which the delivery of the outcome to a waiting
+    /// request can be timed. `None` if the task is not terminal, was finished by another
+    /// node (heard on a shared store's change feed), or was forgotten (the engine remembers
+    /// a bounded number of finished tasks). A lookup under the lock that publishing takes.
+    pub fn committed_at(&self, id: &TaskId) -> Option<Instant> {
+        self.inner.published.lock().unwrap_or_else(PoisonError::into_inner).committed_at(id)
+    }
+
+    /// Sends `change` to the watchers of its task and to the subscribers of every change.
+    pub(crate) fn send_change(&self, change: Change) {
+        self.inner.hub.route(&change);
+        if matches!(change, Change::Progress { .. }) && self.inner.progress.receiver_count() > 0 {
+            let _ = self.inner.progress.send(change.clone());
+        }
+        // No subscribers is fine: nobody is waiting.
+        let _ = self.inner.changes.send(change);
+    }
+
+    /// How many task ids have a [`TaskWatch`](crate::TaskWatch) on them (a test's check that
+    /// watches end with their waits).
+    #[doc(hidden)]
+    pub fn watched_ids(&self) -> usize {
+        self.inner.hub.watched_ids()
+    }
+
+    /// Holds back publishing task `id` (its take-over by the rescuer is under way) until
+    /// [`Engine::release_publishing`].
+    pub(crate) fn hold_publishing(&self, id: &TaskId) {
+        self.inner.published.lock().unwrap_or_else(PoisonError::into_inner).hold(id);
+    }
+
+    /// Publishes task `id` as it stands, and lets its later changes through again.
+    pub(crate) async fn release_publishing(&self, id: &TaskId) {
+        self.inner.published.lock().unwrap_or_else(PoisonError::into_inner).release(id);
+        match self.inner.store.get_shared(id).await {
+            Ok(Some(record)) => self.publish_shared(&record, None),
+            Ok(None) => {}
+            Err(err) => tracing::warn!(task = %id, error = %err, "could not read a task after its take-over"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Instant;
@@ -248,74 +317,5 @@ mod tests {
         }
         assert_eq!(published.len(), 1);
         assert!(published.order.len() <= 2 * 8 + 1, "{} places for one task", published.order.len());
-    }
-}
-
-impl Engine {
-    /// Publishes `record` to the engine's subscribers, unless it was published already at
-    /// its version: this node's own writes are published as they return (so a subscriber
-    /// sees them in order, before the call that made them returns), and again by the store's
-    /// change feed, which also carries the other nodes' writes. `committed`: when this node's
-    /// write of `record` returned from the store, kept for a terminal record
-    /// ([`Engine::committed_at`]).
-    pub(crate) fn publish_task(&self, record: &TaskRecord, committed: Option<Instant>) {
-        if self.mark_published(record, committed) {
-            self.send_change(Change::Task(Arc::new(record.clone())));
-        }
-    }
-
-    /// [`Engine::publish_task`] of a record already shared: published without a copy.
-    pub(crate) fn publish_shared(&self, record: &Arc<TaskRecord>, committed: Option<Instant>) {
-        if self.mark_published(record, committed) {
-            self.send_change(Change::Task(Arc::clone(record)));
-        }
-    }
-
-    /// Notes `record` as published; `false` if it was at its version already (then only
-    /// its commit instant may be added).
-    fn mark_published(&self, record: &TaskRecord, committed: Option<Instant>) -> bool {
-        self.inner.published.lock().unwrap_or_else(PoisonError::into_inner).mark(record, committed)
-    }
-
-    /// When this node's write of task `id`'s terminal state returned from the store: the
-    /// moment its commit was done, from which the delivery of the outcome to a waiting
-    /// request can be timed. `None` if the task is not terminal, was finished by another
-    /// node (heard on a shared store's change feed), or was forgotten (the engine remembers
-    /// a bounded number of finished tasks). A lookup under the lock that publishing takes.
-    pub fn committed_at(&self, id: &TaskId) -> Option<Instant> {
-        self.inner.published.lock().unwrap_or_else(PoisonError::into_inner).committed_at(id)
-    }
-
-    /// Sends `change` to the watchers of its task and to the subscribers of every change.
-    pub(crate) fn send_change(&self, change: Change) {
-        self.inner.hub.route(&change);
-        if matches!(change, Change::Progress { .. }) && self.inner.progress.receiver_count() > 0 {
-            let _ = self.inner.progress.send(change.clone());
-        }
-        // No subscribers is fine: nobody is waiting.
-        let _ = self.inner.changes.send(change);
-    }
-
-    /// How many task ids have a [`TaskWatch`](crate::TaskWatch) on them (a test's check that
-    /// watches end with their waits).
-    #[doc(hidden)]
-    pub fn watched_ids(&self) -> usize {
-        self.inner.hub.watched_ids()
-    }
-
-    /// Holds back publishing task `id` (its take-over by the rescuer is under way) until
-    /// [`Engine::release_publishing`].
-    pub(crate) fn hold_publishing(&self, id: &TaskId) {
-        self.inner.published.lock().unwrap_or_else(PoisonError::into_inner).hold(id);
-    }
-
-    /// Publishes task `id` as it stands, and lets its later changes through again.
-    pub(crate) async fn release_publishing(&self, id: &TaskId) {
-        self.inner.published.lock().unwrap_or_else(PoisonError::into_inner).release(id);
-        match self.inner.store.get_shared(id).await {
-            Ok(Some(record)) => self.publish_shared(&record, None),
-            Ok(None) => {}
-            Err(err) => tracing::warn!(task = %id, error = %err, "could not read a task after its take-over"),
-        }
     }
 }

@@ -234,13 +234,16 @@ fn clients(hooks: &[Webhook]) -> Result<HashMap<String, HttpClient>, String> {
     let mut clients = HashMap::new();
     for hook in hooks {
         let ca = hook.ca_file.as_deref();
-        if !by_ca.contains_key(&ca) {
-            let what = ca.map_or_else(String::new, |file| format!("ca_file = \"{}\"", file.display()));
-            let tls = mcp_tasks_tls::client_config(ca, &what).map_err(|err| format!("webhook {}: {err}", hook.url))?;
-            let connector = HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http().enable_http1().build();
-            by_ca.insert(ca, Client::builder(TokioExecutor::new()).build(connector));
-        }
-        clients.insert(hook.url.clone(), by_ca[&ca].clone());
+        let client = match by_ca.entry(ca) {
+            std::collections::hash_map::Entry::Occupied(known) => known.get().clone(),
+            std::collections::hash_map::Entry::Vacant(new) => {
+                let what = ca.map_or_else(String::new, |file| format!("ca_file = \"{}\"", file.display()));
+                let tls = mcp_tasks_tls::client_config(ca, &what).map_err(|err| format!("webhook {}: {err}", hook.url))?;
+                let connector = HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http().enable_http1().build();
+                new.insert(Client::builder(TokioExecutor::new()).build(connector)).clone()
+            }
+        };
+        clients.insert(hook.url.clone(), client);
     }
     Ok(clients)
 }
