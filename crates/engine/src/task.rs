@@ -460,6 +460,15 @@ impl TaskState {
         })
     }
 
+    /// The status an operator is told of a task in this state ([`TaskRecord::outcome`]): its
+    /// status, except that a result with `isError: true` is `failed` in every era.
+    pub fn operator_status(&self) -> Status {
+        match self {
+            TaskState::Completed { result } if result.get("isError") == Some(&serde_json::Value::Bool(true)) => Status::Failed,
+            state => state.status(),
+        }
+    }
+
     /// The outcome a finished task replays: its result, its error, or nothing yet.
     pub fn outcome(&self) -> Option<Outcome> {
         match self {
@@ -555,10 +564,7 @@ impl TaskRecord {
     /// 2026-07-28 tool error is a `completed` task with an `isError` result (and stays so
     /// there); a 2025-11-25 one is `failed`.
     pub fn outcome(&self) -> Status {
-        match &self.state {
-            TaskState::Completed { result } if result.get("isError") == Some(&serde_json::Value::Bool(true)) => Status::Failed,
-            state => state.status(),
-        }
+        self.state.operator_status()
     }
 
     /// When the task may be purged, if ever.

@@ -57,7 +57,7 @@ impl ClaimStore for PostgresStore {
                 return at_the_limit(&tx, task, retained).await;
             }
             // The claim and the origin go in with the row: one round trip, not three.
-            let inserted = insert_keyed(&tx, task, Some(lease), origin).await?;
+            let inserted = insert_keyed(&tx, task, Some(lease), origin, self.recording()).await?;
             tx.commit().await.map_err(backend)?;
             Ok(inserted)
         })
@@ -86,7 +86,7 @@ impl ClaimStore for PostgresStore {
         if let Some(ending) = ending {
             drop(ending.take());
         }
-        let values = InsertValues::new(task, Some(lease), origin)?;
+        let values = InsertValues::new(task, Some(lease), origin, self.recording())?;
         let limits = Limits::new(max_retained, placing);
         let mut created = self.create(task, &values, &limits, placing.now).await?;
         if !created.inserted && !created.slot_free && created.room(&limits) {

@@ -15,7 +15,7 @@
 //!
 //! # Layout
 //! - `store`: [`PostgresStore`]: connecting, the pool, the statement helpers.
-//! - `records`, `claims`, `view`, `work`, `sessions`: the store traits, one file per role
+//! - `records`, `claims`, `view`, `work`, `sessions`, `deliveries`: the store traits, one file per role
 //!   ([`mcp_tasks_engine::store`]).
 //! - `rows`: the keyed insert and its bound columns, rows decoded into tasks.
 //! - `sql`: every statement the store runs (public only for the EXPLAIN tests).
@@ -28,6 +28,7 @@
 //! - `tls`: `sslmode` and `sslrootcert` read as libpq does, the rustls verifier of each mode.
 
 mod claims;
+mod deliveries;
 mod feed;
 mod migrate;
 mod outage;

@@ -24,7 +24,7 @@ impl RecordStore for PostgresStore {
     async fn insert(&self, task: &TaskRecord) -> Result<Inserted, StoreError> {
         let inserted = self.observed(async {
             let client = self.client().await?;
-            insert_keyed(&client, task, None, None).await
+            insert_keyed(&client, task, None, None, self.recording()).await
         })
         .await;
         if let Ok(Inserted::New) = &inserted {
@@ -71,8 +71,11 @@ impl RecordStore for PostgresStore {
     ) -> Result<TaskRecord, StoreError> {
         let written = self.observed(async {
             // A version beyond i64 cannot be stored, so no row has it: the task moved on.
-            let values = ReplaceValues::new(id, expected, update).ok_or_else(|| StoreError::Conflict(id.clone()))?;
-            let written = self.query_opt(sql::REPLACE, &values.params()).await?;
+            let values =
+                ReplaceValues::new(id, expected, update, self.recording()).ok_or_else(|| StoreError::Conflict(id.clone()))?;
+            let [state, status, message, updated_at, attempt, task, version] = values.params();
+            let params: [&(dyn ToSql + Sync); 8] = [state, status, message, updated_at, attempt, task, version, values.event()];
+            let written = self.query_opt(sql::REPLACE, &params).await?;
             written.ok_or_else(|| StoreError::Conflict(id.clone()))
         })
         .await;
@@ -166,10 +169,12 @@ impl RecordStore for PostgresStore {
         answer: &Answer,
     ) -> Result<TaskRecord, StoreError> {
         let written = self.observed(async {
-            let values = ReplaceValues::new(id, expected, update).ok_or_else(|| StoreError::Conflict(id.clone()))?;
+            let values =
+                ReplaceValues::new(id, expected, update, self.recording()).ok_or_else(|| StoreError::Conflict(id.clone()))?;
             let answer = Json(answer);
             let [state, status, message, updated_at, attempt, task, version] = values.params();
-            let params: [&(dyn ToSql + Sync); 9] = [state, status, message, updated_at, attempt, task, version, &key, &answer];
+            let params: [&(dyn ToSql + Sync); 10] =
+                [state, status, message, updated_at, attempt, task, version, &key, &answer, values.event()];
             let written = self.query_opt(sql::ANSWER, &params).await?;
             written.ok_or_else(|| StoreError::Conflict(id.clone()))
         })

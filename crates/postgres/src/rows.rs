@@ -8,7 +8,7 @@ use tokio_postgres::types::{Json, ToSql};
 use tokio_postgres::Row;
 
 use mcp_tasks_engine::{
-    IdempotencyKey, InputKind, Inserted, Lease, Origin, Principal, StoreError, TaskId, TaskRecord, TaskState, Timestamp,
+    IdempotencyKey, InputKind, Inserted, Lease, Origin, Principal, Status, StoreError, TaskId, TaskRecord, TaskState, Timestamp,
     TraceContext, Update, Version,
 };
 
@@ -26,8 +26,9 @@ pub(crate) async fn insert_keyed(
     task: &TaskRecord,
     claim: Option<&Lease>,
     origin: Option<&Origin>,
+    recording: bool,
 ) -> Result<Inserted, StoreError> {
-    let values = InsertValues::new(task, claim, origin)?;
+    let values = InsertValues::new(task, claim, origin, recording)?;
     let row = &values.row;
     let insert = client
         .prepare_cached(sql::INSERT)
@@ -56,7 +57,8 @@ pub(crate) async fn insert_keyed(
     ))
 }
 
-/// The values of a task's row in the order of [`sql::INSERT`]'s parameters (`$1`…`$24`).
+/// The values of a task's row in the order of [`sql::INSERT`]'s parameters (`$1`…`$24`), and
+/// its webhook event (`$25`).
 pub(crate) struct InsertValues<'a> {
     task: &'a TaskRecord,
     pub(crate) row: NewRow<'a>,
@@ -71,11 +73,19 @@ pub(crate) struct InsertValues<'a> {
     arguments: Json<&'a serde_json::Value>,
     state: Json<&'a TaskState>,
     input_kinds: Json<&'a [InputKind]>,
+    /// The webhook delivery the insert records ([`event_of`]), if the replica records them.
+    event: Option<&'static str>,
 }
 
 impl<'a> InsertValues<'a> {
-    /// `task`'s row, claimed by `claim`, with `origin`.
-    pub(crate) fn new(task: &'a TaskRecord, claim: Option<&'a Lease>, origin: Option<&'a Origin>) -> Result<InsertValues<'a>, StoreError> {
+    /// `task`'s row, claimed by `claim`, with `origin`; with its webhook delivery if
+    /// `recording` (the store records them).
+    pub(crate) fn new(
+        task: &'a TaskRecord,
+        claim: Option<&'a Lease>,
+        origin: Option<&'a Origin>,
+        recording: bool,
+    ) -> Result<InsertValues<'a>, StoreError> {
         Ok(InsertValues {
             task,
             row: NewRow::from_record(task)?,
@@ -90,11 +100,12 @@ impl<'a> InsertValues<'a> {
             arguments: Json(&task.arguments),
             state: Json(&task.state),
             input_kinds: Json(&task.input_kinds),
+            event: event_of(&task.state, recording),
         })
     }
 
-    /// The parameters `$1`…`$24`.
-    pub(crate) fn params(&self) -> [&(dyn ToSql + Sync); 24] {
+    /// The parameters `$1`…`$25`.
+    pub(crate) fn params(&self) -> [&(dyn ToSql + Sync); 25] {
         let (task, row) = (self.task, &self.row);
         [
             &row.id,
@@ -121,8 +132,15 @@ impl<'a> InsertValues<'a> {
             &self.era,
             &self.client_name,
             &self.client_version,
+            &self.event,
         ]
     }
+}
+
+/// The webhook event of a task in `state` (its status as an operator is told it, unless
+/// `working`), when `recording`.
+fn event_of(state: &TaskState, recording: bool) -> Option<&'static str> {
+    Some(state.operator_status()).filter(|status| recording && *status != Status::Working).map(Status::as_str)
 }
 
 /// After an insert of `task` (encoded as `row`) that wrote no row and failed with no error:
@@ -166,12 +184,14 @@ pub(crate) struct ReplaceValues<'a> {
     attempt: i64,
     id: &'a str,
     expected: i64,
+    event: Option<&'static str>,
 }
 
 impl<'a> ReplaceValues<'a> {
-    /// The values of `update` written over task `id` at version `expected`; `None` if the
-    /// version is beyond `BIGINT`, which no row has (the task moved on).
-    pub(crate) fn new(id: &'a TaskId, expected: Version, update: &'a Update) -> Option<ReplaceValues<'a>> {
+    /// The values of `update` written over task `id` at version `expected`, with its webhook
+    /// delivery if `recording`; `None` if the version is beyond `BIGINT`, which no row has
+    /// (the task moved on).
+    pub(crate) fn new(id: &'a TaskId, expected: Version, update: &'a Update, recording: bool) -> Option<ReplaceValues<'a>> {
         Some(ReplaceValues {
             state: Json(&update.state),
             status: update.state.status().as_str(),
@@ -180,12 +200,18 @@ impl<'a> ReplaceValues<'a> {
             attempt: i64::from(update.attempt),
             id: id.as_str(),
             expected: i64::try_from(expected.0).ok()?,
+            event: event_of(&update.state, recording),
         })
     }
 
-    /// The parameters `$1` to `$7`.
+    /// The parameters `$1` to `$7` of the write.
     pub(crate) fn params(&self) -> [&(dyn ToSql + Sync); 7] {
         [&self.state, &self.status, self.message, &self.updated_at, &self.attempt, &self.id, &self.expected]
+    }
+
+    /// The webhook event's parameter (`$8` of `REPLACE`, `$10` of `ANSWER`).
+    pub(crate) fn event(&self) -> &(dyn ToSql + Sync) {
+        &self.event
     }
 }
 

@@ -60,6 +60,27 @@ macro_rules! history {
     };
 }
 
+/// What a write that makes or changes a task does besides when the replica records webhook
+/// deliveries: the delivery of the event `$param` (NULL: none, or not recorded) of the rows of
+/// `written` that `<condition>` (`delivery!("written", "$8", "<condition>")`), in the same
+/// statement, so in the same transaction (migration 0013).
+macro_rules! delivery {
+    ($from:literal, $param:literal, $when:literal) => {
+        concat!(
+            "delivered AS (INSERT INTO webhook_deliveries (task_id, version, event, at, message, next_at) \
+             SELECT id, version, ",
+            $param,
+            "::text, updated_at, status_message, updated_at FROM ",
+            $from,
+            " WHERE ",
+            $param,
+            "::text IS NOT NULL AND ",
+            $when,
+            ")"
+        )
+    };
+}
+
 /// The statuses that never change again; matches `tasks_finished_by_expiry`.
 macro_rules! terminal {
     () => {
@@ -83,11 +104,13 @@ pub const INSERT: &str = concat!(
      counted AS (INSERT INTO task_counts AS counts (owner, shard, tasks) SELECT owner, 0, 1 FROM inserted \
      ON CONFLICT (owner, shard) DO UPDATE SET tasks = counts.tasks + 1), ",
     history!("inserted", "true"),
+    ", ",
+    delivery!("inserted", "$25", "true"),
     " SELECT 1 FROM inserted"
 );
 
 /// `insert_placed`: a new task's whole creation in one statement, its own transaction
-/// (migration 0012 says why this shape): `$1`…`$24` the row of [`INSERT`], `$25` now, then
+/// (migration 0012 says why this shape): `$1`…`$25` the row of [`INSERT`] and its event, `$26` now, then
 /// the limits (retained, running in all, running of the owner). The owner's first free slot
 /// below its limit (less its plain calls), skipping those other creations are taking; the
 /// owner's count summed over its shards; the unfinished tasks and live plain calls of every
@@ -96,9 +119,9 @@ pub const INSERT: &str = concat!(
 /// running, and whether a slot was free.
 pub const CREATE: &str = concat!(
     "WITH calls AS (SELECT count(*) AS n, count(*) FILTER (WHERE owner = $2::text) AS mine FROM running_places \
-     WHERE lease_until > $25::bigint AND NOT is_task), \
+     WHERE lease_until > $26::bigint AND NOT is_task), \
      slot AS (SELECT owner, slot FROM owner_slots WHERE owner = $2::text AND task_id IS NULL \
-     AND slot < $28::bigint - (SELECT mine FROM calls) ORDER BY slot LIMIT 1 FOR UPDATE SKIP LOCKED), \
+     AND slot < $29::bigint - (SELECT mine FROM calls) ORDER BY slot LIMIT 1 FOR UPDATE SKIP LOCKED), \
      decided AS (SELECT (SELECT coalesce(sum(tasks), 0)::bigint FROM task_counts WHERE owner = $2::text) AS retained, \
      (SELECT count(*) FROM tasks WHERE ",
     unfinished!(),
@@ -109,7 +132,7 @@ pub const CREATE: &str = concat!(
      $10::bigint, $11::bigint, $12::bigint, $13::bigint, $14::bigint, $15::boolean, $16::json, $17::text, $18::text, \
      $19::text, $20::text, $21::bigint, $22::text, $23::text, $24::text, ",
     now_ms!(),
-    " FROM decided WHERE retained < $26::bigint AND running < $27::bigint AND free \
+    " FROM decided WHERE retained < $27::bigint AND running < $28::bigint AND free \
      ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING \
      RETURNING id, owner, version, updated_at, status, status_message), \
      taken AS (UPDATE owner_slots SET task_id = inserted.id FROM inserted, slot \
@@ -118,6 +141,8 @@ pub const CREATE: &str = concat!(
     shard!(),
     ", 1 FROM inserted ON CONFLICT (owner, shard) DO UPDATE SET tasks = counts.tasks + 1), ",
     history!("inserted", "true"),
+    ", ",
+    delivery!("inserted", "$25", "true"),
     " SELECT EXISTS (SELECT 1 FROM inserted), retained, running, free FROM decided"
 );
 
@@ -174,11 +199,11 @@ pub const GET: &str = concat!("SELECT ", columns!(), " FROM tasks WHERE id = $1"
 
 /// What a compare-and-set of the state (`REPLACE`, `ANSWER`) writes: the row at version
 /// `$7` of task `$6` (`written`, with its status last), the history row if the status or the
-/// message changed (`before` is the row as the statement's snapshot saw it: the version the
+/// message changed, the webhook delivery of the event `$event` if the status changed (`before` is the row as the statement's snapshot saw it: the version the
 /// caller read, since only writes that bump the version change either), and the owner's slot
 /// freed if the task ended.
 macro_rules! written {
-    () => {
+    ($event:literal) => {
         concat!(
             "before AS (SELECT status AS was, status_message AS was_message FROM tasks WHERE id = $6), \
              written AS (UPDATE tasks SET state = $1, status = $2, status_message = $3, updated_at = $4, \
@@ -191,6 +216,8 @@ macro_rules! written {
                 "written, before",
                 "status IS DISTINCT FROM was OR status_message IS DISTINCT FROM was_message"
             ),
+            ", ",
+            delivery!("written, before", $event, "status IS DISTINCT FROM was"),
             ", freed AS (UPDATE owner_slots SET task_id = NULL FROM written WHERE written.",
             terminal!(),
             " AND owner_slots.owner = written.owner AND owner_slots.task_id = written.id)"
@@ -201,7 +228,7 @@ macro_rules! written {
 /// `replace`: the compare-and-set on the version and the read of the new row, one
 /// statement. Under READ COMMITTED a racer blocked on the row lock re-checks the `WHERE`
 /// against the winner's row, finds the version moved on and updates nothing.
-pub const REPLACE: &str = concat!("WITH ", written!(), " SELECT ", columns!(), " FROM written");
+pub const REPLACE: &str = concat!("WITH ", written!("$8"), " SELECT ", columns!(), " FROM written");
 
 /// `list`, first page.
 pub const LIST_FIRST: &str = concat!(
@@ -332,7 +359,7 @@ pub const CANCEL_REQUESTED: &str = "SELECT cancel_requested FROM tasks WHERE id 
 /// one transaction): no row updated, no answer stored.
 pub const ANSWER: &str = concat!(
     "WITH ",
-    written!(),
+    written!("$10"),
     ", stored AS (INSERT INTO task_answers (task_id, key, answer) SELECT id, $8, $9 FROM written \
      ON CONFLICT (task_id, key) DO UPDATE SET answer = EXCLUDED.answer) SELECT ",
     columns!(),
@@ -447,3 +474,24 @@ pub const SET_ORIGIN: &str =
 
 /// `origin`.
 pub const ORIGIN: &str = "SELECT era, client_name, client_version FROM tasks WHERE id = $1";
+
+/// `claim_deliveries`: up to `$4` deliveries due at `$3` (no live claim), the longest due
+/// first, claimed for node `$1` until `$2`. `SKIP LOCKED`: racing replicas take disjoint rows.
+pub const CLAIM_DELIVERIES: &str = "UPDATE webhook_deliveries SET claim_node = $1, lease_until = $2 WHERE id IN \
+     (SELECT id FROM webhook_deliveries WHERE next_at <= $3 AND (lease_until IS NULL OR lease_until <= $3) \
+      ORDER BY next_at, id LIMIT $4 FOR UPDATE SKIP LOCKED) \
+     RETURNING id, task_id, version, event, at, message, attempts, done";
+
+/// `claim_deliveries`: the claimed deliveries' tasks.
+pub const GET_MANY: &str = concat!("SELECT ", columns!(), " FROM tasks WHERE id = ANY($1)");
+
+/// `finish_delivery`: delivery `$1`, if node `$2` still holds it.
+pub const FINISH_DELIVERY: &str = "DELETE FROM webhook_deliveries WHERE id = $1 AND claim_node = $2";
+
+/// `retry_delivery`: delivery `$1`, if node `$2` still holds it, tried again at `$3` with the
+/// receivers `$4` done and the failure `$5`; its claim released.
+pub const RETRY_DELIVERY: &str = "UPDATE webhook_deliveries SET attempts = attempts + 1, next_at = $3, done = $4, \
+     last_error = $5, claim_node = NULL, lease_until = NULL WHERE id = $1 AND claim_node = $2";
+
+/// `next_delivery_at`.
+pub const NEXT_DELIVERY: &str = "SELECT min(GREATEST(next_at, coalesce(lease_until, 0))) FROM webhook_deliveries";

@@ -56,6 +56,9 @@ pub struct PostgresStore {
     notifier: tokio::sync::mpsc::UnboundedSender<String>,
     /// The connections' TLS, as the URL's `sslmode` asked.
     tls: tls::Mode,
+    /// Whether the writes record webhook deliveries ([`crate::deliveries`]), shared by the
+    /// clones.
+    pub(crate) deliveries: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl fmt::Debug for PostgresStore {
@@ -114,7 +117,7 @@ impl PostgresStore {
         let feed = Arc::new(Feed::start(config, tls, channel.clone(), pool.clone()));
         let (notifier, announcements) = tokio::sync::mpsc::unbounded_channel();
         tokio::spawn(notify(pool.clone(), channel, announcements));
-        Ok(PostgresStore { pool, shown, feed, observer: Arc::default(), notifier, tls: mode })
+        Ok(PostgresStore { pool, shown, feed, observer: Arc::default(), notifier, tls: mode, deliveries: Arc::default() })
     }
 
     /// Tells the feeds of every replica that task `id` changed, once its write committed: a

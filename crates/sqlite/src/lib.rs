@@ -9,8 +9,8 @@
 //! - `sql`: the SQL text the roles share (columns, status lists, `REPLACE`, the writer's
 //!   statements).
 //! - `rows`: a task as a row (encoding, decoding, the status history a write records).
-//! - `records`, `claims`, `view`, `work`, `sessions`: the store traits, one file per role
-//!   ([`mcp_tasks_engine::store`]).
+//! - `records`, `claims`, `view`, `work`, `sessions`, `deliveries`: the store traits, one
+//!   file per role ([`mcp_tasks_engine::store`]).
 //! - `hot`: the tasks written last, kept by the writer thread.
 //! - `changes`: the change log the writers of all processes keep and read (what another
 //!   process changed: forgotten from the cache, sent to the change feed).
@@ -48,6 +48,7 @@
 mod claims;
 mod compat;
 mod changes;
+mod deliveries;
 mod faults;
 mod hot;
 mod migrate;

@@ -16,7 +16,7 @@ use mcp_tasks_engine::{
 
 use crate::hot::Size;
 use crate::rows::{
-    Entry, NewRow, collect, from_json, insert_row, is_duplicate_key, read_record, record_change, to_i64, to_json,
+    Entry, NewRow, collect, event_of, from_json, insert_row, is_duplicate_key, read_record, record_change, to_i64, to_json,
 };
 use crate::sql::{COLUMN_COUNT, COLUMNS, REPLACE, Sql, TERMINAL, UNFINISHED};
 use crate::store::SqliteStore;
@@ -134,7 +134,7 @@ impl RecordStore for SqliteStore {
                 return Err(StoreError::Conflict(task));
             }
             let before = Entry::of(&record);
-            let after = Entry { version: expected + 1, at: updated_at, status, message: message.as_deref() };
+            let after = Entry { version: expected + 1, at: updated_at, status, message: message.as_deref(), event: event_of(&update.state) };
             record_change(tx, tx.prepared, task.as_str(), &before, &after).map_err(StoreError::backend)?;
             update.apply(&mut record);
             // One copy, shared by the cache and the change feed.
@@ -308,6 +308,7 @@ impl RecordStore for SqliteStore {
         let state = to_json(&update.state).map_err(StoreError::backend)?;
         let status = update.state.status().as_str();
         let message = update.status_message.clone();
+        let event = event_of(&update.state);
         let (updated_at, attempt) = (update.updated_at.0, update.attempt);
         let (key, answer) = (
             key.to_owned(),
@@ -345,8 +346,8 @@ impl RecordStore for SqliteStore {
                         .map_err(StoreError::backend)?;
                     let written = written.ok_or_else(|| StoreError::Conflict(task.clone()))?;
                     let (version, at, ref was, ref said) = before;
-                    let before = Entry { version, at, status: was, message: said.as_deref() };
-                    let after = Entry { version: expected + 1, at: updated_at, status, message: message.as_deref() };
+                    let before = Entry { version, at, status: was, message: said.as_deref(), event: None };
+                    let after = Entry { version: expected + 1, at: updated_at, status, message: message.as_deref(), event };
                     record_change(conn, conn.prepared, task.as_str(), &before, &after).map_err(StoreError::backend)?;
                     conn.prepare_cached("INSERT OR REPLACE INTO task_answers (task_id, key, answer) VALUES (?1, ?2, ?3)")
                         .and_then(|mut stmt| stmt.execute(params![task.as_str(), key, answer]))

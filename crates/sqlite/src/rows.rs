@@ -6,7 +6,7 @@
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use mcp_tasks_engine::{IdempotencyKey, Origin, Principal, Status, TaskId, TaskRecord, Timestamp, TraceContext, Version};
+use mcp_tasks_engine::{IdempotencyKey, Origin, Principal, Status, TaskId, TaskRecord, TaskState, Timestamp, TraceContext, Version};
 
 use crate::compat;
 use crate::sql::Sql;
@@ -40,6 +40,8 @@ pub(crate) struct NewRow {
     /// The row is a new task with the outcome of its early work in ([`NewRow::end_early`]):
     /// its creation entry is still the usual one.
     pub(crate) ended_early: bool,
+    /// The webhook event the row is in, if any ([`event_of`]).
+    pub(crate) event: Option<&'static str>,
 }
 
 impl NewRow {
@@ -67,6 +69,7 @@ impl NewRow {
             claim: None,
             origin: None,
             ended_early: false,
+            event: event_of(&task.state),
         })
     }
 
@@ -78,6 +81,7 @@ impl NewRow {
         self.ended_early = self.creation_in_row();
         self.status = ended.status().as_str();
         self.state = to_json(&ended.state)?;
+        self.event = event_of(&ended.state);
         self.status_message.clone_from(&ended.status_message);
         self.updated_at = ended.updated_at.0;
         self.attempt = ended.attempt;
@@ -97,8 +101,34 @@ pub(crate) fn insert_row(prepared: &Prepared<'_>, row: &NewRow) -> rusqlite::Res
         if !row.creation_in_row() {
             record_history(prepared, &row.id, row.version, row.updated_at, row.status, row.status_message.as_deref())?;
         }
+        if let Some(event) = row.event {
+            record_delivery(prepared, &row.id, row.version, event, row.updated_at, row.status_message.as_deref())?;
+        }
     }
     Ok(inserted)
+}
+
+/// The webhook event of a task in `state`: the status an operator is told, unless it is
+/// `working` (no event).
+pub(crate) fn event_of(state: &TaskState) -> Option<&'static str> {
+    Some(state.operator_status()).filter(|status| *status != Status::Working).map(Status::as_str)
+}
+
+/// A webhook delivery of `event` for version `version` of task `id`, written in the
+/// transaction of the write that caused it, when this store records deliveries
+/// ([`crate::deliveries`]).
+fn record_delivery(
+    prepared: &Prepared<'_>,
+    id: &str,
+    version: i64,
+    event: &str,
+    at: i64,
+    message: Option<&str>,
+) -> rusqlite::Result<()> {
+    if !prepared.records_deliveries() {
+        return Ok(());
+    }
+    prepared.execute(Sql::Delivery, params![id, version, event, at, message]).map(|_| ())
 }
 
 impl NewRow {
@@ -144,6 +174,8 @@ pub(crate) struct Entry<'a> {
     pub(crate) at: i64,
     pub(crate) status: &'a str,
     pub(crate) message: Option<&'a str>,
+    /// The webhook event of the row ([`event_of`]); only an `after` entry's is read.
+    pub(crate) event: Option<&'static str>,
 }
 
 impl Entry<'_> {
@@ -153,6 +185,7 @@ impl Entry<'_> {
             at: record.updated_at.0,
             status: record.status().as_str(),
             message: record.status_message.as_deref(),
+            event: event_of(&record.state),
         }
     }
 }
@@ -169,7 +202,13 @@ fn is_finished(status: &str) -> bool {
 /// instructions (`benches/profile.sh`, thirteenth round). Should a finished row be written
 /// again (the store allows it; the engine never does), its entry, if it is one, is written
 /// first, as the row is about to stop saying it.
+///
+/// A change of status into an event status also records a webhook delivery
+/// ([`record_delivery`]).
 pub(crate) fn record_change(conn: &Connection, prepared: &Prepared<'_>, id: &str, before: &Entry<'_>, after: &Entry<'_>) -> rusqlite::Result<()> {
+    if let Some(event) = after.event.filter(|_| before.status != after.status) {
+        record_delivery(prepared, id, after.version, event, after.at, after.message)?;
+    }
     let finished_before = is_finished(before.status);
     if finished_before {
         // The finished row is an entry unless the last one stored already says what it says.

@@ -65,11 +65,13 @@ pub(crate) enum Sql {
     CountRunning,
     /// An owner's unfinished tasks (when the owner's limit may be reached).
     CountRunningOf,
+    /// A webhook delivery recorded with the write that causes it (`rows::record_delivery`).
+    Delivery,
 }
 
 impl Sql {
     /// How many there are: the last variant's index plus one (checked below).
-    pub(crate) const ALL: usize = 12;
+    pub(crate) const ALL: usize = 13;
 
     pub(crate) fn text(self) -> &'static str {
         match self {
@@ -102,8 +104,12 @@ impl Sql {
                 "SELECT count(*) FROM tasks INDEXED BY tasks_unfinished \
                  WHERE status IN ('working', 'input_required') AND owner = ?1"
             }
+            Sql::Delivery => {
+                "INSERT INTO webhook_deliveries (task_id, version, event, at, message, next_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?4)"
+            }
         }
     }
 }
 
-const _: () = assert!(Sql::CountRunningOf as usize + 1 == Sql::ALL, "Sql::ALL counts the variants");
+const _: () = assert!(Sql::Delivery as usize + 1 == Sql::ALL, "Sql::ALL counts the variants");

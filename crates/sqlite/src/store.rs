@@ -143,6 +143,8 @@ pub(crate) struct Inner {
     poked: Arc<AtomicBool>,
     /// Whether this store's watcher sleeps on the counter now (see `watch`).
     asleep: Arc<AtomicBool>,
+    /// Whether the writer records webhook deliveries ([`crate::deliveries`]).
+    pub(crate) deliveries: Arc<AtomicBool>,
 }
 
 impl Drop for Inner {
@@ -226,9 +228,17 @@ impl SqliteStore {
         let feed = broadcast::channel(FEED_CAPACITY).0;
         let poked = Arc::new(AtomicBool::new(false));
         let asleep = Arc::new(AtomicBool::new(false));
+        let deliveries = Arc::new(AtomicBool::new(false));
         let log = ChangeLog::open(&conn).map_err(StoreError::backend)?;
         let peers =
-            Peers { signal: Arc::clone(&signal), log, feed: feed.clone(), poked: Arc::clone(&poked), asleep: Arc::clone(&asleep) };
+            Peers {
+                signal: Arc::clone(&signal),
+                log,
+                feed: feed.clone(),
+                poked: Arc::clone(&poked),
+                asleep: Arc::clone(&asleep),
+                deliveries: Arc::clone(&deliveries),
+            };
         let writer = std::thread::Builder::new()
             .name("sqlite-writer".to_owned())
             .spawn(move || write_loop(&conn, &queue, &counters, &kept, &wal_frames, space, peers))
@@ -249,6 +259,7 @@ impl SqliteStore {
             signal,
             poked,
             asleep,
+            deliveries,
         });
         let weak = Arc::downgrade(&inner);
         std::thread::Builder::new()

@@ -70,11 +70,18 @@ pub(crate) struct Counters {
 pub(crate) struct Prepared<'c> {
     conn: &'c Connection,
     statements: RefCell<[Option<Statement<'c>>; Sql::ALL]>,
+    /// Whether the writes record webhook deliveries ([`SqliteStore::record_deliveries`](mcp_tasks_engine::DeliveryStore::record_deliveries)).
+    deliveries: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl<'c> Prepared<'c> {
-    pub(crate) fn new(conn: &'c Connection) -> Prepared<'c> {
-        Prepared { conn, statements: RefCell::new(Default::default()) }
+    pub(crate) fn new(conn: &'c Connection, deliveries: Arc<std::sync::atomic::AtomicBool>) -> Prepared<'c> {
+        Prepared { conn, statements: RefCell::new(Default::default()), deliveries }
+    }
+
+    /// Whether the writes record webhook deliveries.
+    pub(crate) fn records_deliveries(&self) -> bool {
+        self.deliveries.load(Ordering::Relaxed)
     }
 
     /// Runs statement `sql` with `params`; the rows it changed.
@@ -224,6 +231,8 @@ pub(crate) struct Peers {
     pub(crate) poked: Arc<std::sync::atomic::AtomicBool>,
     /// Whether this store's own watcher sleeps on the counter (it need not be woken).
     pub(crate) asleep: Arc<std::sync::atomic::AtomicBool>,
+    /// Whether the writes record webhook deliveries (set once, by `record_deliveries`).
+    pub(crate) deliveries: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Peers {
@@ -313,7 +322,7 @@ pub(crate) fn write_loop(
 ) {
     let mut batch: Vec<Box<dyn Write>> = Vec::with_capacity(MAX_BATCH);
     // Dropped at the loop's end, before the connection closes.
-    let prepared = Prepared::new(conn);
+    let prepared = Prepared::new(conn, Arc::clone(&peers.deliveries));
     while let Ok(first) = queue.recv() {
         if first.is_poke() {
             peers.poked.store(false, Ordering::SeqCst);

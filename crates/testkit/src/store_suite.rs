@@ -31,6 +31,9 @@
 //! - `work`: [`WorkStore`](mcp_tasks_engine::WorkStore) (process groups, kept groups,
 //!   checkpoints).
 //! - `sessions`: [`SessionStore`](mcp_tasks_engine::SessionStore), on two handles.
+//! - `deliveries`: [`DeliveryStore`](mcp_tasks_engine::DeliveryStore) (the webhooks'
+//!   deliveries), on two handles, for the stores that implement it
+//!   ([`delivery_suite!`](crate::delivery_suite!)).
 //! - `fixtures`: sample tasks, small builders, [`StoreFixture`].
 //!
 //! The cases on two handles take [`StoreFixture::store`] and [`StoreFixture::second`] (or
@@ -43,6 +46,7 @@
 //! backend's own tests.
 
 mod claims;
+mod deliveries;
 mod feed;
 mod fixtures;
 mod keys;
@@ -52,6 +56,7 @@ mod view;
 mod work;
 
 pub use claims::*;
+pub use deliveries::*;
 pub use feed::*;
 pub use fixtures::{Handles, StoreFixture, T0, TTL_MS, sample_task};
 pub use keys::*;

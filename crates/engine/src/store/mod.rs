@@ -20,9 +20,12 @@
 //!   (`Arc<dyn TaskStore>`); implemented for every type that implements the four.
 //! - `sessions`: [`SessionStore`], the 2025-11-25 HTTP session records: the HTTP
 //!   transport's, not the engine's, and not part of [`TaskStore`].
+//! - `deliveries`: [`DeliveryStore`], the webhooks' deliveries, written with the task writes
+//!   that cause them: the webhooks', not the engine's, and not part of [`TaskStore`].
 //! - [`implement`]: helpers for the store crates only.
 
 mod claims;
+mod deliveries;
 pub mod implement;
 mod records;
 mod sessions;
@@ -31,6 +34,7 @@ mod work;
 
 use std::error::Error as StdError;
 
+pub use deliveries::{Delivery, DeliveryStore};
 pub use claims::{ClaimStore, Lease, NodeId, Place, PlaceHolder, Placing, RunningLimits};
 pub use records::{Answer, Cursor, Inserted, ListQuery, RecordStore, Update};
 pub use sessions::{SessionRecord, SessionStore};

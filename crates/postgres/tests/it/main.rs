@@ -35,3 +35,4 @@ async fn fresh_pair() -> Option<mcp_tasks_testkit::store_suite::Handles<Postgres
 }
 
 mcp_tasks_testkit::store_suite!(optional: async { fresh_pair().await });
+mcp_tasks_testkit::delivery_suite!(async { fresh_pair().await });

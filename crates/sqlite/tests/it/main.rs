@@ -34,6 +34,7 @@ fn fresh_pair() -> mcp_tasks_testkit::store_suite::Handles<SqliteStore, TempDir>
 }
 
 mcp_tasks_testkit::store_suite!(async { fresh_pair() });
+mcp_tasks_testkit::delivery_suite!(async { Some(fresh_pair()) });
 
 #[tokio::test]
 async fn tasks_survive_closing_and_reopening_the_file() {
