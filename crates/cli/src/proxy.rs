@@ -12,7 +12,7 @@ use mcp_tasks_proxy::{Proxy, ProxyOptions, ToolPolicy, UpstreamSpec};
 use mcp_tasks_server::Server;
 
 use crate::args::{EraArg, ProxyArgs};
-use crate::serve::{lease, observe_commits, open_store_observed, policy, serve_until_shutdown, store_choice};
+use crate::serve::{lease, observe_commits, open_store_observed, policy, serve_until_shutdown, start_webhooks, store_choice};
 
 pub(crate) async fn run(args: ProxyArgs) -> anyhow::Result<()> {
     let mut config = match &args.config {
@@ -41,6 +41,8 @@ pub(crate) async fn run(args: ProxyArgs) -> anyhow::Result<()> {
 
     let (store, described, concrete) = open_store_observed(store_choice(args.store.as_deref())?).await?;
     let engine = Engine::with_lease(store, Arc::new(SystemClock), policy(&config), lease(&config)?);
+    // Before recovery, as in serve: what recovery does is delivered too.
+    let _webhooks = start_webhooks(&config, &engine, &concrete)?;
     // The same [server] policy as serve: long calls of clients without tasks are handed off
     // (heartbeats, sync_wait, the helper tools) as for any tool.
     let server = Server::builder(engine.clone())

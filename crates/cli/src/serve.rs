@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 
 use mcp_tasks_command::CommandTool;
 use mcp_tasks_config::{Config, RestartPolicy as ConfigRestartPolicy, ToolConfig};
-use mcp_tasks_engine::{Engine, Policy, RestartPolicy, SessionStore, SystemClock, TaskStore, ToolRuntime};
+use mcp_tasks_engine::{DeliveryStore, Engine, Policy, RestartPolicy, SessionStore, SystemClock, TaskStore, ToolRuntime};
 use mcp_tasks_postgres::PostgresStore;
 use mcp_tasks_http as http;
 use mcp_tasks_server::{Server, ToolDef, ToolSpec, stdio};
@@ -31,20 +31,12 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         config.server.tls = Some((cert.clone(), key.clone()));
     }
     let choice = store_choice(args.store.as_deref())?;
-    let outbox = webhook_outbox(&choice)?;
+    warn_of_an_old_outbox(&choice);
     let (store, described, concrete) = open_store_observed(choice).await?;
     let engine = Engine::with_lease(store, Arc::new(SystemClock), policy(&config), lease(&config)?);
     engine.set_runs_work(!args.no_work);
     // Before recovery: what recovery does to the previous run's tasks is delivered too.
-    let _webhooks = if config.server.webhooks.is_empty() {
-        None
-    } else {
-        let hooks = crate::options::webhooks(&config.server);
-        let count = hooks.len();
-        let started = Webhooks::start(&engine, hooks, &outbox).map_err(|err| anyhow::anyhow!("starting the webhooks: {err}"))?;
-        eprintln!("mcp-tasks: {count} webhook(s), outbox {}", outbox.display());
-        Some(started)
-    };
+    let _webhooks = start_webhooks(&config, &engine, &concrete)?;
     let mut builder = Server::builder(engine.clone())
         .name(config.server.name.clone())
         .inline_wait(config.server.inline_wait)
@@ -110,6 +102,14 @@ impl Concrete {
         match self {
             Concrete::Sqlite(_) => None,
             Concrete::Postgres(postgres) => Some(Arc::new(postgres.clone())),
+        }
+    }
+
+    /// The same store as the webhooks hold it, for their deliveries.
+    pub(crate) fn deliveries(&self) -> Arc<dyn DeliveryStore> {
+        match self {
+            Concrete::Sqlite(sqlite) => Arc::new(sqlite.clone()),
+            Concrete::Postgres(postgres) => Arc::new(postgres.clone()),
         }
     }
 }
@@ -187,8 +187,11 @@ pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
     let config = Config::load(&args.config)
         .with_context(|| format!("loading config {}", args.config.display()))?;
     let choice = store_choice(Some(&args.store))?;
-    let (store, described) = open_store(choice).await?;
+    warn_of_an_old_outbox(&choice);
+    let (store, described, concrete) = open_store_observed(choice).await?;
     let engine = Engine::with_lease(store, Arc::new(SystemClock), policy(&config), lease(&config)?);
+    // A worker writes the outcomes of the work it runs: it records and sends their deliveries.
+    let _webhooks = start_webhooks(&config, &engine, &concrete)?;
     let mut builder = Server::builder(engine.clone()).name(config.server.name.clone());
     for tool in &config.tools {
         builder = builder.tool(tool_def(tool));
@@ -366,29 +369,49 @@ pub(crate) fn store_choice(arg: Option<&str>) -> anyhow::Result<StoreChoice> {
     }
 }
 
-/// Where the webhooks' deliveries wait: beside a SQLite store (`<store>.webhooks`), or in
-/// the platform data directory for a PostgreSQL one.
-fn webhook_outbox(choice: &StoreChoice) -> anyhow::Result<PathBuf> {
-    match choice {
+/// Starts the config's webhooks, if it has any: this process's writes record their
+/// deliveries in the store, and it sends them with the other processes on the store.
+pub(crate) fn start_webhooks(config: &Config, engine: &Engine, concrete: &Concrete) -> anyhow::Result<Option<Webhooks>> {
+    if config.server.webhooks.is_empty() {
+        return Ok(None);
+    }
+    let hooks = crate::options::webhooks(&config.server);
+    let count = hooks.len();
+    let started =
+        Webhooks::start(engine, hooks, concrete.deliveries()).map_err(|err| anyhow::anyhow!("starting the webhooks: {err}"))?;
+    eprintln!("mcp-tasks: {count} webhook{}, deliveries kept in the task store", if count == 1 { "" } else { "s" });
+    Ok(Some(started))
+}
+
+/// Says so when an earlier version's webhook outbox is found where it kept it (beside an
+/// SQLite store, `<store>.webhooks`; for PostgreSQL, `webhooks.sqlite3` in the platform data
+/// directory): deliveries are kept in the task store now, and that file is no longer read.
+fn warn_of_an_old_outbox(choice: &StoreChoice) {
+    let old = match choice {
         StoreChoice::Sqlite(path) => {
             let mut name = path.as_os_str().to_owned();
             name.push(".webhooks");
-            Ok(PathBuf::from(name))
+            PathBuf::from(name)
         }
-        StoreChoice::Postgres(_) => {
-            let base = dirs::data_dir().context("no platform data directory (is HOME set?) for the webhook outbox")?;
-            Ok(base.join("mcp-tasks").join("webhooks.sqlite3"))
-        }
+        StoreChoice::Postgres(_) => match dirs::data_dir() {
+            Some(base) => base.join("mcp-tasks").join("webhooks.sqlite3"),
+            None => return,
+        },
+    };
+    if old.exists() {
+        eprintln!(
+            "mcp-tasks: {} is the webhook outbox of an earlier version, no longer read (deliveries are kept in the task \
+             store now); deliveries still in it are not sent: see them with `sqlite3 {} 'SELECT url, event, body FROM \
+             deliveries'`, then remove the file",
+            old.display(),
+            old.display()
+        );
     }
 }
 
 /// Opens the chosen store; returns it with how start-up names it (a PostgreSQL URL with its
-/// password hidden).
-pub(crate) async fn open_store(choice: StoreChoice) -> anyhow::Result<(Arc<dyn TaskStore>, String)> {
-    open_store_observed(choice).await.map(|(store, described, _)| (store, described))
-}
-
-/// As [`open_store`], with the SQLite store's handle too, for its commit metrics.
+/// password hidden), and the concrete store's handle, for its commit metrics, its sessions
+/// and its webhook deliveries.
 pub(crate) async fn open_store_observed(choice: StoreChoice) -> anyhow::Result<(Arc<dyn TaskStore>, String, Concrete)> {
     match choice {
         StoreChoice::Sqlite(path) => {

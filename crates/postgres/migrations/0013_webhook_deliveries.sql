@@ -23,4 +23,4 @@ CREATE TABLE webhook_deliveries (
     done        TEXT[] NOT NULL DEFAULT '{}',
     last_error  TEXT
 );
-CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_at);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_at, id);

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use deadpool_postgres::GenericClient;
+use crate::conn::Session;
 use tokio_postgres::types::ToSql;
 
 use mcp_tasks_engine::store::implement::EarlyEnding;
@@ -312,7 +312,7 @@ impl PostgresStore {
 /// The answer to a creation of `task` whose owner keeps `retained` tasks, its limit: a retry
 /// of a retained keyed task adds nothing, so that task is the answer even at the limit;
 /// anything else is refused.
-async fn at_the_limit(client: &impl GenericClient, task: &TaskRecord, retained: u64) -> Result<Inserted, StoreError> {
+async fn at_the_limit(client: &impl Session, task: &TaskRecord, retained: u64) -> Result<Inserted, StoreError> {
     if let Some(key) = &task.idempotency_key
         && let Some(existing) = key_holder(client, task.owner.as_str(), key.as_str()).await?
         && existing.retained_at(task.created_at)

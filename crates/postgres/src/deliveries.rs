@@ -13,6 +13,7 @@ use mcp_tasks_engine::{Delivery, DeliveryStore, NodeId, Status, StoreError, Task
 
 use crate::outage::backend;
 use crate::sql;
+use crate::conn::Session as _;
 use crate::store::PostgresStore;
 
 impl PostgresStore {

@@ -15,7 +15,6 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use deadpool_postgres::Pool;
 use tokio::sync::broadcast;
 use tokio_postgres::AsyncMessage;
 use tokio_postgres_rustls::MakeRustlsConnect;
@@ -23,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use mcp_tasks_engine::{TaskId, TaskRecord, Timestamp, Version};
 
+use crate::conn::{Conn, Connections, Session as _};
 use crate::sql;
 use crate::rows::read_record;
 
@@ -103,20 +103,16 @@ impl Sent {
 }
 
 impl Feed {
-    /// Starts listening on `channel` with a connection of its own (`config`, over `tls`), and
-    /// polling through `pool`.
-    pub(crate) fn start(config: tokio_postgres::Config, tls: MakeRustlsConnect, channel: String, pool: Pool) -> Feed {
+    /// Starts listening on `channel` with a connection of its own (`listener`: its settings
+    /// and TLS; none behind a transaction pooler without `listen_url`), and polling through
+    /// `pool`.
+    pub(crate) fn start(listener: Option<(tokio_postgres::Config, MakeRustlsConnect)>, channel: String, pool: Connections) -> Feed {
         let (sender, _) = broadcast::channel(FEED_CAPACITY);
         let stop = CancellationToken::new();
         let sent = Arc::new(Mutex::new(Sent::default()));
-        tokio::spawn(listen(
-            (config, tls),
-            channel,
-            pool.clone(),
-            sender.clone(),
-            Arc::clone(&sent),
-            stop.clone(),
-        ));
+        if let Some(listener) = listener {
+            tokio::spawn(listen(listener, channel, pool.clone(), sender.clone(), Arc::clone(&sent), stop.clone()));
+        }
         tokio::spawn(poll(pool, sender.clone(), Arc::clone(&sent), stop.clone()));
         Feed {
             sender,
@@ -187,7 +183,7 @@ fn send(
 async fn listen(
     (config, tls): (tokio_postgres::Config, MakeRustlsConnect),
     channel: String,
-    pool: Pool,
+    pool: Connections,
     sender: broadcast::Sender<Arc<TaskRecord>>,
     sent: Arc<Mutex<Sent>>,
     stop: CancellationToken,
@@ -273,7 +269,7 @@ const READ_BATCH: usize = 256;
 /// Reads tasks `ids` in one statement and sends each that is newer than what was sent, at its
 /// change time (`unstamped` for a row without one). A read that fails is left to the poller.
 async fn read_and_send(
-    client: &deadpool_postgres::Client,
+    client: &Conn,
     sender: &broadcast::Sender<Arc<TaskRecord>>,
     sent: &Mutex<Sent>,
     ids: &[String],
@@ -296,7 +292,7 @@ async fn read_and_send(
 /// The backstop: every [`POLL_EVERY`], the rows changed since a little before the newest
 /// change seen, until `stop`.
 async fn poll(
-    pool: Pool,
+    pool: Connections,
     sender: broadcast::Sender<Arc<TaskRecord>>,
     sent: Arc<Mutex<Sent>>,
     stop: CancellationToken,
@@ -314,10 +310,11 @@ async fn poll(
         };
         let since = match watermark {
             Some(at) => at,
-            None => match client
-                .query_one(sql::CLOCK_MS, &[])
-                .await
-                .and_then(|row| row.try_get::<_, i64>(0))
+            None => match async {
+                let clock = client.prepare_cached(sql::CLOCK_MS).await?;
+                client.query_one(&clock, &[]).await?.try_get::<_, i64>(0)
+            }
+            .await
             {
                 Ok(now) => {
                     watermark = Some(now);

@@ -15,6 +15,8 @@
 //!
 //! # Layout
 //! - `store`: [`PostgresStore`]: connecting, the pool, the statement helpers.
+//! - `conn`: statements as the store sends them: prepared and cached, or unnamed behind a
+//!   transaction pooler (`pooler=transaction`).
 //! - `records`, `claims`, `view`, `work`, `sessions`, `deliveries`: the store traits, one file per role
 //!   ([`mcp_tasks_engine::store`]).
 //! - `rows`: the keyed insert and its bound columns, rows decoded into tasks.
@@ -28,6 +30,7 @@
 //! - `tls`: `sslmode` and `sslrootcert` read as libpq does, the rustls verifier of each mode.
 
 mod claims;
+mod conn;
 mod deliveries;
 mod feed;
 mod migrate;

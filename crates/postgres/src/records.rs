@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use deadpool_postgres::GenericClient;
+use crate::conn::Session;
 use tokio::sync::broadcast;
 use tokio_postgres::types::{Json, ToSql};
 

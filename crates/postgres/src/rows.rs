@@ -2,7 +2,7 @@
 //! columns bound in order), the lookup of a key's holder, the compare-and-set's bound
 //! values, and a row decoded into a [`TaskRecord`].
 
-use deadpool_postgres::GenericClient;
+use crate::conn::Session;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{Json, ToSql};
 use tokio_postgres::Row;
@@ -22,7 +22,7 @@ const KEY_ROUNDS: usize = 4;
 /// Inserts `task` through `client` (a connection or a transaction): a new task, or the
 /// owner's retained task holding its idempotency key.
 pub(crate) async fn insert_keyed(
-    client: &impl GenericClient,
+    client: &impl Session,
     task: &TaskRecord,
     claim: Option<&Lease>,
     origin: Option<&Origin>,
@@ -150,7 +150,7 @@ fn event_of(state: &TaskState, recording: bool) -> Option<&'static str> {
 /// the insert then tries again, and the unique index still lets exactly one of any number of
 /// racers in.
 async fn retained_holder(
-    client: &impl GenericClient,
+    client: &impl Session,
     task: &TaskRecord,
     row: &NewRow<'_>,
 ) -> Result<Option<TaskRecord>, StoreError> {
@@ -217,7 +217,7 @@ impl<'a> ReplaceValues<'a> {
 
 /// The task holding `owner`'s idempotency key `key`, retained or not.
 pub(crate) async fn key_holder(
-    client: &impl GenericClient,
+    client: &impl Session,
     owner: &str,
     key: &str,
 ) -> Result<Option<TaskRecord>, StoreError> {

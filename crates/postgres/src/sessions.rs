@@ -2,7 +2,7 @@
 //! table, so that any replica serves any session and a DELETE through one ends it for all.
 
 use async_trait::async_trait;
-use deadpool_postgres::GenericClient;
+use crate::conn::Session;
 
 use mcp_tasks_engine::{Principal, SessionRecord, SessionStore, StoreError, TaskId, Timestamp};
 

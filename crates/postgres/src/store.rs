@@ -15,6 +15,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod};
+
+use crate::conn::{Conn, Connections, Session as _, Statements};
 use tokio_postgres::types::ToSql;
 
 use mcp_tasks_engine::store::implement::{Commit, CommitObserver};
@@ -44,7 +46,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// through rustls: [`crate::tls`]), or a Unix socket.
 #[derive(Clone)]
 pub struct PostgresStore {
-    pool: Pool,
+    connections: Connections,
     /// The URL with its password hidden: the only form that is ever shown.
     shown: Arc<str>,
     /// The change feed, shared by the clones; its listener stops with the last one.
@@ -59,6 +61,14 @@ pub struct PostgresStore {
     /// Whether the writes record webhook deliveries ([`crate::deliveries`]), shared by the
     /// clones.
     pub(crate) deliveries: Arc<std::sync::atomic::AtomicBool>,
+    pooling: Pooling,
+}
+
+/// Whether the store is behind a transaction pooler, and whether its change feed listens.
+#[derive(Clone, Copy, Debug)]
+struct Pooling {
+    pooled: bool,
+    listens: bool,
 }
 
 impl fmt::Debug for PostgresStore {
@@ -79,8 +89,23 @@ impl PostgresStore {
     /// ([`redact`](crate::redact)), never the password.
     pub async fn connect(url: &str) -> Result<PostgresStore, StoreError> {
         let shown: Arc<str> = url::redact(url).into();
-        let tls::Connection { mut config, tls, mode } = tls::connection(url)
+        let tls::Connection { mut config, tls, mode, pooled, listen_url } = tls::connection(url)
             .map_err(|err| StoreError::Backend(format!("cannot read the connection URL {shown}: {err}").into()))?;
+        // The change feed's own connection: `listen_url` behind a transaction pooler (none
+        // there: the feed polls), else the store's URL.
+        let listener = match (&listen_url, pooled) {
+            (Some(direct), _) => {
+                let tls::Connection { mut config, tls, .. } = tls::connection(direct).map_err(|err| {
+                    StoreError::Backend(format!("cannot read listen_url {} of {shown}: {err}", url::redact(direct)).into())
+                })?;
+                if config.get_connect_timeout().is_none() {
+                    config.connect_timeout(CONNECT_TIMEOUT);
+                }
+                Some((config, tls))
+            }
+            (None, true) => None,
+            (None, false) => Some((config.clone(), tls.clone())),
+        };
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
@@ -105,19 +130,36 @@ impl PostgresStore {
         let found = migrate::migrate(&mut client)
             .await
             .map_err(|err| failed(&shown, "cannot prepare the task store's schema", &err))?;
-        let schema: String = client
-            .query_one("SELECT current_schema()", &[])
+        // The simple query protocol: no statement to prepare, whatever pools the connection.
+        let schema = client
+            .simple_query("SELECT current_schema()")
             .await
-            .and_then(|row| row.try_get(0))
-            .map_err(|err| failed(&shown, "cannot read the current schema", &err))?;
+            .map_err(|err| failed(&shown, "cannot read the current schema", &err))?
+            .into_iter()
+            .find_map(|message| match message {
+                tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
+                _ => None,
+            })
+            .ok_or_else(|| StoreError::Backend(format!("{shown}: the connection has no current schema").into()))?;
         tracing::debug!(url = %shown, schema = migrate::SCHEMA_VERSION, found, tls = mode.describe(), "opened the PostgreSQL task store");
         drop(client);
         // The channel every write that changes a task announces it on ([`Self::announce`]).
         let channel = format!("mcp_tasks.{schema}");
-        let feed = Arc::new(Feed::start(config, tls, channel.clone(), pool.clone()));
+        let connections = Connections::new(pool, Statements::new(pooled));
+        let listens = listener.is_some();
+        let feed = Arc::new(Feed::start(listener, channel.clone(), connections.clone()));
         let (notifier, announcements) = tokio::sync::mpsc::unbounded_channel();
-        tokio::spawn(notify(pool.clone(), channel, announcements));
-        Ok(PostgresStore { pool, shown, feed, observer: Arc::default(), notifier, tls: mode, deliveries: Arc::default() })
+        tokio::spawn(notify(connections.clone(), channel, announcements));
+        Ok(PostgresStore {
+            connections,
+            shown,
+            feed,
+            observer: Arc::default(),
+            notifier,
+            tls: mode,
+            deliveries: Arc::default(),
+            pooling: Pooling { pooled, listens },
+        })
     }
 
     /// Tells the feeds of every replica that task `id` changed, once its write committed: a
@@ -170,13 +212,27 @@ impl PostgresStore {
         self.tls
     }
 
+    /// How the store reaches the database, for start-up to say: directly, or behind a
+    /// transaction pooler (`pooler=transaction`), and then how its change feed learns of other
+    /// replicas' changes: by `LISTEN` on `listen_url`, or without it by polling every second.
+    pub fn pooling(&self) -> &'static str {
+        match (self.pooling.pooled, self.pooling.listens) {
+            (false, _) => "direct connections",
+            (true, true) => "behind a transaction pooler (unnamed statements); change feed LISTENs on listen_url",
+            (true, false) => {
+                "behind a transaction pooler (unnamed statements); no listen_url, so the change feed cannot LISTEN \
+                 and polls every second: other replicas' changes reach waiters up to a second late"
+            }
+        }
+    }
+
     /// A pooled connection. While the database refuses connections (restarting, recovering,
     /// or out of reach) it tries again for up to [`CONNECT_WAIT`](outage::CONNECT_WAIT), then
     /// fails as [`StoreError::Unavailable`]; nothing was sent then.
-    pub(crate) async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
+    pub(crate) async fn client(&self) -> Result<Conn, StoreError> {
         let deadline = Instant::now() + outage::CONNECT_WAIT;
         loop {
-            let err = match self.pool.get().await {
+            let err = match self.connections.get().await {
                 Ok(client) => return Ok(client),
                 Err(err) => err,
             };
@@ -252,7 +308,7 @@ const NOTIFY_BATCH: usize = 1024;
 /// the previous one was sent, in one statement (`sql::NOTIFY`); ends when every store handle
 /// is gone. A batch that cannot be sent is dropped (logged): the feeds' poll finds those
 /// changes within a second.
-async fn notify(pool: Pool, channel: String, mut announcements: tokio::sync::mpsc::UnboundedReceiver<String>) {
+async fn notify(pool: Connections, channel: String, mut announcements: tokio::sync::mpsc::UnboundedReceiver<String>) {
     let mut batch = Vec::new();
     while let Some(first) = announcements.recv().await {
         batch.push(first);

@@ -78,6 +78,12 @@ pub(crate) struct Connection {
     pub(crate) config: tokio_postgres::Config,
     pub(crate) tls: MakeRustlsConnect,
     pub(crate) mode: Mode,
+    /// `pooler=transaction`: the URL names a transaction pooler (PgBouncer's `pool_mode =
+    /// transaction`): no prepared statement outlives a transaction ([`crate::conn`]).
+    pub(crate) pooled: bool,
+    /// `listen_url`: a direct connection to the database, for the change feed's `LISTEN`
+    /// (which a transaction pooler cannot carry).
+    pub(crate) listen_url: Option<String>,
 }
 
 /// The settings of `url` (a `postgres://` URL or a `key=value` connection string).
@@ -86,13 +92,29 @@ pub(crate) struct Connection {
 /// What is wrong, in words that say what to write instead: an unknown `sslmode`, a
 /// `sslrootcert` that cannot be read or holds no certificate, a URL tokio-postgres cannot read.
 pub(crate) fn connection(url: &str) -> Result<Connection, String> {
-    let (rest, taken) = take_parameters(url, &["sslmode", "sslrootcert", "sslcert", "sslkey", "sslpassword"]);
+    let (rest, taken) =
+        take_parameters(url, &["sslmode", "sslrootcert", "sslcert", "sslkey", "sslpassword", "pooler", "listen_url"]);
     let mut mode = Mode::Prefer;
     let mut root_file = None;
+    let (mut pooled, mut listen_url) = (false, None);
     for (key, value) in taken {
         match key.as_str() {
             "sslmode" => mode = Mode::parse(&value)?,
             "sslrootcert" => root_file = Some(value),
+            "pooler" => {
+                pooled = match value.as_str() {
+                    "transaction" => true,
+                    "none" => false,
+                    other => {
+                        return Err(format!(
+                            "pooler={other} is not known: write pooler=transaction for a pooler in transaction mode \
+                             (PgBouncer's pool_mode = transaction), or leave it out for a direct connection or a \
+                             session pooler"
+                        ));
+                    }
+                }
+            }
+            "listen_url" => listen_url = Some(value),
             other => {
                 return Err(format!(
                     "{other}: client certificates are not supported yet; log in with a password or another method the server allows"
@@ -127,7 +149,7 @@ pub(crate) fn connection(url: &str) -> Result<Connection, String> {
         .dangerous()
         .with_custom_certificate_verifier(verifier)
         .with_no_client_auth();
-    Ok(Connection { config, tls: MakeRustlsConnect::new(tls), mode })
+    Ok(Connection { config, tls: MakeRustlsConnect::new(tls), mode, pooled, listen_url })
 }
 
 /// The trusted roots: the PEM file `sslrootcert` names, or the system's (`system`, or no

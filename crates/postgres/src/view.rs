@@ -2,7 +2,7 @@
 //! filters, counts by status, a task's status history kept by triggers, its origin).
 
 use async_trait::async_trait;
-use deadpool_postgres::GenericClient;
+use crate::conn::Session;
 use tokio_postgres::types::ToSql;
 
 use mcp_tasks_engine::{

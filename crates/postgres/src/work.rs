@@ -2,7 +2,7 @@
 //! and the process groups kept by key (`kept_groups`).
 
 use async_trait::async_trait;
-use deadpool_postgres::GenericClient;
+use crate::conn::Session;
 use tokio_postgres::types::ToSql;
 
 use mcp_tasks_engine::{KeptGroup, ProcessGroup, StoreError, TaskId, WorkStore};

@@ -22,4 +22,4 @@ CREATE TABLE webhook_deliveries (
     done        TEXT    NOT NULL DEFAULT '[]',
     last_error  TEXT
 ) STRICT;
-CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_at);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_at, id);

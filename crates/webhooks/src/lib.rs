@@ -1,38 +1,42 @@
 //! Completion webhooks (`[[server.webhooks]]`): when a task completes, fails, is cancelled
 //! or starts waiting for input, each webhook that asked for that event gets an HTTP POST of
-//! the task's state, signed, retried with backoff until it is answered 2xx, and recorded in
-//! a durable outbox (`outbox`) before any attempt, so that a delivery survives a restart.
-//! The task never waits for a delivery: events are read from the engine's change feed.
+//! the task's state, signed, retried with backoff until it is answered 2xx. The deliveries are
+//! kept in the task store itself ([`DeliveryStore`]), written in the same transaction as the
+//! task's change; every process delivers. The task never waits for a delivery.
 //!
 //! # A delivery
 //! `POST <url>` with `Content-Type: application/json` and the body
 //! `{"event": "completed", "task": {"id", "tool", "status", "statusMessage", "principal",
 //! "createdAt", "updatedAt", "result" | "error"}}`, and the headers:
 //! - `X-Mcp-Tasks-Event`: the event;
-//! - `X-Mcp-Tasks-Delivery`: the delivery's id (the same on every attempt: a receiver that
-//!   has seen it may ignore a repeat);
+//! - `X-Mcp-Tasks-Delivery`: the delivery's id, the same on every attempt and for every
+//!   receiver of that event, never reused by the store: a receiver that has seen it may
+//!   ignore a repeat;
 //! - `X-Mcp-Tasks-Signature`: `t=<unix seconds of this attempt>,v1=<hex HMAC-SHA256 of
 //!   "<t>.<body>" with the webhook's secret>` ([`signature`]); a receiver recomputes it,
 //!   compares in constant time, and rejects a `t` too far from its clock.
 //!
+//! The task is described as it was at the event: as stored, if it has not changed since
+//! (always so for a finished task); else (it waited for input and moved on, or it was purged
+//! before its delivery) by what the delivery kept: its status, message and time, without a
+//! result.
+//!
 //! # Delivery guarantees
-//! Each event is queued once per webhook (the outbox's key is the webhook, task, event and
-//! the task's version) and POSTed until a 2xx answer: at least once, and once when the
-//! receiver answers. A failed attempt (no connection, a timeout, a non-2xx status) is
-//! retried after 0.5 s, doubling up to 5 minutes, at most [`MAX_ATTEMPTS`] times. An event
-//! that happens while the server is down, or in the instant between a task's write and its
-//! queueing when the server is killed, is not delivered (the outbox is written from the
-//! change feed, not in the task's own transaction).
+//! A store that records deliveries ([`DeliveryStore::record_deliveries`], called by
+//! [`Webhooks::start`]) writes one in the transaction of every write that takes a task into
+//! an event status: an event that committed has its delivery, whenever the server is killed.
+//! Every process on the store (each replica, each process on an SQLite file) runs a
+//! deliverer: a delivery is claimed by one of them with a lease, POSTed to every webhook that
+//! asked for its event and has not answered it yet, and finished once all have; a delivery
+//! whose process died is taken over when its lease lapses (on SQLite, at once: the process is
+//! known gone). So each receiver gets each event at least once, and once when it answers
+//! and no process dies in the instant between its answer and the record of it. A failed
+//! attempt (no connection, a timeout, a non-2xx status) is retried after 0.5 s, doubling up
+//! to 5 minutes, at most [`MAX_ATTEMPTS`] times. Configure the same webhooks on every process
+//! that writes tasks: a process without them records no deliveries.
 //!
-//! # Layout
-//! - this file: [`Webhooks`] (the dispatcher from the change feed to the outbox, and the
-//!   sender from the outbox to each receiver), [`Webhook`] (one receiver, as the embedder
-//!   configures it: `mcp-tasks serve` maps `[[server.webhooks]]` onto it), [`signature`];
-//! - `outbox`: the deliveries not yet made, in an SQLite file of their own.
-//!
-//! It depends on the engine alone (its change feed): no server, no MCP era.
-
-mod outbox;
+//! It depends on the engine alone (its change feed, to wake up, and its store seam): no
+//! server, no MCP era.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -40,6 +44,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
+use futures_util::future::join_all;
 use hmac::{Hmac, KeyInit, Mac};
 use http_body_util::Full;
 use hyper::Request;
@@ -47,14 +52,11 @@ use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use mcp_tasks_engine::{Change, Engine, Outcome, Status, TaskId, TaskRecord, TaskState};
+use mcp_tasks_engine::{Change, Delivery, DeliveryStore, Engine, NodeId, Outcome, Status, TaskRecord, TaskState, Timestamp};
 use serde_json::{Value, json};
 use sha2::Sha256;
-use tokio::sync::Notify;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
-
-use self::outbox::{Delivery, Outbox};
 
 /// One webhook: where deliveries are POSTed, for which events, signed with which secret
 /// (`mcp-tasks serve` maps each `[[server.webhooks]]` entry onto one).
@@ -88,11 +90,13 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 const MAX_BACKOFF: Duration = Duration::from_secs(300);
 /// How long one POST may take.
 const POST_TIMEOUT: Duration = Duration::from_secs(10);
-/// Deliveries taken from the outbox at once.
-const BATCH: u32 = 32;
+/// Deliveries claimed at once.
+const BATCH: u32 = 16;
+/// The longest a deliverer sleeps without looking at the store: how soon it sees a delivery
+/// whose wake-up it missed, or whose claim lapsed.
+const BACKSTOP: Duration = Duration::from_secs(2);
 
-/// The webhooks of a running server: a dispatcher (change feed → outbox) and a sender
-/// (outbox → POST), both Tokio tasks that stop with the handle.
+/// The webhooks of a running server: its deliverer, a Tokio task that stops with the handle.
 pub struct Webhooks {
     stop: CancellationToken,
 }
@@ -117,82 +121,147 @@ pub fn signature(secret: &str, timestamp: u64, body: &str) -> String {
 }
 
 impl Webhooks {
-    /// Starts delivering `hooks`' events of `engine`'s tasks, with the outbox at `outbox`
-    /// (created if missing; deliveries left by an earlier run are sent first). Call it
+    /// Starts delivering `hooks`' events of the tasks in `store` (the store `engine` holds,
+    /// as the webhooks see it): from now on its writes record deliveries, and this process
+    /// claims and sends them, with those left by earlier runs or by other processes. Call it
     /// inside a Tokio runtime, before recovery, so that what recovery does is delivered too.
     ///
     /// # Errors
-    /// The outbox cannot be opened (the message names the file).
-    pub fn start(engine: &Engine, hooks: Vec<Webhook>, outbox: &Path) -> Result<Webhooks, String> {
+    /// A webhook's CA file cannot be read (the message names the webhook).
+    pub fn start(engine: &Engine, hooks: Vec<Webhook>, store: Arc<dyn DeliveryStore>) -> Result<Webhooks, String> {
         let clients = clients(&hooks)?;
-        let outbox = Outbox::open(outbox)?;
+        store.record_deliveries();
         let stop = CancellationToken::new();
-        let wake = Arc::new(Notify::new());
-        let hooks = Arc::new(hooks);
-        let feed = engine.subscribe();
-        tokio::spawn(dispatch(feed, Arc::clone(&hooks), outbox.clone(), Arc::clone(&wake), stop.clone()));
-        tokio::spawn(send(hooks, clients, outbox, wake, stop.clone()));
+        let deliverer = Deliverer { hooks, clients, store, node: engine.node().clone() };
+        tokio::spawn(deliverer.run(engine.subscribe(), stop.clone()));
         Ok(Webhooks { stop })
     }
 }
 
-/// The event a task's new state is, if any webhook can ask for it.
-fn event_of(status: Status) -> Option<&'static str> {
-    match status {
-        Status::Completed => Some("completed"),
-        Status::Failed => Some("failed"),
-        Status::Cancelled => Some("cancelled"),
-        Status::InputRequired => Some("input_required"),
-        Status::Working => None,
+/// This process's deliverer: claims what is due, sends it, and sleeps until the next is due,
+/// a task's change may have brought one, or the backstop.
+struct Deliverer {
+    hooks: Vec<Webhook>,
+    clients: HashMap<String, HttpClient>,
+    store: Arc<dyn DeliveryStore>,
+    node: NodeId,
+}
+
+impl Deliverer {
+    async fn run(self, mut feed: tokio::sync::broadcast::Receiver<Change>, stop: CancellationToken) {
+        // A claim outlives the sends of its batch: each delivery's receivers one after the
+        // other, each bounded by the POST timeout.
+        let lease = Duration::from_secs(30) + POST_TIMEOUT * u32::try_from(self.hooks.len()).unwrap_or(u32::MAX);
+        loop {
+            let wait = match self.store.next_delivery_at().await {
+                Ok(Some(at)) if at.0 <= now_ms() => {
+                    self.claim_and_send(lease).await;
+                    continue;
+                }
+                Ok(Some(at)) => Duration::from_millis(u64::try_from(at.0.saturating_sub(now_ms())).unwrap_or(0)).min(BACKSTOP),
+                Ok(None) => BACKSTOP,
+                Err(err) => {
+                    tracing::warn!(error = %err, "could not read the webhook deliveries; trying again");
+                    BACKSTOP
+                }
+            };
+            let sleep = tokio::time::sleep(wait);
+            tokio::pin!(sleep);
+            // Woken by a change that is an event (its delivery committed with it), by the
+            // next delivery's time, or by the backstop.
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = &mut sleep => break,
+                    change = feed.recv() => match change {
+                        Ok(Change::Task(record)) if record.outcome() != Status::Working => break,
+                        Ok(_) => {}
+                        Err(RecvError::Lagged(_)) => break,
+                        Err(RecvError::Closed) => return,
+                    },
+                }
+            }
+        }
+    }
+
+    /// One claim of what is due, sent concurrently.
+    async fn claim_and_send(&self, lease: Duration) {
+        match self.store.claim_deliveries(&self.node, Timestamp(now_ms()), lease, BATCH).await {
+            Ok(claimed) => {
+                join_all(claimed.iter().map(|delivery| self.deliver(delivery))).await;
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "could not claim webhook deliveries; trying again");
+                tokio::time::sleep(FIRST_BACKOFF).await;
+            }
+        }
+    }
+
+    /// One attempt of `delivery`: POSTed to each webhook that asked for its event and has
+    /// not answered it yet; finished when all have (or it is given up), otherwise retried with
+    /// backoff, with the ones that answered recorded.
+    async fn deliver(&self, delivery: &Delivery) {
+        let event = delivery.event.as_str();
+        let body = json!({"event": event, "task": described(delivery)}).to_string();
+        let mut done = delivery.done.clone();
+        let mut failure: Option<String> = None;
+        for hook in self.hooks.iter().filter(|hook| hook.events.iter().any(|wanted| wanted == event)) {
+            if done.contains(&hook.url) {
+                continue;
+            }
+            let Some(client) = self.clients.get(&hook.url) else { continue };
+            match post(client, hook, delivery.id, event, &body).await {
+                Ok(()) => {
+                    tracing::debug!(url = %hook.url, event, delivery = delivery.id, "webhook delivered");
+                    done.push(hook.url.clone());
+                }
+                Err(err) => failure = Some(format!("{}: {err}", hook.url)),
+            }
+        }
+        let recorded = match failure {
+            None => self.store.finish_delivery(delivery.id, &self.node).await,
+            Some(err) if delivery.attempts + 1 >= MAX_ATTEMPTS => {
+                tracing::error!(delivery = delivery.id, error = %err, "webhook delivery given up");
+                self.store.finish_delivery(delivery.id, &self.node).await
+            }
+            Some(err) => {
+                let backoff = FIRST_BACKOFF.saturating_mul(1 << delivery.attempts.min(16)).min(MAX_BACKOFF);
+                tracing::warn!(delivery = delivery.id, error = %err, retry_in = ?backoff, "webhook delivery failed");
+                let next = Timestamp(now_ms()).plus_ms(u64::try_from(backoff.as_millis()).unwrap_or(u64::MAX));
+                self.store.retry_delivery(delivery.id, &self.node, &done, next, &err).await
+            }
+        };
+        if let Err(err) = recorded {
+            tracing::error!(delivery = delivery.id, error = %err, "could not record a webhook delivery's attempt");
+        }
     }
 }
 
-/// Change feed → outbox: an event when a task's status changes to one a webhook asked for.
-async fn dispatch(
-    mut feed: tokio::sync::broadcast::Receiver<Change>,
-    hooks: Arc<Vec<Webhook>>,
-    outbox: Outbox,
-    wake: Arc<Notify>,
-    stop: CancellationToken,
-) {
-    // The last status seen of each unfinished task: a write that changes only its message
-    // is no event. Finished tasks leave it.
-    let mut last: HashMap<TaskId, Status> = HashMap::new();
-    loop {
-        let change = tokio::select! {
-            () = stop.cancelled() => return,
-            change = feed.recv() => change,
-        };
-        let record = match change {
-            Ok(Change::Task(record)) => record,
-            Ok(_) => continue,
-            Err(RecvError::Lagged(missed)) => {
-                tracing::warn!(missed, "the webhooks fell behind the engine's change feed; some events are not delivered");
-                continue;
-            }
-            Err(RecvError::Closed) => return,
-        };
-        // What the operator is told: a tool's error is `failed` in every era.
-        let status = record.outcome();
-        let before = if status.is_terminal() { last.remove(&record.id) } else { last.insert(record.id.clone(), status) };
-        let Some(event) = event_of(status).filter(|_| before != Some(status)) else { continue };
-        let body = json!({"event": event, "task": task_state(&record)}).to_string();
-        let rows: Vec<_> = hooks
-            .iter()
-            .filter(|hook| hook.events.iter().any(|wanted| wanted == event))
-            .map(|hook| {
-                let dedupe = format!("{} {} {event} {}", hook.url, record.id, record.version.0);
-                (dedupe, hook.url.clone(), event.to_owned(), body.clone())
-            })
-            .collect();
-        if rows.is_empty() {
-            continue;
-        }
-        match outbox.enqueue(rows, now_ms()).await {
-            Ok(()) => wake.notify_one(),
-            Err(err) => tracing::error!(task = %record.id, error = %err, "could not queue a webhook delivery"),
-        }
+/// The task as a delivery describes it: as stored, if the event's write is its last;
+/// else the stored task with the status, message and time of the event, and no result; or,
+/// purged, what the delivery kept.
+fn described(delivery: &Delivery) -> Value {
+    let event = delivery.event.as_str();
+    let Some(task) = &delivery.record else {
+        return json!({
+            "id": delivery.task.as_str(),
+            "status": event,
+            "statusMessage": delivery.message,
+            "updatedAt": delivery.at.0,
+        });
+    };
+    if task.version == delivery.version {
+        return task_state(task);
     }
+    let mut state = task_state(task);
+    if let Value::Object(map) = &mut state {
+        map.remove("result");
+        map.remove("error");
+        map.insert("status".to_owned(), json!(event));
+        map.insert("statusMessage".to_owned(), json!(delivery.message));
+        map.insert("updatedAt".to_owned(), json!(delivery.at.0));
+    }
+    state
 }
 
 /// What a delivery says of the task.
@@ -248,84 +317,16 @@ fn clients(hooks: &[Webhook]) -> Result<HashMap<String, HttpClient>, String> {
     Ok(clients)
 }
 
-/// Outbox → POST: sends what is due, then sleeps until the next is due or a new one comes.
-async fn send(
-    hooks: Arc<Vec<Webhook>>,
-    clients: HashMap<String, HttpClient>,
-    outbox: Outbox,
-    wake: Arc<Notify>,
-    stop: CancellationToken,
-) {
-    let secrets: HashMap<&str, (&str, &HttpClient)> =
-        hooks.iter().filter_map(|hook| Some((hook.url.as_str(), (hook.secret.as_str(), clients.get(&hook.url)?)))).collect();
-    loop {
-        let due = match outbox.due(now_ms(), BATCH).await {
-            Ok(due) => due,
-            Err(err) => {
-                tracing::error!(error = %err, "could not read the webhook outbox");
-                Vec::new()
-            }
-        };
-        for delivery in &due {
-            if stop.is_cancelled() {
-                return;
-            }
-            deliver(&secrets, &outbox, delivery).await;
-        }
-        if !due.is_empty() {
-            continue;
-        }
-        let wait = match outbox.next_due().await {
-            Ok(Some(at)) => Duration::from_millis(u64::try_from(at.saturating_sub(now_ms())).unwrap_or(0)),
-            Ok(None) | Err(_) => MAX_BACKOFF,
-        };
-        tokio::select! {
-            () = stop.cancelled() => return,
-            () = wake.notified() => {}
-            () = tokio::time::sleep(wait) => {}
-        }
-    }
-}
-
-/// One attempt of `delivery`: removed from the outbox when answered 2xx (or given up),
-/// otherwise scheduled again with backoff.
-async fn deliver(secrets: &HashMap<&str, (&str, &HttpClient)>, outbox: &Outbox, delivery: &Delivery) {
-    let Some((secret, client)) = secrets.get(delivery.url.as_str()) else {
-        tracing::warn!(url = %delivery.url, "a queued delivery's webhook is no longer configured; dropped");
-        let _ = outbox.remove(delivery.id).await;
-        return;
-    };
-    let attempt = post(client, secret, delivery).await;
-    let recorded = match attempt {
-        Ok(()) => {
-            tracing::debug!(url = %delivery.url, event = %delivery.event, delivery = delivery.id, "webhook delivered");
-            outbox.remove(delivery.id).await
-        }
-        Err(err) if delivery.attempts + 1 >= MAX_ATTEMPTS => {
-            tracing::error!(url = %delivery.url, delivery = delivery.id, error = %err, "webhook delivery given up");
-            outbox.remove(delivery.id).await
-        }
-        Err(err) => {
-            let backoff = FIRST_BACKOFF.saturating_mul(1 << delivery.attempts.min(16)).min(MAX_BACKOFF);
-            tracing::warn!(url = %delivery.url, delivery = delivery.id, error = %err, retry_in = ?backoff, "webhook delivery failed");
-            let next = now_ms().saturating_add(i64::try_from(backoff.as_millis()).unwrap_or(i64::MAX));
-            outbox.retry_at(delivery.id, next, err).await
-        }
-    };
-    if let Err(err) = recorded {
-        tracing::error!(delivery = delivery.id, error = %err, "could not record a webhook delivery's attempt");
-    }
-}
-
-async fn post(client: &HttpClient, secret: &str, delivery: &Delivery) -> Result<(), String> {
+/// One POST of `body` (event `event`, delivery `id`) to `hook`, signed now.
+async fn post(client: &HttpClient, hook: &Webhook, id: i64, event: &str, body: &str) -> Result<(), String> {
     let timestamp = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs());
-    let request = Request::post(delivery.url.as_str())
+    let request = Request::post(hook.url.as_str())
         .header("content-type", "application/json")
         .header("user-agent", concat!("mcp-tasks/", env!("CARGO_PKG_VERSION")))
-        .header("x-mcp-tasks-event", delivery.event.as_str())
-        .header("x-mcp-tasks-delivery", delivery.id.to_string())
-        .header(SIGNATURE_HEADER, signature(secret, timestamp, &delivery.body))
-        .body(Full::new(Bytes::from(delivery.body.clone())))
+        .header("x-mcp-tasks-event", event)
+        .header("x-mcp-tasks-delivery", id.to_string())
+        .header(SIGNATURE_HEADER, signature(&hook.secret, timestamp, body))
+        .body(Full::new(Bytes::from(body.to_owned())))
         .map_err(|err| format!("the request cannot be built: {err}"))?;
     let response = tokio::time::timeout(POST_TIMEOUT, client.request(request))
         .await
@@ -334,7 +335,6 @@ async fn post(client: &HttpClient, secret: &str, delivery: &Delivery) -> Result<
     let status = response.status();
     if status.is_success() { Ok(()) } else { Err(format!("answered {status}")) }
 }
-
 
 fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))

@@ -1,8 +1,10 @@
 //! Completion webhooks of the real binary: a receiver on loopback gets each event once with a
 //! valid signature (checked here with HMAC-SHA256 computed by the test itself), and a
 //! receiver that is down gets its deliveries once it is back, also across a restart of the
-//! server (SIGKILL), from the durable outbox; an `https://` receiver is verified against a
-//! webhook's CA file, and refused by the system's roots when its CA is not among them.
+//! server (SIGKILL), from the deliveries kept in the task store; an `https://` receiver is
+//! verified against a webhook's CA file, and refused by the system's roots when its CA is not
+//! among them. With three processes on one store (an SQLite file, a PostgreSQL schema), one of
+//! them killed with -9 again and again, every committed ending is delivered.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -153,26 +155,26 @@ fn start_task(server: &HttpServer, tool: &str, arguments: Value) -> (Client, Str
     (client, created["task"]["taskId"].as_str().unwrap().to_owned())
 }
 
-/// The attempts recorded in the outbox for its deliveries, read from its file.
-fn outbox_attempts(path: &Path) -> Vec<i64> {
+/// The attempts recorded for the deliveries still kept in the task store at `path`.
+fn kept_attempts(path: &Path) -> Vec<i64> {
     let Ok(conn) = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY) else { return vec![] };
-    let Ok(mut stmt) = conn.prepare("SELECT attempts FROM deliveries ORDER BY id") else { return vec![] };
+    let Ok(mut stmt) = conn.prepare("SELECT attempts FROM webhook_deliveries ORDER BY id") else { return vec![] };
     stmt.query_map([], |row| row.get(0)).map(|rows| rows.filter_map(Result::ok).collect()).unwrap_or_default()
 }
 
-/// The last error recorded of each delivery still in the outbox.
-fn outbox_errors(path: &Path) -> Vec<String> {
+/// The last error recorded of each delivery still kept in the task store at `path`.
+fn kept_errors(path: &Path) -> Vec<String> {
     let Ok(conn) = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY) else { return vec![] };
-    let Ok(mut stmt) = conn.prepare("SELECT coalesce(last_error, '') FROM deliveries ORDER BY id") else { return vec![] };
+    let Ok(mut stmt) = conn.prepare("SELECT coalesce(last_error, '') FROM webhook_deliveries ORDER BY id") else { return vec![] };
     stmt.query_map([], |row| row.get(0)).map(|rows| rows.filter_map(Result::ok).collect()).unwrap_or_default()
 }
 
-/// Waits until the outbox holds one delivery tried at least `attempts` times (the file is
+/// Waits until the store holds one delivery tried at least `attempts` times (the store is
 /// the only witness of an attempt at a receiver that is down; bounded).
 fn wait_for_attempts(path: &Path, attempts: i64) {
     let deadline = Instant::now() + DEADLINE;
-    while !outbox_attempts(path).iter().any(|&n| n >= attempts) {
-        assert!(Instant::now() < deadline, "no delivery was tried {attempts} times: {:?}", outbox_attempts(path));
+    while !kept_attempts(path).iter().any(|&n| n >= attempts) {
+        assert!(Instant::now() < deadline, "no delivery was tried {attempts} times: {:?}", kept_attempts(path));
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -255,12 +257,12 @@ fn webhooks_deliveries_wait_for_a_receiver_that_is_down_also_across_a_restart() 
     webhook_config(&work, &format!(
         "[[server.webhooks]]\nurl = \"http://{addr}/hook\"\nevents = [\"completed\"]\nsecret = \"s\"\n"
     ));
-    let outbox = work.path("tasks.sqlite3.webhooks");
+    let store = work.store();
 
     // Down: the delivery is tried, and tried again.
     let mut server = HttpServer::start(&work);
     let (_client, first) = start_task(&server, "echo", json!({"text": "one"}));
-    wait_for_attempts(&outbox, 2);
+    wait_for_attempts(&store, 2);
     // Back: it arrives, once.
     let receiver = Receiver::start(&addr.to_string());
     let got = receiver.next();
@@ -271,7 +273,7 @@ fn webhooks_deliveries_wait_for_a_receiver_that_is_down_also_across_a_restart() 
 
     // Down again, and the server killed with the delivery still queued.
     let (_client, second) = start_task(&server, "echo", json!({"text": "two"}));
-    wait_for_attempts(&outbox, 1);
+    wait_for_attempts(&store, 1);
     server.kill();
     let receiver = Receiver::start(&addr.to_string());
     let _server = HttpServer::start(&work);
@@ -282,10 +284,10 @@ fn webhooks_deliveries_wait_for_a_receiver_that_is_down_also_across_a_restart() 
     // Then a new event: the first task was not delivered again meanwhile.
     let (_client, third) = start_task(&_server, "echo", json!({"text": "three"}));
     assert_eq!(receiver.next().json()["task"]["id"], third.as_str());
-    // The last answer is recorded just after it is read: the outbox empties (bounded).
+    // The last answer is recorded just after it is read: the store keeps none (bounded).
     let deadline = Instant::now() + DEADLINE;
-    while !outbox_attempts(&outbox).is_empty() {
-        assert!(Instant::now() < deadline, "deliveries left in the outbox: {:?}", outbox_attempts(&outbox));
+    while !kept_attempts(&store).is_empty() {
+        assert!(Instant::now() < deadline, "deliveries left in the store: {:?}", kept_attempts(&store));
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -312,9 +314,9 @@ fn webhooks_an_https_receiver_is_verified_against_the_ca_file_or_refused_by_the_
     assert_signed(&got, "s");
     // The other webhook trusts the system's roots only: its receiver's certificate is refused,
     // the delivery kept and retried, the reason recorded.
-    let outbox = work.path("tasks.sqlite3.webhooks");
-    wait_for_attempts(&outbox, 1);
-    let errors = outbox_errors(&outbox);
+    let store = work.store();
+    wait_for_attempts(&store, 1);
+    let errors = kept_errors(&store);
     assert!(errors.iter().any(|error| error.contains("certificate") && error.contains("UnknownIssuer")), "{errors:?}");
     assert!(receiver.got.try_recv().is_err(), "nothing reached the receiver through the untrusted webhook");
 }
@@ -357,4 +359,98 @@ fn webhooks_a_2026_07_28_tool_error_is_delivered_and_counted_as_failed() {
         metrics.lines().any(|line| line.starts_with("mcp_tasks_tasks_finished_total{tool=\"fails_later\"") && line.contains("status=\"failed\"")),
         "{metrics}"
     );
+}
+
+/// Kill -9 loops on an SQLite file (issue 43, part 3): every ending committed by any of
+/// three processes is delivered at least once, while one of them is killed again and again.
+#[test]
+fn webhooks_every_committed_ending_is_delivered_while_one_of_three_sqlite_processes_is_killed_again_and_again() {
+    let work = Workdir::new();
+    every_ending_delivered_through_kills(&work, work.store().as_os_str());
+}
+
+/// The same on PostgreSQL: three replicas on one schema.
+#[test]
+fn webhooks_every_committed_ending_is_delivered_while_one_of_three_postgres_replicas_is_killed_again_and_again() {
+    let Some(server) = crate::postgres::database_url() else { return };
+    let schema = crate::postgres::Schema::create(&server);
+    let work = Workdir::new();
+    every_ending_delivered_through_kills(&work, std::ffi::OsStr::new(&schema.url()));
+}
+
+/// Three servers on `store` with one webhook for every ending; in each of eight rounds, tasks
+/// are created through all three (quick ones and ones that run a while), then the first server
+/// is killed with -9 and started again. Then every task ends (a killed server's running tasks
+/// are resolved by a live one), and each task's ending reaches the receiver, under the event
+/// its status says, at least once; a repeat carries the same delivery id.
+fn every_ending_delivered_through_kills(work: &Workdir, store: &std::ffi::OsStr) {
+    let receiver = Receiver::start("127.0.0.1:0");
+    webhook_config(work, &format!(
+        "[[server.webhooks]]\nurl = \"http://{}/hook\"\nevents = [\"completed\", \"failed\", \"cancelled\"]\nsecret = \"s\"\n",
+        receiver.addr
+    ));
+    let mut servers: Vec<HttpServer> = (0..3).map(|_| HttpServer::start_on(work, store, &[])).collect();
+    let mut created = Vec::new();
+    for _round in 0..8 {
+        for server in &servers {
+            for n in 0..3 {
+                created.push(start_task(server, "echo", json!({"text": format!("quick {n}")})).1);
+            }
+            created.push(start_task(server, "slow", json!({"seconds": 0.2})).1);
+        }
+        servers[0].kill();
+        servers[0] = HttpServer::start_on(work, store, &[]);
+    }
+    // What each task ended as, read through a live server once it ended.
+    let mut client = Client::new(&servers[1], None);
+    client.initialize();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut ended: HashMap<String, String> = HashMap::new();
+    for id in &created {
+        loop {
+            let task = client.result("tasks/get", json!({"taskId": id}));
+            let status = task["status"].as_str().unwrap_or_default().to_owned();
+            if status != "working" {
+                ended.insert(id.clone(), status);
+                break;
+            }
+            assert!(Instant::now() < deadline, "task {id} never ended: {task}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    // Every ending delivered, as its status says; repeats (at least once) keep their id.
+    let mut delivered: HashMap<String, (String, String)> = HashMap::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while delivered.len() < created.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok(got) = receiver.got.recv_timeout(left) else {
+            let missing: Vec<_> = created.iter().filter(|id| !delivered.contains_key(*id)).collect();
+            panic!("{} of {} endings never delivered: {missing:?}", missing.len(), created.len());
+        };
+        assert_signed(&got, "s");
+        let body = got.json();
+        let task = body["task"]["id"].as_str().expect("a task id").to_owned();
+        let (event, id) = (got.headers["x-mcp-tasks-event"].clone(), got.headers["x-mcp-tasks-delivery"].clone());
+        assert_eq!(Some(&event), ended.get(&task), "the event is the task's ending: {body}");
+        if let Some((_, first)) = delivered.insert(task.clone(), (event, id.clone())) {
+            assert_eq!(first, id, "a repeat of {task}'s ending carries its delivery id");
+        }
+    }
+    let failed = ended.values().filter(|status| *status == "failed").count();
+    eprintln!("webhooks through kills: {} endings delivered ({failed} failed by the kills)", created.len());
+}
+
+/// An earlier version's outbox file beside the store is no longer read: `serve` says so at
+/// start, naming it and how to see what it still holds, and serves on.
+#[test]
+fn webhooks_an_earlier_versions_outbox_file_is_named_at_start_as_no_longer_read() {
+    let work = Workdir::new();
+    webhook_config(&work, "[[server.webhooks]]\nurl = \"http://127.0.0.1:9/hook\"\nevents = [\"completed\"]\nsecret = \"s\"\n");
+    let old = work.path("tasks.sqlite3.webhooks");
+    std::fs::write(&old, b"").unwrap();
+    let server = HttpServer::start(&work);
+    server.wait_for_log(&format!("{} is the webhook outbox of an earlier version, no longer read", old.display()));
+    server.wait_for_log("SELECT url, event, body FROM deliveries");
+    let (mut client, id) = start_task(&server, "echo", json!({"text": "still serving"}));
+    assert!(client.result("tasks/get", json!({"taskId": id}))["taskId"].is_string());
 }

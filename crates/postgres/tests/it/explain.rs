@@ -72,7 +72,7 @@ async fn the_serving_queries_use_the_indexes() {
             &"id", &"alice", &"echo", &Json(json!({})), &"working", &state, &None::<String>, &1_i64, &1_i64,
             &None::<i64>, &None::<i64>, &None::<i64>, &1_i64, &1_i64, &false, &Json(json!([])), &Some("k"),
             &None::<String>, &None::<String>, &Some("node"), &Some(1_i64), &Some("2026-07-28"),
-            &None::<String>, &None::<String>,
+            &None::<String>, &None::<String>, &Some("completed"),
         ],
     )
     .await;
@@ -91,7 +91,7 @@ async fn creation_plans(client: &Client, state: &Json<TaskState>) {
             &"id", &OWNER, &"echo", &Json(json!({})), &"working", state, &None::<String>, &at, &at,
             &None::<i64>, &None::<i64>, &None::<i64>, &1_i64, &1_i64, &false, &Json(json!([])), &None::<String>,
             &None::<String>, &None::<String>, &Some("node"), &Some(at), &Some("2026-07-28"),
-            &None::<String>, &None::<String>, &at, &limit, &limit, &limit,
+            &None::<String>, &None::<String>, &None::<String>, &at, &limit, &limit, &limit,
         ],
     )
     .await;
@@ -135,7 +135,7 @@ async fn task_plans(client: &Client, state: &Json<TaskState>) {
     let replace = plan(
         client,
         sql::REPLACE,
-        &[&state, &"working", &None::<String>, &at, &1_i64, &id, &1_i64],
+        &[&state, &"working", &None::<String>, &at, &1_i64, &id, &1_i64, &Some("completed")],
     )
     .await;
     assert_served_by(&replace, "tasks_pkey", false);
@@ -169,7 +169,7 @@ async fn node_plans(client: &Client, state: &Json<TaskState>) {
     let answer = plan(
         client,
         sql::ANSWER,
-        &[&state, &"working", &None::<String>, &at, &1_i64, &id, &1_i64, &"q1", &Json(json!({"Ok": {}}))],
+        &[&state, &"working", &None::<String>, &at, &1_i64, &id, &1_i64, &"q1", &Json(json!({"Ok": {}})), &None::<String>],
     )
     .await;
     assert_served_by(&answer, "tasks_pkey", false);
@@ -181,6 +181,13 @@ async fn node_plans(client: &Client, state: &Json<TaskState>) {
     assert_served_by(&plan(client, sql::COUNT_SLOTS, &[&"echo", &id]).await, "tool_slots_pkey", false);
     assert_served_by(&plan(client, sql::RENEW_SLOTS, &[&at, &node, &at]).await, "tool_slots_by_node", false);
     assert_served_by(&plan(client, sql::RELEASE_SLOT, &[&"echo", &id]).await, "tool_slots_pkey", false);
+    // The webhooks' deliveries: due ones from their index, one by its key, their tasks by id.
+    assert_served_by(&plan(client, sql::CLAIM_DELIVERIES, &[&node, &at, &at, &limit]).await, "webhook_deliveries_due", true);
+    assert_served_by(&plan(client, sql::FINISH_DELIVERY, &[&1_i64, &node]).await, "webhook_deliveries_pkey", false);
+    let done: Vec<String> = Vec::new();
+    let retry = plan(client, sql::RETRY_DELIVERY, &[&1_i64, &node, &at, &done, &"answered 500"]).await;
+    assert_served_by(&retry, "webhook_deliveries_pkey", false);
+    assert_served_by(&plan(client, sql::GET_MANY, &[&ids]).await, "tasks_pkey", false);
 }
 
 /// The plans of the web view's reads, 2025-11-25 HTTP sessions and running places.
