@@ -423,7 +423,12 @@ pub(crate) async fn open_store_observed(choice: StoreChoice) -> anyhow::Result<(
             // The error names the URL with its password hidden; so does every later one.
             let store = PostgresStore::connect(&url).await.context("opening the PostgreSQL task store")?;
             let described =
-                format!("{} (PostgreSQL, {}; shared: claims with a lease, any replica serves any task)", store.url(), store.tls().describe());
+                format!(
+                    "{} (PostgreSQL, {}, {}; shared: claims with a lease, any replica serves any task)",
+                    store.url(),
+                    store.tls().describe(),
+                    store.pooling()
+                );
             Ok((Arc::new(store.clone()), described, Concrete::Postgres(store)))
         }
     }

@@ -28,6 +28,16 @@ pub(crate) const CONNECT_RETRY: Duration = Duration::from_millis(100);
 pub(crate) fn backend<E: StdError + Send + Sync + 'static>(err: E) -> StoreError {
     match (&err as &dyn Any).downcast_ref::<tokio_postgres::Error>() {
         Some(driver) if unreachable(driver) => StoreError::Unavailable(mcp_tasks_tls::with_causes(driver)),
+        // A prepared statement gone between its preparation and its use: the connection is
+        // shared by a pooler in transaction mode that the URL does not name.
+        Some(driver) if driver.code() == Some(&SqlState::INVALID_SQL_STATEMENT_NAME) => StoreError::Backend(
+            format!(
+                "{}: is the store behind a pooler in transaction mode (PgBouncer's pool_mode = transaction)? \
+                 Add pooler=transaction to the store's URL (and listen_url=<a direct URL> for the change feed)",
+                mcp_tasks_tls::with_causes(driver)
+            )
+            .into(),
+        ),
         _ => StoreError::backend(err),
     }
 }

@@ -176,7 +176,7 @@ fn take_parameters(url: &str, names: &[&str]) -> (String, Vec<(String, String)>)
             .split('&')
             .filter(|pair| match pair.split_once('=') {
                 Some((key, value)) if names.contains(&key) => {
-                    taken.push((key.to_owned(), percent_decoded(value)));
+                    taken.push((key.to_owned(), crate::url::percent_decoded(value)));
                     false
                 }
                 _ => true,
@@ -231,29 +231,6 @@ fn unquoted(value: &str) -> String {
     inner.replace("\\'", "'").replace("\\\\", "\\")
 }
 
-fn percent_decoded(value: &str) -> String {
-    let bytes = value.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut at = 0;
-    while at < bytes.len() {
-        let hex = |at: usize| bytes.get(at).and_then(|byte| (*byte as char).to_digit(16));
-        match (bytes[at], hex(at + 1), hex(at + 2)) {
-            (b'%', Some(high), Some(low)) => {
-                out.push(u8::try_from(high * 16 + low).unwrap_or(b'?'));
-                at += 3;
-            }
-            (b'+', ..) => {
-                out.push(b' ');
-                at += 1;
-            }
-            (byte, ..) => {
-                out.push(byte);
-                at += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
 
 /// The verifier of `prefer`, `require` and `verify-ca` (`verify-full` uses rustls's own):
 /// the handshake's signatures are always checked (the connection is encrypted to whoever

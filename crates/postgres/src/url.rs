@@ -47,10 +47,52 @@ fn redact_parameters(text: &str, separator: char) -> String {
                 out.push_str(key);
                 out.push_str("=***");
             }
+            // The change feed's direct URL, itself a URL that may carry a password.
+            Some((key, value)) if key.trim() == "listen_url" => {
+                out.push_str(key);
+                out.push('=');
+                out.push_str(&percent_encoded(&redact(&percent_decoded(value))));
+            }
             _ => out.push_str(part),
         }
     }
     out
+}
+
+/// `value` with its `%XX` escapes (and `+` for a space) decoded, as a URL's query writes it.
+pub(crate) fn percent_decoded(value: &str) -> String {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let hex = |at: usize| bytes.get(at).and_then(|byte| (*byte as char).to_digit(16));
+        match (bytes[at], hex(at + 1), hex(at + 2)) {
+            (b'%', Some(high), Some(low)) => {
+                out.push(u8::try_from(high * 16 + low).unwrap_or(b'?'));
+                at += 3;
+            }
+            (b'+', ..) => {
+                out.push(b' ');
+                at += 1;
+            }
+            (byte, ..) => {
+                out.push(byte);
+                at += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `value` escaped for a URL's query: every byte but letters, digits and `-._~` as `%XX`.
+fn percent_encoded(value: &str) -> String {
+    value
+        .bytes()
+        .map(|byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => char::from(byte).to_string(),
+            other => format!("%{other:02X}"),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -67,6 +109,10 @@ mod tests {
             ("postgres://u:pw@host/db?password=again&application_name=x", "postgres://u:***@host/db?password=***&application_name=x"),
             ("postgres://u:a/b?c#d@host/db", "postgres://u:***@host/db"),
             ("host=h user=u password=s3cret dbname=d", "host=h user=u password=*** dbname=d"),
+            (
+                "postgres://u:pw@pooler/db?pooler=transaction&listen_url=postgres%3A%2F%2Fu%3As3cret%40db%3A5432%2Fdb",
+                "postgres://u:***@pooler/db?pooler=transaction&listen_url=postgres%3A%2F%2Fu%3A%2A%2A%2A%40db%3A5432%2Fdb",
+            ),
         ] {
             assert_eq!(redact(url), shown, "{url}");
         }

@@ -613,3 +613,30 @@ fn replicas_an_unidentified_sessions_listing_is_its_own_on_every_replica() {
         assert_eq!(theirs["tasks"], json!([]), "{theirs}");
     }
 }
+
+// The replica tests again, every replica reaching the store through PgBouncer in transaction
+// mode (issue 43, part 4). The two that cut a replica's own network path to the database
+// (a proxy in front of PostgreSQL, connections terminated by name) test that path, not the
+// pooler's, and run direct only.
+crate::through_pgbouncer!(
+    pgbouncer_replicas_a_task_created_on_a_is_read_listed_and_collected_on_b_and_c
+        => replicas_a_task_created_on_a_is_read_listed_and_collected_on_b_and_c,
+    pgbouncer_replicas_a_cancel_sent_to_c_stops_the_work_running_on_a_within_a_second
+        => replicas_a_cancel_sent_to_c_stops_the_work_running_on_a_within_a_second,
+    pgbouncer_replicas_an_input_request_raised_by_work_on_b_is_answered_through_a_and_the_work_completes
+        => replicas_an_input_request_raised_by_work_on_b_is_answered_through_a_and_the_work_completes,
+    pgbouncer_replicas_a_killed_replicas_tasks_are_taken_over_within_the_lease_by_their_restart_policy
+        => replicas_a_killed_replicas_tasks_are_taken_over_within_the_lease_by_their_restart_policy,
+    pgbouncer_replicas_a_no_work_replica_queues_tasks_and_a_worker_runs_them
+        => replicas_a_no_work_replica_queues_tasks_and_a_worker_runs_them,
+    pgbouncer_replicas_max_concurrent_1_holds_across_replicas_under_concurrent_calls
+        => replicas_max_concurrent_1_holds_across_replicas_under_concurrent_calls,
+    pgbouncer_replicas_a_legacy_http_session_is_served_by_whichever_replica_each_request_reaches
+        => replicas_a_legacy_http_session_is_served_by_whichever_replica_each_request_reaches,
+    pgbouncer_replicas_max_running_per_principal_2_holds_across_replicas_under_concurrent_calls
+        => replicas_max_running_per_principal_2_holds_across_replicas_under_concurrent_calls,
+    pgbouncer_replicas_a_stored_session_used_anywhere_stays_and_one_left_idle_ends_for_every_replica
+        => replicas_a_stored_session_used_anywhere_stays_and_one_left_idle_ends_for_every_replica,
+    pgbouncer_replicas_an_unidentified_sessions_listing_is_its_own_on_every_replica
+        => replicas_an_unidentified_sessions_listing_is_its_own_on_every_replica,
+);

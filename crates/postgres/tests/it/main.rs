@@ -9,6 +9,7 @@ mod db;
 mod explain;
 mod handles;
 mod outage;
+mod pooled;
 mod schema;
 mod urls;
 
