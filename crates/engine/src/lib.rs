@@ -98,7 +98,7 @@ pub use error::{EngineError, InputError, LimitExceeded, WorkError};
 pub use maintenance::{Recovery, Sweep};
 pub use process::{KeptGroup, Leftover, ProcessGroup, TASK_ID_ENV};
 pub use store::{
-    Answer, BrowseQuery, ClaimStore, Cursor, Delivery, DeliveryStore, HistoryEntry, Inserted, Lease, ListQuery, NodeId, Origin, Place, PlaceHolder, Placing, RecordStore,
+    Answer, BrowseQuery, ClaimStore, Cursor, Delivery, DeliveryStore, EventLimits, EventPage, HistoryEntry, LoggedEvent, NewEvent, Inserted, Lease, ListQuery, NodeId, Origin, Place, PlaceHolder, Placing, RecordStore,
     RunningLimits, SessionRecord, SessionStore, StoreError, TaskStore, Update, ViewStore, WorkStore,
 };
 pub use task::{

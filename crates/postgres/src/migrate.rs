@@ -27,6 +27,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0011_create_in_one_call.sql"),
     include_str!("../migrations/0012_bookkeeping_in_the_statements.sql"),
     include_str!("../migrations/0013_webhook_deliveries.sql"),
+    include_str!("../migrations/0014_task_event_logs.sql"),
 ];
 
 /// The schema version this build writes: the number of migrations.

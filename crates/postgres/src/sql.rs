@@ -268,12 +268,15 @@ pub const EXPIRED: &str = concat!(
 
 /// `purge`: at most `$2` finished tasks past expiry. `SKIP LOCKED`: replicas purging at
 /// once take disjoint batches instead of queueing on each other's rows.
-/// With them their history, and their owners' counts (this backend's shard). Answers their ids.
+/// With them their history, their event logs, and their owners' counts (this backend's shard).
+/// Answers their ids.
 pub const PURGE: &str = concat!(
     "WITH gone AS (DELETE FROM tasks WHERE id IN (SELECT id FROM tasks WHERE ",
     terminal!(),
     " AND expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING id, owner), \
      forgotten AS (DELETE FROM task_history WHERE task_id IN (SELECT id COLLATE \"default\" FROM gone)), \
+     unlogged AS (DELETE FROM task_events WHERE task_id IN (SELECT id FROM gone)), \
+     unheaded AS (DELETE FROM task_event_heads WHERE task_id IN (SELECT id FROM gone)), \
      counted AS (INSERT INTO task_counts AS counts (owner, shard, tasks) SELECT owner, ",
     shard!(),
     ", -count(*) FROM gone GROUP BY owner ON CONFLICT (owner, shard) DO UPDATE SET tasks = counts.tasks + EXCLUDED.tasks) \
@@ -495,3 +498,39 @@ pub const RETRY_DELIVERY: &str = "UPDATE webhook_deliveries SET attempts = attem
 
 /// `next_delivery_at`.
 pub const NEXT_DELIVERY: &str = "SELECT min(GREATEST(next_at, coalesce(lease_until, 0))) FROM webhook_deliveries";
+
+/// `append_events`: the events `$5` (types), `$6` (payloads), `$7` (times), `$3` of them
+/// weighing `$4` bytes, added to the log of task `$1` if it is unfinished at attempt `$2`
+/// (its row held `FOR SHARE` until the commit: the write that finishes it waits, or went
+/// first and leaves nothing to match). Answers the first number, the log's earliest and its
+/// bytes, or no row.
+pub const APPEND_EVENTS: &str = concat!(
+    "WITH live AS (SELECT id FROM tasks WHERE id = $1 AND attempt = $2 AND ",
+    unfinished!(),
+    " FOR SHARE), \
+     head AS (INSERT INTO task_event_heads AS h (task_id, next_seq, earliest, bytes) \
+     SELECT id, 1 + $3::bigint, 0, $4::bigint FROM live \
+     ON CONFLICT (task_id) DO UPDATE SET next_seq = h.next_seq + $3::bigint, bytes = h.bytes + $4::bigint \
+     RETURNING next_seq - $3::bigint AS first, next_seq, earliest, bytes), \
+     added AS (INSERT INTO task_events (task_id, seq, type, payload, at) \
+     SELECT $1, head.first + e.n - 1, e.type, e.payload, e.at FROM head, \
+     unnest($5::text[], $6::text[], $7::bigint[]) WITH ORDINALITY AS e(type, payload, at, n)) \
+     SELECT first, next_seq, earliest, bytes FROM head"
+);
+
+/// `append_events`, past the limits: the oldest events of task `$1` pruned until at most `$2`
+/// are kept weighing at most `$3` bytes (the newest always stays), and the head moved on.
+pub const PRUNE_EVENTS: &str = "WITH sizes AS (SELECT seq, \
+     count(*) OVER (ORDER BY seq DESC) AS kept, sum(octet_length(payload)) OVER (ORDER BY seq DESC) AS weight \
+     FROM task_events WHERE task_id = $1), \
+     cut AS (SELECT coalesce(min(seq) FILTER (WHERE kept <= $2 AND weight <= $3), max(seq)) AS seq FROM sizes), \
+     gone AS (DELETE FROM task_events WHERE task_id = $1 AND seq < (SELECT seq FROM cut) RETURNING octet_length(payload) AS size) \
+     UPDATE task_event_heads SET earliest = GREATEST(earliest, (SELECT seq FROM cut)), \
+     bytes = bytes - (SELECT coalesce(sum(size), 0) FROM gone) WHERE task_id = $1 AND (SELECT seq FROM cut) IS NOT NULL";
+
+/// `logged_events`: the log's head of task `$1`.
+pub const EVENT_HEAD: &str = "SELECT next_seq, earliest FROM task_event_heads WHERE task_id = $1";
+
+/// `logged_events`: up to `$3` events of task `$1` after `$2`.
+pub const EVENTS_AFTER: &str = "SELECT seq, type, payload, at FROM task_events WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT $3";
+

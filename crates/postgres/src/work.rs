@@ -1,11 +1,15 @@
-//! [`WorkStore`] for [`PostgresStore`]: a task's process group and checkpoint (in its row)
-//! and the process groups kept by key (`kept_groups`).
+//! [`WorkStore`] for [`PostgresStore`]: a task's process group and checkpoint (in its row),
+//! the process groups kept by key (`kept_groups`), and each task's event log (`task_events`,
+//! `task_event_heads`, migration 0014).
 
 use async_trait::async_trait;
-use crate::conn::Session;
 use tokio_postgres::types::ToSql;
 
-use mcp_tasks_engine::{KeptGroup, ProcessGroup, StoreError, TaskId, WorkStore};
+use mcp_tasks_engine::{
+    EventLimits, EventPage, KeptGroup, LoggedEvent, NewEvent, ProcessGroup, StoreError, TaskId, Timestamp, WorkStore,
+};
+
+use crate::conn::Session;
 
 use crate::outage::backend;
 use crate::sql;
@@ -99,5 +103,72 @@ impl WorkStore for PostgresStore {
         };
         let text: Option<String> = row.try_get(0).map_err(backend)?;
         text.map(|text| serde_json::from_str(&text).map_err(backend)).transpose()
+    }
+
+    /// One statement appends (`APPEND_EVENTS`); a second prunes, when the head says the log
+    /// is past a limit (`PRUNE_EVENTS`).
+    async fn append_events(
+        &self,
+        id: &TaskId,
+        attempt: u32,
+        events: &[NewEvent],
+        limits: EventLimits,
+    ) -> Result<Option<u64>, StoreError> {
+        if events.is_empty() {
+            return Ok(None);
+        }
+        let kinds: Vec<&str> = events.iter().map(|event| event.kind.as_str()).collect();
+        let payloads: Vec<String> = events.iter().map(|event| event.payload.to_string()).collect();
+        let times: Vec<i64> = events.iter().map(|event| event.at.0).collect();
+        let count = i64::try_from(events.len()).unwrap_or(i64::MAX);
+        let bytes: i64 = payloads.iter().map(|payload| i64::try_from(payload.len()).unwrap_or(i64::MAX)).sum();
+        let head = self
+            .observed(async {
+                let client = self.client().await?;
+                let append = client.prepare_cached(sql::APPEND_EVENTS).await.map_err(backend)?;
+                client
+                    .query_opt(&append, &[&id.as_str(), &i64::from(attempt), &count, &bytes, &kinds, &payloads, &times])
+                    .await
+                    .map_err(backend)
+            })
+            .await?;
+        let Some(head) = head else { return Ok(None) };
+        let (first, next, earliest, kept): (i64, i64, i64, i64) = (
+            head.try_get(0).map_err(backend)?,
+            head.try_get(1).map_err(backend)?,
+            head.try_get(2).map_err(backend)?,
+            head.try_get(3).map_err(backend)?,
+        );
+        let (max_events, max_bytes) =
+            (i64::try_from(limits.events.max(1)).unwrap_or(i64::MAX), i64::try_from(limits.bytes).unwrap_or(i64::MAX));
+        if next - earliest.max(1) > max_events || kept > max_bytes {
+            self.execute(sql::PRUNE_EVENTS, &[&id.as_str(), &max_events, &max_bytes]).await?;
+        }
+        Ok(u64::try_from(first).ok())
+    }
+
+    async fn logged_events(&self, id: &TaskId, after: u64, limit: u32) -> Result<EventPage, StoreError> {
+        let client = self.client().await?;
+        let head = client.prepare_cached(sql::EVENT_HEAD).await.map_err(backend)?;
+        let Some(head) = client.query_opt(&head, &[&id.as_str()]).await.map_err(backend)? else {
+            return Ok(EventPage { events: Vec::new(), earliest: 0, next: 1 });
+        };
+        let (next, earliest): (i64, i64) = (head.try_get(0).map_err(backend)?, head.try_get(1).map_err(backend)?);
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let read = client.prepare_cached(sql::EVENTS_AFTER).await.map_err(backend)?;
+        let rows = client.query(&read, &[&id.as_str(), &after, &i64::from(limit)]).await.map_err(backend)?;
+        let events = rows
+            .iter()
+            .map(|row| {
+                let payload: String = row.try_get(2).map_err(backend)?;
+                Ok(LoggedEvent {
+                    seq: u64::try_from(row.try_get::<_, i64>(0).map_err(backend)?).unwrap_or(0),
+                    kind: row.try_get(1).map_err(backend)?,
+                    payload: serde_json::from_str(&payload).map_err(backend)?,
+                    at: Timestamp(row.try_get(3).map_err(backend)?),
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        Ok(EventPage { events, earliest: u64::try_from(earliest).unwrap_or(0), next: u64::try_from(next).unwrap_or(1) })
     }
 }

@@ -11,6 +11,7 @@
 //! - `rows`: a task as a row (encoding, decoding, the status history a write records).
 //! - `records`, `claims`, `view`, `work`, `sessions`, `deliveries`: the store traits, one
 //!   file per role ([`mcp_tasks_engine::store`]).
+//! - `events`: each task's event log (the append and the read of a page).
 //! - `hot`: the tasks written last, kept by the writer thread.
 //! - `changes`: the change log the writers of all processes keep and read (what another
 //!   process changed: forgotten from the cache, sent to the change feed).
@@ -49,6 +50,7 @@ mod claims;
 mod compat;
 mod changes;
 mod deliveries;
+mod events;
 mod faults;
 mod hot;
 mod migrate;

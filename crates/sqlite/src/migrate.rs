@@ -45,6 +45,7 @@ const MIGRATIONS: &[Migration] = &[
     sql(include_str!("../migrations/0014_creation_entry_in_the_row.sql")),
     sql(include_str!("../migrations/0015_many_processes.sql")),
     sql(include_str!("../migrations/0016_webhook_deliveries.sql")),
+    sql(include_str!("../migrations/0017_task_event_logs.sql")),
 ];
 
 /// The schema version this build writes: the number of migrations.

@@ -241,13 +241,16 @@ impl RecordStore for SqliteStore {
                 })
                 .map_err(StoreError::backend)?;
             let count = deleted.len();
-            // What the triggers did before migration 0012: each task's history goes with it,
+            // What the triggers did before migration 0012: each task's history (and, since 0017, its
+            // event log) goes with it,
             // each owner's count goes down by its tasks purged (its row gone at zero).
             let mut owners: HashMap<String, i64> = HashMap::new();
             for (id, owner) in deleted {
-                tx.prepare_cached("DELETE FROM task_history WHERE task_id = ?1")
-                    .and_then(|mut stmt| stmt.execute([&id]))
-                    .map_err(StoreError::backend)?;
+                for table in ["task_history", "task_events", "task_event_heads"] {
+                    tx.prepare_cached(&format!("DELETE FROM {table} WHERE task_id = ?1"))
+                        .and_then(|mut stmt| stmt.execute([&id]))
+                        .map_err(StoreError::backend)?;
+                }
                 tx.evict(TaskId::from(id));
                 *owners.entry(owner).or_insert(0) += 1;
             }

@@ -1,11 +1,11 @@
 //! [`WorkStore`] for [`SqliteStore`]: what the running work keeps beside its task (a task's
-//! process group and checkpoint, in its row) and the process groups kept by key
-//! (`kept_groups`).
+//! process group and checkpoint, in its row), the process groups kept by key
+//! (`kept_groups`), and each task's event log ([`crate::events`]).
 
 use async_trait::async_trait;
 use rusqlite::{OptionalExtension, params};
 
-use mcp_tasks_engine::{KeptGroup, ProcessGroup, StoreError, TaskId, WorkStore};
+use mcp_tasks_engine::{EventLimits, EventPage, KeptGroup, NewEvent, ProcessGroup, StoreError, TaskId, WorkStore};
 
 use crate::rows::to_i64;
 use crate::sql::UNFINISHED;
@@ -113,5 +113,26 @@ impl WorkStore for SqliteStore {
             found.flatten().map(|text| serde_json::from_str(&text).map_err(StoreError::backend)).transpose()
         })
         .await
+    }
+
+    /// One write of the writer thread: the fence, the log's head, the events, the pruning.
+    async fn append_events(
+        &self,
+        id: &TaskId,
+        attempt: u32,
+        events: &[NewEvent],
+        limits: EventLimits,
+    ) -> Result<Option<u64>, StoreError> {
+        if events.is_empty() {
+            return Ok(None);
+        }
+        let id = id.as_str().to_owned();
+        let rows: Vec<(String, String, i64)> = events.iter().map(|event| (event.kind.clone(), event.payload.to_string(), event.at.0)).collect();
+        self.write(move |conn| crate::events::append(conn, &id, attempt, &rows, limits).map_err(StoreError::backend)).await
+    }
+
+    async fn logged_events(&self, id: &TaskId, after: u64, limit: u32) -> Result<EventPage, StoreError> {
+        let id = id.as_str().to_owned();
+        self.read(move |conn| crate::events::page(conn, &id, after, limit).map_err(StoreError::backend)).await
     }
 }

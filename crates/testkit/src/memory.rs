@@ -26,7 +26,7 @@ use tokio::sync::broadcast;
 
 use mcp_tasks_engine::store::implement::{LocalPlaces, LocalSessions};
 use mcp_tasks_engine::{
-    Answer, BrowseQuery, ClaimStore, HistoryEntry, IdempotencyKey, Inserted, KeptGroup, Lease, ListQuery, Origin, Place,
+    Answer, BrowseQuery, ClaimStore, EventLimits, EventPage, HistoryEntry, LoggedEvent, NewEvent, IdempotencyKey, Inserted, KeptGroup, Lease, ListQuery, Origin, Place,
     PlaceHolder, Principal, ProcessGroup, RecordStore, RunningLimits, SessionRecord, SessionStore, Status, StoreError, TaskId,
     TaskRecord, Timestamp, Update, Version, ViewStore, WorkStore,
 };
@@ -61,6 +61,39 @@ struct Tables {
     history: HashMap<TaskId, Vec<HistoryEntry>>,
     /// Where each task came from, once recorded.
     origins: HashMap<TaskId, Origin>,
+    /// Each task's event log, once something was appended; removed with its task.
+    logs: HashMap<TaskId, Log>,
+}
+
+/// A task's stored events and its log's bounds (the SQL stores' `task_event_heads`).
+#[derive(Default)]
+struct Log {
+    events: std::collections::VecDeque<LoggedEvent>,
+    earliest: u64,
+    next: u64,
+    bytes: u64,
+}
+
+impl Log {
+    /// Appends `events`, numbered on; prunes the oldest past `limits` (the newest stays).
+    fn append(&mut self, events: &[NewEvent], limits: EventLimits) -> u64 {
+        if self.next == 0 {
+            self.next = 1;
+        }
+        let first = self.next;
+        for event in events {
+            self.bytes += event.payload.to_string().len() as u64;
+            self.events.push_back(LoggedEvent { seq: self.next, kind: event.kind.clone(), payload: event.payload.clone(), at: event.at });
+            self.next += 1;
+        }
+        while self.events.len() > 1 && (self.events.len() as u64 > limits.events.max(1) || self.bytes > limits.bytes) {
+            if let Some(gone) = self.events.pop_front() {
+                self.bytes -= gone.payload.to_string().len() as u64;
+                self.earliest = gone.seq + 1;
+            }
+        }
+        first
+    }
 }
 
 /// The history entry of `task` as it now stands.
@@ -91,6 +124,7 @@ impl Tables {
         self.answers.retain(|(task, _), _| task != id);
         self.history.remove(id);
         self.origins.remove(id);
+        self.logs.remove(id);
         if let Some(key) = task.idempotency_key.clone() {
             let slot = (task.owner.clone(), key);
             if self.by_key.get(&slot) == Some(&task.id) {
@@ -604,6 +638,30 @@ impl WorkStore for MemoryStore {
 
     async fn checkpoint(&self, id: &TaskId) -> Result<Option<serde_json::Value>, StoreError> {
         Ok(self.lock().checkpoints.get(id).cloned())
+    }
+
+    async fn append_events(
+        &self,
+        id: &TaskId,
+        attempt: u32,
+        events: &[NewEvent],
+        limits: EventLimits,
+    ) -> Result<Option<u64>, StoreError> {
+        let mut tables = self.lock();
+        let current = tables.tasks.get(id).is_some_and(|task| task.attempt == attempt && !task.status().is_terminal());
+        if !current || events.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(tables.logs.entry(id.clone()).or_default().append(events, limits)))
+    }
+
+    async fn logged_events(&self, id: &TaskId, after: u64, limit: u32) -> Result<EventPage, StoreError> {
+        let tables = self.lock();
+        let Some(log) = tables.logs.get(id) else {
+            return Ok(EventPage { events: Vec::new(), earliest: 0, next: 1 });
+        };
+        let events = log.events.iter().filter(|event| event.seq > after).take(limit as usize).cloned().collect();
+        Ok(EventPage { events, earliest: log.earliest, next: log.next })
     }
 }
 

@@ -29,7 +29,7 @@
 //!   leases, the retention limit, a tool's slots, the running places).
 //! - `view`: [`ViewStore`](mcp_tasks_engine::ViewStore) (pages, counts, history, origin).
 //! - `work`: [`WorkStore`](mcp_tasks_engine::WorkStore) (process groups, kept groups,
-//!   checkpoints).
+//!   checkpoints); `events`: its event logs (one handle and two).
 //! - `sessions`: [`SessionStore`](mcp_tasks_engine::SessionStore), on two handles.
 //! - `deliveries`: [`DeliveryStore`](mcp_tasks_engine::DeliveryStore) (the webhooks'
 //!   deliveries), on two handles, for the stores that implement it
@@ -47,6 +47,7 @@
 
 mod claims;
 mod deliveries;
+mod events;
 mod feed;
 mod fixtures;
 mod keys;
@@ -57,6 +58,7 @@ mod work;
 
 pub use claims::*;
 pub use deliveries::*;
+pub use events::*;
 pub use feed::*;
 pub use fixtures::{Handles, StoreFixture, T0, TTL_MS, sample_task};
 pub use keys::*;
@@ -113,6 +115,8 @@ macro_rules! store_suite {
             an_origin_given_at_the_insert_reads_back_with_the_task,
             a_checkpoint_is_fenced_by_the_attempt_and_goes_with_its_task,
             a_kept_group_is_recorded_by_key_replaced_and_removed,
+            an_event_log_numbers_appends_from_one_and_pages_after_a_cursor,
+            an_event_log_prunes_its_oldest_past_its_limits_and_goes_with_its_task,
         );
         $crate::store_suite!(@pairs $fixture;
             a_claim_holds_until_its_lease_lapses_and_a_take_over_fences_the_runner,
@@ -128,6 +132,7 @@ macro_rules! store_suite {
             of_racing_place_takers_from_two_handles_no_more_than_the_limit_hold_one,
             a_placed_insert_holds_the_running_limits_and_the_retention_limit_across_handles,
             racing_placed_inserts_hold_the_owners_running_limit_exactly_across_handles,
+            racing_appends_through_two_handles_number_a_log_without_gaps,
         );
         $crate::store_suite!(@sessions $fixture;
             a_session_is_found_by_its_owner_through_either_handle_and_ended_for_both,

@@ -39,7 +39,7 @@ pub use claims::{ClaimStore, Lease, NodeId, Place, PlaceHolder, Placing, Running
 pub use records::{Answer, Cursor, Inserted, ListQuery, RecordStore, Update};
 pub use sessions::{SessionRecord, SessionStore};
 pub use view::{BrowseQuery, HistoryEntry, Origin, ViewStore};
-pub use work::WorkStore;
+pub use work::{EventLimits, EventPage, LoggedEvent, NewEvent, WorkStore};
 
 use crate::task::{Principal, TaskId};
 

@@ -219,6 +219,20 @@ impl WorkStore for Conflicting {
     async fn checkpoint(&self, id: &TaskId) -> Result<Option<serde_json::Value>, StoreError> {
         self.inner.checkpoint(id).await
     }
+
+    async fn append_events(
+        &self,
+        id: &TaskId,
+        attempt: u32,
+        events: &[mcp_tasks_engine::NewEvent],
+        limits: mcp_tasks_engine::EventLimits,
+    ) -> Result<Option<u64>, StoreError> {
+        self.inner.append_events(id, attempt, events, limits).await
+    }
+
+    async fn logged_events(&self, id: &TaskId, after: u64, limit: u32) -> Result<mcp_tasks_engine::EventPage, StoreError> {
+        self.inner.logged_events(id, after, limit).await
+    }
 }
 
 #[async_trait]

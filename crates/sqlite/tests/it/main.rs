@@ -62,7 +62,7 @@ async fn tasks_survive_closing_and_reopening_the_file() {
     );
     assert_eq!(replaced.version, Version(2));
     // Reopening does not run the migration again (it would fail: the table exists).
-    assert_eq!(reopened.pragma("user_version").await.expect("pragma"), "16");
+    assert_eq!(reopened.pragma("user_version").await.expect("pragma"), "17");
 }
 
 #[tokio::test]
@@ -255,7 +255,7 @@ async fn migration_0003_counts_the_tasks_already_stored() {
         }
     }
     let store = SqliteStore::open(&path).expect("the store opens and migrates");
-    assert_eq!(store.pragma("user_version").await.expect("pragma"), "16");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "17");
     let count = |owner: &'static str| {
         let store = store.clone();
         async move { store.count(&Principal::new(owner)).await.expect("count") }
@@ -416,7 +416,7 @@ async fn migration_0004_keeps_old_rows_readable_and_adds_idempotency_keys() {
         .expect("a version 3 row");
     }
     let store = SqliteStore::open(&path).expect("the store opens and migrates");
-    assert_eq!(store.pragma("user_version").await.expect("pragma"), "16");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "17");
     let old = store
         .get(&"old".into())
         .await
@@ -637,7 +637,7 @@ async fn migration_0013_keeps_the_counts_and_pages_of_a_store_written_before_it(
     }
     back_to_schema_12(&path);
     let store = SqliteStore::open(&path).expect("the store opens and migrates");
-    assert_eq!(store.pragma("user_version").await.expect("pragma"), "16");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "17");
     assert_the_indexes_of_0013(&path);
     // Each of alice's ten tasks in its status's page, newest first, and the same pages as
     // before the migration.
@@ -702,6 +702,8 @@ fn back_to_schema_12(path: &Path) {
          DROP TABLE running_places;
          DROP TABLE sessions;
          DROP TABLE webhook_deliveries;
+         DROP TABLE task_events;
+         DROP TABLE task_event_heads;
          PRAGMA user_version = 12;",
     )
     .expect("the schema of version 12");
@@ -744,13 +746,15 @@ async fn migration_0014_keeps_the_history_written_before_it_and_writes_none_for_
              DROP TABLE running_places;
              DROP TABLE sessions;
              DROP TABLE webhook_deliveries;
+             DROP TABLE task_events;
+             DROP TABLE task_event_heads;
              PRAGMA user_version = 13;",
             old.id, old.created_at.0
         ))
         .expect("the schema of version 13");
     }
     let store = SqliteStore::open(&path).expect("the store opens and migrates");
-    assert_eq!(store.pragma("user_version").await.expect("pragma"), "16");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "17");
     let done = Update {
         state: TaskState::Completed { result: serde_json::json!({"content": []}) },
         status_message: None,
