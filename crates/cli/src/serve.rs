@@ -312,6 +312,10 @@ pub(crate) fn policy(config: &Config) -> Policy {
         max_running: config.server.max_running,
         max_running_per_principal: config.server.max_running_per_principal,
         max_retained_per_principal: u64::from(config.server.max_retained_per_principal),
+        events: mcp_tasks_engine::EventLimits {
+            events: u64::from(config.server.task_events),
+            bytes: u64::try_from(config.server.task_event_bytes).unwrap_or(u64::MAX),
+        },
     }
 }
 

@@ -35,6 +35,8 @@ pub struct Policy {
     /// (finished ones leave when their TTL runs out); a new task over it is refused
     /// ([`LimitExceeded::RetainedPerPrincipal`]). Plain calls are not stored and do not count.
     pub max_retained_per_principal: u64,
+    /// How much of its event log each task keeps (its oldest events pruned past it).
+    pub events: crate::store::EventLimits,
 }
 
 impl Default for Policy {
@@ -48,6 +50,7 @@ impl Default for Policy {
             max_running: 64,
             max_running_per_principal: 16,
             max_retained_per_principal: 10_000,
+            events: crate::store::EventLimits::default(),
         }
     }
 }

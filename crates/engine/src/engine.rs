@@ -196,6 +196,11 @@ pub(crate) struct Inner {
     /// Tasks whose work has ended here and whose outcome is being written
     /// ([`Engine::get`] waits a moment for it). A std mutex: an insert, a remove, a lookup.
     pub(crate) finishing: Mutex<FastSet<TaskId>>,
+    /// What running work reported and is not yet in its task's log ([`crate::events`]). A
+    /// std mutex: map and string operations only.
+    pub(crate) logs: Mutex<FastMap<TaskId, crate::events::Pending>>,
+    /// The events this process appended, as (task, last number).
+    pub(crate) appended: broadcast::Sender<(TaskId, u64)>,
 }
 
 impl Engine {
@@ -234,6 +239,8 @@ impl Engine {
                 outputs,
                 hub: Arc::default(),
                 finishing: Mutex::default(),
+                logs: Mutex::default(),
+                appended: broadcast::channel(FEED_CAPACITY).0,
             }),
         };
         engine.follow(feed);

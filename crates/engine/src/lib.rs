@@ -33,6 +33,8 @@
 //! - `slots`: a tool's `max_concurrent` limit, a gate that admits queued calls in order.
 //! - `error`: [`EngineError`], [`LimitExceeded`] for the [`Policy`] limits, and the
 //!   engine's own failures of the work, [`WorkError`] and [`InputError`].
+//! - `events`: each task's event log: what its work reports, written per interval, read
+//!   after a cursor with its creation and ending ([`Engine::events`]).
 //! - `clock`: injected time.
 //! - `trace`: [`TraceContext`], the W3C trace context a task keeps from its request.
 //!
@@ -74,6 +76,7 @@ mod clock;
 mod early;
 mod engine;
 mod error;
+mod events;
 mod fast;
 mod input;
 mod kept;
@@ -94,6 +97,7 @@ pub use adopt::TaskLink;
 pub use clock::{Clock, FakeClock, SystemClock};
 pub use engine::{Change, Creation, DEFAULT_LEASE, Engine, NewTask, Output};
 pub use fast::{FastMap, FastSet};
+pub use events::{Events, FLUSH_EVERY, OUTPUT_EVENT, PROGRESS_EVENT, STATUS_EVENT, TaskEvent};
 pub use error::{EngineError, InputError, LimitExceeded, WorkError};
 pub use maintenance::{Recovery, Sweep};
 pub use process::{KeptGroup, Leftover, ProcessGroup, TASK_ID_ENV};

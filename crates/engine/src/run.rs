@@ -275,6 +275,9 @@ impl Engine {
 
     /// Records `event` (with status `message`) as the end of attempt `attempt` of task `id`.
     async fn finish_with(&self, id: &TaskId, attempt: u32, event: Event, message: Option<String>) {
+        // What the work reported goes into the log before its outcome (after it, the log is
+        // frozen).
+        self.flush_events(id).await;
         if self.work().lost.remove(&(id.clone(), attempt)) {
             tracing::info!(task = %id, attempt, "work ended after this node lost its claim; nothing written");
             return;
@@ -374,6 +377,7 @@ impl Engine {
             Some(running) if running.attempt == attempt => running.owner.clone(),
             _ => return,
         };
+        self.log_progress(id, attempt, &progress);
         self.send_change(crate::Change::Progress { id: id.clone(), owner, progress });
     }
 
@@ -383,6 +387,7 @@ impl Engine {
             Some(running) if running.attempt == attempt => running.owner.clone(),
             _ => return,
         };
+        self.log_output(id, attempt, text);
         self.send_output(crate::engine::Output { id: id.clone(), owner, text: text.into() });
     }
 

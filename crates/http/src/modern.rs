@@ -31,7 +31,7 @@ pub(super) async fn serve(app: &App, streams: bool, principal: Principal, exchan
         if !streams {
             let error = RpcError::new(
                 RpcError::INVALID_REQUEST,
-                "subscriptions/listen answers with an SSE stream: send Accept: text/event-stream".to_owned(),
+                format!("{} answers with an SSE stream: send Accept: text/event-stream", exchange.method()),
             );
             return json(StatusCode::NOT_ACCEPTABLE, &jsonrpc::error_response(Some(exchange.id()), &error));
         }
@@ -40,7 +40,7 @@ pub(super) async fn serve(app: &App, streams: bool, principal: Principal, exchan
             Ok(taken) => slot = Some(taken),
             Err(open) => {
                 return super::limit_refusal(Some(exchange.id()), "max_listens_per_principal", max, open, format!(
-                    "Too many listen streams: each principal may hold at most {max} subscriptions/listen \
+                    "Too many streams: each principal may hold at most {max} subscriptions/listen and tasks/stream \
                      streams open at once (max_listens_per_principal) and you hold {open}. Close one, or \
                      listen to several tasks on one stream."
                 ));

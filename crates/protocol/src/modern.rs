@@ -56,6 +56,11 @@ pub mod method {
     /// Notification: the first message of a `subscriptions/listen` stream, with the filter
     /// the server agreed to.
     pub const NOTIFY_SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+    /// Request (draft SEP-2694, served with the tasks extension): a task's numbered events
+    /// after a cursor, then live, on the request's stream.
+    pub const TASKS_STREAM: &str = "tasks/stream";
+    /// Notification (draft SEP-2694): one event of a `tasks/stream`.
+    pub const NOTIFY_TASK_EVENT: &str = "notifications/tasks/event";
 }
 
 /// The body field the `Mcp-Name` header mirrors on Streamable HTTP, for the methods that
@@ -64,7 +69,9 @@ pub fn name_header_field(method_name: &str) -> Option<&'static str> {
     match method_name {
         crate::mcp::method::TOOLS_CALL | crate::mcp::method::PROMPTS_GET => Some("name"),
         crate::mcp::method::RESOURCES_READ => Some("uri"),
-        crate::mcp::method::TASKS_GET | crate::mcp::method::TASKS_CANCEL | method::TASKS_UPDATE => Some("taskId"),
+        crate::mcp::method::TASKS_GET | crate::mcp::method::TASKS_CANCEL | method::TASKS_UPDATE | method::TASKS_STREAM => {
+            Some("taskId")
+        }
         _ => None,
     }
 }

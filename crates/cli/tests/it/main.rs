@@ -35,6 +35,7 @@ mod replicas;
 mod restart;
 mod sampling;
 mod stdio_shutdown;
+mod task_streams;
 mod store_faults;
 mod traces;
 mod tty;

@@ -77,6 +77,12 @@ pub struct ServerConfig {
     /// (`max_retained_per_principal`, default 10000; at least 1). Parsed and checked here;
     /// the engine enforces it.
     pub max_retained_per_principal: u32,
+    /// How many events each task's log keeps, its oldest pruned past it (`task_events`,
+    /// default 10000; at least 1).
+    pub task_events: u32,
+    /// How many bytes of event payloads each task's log keeps, its oldest pruned past it
+    /// (`task_event_bytes`, default 4 MiB; a size as `max_body`'s).
+    pub task_event_bytes: usize,
     /// Whether the HTTP transport serves `/metrics` in the Prometheus text format
     /// (`metrics`, default `true`). It is behind the same Host and Origin checks as `/mcp`,
     /// and behind a bearer token when `[[server.auth.tokens]]` are configured.
@@ -255,6 +261,8 @@ impl Default for ServerConfig {
             max_running: ServerConfig::DEFAULT_MAX_RUNNING,
             max_running_per_principal: ServerConfig::DEFAULT_MAX_RUNNING_PER_PRINCIPAL,
             max_retained_per_principal: ServerConfig::DEFAULT_MAX_RETAINED_PER_PRINCIPAL,
+            task_events: 10_000,
+            task_event_bytes: 4 << 20,
             metrics: true,
             heartbeat: Duration::from_secs(15),
             sync_wait: Duration::from_secs(45),
@@ -297,6 +305,8 @@ pub(crate) struct RawServer {
     max_running: Option<Spanned<i64>>,
     max_running_per_principal: Option<Spanned<i64>>,
     max_retained_per_principal: Option<Spanned<i64>>,
+    task_events: Option<Spanned<i64>>,
+    task_event_bytes: Option<Spanned<RawSize>>,
     metrics: Option<bool>,
     heartbeat: Option<Spanned<String>>,
     sync_wait: Option<Spanned<String>>,
@@ -527,7 +537,8 @@ impl RawServer {
         Ok(())
     }
 
-    /// `max_running`, `max_running_per_principal`, `max_retained_per_principal`.
+    /// `max_running`, `max_running_per_principal`, `max_retained_per_principal`, `task_events`,
+    /// `task_event_bytes`.
     fn check_task_limits(&mut self, lines: Lines<'_>, server: &mut ServerConfig) -> Result<(), ConfigError> {
         server.max_running = count_or(lines, "server.max_running", self.max_running.take(), server.max_running)?;
         server.max_running_per_principal = count_or(
@@ -542,6 +553,10 @@ impl RawServer {
             self.max_retained_per_principal.take(),
             server.max_retained_per_principal,
         )?;
+        server.task_events = count_or(lines, "server.task_events", self.task_events.take(), server.task_events)?;
+        if let Some(value) = self.task_event_bytes.take() {
+            server.task_event_bytes = lines.size("server.task_event_bytes", &value)?;
+        }
         Ok(())
     }
 

@@ -57,6 +57,13 @@ pub struct EventLimits {
     pub bytes: u64,
 }
 
+impl Default for EventLimits {
+    /// 10,000 events and 4 MiB of payloads per task.
+    fn default() -> EventLimits {
+        EventLimits { events: 10_000, bytes: 4 << 20 }
+    }
+}
+
 /// Records of the running work ([`TaskStore`](super::TaskStore)'s part for process groups,
 /// kept groups and checkpoints).
 #[async_trait]

@@ -61,10 +61,15 @@ impl Exchange {
         self.checked.as_ref().err().map(|error| (error, super::http_status(error)))
     }
 
-    /// Whether its answer is a stream that outlives the request's own work:
-    /// `subscriptions/listen`, which answers only with an SSE stream.
+    /// Whether its answer is a long stream, answered only as SSE and counted against
+    /// `max_listens_per_principal`: `subscriptions/listen` and `tasks/stream`.
     pub fn listens(&self) -> bool {
-        self.request.method == modern::method::SUBSCRIPTIONS_LISTEN
+        self.request.method == modern::method::SUBSCRIPTIONS_LISTEN || self.request.method == modern::method::TASKS_STREAM
+    }
+
+    /// The request's method.
+    pub fn method(&self) -> &str {
+        &self.request.method
     }
 
     /// Starts serving the request for `principal` on a connection of its own (a refused one

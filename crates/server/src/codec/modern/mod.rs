@@ -21,6 +21,7 @@
 mod http;
 mod link;
 mod listen;
+mod stream;
 pub(crate) mod mrtr;
 mod tasks;
 mod tools;
@@ -187,6 +188,8 @@ async fn route(meta: &RequestMeta, ctx: &RequestContext, request: Request) -> Re
         method::TASKS_GET => return Some(async { tasks::get(ctx, parse_value(name, params)?).await }.await),
         modern::method::TASKS_UPDATE => Box::pin(async { tasks::update(ctx, parse_value(name, params)?).await }).await,
         method::TASKS_CANCEL => Box::pin(async { tasks::cancel(ctx, parse_value(name, params)?).await }).await,
+        modern::method::TASKS_STREAM if !tasks => Err(missing_extension(name)),
+        modern::method::TASKS_STREAM => Box::pin(stream::stream(ctx, params)).await,
         // Shared methods without a lifecycle rule; `ping` and the 2025-11-25-only ones are
         // not in the catalog's table either, and fall through to -32601.
         method::PING => Err(unknown(name)),

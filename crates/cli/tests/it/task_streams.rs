@@ -1,0 +1,235 @@
+//! Task event streams (issue 44; draft SEP-2694, `tasks/stream` with the 2026-07-28 tasks
+//! extension) against the real binary over Streamable HTTP: a command that prints six lines
+//! with progress, streamed from its start, resumed after a cursor, after a kill -9 and a
+//! restart, from another process on the same file; the cursor's rejections; another
+//! principal's task. Named after the digest's rules (`stream_NN`).
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::harness::{CONFIG, Workdir};
+use crate::http::{ALICE, BOB, HttpServer, TOKENS};
+use crate::http_peer;
+
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+/// A tool that prints six lines, each followed by a progress report, a tenth of a second
+/// apart.
+const SIX_LINES: &str = r#"
+[[tools]]
+name = "six_lines"
+description = "Prints six lines with progress."
+task_support = "required"
+command = ["sh", "-c", "for i in 1 2 3 4 5 6; do echo \"line $i\"; echo \"@mcp-tasks {{\\\"progress\\\": $i, \\\"total\\\": 6}}\"; sleep 0.1; done"]
+"#;
+
+fn request(method: &str, params: Value) -> String {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "task-streams-test", "version": "0"},
+    });
+    json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string()
+}
+
+fn headers<'a>(method: &'a str, name: Option<&'a str>, token: Option<&'a str>) -> Vec<(&'a str, String)> {
+    let mut headers = vec![
+        ("Content-Type", "application/json".to_owned()),
+        ("Accept", "application/json, text/event-stream".to_owned()),
+        ("MCP-Protocol-Version", "2026-07-28".to_owned()),
+        ("Mcp-Method", method.to_owned()),
+    ];
+    if let Some(name) = name {
+        headers.push(("Mcp-Name", name.to_owned()));
+    }
+    if let Some(token) = token {
+        headers.push(("Authorization", format!("Bearer {token}")));
+    }
+    headers
+}
+
+/// Creates a `six_lines` task through `addr`; its id.
+fn create(addr: SocketAddr, token: Option<&str>) -> String {
+    let body = request("tools/call", json!({"name": "six_lines", "arguments": {}}));
+    let owned = headers("tools/call", Some("six_lines"), token);
+    let borrowed: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let reply = http_peer::request(addr, "POST", &borrowed, Some(&body));
+    let message = last_message(&reply.body);
+    message["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {message}")).to_owned()
+}
+
+/// The last JSON-RPC message of a body (JSON, or the last `data:` of SSE).
+fn last_message(body: &str) -> Value {
+    let data = body.lines().rev().find_map(|line| line.strip_prefix("data: ")).unwrap_or(body);
+    serde_json::from_str(data).expect("JSON")
+}
+
+/// A `tasks/stream` of task `id` after `after` (raw JSON, or none): its events and its answer.
+fn stream(addr: SocketAddr, id: &str, after: Option<Value>, token: Option<&str>) -> (Vec<Value>, Value) {
+    let mut params = json!({"taskId": id});
+    if let Some(after) = after {
+        params["after"] = after;
+    }
+    let body = request("tasks/stream", params);
+    let owned = headers("tasks/stream", Some(id), token);
+    let borrowed: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let reply = http_peer::request(addr, "POST", &borrowed, Some(&body));
+    let messages: Vec<Value> = if reply.header("content-type").is_some_and(|kind| kind.starts_with("text/event-stream")) {
+        reply.body.lines().filter_map(|line| line.strip_prefix("data: ")).map(|data| serde_json::from_str(data).expect("JSON")).collect()
+    } else {
+        vec![reply.json()]
+    };
+    let (events, answers): (Vec<Value>, Vec<Value>) = messages.into_iter().partition(|message| message.get("id").is_none());
+    (events, answers.into_iter().next().expect("the answer"))
+}
+
+/// The output lines of `events`, in order.
+fn lines(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .filter(|event| event["params"]["type"] == "dev.mcp-tasks.output")
+        .flat_map(|event| event["params"]["payload"]["lines"].as_array().cloned().unwrap_or_default())
+        .map(|line| line.as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn seqs(events: &[Value]) -> Vec<u64> {
+    events.iter().map(|event| event["params"]["seq"].as_u64().expect("a seq")).collect()
+}
+
+fn six() -> Vec<String> {
+    (1..=6).map(|i| format!("line {i}")).collect()
+}
+
+fn serve(extra: &str) -> (Workdir, HttpServer) {
+    let work = Workdir::new();
+    std::fs::write(work.config(), format!("{CONFIG}\n{SIX_LINES}\n{extra}")).unwrap();
+    let server = HttpServer::start(&work);
+    (work, server)
+}
+
+#[test]
+fn stream_04_to_10_a_command_task_streamed_from_its_start_gives_every_event_in_order_its_six_lines_and_ends_with_the_result() {
+    let (_work, server) = serve("");
+    let id = create(server.addr, None);
+    let (events, answer) = stream(server.addr, &id, None, None);
+    assert_eq!(answer["result"]["resultType"], "complete", "the empty result ends it: {answer}");
+    assert_eq!(seqs(&events), (0..events.len() as u64).collect::<Vec<_>>(), "0, 1, 2, … without gaps (stream_04, 05)");
+    for event in &events {
+        assert_eq!(event["method"], "notifications/tasks/event", "{event}");
+        let params = &event["params"];
+        assert_eq!(params["taskId"], id.as_str());
+        assert!(params["type"].as_str().is_some_and(|kind| kind.starts_with("dev.mcp-tasks.")), "prefixed (stream_07, 08): {event}");
+        assert!(params["payload"].is_object(), "an object payload (stream_06): {event}");
+        assert_eq!(params["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id.as_str(), "stream_09: {event}");
+    }
+    assert_eq!(lines(&events), six(), "the six lines, in order");
+    let progress: Vec<f64> = events
+        .iter()
+        .filter(|event| event["params"]["type"] == "dev.mcp-tasks.progress")
+        .map(|event| event["params"]["payload"]["progress"].as_f64().expect("a number"))
+        .collect();
+    assert!(!progress.is_empty() && progress.windows(2).all(|pair| pair[0] < pair[1]), "{progress:?}");
+    assert_eq!(events[0]["params"]["payload"]["status"], "working", "event 0 is the creation");
+    assert_eq!(events.last().expect("events")["params"]["payload"]["status"], "completed", "the last is the ending");
+}
+
+#[test]
+fn stream_17_18_resumed_after_2_gives_exactly_the_events_after_it_and_a_bad_cursor_is_32602() {
+    let (_work, server) = serve("");
+    let id = create(server.addr, None);
+    let (all, _) = stream(server.addr, &id, None, None);
+    let (rest, answer) = stream(server.addr, &id, Some(json!(2)), None);
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    assert_eq!(rest, all[3..].to_vec(), "exactly events 3…n");
+    for bad in [json!(-5), json!(1.5), json!("2")] {
+        let (events, answer) = stream(server.addr, &id, Some(bad.clone()), None);
+        assert!(events.is_empty());
+        assert_eq!(answer["error"]["code"], -32602, "after = {bad}: {answer}");
+        assert!(answer["error"]["message"].as_str().unwrap_or_default().contains("non-negative integer"), "{answer}");
+    }
+    let last = all.len() as u64 - 1;
+    let (none, answer) = stream(server.addr, &id, Some(json!(last)), None);
+    assert!(none.is_empty() && answer["result"]["resultType"] == "complete", "after the last of a finished task: ends at once (stream_19): {answer}");
+    let (_, ahead) = stream(server.addr, &id, Some(json!(last + 5)), None);
+    assert_eq!(ahead["error"]["code"], -32602, "past the last event: {ahead}");
+}
+
+#[test]
+fn stream_18_b_21_30_a_cursor_behind_what_is_kept_is_events_gone_with_the_earliest_seq() {
+    // Three events kept per task: the early ones are pruned while the command runs.
+    let work = Workdir::new();
+    let config = CONFIG.replacen("[server]", "[server]\ntask_events = 3", 1);
+    std::fs::write(work.config(), format!("{config}\n{SIX_LINES}")).unwrap();
+    let server = HttpServer::start(&work);
+    let id = create(server.addr, None);
+    // Followed live to its end (each event sent as it came), then read again: pruned.
+    let (live, _) = stream(server.addr, &id, None, None);
+    assert_eq!(lines(&live), six());
+    let (all, _) = stream(server.addr, &id, None, None);
+    let first = seqs(&all)[0];
+    assert!(first > 1, "the oldest were pruned: {:?}", seqs(&all));
+    let (events, answer) = stream(server.addr, &id, Some(json!(0)), None);
+    assert!(events.is_empty(), "{events:?}");
+    assert_eq!(answer["error"]["code"], -32010, "{answer}");
+    let data = &answer["error"]["data"];
+    assert_eq!((data["reason"].as_str(), data["taskId"].as_str(), data["earliestSeq"].as_u64()), (Some("events_gone"), Some(id.as_str()), Some(first)), "{answer}");
+    let (resumed, _) = stream(server.addr, &id, Some(json!(first - 1)), None);
+    assert_eq!(resumed, all, "resumed from earliestSeq - 1: everything kept");
+}
+
+#[test]
+fn stream_36_38_another_principals_task_streams_exactly_as_an_unknown_one() {
+    let work = Workdir::new();
+    std::fs::write(work.config(), format!("{CONFIG}\n{SIX_LINES}\n{TOKENS}")).unwrap();
+    let server = HttpServer::start(&work);
+    let id = create(server.addr, Some(ALICE));
+    let (mine, answer) = stream(server.addr, &id, None, Some(ALICE));
+    assert_eq!(lines(&mine), six(), "{answer}");
+    let (events, theirs) = stream(server.addr, &id, None, Some(BOB));
+    let (_, unknown) = stream(server.addr, "0123456789abcdef0123456789abcdef", None, Some(BOB));
+    assert!(events.is_empty());
+    assert_eq!(theirs["error"]["code"], unknown["error"]["code"], "{theirs} / {unknown}");
+    assert_eq!(
+        theirs["error"]["message"].as_str().map(|m| m.replace(id.as_str(), "ID")),
+        unknown["error"]["message"].as_str().map(|m| m.replace("0123456789abcdef0123456789abcdef", "ID")),
+    );
+}
+
+#[test]
+fn stream_the_same_events_after_a_kill_9_and_a_restart() {
+    let (work, mut server) = serve("");
+    let id = create(server.addr, None);
+    let (before, _) = stream(server.addr, &id, None, None);
+    server.kill();
+    let again = HttpServer::start(&work);
+    let (after, answer) = stream(again.addr, &id, None, None);
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    let strip = |events: &[Value]| events.iter().map(|event| event["params"].clone()).collect::<Vec<_>>();
+    assert_eq!(strip(&after), strip(&before), "the log is in the store");
+}
+
+#[test]
+fn stream_a_stream_opened_on_one_process_follows_a_task_running_on_another() {
+    let work = Workdir::new();
+    let slow = SIX_LINES.replace("six_lines", "six_slow_lines").replace("sleep 0.1", "sleep 0.4");
+    std::fs::write(work.config(), format!("{CONFIG}\n{slow}")).unwrap();
+    let a = HttpServer::start(&work);
+    let b = HttpServer::start(&work);
+    let body = request("tools/call", json!({"name": "six_slow_lines", "arguments": {}}));
+    let owned = headers("tools/call", Some("six_slow_lines"), None);
+    let borrowed: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let id = last_message(&http_peer::request(a.addr, "POST", &borrowed, Some(&body)).body)["result"]["taskId"]
+        .as_str()
+        .expect("a task")
+        .to_owned();
+    let started = Instant::now();
+    let (events, answer) = stream(b.addr, &id, None, None);
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    assert_eq!(lines(&events), six(), "B streamed what A's command printed");
+    assert_eq!(seqs(&events), (0..events.len() as u64).collect::<Vec<_>>());
+    assert!(started.elapsed() > Duration::from_millis(1_000), "it followed the task live, not after the fact");
+}
