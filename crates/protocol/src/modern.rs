@@ -76,6 +76,11 @@ pub fn name_header_field(method_name: &str) -> Option<&'static str> {
     }
 }
 
+/// The `_meta` key SEP-2694 (draft) puts on every `notifications/tasks/event`, with the
+/// event's `{"taskId"}` (stream_09). 2026-07-28 dropped it everywhere else; the draft keeps
+/// it on its events.
+pub const TASK_EVENT_RELATED_META: &str = "io.modelcontextprotocol/related-task";
+
 /// The `_meta` key that tags every message of a `subscriptions/listen` stream with the id
 /// of its request.
 pub const SUBSCRIPTION_ID_META: &str = "io.modelcontextprotocol/subscriptionId";

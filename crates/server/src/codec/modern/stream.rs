@@ -23,8 +23,7 @@ use std::time::Duration;
 
 use mcp_tasks_engine::{Events, TaskEvent, TaskId};
 use mcp_tasks_protocol::jsonrpc::{self, RpcError};
-use mcp_tasks_protocol::legacy::RELATED_TASK;
-use mcp_tasks_protocol::modern::method as modern_method;
+use mcp_tasks_protocol::modern::{TASK_EVENT_RELATED_META, method as modern_method};
 use serde_json::{Value, json};
 
 use crate::connection::Route;
@@ -159,7 +158,7 @@ fn send(ctx: &RequestContext, id: &TaskId, event: TaskEvent) {
         "taskId": id.as_str(),
         "type": event.kind,
         "payload": event.payload,
-        "_meta": {RELATED_TASK: {"taskId": id.as_str()}, "dev.mcp-tasks/at": event.at.0},
+        "_meta": {TASK_EVENT_RELATED_META: {"taskId": id.as_str()}, "dev.mcp-tasks/at": event.at.0},
     });
     ctx.conn.send(jsonrpc::notification(modern_method::NOTIFY_TASK_EVENT, params), Route::Related(ctx.id.clone()));
 }
