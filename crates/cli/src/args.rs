@@ -274,6 +274,15 @@ pub(crate) enum TasksCommand {
     /// Progress, prompts and Ctrl-C as for `call` (the server's progress notifications go
     /// to the session that created the task: here only its status message is shown).
     Wait(WaitArgs),
+    /// Follow a task's events as they happen: the lines its command prints (stdout), its
+    /// progress and status changes (stderr); then exit with its outcome as `tasks wait` does.
+    ///
+    /// Reads the server's event stream of the task (`tasks/stream`, a draft of MCP 2026-07-28
+    /// with the tasks extension): from the first event kept, so a finished task's whole story
+    /// is shown too. A server restart is ridden out: the stream resumes after the last event
+    /// shown. With --json, each event as a JSON line (`seq`, `type`, `payload`). Without
+    /// --url or --cmd, the server is the one the ledger recorded for the task.
+    Watch(TaskArgs),
     /// List the tasks this CLI started that are not known to have ended (from the ledger,
     /// without asking any server), with where they live and the MCP revision they were
     /// made in.

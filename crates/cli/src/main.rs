@@ -16,6 +16,7 @@ mod supervise;
 mod tasks;
 mod terminal;
 mod wait;
+mod watch;
 
 use std::process::ExitCode;
 

@@ -17,6 +17,7 @@ pub(crate) async fn run(command: TasksCommand) -> anyhow::Result<u8> {
         TasksCommand::Result(args) => result(args).await,
         TasksCommand::Cancel(args) => cancel(args).await,
         TasksCommand::Wait(args) => wait(args).await,
+        TasksCommand::Watch(args) => crate::watch::watch(args).await,
         TasksCommand::Pending(args) => crate::ledger::pending(args).await,
         TasksCommand::Forget(args) => crate::ledger::forget(args).await,
     }
@@ -49,7 +50,7 @@ async fn list(args: ToolsArgs) -> anyhow::Result<u8> {
 
 /// The server of task `args.id`: --url or --cmd, or else the one the ledger recorded for it
 /// (the token given now, if any; the era the task was made in, unless --era names one).
-async fn server_of(args: &TaskArgs) -> anyhow::Result<RemoteArgs> {
+pub(crate) async fn server_of(args: &TaskArgs) -> anyhow::Result<RemoteArgs> {
     let given = &args.remote.connect;
     if given.url.is_some() || given.cmd.is_some() {
         return Ok(RemoteArgs { connect: given.clone(), json: args.remote.json });

@@ -11,7 +11,9 @@
 //!   the connection's dialect once (`dialect`): each operation whose way differs by era is
 //!   a method of it, done by that era's module.
 //! - [`TaskHandle`]: one task; [`TaskHandle::wait`] drives it to its end (blocking
-//!   `tasks/result`, `Last-Event-ID` resumption, `tasks/get` polling at `pollInterval`).
+//!   `tasks/result`, `Last-Event-ID` resumption, `tasks/get` polling at `pollInterval`);
+//!   [`TaskHandle::stream_events`] follows its numbered events after a cursor (`events`: the
+//!   draft `tasks/stream`, [`TaskEvent`], [`StreamEnd`]).
 //! - [`ElicitationHandler`], [`SamplingHandler`]: what the host implements to answer the
 //!   server's requests ([`ServerRequest`]), on whichever stream they arrive. Sent with
 //!   `params.task`, such a request becomes a task this client hosts for the server (`hosted`:
@@ -48,6 +50,7 @@ mod client;
 mod connection;
 mod dialect;
 mod error;
+mod events;
 mod handlers;
 mod hosted;
 mod http;
@@ -63,6 +66,7 @@ mod types;
 
 pub use builder::ClientBuilder;
 pub use client::{Called, Client, Subscription};
+pub use events::{StreamEnd, TaskEvent};
 pub use supervisor::set_supervisor;
 
 /// Entry points for the fuzz targets (`fuzz/`) and their regression corpus; not an API.

@@ -54,8 +54,12 @@ impl HttpServer {
         env: &[(&str, &str)],
         args: &[&std::ffi::OsStr],
     ) -> HttpServer {
+        // A free port, unless `args` name where to listen.
+        let listen = if args.iter().any(|arg| *arg == "--listen") { &[][..] } else { &["--listen", "127.0.0.1:0"][..] };
         let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg("serve")
+            .args(listen)
+            .arg("--config")
             .arg(work.config())
             .arg("--store")
             .arg(store)

@@ -233,3 +233,99 @@ fn stream_a_stream_opened_on_one_process_follows_a_task_running_on_another() {
     assert_eq!(seqs(&events), (0..events.len() as u64).collect::<Vec<_>>());
     assert!(started.elapsed() > Duration::from_millis(1_000), "it followed the task live, not after the fact");
 }
+
+/// Without the tasks extension `tasks/stream` is `-32021` naming it; without SSE it is 406,
+/// saying to accept `text/event-stream`; and the server goes on.
+#[test]
+fn stream_needs_the_tasks_extension_and_an_sse_answer() {
+    let (_work, server) = serve("");
+    let id = create(server.addr, None);
+    let mut params = json!({"taskId": id});
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "no-tasks", "version": "0"},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tasks/stream", "params": params}).to_string();
+    let owned = headers("tasks/stream", Some(&id), None);
+    let borrowed: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let refused = http_peer::request(server.addr, "POST", &borrowed, Some(&body)).json();
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    assert!(refused["error"]["data"]["requiredCapabilities"].to_string().contains(TASKS), "{refused}");
+    let body = request("tasks/stream", json!({"taskId": id}));
+    let mut plain: Vec<(&str, &str)> = borrowed.clone();
+    plain.retain(|(name, _)| *name != "Accept");
+    plain.push(("Accept", "application/json"));
+    let reply = http_peer::request(server.addr, "POST", &plain, Some(&body));
+    assert_eq!(reply.status, 406, "{}", reply.body);
+    assert!(reply.body.contains("tasks/stream answers with an SSE stream"), "{}", reply.body);
+    let (events, answer) = stream(server.addr, &id, None, None);
+    assert_eq!((lines(&events), &answer["result"]["resultType"]), (six(), &json!("complete")), "served on");
+}
+
+/// `mcp-tasks tasks watch ID` for `id` at `server`, its stdout lines sent as they come.
+fn watch(work: &Workdir, server: &HttpServer, id: &str, extra: &[&str]) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
+        .args(["tasks", "watch", id, "--url", &format!("http://{}/mcp", server.addr)])
+        .args(extra)
+        .env("MCP_TASKS_LEDGER", work.path("ledger.sqlite3"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run mcp-tasks tasks watch");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    (child, rx)
+}
+
+#[test]
+fn stream_mcp_tasks_tasks_watch_prints_the_six_lines_as_printed_and_exits_0() {
+    let (work, server) = serve("");
+    let id = create(server.addr, None);
+    let (mut child, lines) = watch(&work, &server, &id, &[]);
+    let status = child.wait().expect("the watch ends");
+    let printed: Vec<String> = lines.try_iter().collect();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr).unwrap();
+    assert_eq!(printed, six(), "{stderr}");
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("mcp-tasks: progress 6/6") && stderr.contains("mcp-tasks: task completed"), "{stderr}");
+    // --json: one event per line, numbered from 0.
+    let (mut child, lines) = watch(&work, &server, &id, &["--json"]);
+    assert_eq!(child.wait().expect("the watch ends").code(), Some(0));
+    let events: Vec<Value> = lines.try_iter().map(|line| serde_json::from_str(&line).expect("a JSON line")).collect();
+    assert_eq!(events.iter().map(|e| e["seq"].as_u64().unwrap()).collect::<Vec<_>>(), (0..events.len() as u64).collect::<Vec<_>>());
+}
+
+#[test]
+fn stream_mcp_tasks_tasks_watch_rides_out_a_server_restart_resuming_after_its_last_event() {
+    let work = Workdir::new();
+    let slow = SIX_LINES.replace("sleep 0.1", "sleep 0.5");
+    std::fs::write(work.config(), format!("{CONFIG}\n{slow}")).unwrap();
+    let mut server = HttpServer::start(&work);
+    let id = create(server.addr, None);
+    let (mut child, lines) = watch(&work, &server, &id, &[]);
+    let mut printed = vec![lines.recv_timeout(Duration::from_secs(20)).expect("a first line")];
+    printed.push(lines.recv_timeout(Duration::from_secs(20)).expect("a second line"));
+    // Killed mid-task and started again on the same port: the task is interrupted (its tool
+    // fails on a restart), and the watch resumes where it was.
+    let addr = server.addr;
+    server.kill();
+    let _again = HttpServer::start_with_args(&work, work.store().as_os_str(), &[], &[std::ffi::OsStr::new("--listen"), std::ffi::OsStr::new(&addr.to_string())]);
+    let status = child.wait().expect("the watch ends");
+    printed.extend(lines.try_iter());
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr).unwrap();
+    assert!(stderr.contains("lost the server"), "{stderr}");
+    assert!(stderr.contains("mcp-tasks: task failed"), "the ending the restarted server wrote: {stderr}");
+    assert_eq!(status.code(), Some(1), "a failed task: {stderr}");
+    let expected: Vec<String> = six().into_iter().take(printed.len()).collect();
+    assert_eq!(printed, expected, "each line once, in order, none after the kill repeated: {stderr}");
+}
