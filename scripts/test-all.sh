@@ -34,7 +34,8 @@ trap 'rm -f "$log"' EXIT
 peers_ok=0
 bash interop/install.sh || peers_ok=$?
 
-cargo test --workspace --locked 2>&1 | tee "$log"
+# --no-fail-fast: every crate's tests run and count, whichever fails first.
+cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log"
 rust_status=${PIPESTATUS[0]}
 passed=$(grep -oE 'test result: [a-zA-Z]+\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')
 failed=$(grep -oE '[0-9]+ failed;' "$log" | awk '{s+=$1} END {print s+0}')

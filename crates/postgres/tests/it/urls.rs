@@ -52,8 +52,9 @@ async fn a_refusal_by_the_server_is_named_without_the_password() {
 #[tokio::test]
 async fn a_url_demanding_tls_gets_it_or_is_refused_saying_so() {
     let Some(server) = db::database_url() else { return };
-    let separator = if server.contains('?') { '&' } else { '?' };
-    let url = format!("{server}{separator}sslmode=require&application_name=mcp_tasks_tls_probe");
+    // A schema of its own: the store migrates what it connects to, never the shared `public`.
+    let schema = db::Schema::create(&server).await;
+    let url = format!("{}&sslmode=require&application_name=mcp_tasks_tls_probe", schema.url());
     let (client, connection) = tokio_postgres::connect(&server, tokio_postgres::NoTls).await.expect("the test server answers");
     tokio::spawn(connection);
     let ssl: String = client.query_one("SHOW ssl", &[]).await.expect("SHOW ssl").get(0);
