@@ -169,6 +169,11 @@ impl Engine {
         }
     }
 
+    /// Forgets what task `id`'s work reported and is not yet written.
+    pub(crate) fn forget_events(&self, id: &TaskId) {
+        self.inner.logs.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
+    }
+
     /// Writes task `id`'s pending events now, its unended line included: called before its
     /// outcome is written, so that the log holds everything the work reported.
     pub(crate) async fn flush_events(&self, id: &TaskId) {

@@ -266,10 +266,15 @@ impl Engine {
     async fn finish_early(&self, early: &Early, id: &TaskId, attempt: u32, ending: Ending) {
         let (event, message) = ending.event();
         let Err((event, message)) = early.offer(event, message, self.inner.clock.now()) else {
+            // The ending goes in with the insert: what the work printed is not logged (the log
+            // takes no append before the insert, nor after the ending).
+            self.forget_events(id);
             return;
         };
         if early.opened().await {
             self.finish_with(id, attempt, event, message).await;
+        } else {
+            self.forget_events(id);
         }
     }
 
