@@ -292,9 +292,13 @@ impl PostgresStore {
     async fn create(&self, task: &TaskRecord, values: &InsertValues<'_>, limits: &Limits, now: Timestamp) -> Result<Created, StoreError> {
         self.observed(async {
             let client = self.client().await?;
-            let create = client.prepare_cached(sql::CREATE).await.map_err(backend)?;
+            let recording = self.recording();
+            let create = client.prepare_cached(if recording { sql::CREATE_RECORDING } else { sql::CREATE }).await.map_err(backend)?;
             let mut params: Vec<&(dyn ToSql + Sync)> = values.params().to_vec();
             params.extend([&now.0 as &(dyn ToSql + Sync), &limits.retained, &limits.running, &limits.mine]);
+            if recording {
+                params.push(values.event());
+            }
             let answer = client.query_one(&create, &params).await.map_err(|err| {
                 if rows::is_duplicate_id(&err) { StoreError::Duplicate(task.id.clone()) } else { backend(err) }
             })?;

@@ -73,9 +73,13 @@ impl RecordStore for PostgresStore {
             // A version beyond i64 cannot be stored, so no row has it: the task moved on.
             let values =
                 ReplaceValues::new(id, expected, update, self.recording()).ok_or_else(|| StoreError::Conflict(id.clone()))?;
-            let [state, status, message, updated_at, attempt, task, version] = values.params();
-            let params: [&(dyn ToSql + Sync); 8] = [state, status, message, updated_at, attempt, task, version, values.event()];
-            let written = self.query_opt(sql::REPLACE, &params).await?;
+            let written = if self.recording() {
+                let [state, status, message, updated_at, attempt, task, version] = values.params();
+                let params: [&(dyn ToSql + Sync); 8] = [state, status, message, updated_at, attempt, task, version, values.event()];
+                self.query_opt(sql::REPLACE_RECORDING, &params).await?
+            } else {
+                self.query_opt(sql::REPLACE, &values.params()).await?
+            };
             written.ok_or_else(|| StoreError::Conflict(id.clone()))
         })
         .await;
@@ -173,9 +177,14 @@ impl RecordStore for PostgresStore {
                 ReplaceValues::new(id, expected, update, self.recording()).ok_or_else(|| StoreError::Conflict(id.clone()))?;
             let answer = Json(answer);
             let [state, status, message, updated_at, attempt, task, version] = values.params();
-            let params: [&(dyn ToSql + Sync); 10] =
-                [state, status, message, updated_at, attempt, task, version, &key, &answer, values.event()];
-            let written = self.query_opt(sql::ANSWER, &params).await?;
+            let written = if self.recording() {
+                let params: [&(dyn ToSql + Sync); 10] =
+                    [state, status, message, updated_at, attempt, task, version, &key, &answer, values.event()];
+                self.query_opt(sql::ANSWER_RECORDING, &params).await?
+            } else {
+                let params: [&(dyn ToSql + Sync); 9] = [state, status, message, updated_at, attempt, task, version, &key, &answer];
+                self.query_opt(sql::ANSWER, &params).await?
+            };
             written.ok_or_else(|| StoreError::Conflict(id.clone()))
         })
         .await;

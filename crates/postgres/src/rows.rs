@@ -30,11 +30,16 @@ pub(crate) async fn insert_keyed(
 ) -> Result<Inserted, StoreError> {
     let values = InsertValues::new(task, claim, origin, recording)?;
     let row = &values.row;
+    // Without webhooks the statement carries no delivery at all: its plan stays the one
+    // every lifecycle had (a NULL event in it made PostgreSQL plan it anew each time).
     let insert = client
-        .prepare_cached(sql::INSERT)
+        .prepare_cached(if recording { sql::INSERT_RECORDING } else { sql::INSERT })
         .await
         .map_err(backend)?;
-    let params = values.params();
+    let mut params = values.params().to_vec();
+    if recording {
+        params.push(values.event());
+    }
     for _ in 0..KEY_ROUNDS {
         match client.execute(&insert, &params).await {
             Ok(1) => return Ok(Inserted::New),
@@ -58,7 +63,7 @@ pub(crate) async fn insert_keyed(
 }
 
 /// The values of a task's row in the order of [`sql::INSERT`]'s parameters (`$1`…`$24`), and
-/// its webhook event (`$25`).
+/// its webhook event (`$25` of [`sql::INSERT_RECORDING`]).
 pub(crate) struct InsertValues<'a> {
     task: &'a TaskRecord,
     pub(crate) row: NewRow<'a>,
@@ -104,8 +109,8 @@ impl<'a> InsertValues<'a> {
         })
     }
 
-    /// The parameters `$1`…`$25`.
-    pub(crate) fn params(&self) -> [&(dyn ToSql + Sync); 25] {
+    /// The parameters `$1`…`$24`.
+    pub(crate) fn params(&self) -> [&(dyn ToSql + Sync); 24] {
         let (task, row) = (self.task, &self.row);
         [
             &row.id,
@@ -132,8 +137,12 @@ impl<'a> InsertValues<'a> {
             &self.era,
             &self.client_name,
             &self.client_version,
-            &self.event,
         ]
+    }
+
+    /// The webhook event's parameter (of the `_RECORDING` statements).
+    pub(crate) fn event(&self) -> &(dyn ToSql + Sync) {
+        &self.event
     }
 }
 

@@ -88,40 +88,45 @@ macro_rules! terminal {
     };
 }
 
+/// The text of [`INSERT`], with `extra` CTEs after its own.
+macro_rules! insert {
+    ($($extra:tt)*) => {
+        concat!(
+            "WITH inserted AS (INSERT INTO tasks (",
+            new_columns!(),
+            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, \
+             $20, $21, $22, $23, $24, ",
+            now_ms!(),
+            ") ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING \
+             RETURNING id, owner, version, updated_at, status, status_message), \
+             counted AS (INSERT INTO task_counts AS counts (owner, shard, tasks) SELECT owner, 0, 1 FROM inserted \
+             ON CONFLICT (owner, shard) DO UPDATE SET tasks = counts.tasks + 1), ",
+            history!("inserted", "true"),
+            $($extra)*
+            " SELECT 1 FROM inserted"
+        )
+    };
+}
+
 /// `insert`: the row, unless its owner's idempotency key is taken (then no row, no error);
 /// a taken id is a unique violation of the primary key. With the claim (`$20`, `$21`) and
 /// the origin (`$22`..`$24`), NULL when there is none; with its count (shard 0, which
 /// `insert_claimed` holds locked) and its first history row: one statement, one round trip.
 /// Answers a row if the task was written.
-pub const INSERT: &str = concat!(
-    "WITH inserted AS (INSERT INTO tasks (",
-    new_columns!(),
-    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, \
-     $20, $21, $22, $23, $24, ",
-    now_ms!(),
-    ") ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING \
-     RETURNING id, owner, version, updated_at, status, status_message), \
-     counted AS (INSERT INTO task_counts AS counts (owner, shard, tasks) SELECT owner, 0, 1 FROM inserted \
-     ON CONFLICT (owner, shard) DO UPDATE SET tasks = counts.tasks + 1), ",
-    history!("inserted", "true"),
-    ", ",
-    delivery!("inserted", "$25", "true"),
-    " SELECT 1 FROM inserted"
-);
+pub const INSERT: &str = insert!();
 
-/// `insert_placed`: a new task's whole creation in one statement, its own transaction
-/// (migration 0012 says why this shape): `$1`…`$25` the row of [`INSERT`] and its event, `$26` now, then
-/// the limits (retained, running in all, running of the owner). The owner's first free slot
-/// below its limit (less its plain calls), skipping those other creations are taking; the
-/// owner's count summed over its shards; the unfinished tasks and live plain calls of every
-/// owner; the row if all three leave room, with its slot, its count (this backend's shard) and
-/// its first history row. Answers whether the row was written, the owner's count, the number
-/// running, and whether a slot was free.
-pub const CREATE: &str = concat!(
+/// [`INSERT`] by a replica that records webhook deliveries: with the delivery of the event
+/// `$25` (NULL: none) in the same statement (migration 0013).
+pub const INSERT_RECORDING: &str = insert!(", ", delivery!("inserted", "$25", "true"),);
+
+/// The text of [`CREATE`], with `extra` CTEs after its own.
+macro_rules! create {
+    ($($extra:tt)*) => {
+        concat!(
     "WITH calls AS (SELECT count(*) AS n, count(*) FILTER (WHERE owner = $2::text) AS mine FROM running_places \
-     WHERE lease_until > $26::bigint AND NOT is_task), \
+     WHERE lease_until > $25::bigint AND NOT is_task), \
      slot AS (SELECT owner, slot FROM owner_slots WHERE owner = $2::text AND task_id IS NULL \
-     AND slot < $29::bigint - (SELECT mine FROM calls) ORDER BY slot LIMIT 1 FOR UPDATE SKIP LOCKED), \
+     AND slot < $28::bigint - (SELECT mine FROM calls) ORDER BY slot LIMIT 1 FOR UPDATE SKIP LOCKED), \
      decided AS (SELECT (SELECT coalesce(sum(tasks), 0)::bigint FROM task_counts WHERE owner = $2::text) AS retained, \
      (SELECT count(*) FROM tasks WHERE ",
     unfinished!(),
@@ -132,7 +137,7 @@ pub const CREATE: &str = concat!(
      $10::bigint, $11::bigint, $12::bigint, $13::bigint, $14::bigint, $15::boolean, $16::json, $17::text, $18::text, \
      $19::text, $20::text, $21::bigint, $22::text, $23::text, $24::text, ",
     now_ms!(),
-    " FROM decided WHERE retained < $27::bigint AND running < $28::bigint AND free \
+    " FROM decided WHERE retained < $26::bigint AND running < $27::bigint AND free \
      ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING \
      RETURNING id, owner, version, updated_at, status, status_message), \
      taken AS (UPDATE owner_slots SET task_id = inserted.id FROM inserted, slot \
@@ -141,10 +146,26 @@ pub const CREATE: &str = concat!(
     shard!(),
     ", 1 FROM inserted ON CONFLICT (owner, shard) DO UPDATE SET tasks = counts.tasks + 1), ",
     history!("inserted", "true"),
-    ", ",
-    delivery!("inserted", "$25", "true"),
+    $($extra)*
     " SELECT EXISTS (SELECT 1 FROM inserted), retained, running, free FROM decided"
-);
+)
+    };
+}
+
+/// `insert_placed`: a new task's whole creation in one statement, its own transaction
+/// (migration 0012 says why this shape): `$1`…`$24` the row of [`INSERT`], `$25` now, then
+/// the limits (retained, running in all, running of the owner). The owner's first free slot
+/// below its limit (less its plain calls), skipping those other creations are taking; the
+/// owner's count summed over its shards; the unfinished tasks and live plain calls of every
+/// owner; the row if all three leave room, with its slot, its count (this backend's shard) and
+/// its first history row. Answers whether the row was written, the owner's count, the number
+/// running, and whether a slot was free.
+pub const CREATE: &str = create!();
+
+/// [`CREATE`] by a replica that records webhook deliveries: with the delivery of the event
+/// `$29` (NULL: none) in the same statement (migration 0013).
+pub const CREATE_RECORDING: &str = create!(", ", delivery!("inserted", "$29", "true"),);
+
 
 /// `insert_placed`, when no slot was free: the owner's next slots (up to 16 more, never past
 /// `$2`, the limit), and its slots whose task is no longer unfinished freed (a slot is freed by
@@ -203,7 +224,13 @@ pub const GET: &str = concat!("SELECT ", columns!(), " FROM tasks WHERE id = $1"
 /// caller read, since only writes that bump the version change either), and the owner's slot
 /// freed if the task ended.
 macro_rules! written {
+    () => {
+        written!(@with "")
+    };
     ($event:literal) => {
+        written!(@with concat!(", ", delivery!("written, before", $event, "status IS DISTINCT FROM was")))
+    };
+    (@with $delivery:expr) => {
         concat!(
             "before AS (SELECT status AS was, status_message AS was_message FROM tasks WHERE id = $6), \
              written AS (UPDATE tasks SET state = $1, status = $2, status_message = $3, updated_at = $4, \
@@ -216,8 +243,7 @@ macro_rules! written {
                 "written, before",
                 "status IS DISTINCT FROM was OR status_message IS DISTINCT FROM was_message"
             ),
-            ", ",
-            delivery!("written, before", $event, "status IS DISTINCT FROM was"),
+            $delivery,
             ", freed AS (UPDATE owner_slots SET task_id = NULL FROM written WHERE written.",
             terminal!(),
             " AND owner_slots.owner = written.owner AND owner_slots.task_id = written.id)"
@@ -228,7 +254,11 @@ macro_rules! written {
 /// `replace`: the compare-and-set on the version and the read of the new row, one
 /// statement. Under READ COMMITTED a racer blocked on the row lock re-checks the `WHERE`
 /// against the winner's row, finds the version moved on and updates nothing.
-pub const REPLACE: &str = concat!("WITH ", written!("$8"), " SELECT ", columns!(), " FROM written");
+pub const REPLACE: &str = concat!("WITH ", written!(), " SELECT ", columns!(), " FROM written");
+
+/// [`REPLACE`] by a replica that records webhook deliveries: with the delivery of the event
+/// `$8` (NULL: none) in the same statement (migration 0013).
+pub const REPLACE_RECORDING: &str = concat!("WITH ", written!("$8"), " SELECT ", columns!(), " FROM written");
 
 /// `list`, first page.
 pub const LIST_FIRST: &str = concat!(
@@ -361,6 +391,17 @@ pub const CANCEL_REQUESTED: &str = "SELECT cancel_requested FROM tasks WHERE id 
 /// `answer`: the compare-and-set of `replace` and the answer's row in one statement (and so
 /// one transaction): no row updated, no answer stored.
 pub const ANSWER: &str = concat!(
+    "WITH ",
+    written!(),
+    ", stored AS (INSERT INTO task_answers (task_id, key, answer) SELECT id, $8, $9 FROM written \
+     ON CONFLICT (task_id, key) DO UPDATE SET answer = EXCLUDED.answer) SELECT ",
+    columns!(),
+    " FROM written"
+);
+
+/// [`ANSWER`] by a replica that records webhook deliveries: with the delivery of the event
+/// `$10` (NULL: none) in the same statement (migration 0013).
+pub const ANSWER_RECORDING: &str = concat!(
     "WITH ",
     written!("$10"),
     ", stored AS (INSERT INTO task_answers (task_id, key, answer) SELECT id, $8, $9 FROM written \
