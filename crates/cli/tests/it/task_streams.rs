@@ -35,28 +35,30 @@ fn request(method: &str, params: Value) -> String {
     json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string()
 }
 
-fn headers<'a>(method: &'a str, name: Option<&'a str>, token: Option<&'a str>) -> Vec<(&'a str, String)> {
+/// Both answers, JSON or SSE.
+const ANY: &str = "application/json, text/event-stream";
+
+/// POSTs `body`, a `method` request, with the headers a 2026-07-28 client mirrors (`Mcp-Name`
+/// `name`), the bearer `token` if any, accepting `accept`.
+fn post(addr: SocketAddr, method: &str, name: &str, token: Option<&str>, accept: &str, body: &str) -> http_peer::Reply {
+    let bearer = token.map(|token| format!("Bearer {token}"));
     let mut headers = vec![
-        ("Content-Type", "application/json".to_owned()),
-        ("Accept", "application/json, text/event-stream".to_owned()),
-        ("MCP-Protocol-Version", "2026-07-28".to_owned()),
-        ("Mcp-Method", method.to_owned()),
+        ("Content-Type", "application/json"),
+        ("Accept", accept),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+        ("Mcp-Name", name),
     ];
-    if let Some(name) = name {
-        headers.push(("Mcp-Name", name.to_owned()));
+    if let Some(bearer) = &bearer {
+        headers.push(("Authorization", bearer));
     }
-    if let Some(token) = token {
-        headers.push(("Authorization", format!("Bearer {token}")));
-    }
-    headers
+    http_peer::request(addr, "POST", &headers, Some(body))
 }
 
-/// Creates a `six_lines` task through `addr`; its id.
-fn create(addr: SocketAddr, token: Option<&str>) -> String {
-    let body = request("tools/call", json!({"name": "six_lines", "arguments": {}}));
-    let owned = headers("tools/call", Some("six_lines"), token);
-    let borrowed: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let reply = http_peer::request(addr, "POST", &borrowed, Some(&body));
+/// Creates a task of `tool` through `addr`; its id.
+fn create(addr: SocketAddr, tool: &str, token: Option<&str>) -> String {
+    let body = request("tools/call", json!({"name": tool, "arguments": {}}));
+    let reply = post(addr, "tools/call", tool, token, ANY, &body);
     let message = last_message(&reply.body);
     message["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {message}")).to_owned()
 }
@@ -74,9 +76,7 @@ fn stream(addr: SocketAddr, id: &str, after: Option<Value>, token: Option<&str>)
         params["after"] = after;
     }
     let body = request("tasks/stream", params);
-    let owned = headers("tasks/stream", Some(id), token);
-    let borrowed: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let reply = http_peer::request(addr, "POST", &borrowed, Some(&body));
+    let reply = post(addr, "tasks/stream", id, token, ANY, &body);
     let messages: Vec<Value> = if reply.header("content-type").is_some_and(|kind| kind.starts_with("text/event-stream")) {
         reply.body.lines().filter_map(|line| line.strip_prefix("data: ")).map(|data| serde_json::from_str(data).expect("JSON")).collect()
     } else {
@@ -114,7 +114,7 @@ fn serve(extra: &str) -> (Workdir, HttpServer) {
 #[test]
 fn stream_04_to_10_a_command_task_streamed_from_its_start_gives_every_event_in_order_its_six_lines_and_ends_with_the_result() {
     let (_work, server) = serve("");
-    let id = create(server.addr, None);
+    let id = create(server.addr, "six_lines", None);
     let (events, answer) = stream(server.addr, &id, None, None);
     assert_eq!(answer["result"]["resultType"], "complete", "the empty result ends it: {answer}");
     assert_eq!(seqs(&events), (0..events.len() as u64).collect::<Vec<_>>(), "0, 1, 2, … without gaps (stream_04, 05)");
@@ -140,7 +140,7 @@ fn stream_04_to_10_a_command_task_streamed_from_its_start_gives_every_event_in_o
 #[test]
 fn stream_17_18_resumed_after_2_gives_exactly_the_events_after_it_and_a_bad_cursor_is_32602() {
     let (_work, server) = serve("");
-    let id = create(server.addr, None);
+    let id = create(server.addr, "six_lines", None);
     let (all, _) = stream(server.addr, &id, None, None);
     let (rest, answer) = stream(server.addr, &id, Some(json!(2)), None);
     assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
@@ -165,7 +165,7 @@ fn stream_18_b_21_30_a_cursor_behind_what_is_kept_is_events_gone_with_the_earlie
     let config = CONFIG.replacen("[server]", "[server]\ntask_events = 3", 1);
     std::fs::write(work.config(), format!("{config}\n{SIX_LINES}")).unwrap();
     let server = HttpServer::start(&work);
-    let id = create(server.addr, None);
+    let id = create(server.addr, "six_lines", None);
     // Followed live to its end (each event sent as it came), then read again: pruned.
     let (live, _) = stream(server.addr, &id, None, None);
     assert_eq!(lines(&live), six());
@@ -186,7 +186,7 @@ fn stream_36_38_another_principals_task_streams_exactly_as_an_unknown_one() {
     let work = Workdir::new();
     std::fs::write(work.config(), format!("{CONFIG}\n{SIX_LINES}\n{TOKENS}")).unwrap();
     let server = HttpServer::start(&work);
-    let id = create(server.addr, Some(ALICE));
+    let id = create(server.addr, "six_lines", Some(ALICE));
     let (mine, answer) = stream(server.addr, &id, None, Some(ALICE));
     assert_eq!(lines(&mine), six(), "{answer}");
     let (events, theirs) = stream(server.addr, &id, None, Some(BOB));
@@ -202,7 +202,7 @@ fn stream_36_38_another_principals_task_streams_exactly_as_an_unknown_one() {
 #[test]
 fn stream_the_same_events_after_a_kill_9_and_a_restart() {
     let (work, mut server) = serve("");
-    let id = create(server.addr, None);
+    let id = create(server.addr, "six_lines", None);
     let (before, _) = stream(server.addr, &id, None, None);
     server.kill();
     let again = HttpServer::start(&work);
@@ -219,13 +219,7 @@ fn stream_a_stream_opened_on_one_process_follows_a_task_running_on_another() {
     std::fs::write(work.config(), format!("{CONFIG}\n{slow}")).unwrap();
     let a = HttpServer::start(&work);
     let b = HttpServer::start(&work);
-    let body = request("tools/call", json!({"name": "six_slow_lines", "arguments": {}}));
-    let owned = headers("tools/call", Some("six_slow_lines"), None);
-    let borrowed: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let id = last_message(&http_peer::request(a.addr, "POST", &borrowed, Some(&body)).body)["result"]["taskId"]
-        .as_str()
-        .expect("a task")
-        .to_owned();
+    let id = create(a.addr, "six_slow_lines", None);
     let started = Instant::now();
     let (events, answer) = stream(b.addr, &id, None, None);
     assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
@@ -239,7 +233,7 @@ fn stream_a_stream_opened_on_one_process_follows_a_task_running_on_another() {
 #[test]
 fn stream_needs_the_tasks_extension_and_an_sse_answer() {
     let (_work, server) = serve("");
-    let id = create(server.addr, None);
+    let id = create(server.addr, "six_lines", None);
     let mut params = json!({"taskId": id});
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -247,16 +241,11 @@ fn stream_needs_the_tasks_extension_and_an_sse_answer() {
         "io.modelcontextprotocol/clientInfo": {"name": "no-tasks", "version": "0"},
     });
     let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tasks/stream", "params": params}).to_string();
-    let owned = headers("tasks/stream", Some(&id), None);
-    let borrowed: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let refused = http_peer::request(server.addr, "POST", &borrowed, Some(&body)).json();
+    let refused = post(server.addr, "tasks/stream", &id, None, ANY, &body).json();
     assert_eq!(refused["error"]["code"], -32021, "{refused}");
     assert!(refused["error"]["data"]["requiredCapabilities"].to_string().contains(TASKS), "{refused}");
     let body = request("tasks/stream", json!({"taskId": id}));
-    let mut plain: Vec<(&str, &str)> = borrowed.clone();
-    plain.retain(|(name, _)| *name != "Accept");
-    plain.push(("Accept", "application/json"));
-    let reply = http_peer::request(server.addr, "POST", &plain, Some(&body));
+    let reply = post(server.addr, "tasks/stream", &id, None, "application/json", &body);
     assert_eq!(reply.status, 406, "{}", reply.body);
     assert!(reply.body.contains("tasks/stream answers with an SSE stream"), "{}", reply.body);
     let (events, answer) = stream(server.addr, &id, None, None);
@@ -288,7 +277,7 @@ fn watch(work: &Workdir, server: &HttpServer, id: &str, extra: &[&str]) -> (std:
 #[test]
 fn stream_mcp_tasks_tasks_watch_prints_the_six_lines_as_printed_and_exits_0() {
     let (work, server) = serve("");
-    let id = create(server.addr, None);
+    let id = create(server.addr, "six_lines", None);
     let (mut child, lines) = watch(&work, &server, &id, &[]);
     let status = child.wait().expect("the watch ends");
     let printed: Vec<String> = lines.try_iter().collect();
@@ -310,7 +299,7 @@ fn stream_mcp_tasks_tasks_watch_rides_out_a_server_restart_resuming_after_its_la
     let slow = SIX_LINES.replace("sleep 0.1", "sleep 0.5");
     std::fs::write(work.config(), format!("{CONFIG}\n{slow}")).unwrap();
     let mut server = HttpServer::start(&work);
-    let id = create(server.addr, None);
+    let id = create(server.addr, "six_lines", None);
     let (mut child, lines) = watch(&work, &server, &id, &[]);
     let mut printed = vec![lines.recv_timeout(Duration::from_secs(20)).expect("a first line")];
     printed.push(lines.recv_timeout(Duration::from_secs(20)).expect("a second line"));
