@@ -403,16 +403,24 @@ fn input_requests(state: &TaskState) -> Value {
 /// What the list shows of a task.
 fn summary(task: &TaskRecord, now: i64) -> Value {
     let end = if task.status().is_terminal() { task.updated_at.0 } else { now };
-    json!({
+    // The status an operator is told: a tool error is `failed` whatever era made the task;
+    // what the task's own era says on the wire, when that differs (2026-07-28: `completed`
+    // with `isError`), is beside it.
+    let status = task.state.operator_status();
+    let mut summary = json!({
         "id": task.id.as_str(),
         "tool": task.tool,
-        "status": task.status().as_str(),
+        "status": status.as_str(),
         "statusMessage": task.status_message,
         "createdAt": task.created_at.0,
         "updatedAt": task.updated_at.0,
         "durationMs": end.saturating_sub(task.created_at.0).max(0),
         "attempt": task.attempt,
-    })
+    });
+    if status != task.status() {
+        summary["wireStatus"] = json!(task.status().as_str());
+    }
+    summary
 }
 
 fn now_ms() -> i64 {

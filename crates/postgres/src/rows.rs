@@ -203,7 +203,7 @@ impl<'a> ReplaceValues<'a> {
     pub(crate) fn new(id: &'a TaskId, expected: Version, update: &'a Update, recording: bool) -> Option<ReplaceValues<'a>> {
         Some(ReplaceValues {
             state: Json(&update.state),
-            status: update.state.status().as_str(),
+            status: update.state.operator_status().as_str(),
             message: &update.status_message,
             updated_at: update.updated_at.0,
             attempt: i64::from(update.attempt),
@@ -258,7 +258,7 @@ impl<'a> NewRow<'a> {
         Ok(NewRow {
             id: task.id.as_str(),
             owner: task.owner.as_str(),
-            status: task.status().as_str(),
+            status: task.state.operator_status().as_str(),
             ttl_ms: task.ttl_ms.map(to_i64).transpose()?,
             expires_at: task.expires_at().map(|at| at.0),
             poll_interval_ms: task.poll_interval_ms.map(to_i64).transpose()?,

@@ -46,6 +46,7 @@ const MIGRATIONS: &[Migration] = &[
     sql(include_str!("../migrations/0015_many_processes.sql")),
     sql(include_str!("../migrations/0016_webhook_deliveries.sql")),
     sql(include_str!("../migrations/0017_task_event_logs.sql")),
+    sql(include_str!("../migrations/0018_operator_status.sql")),
 ];
 
 /// The schema version this build writes: the number of migrations.

@@ -101,7 +101,7 @@ impl RecordStore for SqliteStore {
         let expected_version = expected.0;
         let expected = to_i64(expected.0).map_err(StoreError::backend)?;
         let state = to_json(&update.state).map_err(StoreError::backend)?;
-        let status = update.state.status().as_str();
+        let status = update.state.operator_status().as_str();
         let update = update.clone();
         let written = self.write(move |tx| {
             // The row at the expected version and the length of its arguments: as the cache
@@ -309,7 +309,7 @@ impl RecordStore for SqliteStore {
         let task = id.clone();
         let expected = to_i64(expected.0).map_err(StoreError::backend)?;
         let state = to_json(&update.state).map_err(StoreError::backend)?;
-        let status = update.state.status().as_str();
+        let status = update.state.operator_status().as_str();
         let message = update.status_message.clone();
         let event = event_of(&update.state);
         let (updated_at, attempt) = (update.updated_at.0, update.attempt);

@@ -51,7 +51,7 @@ impl NewRow {
             owner: task.owner.as_str().to_owned(),
             tool: task.tool.clone(),
             arguments: to_json(&task.arguments)?,
-            status: task.status().as_str(),
+            status: task.state.operator_status().as_str(),
             state: to_json(&task.state)?,
             status_message: task.status_message.clone(),
             created_at: task.created_at.0,
@@ -79,7 +79,7 @@ impl NewRow {
     /// and the finished row itself (no `task_history` row, as for any usual lifecycle).
     pub(crate) fn end_early(&mut self, ended: &TaskRecord) -> rusqlite::Result<()> {
         self.ended_early = self.creation_in_row();
-        self.status = ended.status().as_str();
+        self.status = ended.state.operator_status().as_str();
         self.state = to_json(&ended.state)?;
         self.event = event_of(&ended.state);
         self.status_message.clone_from(&ended.status_message);
@@ -183,7 +183,7 @@ impl Entry<'_> {
         Entry {
             version: i64::try_from(record.version.0).unwrap_or(i64::MAX),
             at: record.updated_at.0,
-            status: record.status().as_str(),
+            status: record.state.operator_status().as_str(),
             message: record.status_message.as_deref(),
             event: event_of(&record.state),
         }

@@ -101,7 +101,7 @@ fn entry(task: &TaskRecord) -> HistoryEntry {
     HistoryEntry {
         version: task.version,
         at: task.updated_at,
-        status: task.status(),
+        status: task.state.operator_status(),
         message: task.status_message.clone(),
     }
 }
@@ -248,7 +248,7 @@ impl MemoryStore {
             .get_mut(id)
             .filter(|task| task.version == expected)
             .ok_or_else(|| StoreError::Conflict(id.clone()))?;
-        let changed = task.status() != update.state.status() || task.status_message != update.status_message;
+        let changed = task.state.operator_status() != update.state.operator_status() || task.status_message != update.status_message;
         update.clone().apply(task);
         let task = task.clone();
         if changed {
@@ -572,7 +572,7 @@ impl ViewStore for MemoryStore {
         let tables = self.lock();
         let mut counts: Vec<(Status, u64)> = Vec::new();
         for (_, id) in tables.by_owner.get(owner).into_iter().flatten() {
-            let Some(status) = tables.tasks.get(id).map(TaskRecord::status) else {
+            let Some(status) = tables.tasks.get(id).map(|task| task.state.operator_status()) else {
                 continue;
             };
             match counts.iter_mut().find(|(s, _)| *s == status) {

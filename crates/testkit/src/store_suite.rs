@@ -109,6 +109,7 @@ macro_rules! store_suite {
             a_process_group_is_recorded_with_its_task_and_goes_with_it,
             browse_pages_newest_first_with_filters,
             status_counts_follow_writes,
+            a_tool_error_is_counted_browsed_and_recorded_as_failed,
             the_status_history_records_each_change_and_goes_with_its_task,
             the_history_has_answers_and_every_change_of_a_finished_task,
             an_origin_is_recorded_with_its_task_and_goes_with_it,

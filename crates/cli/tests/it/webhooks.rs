@@ -359,6 +359,22 @@ fn webhooks_a_2026_07_28_tool_error_is_delivered_and_counted_as_failed() {
         metrics.lines().any(|line| line.starts_with("mcp_tasks_tasks_finished_total{tool=\"fails_later\"") && line.contains("status=\"failed\"")),
         "{metrics}"
     );
+    // The web view: the task's badge, the `failed` filter and the counts say failed; what
+    // its era said on the wire is beside it.
+    let ui = |path: &str| -> Value {
+        let reply = crate::http_peer::request_to(server.addr, "GET", path, &[], None);
+        assert_eq!(reply.status, 200, "{path}: {}", reply.body);
+        reply.json()
+    };
+    let task = ui(&format!("/ui/api/tasks/{id}"));
+    let task = if task.get("task").is_some() { task["task"].clone() } else { task };
+    assert_eq!((task["status"].clone(), task["wireStatus"].clone()), (json!("failed"), json!("completed")), "{task}");
+    let failed = ui("/ui/api/tasks?status=failed");
+    assert!(failed["tasks"].as_array().unwrap().iter().any(|task| task["id"] == id.as_str()), "{failed}");
+    let completed = ui("/ui/api/tasks?status=completed");
+    assert!(!completed["tasks"].as_array().unwrap().iter().any(|task| task["id"] == id.as_str()), "{completed}");
+    assert_eq!(failed["counts"]["failed"], 1, "{failed}");
+    assert!(failed["counts"].get("completed").is_none_or(|n| n == 0), "{failed}");
 }
 
 /// Kill -9 loops on an SQLite file (issue 43, part 3): every ending committed by any of

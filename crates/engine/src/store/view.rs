@@ -20,8 +20,9 @@ pub trait ViewStore: Send + Sync + 'static {
     /// [`StoreError::Backend`].
     async fn browse(&self, query: &BrowseQuery) -> Result<Vec<TaskRecord>, StoreError>;
 
-    /// How many of the owner's stored tasks are in each status (statuses with none are
-    /// left out), read from an index of owner and status.
+    /// How many of the owner's stored tasks are in each status as an operator is told it
+    /// (a tool error is `failed` in every era; statuses with none are left out), read from
+    /// an index of owner and status.
     ///
     /// # Errors
     /// [`StoreError::Backend`].
@@ -57,7 +58,7 @@ pub trait ViewStore: Send + Sync + 'static {
 pub struct BrowseQuery {
     /// Only this principal's tasks.
     pub owner: Principal,
-    /// Only tasks in this status.
+    /// Only tasks in this status, as an operator is told it (a tool error is `failed`).
     pub status: Option<Status>,
     /// Only tasks of this tool (exact name).
     pub tool: Option<String>,
@@ -77,7 +78,8 @@ pub struct HistoryEntry {
     pub version: Version,
     /// The time of the write (the task's `updated_at` then).
     pub at: Timestamp,
-    /// The status after the write.
+    /// The status after the write, as an operator is told it
+    /// ([`TaskState::operator_status`](crate::TaskState::operator_status)).
     pub status: Status,
     /// The status message after the write.
     pub message: Option<String>,
@@ -99,7 +101,7 @@ impl BrowseQuery {
     /// Whether `task` passes every filter of the query (the cursor and owner aside); the
     /// definition every store's `WHERE` follows.
     pub fn matches(&self, task: &TaskRecord) -> bool {
-        self.status.is_none_or(|status| task.status() == status)
+        self.status.is_none_or(|status| task.state.operator_status() == status)
             && self.tool.as_ref().is_none_or(|tool| &task.tool == tool)
             && self.text.as_ref().is_none_or(|text| {
                 let needle = text.to_ascii_lowercase();

@@ -5,6 +5,7 @@ mod early;
 mod engine_creates;
 mod group_commit;
 mod hot;
+mod operator_status;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -62,7 +63,7 @@ async fn tasks_survive_closing_and_reopening_the_file() {
     );
     assert_eq!(replaced.version, Version(2));
     // Reopening does not run the migration again (it would fail: the table exists).
-    assert_eq!(reopened.pragma("user_version").await.expect("pragma"), "17");
+    assert_eq!(reopened.pragma("user_version").await.expect("pragma"), "18");
 }
 
 #[tokio::test]
@@ -255,7 +256,7 @@ async fn migration_0003_counts_the_tasks_already_stored() {
         }
     }
     let store = SqliteStore::open(&path).expect("the store opens and migrates");
-    assert_eq!(store.pragma("user_version").await.expect("pragma"), "17");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "18");
     let count = |owner: &'static str| {
         let store = store.clone();
         async move { store.count(&Principal::new(owner)).await.expect("count") }
@@ -416,7 +417,7 @@ async fn migration_0004_keeps_old_rows_readable_and_adds_idempotency_keys() {
         .expect("a version 3 row");
     }
     let store = SqliteStore::open(&path).expect("the store opens and migrates");
-    assert_eq!(store.pragma("user_version").await.expect("pragma"), "17");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "18");
     let old = store
         .get(&"old".into())
         .await
@@ -637,7 +638,7 @@ async fn migration_0013_keeps_the_counts_and_pages_of_a_store_written_before_it(
     }
     back_to_schema_12(&path);
     let store = SqliteStore::open(&path).expect("the store opens and migrates");
-    assert_eq!(store.pragma("user_version").await.expect("pragma"), "17");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "18");
     assert_the_indexes_of_0013(&path);
     // Each of alice's ten tasks in its status's page, newest first, and the same pages as
     // before the migration.
@@ -754,7 +755,7 @@ async fn migration_0014_keeps_the_history_written_before_it_and_writes_none_for_
         .expect("the schema of version 13");
     }
     let store = SqliteStore::open(&path).expect("the store opens and migrates");
-    assert_eq!(store.pragma("user_version").await.expect("pragma"), "17");
+    assert_eq!(store.pragma("user_version").await.expect("pragma"), "18");
     let done = Update {
         state: TaskState::Completed { result: serde_json::json!({"content": []}) },
         status_message: None,
@@ -781,3 +782,4 @@ async fn migration_0014_keeps_the_history_written_before_it_and_writes_none_for_
     assert_eq!(rows(old.id.as_str()), 1, "the old task's creation, as it was");
     assert_eq!(rows(new.id.as_str()), 0, "a plain lifecycle writes no history row");
 }
+

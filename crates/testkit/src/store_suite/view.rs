@@ -233,6 +233,38 @@ pub async fn status_counts_follow_writes(store: Arc<dyn TaskStore>) {
     );
 }
 
+/// A task whose tool reported an error (a `completed` state whose result has `isError`, as
+/// 2026-07-28 keeps it) is `failed` to the operator: counted and browsed as failed, with the
+/// history's entry saying so, while the task reads back as written (issue 42).
+pub async fn a_tool_error_is_counted_browsed_and_recorded_as_failed(store: Arc<dyn TaskStore>) {
+    let (tool_error, fine) = (task_at("alice", T0.0, Some(10), TaskState::Working), task_at("alice", T0.0 + 1, Some(10), TaskState::Working));
+    insert_all(&*store, &[tool_error.clone(), fine.clone()]).await;
+    let ended = |result: serde_json::Value| Update {
+        state: TaskState::Completed { result },
+        status_message: None,
+        updated_at: Timestamp(T0.0 + 2),
+        attempt: 1,
+    };
+    let written = store
+        .replace(&tool_error.id, tool_error.version, &ended(serde_json::json!({"content": [], "isError": true})))
+        .await
+        .expect("replace succeeds");
+    store.replace(&fine.id, fine.version, &ended(serde_json::json!({"content": []}))).await.expect("replace succeeds");
+    assert_eq!(written.status(), Status::Completed, "the task as its era's wire says");
+    let mut counts = store.status_counts(&Principal::new("alice")).await.expect("counts succeed");
+    counts.sort_by_key(|(status, _)| status.as_str());
+    assert_eq!(counts, [(Status::Completed, 1), (Status::Failed, 1)]);
+    let page = |status: Status| {
+        let store = Arc::clone(&store);
+        async move { ids(&store.browse(&BrowseQuery { status: Some(status), ..query("alice", 10) }).await.expect("browse")) }
+    };
+    assert_eq!(page(Status::Failed).await, ids(std::slice::from_ref(&tool_error)));
+    assert_eq!(page(Status::Completed).await, ids(std::slice::from_ref(&fine)));
+    let history = store.history(&tool_error.id).await.expect("history");
+    assert_eq!(history.last().map(|entry| entry.status), Some(Status::Failed), "{history:?}");
+    assert_eq!(store.get(&tool_error.id).await.expect("get").map(|task| task.status()), Some(Status::Completed));
+}
+
 /// A write of `state` and `message` at `T0 + at`, attempt 1.
 fn update_at(state: TaskState, message: Option<&str>, at: i64) -> Update {
     Update {
