@@ -650,9 +650,17 @@ impl Engine {
                     return Err(EngineError::Refused { id: id.clone(), from: task.status(), event: event.kind() });
                 }
                 let state = transition(task, event)?;
+                // A message of the running task ("Running again after a server restart", a
+                // command's own status) says nothing of its ending: an ending without one
+                // of its own has none.
+                let status_message = match message {
+                    Some(message) => Some(message),
+                    None if state.status().is_terminal() => None,
+                    None => task.status_message.clone(),
+                };
                 Ok(Some(Update {
                     state,
-                    status_message: message.or_else(|| task.status_message.clone()),
+                    status_message,
                     updated_at: self.inner.clock.now(),
                     attempt: task.attempt,
                 }))
