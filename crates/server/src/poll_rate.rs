@@ -5,11 +5,18 @@
 //! `data: {"limit": "poll_rate", "rate": …, "burst": …, "retryAfterMs": …}`. The refusal
 //! changes nothing; the client waits `retryAfterMs` and asks again.
 //!
+//! A client that polls as it is told is never refused, however many tasks it has running: a
+//! read of a task that comes at least half a `pollInterval` after the principal's previous
+//! read of that task (or its creation here) is *paced*, and served without taking from the
+//! bucket. Only reads faster than that, and reads of tasks this process has not seen the
+//! principal make or read (unknown ids, `tasks/list`), spend the bucket.
+//!
 //! The code is the one of every other limit of the server (`-32010`, "refused by a limit,
 //! nothing was done, try again later"), so a client that already backs off on it needs no
 //! new case; `data.limit` says which limit it was.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher as _, RandomState};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -38,10 +45,30 @@ impl PollRate {
     pub const OFF: PollRate = PollRate { rate: 0, burst: 0 };
 }
 
-/// The buckets of every principal that polled.
+/// Paced reads remembered at most: past this, new tasks' reads spend the bucket (the map
+/// never grows without bound, whatever a client does).
+const MOST_PACED: usize = 1 << 20;
+
+/// The buckets of every principal that polled, and when each task was last read.
 pub(crate) struct PollLimiter {
     rate: PollRate,
+    /// The shortest gap between two reads of one task that is paced: half the `pollInterval`
+    /// the server gives (a client starts its pause when an answer arrives, so half leaves
+    /// room for any jitter).
+    pace: Duration,
     buckets: Mutex<HashMap<Principal, Bucket>>,
+    paced: Mutex<Paced>,
+}
+
+/// When each (principal, task) was last read or made, keyed by a keyed hash of the pair (a
+/// collision, which nobody can aim at, only lets one more read through unpaced-checked).
+#[derive(Default)]
+struct Paced {
+    hasher: RandomState,
+    last: HashMap<u64, Instant>,
+    /// The size past which stale entries are dropped next (doubling, so that dropping costs
+    /// O(1) per read, amortized).
+    prune_at: usize,
 }
 
 struct Bucket {
@@ -50,16 +77,61 @@ struct Bucket {
 }
 
 impl PollLimiter {
-    pub(crate) fn new(rate: PollRate) -> PollLimiter {
-        PollLimiter { rate, buckets: Mutex::new(HashMap::new()) }
+    /// A limiter of `rate`, for a server that gives clients `poll_interval`.
+    pub(crate) fn new(rate: PollRate, poll_interval: Duration) -> PollLimiter {
+        PollLimiter {
+            rate,
+            pace: poll_interval / 2,
+            buckets: Mutex::new(HashMap::new()),
+            paced: Mutex::new(Paced { prune_at: PRUNE_ABOVE, ..Paced::default() }),
+        }
     }
 
-    /// Takes one read from `principal`'s bucket, or says how long to wait for one.
+    /// Serves a read of `task` (none for `tasks/list`) if it is paced, else takes one read
+    /// from `principal`'s bucket, or says how long to wait for one.
     ///
     /// # Errors
     /// [`LIMIT_EXCEEDED`] with `data.limit` `poll_rate` and `data.retryAfterMs`.
-    pub(crate) fn check(&self, principal: &Principal, method: &str) -> Result<(), RpcError> {
-        self.take(principal, Instant::now()).map_err(|wait| self.refusal(method, wait))
+    pub(crate) fn check(&self, principal: &Principal, method: &str, task: Option<&str>) -> Result<(), RpcError> {
+        if self.rate.rate == 0 {
+            return Ok(());
+        }
+        let now = Instant::now();
+        if let Some(task) = task
+            && self.paced_read(principal, task, now)
+        {
+            return Ok(());
+        }
+        self.take(principal, now).map_err(|wait| self.refusal(method, wait))
+    }
+
+    /// Notes that `principal` made `task` here: its first read at the pace is paced.
+    pub(crate) fn created(&self, principal: &Principal, task: &str) {
+        if self.rate.rate != 0 {
+            self.note(principal, task, Instant::now());
+        }
+    }
+
+    /// Whether a read of `task` at `now` is paced; the read is noted either way.
+    fn paced_read(&self, principal: &Principal, task: &str, now: Instant) -> bool {
+        let previous = self.note(principal, task, now);
+        previous.is_some_and(|at| now.saturating_duration_since(at) >= self.pace)
+    }
+
+    /// Notes a read (or the creation) of `task` at `now`; when the one before was.
+    fn note(&self, principal: &Principal, task: &str, now: Instant) -> Option<Instant> {
+        let mut paced = self.paced.lock().unwrap_or_else(PoisonError::into_inner);
+        let key = paced.hasher.hash_one((principal, task));
+        if paced.last.len() >= paced.prune_at {
+            // Entries older than a few intervals belong to tasks nobody polls any more.
+            let stale = (self.pace * 8).max(Duration::from_secs(60));
+            paced.last.retain(|_, at| now.saturating_duration_since(*at) < stale);
+            paced.prune_at = (paced.last.len() * 2).max(PRUNE_ABOVE);
+        }
+        if paced.last.len() >= MOST_PACED {
+            return paced.last.get(&key).copied();
+        }
+        paced.last.insert(key, now)
     }
 
     /// One read at `now`; `Err(wait)` until the next token.
@@ -108,7 +180,7 @@ mod tests {
 
     #[test]
     fn a_burst_is_served_then_reads_come_at_the_rate_and_principals_have_their_own_buckets() {
-        let limiter = PollLimiter::new(PollRate { rate: 10, burst: 3 });
+        let limiter = PollLimiter::new(PollRate { rate: 10, burst: 3 }, Duration::from_secs(1));
         let (alice, bob) = (Principal::new("alice"), Principal::new("bob"));
         let start = Instant::now();
         for _ in 0..3 {
@@ -123,16 +195,59 @@ mod tests {
 
     #[test]
     fn rate_zero_is_off_and_the_refusal_says_how_long_to_wait() {
-        let off = PollLimiter::new(PollRate::OFF);
+        let off = PollLimiter::new(PollRate::OFF, Duration::from_secs(1));
         let anyone = Principal::new("p");
         assert!((0..10_000).all(|_| off.take(&anyone, Instant::now()).is_ok()));
-        let on = PollLimiter::new(PollRate { rate: 1, burst: 1 });
-        on.check(&anyone, "tasks/get").unwrap();
-        let error = on.check(&anyone, "tasks/get").unwrap_err();
+        let on = PollLimiter::new(PollRate { rate: 1, burst: 1 }, Duration::from_secs(1));
+        on.check(&anyone, "tasks/get", None).unwrap();
+        let error = on.check(&anyone, "tasks/get", None).unwrap_err();
         assert_eq!(error.code, LIMIT_EXCEEDED);
         let data = error.data.unwrap();
         assert_eq!((data["limit"].clone(), data["rate"].clone(), data["burst"].clone()), (json!("poll_rate"), json!(1), json!(1)));
         assert!(data["retryAfterMs"].as_u64().is_some_and(|ms| ms > 900 && ms <= 1001), "{data}");
         assert!(error.message.starts_with("Polling too fast"), "{}", error.message);
+    }
+
+    #[test]
+    fn reads_of_each_task_at_half_its_interval_or_slower_are_never_refused_and_faster_ones_spend_the_bucket() {
+        let limiter = PollLimiter::new(PollRate { rate: 2, burst: 2 }, Duration::from_millis(250));
+        let alice = Principal::new("alice");
+        let start = Instant::now();
+        let tasks: Vec<String> = (0..60).map(|n| format!("task-{n}")).collect();
+        for task in &tasks {
+            limiter.note(&alice, task, start);
+        }
+        // Sixty tasks, each read every 250 ms for 10 s: 2,400 reads at a rate of 2 per second.
+        for round in 1..=40 {
+            let now = start + Duration::from_millis(250 * round);
+            for task in &tasks {
+                assert!(limiter.paced_read(&alice, task, now), "round {round}, {task}");
+            }
+        }
+        // One task read twice at once: the second read is not paced, so it takes from the
+        // bucket (2), and then it is refused.
+        let later = start + Duration::from_secs(11);
+        assert!(limiter.paced_read(&alice, &tasks[0], later));
+        assert!(!limiter.paced_read(&alice, &tasks[0], later));
+        assert!(limiter.take(&alice, later).is_ok() && limiter.take(&alice, later).is_ok());
+        assert!(limiter.take(&alice, later).is_err());
+        // Another principal reading alice's task id is not paced by alice's reads.
+        assert!(!limiter.paced_read(&Principal::new("bob"), &tasks[1], later));
+    }
+
+    #[test]
+    fn the_paced_map_drops_tasks_nobody_polls_and_stays_bounded() {
+        let limiter = PollLimiter::new(PollRate { rate: 2, burst: 2 }, Duration::from_millis(250));
+        let alice = Principal::new("alice");
+        let start = Instant::now();
+        for n in 0..5_000 {
+            limiter.note(&alice, &format!("old-{n}"), start);
+        }
+        let later = start + Duration::from_secs(120);
+        for n in 0..5_000 {
+            limiter.note(&alice, &format!("new-{n}"), later);
+        }
+        let size = limiter.paced.lock().unwrap().last.len();
+        assert!(size <= 5_000 + PRUNE_ABOVE, "stale entries dropped: {size}");
     }
 }

@@ -269,6 +269,7 @@ impl ServerBuilder {
     pub fn build(mut self) -> Result<Server, BuildError> {
         self.tools.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
         let tools = ToolRegistry::new(self.engine.clone());
+        let poll_interval = Duration::from_millis(self.engine.policy().poll_interval_ms);
         for tool in self.tools {
             tools.insert(tool)?;
         }
@@ -290,7 +291,7 @@ impl ServerBuilder {
                 codecs: codec::State::new(self.retry_wait),
                 list_changes: ListChanges::default(),
                 metrics,
-                polls: crate::poll_rate::PollLimiter::new(self.poll_rate),
+                polls: crate::poll_rate::PollLimiter::new(self.poll_rate, poll_interval),
             }),
         })
     }

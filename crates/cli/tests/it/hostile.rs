@@ -205,7 +205,7 @@ fn check(row: &Row, status: u16, message: Option<&Value>) -> Result<(), String> 
     Ok(())
 }
 
-fn hostile_config(work: &Workdir, extra: &str) {
+pub(crate) fn hostile_config(work: &Workdir, extra: &str) {
     std::fs::write(work.config(), format!("{CONFIG}\n{TOKENS}")).unwrap();
     let text = std::fs::read_to_string(work.config()).unwrap();
     // The [server] table comes first in CONFIG: the extra keys go into it.
@@ -274,7 +274,7 @@ fn limited(extra: &str) -> (Workdir, HttpServer) {
 }
 
 /// A 2026-07-28 `tasks/get` of `id` as the bearer of `token`.
-fn modern_get(addr: SocketAddr, token: &str, id: &str) -> (u16, Value) {
+pub(crate) fn modern_get(addr: SocketAddr, token: &str, id: &str) -> (u16, Value) {
     let params = modern_meta(&json!({"taskId": id}));
     let headers = vec![
         ("Content-Type", "application/json".to_owned()),
@@ -290,14 +290,20 @@ fn modern_get(addr: SocketAddr, token: &str, id: &str) -> (u16, Value) {
 
 #[test]
 fn hostile_polling_beyond_the_rate_is_refused_per_principal_with_32010_and_a_wait_then_served_again() {
-    let (_work, server) = limited("poll_rate = 2\npoll_burst = 4");
+    // A pollInterval of 30 s: every read below comes far sooner after the one before than
+    // half of it, so none is a paced read (those are never refused; see `compliant_polls`).
+    let work = Workdir::new();
+    hostile_config(&work, "poll_rate = 2\npoll_burst = 4");
+    let text = std::fs::read_to_string(work.config()).unwrap().replacen("poll_interval = \"250ms\"", "poll_interval = \"30s\"", 1);
+    std::fs::write(work.config(), text).unwrap();
+    let server = HttpServer::start(&work);
     let mut alice = Client::new(&server, Some(ALICE));
     alice.initialize();
     let mut bob = Client::new(&server, Some(BOB));
     bob.initialize();
     let created = alice.result("tools/call", json!({"name": "echo", "arguments": {"text": "x"}, "task": {}}));
     let id = created["task"]["taskId"].as_str().unwrap().to_owned();
-    // The burst is answered, faster than the task's pollInterval (250 ms) and without pause.
+    // The burst is answered, faster than the task's pollInterval (30 s) and without pause.
     for _ in 0..4 {
         alice.result("tasks/get", json!({"taskId": id}));
     }

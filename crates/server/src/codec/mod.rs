@@ -69,6 +69,11 @@ impl serde::Serialize for Rfc3339 {
     }
 }
 
+/// The `taskId` of a task request's params, if it has one (both eras name it so).
+pub(crate) fn task_id_of(params: Option<&Value>) -> Option<&str> {
+    params?.get("taskId")?.as_str()
+}
+
 /// Parses required params.
 ///
 /// # Errors

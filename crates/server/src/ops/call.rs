@@ -124,6 +124,7 @@ pub(crate) async fn create_task(ctx: &RequestContext, call: TaskCall) -> Result<
         None => Creation::New(engine.create(new).await?),
     };
     let record = creation.record();
+    ctx.server().inner.polls.created(&ctx.principal, record.id.as_str());
     if creation.is_new() {
         ctx.server().metrics().task_created(record, ctx.era);
         tracing::debug!(task = %record.id, era = %ctx.era, tool = %record.tool, "task created");

@@ -144,7 +144,8 @@ async fn route(session: &Arc<LegacySession>, ctx: &RequestContext, request: Requ
     let name = request.method.as_str();
     let catalog = &ctx.server().inner.catalog;
     if matches!(name, method::TASKS_GET | method::TASKS_LIST)
-        && let Err(refused) = ctx.server().inner.polls.check(&ctx.principal, name)
+        && let Err(refused) =
+            ctx.server().inner.polls.check(&ctx.principal, name, crate::codec::task_id_of(params.as_ref()))
     {
         return Some(Err(refused));
     }

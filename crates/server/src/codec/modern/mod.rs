@@ -172,7 +172,7 @@ async fn route(meta: &RequestMeta, ctx: &RequestContext, request: Request) -> Re
     let tasks = meta.declares_extension(TASKS_EXTENSION);
     if tasks
         && name == method::TASKS_GET
-        && let Err(refused) = ctx.server().inner.polls.check(&ctx.principal, name)
+        && let Err(refused) = ctx.server().inner.polls.check(&ctx.principal, name, crate::codec::task_id_of(params.as_ref()))
     {
         return Some(Err(refused));
     }
