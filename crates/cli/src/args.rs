@@ -31,14 +31,15 @@ pub(crate) struct Cli {
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Serve the tools of a TOML config as an MCP server with durable tasks.
-    ///
-    /// Examples: mcp-tasks serve --config examples/demo.toml (HTTP on 127.0.0.1:8765)
-    ///           mcp-tasks serve --config examples/demo.toml --stdio
+    #[command(after_help = "Examples:\n  \
+        mcp-tasks serve --config examples/demo.toml           # HTTP at http://127.0.0.1:8765/mcp\n  \
+        mcp-tasks serve --config examples/demo.toml --stdio   # what a host starts")]
     Serve(ServeArgs),
 
-    /// Give any MCP server durable tasks: serve its tools (each a task when the client
-    /// wants one), resources, prompts and completion, in both MCP eras, from a stdio
-    /// command or an HTTP URL.
+    /// Give any MCP server durable tasks, in both MCP eras (a stdio command or an HTTP URL).
+    ///
+    /// Its tools (each a task when the client wants one), resources, prompts and completion
+    /// are served.
     ///
     /// The upstream server is started (--upstream-cmd, split into words like a POSIX shell
     /// would but run without one, in a process group of its own) or reached over Streamable
@@ -51,17 +52,18 @@ pub(crate) enum Command {
     ///
     /// Per-tool settings go in the --config file as [upstream.tools.NAME] (task_support,
     /// timeout, on_restart, max_attempts, max_concurrent, inline_wait); [server] as for serve.
-    ///
-    /// Examples: mcp-tasks proxy --stdio --upstream-cmd "npx -y @modelcontextprotocol/server-everything"
-    ///           mcp-tasks proxy --listen 127.0.0.1:8766 --upstream-url http://127.0.0.1:3001/mcp --upstream-token T
+    #[command(after_help = "Examples:\n  \
+        mcp-tasks proxy --stdio --upstream-cmd \"npx -y @modelcontextprotocol/server-everything\"\n  \
+        mcp-tasks proxy --listen 127.0.0.1:8766 --upstream-url http://127.0.0.1:3001/mcp --upstream-token T")]
     Proxy(ProxyArgs),
 
-    /// Run the tasks of a store (an SQLite file other processes serve, or PostgreSQL) with the
-    /// tools of a config, serving no clients: the job tier behind replicas started with `serve --no-work`, or extra hands
+    /// Run the tasks of a shared store without serving clients (the job tier).
+    ///
+    /// The store is an SQLite file other processes serve, or PostgreSQL; the tools are those
+    /// of the config. A worker backs replicas started with `serve --no-work`, or lends a hand
     /// beside replicas that run work too. It claims queued tasks as they arrive, takes over
     /// those of dead nodes by their tools' on_restart policy, and heartbeats its claims.
-    ///
-    /// Example: mcp-tasks worker --config tools.toml --store postgres://tasks@db/tasks
+    #[command(after_help = "Example:\n  mcp-tasks worker --config tools.toml --store postgres://tasks@db/tasks")]
     Worker(WorkerArgs),
 
     /// Check a config file without serving: every problem is named with its line.
@@ -69,24 +71,28 @@ pub(crate) enum Command {
     /// Exit status 0 when the file is valid, 1 otherwise.
     CheckConfig(CheckArgs),
 
-    /// Print what a host needs to start `serve --stdio` on a config: the entry of its MCP
-    /// config file (JSON), or for Claude Code the `claude mcp add` command. Paths are made
-    /// absolute (the config's, the store's, and this binary's), so the host finds them from
-    /// any directory.
+    /// Print a host's entry for `serve --stdio` on a config (Claude Code, Claude Desktop, VS Code, Cursor).
     ///
-    /// Examples: mcp-tasks host-config claude-code --config tools.toml
-    ///           mcp-tasks host-config vscode --config tools.toml --name jobs
+    /// The entry of the host's MCP config file (JSON), or for Claude Code the `claude mcp add`
+    /// command. Paths are made absolute (the config's, the store's, and this binary's), so
+    /// the host finds them from any directory.
+    #[command(after_help = "Examples:\n  \
+        mcp-tasks host-config claude-code --config tools.toml\n  \
+        mcp-tasks host-config vscode --config tools.toml --name jobs")]
     HostConfig(HostConfigArgs),
 
-    /// List the tools of an MCP server, with whether each runs as a task.
+    /// List the tools of an MCP server: their arguments, and whether each runs as a task.
     ///
-    /// In MCP 2026-07-28 tools declare no task support (the server decides per call): the
-    /// column shows "-".
-    ///
-    /// Example: mcp-tasks tools --url http://127.0.0.1:8765/mcp
+    /// In MCP 2025-11-25 each tool says whether a call of it runs as a task (always, if the
+    /// client asks, or never); in 2026-07-28 the server decides per call.
+    #[command(after_help = "Example:\n  mcp-tasks tools --url http://127.0.0.1:8765/mcp")]
     Tools(ToolsArgs),
 
-    /// Call a tool; as a task when the tool allows it (2026-07-28: when the server makes one), driven to its end (or --detach).
+    /// Call a tool and wait for its result: as a task when it runs as one (or --detach).
+    ///
+    /// As a task when the tool allows it (in 2026-07-28: when the server makes one), driven
+    /// to its end; a server that restarts meanwhile is waited for (up to 60 s) and the same
+    /// wait goes on.
     ///
     /// Arguments: --arg KEY=VALUE (typed by the tool's input schema) and/or --args JSON.
     ///
@@ -106,9 +112,10 @@ pub(crate) enum Command {
     /// Exit status: 0 completed, 1 the tool or task failed (or a question could not be
     /// answered), 2 usage or connection error (and --detach of a call answered at once), 3
     /// cancelled or abandoned, 4 detached (Ctrl-C, then "detach").
-    ///
-    /// Examples: mcp-tasks call slow --arg seconds=5 --url http://127.0.0.1:8765/mcp
-    ///           mcp-tasks call slow --arg seconds=600 --detach --url http://127.0.0.1:8765/mcp
+    #[command(after_help = "Examples:\n  \
+        mcp-tasks call slow --arg seconds=5 --url http://127.0.0.1:8765/mcp\n  \
+        mcp-tasks call slow --arg seconds=600 --detach --url http://127.0.0.1:8765/mcp\n  \
+        mcp-tasks call hello --arg name=Ada --cmd \"mcp-tasks serve --stdio --config tools.toml\"")]
     Call(CallArgs),
 
     /// Look at, cancel, or wait for the tasks of an MCP server.
@@ -143,6 +150,11 @@ pub(crate) struct ConnectArgs {
     /// Example: --cmd "mcp-tasks serve --stdio --config tools.toml"
     #[arg(long, value_name = "COMMAND", conflicts_with = "url")]
     pub(crate) cmd: Option<String>,
+
+    /// Show the log lines of the --cmd server as they come (otherwise they are kept back,
+    /// and shown only if it fails).
+    #[arg(short, long)]
+    pub(crate) verbose: bool,
 
     /// Which MCP revision to speak: auto (the default: ask with server/discover, speak
     /// 2026-07-28 when the server serves it, else fall back to 2025-11-25), legacy
@@ -219,6 +231,19 @@ pub(crate) struct ToolsArgs {
 }
 
 #[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    #[command(flatten)]
+    pub(crate) remote: RemoteArgs,
+
+    #[command(flatten)]
+    pub(crate) ledger: LedgerArgs,
+
+    /// At most this many tasks from the ledger, the newest.
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub(crate) limit: u32,
+}
+
+#[derive(Debug, Args)]
 pub(crate) struct CallArgs {
     /// The tool to call.
     #[arg(value_name = "TOOL")]
@@ -240,6 +265,12 @@ pub(crate) struct CallArgs {
     #[arg(long)]
     pub(crate) detach: bool,
 
+    /// While it waits, show the lines the task's command prints, on stderr as they come
+    /// (read from the task's event stream, `tasks/stream`, which a 2026-07-28 server with
+    /// the tasks extension may serve; mcp-tasks does).
+    #[arg(long, conflicts_with = "detach")]
+    pub(crate) follow: bool,
+
     #[command(flatten)]
     pub(crate) answer: AnswerArgs,
 
@@ -258,9 +289,13 @@ pub(crate) struct TasksArgs {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum TasksCommand {
-    /// List the tasks the server keeps for you (MCP 2025-11-25 only: a 2026-07-28 server
-    /// lists no tasks; `tasks pending` lists the ones this CLI started).
-    List(ToolsArgs),
+    /// List your tasks with their live state: those this CLI started, or a server's.
+    ///
+    /// Without --url or --cmd: the tasks the ledger recorded, newest first, each unfinished
+    /// one's state asked of its server. With --url or --cmd: the tasks that server lists for
+    /// you (MCP 2025-11-25), or, in 2026-07-28 (which has no tasks/list), the ledger's tasks
+    /// of that server, asked of it.
+    List(ListArgs),
     /// Show one task's status (its server: --url or --cmd, else where the ledger says).
     Get(TaskArgs),
     /// Print the result of a task that has ended (its server: --url or --cmd, else where the
@@ -274,8 +309,9 @@ pub(crate) enum TasksCommand {
     /// Progress, prompts and Ctrl-C as for `call` (the server's progress notifications go
     /// to the session that created the task: here only its status message is shown).
     Wait(WaitArgs),
-    /// Follow a task's events as they happen: the lines its command prints (stdout), its
-    /// progress and status changes (stderr); then exit with its outcome as `tasks wait` does.
+    /// Follow a task's events as they happen; exit with its outcome as `tasks wait` does.
+    ///
+    /// The lines its command prints go to stdout, its progress and status changes to stderr.
     ///
     /// Reads the server's event stream of the task (`tasks/stream`, a draft of MCP 2026-07-28
     /// with the tasks extension): from the first event kept, so a finished task's whole story
@@ -283,12 +319,15 @@ pub(crate) enum TasksCommand {
     /// shown. With --json, each event as a JSON line (`seq`, `type`, `payload`). Without
     /// --url or --cmd, the server is the one the ledger recorded for the task.
     Watch(TaskArgs),
-    /// List the tasks this CLI started that are not known to have ended (from the ledger,
-    /// without asking any server), with where they live and the MCP revision they were
-    /// made in.
+    /// List the tasks this CLI started that were unfinished when last seen (the ledger only).
+    ///
+    /// Read from the ledger without asking any server (`tasks list` asks them), with where
+    /// each lives, the MCP revision it was made in, and when it was last seen.
     Pending(PendingArgs),
-    /// Remove a task from the ledger (e.g. one its server no longer knows), without asking
-    /// any server. With --url or --cmd, only the entry of that server.
+    /// Remove a task from the ledger, without asking any server.
+    ///
+    /// For a task its server no longer knows, say. With --url or --cmd, only the entry of
+    /// that server.
     Forget(ForgetArgs),
 }
 

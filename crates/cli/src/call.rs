@@ -27,25 +27,34 @@ pub(crate) async fn tools(args: ToolsArgs) -> anyhow::Result<u8> {
             "mcp-tasks: the server speaks MCP 2026-07-28: it decides per call whether a call becomes a task"
         );
     }
-    let rows: Vec<(&str, &str, String, &str)> = tools
+    let rows: Vec<Vec<String>> = tools
         .iter()
         .map(|tool| {
-            let support = if era == Era::Modern { "" } else { tool.task_mode.as_str() };
             let description = tool.description.as_deref().unwrap_or("").lines().next().unwrap_or("");
-            (tool.name.as_str(), support, arguments_of(&tool.input_schema), description)
+            let mut row = vec![tool.name.clone()];
+            if era != Era::Modern {
+                row.push(as_task_in_words(tool.task_mode.as_str()).to_owned());
+            }
+            row.extend([arguments_of(&tool.input_schema), description.to_owned()]);
+            row
         })
         .collect();
-    let name_width = rows.iter().map(|row| row.0.len()).max().unwrap_or(0);
-    let arguments_width = rows.iter().map(|row| row.2.chars().count()).max().unwrap_or(0);
-    for (name, support, arguments, description) in &rows {
-        let line = if era == Era::Modern {
-            format!("{name:name_width$}  {arguments:arguments_width$}  {description}")
-        } else {
-            format!("{name:name_width$}  {support:9}  {arguments:arguments_width$}  {description}")
-        };
-        println!("{}", line.trim_end());
+    if era == Era::Modern {
+        remote::print_table(&["TOOL", "ARGUMENTS", "DESCRIPTION"], &rows);
+    } else {
+        remote::print_table(&["TOOL", "AS A TASK", "ARGUMENTS", "DESCRIPTION"], &rows);
     }
     Ok(COMPLETED)
+}
+
+/// A 2025-11-25 tool's `execution.taskSupport`, in words: whether a call of it runs as a task.
+fn as_task_in_words(support: &str) -> &str {
+    match support {
+        "required" => "always",
+        "optional" => "if asked",
+        "forbidden" => "never",
+        other => other,
+    }
 }
 
 /// A tool's arguments as `tools` shows them: each property of its input schema with its type,
@@ -211,6 +220,8 @@ async fn follow(
             recorded,
         ),
         stdio: args.remote.connect.cmd.is_some(),
+        again: Some(crate::wait::Again { server: &args.remote, answer: Some(&args.answer) }),
+        lines: args.follow,
     };
     crate::wait::drive(&handle, waiting).await
 }

@@ -36,8 +36,21 @@ fn report_ok(args: &CheckArgs, config: &Config) {
         let count = config.tools.len();
         println!("{}: ok, {count} tool{}", args.config.display(), if count == 1 { "" } else { "s" });
         for tool in &config.tools {
-            println!("  {} ({:?}, on_restart {:?})", tool.name, tool.task_support, tool.on_restart);
+            println!(
+                "  {} (task_support = \"{}\", on_restart = \"{}\")",
+                tool.name,
+                config_word(&tool.task_support),
+                config_word(&tool.on_restart)
+            );
         }
+    }
+}
+
+/// A setting's value as the config file spells it (`optional`, `retry`), not its Rust name.
+pub(crate) fn config_word(value: &impl serde::Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(word)) => word,
+        other => format!("{other:?}"),
     }
 }
 

@@ -181,16 +181,14 @@ pub(crate) async fn pending(args: PendingArgs) -> anyhow::Result<u8> {
         println!("{}", json!({ "tasks": tasks, "submissions": sent }));
         return Ok(COMPLETED);
     }
-    for submission in &submissions {
-        println!(
-            "{}  sent, no answer  {}  {}  at {}",
-            submission.key,
-            submission.tool,
-            submission.endpoint,
-            time(submission.created_at)
-        );
-    }
     if !submissions.is_empty() {
+        let rows: Vec<Vec<String>> = submissions
+            .iter()
+            .map(|submission| {
+                vec![submission.key.clone(), submission.tool.clone(), submission.endpoint.to_string(), crate::list::ago(submission.created_at)]
+            })
+            .collect();
+        crate::remote::print_table(&["SENT WITHOUT AN ANSWER (KEY)", "TOOL", "SERVER", "SENT"], &rows);
         eprintln!(
             "mcp-tasks: a call sent without an answer (the CLI stopped before it came) is sent again, with the same \
              idempotency key, by: mcp-tasks tasks wait KEY (the server gives back its one task)"
@@ -202,18 +200,21 @@ pub(crate) async fn pending(args: PendingArgs) -> anyhow::Result<u8> {
             ledger.path().display()
         );
     } else {
-        for entry in &entries {
-            println!(
-                "{}  {}  {}  {}  {}  last seen {}",
-                entry.task_id,
-                entry.status.as_str(),
-                entry.tool,
-                entry.endpoint,
-                era_text(entry.era),
-                time(entry.last_seen_at)
-            );
-        }
-        eprintln!("mcp-tasks: collect one with: mcp-tasks tasks wait ID");
+        let rows: Vec<Vec<String>> = entries
+            .iter()
+            .map(|entry| {
+                vec![
+                    entry.task_id.clone(),
+                    entry.status.as_str().to_owned(),
+                    entry.tool.clone(),
+                    entry.endpoint.to_string(),
+                    era_text(entry.era),
+                    crate::list::ago(entry.last_seen_at),
+                ]
+            })
+            .collect();
+        crate::remote::print_table(&["ID", "STATUS WHEN LAST SEEN", "TOOL", "SERVER", "ERA", "LAST SEEN"], &rows);
+        eprintln!("mcp-tasks: their state now: mcp-tasks tasks list; collect one with: mcp-tasks tasks wait ID");
     }
     Ok(COMPLETED)
 }

@@ -5,10 +5,12 @@ mod call;
 mod check;
 mod host_config;
 mod ledger;
+mod list;
 mod options;
 mod otlp;
 mod prompt;
 mod proxy;
+mod reconnect;
 mod remote;
 mod sampling;
 mod serve;
@@ -47,13 +49,14 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     let serving = matches!(cli.command, Command::Serve(_) | Command::Worker(_) | Command::Proxy(_));
+    let level = if serving { "info" } else { "warn" };
     let exporter = match otlp::layer(&tracing_config(&cli.command)) {
         Ok(Some((layer, exporter))) => {
-            init_logging(if serving { "info" } else { "warn" }, Some(layer));
+            init_logging(level, Some(layer));
             Some(exporter)
         }
         Ok(None) => {
-            init_logging(if serving { "info" } else { "warn" }, None);
+            init_logging(level, None);
             None
         }
         Err(err) => {

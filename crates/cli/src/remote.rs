@@ -35,7 +35,7 @@ pub(crate) async fn connect(
     answer: Option<&AnswerArgs>,
     display: &Arc<Display>,
 ) -> anyhow::Result<Client> {
-    let ConnectArgs { url, token, cmd, era, ca_file } = &args.connect;
+    let ConnectArgs { url, token, cmd, era, ca_file, verbose } = &args.connect;
     let handler = TerminalElicitation::new(
         answer.and_then(|answer| answer.answer.clone()),
         Arc::clone(display),
@@ -51,8 +51,10 @@ pub(crate) async fn connect(
         EraArg::Modern => builder.era(Era::Modern),
     };
     if let Some(cmd) = cmd {
-        // Split into words like a shell would, but spawned without one.
+        // Split into words like a shell would, but spawned without one; its logs kept back
+        // unless -v (shown if it fails).
         return builder
+            .quiet_server(!verbose)
             .connect_command(cmd)
             .await
             .with_context(|| format!("starting the stdio server {cmd:?}"));
@@ -400,6 +402,24 @@ pub(crate) fn report(
             Ok(FAILED)
         }
         Err(other) => Err(other.into()),
+    }
+}
+
+/// Prints a table on stdout: a header row, then the rows, each column as wide as its widest
+/// cell (the last one is not padded).
+pub(crate) fn print_table(headers: &[&str], rows: &[Vec<String>]) {
+    let widths: Vec<usize> = (0..headers.len())
+        .map(|column| {
+            rows.iter().map(|row| row.get(column).map_or(0, |cell| cell.chars().count())).chain([headers[column].len()]).max().unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: &mut dyn Iterator<Item = &str>| {
+        let padded: Vec<String> = cells.zip(&widths).map(|(cell, width)| format!("{cell:width$}")).collect();
+        println!("{}", padded.join("  ").trim_end());
+    };
+    line(&mut headers.iter().copied());
+    for row in rows {
+        line(&mut row.iter().map(String::as_str));
     }
 }
 

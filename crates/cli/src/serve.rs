@@ -61,10 +61,10 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     );
     for tool in &config.tools {
         eprintln!(
-            "mcp-tasks: tool {} (task support {}, on restart {})",
+            "mcp-tasks: tool {} (task_support = \"{}\", on_restart = \"{}\")",
             tool.name,
-            format!("{:?}", tool.task_support).to_lowercase(),
-            format!("{:?}", tool.on_restart).to_lowercase()
+            crate::check::config_word(&tool.task_support),
+            crate::check::config_word(&tool.on_restart)
         );
     }
     let on_stdio = format!("mcp-tasks: serving {} tool{} on stdio", names.len(), if names.len() == 1 { "" } else { "s" });

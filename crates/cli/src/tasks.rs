@@ -2,17 +2,16 @@
 //! and those the ledger remembers we started.
 
 use anyhow::{Context as _, bail};
-use serde_json::json;
 
 use mcp_tasks_client::Era;
 
-use crate::args::{ConnectArgs, EraArg, RemoteArgs, TaskArgs, TasksCommand, ToolsArgs, WaitArgs};
+use crate::args::{ConnectArgs, EraArg, RemoteArgs, TaskArgs, TasksCommand, WaitArgs};
 use crate::ledger::Tracker;
 use crate::remote::{self, COMPLETED, Display};
 
 pub(crate) async fn run(command: TasksCommand) -> anyhow::Result<u8> {
     match command {
-        TasksCommand::List(args) => list(args).await,
+        TasksCommand::List(args) => crate::list::list(args).await,
         TasksCommand::Get(args) => get(args).await,
         TasksCommand::Result(args) => result(args).await,
         TasksCommand::Cancel(args) => cancel(args).await,
@@ -21,31 +20,6 @@ pub(crate) async fn run(command: TasksCommand) -> anyhow::Result<u8> {
         TasksCommand::Pending(args) => crate::ledger::pending(args).await,
         TasksCommand::Forget(args) => crate::ledger::forget(args).await,
     }
-}
-
-async fn list(args: ToolsArgs) -> anyhow::Result<u8> {
-    let display = Display::new(args.remote.json);
-    let client = remote::connect(&args.remote, None, &display).await?;
-    if client.era() == mcp_tasks_client::Era::Modern {
-        bail!(
-            "the server speaks MCP 2026-07-28, which has no tasks/list: a server does not list tasks in this era. \
-             `mcp-tasks tasks pending` lists the tasks this CLI started (from its ledger); `mcp-tasks tasks get ID` \
-             shows one"
-        );
-    }
-    let tasks = client.list_tasks().await.context("listing the tasks")?;
-    if args.remote.json {
-        println!("{}", json!({ "tasks": tasks }));
-    } else if tasks.is_empty() {
-        eprintln!(
-            "mcp-tasks: no tasks (a server without bearer tokens lists each connection's own tasks only)"
-        );
-    } else {
-        for task in &tasks {
-            println!("{}", remote::task_line(task));
-        }
-    }
-    Ok(COMPLETED)
 }
 
 /// The server of task `args.id`: --url or --cmd, or else the one the ledger recorded for it
@@ -141,9 +115,9 @@ async fn result(args: TaskArgs) -> anyhow::Result<u8> {
 fn reconnect(endpoint: &mcp_tasks_client::ledger::Endpoint, given: &ConnectArgs, era: EraArg) -> ConnectArgs {
     match endpoint {
         mcp_tasks_client::ledger::Endpoint::Url(url) => {
-            ConnectArgs { url: Some(url.clone()), token: given.token.clone(), cmd: None, era, ca_file: given.ca_file.clone() }
+            ConnectArgs { url: Some(url.clone()), token: given.token.clone(), cmd: None, era, ca_file: given.ca_file.clone(), verbose: false }
         }
-        mcp_tasks_client::ledger::Endpoint::Command(cmd) => ConnectArgs { url: None, token: None, cmd: Some(cmd.clone()), era, ca_file: None },
+        mcp_tasks_client::ledger::Endpoint::Command(cmd) => ConnectArgs { url: None, token: None, cmd: Some(cmd.clone()), era, ca_file: None, verbose: given.verbose },
     }
 }
 
@@ -191,6 +165,8 @@ async fn resend(
             notifications,
             resume: crate::wait::resume_command(handle.id(), &remote.connect, &args.task.ledger, recorded),
             stdio: remote.connect.cmd.is_some(),
+            again: Some(crate::wait::Again { server: &remote, answer: Some(&args.answer) }),
+            lines: false,
         };
         crate::wait::drive(&handle, waiting).await
     }
@@ -256,6 +232,8 @@ async fn wait(args: WaitArgs) -> anyhow::Result<u8> {
                 in_ledger,
             ),
             stdio: remote.connect.cmd.is_some(),
+            again: Some(crate::wait::Again { server: remote, answer: Some(&args.answer) }),
+            lines: false,
         };
         crate::wait::drive(&handle, waiting).await
     }

@@ -2,22 +2,16 @@
 //! served in MCP 2026-07-28 with the tasks extension): the lines its command printed, on
 //! stdout as they came; its progress and status changes on stderr; with `--json`, each event
 //! as a JSON line. A server that goes away (a restart) is connected to again, and the stream
-//! resumed after the last event shown, for up to [`RECONNECT_FOR`]. Exits with the task's
+//! resumed after the last event shown, for up to [`RECONNECT_FOR`](crate::reconnect::RECONNECT_FOR). Exits with the task's
 //! outcome, as `tasks wait` does.
-
-use std::time::Duration;
 
 use anyhow::Context as _;
 use mcp_tasks_client::{ClientError, TaskEvent, TaskStatus};
 use serde_json::{Value, json};
 
 use crate::args::{EraArg, TaskArgs};
+use crate::reconnect::{RECONNECT_FOR, Reconnecting};
 use crate::remote::{self, CANCELLED, COMPLETED, Display, FAILED};
-
-/// How long a lost server is tried again before the watch gives up.
-const RECONNECT_FOR: Duration = Duration::from_secs(60);
-/// The first pause between tries; each next one doubles, up to 5 s.
-const FIRST_PAUSE: Duration = Duration::from_millis(250);
 
 pub(crate) async fn watch(args: TaskArgs) -> anyhow::Result<u8> {
     let json = args.remote.json;
@@ -30,7 +24,7 @@ pub(crate) async fn watch(args: TaskArgs) -> anyhow::Result<u8> {
     }
     // The last event shown, kept across broken streams: a resumed one starts after it.
     let shown: std::sync::Mutex<Option<u64>> = std::sync::Mutex::new(None);
-    let mut lost: Option<(tokio::time::Instant, Duration)> = None;
+    let mut reconnecting = Reconnecting::default();
     loop {
         let last = *shown.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let attempt = async {
@@ -71,11 +65,7 @@ pub(crate) async fn watch(args: TaskArgs) -> anyhow::Result<u8> {
             return Err(anyhow::Error::new(failure).context(format!("watching task {}", args.id)));
         }
         // The server went away: tried again, resuming after the last event shown.
-        let (since, pause) = lost.get_or_insert_with(|| {
-            eprintln!("mcp-tasks: lost the server ({failure}); trying again for up to {} s", RECONNECT_FOR.as_secs());
-            (tokio::time::Instant::now(), FIRST_PAUSE)
-        });
-        if since.elapsed() > RECONNECT_FOR {
+        if !reconnecting.pause(&failure, |line| eprintln!("{line}")).await {
             return Err(anyhow::Error::new(failure).context(format!(
                 "watching task {}: the server did not come back within {} s; watch again with: mcp-tasks tasks watch {}",
                 args.id,
@@ -83,8 +73,6 @@ pub(crate) async fn watch(args: TaskArgs) -> anyhow::Result<u8> {
                 args.id
             )));
         }
-        tokio::time::sleep(*pause).await;
-        *pause = (*pause * 2).min(Duration::from_secs(5));
     }
 }
 

@@ -36,6 +36,8 @@ pub struct ClientBuilder {
     info: Implementation,
     /// The era to speak; `None`: the server's newest (probe, then fall back).
     era: Option<Era>,
+    /// A spawned server's stderr is kept for its errors, not shown.
+    quiet_server: bool,
 }
 
 impl ClientBuilder {
@@ -43,7 +45,15 @@ impl ClientBuilder {
     /// era negotiated.
     pub(crate) fn new() -> ClientBuilder {
         let info = Implementation::new("mcp-tasks-client", env!("CARGO_PKG_VERSION"));
-        ClientBuilder { token: None, headers: Vec::new(), ca_file: None, handlers: Handlers::default(), info, era: None }
+        ClientBuilder { token: None, headers: Vec::new(), ca_file: None, handlers: Handlers::default(), info, era: None, quiet_server: false }
+    }
+
+    /// A server this client spawns ([`ClientBuilder::connect_process`]) logs to a buffer,
+    /// not to this process's stderr: its last lines are shown only in the error that says
+    /// it ended ([`ClientError::ServerExited`]).
+    pub fn quiet_server(mut self, quiet: bool) -> ClientBuilder {
+        self.quiet_server = quiet;
+        self
     }
 
     /// Checks an `https://` server's certificate against the CA certificates of the PEM file
@@ -136,7 +146,7 @@ impl ClientBuilder {
     /// [`ClientError::Spawn`] if it cannot start; [`ClientError::ServerExited`] if it ends
     /// before answering `initialize`; or an `initialize` the server refused.
     pub async fn connect_process<S: AsRef<OsStr>>(self, program: &str, args: &[S]) -> Result<Client, ClientError> {
-        let (transport, reader) = StdioTransport::spawn(program, args)?;
+        let (transport, reader) = StdioTransport::spawn(program, args, self.quiet_server)?;
         self.connect_stdio_transport(transport, reader).await
     }
 

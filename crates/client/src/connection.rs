@@ -267,11 +267,11 @@ impl Connection {
     }
 
     fn exited(&self) -> ClientError {
-        let status = match &self.transport {
-            Transport::Stdio(stdio) => stdio.exit_status(),
-            Transport::Http(_) => None,
+        let (status, stderr) = match &self.transport {
+            Transport::Stdio(stdio) => (stdio.exit_status(), stdio.last_words()),
+            Transport::Http(_) => (None, Vec::new()),
         };
-        ClientError::ServerExited { status }
+        ClientError::ServerExited { status, stderr }
     }
 
     /// Sends a notification (the server answers 202).
@@ -451,6 +451,9 @@ impl Connection {
                     Ok(message) => this.deliver(message),
                     Err(error) => tracing::warn!(%error, "a line from the stdio server is not JSON; skipped"),
                 }
+            }
+            if let Transport::Stdio(stdio) = &this.transport {
+                stdio.stderr_read().await;
             }
             this.closed.cancel();
             let waiting: Vec<Waiter> = this.pending().drain().map(|(_, waiter)| waiter).collect();

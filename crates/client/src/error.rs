@@ -124,11 +124,22 @@ pub enum ClientError {
         reason: String,
     },
     /// The stdio server's output ended (it exited or closed its stdout).
-    #[error("the stdio server closed its output{}", status.as_deref().map(|s| format!(" ({s})")).unwrap_or_default())]
+    #[error("the stdio server closed its output{}{}", status.as_deref().map(|s| format!(" ({s})")).unwrap_or_default(), said(stderr))]
     ServerExited {
         /// How it ended, when known.
         status: Option<String>,
+        /// Its last lines on stderr, when the client kept them instead of showing them
+        /// ([`ClientBuilder::quiet_server`](crate::ClientBuilder::quiet_server)).
+        stderr: Vec<String>,
     },
+}
+
+/// A quiet server's last lines on stderr, for its error.
+fn said(stderr: &[String]) -> String {
+    if stderr.is_empty() {
+        return String::new();
+    }
+    format!("; its last lines on stderr:\n  {}", stderr.join("\n  "))
 }
 
 fn http_hint(status: u16) -> &'static str {

@@ -368,6 +368,24 @@ impl Ledger {
         .await
     }
 
+    /// The `limit` most recently started tasks (of `endpoint` only, if given), whatever their
+    /// status, newest first.
+    ///
+    /// # Errors
+    /// [`LedgerError::Database`] if the read fails.
+    pub async fn recent(&self, limit: u32, endpoint: Option<&Endpoint>) -> Result<Vec<LedgerEntry>, LedgerError> {
+        let endpoint = endpoint.map(|endpoint| (endpoint.kind(), endpoint.address().to_owned()));
+        self.call(move |conn| {
+            let (kind, address) = endpoint.unzip();
+            let mut statement = conn.prepare(&format!(
+                "SELECT {COLUMNS} FROM tasks WHERE ?1 IS NULL OR (endpoint_kind = ?1 AND endpoint = ?2)
+                 ORDER BY created_at_ms DESC, task_id LIMIT ?3"
+            ))?;
+            statement.query_map(params![kind, address, limit], read_entry)?.collect()
+        })
+        .await
+    }
+
     /// Removes a task from the ledger (e.g. one its server no longer knows). Returns
     /// whether it was there.
     ///

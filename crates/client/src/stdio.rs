@@ -1,18 +1,21 @@
 //! The stdio transport (2025-11-25): newline-delimited JSON-RPC over any writer (the
 //! server's stdin) and reader (its stdout). [`StdioTransport::spawn`] starts the server
-//! from an argv, without a shell; its stderr is passed through to ours. [`StdioTransport::close`]
+//! from an argv, without a shell; its stderr is passed through to ours, or, for a quiet
+//! server, kept (its last [`KEPT_LINES`] lines) for the error that says it ended. [`StdioTransport::close`]
 //! ends it gracefully (stdin closed, then SIGTERM, then SIGKILL, as the 2025-11-25 lifecycle
 //! describes); when the transport is shut down or dropped it is killed at once. Reading and
 //! routing are in [`crate::connection`].
 
+use std::collections::VecDeque;
 use std::ffi::OsStr;
 use std::process::{ExitStatus, Stdio};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStderr, Command};
+use tokio_util::sync::CancellationToken;
 
 use crate::error::ClientError;
 use crate::supervisor;
@@ -27,6 +30,44 @@ pub(crate) struct StdioTransport {
     /// `None` once closed.
     writer: tokio::sync::Mutex<Option<Writer>>,
     child: Mutex<Option<Child>>,
+    /// A quiet server's stderr, as far as it was read.
+    said: Option<Arc<Said>>,
+}
+
+/// How many of a quiet server's last lines on stderr are kept, and how much of each.
+pub(crate) const KEPT_LINES: usize = 40;
+const LONGEST_LINE: usize = 2_000;
+
+/// The last lines a quiet server wrote on stderr, and whether it closed it.
+#[derive(Default)]
+struct Said {
+    lines: Mutex<VecDeque<String>>,
+    ended: CancellationToken,
+}
+
+impl Said {
+    /// Reads `stderr` to its end in the background, keeping the last lines.
+    fn keep(stderr: ChildStderr) -> Arc<Said> {
+        let said = Arc::new(Said::default());
+        let kept = Arc::clone(&said);
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(mut line)) = lines.next_line().await {
+                if line.len() > LONGEST_LINE {
+                    let cut = (0..=LONGEST_LINE).rev().find(|&at| line.is_char_boundary(at)).unwrap_or(0);
+                    line.truncate(cut);
+                    line.push('…');
+                }
+                let mut kept_lines = kept.lines.lock().unwrap_or_else(PoisonError::into_inner);
+                if kept_lines.len() == KEPT_LINES {
+                    kept_lines.pop_front();
+                }
+                kept_lines.push_back(line);
+            }
+            kept.ended.cancel();
+        });
+        said
+    }
 }
 
 impl StdioTransport {
@@ -35,7 +76,7 @@ impl StdioTransport {
         reader: impl AsyncRead + Send + Unpin + 'static,
         writer: impl AsyncWrite + Send + Unpin + 'static,
     ) -> (StdioTransport, LineReader) {
-        let transport = StdioTransport { writer: tokio::sync::Mutex::new(Some(Box::new(writer))), child: Mutex::new(None) };
+        let transport = StdioTransport { writer: tokio::sync::Mutex::new(Some(Box::new(writer))), child: Mutex::new(None), said: None };
         (transport, Box::new(BufReader::new(reader)))
     }
 
@@ -45,8 +86,13 @@ impl StdioTransport {
     /// serving; the server still ends with the client (close, drop, or stdin EOF).
     ///
     /// With a supervisor ([`crate::set_supervisor`]), the supervisor leads that group and
-    /// the server runs in it; signals then go to the group.
-    pub(crate) fn spawn<S: AsRef<OsStr>>(program: &str, args: &[S]) -> Result<(StdioTransport, LineReader), ClientError> {
+    /// the server runs in it; signals then go to the group. A `quiet` server's stderr is
+    /// kept instead of shown ([`StdioTransport::last_words`]).
+    pub(crate) fn spawn<S: AsRef<OsStr>>(
+        program: &str,
+        args: &[S],
+        quiet: bool,
+    ) -> Result<(StdioTransport, LineReader), ClientError> {
         if supervisor::is_set() {
             supervisor::findable(program).map_err(|e| ClientError::Spawn { program: program.to_owned(), reason: e.to_string() })?;
         }
@@ -55,7 +101,7 @@ impl StdioTransport {
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(if quiet { Stdio::piped() } else { Stdio::inherit() })
             .kill_on_drop(true)
             .process_group(0)
             .spawn()
@@ -63,9 +109,24 @@ impl StdioTransport {
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(ClientError::Spawn { program: program.to_owned(), reason: "no pipes to the child".into() });
         };
-        let (transport, reader) = StdioTransport::new(stdout, stdin);
+        let said = child.stderr.take().map(Said::keep);
+        let (mut transport, reader) = StdioTransport::new(stdout, stdin);
         *transport.child.lock().unwrap_or_else(PoisonError::into_inner) = Some(child);
+        transport.said = said;
         Ok((transport, reader))
+    }
+
+    /// The last lines a quiet server wrote on stderr (none for one whose stderr is ours).
+    pub(crate) fn last_words(&self) -> Vec<String> {
+        self.said.as_ref().map_or_else(Vec::new, |said| said.lines.lock().unwrap_or_else(PoisonError::into_inner).iter().cloned().collect())
+    }
+
+    /// Waits (at most half a second) until a quiet server's stderr is read to its end: its
+    /// output just ended, and what it said last is what its error shows.
+    pub(crate) async fn stderr_read(&self) {
+        if let Some(said) = &self.said {
+            let _ = tokio::time::timeout(Duration::from_millis(500), said.ended.cancelled()).await;
+        }
     }
 
     /// Writes one message as one line.

@@ -116,13 +116,12 @@ fn tools_json_lists_the_tools_with_their_task_support() {
 
     let output = legacy(&server, &["tools"]);
     assert_eq!(output.status.code(), Some(0));
-    assert!(
-        stdout(&output)
-            .lines()
-            .any(|line| line.starts_with("slow") && line.contains("optional") && line.contains("seconds?: number")),
-        "{}",
-        stdout(&output)
-    );
+    // A header row, then whether each runs as a task in words (issue 42).
+    let header = stdout(&output).lines().next().map(str::to_owned).unwrap_or_default();
+    assert!(header.starts_with("TOOL") && header.contains("AS A TASK") && header.contains("ARGUMENTS"), "{header}");
+    let line_of = |name: &str| stdout(&output).lines().find(|line| line.starts_with(&format!("{name} "))).map(str::to_owned).unwrap_or_default();
+    assert!(line_of("slow").contains("if asked") && line_of("slow").contains("seconds?: number"), "{}", stdout(&output));
+    assert!(line_of("task_only").contains("always") && line_of("plain_only").contains("never"), "{}", stdout(&output));
     // In 2026-07-28 the server decides per call: no task-support column, the arguments still.
     let output = cli(&server, &["tools", "--era", "modern"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
@@ -418,6 +417,7 @@ fn ctrl_c_while_waiting_cancels_the_task_and_exits_3() {
             "--token",
             ALICE,
         ])
+        .env("MCP_TASKS_LEDGER", SHARED_LEDGER)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -512,11 +512,9 @@ fn ledger_a_detached_task_is_pending_until_tasks_wait_without_url_collects_it() 
 
     let text = bare(&["tasks", "pending", "--ledger", &ledger]);
     assert_eq!(text.status.code(), Some(0));
-    assert!(
-        stdout(&text).starts_with(&format!("{id}  working  slow  --url {}", url(&server))),
-        "{}",
-        stdout(&text)
-    );
+    // A table with a header row (issue 42), one row per task.
+    assert!(stdout(&text).starts_with("ID "), "{}", stdout(&text));
+    assert_eq!(cells(&stdout(&text), &id)[..4], [id.clone(), "working".into(), "slow".into(), format!("--url {}", url(&server))], "{}", stdout(&text));
 
     // `tasks get` and `tasks result` find the server through the ledger too.
     let got = bare(&["tasks", "get", &id, "--ledger", &ledger, "--json"]);
@@ -608,3 +606,9 @@ fn tasks_forget_removes_a_ledger_entry_without_asking_the_server() {
 }
 
 // ---- 2026-07-28 (--era modern): the same commands; the server decides tasks ----
+
+/// The cells of the table row of `id` in `text` (columns are two spaces or more apart).
+fn cells(text: &str, id: &str) -> Vec<String> {
+    let line = text.lines().find(|line| line.starts_with(id)).unwrap_or_else(|| panic!("no row for {id}: {text}"));
+    line.split("  ").map(str::trim).filter(|cell| !cell.is_empty()).map(str::to_owned).collect()
+}

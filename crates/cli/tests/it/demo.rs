@@ -86,3 +86,55 @@ fn demo_disk_report_answers_structured_json_and_refuses_a_bad_path() {
     assert!(server.call("tasks/list", json!({}))["tasks"].as_array().unwrap().is_empty(), "no task created");
     server.validate_received();
 }
+
+/// The README's first tool (`examples/first.toml`, the README's block word for word), called
+/// as the README says but over `--cmd`: it answers `Hello, Ada!`. The `--cmd` server's own
+/// log lines stay off the user's terminal unless `-v` asks for them (issue 42).
+#[test]
+fn first_tool_of_the_readme_answers_and_its_cmd_server_logs_only_with_v() {
+    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let file = std::fs::read_to_string(root.join("examples/first.toml")).unwrap();
+    let body: String = file.lines().filter(|line| !line.starts_with('#')).map(|line| format!("{line}\n")).collect();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(readme.contains(&format!("```toml\n{body}```")), "the README's first tool is examples/first.toml:\n{body}");
+    assert!(body.lines().count() <= 6, "a six-line first tool:\n{body}");
+    let dir = tempfile::tempdir().unwrap();
+    let server = format!(
+        "{} serve --stdio --config {} --store {}",
+        env!("CARGO_BIN_EXE_mcp-tasks"),
+        root.join("examples/first.toml").display(),
+        dir.path().join("tasks.sqlite3").display()
+    );
+    let call = |verbose: bool| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-tasks"));
+        command.args(["call", "hello", "--arg", "name=Ada", "--cmd", &server]).env("MCP_TASKS_LEDGER", dir.path().join("ledger.sqlite3")).env_remove("RUST_LOG");
+        if verbose {
+            command.arg("-v");
+        }
+        command.output().expect("run mcp-tasks call")
+    };
+    let quiet = call(false);
+    let stderr = String::from_utf8_lossy(&quiet.stderr);
+    assert!(quiet.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&quiet.stdout).trim_end(), "Hello, Ada!");
+    assert!(!stderr.contains("serving 1 tool on stdio"), "the server's log stays off the terminal: {stderr}");
+    let verbose = call(true);
+    let stderr = String::from_utf8_lossy(&verbose.stderr);
+    assert!(verbose.status.success(), "{stderr}");
+    assert!(stderr.contains("serving 1 tool on stdio"), "-v shows the server's log: {stderr}");
+}
+
+/// A `--cmd` server that fails to start: its own words are shown, though it is quiet.
+#[test]
+fn a_cmd_server_that_fails_to_start_is_shown_with_its_last_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = format!("{} serve --stdio --config {}", env!("CARGO_BIN_EXE_mcp-tasks"), dir.path().join("missing.toml").display());
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
+        .args(["tools", "--cmd", &server])
+        .env("MCP_TASKS_LEDGER", dir.path().join("ledger.sqlite3"))
+        .output()
+        .expect("run mcp-tasks tools");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("its last lines on stderr") && stderr.contains("missing.toml"), "{stderr}");
+}

@@ -6,7 +6,9 @@
 
 mod bad_input;
 mod certs;
+mod cli_restarts;
 mod client_cli;
+mod compliant_polls;
 mod config;
 mod crash;
 mod demo;

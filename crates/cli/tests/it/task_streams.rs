@@ -318,3 +318,23 @@ fn stream_mcp_tasks_tasks_watch_rides_out_a_server_restart_resuming_after_its_la
     let expected: Vec<String> = six().into_iter().take(printed.len()).collect();
     assert_eq!(printed, expected, "each line once, in order, none after the kill repeated: {stderr}");
 }
+
+/// `mcp-tasks call --follow` (issue 44, point 3): while it waits, the lines the task's
+/// command prints are shown on stderr as they come, each once, in order; the result (the
+/// same lines, the command's stdout) is on stdout as without --follow.
+#[test]
+fn stream_mcp_tasks_call_follow_shows_the_commands_lines_while_it_waits() {
+    let (work, server) = serve("");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
+        .args(["call", "six_lines", "--follow", "--url", &format!("http://{}/mcp", server.addr)])
+        .env("MCP_TASKS_LEDGER", work.path("ledger.sqlite3"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run mcp-tasks call --follow");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let followed: Vec<String> = stderr.lines().filter(|line| line.starts_with("line ")).map(str::to_owned).collect();
+    assert_eq!(followed, six(), "each line once, in order: {stderr}");
+    let result: Vec<String> = String::from_utf8_lossy(&output.stdout).lines().map(str::to_owned).collect();
+    assert_eq!(result, six(), "the result on stdout");
+}

@@ -440,6 +440,24 @@ fn tty_modern_the_display_shows_the_polled_status_message_while_the_tool_runs() 
     assert!(!screen.lines().any(|line| line.contains("working: step")), "the display is cleared at the end:\n{screen}");
 }
 
+/// Issue 42: the default era shows a bar too, when the server gives a total: the progress
+/// comes from the task's event stream (`tasks/stream`), with the polled status message.
+#[test]
+fn tty_modern_progress_bar_shows_position_and_total_from_the_tasks_event_stream() {
+    let (work, server) = server();
+    let Some(tmux) = Tmux::run(&work, &["call", "steps", "--arg", "steps=4", "--arg", "pause=0.8", "--url", &url(&server)])
+    else {
+        return;
+    };
+    let screen = tmux.wait_for("a bar at 2/4", |screen| screen.lines().any(|line| line.contains("] 2/4")));
+    let bar = screen.lines().find(|line| line.contains("] 2/4")).unwrap();
+    assert!(bar.contains(&format!("task {}", task_id(&screen))) && bar.contains("[="), "{bar}");
+    let (code, screen) = tmux.exit();
+    assert_eq!(code, 0, "{screen}");
+    assert!(screen.lines().any(|line| line == "done"), "{screen}");
+    assert!(!screen.lines().any(|line| line.contains("] 4/4")), "the bar is cleared at the end:\n{screen}");
+}
+
 #[test]
 fn tty_modern_ctrl_c_at_a_tasks_form_leaves_the_question_open_for_the_resumed_wait() {
     let (work, server) = server();

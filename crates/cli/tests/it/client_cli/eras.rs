@@ -42,9 +42,12 @@ fn modern_a_detached_task_is_collected_by_tasks_wait_and_tasks_list_says_what_to
     assert_eq!(json(&output)["taskId"], id);
     let output = modern(&server, &["tasks", "wait", &id]);
     assert_eq!((output.status.code(), stdout(&output)), (Some(0), "done\n".to_owned()), "{}", stderr(&output));
-    let output = modern(&server, &["tasks", "list"]);
-    assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("tasks pending"), "{}", stderr(&output));
+    // No tasks/list in this era: the ledger's tasks of this server, asked of it (issue 42).
+    let output = modern(&server, &["tasks", "list", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let listed = json(&output);
+    let task = listed["tasks"].as_array().unwrap().iter().find(|task| task["taskId"] == id.as_str()).cloned().unwrap_or_default();
+    assert_eq!((task["status"].clone(), task["live"].clone()), (serde_json::json!("completed"), serde_json::json!(true)), "{listed}");
     // A cancelled task exits 3, in this era too.
     let output = modern(&server, &["call", "slow", "--arg", "seconds=30", "--detach"]);
     let id = stdout(&output).trim().to_owned();
@@ -194,10 +197,15 @@ fn auto_a_detached_task_is_pending_cancelled_and_shown_with_its_era() {
     let task = tasks.iter().find(|task| task["taskId"] == id.as_str()).expect("the detached task is pending");
     assert_eq!((task["status"].as_str(), task["era"].as_str()), (Some("working"), Some("2026-07-28")), "{task}");
     let text = bare(&["tasks", "pending", "--ledger", &ledger]);
-    assert!(stdout(&text).contains(&format!("{id}  working  slow  --url {}  MCP 2026-07-28  last seen", url(&server))), "{}", stdout(&text));
-    let output = cli(&server, &["tasks", "list"]);
-    assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("tasks pending"), "{}", stderr(&output));
+    // A table with a header row (issue 42).
+    assert!(stdout(&text).starts_with("ID "), "{}", stdout(&text));
+    let row = cells(&stdout(&text), &id);
+    assert_eq!(row[..5], [id.clone(), "working".into(), "slow".into(), format!("--url {}", url(&server)), "MCP 2026-07-28".into()], "{}", stdout(&text));
+    // No tasks/list in this era: `tasks list` shows the ledger's tasks of the server, asked of
+    // it now (issue 42).
+    let output = cli(&server, &["tasks", "list", "--ledger", &ledger]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(cells(&stdout(&output), &id)[..3], [id.clone(), "working".into(), "slow".into()], "{}", stdout(&output));
 
     let output = cli(&server, &["tasks", "result", &id]);
     assert_eq!(output.status.code(), Some(2), "no result while working");
@@ -255,9 +263,14 @@ fn auto_tools_call_and_tasks_work_over_a_spawned_stdio_server_in_2026_07_28() {
     let output = cli_stdio(&work, &["tasks", "result", &id, "--json"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(json(&output)["content"][0]["text"], "tasked\n");
-    let output = cli_stdio(&work, &["tasks", "list"]);
-    assert_eq!(output.status.code(), Some(2), "no tasks/list in this era");
+    // No tasks/list in this era: the ledger's tasks of that server, asked of it (a new one).
+    let output = cli_stdio(&work, &["tasks", "list", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let listed = json(&output);
+    let task = listed["tasks"].as_array().unwrap().iter().find(|task| task["taskId"] == id.as_str()).cloned();
+    assert_eq!(task.map(|task| task["status"].clone()), Some(serde_json::json!("completed")), "{listed}");
 }
+
 
 #[test]
 fn modern_call_backs_off_when_the_server_refuses_polls_for_their_rate() {
