@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::args::CheckArgs;
 
 pub(crate) async fn run(args: &CheckArgs) -> anyhow::Result<()> {
-    let problems = match Config::check(&args.config) {
+    let problems = match Config::check_partly(&args.config) {
         Ok(config) => {
             let problems = serve_checks(&config).await;
             if problems.is_empty() {
@@ -20,7 +20,14 @@ pub(crate) async fn run(args: &CheckArgs) -> anyhow::Result<()> {
             }
             in_file(&args.config, problems)
         }
-        Err(problems) => problems.iter().map(ToString::to_string).collect(),
+        Err((config, problems)) => {
+            // `serve`'s own checks run on what could be read, so that one run names them all.
+            let mut problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
+            if let Some(config) = config {
+                problems.extend(in_file(&args.config, serve_checks(&config).await));
+            }
+            problems
+        }
     };
     if args.json {
         println!("{}", json!({"ok": false, "file": args.config, "problems": problems}));

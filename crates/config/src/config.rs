@@ -64,26 +64,29 @@ impl Config {
     /// Checking goes as far as it can: TOML that does not parse is one problem on its own,
     /// since nothing after it can be read. A mistake of the configuration's shape (an unknown
     /// key or value, a value of the wrong type) is reported, with the nearest valid name for
-    /// an unknown one, and set aside, and the reading goes on. Then the `[server]` table and
-    /// each tool report their first problem, and every duplicate tool name is reported.
+    /// an unknown one, and set aside, and the reading goes on. Then every setting of the
+    /// `[server]` table and of each tool is checked, each problem reported, and every
+    /// duplicate tool name.
     ///
     /// # Errors
     /// The problems, at least one: a [`ConfigError::Read`] alone, or
     /// [`ConfigError::Invalid`]s naming the file.
     pub fn check(path: &Path) -> Result<Config, Vec<ConfigError>> {
-        let text = std::fs::read_to_string(path).map_err(|source| {
-            vec![ConfigError::Read {
-                path: path.to_owned(),
-                source,
-            }]
-        })?;
+        Config::check_partly(path).map_err(|(_, problems)| problems)
+    }
+
+    /// [`Config::check`], and with its problems the configuration as far as it could be read
+    /// (`None` when the file could not be read or parsed): each setting with a problem at
+    /// its default, each tool with a problem left out. Further checks can run on it (as
+    /// `check-config` runs `serve`'s own), so that one run names every problem.
+    ///
+    /// # Errors
+    /// As [`Config::check`], with the configuration as far as it was read.
+    pub fn check_partly(path: &Path) -> Result<Config, (Option<Config>, Vec<ConfigError>)> {
+        let text = std::fs::read_to_string(path).map_err(|source| (None, vec![ConfigError::Read { path: path.to_owned(), source }]))?;
         let base = path.parent().unwrap_or(Path::new(""));
-        Config::check_text(&text, base).map_err(|problems| {
-            problems
-                .into_iter()
-                .map(|problem| problem.in_file(path))
-                .collect()
-        })
+        Config::check_text(&text, base)
+            .map_err(|(config, problems)| (config, problems.into_iter().map(|problem| problem.in_file(path)).collect()))
     }
 
     /// Parses and checks a configuration given as TOML text. A relative `cwd` of a tool is
@@ -96,37 +99,33 @@ impl Config {
     /// [`ConfigError::Invalid`], naming the line where known: the problem on the earliest
     /// line (see [`Config::problems`] for all of them).
     pub fn parse(text: &str) -> Result<Config, ConfigError> {
-        Config::check_text(text, Path::new("")).map_err(first_problem)
+        Config::check_text(text, Path::new("")).map_err(|(_, problems)| first_problem(problems))
     }
 
     /// Every problem of a configuration given as TOML text, in line order; empty if it is
     /// valid. As thorough as [`Config::check`].
     #[must_use]
     pub fn problems(text: &str) -> Vec<ConfigError> {
-        Config::check_text(text, Path::new(""))
-            .err()
-            .unwrap_or_default()
+        Config::check_text(text, Path::new("")).err().map(|(_, problems)| problems).unwrap_or_default()
     }
 
     /// Checks `text`, whose relative paths are relative to `base`. The problems are sorted
-    /// by line (those without a line last) and never empty.
-    fn check_text(text: &str, base: &Path) -> Result<Config, Vec<ConfigError>> {
+    /// by line (those without a line last) and never empty; with them, the configuration as
+    /// far as it was read, if it could be parsed.
+    fn check_text(text: &str, base: &Path) -> Result<Config, (Option<Config>, Vec<ConfigError>)> {
         // The shape's mistakes first, all of them; then the checks, on the text read in the
         // end (the same lines, with those mistakes set aside).
         let (read, mut problems) = shape::read::<RawConfig>(text);
         let Some((raw, text)) = read else {
             problems.sort_by_key(|problem| line_of_problem(problem).unwrap_or(usize::MAX));
-            return Err(problems);
+            return Err((None, problems));
         };
         // A line with a mistake of shape reports that one only (a key read under the name it
         // was likely meant to have may still hold what that key cannot).
         let shape_lines: Vec<Option<usize>> = problems.iter().map(line_of_problem).collect();
         let lines = Lines(&text);
-        let server = raw
-            .server
-            .check(lines)
-            .map_err(|err| problems.push(err))
-            .ok();
+        let (server, server_problems) = raw.server.check(lines);
+        problems.extend(server_problems);
         let mut tools: Vec<ToolConfig> = Vec::with_capacity(raw.tools.len());
         let mut first_lines: HashMap<String, usize> = HashMap::new();
         for raw_tool in raw.tools {
@@ -142,12 +141,10 @@ impl Config {
             }
             match raw_tool.check(lines, base) {
                 Ok(tool) => tools.push(tool),
-                Err(err) => problems.push(err),
+                Err(tool_problems) => problems.extend(tool_problems),
             }
         }
-        if let Some(server) = &server
-            && !server.sync_wait.is_zero()
-        {
+        if !server.sync_wait.is_zero() {
             for tool in &tools {
                 if server.task_tools.all().contains(&tool.name.as_str()) {
                     let line = first_lines.get(&tool.name).copied();
@@ -163,12 +160,12 @@ impl Config {
             index += 1;
             index <= shape_count || line_of_problem(problem).is_none_or(|line| !shape_lines.contains(&Some(line)))
         });
-        match server {
-            Some(server) if problems.is_empty() => Ok(Config { server, tools, upstream_tools }),
-            _ => {
-                problems.sort_by_key(|problem| line_of_problem(problem).unwrap_or(usize::MAX));
-                Err(problems)
-            }
+        let config = Config { server, tools, upstream_tools };
+        if problems.is_empty() {
+            Ok(config)
+        } else {
+            problems.sort_by_key(|problem| line_of_problem(problem).unwrap_or(usize::MAX));
+            Err((Some(config), problems))
         }
     }
 }
@@ -428,10 +425,8 @@ task_support = "forbidden"
             panic!("{problem:?}")
         };
         assert!(detail.contains("unknown field `comand`"), "{detail}");
-        assert!(
-            message.starts_with("line 6: unknown field `comand`, expected one of"),
-            "{message}"
-        );
+        // The name meant, not the list of every valid one (issue 42).
+        assert_eq!(message, "line 6: unknown field `comand`; did you mean `command`?");
     }
 
     #[test]
@@ -439,6 +434,8 @@ task_support = "forbidden"
         let (line, _, message) = invalid("[server]\n\npoll = \"1s\"\n");
         assert_eq!(line, Some(3));
         assert!(message.contains("unknown field `poll`"), "{message}");
+        // Nothing near it: the valid names are listed.
+        assert!(message.contains("expected one of") && message.contains("`poll_rate`"), "{message}");
     }
 
     #[test]

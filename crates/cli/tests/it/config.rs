@@ -110,6 +110,30 @@ fn check_config_names_every_independent_mistake_in_one_run_with_suggestions() {
     assert_eq!(problems.len(), 4, "{problems:#?}");
 }
 
+/// Mistakes in one `[server]` table and in one tool are each named, all in one run, and so is
+/// a mistake only `serve`'s own checks see (the lease) beside them (issue 42).
+#[test]
+fn check_config_names_every_mistake_of_one_table_and_of_one_tool_and_serves_own_in_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("table.toml");
+    let text = "[server]\ndefault_ttl = \"ten minutes\"\nmax_running = 0\nlease = \"100ms\"\npoll_interval = \"soon\"\n\n\
+                [[tools]]\nname = \"a\"\ncommand = [\"true\"]\ntimeout = \"forever\"\nmax_concurrent = 0\nmax_attempts = 3\n";
+    std::fs::write(&path, text).unwrap();
+    let check = binary().args(["check-config", "--json"]).arg(&path).output().unwrap();
+    assert!(!check.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    let problems: Vec<&str> = report["problems"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+    let named = |what: &str| problems.iter().any(|problem| problem.contains(what));
+    assert!(named("line 2: server.default_ttl"), "{problems:#?}");
+    assert!(named("line 3: server.max_running"), "{problems:#?}");
+    assert!(named("line 5: server.poll_interval"), "{problems:#?}");
+    assert!(named("line 10: timeout of tool `a`"), "{problems:#?}");
+    assert!(named("line 11: max_concurrent of tool `a`"), "{problems:#?}");
+    assert!(named("line 12") && named("max_attempts"), "{problems:#?}");
+    assert!(named("server.lease is 100ms"), "serve's own check, beside the others: {problems:#?}");
+    assert_eq!(problems.len(), 7, "{problems:#?}");
+}
+
 /// A check `serve` makes beyond the config crate's (the lease a claim needs) is made by
 /// `check-config` too: both run one function.
 #[test]

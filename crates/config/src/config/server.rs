@@ -10,6 +10,17 @@ use toml::Spanned;
 
 use super::lines::{Lines, RawSize};
 use super::{ConfigError, Problem};
+
+/// `set!(problems, target, result)`: the value of `result` goes to `target`, or its problem to
+/// `problems` (and `target` keeps its default): every setting is checked, each problem said.
+macro_rules! set {
+    ($problems:expr, $target:expr, $value:expr) => {
+        match $value {
+            Ok(value) => $target = value,
+            Err(problem) => $problems.push(problem),
+        }
+    };
+}
 use super::oauth::{OAUTH_PRINCIPAL_PREFIX, OAuthConfig, RawOAuth};
 use crate::auth::{self, Auth, EnvTokenError};
 use crate::hosts::{self, Authority, Origin};
@@ -479,20 +490,26 @@ impl RawServer {
     /// Checks every setting, in the order its problems are reported: HTTP and auth, task
     /// limits, times, features, client limits, tracing; then that `default_ttl` is at most
     /// `max_ttl`.
-    pub(crate) fn check(mut self, lines: Lines<'_>) -> Result<ServerConfig, ConfigError> {
+    /// Every problem is reported, each setting's own: the config returned holds the default
+    /// of each setting that has one.
+    pub(crate) fn check(mut self, lines: Lines<'_>) -> (ServerConfig, Vec<ConfigError>) {
         let ttl_line = self.default_ttl.as_ref().or(self.max_ttl.as_ref()).map(|v| lines.of(&v.span()));
+        let ttl_lines: Vec<usize> = [&self.default_ttl, &self.max_ttl].into_iter().flatten().map(|v| lines.of(&v.span())).collect();
         let mut server = ServerConfig::default();
-        self.check_http(lines, &mut server)?;
-        self.check_task_limits(lines, &mut server)?;
-        self.check_times(lines, &mut server)?;
-        self.check_features(lines, &mut server)?;
-        self.check_client_limits(lines, &mut server)?;
+        let mut problems = Vec::new();
+        self.check_http(lines, &mut server, &mut problems);
+        self.check_task_limits(lines, &mut server, &mut problems);
+        self.check_times(lines, &mut server, &mut problems);
+        self.check_features(lines, &mut server, &mut problems);
+        self.check_client_limits(lines, &mut server, &mut problems);
         if let Some(raw) = self.tracing.take() {
             let line = lines.of(&raw.span());
-            server.tracing = raw.into_inner().check(line, lines)?;
+            set!(problems, server.tracing, raw.into_inner().check(line, lines));
         }
-        if server.default_ttl > server.max_ttl {
-            return Err(ConfigError::Invalid {
+        // Compared only when both were read (a default in place of a bad one says nothing).
+        let ttls_read = !problems.iter().any(|problem| matches!(problem, ConfigError::Invalid { line: Some(line), .. } if ttl_lines.contains(line)));
+        if ttls_read && server.default_ttl > server.max_ttl {
+            problems.push(ConfigError::Invalid {
                 file: None,
                 line: ttl_line,
                 problem: Problem::TtlOrder {
@@ -501,122 +518,128 @@ impl RawServer {
                 },
             });
         }
-        Ok(server)
+        (server, problems)
     }
 
     /// `listen`, `allowed_hosts`, `allowed_origins`, `max_body`, `auth.oauth`, `auth`.
-    fn check_http(&mut self, lines: Lines<'_>, server: &mut ServerConfig) -> Result<(), ConfigError> {
+    fn check_http(&mut self, lines: Lines<'_>, server: &mut ServerConfig, problems: &mut Vec<ConfigError>) {
         if let Some(value) = self.listen.take() {
-            server.listen = listen(lines, &value)?;
+            set!(problems, server.listen, listen(lines, &value));
         }
         server.tls = match (self.tls_cert.take(), self.tls_key.take()) {
             (None, None) => None,
             (Some(cert), Some(key)) => Some((PathBuf::from(cert.into_inner()), PathBuf::from(key.into_inner()))),
-            (Some(one), None) | (None, Some(one)) => return Err(lines.error(lines.of(&one.span()), Problem::TlsPair)),
+            (Some(one), None) | (None, Some(one)) => {
+                problems.push(lines.error(lines.of(&one.span()), Problem::TlsPair));
+                None
+            }
         };
-        server.allowed_hosts = checked_entries(
+        set!(problems, server.allowed_hosts, checked_entries(
             lines,
             std::mem::take(&mut self.allowed_hosts),
             Authority::parse,
             |value, reason| Problem::AllowedHost { value, reason },
-        )?;
-        server.allowed_origins = checked_entries(
+        ));
+        set!(problems, server.allowed_origins, checked_entries(
             lines,
             std::mem::take(&mut self.allowed_origins),
             Origin::parse,
             |value, reason| Problem::AllowedOrigin { value, reason },
-        )?;
+        ));
         if let Some(value) = self.max_body.take() {
-            server.max_body = lines.size("server.max_body", &value)?;
+            set!(problems, server.max_body, lines.size("server.max_body", &value));
         }
         if let Some(raw) = self.auth.oauth.take() {
             let line = lines.of(&raw.span());
-            server.oauth = Some(raw.into_inner().check(lines, line)?);
+            set!(problems, server.oauth, raw.into_inner().check(lines, line).map(Some));
         }
-        server.auth = std::mem::take(&mut self.auth).check(lines)?;
-        Ok(())
+        set!(problems, server.auth, std::mem::take(&mut self.auth).check(lines));
     }
 
     /// `max_running`, `max_running_per_principal`, `max_retained_per_principal`, `task_events`,
     /// `task_event_bytes`.
-    fn check_task_limits(&mut self, lines: Lines<'_>, server: &mut ServerConfig) -> Result<(), ConfigError> {
-        server.max_running = count_or(lines, "server.max_running", self.max_running.take(), server.max_running)?;
-        server.max_running_per_principal = count_or(
+    fn check_task_limits(&mut self, lines: Lines<'_>, server: &mut ServerConfig, problems: &mut Vec<ConfigError>) {
+        set!(problems, server.max_running, count_or(lines, "server.max_running", self.max_running.take(), server.max_running));
+        set!(problems, server.max_running_per_principal, count_or(
             lines,
             "server.max_running_per_principal",
             self.max_running_per_principal.take(),
             server.max_running_per_principal,
-        )?;
-        server.max_retained_per_principal = count_or(
+        ));
+        set!(problems, server.max_retained_per_principal, count_or(
             lines,
             "server.max_retained_per_principal",
             self.max_retained_per_principal.take(),
             server.max_retained_per_principal,
-        )?;
-        server.task_events = count_or(lines, "server.task_events", self.task_events.take(), server.task_events)?;
+        ));
+        set!(problems, server.task_events, count_or(lines, "server.task_events", self.task_events.take(), server.task_events));
         if let Some(value) = self.task_event_bytes.take() {
-            server.task_event_bytes = lines.size("server.task_event_bytes", &value)?;
+            set!(problems, server.task_event_bytes, lines.size("server.task_event_bytes", &value));
         }
-        Ok(())
     }
 
     /// `name` and the times: `default_ttl`, `max_ttl`, `poll_interval`, `session_idle`,
     /// `inline_wait`, `retry_wait`, `lease`.
-    fn check_times(&mut self, lines: Lines<'_>, server: &mut ServerConfig) -> Result<(), ConfigError> {
+    fn check_times(&mut self, lines: Lines<'_>, server: &mut ServerConfig, problems: &mut Vec<ConfigError>) {
         if let Some(name) = self.name.take() {
             server.name = name;
         }
-        server.default_ttl = duration_or(lines, "server.default_ttl", self.default_ttl.take(), server.default_ttl)?;
-        server.max_ttl = duration_or(lines, "server.max_ttl", self.max_ttl.take(), server.max_ttl)?;
-        server.poll_interval = duration_or(lines, "server.poll_interval", self.poll_interval.take(), server.poll_interval)?;
-        server.session_idle = duration_or(lines, "server.session_idle", self.session_idle.take(), server.session_idle)?;
-        server.inline_wait = duration_or(lines, "server.inline_wait", self.inline_wait.take(), server.inline_wait)?;
-        server.retry_wait = duration_or(lines, "server.retry_wait", self.retry_wait.take(), server.retry_wait)?;
-        server.lease = duration_or(lines, "server.lease", self.lease.take(), server.lease)?;
-        Ok(())
+        set!(problems, server.default_ttl, duration_or(lines, "server.default_ttl", self.default_ttl.take(), server.default_ttl));
+        set!(problems, server.max_ttl, duration_or(lines, "server.max_ttl", self.max_ttl.take(), server.max_ttl));
+        set!(problems, server.poll_interval, duration_or(lines, "server.poll_interval", self.poll_interval.take(), server.poll_interval));
+        set!(problems, server.session_idle, duration_or(lines, "server.session_idle", self.session_idle.take(), server.session_idle));
+        set!(problems, server.inline_wait, duration_or(lines, "server.inline_wait", self.inline_wait.take(), server.inline_wait));
+        set!(problems, server.retry_wait, duration_or(lines, "server.retry_wait", self.retry_wait.take(), server.retry_wait));
+        set!(problems, server.lease, duration_or(lines, "server.lease", self.lease.take(), server.lease));
     }
 
     /// `metrics`, `heartbeat`, `sync_wait`, `task_tools`, `ui`, `webhooks`.
-    fn check_features(&mut self, lines: Lines<'_>, server: &mut ServerConfig) -> Result<(), ConfigError> {
+    fn check_features(&mut self, lines: Lines<'_>, server: &mut ServerConfig, problems: &mut Vec<ConfigError>) {
         server.metrics = self.metrics.unwrap_or(server.metrics);
-        server.heartbeat = off_or(lines, "server.heartbeat", self.heartbeat.take(), server.heartbeat)?;
-        server.sync_wait = off_or(lines, "server.sync_wait", self.sync_wait.take(), server.sync_wait)?;
-        server.task_tools = self.task_tools.take().unwrap_or_default().check(lines)?;
+        set!(problems, server.heartbeat, off_or(lines, "server.heartbeat", self.heartbeat.take(), server.heartbeat));
+        set!(problems, server.sync_wait, off_or(lines, "server.sync_wait", self.sync_wait.take(), server.sync_wait));
+        set!(problems, server.task_tools, self.task_tools.take().unwrap_or_default().check(lines));
         server.ui = self.ui;
-        server.webhooks = std::mem::take(&mut self.webhooks).into_iter().map(|raw| raw.check(lines)).collect::<Result<_, _>>()?;
-        Ok(())
+        for raw in std::mem::take(&mut self.webhooks) {
+            match raw.check(lines) {
+                Ok(webhook) => server.webhooks.push(webhook),
+                Err(problem) => problems.push(problem),
+            }
+        }
     }
 
     /// The limits on hostile clients: `poll_rate` (zero is off), `poll_burst`,
     /// `max_sessions_per_principal`, `max_streams_per_session`, `max_stream_events`,
     /// `header_timeout`, `max_listens_per_principal`.
-    fn check_client_limits(&mut self, lines: Lines<'_>, server: &mut ServerConfig) -> Result<(), ConfigError> {
+    fn check_client_limits(&mut self, lines: Lines<'_>, server: &mut ServerConfig, problems: &mut Vec<ConfigError>) {
         if let Some(value) = self.poll_rate.take() {
-            server.poll_rate = lines.count_from("server.poll_rate", &value, 0)?;
+            set!(problems, server.poll_rate, lines.count_from("server.poll_rate", &value, 0));
         }
-        server.poll_burst = count_or(lines, "server.poll_burst", self.poll_burst.take(), server.poll_burst)?;
-        server.max_sessions_per_principal = count_or(
+        set!(problems, server.poll_burst, count_or(lines, "server.poll_burst", self.poll_burst.take(), server.poll_burst));
+        set!(problems, server.max_sessions_per_principal, count_or(
             lines,
             "server.max_sessions_per_principal",
             self.max_sessions_per_principal.take(),
             server.max_sessions_per_principal,
-        )?;
-        server.max_streams_per_session = count_or(
+        ));
+        set!(problems, server.max_streams_per_session, count_or(
             lines,
             "server.max_streams_per_session",
             self.max_streams_per_session.take(),
             server.max_streams_per_session,
-        )?;
-        server.max_stream_events =
-            count_or(lines, "server.max_stream_events", self.max_stream_events.take(), server.max_stream_events)?;
-        server.header_timeout = duration_or(lines, "server.header_timeout", self.header_timeout.take(), server.header_timeout)?;
-        server.max_listens_per_principal = count_or(
+        ));
+        set!(
+            problems,
+            server.max_stream_events,
+            count_or(lines, "server.max_stream_events", self.max_stream_events.take(), server.max_stream_events)
+        );
+        set!(problems, server.header_timeout, duration_or(lines, "server.header_timeout", self.header_timeout.take(), server.header_timeout));
+        set!(problems, server.max_listens_per_principal, count_or(
             lines,
             "server.max_listens_per_principal",
             self.max_listens_per_principal.take(),
             server.max_listens_per_principal,
-        )?;
-        Ok(())
+        ));
     }
 }
 

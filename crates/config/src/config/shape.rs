@@ -39,8 +39,9 @@ pub(super) fn read<T: DeserializeOwned>(text: &str) -> (Option<(T, String)>, Vec
         let suggestion = suggest(message);
         let consequence = missing_field(message).is_some_and(|field| renamed.iter().any(|name| name == field));
         if !consequence {
+            // With a suggestion, the one name meant, not the list of every valid one.
             let message = match &suggestion {
-                Some(name) => format!("{message}; did you mean `{name}`?"),
+                Some(name) => format!("{}; did you mean `{name}`?", message.split_once(", expected").map_or(message, |(head, _)| head)),
                 None => message.to_owned(),
             };
             problems.push(ConfigError::Invalid { file: None, line, problem: Problem::Toml(message) });

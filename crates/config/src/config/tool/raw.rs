@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde::de::value::MapAccessDeserializer;
@@ -148,59 +149,33 @@ impl RawTool {
         Ok((input_schema, properties))
     }
 
-    /// Checks the entry; a relative `cwd` is joined to `base`.
-    pub(crate) fn check(self, lines: Lines<'_>, base: &Path) -> Result<ToolConfig, ConfigError> {
+    /// Checks the entry; a relative `cwd` is joined to `base`. Every setting is checked and
+    /// each problem reported (those of the command, `env`, `stdin` and `cwd`, whose
+    /// placeholders name the schema's properties, only once the schema is readable).
+    pub(crate) fn check(self, lines: Lines<'_>, base: &Path) -> Result<ToolConfig, Vec<ConfigError>> {
+        let mut problems = Vec::new();
         let name = self.name.get_ref().clone();
-        let (input_schema, properties) = self.input_schema(lines)?;
-        let checker = Checker {
-            lines,
-            tool: &name,
-            properties,
-        };
-
-        let command = checker.command(self.command)?;
-        let env = checker.env(self.env.unwrap_or_default())?;
-        let inherit_env = checker.inherit_env(self.inherit_env)?;
-        let stdin = checker.stdin(self.stdin)?;
-        let cwd = match self.cwd {
-            Some(cwd) => Some(checker.cwd(&cwd, base)?),
-            None => None,
-        };
-        let output_schema = checker.output_schema(self.output, self.output_schema)?;
-        let duration = |setting: &str, value: &Spanned<String>| {
-            lines.duration(&format!("{setting} of tool `{name}`"), value)
-        };
-        let inline_wait = match &self.inline_wait {
-            Some(value) => Some(duration("inline_wait", value)?),
-            None => None,
-        };
-        let sync_wait = match &self.sync_wait {
-            Some(value) => Some(lines.duration_or_off(&format!("sync_wait of tool `{name}`"), value)?),
-            None => None,
-        };
-        let timeout = match &self.timeout {
-            Some(value) => Some(duration("timeout", value)?),
-            None => None,
-        };
-        let kill_grace = match &self.kill_grace {
-            Some(value) => duration("kill_grace", value)?,
-            None => ToolConfig::DEFAULT_KILL_GRACE,
-        };
-        let max_output = match &self.max_output {
-            Some(value) => lines.size(&format!("max_output of tool `{name}`"), value)?,
-            None => ToolConfig::DEFAULT_MAX_OUTPUT,
-        };
-        let max_attempts = match &self.max_attempts {
-            Some(value) if self.on_restart != RestartPolicy::Retry => {
-                let problem = Problem::MaxAttemptsWithoutRetry { tool: name.clone() };
-                return Err(lines.error(lines.of(&value.span()), problem));
+        let limits = self.limits(lines, &name, &mut problems);
+        let schema = kept(&mut problems, self.input_schema(lines));
+        let mut run = None;
+        let input_schema = schema.map(|(input_schema, properties)| {
+            let checker = Checker { lines, tool: &name, properties };
+            let command = kept(&mut problems, checker.command(self.command));
+            let env = kept(&mut problems, checker.env(self.env.unwrap_or_default()));
+            let inherit_env = kept(&mut problems, checker.inherit_env(self.inherit_env));
+            let stdin = kept(&mut problems, checker.stdin(self.stdin));
+            let cwd = optional(&mut problems, self.cwd.as_ref().map(|value| checker.cwd(value, base)));
+            let output_schema = kept(&mut problems, checker.output_schema(self.output, self.output_schema));
+            if let (Some(command), Some(env), Some(inherit_env), Some(stdin), Some(cwd), Some(output_schema)) =
+                (command, env, inherit_env, stdin, cwd, output_schema)
+            {
+                run = Some((command, env, inherit_env, stdin, cwd, output_schema));
             }
-            Some(value) => lines.count(&format!("max_attempts of tool `{name}`"), value)?,
-            None => ToolConfig::DEFAULT_MAX_ATTEMPTS,
-        };
-        let max_concurrent = match &self.max_concurrent {
-            Some(value) => Some(lines.count(&format!("max_concurrent of tool `{name}`"), value)?),
-            None => None,
+            input_schema
+        });
+        let (Some(input_schema), Some((command, env, inherit_env, stdin, cwd, output_schema)), Some(limits)) = (input_schema, run, limits)
+        else {
+            return Err(problems);
         };
         Ok(ToolConfig {
             name: self.name.into_inner(),
@@ -208,20 +183,80 @@ impl RawTool {
             input_schema,
             command,
             task_support: self.task_support,
-            timeout,
-            inline_wait,
-            sync_wait,
-            kill_grace,
+            timeout: limits.timeout,
+            inline_wait: limits.inline_wait,
+            sync_wait: limits.sync_wait,
+            kill_grace: limits.kill_grace,
             on_restart: self.on_restart,
-            max_attempts,
-            max_concurrent,
+            max_attempts: limits.max_attempts,
+            max_concurrent: limits.max_concurrent,
             cwd,
             env,
             inherit_env,
             stdin,
-            max_output,
+            max_output: limits.max_output,
             output: self.output,
             output_schema,
         })
+    }
+
+    /// The tool's times and limits, each checked (its problem recorded) and defaulted; `None`
+    /// if any had a problem.
+    fn limits(&self, lines: Lines<'_>, name: &str, problems: &mut Vec<ConfigError>) -> Option<Limits> {
+        let duration = |setting: &str, value: &Spanned<String>| lines.duration(&format!("{setting} of tool `{name}`"), value);
+        let inline_wait = optional(problems, self.inline_wait.as_ref().map(|value| duration("inline_wait", value)));
+        let sync_wait = optional(
+            problems,
+            self.sync_wait.as_ref().map(|value| lines.duration_or_off(&format!("sync_wait of tool `{name}`"), value)),
+        );
+        let timeout = optional(problems, self.timeout.as_ref().map(|value| duration("timeout", value)));
+        let kill_grace = optional(problems, self.kill_grace.as_ref().map(|value| duration("kill_grace", value)));
+        let max_output = optional(problems, self.max_output.as_ref().map(|value| lines.size(&format!("max_output of tool `{name}`"), value)));
+        let max_attempts = optional(
+            problems,
+            self.max_attempts.as_ref().map(|value| {
+                if self.on_restart == RestartPolicy::Retry {
+                    lines.count(&format!("max_attempts of tool `{name}`"), value)
+                } else {
+                    Err(lines.error(lines.of(&value.span()), Problem::MaxAttemptsWithoutRetry { tool: name.to_owned() }))
+                }
+            }),
+        );
+        let max_concurrent =
+            optional(problems, self.max_concurrent.as_ref().map(|value| lines.count(&format!("max_concurrent of tool `{name}`"), value)));
+        Some(Limits {
+            inline_wait: inline_wait?,
+            sync_wait: sync_wait?,
+            timeout: timeout?,
+            kill_grace: kill_grace?.unwrap_or(ToolConfig::DEFAULT_KILL_GRACE),
+            max_output: max_output?.unwrap_or(ToolConfig::DEFAULT_MAX_OUTPUT),
+            max_attempts: max_attempts?.unwrap_or(ToolConfig::DEFAULT_MAX_ATTEMPTS),
+            max_concurrent: max_concurrent?,
+        })
+    }
+}
+
+/// A tool's times and limits, checked.
+struct Limits {
+    inline_wait: Option<Duration>,
+    sync_wait: Option<Duration>,
+    timeout: Option<Duration>,
+    kill_grace: Duration,
+    max_output: usize,
+    max_attempts: u32,
+    max_concurrent: Option<u32>,
+}
+
+/// The value of `result`, or `None` with its problem recorded.
+fn kept<T>(problems: &mut Vec<ConfigError>, result: Result<T, ConfigError>) -> Option<T> {
+    result.map_err(|problem| problems.push(problem)).ok()
+}
+
+/// An optional setting: `Some(None)` when left out, `Some(Some(value))` when good, `None`
+/// with its problem recorded when not.
+fn optional<T>(problems: &mut Vec<ConfigError>, setting: Option<Result<T, ConfigError>>) -> Option<Option<T>> {
+    match setting {
+        None => Some(None),
+        Some(result) => kept(problems, result).map(Some),
     }
 }
