@@ -82,7 +82,7 @@ impl Config {
     ///
     /// # Errors
     /// As [`Config::check`], with the configuration as far as it was read.
-    pub fn check_partly(path: &Path) -> Result<Config, (Option<Config>, Vec<ConfigError>)> {
+    pub fn check_partly(path: &Path) -> Result<Config, (Option<Box<Config>>, Vec<ConfigError>)> {
         let text = std::fs::read_to_string(path).map_err(|source| (None, vec![ConfigError::Read { path: path.to_owned(), source }]))?;
         let base = path.parent().unwrap_or(Path::new(""));
         Config::check_text(&text, base)
@@ -112,7 +112,7 @@ impl Config {
     /// Checks `text`, whose relative paths are relative to `base`. The problems are sorted
     /// by line (those without a line last) and never empty; with them, the configuration as
     /// far as it was read, if it could be parsed.
-    fn check_text(text: &str, base: &Path) -> Result<Config, (Option<Config>, Vec<ConfigError>)> {
+    fn check_text(text: &str, base: &Path) -> Result<Config, (Option<Box<Config>>, Vec<ConfigError>)> {
         // The shape's mistakes first, all of them; then the checks, on the text read in the
         // end (the same lines, with those mistakes set aside).
         let (read, mut problems) = shape::read::<RawConfig>(text);
@@ -165,7 +165,7 @@ impl Config {
             Ok(config)
         } else {
             problems.sort_by_key(|problem| line_of_problem(problem).unwrap_or(usize::MAX));
-            Err((Some(config), problems))
+            Err((Some(Box::new(config)), problems))
         }
     }
 }
