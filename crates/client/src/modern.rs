@@ -96,11 +96,21 @@ pub(crate) fn server_info(answer: Value) -> Result<Option<ServerInfo>, ClientErr
         .get(mcp_tasks_protocol::modern::SERVER_INFO_META)
         .and_then(|info| serde_json::from_value::<Implementation>(info.clone()).ok())
         .unwrap_or_else(|| Implementation::new("unknown", "unknown"));
-    let tasks = discover
-        .capabilities
-        .get("extensions")
-        .and_then(|extensions| extensions.get(TASKS_EXTENSION))
-        .is_some();
+    let settings = discover.capabilities.get("extensions").and_then(|extensions| extensions.get(TASKS_EXTENSION));
+    // SEP-3392 revision_06: tasks are not enabled against a revision this client does not
+    // know; its calls are then made without the extension (answered inline).
+    let tasks = match settings {
+        Some(settings) if !mcp_tasks_protocol::modern::known_revision(TASKS_EXTENSION, settings) => {
+            tracing::warn!(
+                revision = %settings["revision"],
+                "the server offers the tasks extension ({TASKS_EXTENSION}) in a revision this client does not know: \
+                 tasks are not enabled for it, and calls are made without them (upgrade the client to use them)"
+            );
+            false
+        }
+        Some(_) => true,
+        None => false,
+    };
     Ok(Some(ServerInfo {
         implementation,
         instructions: discover.instructions,

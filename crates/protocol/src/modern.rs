@@ -36,6 +36,26 @@ pub const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
 /// The identifier of the tasks extension, under `capabilities.extensions` on both sides.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
+/// The `revision`s of the tasks extension this build implements, besides the initial one
+/// (which a settings object without `revision` names, SEP-3392 revision_05). None yet: the
+/// extension's settings object is `{}` in the 2026-07-28 schema, and this build advertises
+/// exactly that (revision_04 adds a `revision` only with a breaking change).
+pub const TASKS_REVISIONS: &[&str] = &[];
+
+/// Whether an extension's settings object names a revision this build implements (SEP-3392):
+/// none (the initial revision, revision_05) or one of the extension's known ones, compared
+/// as opaque strings by exact match (never numerically: the text fixes no order). A
+/// `revision` that is not a string is unknown (revision_09: a peer's extension data is
+/// validated). Only the tasks extension has known revisions; any other's initial revision
+/// alone is known.
+pub fn known_revision(extension: &str, settings: &Value) -> bool {
+    match settings.get("revision") {
+        None => true,
+        Some(Value::String(revision)) => extension == TASKS_EXTENSION && TASKS_REVISIONS.contains(&revision.as_str()),
+        Some(_) => false,
+    }
+}
+
 /// `-32020` HeaderMismatch: HTTP headers missing, malformed, or different from the body.
 pub const HEADER_MISMATCH: i64 = -32020;
 /// `-32021` MissingRequiredClientCapability, with `data.requiredCapabilities`.
@@ -177,12 +197,22 @@ impl RequestMeta {
         Ok(RequestMeta { protocol_version, client_capabilities, client_info, log_level, progress_token })
     }
 
-    /// Whether the client declared `extension` under `clientCapabilities.extensions`.
+    /// Whether the client declared `extension` under `clientCapabilities.extensions`, in a
+    /// revision this build knows: a settings object whose `revision` is one this build
+    /// implements ([`known_revision`]; SEP-3392 revision_06: an unknown one leaves the
+    /// extension off, as if it were not declared).
     pub fn declares_extension(&self, extension: &str) -> bool {
         self.client_capabilities
             .get("extensions")
             .and_then(|extensions| extensions.get(extension))
-            .is_some_and(Value::is_object)
+            .is_some_and(|settings| settings.is_object() && known_revision(extension, settings))
+    }
+
+    /// The `revision` the client's settings of `extension` name, when the extension is left
+    /// off for it (a revision this build does not know, or not a string).
+    pub fn unknown_revision(&self, extension: &str) -> Option<String> {
+        let settings = self.client_capabilities.get("extensions")?.get(extension)?;
+        (settings.is_object() && !known_revision(extension, settings)).then(|| settings["revision"].to_string())
     }
 
     /// Whether the client declared capability `name` (e.g. `elicitation`, `sampling`).

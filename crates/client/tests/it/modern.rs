@@ -419,3 +419,37 @@ async fn modern_the_questions_of_a_task_that_can_be_answered_are_sent_even_when_
     let keys: Vec<&String> = updates[0]["params"]["inputResponses"].as_object().unwrap().keys().collect();
     assert_eq!(keys, ["confirm"], "only the answered question");
 }
+
+/// SEP-3392 revision_06, the client side: a server that offers the tasks extension in a
+/// revision this client does not know does not get tasks: the call is made without the
+/// extension (answered inline), and a task asked for is refused, saying why. Without a
+/// `revision` (the initial one, revision_05) the same server gets them.
+#[tokio::test]
+async fn revision_06_a_server_offering_an_unknown_tasks_revision_gets_no_tasks_from_this_client() {
+    for (settings, offered) in [(json!({"revision": "99"}), false), (json!({"revision": 2}), false), (json!({}), true)] {
+        let discover = json!({"supportedVersions": ["2026-07-28"], "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": settings}},
+                              "resultType": "complete", "ttlMs": 0, "cacheScope": "public",
+                              "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake", "version": "1"}}});
+        let tools = json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}], "resultType": "complete"});
+        let (client, seen) = scripted(Client::builder(), move |message| match message["method"].as_str() {
+            Some("server/discover") => Some(discover.clone()),
+            Some("tools/list") => Some(tools.clone()),
+            Some("tools/call") => Some(json!({"content": [{"type": "text", "text": "inline"}], "resultType": "complete"})),
+            _ => None,
+        })
+        .await;
+        let client = client.unwrap();
+        assert_eq!(client.server_runs_tool_tasks(), offered, "{settings}");
+        let called = client.call("echo", json!({})).await.unwrap();
+        assert!(matches!(called, Called::Result(_)), "{called:?}");
+        let call = seen.lock().unwrap().iter().rev().find(|m| m["method"] == "tools/call").cloned().unwrap();
+        let declared = call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"]
+            .get("io.modelcontextprotocol/tasks")
+            .is_some();
+        assert_eq!(declared, offered, "the extension is declared only to a revision this client knows: {call}");
+        if !offered {
+            let refused = client.call_tool_as_task("echo", json!({}), None).await.unwrap_err();
+            assert!(matches!(refused, ClientError::TasksUnsupported { .. }), "{refused}");
+        }
+    }
+}

@@ -351,3 +351,38 @@ async fn modern_mrtr_a_roots_question_is_a_roots_list_input_request_and_needs_th
     let error = peer.error("tools/call", plain(json!({"name": "roots"}))).await;
     assert_eq!((error["code"].clone(), error["data"]["requiredCapabilities"].clone()), (json!(-32021), json!({"roots": {}})));
 }
+
+/// `params` with the `_meta` of a client that declared the tasks extension with `settings`.
+fn with_tasks_settings(mut params: Value, settings: &Value) -> Value {
+    params["_meta"] = meta(json!({"extensions": {TASKS: settings}, "elicitation": {}}));
+    params
+}
+
+/// SEP-3392 revision_05/06, the server side: tasks settings with a `revision` this server
+/// does not know (or one that is not a string) leave the extension off for that request, as
+/// if the client had not declared it: a call is served as to a client without tasks (no task
+/// handle; a tool that needs a task is -32021 naming the extension), and the task methods are
+/// -32021. No `revision` (the initial one) and extra keys are fine; `server/discover`
+/// advertises the settings as the 2026-07-28 schema allows them (`{}`).
+#[tokio::test]
+async fn revision_05_06_an_unknown_tasks_revision_leaves_the_extension_off_for_that_request() {
+    let release = Arc::new(Notify::new());
+    let (server, _dir) = server(Arc::clone(&release), Duration::ZERO);
+    let mut peer = TestPeer::connect(server);
+    let discovered = peer.result("server/discover", plain(json!({}))).await;
+    assert_eq!(discovered["capabilities"]["extensions"][TASKS], json!({}), "{discovered}");
+    for settings in [json!({"revision": "99"}), json!({"revision": 2}), json!({"revision": null})] {
+        let result = peer.result("tools/call", with_tasks_settings(json!({"name": "echo", "arguments": {"text": "hi"}}), &settings)).await;
+        check("CallToolResult", &result);
+        assert_eq!((result["resultType"].clone(), result["content"][0]["text"].clone()), (json!("complete"), json!("hi")), "{settings}");
+        let error = peer.error("tools/call", with_tasks_settings(json!({"name": "fails"}), &settings)).await;
+        assert_eq!(error["code"], -32021, "{settings}: {error}");
+        assert_eq!(error["data"]["requiredCapabilities"]["extensions"][TASKS], json!({}), "{error}");
+        let error = peer.error("tasks/get", with_tasks_settings(json!({"taskId": "x"}), &settings)).await;
+        assert_eq!(error["code"], -32021, "{settings}: {error}");
+    }
+    // The initial revision, with a key this build does not know: tasks as usual.
+    let created = peer.result("tools/call", with_tasks_settings(json!({"name": "gate"}), &json!({"eventStreams": true}))).await;
+    assert_eq!(created["resultType"], "task", "{created}");
+    release.notify_one();
+}

@@ -170,6 +170,10 @@ async fn route(meta: &RequestMeta, ctx: &RequestContext, request: Request) -> Re
     let params = request.params;
     let name = request.method.as_str();
     let tasks = meta.declares_extension(TASKS_EXTENSION);
+    if !tasks && let Some(revision) = meta.unknown_revision(TASKS_EXTENSION) {
+        // SEP-3392 revision_06: served as to a client without the extension.
+        tracing::debug!(%revision, method = name, "the client's tasks extension is of a revision this server does not know: left off");
+    }
     if tasks
         && name == method::TASKS_GET
         && let Err(refused) = ctx.server().inner.polls.check(&ctx.principal, name, crate::codec::task_id_of(params.as_ref()))
