@@ -439,7 +439,7 @@ impl CommandTool {
         let stderr = child
             .stderr
             .take()
-            .map(|pipe| tokio::spawn(read_tail(pipe, cap)));
+            .map(|pipe| tokio::spawn(read_tail(pipe, cap, ctx.clone())));
         Pipes { writer, stdout, stderr }
     }
 
@@ -593,13 +593,25 @@ impl Tail {
 }
 
 /// Reads `pipe` to its end, keeping the last `cap` bytes.
-async fn read_tail(mut pipe: impl AsyncRead + Unpin, cap: usize) -> Tail {
+async fn read_tail(mut pipe: impl AsyncRead + Unpin, cap: usize, ctx: Context) -> Tail {
     let mut tail = Tail::default();
     let mut chunk = vec![0u8; CHUNK];
+    // The bytes of a character cut across two reads, held for the next one.
+    let mut cut: Vec<u8> = Vec::new();
     loop {
         match pipe.read(&mut chunk).await {
             Ok(0) => break,
-            Ok(n) => tail.push(&chunk[..n], cap),
+            Ok(n) => {
+                tail.push(&chunk[..n], cap);
+                // Into the task's event log as it comes (`stream: stderr`).
+                cut.extend_from_slice(&chunk[..n]);
+                let whole = match std::str::from_utf8(&cut) {
+                    Err(err) if err.error_len().is_none() => err.valid_up_to(),
+                    _ => cut.len(),
+                };
+                ctx.stderr(&String::from_utf8_lossy(&cut[..whole]));
+                cut.drain(..whole);
+            }
             Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
             Err(err) => {
                 tracing::warn!(error = %err, "could not read a tool's output");
@@ -742,13 +754,14 @@ mod tests {
     #[tokio::test]
     async fn read_tail_keeps_the_tail_and_counts_the_cut() {
         let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
-        let tail = read_tail(&data[..], 1000).await;
+        let ctx = || Context::plain(tokio_util::sync::CancellationToken::new(), None);
+        let tail = read_tail(&data[..], 1000, ctx()).await;
         assert_eq!(tail.cut, 99_000);
         assert_eq!(tail.bytes, &data[99_000..]);
         assert_eq!(
             tail.cut_note("stdout").as_deref(),
             Some("[mcp-tasks: 99000 bytes of stdout cut; showing the last 1000]")
         );
-        assert_eq!(read_tail(&data[..10], 1000).await.cut_note("stdout"), None);
+        assert_eq!(read_tail(&data[..10], 1000, ctx()).await.cut_note("stdout"), None);
     }
 }

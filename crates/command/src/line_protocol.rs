@@ -34,9 +34,16 @@ use crate::{CHUNK, Tail, json_kind};
 ///   client, a client that cannot elicit, a client error),
 ///   `{"action":"error","error":{"code":-32603,"message":"…"}}`. The line is compact JSON
 ///   (no spaces between tokens). A shell reads it with `read -r answer`.
+/// - `{"log": "compiled 12 files"}` or `{"log": {"level": "warning", "message": "…"}}` adds a
+///   log line to the task's event log (`dev.mcp-tasks.log`, `{"level", "message"}`; the
+///   level is one of MCP's logging levels, `info` by default). Not part of the result.
+/// - `{"partial": {"content": [{"type": "text", "text": "first half"}]}}` adds a partial
+///   result to the task's event log (`dev.mcp-tasks.partial`, the object as is: its `content`
+///   an array of MCP content blocks), so that a client following the task's events may
+///   show results as they come. The task's result is still the command's output.
 ///
 /// A marker line that is not JSON, whose object has none or more than one of `progress`,
-/// `status` and `elicit` or an unknown key, whose values have the wrong types, or that is
+/// `status`, `elicit`, `log` and `partial` or an unknown key, whose values have the wrong types, or that is
 /// longer than 1 MiB is ignored, with a warning in the server's log naming the problem.
 ///
 /// A tool whose stdin carries an argument (`stdin = { arg = "…" }`) cannot be answered: its
@@ -235,6 +242,7 @@ impl<W: AsyncWrite + Unpin> Talk<W> {
             Ok(Message::Elicit(params)) => self.elicit(params, &json).await,
             Ok(Message::Progress(progress)) => self.progress(progress).await,
             Ok(Message::Status(status)) => self.status(status).await,
+            Ok(Message::Event(kind, payload)) => self.ctx.event(kind, payload),
             Err(problem) => self.warn(&problem, &json),
         }
     }
@@ -322,6 +330,40 @@ enum Message {
     Progress(Progress),
     /// A status message.
     Status(String),
+    /// An event for the task's log: a log line or a partial result.
+    Event(&'static str, Value),
+}
+
+/// The levels of MCP's `logging/setLevel`, which a `log` line may name.
+const LOG_LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+
+/// `{"log": "…"}` or `{"log": {"level": "…", "message": "…"}}`: its event payload.
+fn log_payload(value: &Value) -> Result<Value, String> {
+    match value {
+        Value::String(message) => Ok(json!({"level": "info", "message": message})),
+        Value::Object(object) => {
+            let message = object.get("message").and_then(Value::as_str).ok_or("a log object needs a string `message`")?;
+            let level = match object.get("level") {
+                None => "info",
+                Some(Value::String(level)) if LOG_LEVELS.contains(&level.as_str()) => level.as_str(),
+                Some(other) => return Err(format!("log level {other} is not one of {}", LOG_LEVELS.join(", "))),
+            };
+            if let Some(key) = object.keys().find(|key| !matches!(key.as_str(), "message" | "level")) {
+                return Err(format!("unknown field `{key}` in a log object (it has `level` and `message`)"));
+            }
+            Ok(json!({"level": level, "message": message}))
+        }
+        other => Err(format!("`log` is a string or an object, not {}", json_kind(other))),
+    }
+}
+
+/// `{"partial": {"content": [...]}}`: its event payload (the object as is).
+fn partial_payload(value: &Value) -> Result<Value, String> {
+    let content = value.get("content").and_then(Value::as_array).ok_or("`partial` is an object with a `content` array of content blocks")?;
+    if let Some(block) = content.iter().find(|block| block.get("type").and_then(Value::as_str).is_none()) {
+        return Err(format!("a partial result's content block needs a string `type`: {block}"));
+    }
+    Ok(value.clone())
 }
 
 /// `{"elicit": {…}}`.
@@ -355,6 +397,7 @@ pub(crate) fn parse_for_fuzzing(json: &[u8]) -> Result<&'static str, String> {
         Message::Elicit(_) => "elicit",
         Message::Progress(_) => "progress",
         Message::Status(_) => "status",
+        Message::Event(kind, _) => kind,
     })
 }
 
@@ -371,7 +414,7 @@ fn parse(json: &[u8]) -> Result<Message, String> {
             json_kind(&value)
         ));
     };
-    let kinds: Vec<&str> = ["elicit", "progress", "status"]
+    let kinds: Vec<&str> = ["elicit", "progress", "status", "log", "partial"]
         .into_iter()
         .filter(|key| object.contains_key(*key))
         .collect();
@@ -393,9 +436,17 @@ fn parse(json: &[u8]) -> Result<Message, String> {
         ["status"] => serde_json::from_value(value)
             .map(|line: StatusLine| Message::Status(line.status))
             .map_err(shape),
-        [] => Err("the object has none of the keys `progress`, `status` and `elicit`".to_owned()),
+        ["log"] | ["partial"] if value.as_object().is_some_and(|object| object.len() > 1) => {
+            let key = value.as_object().and_then(|object| object.keys().find(|key| key.as_str() != kinds[0])).cloned().unwrap_or_default();
+            Err(format!("not a valid {} message: unknown field `{key}`", kinds[0]))
+        }
+        ["log"] => log_payload(&value["log"]).map(|payload| Message::Event(mcp_tasks_engine::LOG_EVENT, payload)).map_err(|err| format!("not a valid log message: {err}")),
+        ["partial"] => partial_payload(&value["partial"])
+            .map(|payload| Message::Event(mcp_tasks_engine::PARTIAL_EVENT, payload))
+            .map_err(|err| format!("not a valid partial message: {err}")),
+        [] => Err("the object has none of the keys `progress`, `status`, `elicit`, `log` and `partial`".to_owned()),
         kinds => Err(format!(
-            "the object has more than one of the keys `progress`, `status` and `elicit`: {}",
+            "the object has more than one of the keys `progress`, `status`, `elicit`, `log` and `partial`: {}",
             kinds.join(", ")
         )),
     }
@@ -561,6 +612,27 @@ mod tests {
         );
         assert!(problem(r#"{"progress": 3, "totl": 4}"#).contains("unknown field `totl`"));
         assert!(problem(r#"{"elicit": "why?"}"#).starts_with("not a valid elicit message"));
+    }
+
+    #[test]
+    fn log_lines_and_partial_results_are_events_and_their_mistakes_are_named() {
+        let event = |json: &str| parse(json.as_bytes());
+        assert_eq!(event(r#"{"log": "built"}"#), Ok(Message::Event(mcp_tasks_engine::LOG_EVENT, json!({"level": "info", "message": "built"}))));
+        assert_eq!(
+            event(r#"{"log": {"level": "warning", "message": "slow disk"}}"#),
+            Ok(Message::Event(mcp_tasks_engine::LOG_EVENT, json!({"level": "warning", "message": "slow disk"})))
+        );
+        let partial = json!({"content": [{"type": "text", "text": "half"}]});
+        assert_eq!(event(&json!({"partial": partial}).to_string()), Ok(Message::Event(mcp_tasks_engine::PARTIAL_EVENT, partial)));
+        let problem = |json: &str| parse(json.as_bytes()).unwrap_err();
+        assert!(problem(r#"{"log": {"level": "loud", "message": "x"}}"#).contains("is not one of debug, info"), "{}", problem(r#"{"log": {"level": "loud", "message": "x"}}"#));
+        assert!(problem(r#"{"log": {"level": "info"}}"#).contains("needs a string `message`"));
+        assert!(problem(r#"{"log": 3}"#).contains("a string or an object"));
+        assert!(problem(r#"{"log": {"message": "x", "lvl": "info"}}"#).contains("unknown field `lvl`"));
+        assert!(problem(r#"{"log": "x", "extra": 1}"#).contains("unknown field `extra`"));
+        assert!(problem(r#"{"partial": "half"}"#).contains("a `content` array"));
+        assert!(problem(r#"{"partial": {"content": [{"text": "no type"}]}}"#).contains("needs a string `type`"));
+        assert!(problem(r#"{"log": "x", "status": "y"}"#).contains("more than one of the keys"));
     }
 
     #[test]

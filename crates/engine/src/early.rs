@@ -38,7 +38,10 @@ enum Gate {
 /// A report the work made while the gate was closed, made again when it opens.
 pub(crate) enum Deferred {
     Progress(Progress),
-    Output(String),
+    /// Output, and whether on stderr.
+    Output(String, bool),
+    /// An event for the task's log: its type and payload.
+    Event(String, serde_json::Value),
 }
 
 /// Where the outcome of the work stands against the creation's insert.
@@ -149,10 +152,21 @@ impl Early {
         // reports first, as they were made before the work ended (they are sent even if it
         // has ended: the engine no longer counts it as running by then).
         for deferred in std::mem::take(&mut inner.deferred) {
+            // Published, and logged (a task whose ending went in with its insert takes no
+            // event: its log is forgotten, and the store refuses a finished task's appends).
             let (id, owner) = (self.id.clone(), self.owner.clone());
             match deferred {
-                Deferred::Progress(progress) => engine.send_change(Change::Progress { id, owner, progress }),
-                Deferred::Output(text) => engine.send_output(Output { id, owner, text: text.into() }),
+                Deferred::Progress(progress) => {
+                    engine.log_progress(&id, self.attempt, &progress);
+                    engine.send_change(Change::Progress { id, owner, progress });
+                }
+                Deferred::Output(text, stderr) => {
+                    engine.log_output(&id, self.attempt, &text, stderr);
+                    if !stderr {
+                        engine.send_output(Output { id, owner, text: text.into() });
+                    }
+                }
+                Deferred::Event(kind, payload) => engine.log_event(&id, self.attempt, &kind, payload),
             }
         }
         if let Some((record, at)) = inner.merged.take() {

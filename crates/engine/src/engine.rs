@@ -700,6 +700,7 @@ impl Engine {
             let Some(update) = decided else { return Ok(None) };
             match self.inner.store.replace_shared(id, task.version, &update).await {
                 Ok(record) => {
+                    self.log_change(&task, &record);
                     // Shared with the store and the subscribers it is published to: no copy.
                     self.publish_shared(&record, Some(Instant::now()));
                     return Ok(Some(record));

@@ -2,8 +2,12 @@
 //!
 //! - **Writing.** What running work reports goes into its task's log in the store: the
 //!   command's output, split into lines and coalesced per [`FLUSH_EVERY`] into one
-//!   `dev.mcp-tasks.output` event, and its progress (the last report of the interval, one
-//!   `dev.mcp-tasks.progress` event). A task's pending events are written before its outcome
+//!   `dev.mcp-tasks.output` event per stream (`stdout`, `stderr`), its progress (the last
+//!   report of the interval, one `dev.mcp-tasks.progress` event), and, in the order they
+//!   happen, the changes of its status and message while it runs (`dev.mcp-tasks.status`),
+//!   the questions it asks and their answers (`dev.mcp-tasks.input`), and the events its
+//!   work adds itself ([`Engine::log_event`]: a command's log lines and partial results). A
+//!   task's pending events are written before its outcome
 //!   ([`Engine::flush_events`]), so the log is complete when the task finishes, and nothing
 //!   is appended after (the store refuses a finished task's appends).
 //! - **Reading.** [`Engine::events`] reads a page after a cursor and adds the two events the
@@ -35,6 +39,16 @@ pub const STATUS_EVENT: &str = "dev.mcp-tasks.status";
 pub const OUTPUT_EVENT: &str = "dev.mcp-tasks.output";
 /// A progress report: `{"progress", "total"?, "message"?}`.
 pub const PROGRESS_EVENT: &str = "dev.mcp-tasks.progress";
+/// A log line of the work: `{"level", "message"}` (a command's `@mcp-tasks {"log": …}`).
+pub const LOG_EVENT: &str = "dev.mcp-tasks.log";
+/// A partial result, shown before the task's result: `{"content": [content blocks]}` (a
+/// command's `@mcp-tasks {"partial": …}`).
+pub const PARTIAL_EVENT: &str = "dev.mcp-tasks.partial";
+/// A question of the task and its answer: `{"key", "kind", "params"}` when asked (`kind`:
+/// `elicitation`, `sampling` or `roots`), `{"key", "answered": true, "action"?}` when
+/// answered (`action`: an elicitation's `accept`, `decline` or `cancel`), or
+/// `{"key", "answered": false, "error"}` when the client answered with an error.
+pub const INPUT_EVENT: &str = "dev.mcp-tasks.input";
 
 /// How long output and progress gather before they are written as events.
 pub const FLUSH_EVERY: Duration = Duration::from_millis(50);
@@ -80,14 +94,52 @@ pub enum Events {
 #[derive(Default)]
 pub(crate) struct Pending {
     attempt: u32,
-    /// Complete lines not yet written.
-    lines: Vec<String>,
-    /// The start of a line not yet ended.
-    partial: String,
+    /// Events ready to be written, in the order they happened.
+    ready: Vec<(String, Value)>,
+    /// What the work printed on its stdout and its stderr, not yet written.
+    stdout: Lines,
+    stderr: Lines,
     /// The last progress report not yet written.
     progress: Option<Progress>,
     /// A write of this task's events is scheduled or under way.
     scheduled: bool,
+}
+
+/// A stream's output not yet written: its complete lines, and the start of a line not yet
+/// ended.
+#[derive(Default)]
+struct Lines {
+    lines: Vec<String>,
+    partial: String,
+}
+
+impl Lines {
+    fn push(&mut self, text: &str) {
+        self.partial.push_str(text);
+        if let Some(end) = self.partial.rfind('\n') {
+            let rest = self.partial.split_off(end + 1);
+            let done = std::mem::replace(&mut self.partial, rest);
+            self.lines.extend(done.lines().map(str::to_owned));
+        }
+    }
+
+    /// The complete lines (with the unended one when `all`) as an output event of `stream`.
+    fn take(&mut self, stream: &str, all: bool) -> Option<(String, Value)> {
+        if all && !self.partial.is_empty() {
+            let line = std::mem::take(&mut self.partial);
+            self.lines.push(line);
+        }
+        (!self.lines.is_empty()).then(|| (OUTPUT_EVENT.to_owned(), json!({"stream": stream, "lines": std::mem::take(&mut self.lines)})))
+    }
+}
+
+impl Pending {
+    /// The complete lines of both streams, moved to the ready events (before an event that
+    /// happened after them).
+    fn settle_lines(&mut self) {
+        let (stdout, stderr) = (self.stdout.take("stdout", false), self.stderr.take("stderr", false));
+        self.ready.extend(stdout.into_iter().chain(stderr));
+    }
 }
 
 impl Engine {
@@ -126,17 +178,47 @@ impl Engine {
         Ok(Events::Page { events, finished: finished && all_stored })
     }
 
-    /// Output of attempt `attempt` of task `id`, to be written into its log with the rest
-    /// of the interval's.
-    pub(crate) fn log_output(&self, id: &TaskId, attempt: u32, text: &str) {
+    /// Output of attempt `attempt` of task `id` on its stdout (or, with `stderr`, its
+    /// stderr), to be written into its log with the rest of the interval's.
+    pub(crate) fn log_output(&self, id: &TaskId, attempt: u32, text: &str, stderr: bool) {
+        self.pending(id, attempt, |pending| if stderr { pending.stderr.push(text) } else { pending.stdout.push(text) });
+    }
+
+    /// An event of attempt `attempt` of task `id` (`kind`, a JSON object `payload`), to be
+    /// written into its log after what the work printed before it.
+    pub fn log_event(&self, id: &TaskId, attempt: u32, kind: &str, payload: Value) {
         self.pending(id, attempt, |pending| {
-            pending.partial.push_str(text);
-            if let Some(end) = pending.partial.rfind('\n') {
-                let rest = pending.partial.split_off(end + 1);
-                let done = std::mem::replace(&mut pending.partial, rest);
-                pending.lines.extend(done.lines().map(str::to_owned));
-            }
+            pending.settle_lines();
+            pending.ready.push((kind.to_owned(), payload));
         });
+    }
+
+    /// Logs what a write changed in a running task (its creation and its ending are read
+    /// from the task itself): a change of status or status message, the questions it now
+    /// asks. Nothing for a write that finishes the task.
+    pub(crate) fn log_change(&self, before: &TaskRecord, after: &TaskRecord) {
+        if after.status().is_terminal() || after.attempt == 0 {
+            return;
+        }
+        if let crate::TaskState::InputRequired { requests } = &after.state {
+            let asked_before = match &before.state {
+                crate::TaskState::InputRequired { requests } => Some(requests),
+                _ => None,
+            };
+            for (key, request) in requests {
+                if asked_before.is_none_or(|asked| !asked.contains_key(key)) {
+                    let payload = json!({"key": key, "kind": request.kind.as_str(), "params": request.params});
+                    self.log_event(&after.id, after.attempt, INPUT_EVENT, payload);
+                }
+            }
+        }
+        if before.status() != after.status() || before.status_message != after.status_message {
+            let mut payload = json!({"status": after.status().as_str()});
+            if let Some(message) = &after.status_message {
+                payload["statusMessage"] = json!(message);
+            }
+            self.log_event(&after.id, after.attempt, STATUS_EVENT, payload);
+        }
     }
 
     /// A progress report of attempt `attempt` of task `id`, to be written into its log (the
@@ -187,24 +269,19 @@ impl Engine {
         let taken = {
             let mut logs = self.inner.logs.lock().unwrap_or_else(PoisonError::into_inner);
             let Some(pending) = logs.get_mut(id) else { return };
-            if all && !pending.partial.is_empty() {
-                let line = std::mem::take(&mut pending.partial);
-                pending.lines.push(line);
-            }
-            let taken = (pending.attempt, std::mem::take(&mut pending.lines), pending.progress.take());
-            if all || pending.partial.is_empty() {
+            let mut ready = std::mem::take(&mut pending.ready);
+            ready.extend(pending.stdout.take("stdout", all).into_iter().chain(pending.stderr.take("stderr", all)));
+            let taken = (pending.attempt, ready, pending.progress.take());
+            if all || (pending.stdout.partial.is_empty() && pending.stderr.partial.is_empty()) {
                 logs.remove(id);
             } else {
                 pending.scheduled = false;
             }
             taken
         };
-        let (attempt, lines, progress) = taken;
+        let (attempt, ready, progress) = taken;
         let at = self.inner.clock.now();
-        let mut events = Vec::with_capacity(2);
-        if !lines.is_empty() {
-            events.push(NewEvent { kind: OUTPUT_EVENT.to_owned(), payload: json!({"stream": "stdout", "lines": lines}), at });
-        }
+        let mut events: Vec<NewEvent> = ready.into_iter().map(|(kind, payload)| NewEvent { kind, payload, at }).collect();
         if let Some(progress) = progress {
             let mut payload = json!({"progress": progress.progress});
             if let Some(total) = progress.total {

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -156,6 +156,18 @@ impl Engine {
             // finds it wherever it runs, and a repeated answer finds no request (applied once).
             match self.inner.store.answer(id, task.version, &update, key, &answer).await {
                 Ok(written) => {
+                    let answered = match &answer {
+                        Ok(response) => {
+                            let mut answered = json!({"key": key, "answered": true});
+                            if let Some(action) = response.get("action").filter(|action| action.is_string()) {
+                                answered["action"] = action.clone();
+                            }
+                            answered
+                        }
+                        Err(error) => json!({"key": key, "answered": false, "error": error.message}),
+                    };
+                    self.log_event(id, written.attempt, crate::events::INPUT_EVENT, answered);
+                    self.log_change(&task, &written);
                     self.publish_task(&written, None);
                     if let Some(waiter) = self.inputs().get(&(id.clone(), key.to_owned())) {
                         waiter.notify_one();

@@ -97,7 +97,7 @@ pub use adopt::TaskLink;
 pub use clock::{Clock, FakeClock, SystemClock};
 pub use engine::{Change, Creation, DEFAULT_LEASE, Engine, NewTask, Output};
 pub use fast::{FastMap, FastSet};
-pub use events::{Events, FLUSH_EVERY, OUTPUT_EVENT, PROGRESS_EVENT, STATUS_EVENT, TaskEvent};
+pub use events::{Events, FLUSH_EVERY, INPUT_EVENT, LOG_EVENT, OUTPUT_EVENT, PARTIAL_EVENT, PROGRESS_EVENT, STATUS_EVENT, TaskEvent};
 pub use error::{EngineError, InputError, LimitExceeded, WorkError};
 pub use maintenance::{Recovery, Sweep};
 pub use process::{KeptGroup, Leftover, ProcessGroup, TASK_ID_ENV};

@@ -386,14 +386,17 @@ impl Engine {
         self.send_change(crate::Change::Progress { id: id.clone(), owner, progress });
     }
 
-    /// Publishes output of attempt `attempt` of task `id`; a stale attempt's is dropped.
-    pub(crate) fn report_output(&self, id: &TaskId, attempt: u32, text: &str) {
+    /// Publishes output of attempt `attempt` of task `id` (its stdout: to the log and the
+    /// live output feed; with `stderr`, to the log only); a stale attempt's is dropped.
+    pub(crate) fn report_output(&self, id: &TaskId, attempt: u32, text: &str, stderr: bool) {
         let owner = match self.work().tasks.get(id) {
             Some(running) if running.attempt == attempt => running.owner.clone(),
             _ => return,
         };
-        self.log_output(id, attempt, text);
-        self.send_output(crate::engine::Output { id: id.clone(), owner, text: text.into() });
+        self.log_output(id, attempt, text, stderr);
+        if !stderr {
+            self.send_output(crate::engine::Output { id: id.clone(), owner, text: text.into() });
+        }
     }
 
     /// Sends `output` to the subscribers of the output feed (none is fine).

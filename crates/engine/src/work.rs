@@ -355,21 +355,51 @@ impl Context {
         self.request(InputKind::Roots, serde_json::json!({})).await
     }
 
-    /// Publishes output the work wrote (a command's stdout) on the engine's output feed,
-    /// for live views ([`Engine::subscribe_output`](crate::Engine::subscribe_output)). Not
-    /// stored; no-op for plain calls and once cancelled.
+    /// Publishes output the work wrote (a command's stdout): on the engine's output feed,
+    /// for live views ([`Engine::subscribe_output`](crate::Engine::subscribe_output)), and
+    /// into the task's event log (`dev.mcp-tasks.output`, coalesced into lines). No-op for
+    /// plain calls and once cancelled.
     pub fn output(&self, text: &str) {
+        self.print(text, false);
+    }
+
+    /// Output the work wrote on its stderr: into the task's event log only
+    /// (`dev.mcp-tasks.output` with `"stream": "stderr"`). No-op for plain calls and once
+    /// cancelled.
+    pub fn stderr(&self, text: &str) {
+        self.print(text, true);
+    }
+
+    fn print(&self, text: &str, stderr: bool) {
         if self.cancel.is_cancelled() || text.is_empty() {
             return;
         }
         if let Reporter::Task { engine, id, attempt, early } = &self.reporter {
             if let Some(early) = early {
-                if let Some(Deferred::Output(text)) = early.defer(Deferred::Output(text.to_owned())) {
-                    engine.report_output(id, *attempt, &text);
+                if let Some(Deferred::Output(text, stderr)) = early.defer(Deferred::Output(text.to_owned(), stderr)) {
+                    engine.report_output(id, *attempt, &text, stderr);
                 }
                 return;
             }
-            engine.report_output(id, *attempt, text);
+            engine.report_output(id, *attempt, text, stderr);
+        }
+    }
+
+    /// Adds an event of its own to the task's event log, after what the work printed before
+    /// it: `kind` a vendor-prefixed type (e.g. `dev.mcp-tasks.log`), `payload` a JSON
+    /// object. No-op for plain calls and once cancelled.
+    pub fn event(&self, kind: &str, payload: Value) {
+        if self.cancel.is_cancelled() {
+            return;
+        }
+        if let Reporter::Task { engine, id, attempt, early } = &self.reporter {
+            if let Some(early) = early {
+                if let Some(Deferred::Event(kind, payload)) = early.defer(Deferred::Event(kind.to_owned(), payload)) {
+                    engine.log_event(id, *attempt, &kind, payload);
+                }
+                return;
+            }
+            engine.log_event(id, *attempt, kind, payload);
         }
     }
 

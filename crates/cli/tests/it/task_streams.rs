@@ -338,3 +338,64 @@ fn stream_mcp_tasks_call_follow_shows_the_commands_lines_while_it_waits() {
     let result: Vec<String> = String::from_utf8_lossy(&output.stdout).lines().map(str::to_owned).collect();
     assert_eq!(result, six(), "the result on stdout");
 }
+
+/// A tool whose command does a bit of everything the log records.
+const STORY: &str = r#"
+[[tools]]
+name = "story"
+description = "Sets its status, writes to stderr, logs, gives a partial result, asks, then ends."
+task_support = "required"
+command = ["sh", "-c", """
+echo '@mcp-tasks {{"status": "compiling"}}'
+echo 'to stderr' >&2
+echo '@mcp-tasks {{"log": {{"level": "warning", "message": "careful"}}}}'
+echo '@mcp-tasks {{"partial": {{"content": [{{"type": "text", "text": "half"}}]}}}}'
+echo '@mcp-tasks {{"elicit": {{"message": "Go on?", "requestedSchema": {{"type": "object", "properties": {{"ok": {{"type": "boolean"}}}}}}}}}}'
+read -r answer
+echo done
+"""]
+"#;
+
+/// Issue 44, point 1: besides output and progress, the log records a running task's status
+/// changes (its message, the wait for input and the return to work), its stderr lines, its
+/// log lines and partial results (the line protocol's `log` and `partial`), and each question
+/// and its answer; each event once, in the order the work made them.
+#[test]
+fn stream_the_log_records_status_changes_stderr_log_lines_partial_results_and_questions_with_their_answers() {
+    let (work, server) = serve(STORY);
+    let called = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-tasks"))
+        .args(["call", "story", "--json", "--answer", r#"{"ok": true}"#, "--url", &format!("http://{}/mcp", server.addr)])
+        .env("MCP_TASKS_LEDGER", work.path("ledger.sqlite3"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run mcp-tasks call");
+    assert_eq!(called.status.code(), Some(0), "{}", String::from_utf8_lossy(&called.stderr));
+    let result: Value = serde_json::from_slice(&called.stdout).expect("JSON");
+    let id = result["taskId"].as_str().expect("the task id").to_owned();
+    let (events, answer) = stream(server.addr, &id, None, None);
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    assert_eq!(seqs(&events), (0..events.len() as u64).collect::<Vec<_>>());
+    let typed: Vec<(String, Value)> =
+        events.iter().map(|event| (event["params"]["type"].as_str().unwrap_or_default().to_owned(), event["params"]["payload"].clone())).collect();
+    let position = |what: &str, test: &dyn Fn(&str, &Value) -> bool| {
+        typed.iter().position(|(kind, payload)| test(kind, payload)).unwrap_or_else(|| panic!("no {what} in {typed:#?}"))
+    };
+    let compiling = position("status compiling", &|kind, payload| kind == "dev.mcp-tasks.status" && payload["statusMessage"] == "compiling");
+    let stderr = position("stderr line", &|kind, payload| {
+        kind == "dev.mcp-tasks.output" && payload["stream"] == "stderr" && payload["lines"] == json!(["to stderr"])
+    });
+    let log = position("log line", &|kind, payload| kind == "dev.mcp-tasks.log" && *payload == json!({"level": "warning", "message": "careful"}));
+    let partial = position("partial result", &|kind, payload| kind == "dev.mcp-tasks.partial" && payload["content"][0]["text"] == "half");
+    let asked = position("question", &|kind, payload| kind == "dev.mcp-tasks.input" && payload["kind"] == "elicitation" && payload["params"]["message"] == "Go on?");
+    let waiting = position("input_required", &|kind, payload| kind == "dev.mcp-tasks.status" && payload["status"] == "input_required");
+    let answered = position("answer", &|kind, payload| kind == "dev.mcp-tasks.input" && payload["answered"] == true && payload["action"] == "accept");
+    let working = position("back to work", &|kind, payload| {
+        kind == "dev.mcp-tasks.status" && payload["status"] == "working" && payload["statusMessage"] == "Input received; working"
+    });
+    let done = position("its last line", &|kind, payload| kind == "dev.mcp-tasks.output" && payload["lines"] == json!(["done"]));
+    assert!(compiling < log && log < partial && partial < asked && asked < answered && answered < done, "{typed:#?}");
+    assert!(asked <= waiting && answered <= working && stderr < done, "{typed:#?}");
+    assert_eq!(events.last().expect("events")["params"]["payload"]["status"], "completed");
+    // The stdout lines are the result; the log's lines stay out of it.
+    assert_eq!(result["content"][0]["text"], "done\n", "{result}");
+}
