@@ -1,7 +1,9 @@
-//! The bench server: tools `noop` (answers the text `ok` at once) and `sleep` (argument
+//! The bench server: tools `noop` (answers the text `ok` at once), `sleep` (argument
 //! `ms`; answers `slept <ms> ms; done_at_us=<unix µs>`, the wall-clock time its work
-//! finished, so that the harness can measure how long the result took to reach it), both
-//! `taskSupport: "optional"`, served over Streamable HTTP at `/mcp` on [`SqliteStore`] with
+//! finished, so that the harness can measure how long the result took to reach it) and
+//! `chatter` (arguments `lines_per_second` and `seconds`: prints that many lines a second,
+//! as a command's stdout would reach the engine, into its task's event log; `events.sh`
+//! measures what it costs the other lifecycles), all `taskSupport: "optional"`, served over Streamable HTTP at `/mcp` on [`SqliteStore`] with
 //! its production durability (WAL, `synchronous=FULL`: a task is on disk before its
 //! `CreateTaskResult` leaves), or on any other [`TaskStore`] ([`serve_store`]: the PostgreSQL
 //! store of `bench_server --store postgres://…`, one of many replicas on one database).
@@ -22,7 +24,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use mcp_tasks_engine::{Engine, Outcome, Policy, SessionStore, SystemClock, TaskStore};
+use mcp_tasks_engine::{Context, Engine, Outcome, Policy, SessionStore, SystemClock, TaskStore};
 use mcp_tasks_http as http;
 use mcp_tasks_server::{BuildError, Server, TaskMode, ToolDef, handler_fn};
 use mcp_tasks_sqlite::SqliteStore;
@@ -89,11 +91,42 @@ pub fn server(engine: Engine, settings: Settings) -> Result<Server, BuildError> 
         }),
     )
     .task_mode(TaskMode::Optional);
+    let chatter = ToolDef::new(
+        "chatter",
+        "Prints `lines_per_second` lines a second for `seconds` seconds, as a command's stdout (into the task's event log)",
+        json!({
+            "type": "object",
+            "properties": {
+                "lines_per_second": {"type": "integer", "minimum": 1, "maximum": 1_000_000},
+                "seconds": {"type": "integer", "minimum": 1, "maximum": 3600}
+            },
+            "required": ["lines_per_second", "seconds"]
+        }),
+        handler_fn(|arguments: Value, ctx: Context| async move {
+            let rate = arguments.get("lines_per_second").and_then(Value::as_u64).unwrap_or(1).max(1);
+            let seconds = arguments.get("seconds").and_then(Value::as_u64).unwrap_or(1);
+            // In ticks of 10 ms, as a pipe's reads would bring them: rate / 100 lines each.
+            let per_tick = rate.div_ceil(100);
+            let mut tick = tokio::time::interval(Duration::from_millis(10));
+            let mut printed = 0u64;
+            for _ in 0..seconds * 100 {
+                tick.tick().await;
+                let mut text = String::with_capacity(64 * usize::try_from(per_tick).unwrap_or(1));
+                for _ in 0..per_tick {
+                    printed += 1;
+                    text.push_str(&format!("line {printed}: the quick brown fox jumps over the lazy dog\n"));
+                }
+                ctx.output(&text);
+            }
+            Outcome::Result(text(format!("printed {printed} lines")))
+        }),
+    )
+    .task_mode(TaskMode::Optional);
     let mut builder = Server::builder(engine).name("mcp-tasks-bench");
     if let Some(wait) = settings.inline_wait {
         builder = builder.inline_wait(wait);
     }
-    builder.tool(noop).tool(sleep).build()
+    builder.tool(noop).tool(sleep).tool(chatter).build()
 }
 
 /// What `sleep` answers after `ms` milliseconds, finished at `done_at_us` (unix µs).

@@ -178,6 +178,48 @@ impl Engine {
         Ok(Events::Page { events, finished: finished && all_stored })
     }
 
+    /// The end of what `owner`'s task `id` printed on its stdout, as its log keeps it (the
+    /// last `events` stored events read): at most the last `bytes` of it, cut on a character
+    /// boundary, and its last progress report there. For views that show a task's output
+    /// whatever process ran it, and after a restart. Another principal's task is
+    /// [`EngineError::NotFound`].
+    ///
+    /// # Errors
+    /// [`EngineError::NotFound`], [`EngineError::Store`].
+    pub async fn output_tail(&self, owner: &Principal, id: &TaskId, events: u32, bytes: usize) -> Result<(String, Option<Progress>), EngineError> {
+        self.get_shared(owner, id).await?;
+        let head = self.inner.store.logged_events(id, 0, 1).await?;
+        let from = head.next.saturating_sub(u64::from(events)).max(head.earliest.saturating_sub(1));
+        let page = self.inner.store.logged_events(id, from, events.max(1)).await?;
+        let (mut text, mut progress) = (String::new(), None);
+        for event in page.events {
+            match event.kind.as_str() {
+                OUTPUT_EVENT if event.payload["stream"] == "stdout" => {
+                    for line in event.payload["lines"].as_array().into_iter().flatten() {
+                        text.push_str(line.as_str().unwrap_or_default());
+                        text.push('\n');
+                    }
+                }
+                PROGRESS_EVENT => {
+                    progress = event.payload["progress"].as_f64().map(|done| Progress {
+                        progress: done,
+                        total: event.payload["total"].as_f64(),
+                        message: event.payload["message"].as_str().map(str::to_owned),
+                    });
+                }
+                _ => {}
+            }
+        }
+        if text.len() > bytes {
+            let mut cut = text.len() - bytes;
+            while !text.is_char_boundary(cut) {
+                cut += 1;
+            }
+            text.drain(..cut);
+        }
+        Ok((text, progress))
+    }
+
     /// Output of attempt `attempt` of task `id` on its stdout (or, with `stderr`, its
     /// stderr), to be written into its log with the rest of the interval's.
     pub(crate) fn log_output(&self, id: &TaskId, attempt: u32, text: &str, stderr: bool) {

@@ -17,7 +17,8 @@
 //!
 //! The live tail is kept here, in memory, from the engine's output feed
 //! ([`Engine::subscribe_output`]): the last [`TAIL_BYTES`] of each of the last [`TAILS_KEPT`] tasks
-//! that wrote output. It is not durable; a finished command's output is in its result.
+//! that wrote output. A task not seen live here (run by another process, or before a
+//! restart) shows the tail its event log keeps ([`Engine::output_tail`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
@@ -50,6 +51,9 @@ const MAX_FILTER: usize = 200;
 const MAX_ANSWER: usize = 256 * 1024;
 /// How much of a task's output the live tail keeps.
 pub(crate) const TAIL_BYTES: usize = 16 * 1024;
+/// How many of the last events of a task's log are read for its output, when it was not
+/// seen live here.
+const LOGGED_EVENTS_READ: u32 = 200;
 /// How many tasks' tails are kept (the oldest is dropped first).
 const TAILS_KEPT: usize = 512;
 /// The most history entries a task's page shows.
@@ -328,12 +332,20 @@ async fn detail(State(app): State<Arc<App>>, headers: HeaderMap, Path(id): Path<
     };
     let record = &inspected.record;
     let mut task = summary(record, now_ms());
-    let (output, progress) = match app.ui.as_ref().map(|ui| ui.live()) {
-        Some(live) => match live.tasks.get(&id) {
-            Some(tail) => (Some(tail.output.clone()), tail.progress.clone()),
-            None => (None, None),
+    let live = match app.ui.as_ref().map(|ui| ui.live()) {
+        Some(live) => live.tasks.get(&id).map(|tail| (tail.output.clone(), tail.progress.clone())),
+        None => None,
+    };
+    // Not seen live here (it ran on another process, or before a restart): its log's tail.
+    let (output, progress) = match live {
+        Some((output, progress)) => (Some(output), progress),
+        None => match app.server.engine().output_tail(&owner, &id, LOGGED_EVENTS_READ, TAIL_BYTES).await {
+            Ok((output, progress)) => ((!output.is_empty()).then_some(output), progress),
+            Err(err) => {
+                tracing::debug!(task = %id, error = %err, "could not read the task's log for its output");
+                (None, None)
+            }
         },
-        None => (None, None),
     };
     let fields = [
         ("arguments", record.arguments.clone()),

@@ -247,7 +247,23 @@ async fn relay(mut notes: broadcast::Receiver<ServerNotification>, token: Option
                     ctx.status(message).await;
                 }
             }
-            "notifications/message" if task.is_none() => ctx.notify(&note.method, note.params),
+            "notifications/message" if task.is_none() => {
+                // Into the task's event log too (`dev.mcp-tasks.log`), when the call is a task.
+                let params = &note.params;
+                let mut payload = serde_json::json!({
+                    "level": params.get("level").and_then(Value::as_str).unwrap_or("info"),
+                    "message": match params.get("data") {
+                        Some(Value::String(text)) => text.clone(),
+                        Some(data) => data.to_string(),
+                        None => String::new(),
+                    },
+                });
+                if let Some(logger) = params.get("logger").and_then(Value::as_str) {
+                    payload["logger"] = Value::String(logger.to_owned());
+                }
+                ctx.event(mcp_tasks_engine::LOG_EVENT, payload);
+                ctx.notify(&note.method, note.params);
+            }
             _ => {}
         }
     }

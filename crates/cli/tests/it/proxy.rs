@@ -152,6 +152,17 @@ fn plain_tools_progress_and_catalog(upstream: &Everything, node: &Path, entry: &
         .filter_map(|n| n["params"]["progress"].as_f64())
         .collect();
     assert!(!progress.is_empty() && progress.windows(2).all(|w| w[0] < w[1]), "increasing progress relayed: {progress:?}");
+    // And kept in the task's event log, in the proxy's store (issue 44: a proxied upstream's
+    // progress is logged as events).
+    let logged: Vec<f64> = {
+        let store = rusqlite::Connection::open_with_flags(dir.path().join("proxy.sqlite3"), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+        let mut read = store.prepare("SELECT payload FROM task_events WHERE task_id = ?1 AND type = 'dev.mcp-tasks.progress' ORDER BY seq").unwrap();
+        read.query_map([&id], |row| row.get::<_, String>(0))
+            .unwrap()
+            .map(|payload| serde_json::from_str::<Value>(&payload.unwrap()).unwrap()["progress"].as_f64().unwrap())
+            .collect()
+    };
+    assert!(!logged.is_empty() && logged.windows(2).all(|w| w[0] < w[1]), "progress in the event log: {logged:?}");
 
     // Resources and prompts: the upstream's, read through the proxy.
     let resources = proxy.call("resources/list", json!({}));

@@ -403,3 +403,20 @@ fn web_api_a_running_commands_output_is_its_live_tail_on_the_events_stream_and_i
     let task = api_until(&server, "", &id, |task| task["output"].as_str().is_some_and(|tail| tail.contains("second line")));
     assert_eq!((task["status"].clone(), task["output"].clone()), (json!("working"), json!("first line\nsecond line\n")));
 }
+
+/// Issue 44, point 3: a task's page shows the output its event log keeps, on a process that
+/// did not see it live: here a server started again on the same store after the task ran.
+#[test]
+fn web_api_a_finished_commands_output_is_read_from_its_event_log_after_a_restart() {
+    let work = Workdir::new();
+    let brief = CHATTY.replace("name = \"chatty\"", "name = \"brief\"").replace("; sleep 30", "");
+    std::fs::write(work.config(), format!("{CONFIG}\n{brief}")).unwrap();
+    let mut server = HttpServer::start(&work);
+    let (mut client, id) = task_of(&server, "", "brief", json!({}));
+    let result = client.result("tasks/result", json!({"taskId": id}));
+    assert!(result["content"][0]["text"].as_str().is_some_and(|text| text.contains("second line")), "{result}");
+    server.kill();
+    let again = HttpServer::start(&work);
+    let task = api_until(&again, "", &id, |task| task["status"] != "working");
+    assert_eq!(task["output"], json!("first line\nsecond line\n"), "{task}");
+}
