@@ -1,4 +1,4 @@
-# What the benchmark scripts (run.sh, retention.sh, profile.sh, threads.sh, postgres.sh, ui.sh, peers/rmcp.sh, peers/rmcp-modern.sh) share; sourced, not run.
+# What the benchmark scripts (run.sh, retention.sh, profile.sh, threads.sh, postgres.sh, ui.sh, events.sh, peers/rmcp.sh, peers/rmcp-modern.sh) share; sourced, not run.
 #
 #   bench_build [PROFILE]   builds the bench server and the load harness in this tree with
 #                           cargo's PROFILE (default release; profile.sh asks for profiling,
