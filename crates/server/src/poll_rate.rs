@@ -5,11 +5,10 @@
 //! `data: {"limit": "poll_rate", "rate": …, "burst": …, "retryAfterMs": …}`. The refusal
 //! changes nothing; the client waits `retryAfterMs` and asks again.
 //!
-//! A client that polls as it is told is never refused, however many tasks it has running: a
-//! read of a task that comes at least half a `pollInterval` after the principal's previous
-//! read of that task (or its creation here) is *paced*, and served without taking from the
-//! bucket. Only reads faster than that, and reads of tasks this process has not seen the
-//! principal make or read (unknown ids, `tasks/list`), spend the bucket.
+//! A client that polls as told is never refused, however many tasks it runs: a read of a task
+//! at least half a `pollInterval` after the principal's previous read of it (or its creation
+//! here) is *paced*, and takes nothing from the bucket; faster reads, unknown ids and
+//! `tasks/list` spend it.
 //!
 //! The code is the one of every other limit of the server (`-32010`, "refused by a limit,
 //! nothing was done, try again later"), so a client that already backs off on it needs no
@@ -209,45 +208,23 @@ mod tests {
     }
 
     #[test]
-    fn reads_of_each_task_at_half_its_interval_or_slower_are_never_refused_and_faster_ones_spend_the_bucket() {
+    fn reads_of_each_task_at_half_its_interval_are_paced_faster_ones_spend_the_bucket_and_the_map_stays_bounded() {
         let limiter = PollLimiter::new(PollRate { rate: 2, burst: 2 }, Duration::from_millis(250));
-        let alice = Principal::new("alice");
-        let start = Instant::now();
+        let (alice, start) = (Principal::new("alice"), Instant::now());
         let tasks: Vec<String> = (0..60).map(|n| format!("task-{n}")).collect();
-        for task in &tasks {
-            limiter.note(&alice, task, start);
-        }
+        tasks.iter().for_each(|task| limiter.created(&alice, task));
         // Sixty tasks, each read every 250 ms for 10 s: 2,400 reads at a rate of 2 per second.
         for round in 1..=40 {
             let now = start + Duration::from_millis(250 * round);
-            for task in &tasks {
-                assert!(limiter.paced_read(&alice, task, now), "round {round}, {task}");
-            }
+            assert!(tasks.iter().all(|task| limiter.paced_read(&alice, task, now)), "round {round}");
         }
-        // One task read twice at once: the second read is not paced, so it takes from the
-        // bucket (2), and then it is refused.
+        // One task read twice at once: the second read spends the bucket (2), then is refused.
         let later = start + Duration::from_secs(11);
-        assert!(limiter.paced_read(&alice, &tasks[0], later));
-        assert!(!limiter.paced_read(&alice, &tasks[0], later));
-        assert!(limiter.take(&alice, later).is_ok() && limiter.take(&alice, later).is_ok());
-        assert!(limiter.take(&alice, later).is_err());
-        // Another principal reading alice's task id is not paced by alice's reads.
-        assert!(!limiter.paced_read(&Principal::new("bob"), &tasks[1], later));
-    }
-
-    #[test]
-    fn the_paced_map_drops_tasks_nobody_polls_and_stays_bounded() {
-        let limiter = PollLimiter::new(PollRate { rate: 2, burst: 2 }, Duration::from_millis(250));
-        let alice = Principal::new("alice");
-        let start = Instant::now();
-        for n in 0..5_000 {
-            limiter.note(&alice, &format!("old-{n}"), start);
-        }
-        let later = start + Duration::from_secs(120);
-        for n in 0..5_000 {
-            limiter.note(&alice, &format!("new-{n}"), later);
-        }
-        let size = limiter.paced.lock().unwrap().last.len();
-        assert!(size <= 5_000 + PRUNE_ABOVE, "stale entries dropped: {size}");
+        assert!(limiter.paced_read(&alice, &tasks[0], later) && !limiter.paced_read(&alice, &tasks[0], later));
+        assert!(limiter.take(&alice, later).is_ok() && limiter.take(&alice, later).is_ok() && limiter.take(&alice, later).is_err());
+        assert!(!limiter.paced_read(&Principal::new("bob"), &tasks[1], later), "another principal's reads are its own");
+        // Tasks nobody polls any more are dropped as the map grows.
+        (0..5_000).for_each(|n| _ = limiter.note(&alice, &format!("new-{n}"), later + Duration::from_secs(120)));
+        assert!(limiter.paced.lock().unwrap().last.len() <= 5_000 + PRUNE_ABOVE);
     }
 }

@@ -399,3 +399,67 @@ fn stream_the_log_records_status_changes_stderr_log_lines_partial_results_and_qu
     // The stdout lines are the result; the log's lines stay out of it.
     assert_eq!(result["content"][0]["text"], "done\n", "{result}");
 }
+
+/// `tasks/stream` in a 2025-11-25 session too (issue 44, point 2; nothing in that era forbids
+/// it): over HTTP, on the request's SSE stream, the same events as in 2026-07-28, each with
+/// the related-task `_meta`, then the empty result.
+#[test]
+fn stream_in_a_2025_11_25_session_over_http_gives_the_same_events() {
+    let (_work, server) = serve("");
+    let mut client = crate::http::Client::new(&server, None);
+    client.initialize();
+    let created = client.result("tools/call", json!({"name": "six_lines", "arguments": {}, "task": {}}));
+    let id = created["task"]["taskId"].as_str().expect("a task").to_owned();
+    let body = client.message("tasks/stream", json!({"taskId": id}));
+    let reply = client.post_with(&body, &[]);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert!(reply.header("content-type").is_some_and(|kind| kind.starts_with("text/event-stream")), "an SSE answer");
+    let messages: Vec<Value> =
+        reply.body.lines().filter_map(|line| line.strip_prefix("data:")).map(str::trim).filter(|data| !data.is_empty()).map(|data| serde_json::from_str(data).expect("JSON")).collect();
+    let (events, answers): (Vec<Value>, Vec<Value>) = messages.into_iter().partition(|message| message.get("id").is_none());
+    assert_eq!(answers.last().map(|answer| answer["result"].clone()), Some(json!({})), "{answers:?}");
+    assert_eq!(lines(&events), six());
+    assert_eq!(seqs(&events), (0..events.len() as u64).collect::<Vec<_>>());
+    for event in &events {
+        assert_eq!(event["method"], "notifications/tasks/event", "{event}");
+        assert_eq!(event["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id.as_str(), "{event}");
+    }
+    assert_eq!(events.last().expect("events")["params"]["payload"]["status"], "completed");
+}
+
+/// stream_12 and stream_14 over stdio (a 2025-11-25 session): one stream per task per
+/// connection (a second is `-32602`); cancelling the request ends the stream, not the task,
+/// and frees its place for a new one.
+#[test]
+fn stream_12_14_over_stdio_one_stream_per_task_and_a_cancel_ends_the_stream_not_the_task() {
+    let work = Workdir::new();
+    std::fs::write(work.config(), CONFIG).unwrap();
+    let mut server = work.start();
+    server.initialize();
+    let created = server.call("tools/call", json!({"name": "slow", "arguments": {"seconds": 30}, "task": {}}));
+    let id = created["task"]["taskId"].as_str().expect("a task").to_owned();
+    let event_zero = |id: String| move |message: &Value| message["method"] == "notifications/tasks/event" && message["params"]["taskId"] == id.as_str() && message["params"]["seq"] == 0;
+    let first = server.send_request("tasks/stream", json!({"taskId": id}));
+    server.notification(event_zero(id.clone()));
+    // stream_12: a second stream of the task on this connection is refused, saying why.
+    let second = server.call_err("tasks/stream", json!({"taskId": id}));
+    assert_eq!(second["code"], -32602, "{second}");
+    assert!(second["message"].as_str().unwrap_or_default().contains("already open"), "{second}");
+    // stream_14: cancelled, the stream ends; the task runs on; a new stream may be opened.
+    server.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": first, "reason": "enough"}}));
+    let seen = server.notifications.len();
+    let third = server.send_request("tasks/stream", json!({"taskId": id}));
+    loop {
+        let message = server.recv();
+        assert!(message.get("id") != Some(&json!(third)), "the new stream was refused: {message}");
+        assert!(message.get("id") != Some(&json!(first)), "a cancelled request is not answered: {message}");
+        if event_zero(id.clone())(&message) {
+            break;
+        }
+    }
+    assert!(server.notifications.len() >= seen);
+    let task = server.call("tasks/get", json!({"taskId": id}));
+    assert_eq!(task["status"], "working", "cancelling the stream did not cancel the task: {task}");
+    server.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": third}}));
+    server.call("tasks/cancel", json!({"taskId": id}));
+}

@@ -40,6 +40,6 @@ pub(crate) fn check_version(header: Option<&[u8]>) -> Result<(), RpcError> {
 pub(crate) fn answers_on_stream(request: &Request) -> bool {
     match request.method.as_str() {
         method::TOOLS_CALL => request.params.as_ref().and_then(|params| params.get("task")).is_none_or(Value::is_null),
-        method => matches!(method, method::TASKS_RESULT | method::PROMPTS_GET | method::COMPLETION_COMPLETE),
+        method => matches!(method, method::TASKS_RESULT | method::PROMPTS_GET | method::COMPLETION_COMPLETE | super::TASKS_STREAM),
     }
 }

@@ -138,6 +138,13 @@ pub(crate) fn notification(conn: &Connection, notification: &Notification) {
     }
 }
 
+/// `tasks/stream` in a 2025-11-25 session: the method of the draft SEP-2694 (written against
+/// 2026-07-28), which nothing in 2025-11-25 forbids a server to serve; its events come as
+/// `notifications/tasks/event` on the request's stream, each with the related-task `_meta`.
+pub(crate) const TASKS_STREAM: &str = "tasks/stream";
+const STREAM_WIRE: crate::ops::stream::Wire =
+    crate::ops::stream::Wire { notification: "notifications/tasks/event", related_meta: legacy::RELATED_TASK };
+
 /// The method table of an initialized session.
 async fn route(session: &Arc<LegacySession>, ctx: &RequestContext, request: Request) -> Reply {
     let params = request.params;
@@ -162,6 +169,7 @@ async fn route(session: &Arc<LegacySession>, ctx: &RequestContext, request: Requ
             async { tasks::list(session, ctx, parse_value(name, Some(params))?).await }.await
         }
         method::TASKS_CANCEL => async { tasks::cancel(ctx, parse_value(name, params)?).await }.await,
+        TASKS_STREAM => Box::pin(crate::ops::stream::stream(ctx, params, &STREAM_WIRE)).await,
         method::LOGGING_SET_LEVEL => match parse_value::<SetLevelParams>(name, params) {
             Ok(params) => {
                 session.set_log_level(params.level).await;

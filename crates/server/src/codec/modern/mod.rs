@@ -21,7 +21,6 @@
 mod http;
 mod link;
 mod listen;
-mod stream;
 pub(crate) mod mrtr;
 mod tasks;
 mod tools;
@@ -165,6 +164,12 @@ pub(crate) fn http_status(error: &RpcError) -> u16 {
     }
 }
 
+/// `tasks/stream`'s names in this era (draft SEP-2694, written against 2026-07-28).
+const STREAM_WIRE: crate::ops::stream::Wire = crate::ops::stream::Wire {
+    notification: modern::method::NOTIFY_TASK_EVENT,
+    related_meta: mcp_tasks_protocol::modern::TASK_EVENT_RELATED_META,
+};
+
 /// The method table.
 async fn route(meta: &RequestMeta, ctx: &RequestContext, request: Request) -> Reply {
     let params = request.params;
@@ -193,7 +198,7 @@ async fn route(meta: &RequestMeta, ctx: &RequestContext, request: Request) -> Re
         modern::method::TASKS_UPDATE => Box::pin(async { tasks::update(ctx, parse_value(name, params)?).await }).await,
         method::TASKS_CANCEL => Box::pin(async { tasks::cancel(ctx, parse_value(name, params)?).await }).await,
         modern::method::TASKS_STREAM if !tasks => Err(missing_extension(name)),
-        modern::method::TASKS_STREAM => Box::pin(stream::stream(ctx, params)).await,
+        modern::method::TASKS_STREAM => Box::pin(crate::ops::stream::stream(ctx, params, &STREAM_WIRE)).await,
         // Shared methods without a lifecycle rule; `ping` and the 2025-11-25-only ones are
         // not in the catalog's table either, and fall through to -32601.
         method::PING => Err(unknown(name)),

@@ -1,5 +1,7 @@
-//! `tasks/stream` (draft SEP-2694, served with the tasks extension): a task's event log on the
-//! request's stream. Each event is a `notifications/tasks/event` (`seq`, `taskId`, `type`,
+//! `tasks/stream` (draft SEP-2694): a task's event log on the request's stream, served by both
+//! eras' codecs (2026-07-28 with the tasks extension; a 2025-11-25 session too, which nothing
+//! in that era forbids), each with its own names for the method and the `_meta` key
+//! ([`Wire`]). Each event is a `notifications/tasks/event` (`seq`, `taskId`, `type`,
 //! `payload`, and `_meta` with the related task); first those kept after the cursor `after`
 //! (exclusive; absent: from the oldest kept), then, live, each new one, with no gap and no
 //! repeat at the switch; once the task is finished and its last event is sent, the empty
@@ -23,13 +25,20 @@ use std::time::Duration;
 
 use mcp_tasks_engine::{Events, TaskEvent, TaskId};
 use mcp_tasks_protocol::jsonrpc::{self, RpcError};
-use mcp_tasks_protocol::modern::{TASK_EVENT_RELATED_META, method as modern_method};
 use serde_json::{Value, json};
 
 use crate::connection::Route;
 use crate::context::RequestContext;
 use crate::errors::rpc_error;
 use crate::ops;
+
+/// The names a codec's era gives the stream's parts.
+pub(crate) struct Wire {
+    /// The notification that carries each event (`notifications/tasks/event`).
+    pub(crate) notification: &'static str,
+    /// The `_meta` key of the related task.
+    pub(crate) related_meta: &'static str,
+}
 
 /// How many events are read from the store at once.
 const PAGE: u32 = 256;
@@ -49,7 +58,9 @@ impl Open {
     fn take(ctx: &RequestContext, id: &TaskId) -> Option<Open> {
         let key = (std::sync::Arc::as_ptr(&ctx.conn) as usize, id.as_str().to_owned());
         let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
-        open.get_or_insert_with(HashSet::new).insert(key.clone()).then_some(Open(key))
+        // Not `then_some(Open(key))`: its argument is built (and, refused, dropped, which
+        // locks `OPEN` again) while the lock is held: a deadlock.
+        if open.get_or_insert_with(HashSet::new).insert(key.clone()) { Some(Open(key)) } else { None }
     }
 }
 
@@ -82,7 +93,7 @@ fn params(params: Option<Value>) -> Result<(TaskId, Option<u64>), RpcError> {
 
 /// Serves a `tasks/stream` request until the task's last event is sent, or the request is
 /// cancelled.
-pub(crate) async fn stream(ctx: &RequestContext, raw: Option<Value>) -> Result<Value, RpcError> {
+pub(crate) async fn stream(ctx: &RequestContext, raw: Option<Value>, wire: &Wire) -> Result<Value, RpcError> {
     let (id, after) = params(raw)?;
     ops::tasks::get(ctx, &id).await.map_err(|err| rpc_error(&err))?;
     let Some(_open) = Open::take(ctx, &id) else {
@@ -115,7 +126,7 @@ pub(crate) async fn stream(ctx: &RequestContext, raw: Option<Value>) -> Result<V
         let full = events.len() >= PAGE as usize;
         for event in events {
             cursor = Some(event.seq);
-            send(ctx, &id, event);
+            send(ctx, &id, event, wire);
         }
         if finished {
             return Ok(json!({}));
@@ -152,13 +163,13 @@ fn gone(id: &TaskId, earliest: u64) -> RpcError {
 }
 
 /// Sends `event` of task `id` on the request's stream.
-fn send(ctx: &RequestContext, id: &TaskId, event: TaskEvent) {
+fn send(ctx: &RequestContext, id: &TaskId, event: TaskEvent, wire: &Wire) {
     let params = json!({
         "seq": event.seq,
         "taskId": id.as_str(),
         "type": event.kind,
         "payload": event.payload,
-        "_meta": {TASK_EVENT_RELATED_META: {"taskId": id.as_str()}, "dev.mcp-tasks/at": event.at.0},
+        "_meta": {wire.related_meta: {"taskId": id.as_str()}, "dev.mcp-tasks/at": event.at.0},
     });
-    ctx.conn.send(jsonrpc::notification(modern_method::NOTIFY_TASK_EVENT, params), Route::Related(ctx.id.clone()));
+    ctx.conn.send(jsonrpc::notification(wire.notification, params), Route::Related(ctx.id.clone()));
 }
