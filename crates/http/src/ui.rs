@@ -362,6 +362,7 @@ async fn detail(State(app): State<Arc<App>>, headers: HeaderMap, Path(id): Path<
                 .collect(),
         ),
         ("era", json!(inspected.origin.as_ref().map(|origin| origin.era.as_str()))),
+        ("extension", extension_of(inspected.origin.as_ref().map(|origin| origin.era.as_str()))),
         (
             "client",
             match &inspected.origin {
@@ -433,6 +434,17 @@ fn summary(task: &TaskRecord, now: i64) -> Value {
         summary["wireStatus"] = json!(task.status().as_str());
     }
     summary
+}
+
+/// The tasks extension a task of `era` was made under, and its revision (SEP-3392): a
+/// 2026-07-28 task exists only for a request that declared the extension in a revision this
+/// build knows, and the only one it knows is the initial one (no `revision`, revision_05), so
+/// the era records it; a 2025-11-25 task is of the core Tasks of its era.
+fn extension_of(era: Option<&str>) -> Value {
+    match era {
+        Some("2026-07-28") => json!({"name": "io.modelcontextprotocol/tasks", "revision": "initial"}),
+        _ => Value::Null,
+    }
 }
 
 fn now_ms() -> i64 {

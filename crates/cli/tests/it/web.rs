@@ -358,6 +358,8 @@ fn web_api_a_2026_07_28_tasks_question_is_answered_from_the_view_and_its_era_and
     let id = created["taskId"].as_str().unwrap().to_owned();
     let waiting = api_until(&server, "", &id, |task| task["status"] == "input_required");
     assert_eq!(waiting["era"], "2026-07-28");
+    // The tasks extension and its revision it was made under (SEP-3392; issue 44, point 5).
+    assert_eq!(waiting["extension"], json!({"name": "io.modelcontextprotocol/tasks", "revision": "initial"}));
     assert_eq!(waiting["client"], json!({"name": "web-modern-test", "version": "7"}));
     assert_eq!(waiting["inputRequests"][0]["params"]["message"], "Ship it?");
     let key = waiting["inputRequests"][0]["key"].as_str().unwrap();

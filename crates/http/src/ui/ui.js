@@ -161,7 +161,9 @@ async function loadTask(id) {
   renderQuestions(task);
   const client = task.client ? task.client.name + (task.client.version ? " " + task.client.version : "") : "unknown";
   const facts = [
-    ["Task", task.id], ["Era", task.era || "unknown"], ["Client", client], ["Created", time(task.createdAt)],
+    ["Task", task.id], ["Era", task.era || "unknown"],
+    ["Tasks", task.extension ? task.extension.name + " (" + task.extension.revision + " revision)" : "core, of its era"],
+    ["Client", client], ["Created", time(task.createdAt)],
     ["Updated", time(task.updatedAt)], [terminal ? "Took" : "Running for", duration(task.durationMs)], ["Attempt", String(task.attempt)],
     ["Kept for", task.ttlMs ? duration(task.ttlMs) : "ever"],
   ];
