@@ -463,3 +463,37 @@ fn stream_12_14_over_stdio_one_stream_per_task_and_a_cancel_ends_the_stream_not_
     server.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": third}}));
     server.call("tasks/cancel", json!({"taskId": id}));
 }
+
+/// stream_15: task events are sent only on an active `tasks/stream`: a session that runs a
+/// task to its end without one (here over stdio, its result waited for) gets none of them.
+#[test]
+fn stream_15_no_task_event_reaches_a_client_that_opened_no_stream() {
+    let work = Workdir::new();
+    std::fs::write(work.config(), format!("{CONFIG}\n{SIX_LINES}")).unwrap();
+    let mut server = work.start();
+    server.initialize();
+    let created = server.call("tools/call", json!({"name": "six_lines", "arguments": {}, "task": {}, "_meta": {"progressToken": "p"}}));
+    let id = created["task"]["taskId"].as_str().expect("a task").to_owned();
+    let result = server.call("tasks/result", json!({"taskId": id}));
+    assert_eq!(result["content"][0]["text"], "line 1\nline 2\nline 3\nline 4\nline 5\nline 6\n", "{result}");
+    assert!(server.notifications.iter().any(|n| n["method"] == "notifications/progress"), "the session heard the task's progress");
+    assert!(!server.notifications.iter().any(|n| n["method"] == "notifications/tasks/event"), "{:?}", server.notifications);
+}
+
+/// stream_20: without `after`, a stream starts at the oldest event kept (here, with three kept
+/// per task, past the pruned ones), numbered on without gaps, and ends with the result.
+#[test]
+fn stream_20_without_after_a_stream_starts_at_the_oldest_event_kept() {
+    let work = Workdir::new();
+    let config = CONFIG.replacen("[server]", "[server]\ntask_events = 3", 1);
+    std::fs::write(work.config(), format!("{config}\n{SIX_LINES}")).unwrap();
+    let server = HttpServer::start(&work);
+    let id = create(server.addr, "six_lines", None);
+    let (_, _) = stream(server.addr, &id, None, None);
+    let (events, answer) = stream(server.addr, &id, None, None);
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    let seqs = seqs(&events);
+    assert!(seqs[0] > 0, "the oldest kept, not the pruned ones: {seqs:?}");
+    assert_eq!(seqs, (seqs[0]..seqs[0] + seqs.len() as u64).collect::<Vec<_>>(), "then without gaps");
+    assert_eq!(events.last().expect("events")["params"]["payload"]["status"], "completed");
+}
