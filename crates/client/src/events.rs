@@ -57,23 +57,15 @@ impl TaskHandle {
         }
         let request = self.request(TASKS_STREAM, params);
         tokio::pin!(request);
-        let (mut last, mut gap) = (after, false);
-        let mut take = |params: &Value, last: &mut Option<u64>, gap: &mut bool| {
+        let mut order = Order { last: after, gap: false };
+        let mut take = |params: &Value, order: &mut Order| {
             if params.get("taskId").and_then(Value::as_str) != Some(self.id.as_str()) {
                 return;
             }
             let Some(seq) = params.get("seq").and_then(Value::as_u64) else { return };
-            // The first may be any (the oldest kept); each next one more. A repeat is
-            // dropped; past a gap nothing more is taken.
-            let expected = last.map_or(seq, |last| last + 1);
-            if *gap || seq < expected {
+            if !order.take(seq) {
                 return;
             }
-            if seq > expected {
-                *gap = true;
-                return;
-            }
-            *last = Some(seq);
             on_event(TaskEvent {
                 seq,
                 kind: params.get("type").and_then(Value::as_str).unwrap_or_default().to_owned(),
@@ -84,9 +76,9 @@ impl TaskHandle {
             tokio::select! {
                 biased;
                 note = notifications.recv() => match note {
-                    Ok(note) if note.method == NOTIFY_TASK_EVENT => take(&note.params, &mut last, &mut gap),
+                    Ok(note) if note.method == NOTIFY_TASK_EVENT => take(&note.params, &mut order),
                     Ok(_) => {}
-                    Err(RecvError::Lagged(_)) => gap = true,
+                    Err(RecvError::Lagged(_)) => order.gap = true,
                     Err(RecvError::Closed) => return Err(ClientError::Closed),
                 },
                 answer = &mut request => break answer,
@@ -95,10 +87,49 @@ impl TaskHandle {
         // The answer comes after the stream's last notification: take what is still queued.
         while let Ok(note) = notifications.try_recv() {
             if note.method == NOTIFY_TASK_EVENT {
-                take(&note.params, &mut last, &mut gap);
+                take(&note.params, &mut order);
             }
         }
         answer?;
-        Ok(StreamEnd { last, complete: !gap })
+        Ok(StreamEnd { last: order.last, complete: !order.gap })
+    }
+}
+
+/// Where a stream stands: the last event taken, and whether one was missed.
+struct Order {
+    last: Option<u64>,
+    gap: bool,
+}
+
+impl Order {
+    /// Whether event `seq` is the one to take now: the first may be any (the oldest kept),
+    /// each next one more. A repeat (after a reconnect) is dropped (stream_23, 24: de-duplicated
+    /// on the task's `seq`); past a gap nothing more is taken, and the stream is incomplete.
+    fn take(&mut self, seq: u64) -> bool {
+        let expected = self.last.map_or(seq, |last| last + 1);
+        if self.gap || seq < expected {
+            return false;
+        }
+        if seq > expected {
+            self.gap = true;
+            return false;
+        }
+        self.last = Some(seq);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Order;
+
+    #[test]
+    fn stream_23_24_repeats_are_dropped_on_their_seq_and_a_gap_ends_what_is_taken() {
+        let mut order = Order { last: Some(2), gap: false };
+        let taken: Vec<u64> = [3, 4, 4, 3, 5, 7, 6, 8].into_iter().filter(|seq| order.take(*seq)).collect();
+        assert_eq!(taken, [3, 4, 5]);
+        assert!(order.gap && order.last == Some(5), "incomplete after 5: reopen after it");
+        let mut fresh = Order { last: None, gap: false };
+        assert!(fresh.take(40) && fresh.take(41) && !fresh.take(41), "the first may be any (the oldest kept)");
     }
 }
