@@ -97,17 +97,22 @@ fn check_config_names_every_independent_mistake_in_one_run_with_suggestions() {
                 [[tools]]\nname = \"b\"\ncommand = [\"true\"]\non_restart = \"retyr\"\n\n\
                 [[tools]]\nname = \"c\"\ncommand = [\"true\"]\n[tools.input_schema]\ntype = \"object\"\n\
                 properties = { n = { type = \"strin\" } }\n";
-    std::fs::write(&path, text).unwrap();
-    let check = binary().args(["check-config", "--json"]).arg(&path).output().unwrap();
-    assert!(!check.status.success());
-    let report: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
-    let problems: Vec<&str> = report["problems"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+    let problems = problems_named(&path, text);
     let named = |what: &str| problems.iter().any(|problem| problem.contains(what));
     assert!(named("line 2: server.default_ttl"), "{problems:#?}");
     assert!(named("line 7: unknown field `timout`") && named("did you mean `timeout`?"), "{problems:#?}");
     assert!(named("line 12: unknown variant `retyr`") && named("did you mean `retry`?"), "{problems:#?}");
     assert!(named("line 17: tool `c`: input_schema is not a valid JSON Schema"), "{problems:#?}");
     assert_eq!(problems.len(), 4, "{problems:#?}");
+}
+
+/// The problems `check-config --json` names in `text`, written to `path` (it must refuse it).
+fn problems_named(path: &std::path::Path, text: &str) -> Vec<String> {
+    std::fs::write(path, text).unwrap();
+    let check = binary().args(["check-config", "--json"]).arg(path).output().unwrap();
+    assert!(!check.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    report["problems"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_owned()).collect()
 }
 
 /// Mistakes in one `[server]` table and in one tool are each named, all in one run, and so is
@@ -118,11 +123,7 @@ fn check_config_names_every_mistake_of_one_table_and_of_one_tool_and_serves_own_
     let path = dir.path().join("table.toml");
     let text = "[server]\ndefault_ttl = \"ten minutes\"\nmax_running = 0\nlease = \"100ms\"\npoll_interval = \"soon\"\n\n\
                 [[tools]]\nname = \"a\"\ncommand = [\"true\"]\ntimeout = \"forever\"\nmax_concurrent = 0\nmax_attempts = 3\n";
-    std::fs::write(&path, text).unwrap();
-    let check = binary().args(["check-config", "--json"]).arg(&path).output().unwrap();
-    assert!(!check.status.success());
-    let report: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
-    let problems: Vec<&str> = report["problems"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+    let problems = problems_named(&path, text);
     let named = |what: &str| problems.iter().any(|problem| problem.contains(what));
     assert!(named("line 2: server.default_ttl"), "{problems:#?}");
     assert!(named("line 3: server.max_running"), "{problems:#?}");
