@@ -178,6 +178,25 @@ pub(crate) enum EraArg {
     Modern,
 }
 
+impl From<mcp_tasks_client::Era> for EraArg {
+    fn from(era: mcp_tasks_client::Era) -> EraArg {
+        match era {
+            mcp_tasks_client::Era::Legacy => EraArg::Legacy,
+            mcp_tasks_client::Era::Modern => EraArg::Modern,
+        }
+    }
+}
+
+impl EraArg {
+    /// `--era` as given; for `auto`, the era a task was made in, when known.
+    pub(crate) fn or_made_in(self, era: Option<mcp_tasks_client::Era>) -> EraArg {
+        match (self, era) {
+            (EraArg::Auto, Some(era)) => era.into(),
+            (given, _) => given,
+        }
+    }
+}
+
 /// The server, and how to print.
 #[derive(Debug, Args)]
 pub(crate) struct RemoteArgs {

@@ -268,7 +268,7 @@ fn submission_json(submission: &Submission) -> Value {
 }
 
 /// `object` with the server it names: `url` or `cmd`.
-fn with_endpoint(mut object: Value, endpoint: &Endpoint) -> Value {
+pub(crate) fn with_endpoint(mut object: Value, endpoint: &Endpoint) -> Value {
     let (key, address) = match endpoint {
         Endpoint::Url(url) => ("url", url),
         Endpoint::Command(cmd) => ("cmd", cmd),
@@ -283,6 +283,6 @@ fn era_text(era: Option<Era>) -> String {
     era.map_or_else(|| "era unknown".to_owned(), |era| format!("MCP {era}"))
 }
 
-fn time(at: SystemTime) -> String {
+pub(crate) fn time(at: SystemTime) -> String {
     humantime::format_rfc3339_millis(at).to_string()
 }

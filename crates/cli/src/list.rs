@@ -101,16 +101,8 @@ async fn ask_server(
     entries: Vec<LedgerEntry>,
     display: &std::sync::Arc<Display>,
 ) -> Vec<Listed> {
-    let era = match entries.iter().find_map(|entry| entry.era) {
-        Some(Era::Legacy) => EraArg::Legacy,
-        Some(Era::Modern) => EraArg::Modern,
-        None => EraArg::Auto,
-    };
-    let connect = match endpoint {
-        Endpoint::Url(url) => ConnectArgs { url: Some(url.clone()), cmd: None, era, ..given.clone() },
-        Endpoint::Command(cmd) => ConnectArgs { url: None, cmd: Some(cmd.clone()), era, token: None, ca_file: None, verbose: given.verbose },
-    };
-    let server = RemoteArgs { connect, json: true };
+    let era = EraArg::Auto.or_made_in(entries.iter().find_map(|entry| entry.era));
+    let server = RemoteArgs { connect: crate::tasks::reconnect(endpoint, given, era), json: true };
     let asked = tokio::time::timeout(ASK_FOR, async {
         let client = remote::connect(&server, None, display).await?;
         let listed = ask(ledger, &client, entries.clone()).await;
@@ -183,22 +175,18 @@ fn task_json(listed: &Listed) -> Value {
         Now::Gone => (entry.status, false, None, Some("no longer kept by its server".to_owned())),
         Now::Unreachable(why) => (entry.status, false, None, Some(format!("its server did not answer: {why}"))),
     };
-    let (key, address) = match &entry.endpoint {
-        Endpoint::Url(url) => ("url", url),
-        Endpoint::Command(cmd) => ("cmd", cmd),
-    };
-    json!({
+    let task = json!({
         "taskId": entry.task_id,
         "status": status.as_str(),
         "live": live,
         "statusMessage": message,
         "note": note,
         "tool": entry.tool,
-        key: address,
         "era": entry.era.map(Era::revision),
-        "createdAt": humantime::format_rfc3339_millis(entry.created_at).to_string(),
-        "lastSeenAt": humantime::format_rfc3339_millis(entry.last_seen_at).to_string(),
-    })
+        "createdAt": crate::ledger::time(entry.created_at),
+        "lastSeenAt": crate::ledger::time(entry.last_seen_at),
+    });
+    crate::ledger::with_endpoint(task, &entry.endpoint)
 }
 
 /// How long ago `at` was, in words: `12 s ago`, `5 min ago`, `3 h ago`, `2 d ago`.

@@ -3,8 +3,6 @@
 
 use anyhow::{Context as _, bail};
 
-use mcp_tasks_client::Era;
-
 use crate::args::{ConnectArgs, EraArg, RemoteArgs, TaskArgs, TasksCommand, WaitArgs};
 use crate::ledger::Tracker;
 use crate::remote::{self, COMPLETED, Display};
@@ -31,11 +29,7 @@ pub(crate) async fn server_of(args: &TaskArgs) -> anyhow::Result<RemoteArgs> {
     }
     let ledger = crate::ledger::open(&args.ledger)?;
     let entry = crate::ledger::locate(&ledger, &args.id).await?;
-    let era = match (given.era, entry.era) {
-        (EraArg::Auto, Some(Era::Legacy)) => EraArg::Legacy,
-        (EraArg::Auto, Some(Era::Modern)) => EraArg::Modern,
-        (given, _) => given,
-    };
+    let era = given.era.or_made_in(entry.era);
     eprintln!("mcp-tasks: task {} lives at {}", entry.task_id, entry.endpoint);
     Ok(RemoteArgs { connect: reconnect(&entry.endpoint, given, era), json: args.remote.json })
 }
@@ -112,7 +106,7 @@ async fn result(args: TaskArgs) -> anyhow::Result<u8> {
 
 /// How to reach `endpoint` again (a URL the ledger recorded, with the token given now; or
 /// its command), speaking `era`.
-fn reconnect(endpoint: &mcp_tasks_client::ledger::Endpoint, given: &ConnectArgs, era: EraArg) -> ConnectArgs {
+pub(crate) fn reconnect(endpoint: &mcp_tasks_client::ledger::Endpoint, given: &ConnectArgs, era: EraArg) -> ConnectArgs {
     match endpoint {
         mcp_tasks_client::ledger::Endpoint::Url(url) => {
             ConnectArgs { url: Some(url.clone()), token: given.token.clone(), cmd: None, era, ca_file: given.ca_file.clone(), verbose: false }
@@ -192,11 +186,7 @@ async fn wait(args: WaitArgs) -> anyhow::Result<u8> {
         }
         let entry = crate::ledger::locate(&ledger, &args.task.id).await?;
         // The era the task was made in, unless --era names one.
-        let era = match (given.era, entry.era) {
-            (EraArg::Auto, Some(Era::Legacy)) => EraArg::Legacy,
-            (EraArg::Auto, Some(Era::Modern)) => EraArg::Modern,
-            (given, _) => given,
-        };
+        let era = given.era.or_made_in(entry.era);
         let remote = RemoteArgs { connect: reconnect(&entry.endpoint, given, era), json };
         eprintln!(
             "mcp-tasks: task {} lives at {}",

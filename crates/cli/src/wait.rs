@@ -13,7 +13,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
-use crate::args::{AnswerArgs, ConnectArgs, EraArg, LedgerArgs, RemoteArgs};
+use crate::args::{AnswerArgs, ConnectArgs, LedgerArgs, RemoteArgs};
 use crate::ledger::Tracker;
 use crate::reconnect::{Reconnecting, server_lost};
 use crate::remote::{self, CANCELLED, DETACHED, Display, FAILED, Progress, report};
@@ -443,24 +443,17 @@ async fn wait_through_restarts(
     let mut since_found = Instant::now();
     loop {
         let handle = slot.handle();
-        let mut failure = match handle.wait().await {
-            Err(error) if again.is_some() && server_lost(&error) => error,
-            outcome => return outcome,
+        let (again, mut failure) = match (again, handle.wait().await) {
+            (Some(again), Err(error)) if server_lost(&error) => (again, error),
+            (_, outcome) => return outcome,
         };
-        let Some(again) = again else { return Err(failure) };
         // A server that answers, then goes away again at once, does not restart the clock.
         if reconnecting.lost() && since_found.elapsed() > Duration::from_secs(5) {
             reconnecting.found();
         }
         // Spoken in the era the task is driven in, whatever --era said.
         let server = RemoteArgs {
-            connect: ConnectArgs {
-                era: match handle.era() {
-                    mcp_tasks_client::Era::Legacy => EraArg::Legacy,
-                    mcp_tasks_client::Era::Modern => EraArg::Modern,
-                },
-                ..again.server.connect.clone()
-            },
+            connect: ConnectArgs { era: handle.era().into(), ..again.server.connect.clone() },
             json: again.server.json,
         };
         loop {

@@ -178,7 +178,7 @@ impl Early {
 
     /// Holds `report` back while the gate is closed (`None`); gives it back to be made now
     /// once it is open; drops it if the creation failed.
-    pub(crate) fn defer(&self, report: Deferred) -> Option<Deferred> {
+    fn defer(&self, report: Deferred) -> Option<Deferred> {
         let mut inner = self.lock();
         match *self.gate.borrow() {
             Gate::Closed => {
@@ -187,6 +187,17 @@ impl Early {
             }
             Gate::Open => Some(report),
             Gate::Refused => None,
+        }
+    }
+
+    /// Makes `report` of the work (progress, output, an event) as [`Early::defer`] allows:
+    /// held back, made now, or dropped.
+    pub(crate) fn report(&self, engine: &Engine, report: Deferred) {
+        match self.defer(report) {
+            Some(Deferred::Progress(progress)) => engine.report_progress(&self.id, self.attempt, progress),
+            Some(Deferred::Output(text, stderr)) => engine.report_output(&self.id, self.attempt, &text, stderr),
+            Some(Deferred::Event(kind, payload)) => engine.log_event(&self.id, self.attempt, &kind, payload),
+            None => {}
         }
     }
 

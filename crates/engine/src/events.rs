@@ -179,14 +179,13 @@ impl Engine {
     }
 
     /// The end of what `owner`'s task `id` printed on its stdout, as its log keeps it (the
-    /// last `events` stored events read): at most the last `bytes` of it, cut on a character
-    /// boundary, and its last progress report there. For views that show a task's output
+    /// last `events` stored events read), and its last progress report there. For views that show a task's output
     /// whatever process ran it, and after a restart. Another principal's task is
     /// [`EngineError::NotFound`].
     ///
     /// # Errors
     /// [`EngineError::NotFound`], [`EngineError::Store`].
-    pub async fn output_tail(&self, owner: &Principal, id: &TaskId, events: u32, bytes: usize) -> Result<(String, Option<Progress>), EngineError> {
+    pub async fn output_tail(&self, owner: &Principal, id: &TaskId, events: u32) -> Result<(String, Option<Progress>), EngineError> {
         self.get_shared(owner, id).await?;
         let head = self.inner.store.logged_events(id, 0, 1).await?;
         let from = head.next.saturating_sub(u64::from(events)).max(head.earliest.saturating_sub(1));
@@ -209,13 +208,6 @@ impl Engine {
                 }
                 _ => {}
             }
-        }
-        if text.len() > bytes {
-            let mut cut = text.len() - bytes;
-            while !text.is_char_boundary(cut) {
-                cut += 1;
-            }
-            text.drain(..cut);
         }
         Ok((text, progress))
     }

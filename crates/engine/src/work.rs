@@ -252,14 +252,10 @@ impl Context {
         }
         match &self.reporter {
             Reporter::Task { engine, id, attempt, early } => {
-                let progress = match early {
-                    Some(early) => match early.defer(Deferred::Progress(progress)) {
-                        Some(Deferred::Progress(progress)) => progress,
-                        _ => return,
-                    },
-                    None => progress,
-                };
-                engine.report_progress(id, *attempt, progress);
+                match early {
+                    Some(early) => early.report(engine, Deferred::Progress(progress)),
+                    None => engine.report_progress(id, *attempt, progress),
+                }
             }
             Reporter::Direct(Some(link)) => link.progress(progress),
             Reporter::Direct(None) => {}
@@ -374,14 +370,10 @@ impl Context {
         if self.cancel.is_cancelled() || text.is_empty() {
             return;
         }
-        if let Reporter::Task { engine, id, attempt, early } = &self.reporter {
-            if let Some(early) = early {
-                if let Some(Deferred::Output(text, stderr)) = early.defer(Deferred::Output(text.to_owned(), stderr)) {
-                    engine.report_output(id, *attempt, &text, stderr);
-                }
-                return;
-            }
-            engine.report_output(id, *attempt, text, stderr);
+        match &self.reporter {
+            Reporter::Task { engine, early: Some(early), .. } => early.report(engine, Deferred::Output(text.to_owned(), stderr)),
+            Reporter::Task { engine, id, attempt, early: None } => engine.report_output(id, *attempt, text, stderr),
+            Reporter::Direct(_) => {}
         }
     }
 
@@ -392,14 +384,10 @@ impl Context {
         if self.cancel.is_cancelled() {
             return;
         }
-        if let Reporter::Task { engine, id, attempt, early } = &self.reporter {
-            if let Some(early) = early {
-                if let Some(Deferred::Event(kind, payload)) = early.defer(Deferred::Event(kind.to_owned(), payload)) {
-                    engine.log_event(id, *attempt, &kind, payload);
-                }
-                return;
-            }
-            engine.log_event(id, *attempt, kind, payload);
+        match &self.reporter {
+            Reporter::Task { engine, early: Some(early), .. } => early.report(engine, Deferred::Event(kind.to_owned(), payload)),
+            Reporter::Task { engine, id, attempt, early: None } => engine.log_event(id, *attempt, kind, payload),
+            Reporter::Direct(_) => {}
         }
     }
 

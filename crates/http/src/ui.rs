@@ -140,13 +140,7 @@ impl Live {
     fn output(&mut self, id: TaskId, text: &str) {
         let tail = &mut self.entry(id).output;
         tail.push_str(text);
-        if tail.len() > TAIL_BYTES {
-            let mut cut = tail.len() - TAIL_BYTES;
-            while !tail.is_char_boundary(cut) {
-                cut += 1;
-            }
-            tail.drain(..cut);
-        }
+        keep_tail(tail);
     }
 
     fn progress(&mut self, id: TaskId, progress: Progress) {
@@ -339,8 +333,11 @@ async fn detail(State(app): State<Arc<App>>, headers: HeaderMap, Path(id): Path<
     // Not seen live here (it ran on another process, or before a restart): its log's tail.
     let (output, progress) = match live {
         Some((output, progress)) => (Some(output), progress),
-        None => match app.server.engine().output_tail(&owner, &id, LOGGED_EVENTS_READ, TAIL_BYTES).await {
-            Ok((output, progress)) => ((!output.is_empty()).then_some(output), progress),
+        None => match app.server.engine().output_tail(&owner, &id, LOGGED_EVENTS_READ).await {
+            Ok((mut output, progress)) => {
+                keep_tail(&mut output);
+                ((!output.is_empty()).then_some(output), progress)
+            }
             Err(err) => {
                 tracing::debug!(task = %id, error = %err, "could not read the task's log for its output");
                 (None, None)
@@ -405,6 +402,17 @@ fn shown_history(history: &[HistoryEntry]) -> Vec<&HistoryEntry> {
         return history.iter().collect();
     }
     history[..1].iter().chain(&history[history.len() - (MAX_HISTORY - 1)..]).collect()
+}
+
+/// Cuts `tail` to its last [`TAIL_BYTES`], on a character boundary.
+fn keep_tail(tail: &mut String) {
+    if tail.len() > TAIL_BYTES {
+        let mut cut = tail.len() - TAIL_BYTES;
+        while !tail.is_char_boundary(cut) {
+            cut += 1;
+        }
+        tail.drain(..cut);
+    }
 }
 
 /// The questions a task waits on, with their keys.

@@ -493,7 +493,6 @@ impl RawServer {
     /// Every problem is reported, each setting's own: the config returned holds the default
     /// of each setting that has one.
     pub(crate) fn check(mut self, lines: Lines<'_>) -> (ServerConfig, Vec<ConfigError>) {
-        let ttl_line = self.default_ttl.as_ref().or(self.max_ttl.as_ref()).map(|v| lines.of(&v.span()));
         let ttl_lines: Vec<usize> = [&self.default_ttl, &self.max_ttl].into_iter().flatten().map(|v| lines.of(&v.span())).collect();
         let mut server = ServerConfig::default();
         let mut problems = Vec::new();
@@ -511,7 +510,7 @@ impl RawServer {
         if ttls_read && server.default_ttl > server.max_ttl {
             problems.push(ConfigError::Invalid {
                 file: None,
-                line: ttl_line,
+                line: ttl_lines.first().copied(),
                 problem: Problem::TtlOrder {
                     default_ttl: humantime::format_duration(server.default_ttl).to_string(),
                     max_ttl: humantime::format_duration(server.max_ttl).to_string(),
