@@ -1,8 +1,10 @@
 //! Work started before its task's creation commits ([`ToolRuntime::start_before_commit`]):
-//! an outcome that comes before the insert runs goes in with it, one row and one commit for
-//! the whole lifecycle, and a gate holds back everything the work shows of its task (its
-//! outcome, progress, output, status, input requests, checkpoints) until the creation has
-//! committed and its requestor has been answered ([`Engine::start`](crate::Engine::start)).
+//! an outcome that comes before the insert runs goes in with it, with the events the work
+//! reported before it (one row, its log and one commit for the whole lifecycle, on a store
+//! that can: SQLite; another writes it on its own once the creation is answered), and a gate
+//! holds back everything the work shows of its task (its outcome, progress, output, status,
+//! input requests, checkpoints) until the creation has committed and its requestor has been
+//! answered ([`Engine::start`](crate::Engine::start)).
 //!
 //! The order the rest of the engine relies on holds: the task is durable before its id
 //! leaves (invariant 1), its outcome is durable before anyone sees it (the outcome is in the
@@ -19,8 +21,8 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::{Change, Engine, Output};
-use crate::store::Update;
-use crate::store::implement::EarlyEnding;
+use crate::store::implement::{EarlyEnd, EarlyEnding};
+use crate::store::{EventLimits, Update};
 use crate::task::{Event, Principal, TaskId, TaskRecord, TaskState, Timestamp};
 use crate::work::Progress;
 
@@ -48,10 +50,14 @@ pub(crate) enum Deferred {
 enum Slot {
     /// The insert has not run: an outcome may still go in with it.
     Waiting,
-    /// The work ended first: the creation's record with this update is what the insert writes.
-    Ended(Update),
+    /// The work ended first with this event and message: the creation's record with this
+    /// update is what the insert writes, if the store writes endings with its inserts.
+    Ended(Update, Event, Option<String>),
     /// The insert ran (with or without the outcome): an outcome now is written on its own.
     Taken,
+    /// The store wrote no ending with its insert, and the work had ended: its ending is
+    /// written on its own when the gate opens.
+    Declined(Event, Option<String>),
 }
 
 struct Inner {
@@ -68,6 +74,8 @@ pub(crate) struct Early {
     id: TaskId,
     owner: Principal,
     attempt: u32,
+    /// The log's retention limits, for the events that go in with the insert.
+    limits: EventLimits,
     /// The work's token: fired when the creation fails.
     cancel: CancellationToken,
     inner: Mutex<Inner>,
@@ -75,11 +83,12 @@ pub(crate) struct Early {
 }
 
 impl Early {
-    pub(crate) fn new(id: TaskId, owner: Principal, attempt: u32, cancel: CancellationToken) -> Early {
+    pub(crate) fn new(id: TaskId, owner: Principal, attempt: u32, limits: EventLimits, cancel: CancellationToken) -> Early {
         Early {
             id,
             owner,
             attempt,
+            limits,
             cancel,
             inner: Mutex::new(Inner { slot: Slot::Waiting, merged: None, deferred: Vec::new() }),
             gate: watch::Sender::new(Gate::Closed),
@@ -110,9 +119,10 @@ impl Early {
         }
         // The one transition function; from `working` (every creation's state) these three
         // are always allowed.
-        match TaskState::Working.on(event) {
+        match TaskState::Working.on(event.clone()) {
             Ok(state) => {
-                inner.slot = Slot::Ended(Update { state, status_message: message, updated_at, attempt: self.attempt });
+                let update = Update { state, status_message: message.clone(), updated_at, attempt: self.attempt };
+                inner.slot = Slot::Ended(update, event, message);
                 Ok(())
             }
             Err(refused) => {
@@ -148,30 +158,40 @@ impl Early {
         if *self.gate.borrow() != Gate::Closed {
             return;
         }
+        // The reports' events went in with the insert if the ending did.
+        let logged = inner.merged.is_some();
         // In order, under the lock, so that no report made meanwhile overtakes them; the
         // reports first, as they were made before the work ended (they are sent even if it
         // has ended: the engine no longer counts it as running by then).
         for deferred in std::mem::take(&mut inner.deferred) {
-            // Published, and logged (a task whose ending went in with its insert takes no
-            // event: its log is forgotten, and the store refuses a finished task's appends).
             let (id, owner) = (self.id.clone(), self.owner.clone());
             match deferred {
                 Deferred::Progress(progress) => {
-                    engine.log_progress(&id, self.attempt, &progress);
+                    if !logged {
+                        engine.log_progress(&id, self.attempt, &progress);
+                    }
                     engine.send_change(Change::Progress { id, owner, progress });
                 }
                 Deferred::Output(text, stderr) => {
-                    engine.log_output(&id, self.attempt, &text, stderr);
+                    if !logged {
+                        engine.log_output(&id, self.attempt, &text, stderr);
+                    }
                     if !stderr {
                         engine.send_output(Output { id, owner, text: text.into() });
                     }
                 }
-                Deferred::Event(kind, payload) => engine.log_event(&id, self.attempt, &kind, payload),
+                Deferred::Event(kind, payload) if !logged => engine.log_event(&id, self.attempt, &kind, payload),
+                Deferred::Event(..) => {}
             }
         }
         if let Some((record, at)) = inner.merged.take() {
             engine.publish_shared(&record, Some(at));
             tracing::info!(task = %record.id, status = %record.status(), "task finished");
+        }
+        if let Slot::Declined(event, message) = std::mem::replace(&mut inner.slot, Slot::Taken) {
+            // After the reports just logged: the write of the ending flushes them first.
+            let (engine, id, attempt) = (engine.clone(), self.id.clone(), self.attempt);
+            tokio::spawn(async move { engine.finish_with(&id, attempt, event, message).await });
         }
         self.gate.send_replace(Gate::Open);
     }
@@ -213,10 +233,23 @@ impl Early {
 }
 
 impl EarlyEnding for Early {
-    fn take(&self) -> Option<Update> {
-        match std::mem::replace(&mut self.lock().slot, Slot::Taken) {
-            Slot::Ended(update) => Some(update),
-            Slot::Waiting | Slot::Taken => None,
+    fn take(&self) -> Option<EarlyEnd> {
+        let mut inner = self.lock();
+        match std::mem::replace(&mut inner.slot, Slot::Taken) {
+            Slot::Ended(update, ..) => {
+                // Logged as the engine would have logged them, each at the ending's time.
+                let events = crate::events::early_events(&inner.deferred, update.updated_at);
+                Some(EarlyEnd { update, events, limits: self.limits })
+            }
+            Slot::Waiting | Slot::Taken | Slot::Declined(..) => None,
         }
+    }
+
+    fn decline(&self) {
+        let mut inner = self.lock();
+        inner.slot = match std::mem::replace(&mut inner.slot, Slot::Taken) {
+            Slot::Ended(_, event, message) | Slot::Declined(event, message) => Slot::Declined(event, message),
+            Slot::Waiting | Slot::Taken => Slot::Taken,
+        };
     }
 }

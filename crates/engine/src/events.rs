@@ -9,7 +9,9 @@
 //!   work adds itself ([`Engine::log_event`]: a command's log lines and partial results). A
 //!   task's pending events are written before its outcome
 //!   ([`Engine::flush_events`]), so the log is complete when the task finishes, and nothing
-//!   is appended after (the store refuses a finished task's appends).
+//!   is appended after (the store refuses a finished task's appends). Early work that ended
+//!   before its task's insert ran has its reports' events written with the insert and its
+//!   ending ([`early_events`]).
 //! - **Reading.** [`Engine::events`] reads a page after a cursor and adds the two events the
 //!   store does not keep, read from the task itself: number 0, the task's creation
 //!   (`dev.mcp-tasks.status`, `working`), and, once the task is finished, the last one, its
@@ -26,6 +28,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::early::Deferred;
 use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::store::NewEvent;
@@ -140,6 +143,44 @@ impl Pending {
         let (stdout, stderr) = (self.stdout.take("stdout", false), self.stderr.take("stderr", false));
         self.ready.extend(stdout.into_iter().chain(stderr));
     }
+
+    /// What is pending, as the events to write, each at `at`: the ready ones, the complete
+    /// lines (the unended ones too when `all`), then the last progress report.
+    fn drain(&mut self, all: bool, at: Timestamp) -> Vec<NewEvent> {
+        let mut ready = std::mem::take(&mut self.ready);
+        ready.extend(self.stdout.take("stdout", all).into_iter().chain(self.stderr.take("stderr", all)));
+        let mut events: Vec<NewEvent> = ready.into_iter().map(|(kind, payload)| NewEvent { kind, payload, at }).collect();
+        if let Some(progress) = self.progress.take() {
+            let mut payload = json!({"progress": progress.progress});
+            if let Some(total) = progress.total {
+                payload["total"] = json!(total);
+            }
+            if let Some(message) = progress.message {
+                payload["message"] = json!(message);
+            }
+            events.push(NewEvent { kind: PROGRESS_EVENT.to_owned(), payload, at });
+        }
+        events
+    }
+}
+
+/// The events of the reports early work made before it ended ([`crate::early`]), as the
+/// engine would have logged them had they come one by one and been written before the
+/// ending: they go in with the creation and its ending, each at `at`.
+pub(crate) fn early_events(deferred: &[Deferred], at: Timestamp) -> Vec<NewEvent> {
+    let mut pending = Pending::default();
+    for report in deferred {
+        match report {
+            Deferred::Progress(progress) => pending.progress = Some(progress.clone()),
+            Deferred::Output(text, false) => pending.stdout.push(text),
+            Deferred::Output(text, true) => pending.stderr.push(text),
+            Deferred::Event(kind, payload) => {
+                pending.settle_lines();
+                pending.ready.push((kind.clone(), payload.clone()));
+            }
+        }
+    }
+    pending.drain(true, at)
 }
 
 impl Engine {
@@ -300,12 +341,11 @@ impl Engine {
     /// the task when nothing more is. A failed write is logged; the events are lost, the
     /// task is not.
     async fn write_pending(&self, id: &TaskId, all: bool) {
-        let taken = {
+        let at = self.inner.clock.now();
+        let (attempt, events) = {
             let mut logs = self.inner.logs.lock().unwrap_or_else(PoisonError::into_inner);
             let Some(pending) = logs.get_mut(id) else { return };
-            let mut ready = std::mem::take(&mut pending.ready);
-            ready.extend(pending.stdout.take("stdout", all).into_iter().chain(pending.stderr.take("stderr", all)));
-            let taken = (pending.attempt, ready, pending.progress.take());
+            let taken = (pending.attempt, pending.drain(all, at));
             if all || (pending.stdout.partial.is_empty() && pending.stderr.partial.is_empty()) {
                 logs.remove(id);
             } else {
@@ -313,19 +353,6 @@ impl Engine {
             }
             taken
         };
-        let (attempt, ready, progress) = taken;
-        let at = self.inner.clock.now();
-        let mut events: Vec<NewEvent> = ready.into_iter().map(|(kind, payload)| NewEvent { kind, payload, at }).collect();
-        if let Some(progress) = progress {
-            let mut payload = json!({"progress": progress.progress});
-            if let Some(total) = progress.total {
-                payload["total"] = json!(total);
-            }
-            if let Some(message) = progress.message {
-                payload["message"] = json!(message);
-            }
-            events.push(NewEvent { kind: PROGRESS_EVENT.to_owned(), payload, at });
-        }
         if events.is_empty() {
             return;
         }

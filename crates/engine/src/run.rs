@@ -128,7 +128,7 @@ impl Engine {
             let mut work = self.work();
             // Admitted: the place `admit_task` reserved, with the token the work stops by.
             let cancel = work.tasks.get(&task.id).filter(|run| run.attempt == task.attempt)?.cancel.clone();
-            let early = Arc::new(Early::new(task.id.clone(), task.owner.clone(), task.attempt, cancel));
+            let early = Arc::new(Early::new(task.id.clone(), task.owner.clone(), task.attempt, self.inner.policy.events, cancel));
             work.early.insert(task.id.clone(), Arc::clone(&early));
             early
         };
@@ -266,9 +266,9 @@ impl Engine {
     async fn finish_early(&self, early: &Early, id: &TaskId, attempt: u32, ending: Ending) {
         let (event, message) = ending.event();
         let Err((event, message)) = early.offer(event, message, self.inner.clock.now()) else {
-            // The ending goes in with the insert: what the work printed is not logged (the log
-            // takes no append before the insert, nor after the ending).
-            self.forget_events(id);
+            // The ending goes in with the insert, and what the work reported with it (on a
+            // store that writes endings with inserts; another declines it, and it is written
+            // when the creation is answered: `Early::open`).
             return;
         };
         if early.opened().await {
@@ -279,7 +279,7 @@ impl Engine {
     }
 
     /// Records `event` (with status `message`) as the end of attempt `attempt` of task `id`.
-    async fn finish_with(&self, id: &TaskId, attempt: u32, event: Event, message: Option<String>) {
+    pub(crate) async fn finish_with(&self, id: &TaskId, attempt: u32, event: Event, message: Option<String>) {
         // What the work reported goes into the log before its outcome (after it, the log is
         // frozen).
         self.flush_events(id).await;

@@ -68,11 +68,8 @@ impl ClaimStore for PostgresStore {
         inserted
     }
 
-    /// The whole creation in one statement ([`sql::CREATE`]): no lock waited for, no place
-    /// row for the task (it holds its owner's slot while unfinished), one round trip and the
-    /// announcement. With no slot free, the owner's slots are made or mended
-    /// ([`sql::MAKE_SLOTS`]) and the creation tried once more. A keyed creation whose key is
-    /// taken goes the way of [`ClaimStore::insert_claimed`], which settles the key.
+    /// The whole creation in one statement ([`PostgresStore::place_and_insert`]). The
+    /// ending of early work is not written with it: it is declined, and written on its own.
     async fn insert_placed(
         &self,
         task: &TaskRecord,
@@ -82,36 +79,11 @@ impl ClaimStore for PostgresStore {
         placing: &Placing,
         ending: Option<Arc<dyn EarlyEnding>>,
     ) -> Result<(Inserted, Option<Arc<TaskRecord>>), StoreError> {
-        // The outcome of early work is written on its own, after the insert (as the default).
+        let placed = self.place_and_insert(task, lease, max_retained, origin, placing).await;
         if let Some(ending) = ending {
-            drop(ending.take());
+            ending.decline();
         }
-        let values = InsertValues::new(task, Some(lease), origin, self.recording())?;
-        let limits = Limits::new(max_retained, placing);
-        let mut created = self.create(task, &values, &limits, placing.now).await?;
-        if !created.inserted && !created.slot_free && created.room(&limits) {
-            self.execute(sql::MAKE_SLOTS, &[&task.owner.as_str(), &limits.mine]).await?;
-            created = self.create(task, &values, &limits, placing.now).await?;
-        }
-        let count = |n: i64| u64::try_from(n).unwrap_or(0);
-        if created.inserted {
-            self.announce(&task.id, Some(task)).await;
-            return Ok((Inserted::New, None));
-        }
-        if created.retained >= limits.retained {
-            return at_the_limit(&self.client().await?, task, count(created.retained)).await.map(|inserted| (inserted, None));
-        }
-        if created.running >= limits.running {
-            return Err(StoreError::NoPlace(Place::Full { running: count(created.running) }));
-        }
-        if !created.slot_free {
-            // Slots that creations in flight are taking count as taken: their tasks are about
-            // to run, though not yet counted.
-            let mine: i64 = self.query_scalar(sql::RUNNING_OF, &[&task.owner.as_str(), &placing.now.0]).await?;
-            return Err(StoreError::NoPlace(Place::OwnerFull { running: count(mine.max(limits.mine)) }));
-        }
-        // Room for it, and no row: its key is taken.
-        Ok((self.insert_claimed(task, lease, max_retained, origin).await?, None))
+        placed.map(|inserted| (inserted, None))
     }
 
     async fn claim(
@@ -288,6 +260,48 @@ impl Created {
 }
 
 impl PostgresStore {
+    /// The creation of [`ClaimStore::insert_placed`], its place with it: in one statement
+    /// ([`sql::CREATE`]): no lock waited for, no place row for the task (it holds its owner's
+    /// slot while unfinished), one round trip and the announcement. With no slot free, the
+    /// owner's slots are made or mended ([`sql::MAKE_SLOTS`]) and the creation tried once
+    /// more. A keyed creation whose key is taken goes the way of
+    /// [`ClaimStore::insert_claimed`], which settles the key.
+    async fn place_and_insert(
+        &self,
+        task: &TaskRecord,
+        lease: &Lease,
+        max_retained: u64,
+        origin: Option<&Origin>,
+        placing: &Placing,
+    ) -> Result<Inserted, StoreError> {
+        let values = InsertValues::new(task, Some(lease), origin, self.recording())?;
+        let limits = Limits::new(max_retained, placing);
+        let mut created = self.create(task, &values, &limits, placing.now).await?;
+        if !created.inserted && !created.slot_free && created.room(&limits) {
+            self.execute(sql::MAKE_SLOTS, &[&task.owner.as_str(), &limits.mine]).await?;
+            created = self.create(task, &values, &limits, placing.now).await?;
+        }
+        let count = |n: i64| u64::try_from(n).unwrap_or(0);
+        if created.inserted {
+            self.announce(&task.id, Some(task)).await;
+            return Ok(Inserted::New);
+        }
+        if created.retained >= limits.retained {
+            return at_the_limit(&self.client().await?, task, count(created.retained)).await;
+        }
+        if created.running >= limits.running {
+            return Err(StoreError::NoPlace(Place::Full { running: count(created.running) }));
+        }
+        if !created.slot_free {
+            // Slots that creations in flight are taking count as taken: their tasks are about
+            // to run, though not yet counted.
+            let mine: i64 = self.query_scalar(sql::RUNNING_OF, &[&task.owner.as_str(), &placing.now.0]).await?;
+            return Err(StoreError::NoPlace(Place::OwnerFull { running: count(mine.max(limits.mine)) }));
+        }
+        // Room for it, and no row: its key is taken.
+        self.insert_claimed(task, lease, max_retained, origin).await
+    }
+
     /// One try of [`sql::CREATE`].
     async fn create(&self, task: &TaskRecord, values: &InsertValues<'_>, limits: &Limits, now: Timestamp) -> Result<Created, StoreError> {
         self.observed(async {

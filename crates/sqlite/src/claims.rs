@@ -293,18 +293,24 @@ impl SqliteStore {
                     }
                 }
                 // Work that started early and ended while this insert waited: its outcome
-                // goes in with the row, as the replace that would have followed writes it.
-                let (written, merged) = match ending.as_ref().and_then(|ending| ending.take()) {
-                    None => (written, None),
-                    Some(update) => {
-                        let ended = Arc::new(ended_early(&written, update));
+                // goes in with the row, as the replace that would have followed writes it,
+                // and the events it reported before, as the appends before it would have.
+                let (written, merged, events) = match ending.as_ref().and_then(|ending| ending.take()) {
+                    None => (written, None, None),
+                    Some(end) => {
+                        let ended = Arc::new(ended_early(&written, end.update));
                         row.end_early(&ended).map_err(StoreError::backend)?;
-                        (Arc::clone(&ended), Some(ended))
+                        (Arc::clone(&ended), Some(ended), Some((end.events, end.limits)))
                     }
                 };
+                let id = written.id.as_str().to_owned();
                 let inserted = insert_keyed(conn, &row, written)?;
                 if inserted == Inserted::New {
                     conn.counted(owner, u64::try_from(retained).unwrap_or(0).saturating_add(1));
+                    if let Some((events, limits)) = events.filter(|(events, _)| !events.is_empty()) {
+                        let rows: Vec<_> = events.into_iter().map(|event| (event.kind, event.payload.to_string(), event.at.0)).collect();
+                        crate::events::append_rows(conn, &id, &rows, limits).map_err(StoreError::backend)?;
+                    }
                 }
                 Ok((inserted, merged))
             })

@@ -24,6 +24,13 @@ pub(crate) fn append(
     if live.is_none() {
         return Ok(None);
     }
+    append_rows(conn, id, rows, limits).map(Some)
+}
+
+/// Appends `rows` to the log of task `id`, whatever its state (inside the transaction that
+/// writes it: the insert of early work that ended first); prunes past `limits`. The number
+/// of the first.
+pub(crate) fn append_rows(conn: &Connection, id: &str, rows: &[(String, String, i64)], limits: EventLimits) -> rusqlite::Result<u64> {
     let count = i64::try_from(rows.len()).unwrap_or(i64::MAX);
     let bytes: i64 = rows.iter().map(|(_, payload, _)| i64::try_from(payload.len()).unwrap_or(i64::MAX)).sum();
     // Two single-row statements, not an upsert (which SQLite runs with a statement journal).
@@ -47,7 +54,7 @@ pub(crate) fn append(
         insert.execute(params![id, first + i64::try_from(n).unwrap_or(i64::MAX), kind, payload, at])?;
     }
     prune(conn, id, first + count, earliest, kept_bytes, limits)?;
-    Ok(u64::try_from(first).ok())
+    Ok(u64::try_from(first).unwrap_or_default())
 }
 
 /// Prunes the oldest stored events of task `id` while more than `limits.events` are kept or

@@ -76,10 +76,12 @@ pub trait ClaimStore: Send + Sync + 'static {
     /// the insert runs, [`EarlyEnding::take`] gives the work's outcome if it ended first: the
     /// row written is then `task` with that update (its version one up), in the same
     /// commit, and its status history the same as if the two had been written one after the
-    /// other. Returns the record written with the outcome in, if it was.
+    /// other; the events the work reported go into the task's log in that commit too, as
+    /// [`WorkStore::append_events`](super::WorkStore::append_events) would have written them
+    /// before. Returns the record written with the outcome in, if it was.
     ///
-    /// The default takes the outcome away first (none goes in) and inserts `task` alone: the
-    /// outcome is then written on its own, as it would be without this method.
+    /// The default inserts `task` alone, then declines the ending ([`EarlyEnding::decline`]):
+    /// an outcome is then written on its own, as it would be without this method.
     ///
     /// # Errors
     /// As [`ClaimStore::insert_claimed`].
@@ -91,8 +93,9 @@ pub trait ClaimStore: Send + Sync + 'static {
         origin: Option<&Origin>,
         ending: Arc<dyn EarlyEnding>,
     ) -> Result<(Inserted, Option<Arc<TaskRecord>>), StoreError> {
-        drop(ending.take());
-        Ok((self.insert_claimed(task, lease, max_retained, origin).await?, None))
+        let inserted = self.insert_claimed(task, lease, max_retained, origin).await;
+        ending.decline();
+        Ok((inserted?, None))
     }
 
     /// [`ClaimStore::insert_claimed`] (or [`ClaimStore::insert_claimed_early`] with `ending`)

@@ -23,13 +23,33 @@ use crate::task::{Principal, TaskId, Timestamp};
 
 /// The outcome of a task's work that may have ended before the task's insert ran
 /// ([`ClaimStore::insert_claimed_early`](super::ClaimStore::insert_claimed_early)). The
-/// engine hands one to the insert; a store calls [`EarlyEnding::take`] inside its
-/// transaction.
+/// engine hands one to the insert; a store that writes the ending with its insert calls
+/// [`EarlyEnding::take`] inside its transaction, any other store calls
+/// [`EarlyEnding::decline`] once its insert has run.
 pub trait EarlyEnding: Send + Sync {
-    /// Called once, by the insert, inside its transaction: the update the work's ending
-    /// makes to the new task (from `working`, version 1), if the work ended first. After this
-    /// call no ending goes in with the insert: a later one is written on its own.
-    fn take(&self) -> Option<Update>;
+    /// Called once, by the insert, inside its transaction: the ending of the work if it ended
+    /// first, which the insert then writes with the row (the update from `working`, version
+    /// 1, and the events the work reported before it, appended to the task's log in the same
+    /// transaction). After this call no ending goes in with the insert: a later one is written
+    /// on its own.
+    fn take(&self) -> Option<EarlyEnd>;
+
+    /// Called by a store that writes no ending with its insert, once the insert has run
+    /// (whether or not it wrote the row): an ending that came before is written on its own,
+    /// with the events before it, once the creation is answered, as a later one is.
+    fn decline(&self);
+}
+
+/// The ending of early work that goes in with its task's insert ([`EarlyEnding::take`]).
+#[derive(Clone, Debug)]
+pub struct EarlyEnd {
+    /// The update the ending makes to the new task.
+    pub update: Update,
+    /// The events the work reported before it ended, in order, for the task's log (numbered
+    /// from 1, as the first append would number them).
+    pub events: Vec<super::NewEvent>,
+    /// The log's retention limits, as an append applies them.
+    pub limits: super::EventLimits,
 }
 
 /// One write of a store as its `on_commit` observer is told of it (the metrics of

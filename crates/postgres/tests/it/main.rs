@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
 mod db;
+mod early;
 mod explain;
 mod handles;
 mod outage;

@@ -19,6 +19,7 @@ use mcp_tasks_engine::{
     Principal, Progress, RecordStore, Status, SystemClock, TaskId, ToolRuntime, Version, ViewStore,
 };
 use mcp_tasks_sqlite::SqliteStore;
+use mcp_tasks_testkit::early::{Chatty, chatty_log, log_of};
 use mcp_tasks_testkit::store_suite::sample_task;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
@@ -160,6 +161,43 @@ async fn invariant_1_early_work_that_ends_first_is_written_with_its_creation_and
     drop((engine, store));
     let reopened = SqliteStore::open(&path).unwrap();
     assert_eq!(reopened.get(&task.id).await.unwrap().unwrap().status(), Status::Completed);
+}
+
+#[tokio::test]
+async fn early_work_that_ends_first_has_what_it_reported_logged_with_its_creation_in_the_same_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let engine = Engine::new(Arc::new(store.clone()), Arc::new(SystemClock), Policy::default());
+    let (ran, mut has_run) = mpsc::unbounded_channel();
+    engine.register("chatty", ToolRuntime::new(Chatty(ran)).start_before_commit(true));
+    let mut output = engine.subscribe_output();
+    let before = store.write_stats();
+
+    // The insert is held back until the work has ended.
+    let other = rusqlite::Connection::open(&path).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let creating = tokio::spawn({
+        let engine = engine.clone();
+        async move { engine.create(new_task("chatty")).await }
+    });
+    tokio::time::timeout(WAIT, has_run.recv()).await.expect("the work runs before the insert commits").unwrap();
+    other.execute_batch("ROLLBACK").unwrap();
+    let task = tokio::time::timeout(WAIT, creating).await.unwrap().unwrap().expect("the creation commits");
+    assert_eq!(store.write_stats().writes - before.writes, 1, "one write: the creation, its log and its outcome");
+
+    // The log is whole at once, read through the engine as any reader reads it, and the
+    // task finished: nothing is appended later.
+    let (log, finished) = log_of(&engine, &task.owner, &task.id).await;
+    assert_eq!(log, chatty_log(), "every report of the work, in order, then the ending");
+    assert!(finished, "the log is complete");
+
+    // Once answered, the live output is shown, and nothing more is written.
+    engine.start(&task).unwrap();
+    let shown = tokio::time::timeout(WAIT, output.recv()).await.unwrap().unwrap();
+    assert_eq!((shown.id.clone(), &*shown.text), (task.id.clone(), "one\ntwo\n"), "the live view gets the output");
+    let finished = engine.wait_terminal(&task.owner, &task.id).await.unwrap();
+    assert_eq!(finished.status(), Status::Completed);
 }
 
 #[tokio::test]
