@@ -29,6 +29,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0013_webhook_deliveries.sql"),
     include_str!("../migrations/0014_task_event_logs.sql"),
     include_str!("../migrations/0015_operator_status.sql"),
+    include_str!("../migrations/0016_running_counts.sql"),
 ];
 
 /// The schema version this build writes: the number of migrations.

@@ -36,6 +36,27 @@ macro_rules! shard {
     };
 }
 
+/// The row of `running_counts` a backend adds to and takes from (migration 0016).
+macro_rules! running_shard {
+    () => {
+        "(pg_backend_pid() % 64)"
+    };
+}
+
+/// What a write that makes a task does besides when the row `inserted` is unfinished: one
+/// more in the backend's shard of `running_counts` (migration 0016).
+macro_rules! ran {
+    () => {
+        concat!(
+            "ran AS (UPDATE running_counts SET running = running + 1 WHERE shard = ",
+            running_shard!(),
+            " AND EXISTS (SELECT 1 FROM inserted WHERE ",
+            unfinished!(),
+            ")), "
+        )
+    };
+}
+
 /// The columns of a new row, in the order of [`INSERT`]'s and [`CREATE`]'s parameters.
 macro_rules! new_columns {
     () => {
@@ -101,6 +122,7 @@ macro_rules! insert {
              RETURNING id, owner, version, updated_at, status, status_message), \
              counted AS (INSERT INTO task_counts AS counts (owner, shard, tasks) SELECT owner, 0, 1 FROM inserted \
              ON CONFLICT (owner, shard) DO UPDATE SET tasks = counts.tasks + 1), ",
+            ran!(),
             history!("inserted", "true"),
             $($extra)*
             " SELECT 1 FROM inserted"
@@ -111,7 +133,8 @@ macro_rules! insert {
 /// `insert`: the row, unless its owner's idempotency key is taken (then no row, no error);
 /// a taken id is a unique violation of the primary key. With the claim (`$20`, `$21`) and
 /// the origin (`$22`..`$24`), NULL when there is none; with its count (shard 0, which
-/// `insert_claimed` holds locked) and its first history row: one statement, one round trip.
+/// `insert_claimed` holds locked), its running count if it is unfinished, and its first
+/// history row: one statement, one round trip.
 /// Answers a row if the task was written.
 pub const INSERT: &str = insert!();
 
@@ -128,9 +151,8 @@ macro_rules! create {
      slot AS (SELECT owner, slot FROM owner_slots WHERE owner = $2::text AND task_id IS NULL \
      AND slot < $28::bigint - (SELECT mine FROM calls) ORDER BY slot LIMIT 1 FOR UPDATE SKIP LOCKED), \
      decided AS (SELECT (SELECT coalesce(sum(tasks), 0)::bigint FROM task_counts WHERE owner = $2::text) AS retained, \
-     (SELECT count(*) FROM tasks WHERE ",
-    unfinished!(),
-    ") + (SELECT n FROM calls) AS running, EXISTS (SELECT 1 FROM slot) AS free), \
+     (SELECT sum(running) FROM running_counts)::bigint + (SELECT n FROM calls) AS running, \
+     EXISTS (SELECT 1 FROM slot) AS free), \
      inserted AS (INSERT INTO tasks (",
     new_columns!(),
     ") SELECT $1::text, $2::text, $3::text, $4::json, $5::text, $6::json, $7::text, $8::bigint, $9::bigint, \
@@ -145,6 +167,7 @@ macro_rules! create {
      counted AS (INSERT INTO task_counts AS counts (owner, shard, tasks) SELECT owner, ",
     shard!(),
     ", 1 FROM inserted ON CONFLICT (owner, shard) DO UPDATE SET tasks = counts.tasks + 1), ",
+    ran!(),
     history!("inserted", "true"),
     $($extra)*
     " SELECT EXISTS (SELECT 1 FROM inserted), retained, running, free FROM decided"
@@ -156,9 +179,10 @@ macro_rules! create {
 /// (migration 0012 says why this shape): `$1`…`$24` the row of [`INSERT`], `$25` now, then
 /// the limits (retained, running in all, running of the owner). The owner's first free slot
 /// below its limit (less its plain calls), skipping those other creations are taking; the
-/// owner's count summed over its shards; the unfinished tasks and live plain calls of every
-/// owner; the row if all three leave room, with its slot, its count (this backend's shard) and
-/// its first history row. Answers whether the row was written, the owner's count, the number
+/// owner's count summed over its shards; the unfinished tasks (the sum of `running_counts`,
+/// migration 0016) and live plain calls of every owner; the row if all three leave room, with
+/// its slot, its count and its running count (this backend's shards) and its first history
+/// row. Answers whether the row was written, the owner's count, the number
 /// running, and whether a slot was free.
 pub const CREATE: &str = create!();
 
@@ -221,8 +245,8 @@ pub const GET: &str = concat!("SELECT ", columns!(), " FROM tasks WHERE id = $1"
 /// What a compare-and-set of the state (`REPLACE`, `ANSWER`) writes: the row at version
 /// `$7` of task `$6` (`written`, with its status last), the history row if the status or the
 /// message changed, the webhook delivery of the event `$event` if the status changed (`before` is the row as the statement's snapshot saw it: the version the
-/// caller read, since only writes that bump the version change either), and the owner's slot
-/// freed if the task ended.
+/// caller read, since only writes that bump the version change either), and, if the task
+/// ended, the owner's slot freed and one less in this backend's shard of `running_counts`.
 macro_rules! written {
     () => {
         written!(@with "")
@@ -246,7 +270,12 @@ macro_rules! written {
             $delivery,
             ", freed AS (UPDATE owner_slots SET task_id = NULL FROM written WHERE written.",
             terminal!(),
-            " AND owner_slots.owner = written.owner AND owner_slots.task_id = written.id)"
+            " AND owner_slots.owner = written.owner AND owner_slots.task_id = written.id), \
+             unran AS (UPDATE running_counts SET running = running - 1 FROM written, before WHERE shard = ",
+            running_shard!(),
+            " AND was IN ('working', 'input_required') AND written.",
+            terminal!(),
+            ")"
         )
     };
 }

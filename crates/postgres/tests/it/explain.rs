@@ -81,7 +81,9 @@ async fn the_serving_queries_use_the_indexes() {
 }
 
 /// The plans of a placed creation: the owner's slot, counts and shards from their primary
-/// keys, the running tasks from `tasks_unfinished`; and of its refusal's statements.
+/// keys, the running tasks from the 64 rows of `running_counts` (never from `tasks`, whose
+/// partial index keeps the dead entries of every task finished since the last vacuum); and of
+/// its refusal's statements.
 async fn creation_plans(client: &Client, state: &Json<TaskState>) {
     let (at, limit) = (1_764_028_810_123_i64, 16_i64);
     let create = plan(
@@ -96,21 +98,31 @@ async fn creation_plans(client: &Client, state: &Json<TaskState>) {
     )
     .await;
     // `running_places` holds only the plain calls running now: read whole, as taking a place
-    // reads it. Nothing else is scanned.
-    for index in ["owner_slots_pkey", "task_counts_pkey", "tasks_unfinished"] {
+    // reads it; so is `running_counts`, 64 rows. Nothing else is scanned, and no index of
+    // `tasks` but its primary key (the insert's conflict) and its key index.
+    for index in ["owner_slots_pkey", "task_counts_pkey"] {
         assert!(create.contains(index), "uses {index}:\n{create}");
     }
-    assert_scans_only_running_places(&create);
+    for index in ["tasks_unfinished", "tasks_by_claim"] {
+        assert!(!create.contains(index), "reads no unfinished tasks through {index}:\n{create}");
+    }
+    let counted = create.lines().filter(|line| line.contains("Seq Scan on running_counts")).count();
+    assert!(counted >= 1, "sums running_counts:\n{create}");
+    assert_scans_only_small_tables(&create);
     assert_served_by(&plan(client, sql::MAKE_SLOTS, &[&OWNER, &limit]).await, "owner_slots_pkey", false);
     let running_of = plan(client, sql::RUNNING_OF, &[&OWNER, &at]).await;
     assert!(running_of.contains("tasks_by_owner_status"), "{running_of}");
-    assert_scans_only_running_places(&running_of);
+    assert_scans_only_small_tables(&running_of);
 }
 
-/// Asserts that the only table `plan` reads whole is `running_places`.
-fn assert_scans_only_running_places(plan: &str) {
+/// Asserts that the only tables `plan` reads whole are `running_places` (the plain calls
+/// running now) and `running_counts` (64 rows).
+fn assert_scans_only_small_tables(plan: &str) {
     let scans: Vec<&str> = plan.lines().filter(|line| line.contains("Seq Scan")).collect();
-    assert!(scans.iter().all(|line| line.contains("Seq Scan on running_places")), "no full scan of a task table:\n{plan}");
+    assert!(
+        scans.iter().all(|line| line.contains("Seq Scan on running_places") || line.contains("Seq Scan on running_counts")),
+        "no full scan of a task table:\n{plan}"
+    );
 }
 
 /// The values every plan below is made with.

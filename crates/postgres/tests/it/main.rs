@@ -11,6 +11,7 @@ mod explain;
 mod handles;
 mod outage;
 mod pooled;
+mod running;
 mod schema;
 mod urls;
 
