@@ -328,7 +328,8 @@ impl Engine {
         Ok(sweep)
     }
 
-    /// Runs [`Engine::sweep_once`] every `every` until `shutdown` fires.
+    /// Runs [`Engine::sweep_once`] every `every` until `shutdown` fires, and again at once
+    /// after each pass that was full (so that expiry keeps up with the creations).
     pub fn spawn_sweeper(&self, every: Duration, shutdown: CancellationToken) -> JoinHandle<()> {
         let engine = self.clone();
         tokio::spawn(async move {
@@ -339,8 +340,24 @@ impl Engine {
                     _ = shutdown.cancelled() => return,
                     _ = ticks.tick() => {}
                 }
-                if let Err(err) = engine.sweep_once().await {
-                    tracing::warn!(error = %err, "TTL sweep failed; will try again");
+                // A full pass leaves more behind: the next runs at once, until one is not full,
+                // so that expiry keeps up with any rate of creations (a pass every `every` of at
+                // most SWEEP_BATCH tasks would cap it at SWEEP_BATCH per `every`, and the store
+                // would grow under a steady load of short-lived tasks).
+                loop {
+                    match engine.sweep_once().await {
+                        Ok(sweep) if sweep.expired >= SWEEP_BATCH as usize || sweep.purged >= u64::from(SWEEP_BATCH) => {
+                            if shutdown.is_cancelled() {
+                                return;
+                            }
+                            tokio::task::yield_now().await;
+                        }
+                        Ok(_) => break,
+                        Err(err) => {
+                            tracing::warn!(error = %err, "TTL sweep failed; will try again");
+                            break;
+                        }
+                    }
                 }
             }
         })

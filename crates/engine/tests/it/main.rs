@@ -136,6 +136,37 @@ async fn sweeper_fails_overdue_running_tasks_stops_their_work_and_purges_finishe
     assert_eq!(f.engine.get(&owner, &keeper.id).await.unwrap().status(), Status::Working);
 }
 
+/// More expired tasks than one pass takes (1,000) are all purged at one tick of the sweeper:
+/// full passes follow each other at once, so expiry keeps up with any rate of creations.
+#[tokio::test]
+async fn the_sweeper_purges_more_than_one_pass_takes_at_one_tick() {
+    let store = Arc::new(MemoryStore::new());
+    let clock = FakeClock::new(mcp_tasks_testkit::store_suite::T0);
+    let engine = Engine::new(Arc::clone(&store) as Arc<dyn mcp_tasks_engine::TaskStore>, Arc::new(clock.clone()), Policy::default());
+    let owner = Principal::new("a");
+    for _ in 0..2_500 {
+        let mut task = mcp_tasks_testkit::store_suite::sample_task("a");
+        task.state = TaskState::Cancelled;
+        mcp_tasks_engine::RecordStore::insert(&*store, &task).await.unwrap();
+    }
+    let count = || mcp_tasks_engine::RecordStore::count(&*store, &owner);
+    assert_eq!(count().await.unwrap(), 2_500);
+    clock.advance(Duration::from_secs(3_600));
+
+    // One tick (the first comes at once), then none for an hour.
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let sweeper = engine.spawn_sweeper(Duration::from_secs(3_600), shutdown.clone());
+    timeout(WAIT, async {
+        while count().await.unwrap() > 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("every expired task is purged at the first tick");
+    shutdown.cancel();
+    sweeper.await.unwrap();
+}
+
 #[tokio::test]
 async fn a_stale_attempt_cannot_complete_a_task_and_nothing_completes_twice() {
     let mut f = fixture(RestartPolicy::Retry, true);
