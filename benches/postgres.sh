@@ -25,6 +25,10 @@
 #   cost the database, without the store's bookkeeping (history, counts, slots).
 # - `pg1m`: one replica on a database that already retains 1,000,000 finished tasks (made by
 #   SQL), against `pg1` on an empty one.
+# - `pgexpiry`: one replica whose tasks live BENCH_EXPIRY_TTL_MS (10000) ms, driven for
+#   BENCH_EXPIRY_TASKS (150000) lifecycles, so that the sweeper expires about as many tasks as
+#   the load creates: the tasks kept and the size of the tables (with their indexes and
+#   TOAST) every 10 s, which must level off once the first tasks expire.
 # - `sqliteN` (`sqlite3`, say): N bench servers on one SQLite file, the clients spread over
 #   them (processes taking turns at SQLite's one write lock).
 #
@@ -115,12 +119,14 @@ pg_ticks() {
   echo $(($(ticks $(pg_pids)) + $(awk '{sub(/.*\) /, ""); print $14 + $15}' "/proc/$postmaster/stat")))
 }
 
-# start_replicas N STORE: N bench servers on STORE; sets pids and urls (comma-separated).
+# start_replicas N STORE [ARG...]: N bench servers on STORE (with ARGs); sets pids and urls
+# (comma-separated).
 start_replicas() {
   local n=$1 store=$2 i
+  shift 2
   urls=""
   for ((i = 0; i < n; i++)); do
-    start "replica$i" "$work/bench_server" --listen 127.0.0.1:0 --store "$store" --sync full --inline-wait-ms 0 || return 1
+    start "replica$i" "$work/bench_server" --listen 127.0.0.1:0 --store "$store" --sync full --inline-wait-ms 0 "$@" || return 1
     pids+=("$server_pid")
     server_pid=""
     urls=${urls:+$urls,}$url
@@ -168,11 +174,14 @@ measure() {
   done
   if [[ -n $db ]]; then
     # Where the statements of the last run went (a sample for BENCHMARKS.md).
-    echo "== $setup: statements of the last run ($mode c=$c), per task" >&2
-    sql "$db" "SELECT round(calls::numeric / $tasks, 2) || CASE WHEN toplevel THEN '  ' ELSE ' (trigger) ' END
+    # Each with its calls per task and its execution time per task (µs; parse, plan and the
+    # commit's flush not included).
+    echo "== $setup: statements of the last run ($mode c=$c), per task: calls, execution µs" >&2
+    sql "$db" "SELECT round(calls::numeric / $tasks, 2) || ' ' || lpad(round(total_exec_time::numeric * 1000 / $tasks)::text, 5)
+      || CASE WHEN toplevel THEN '  ' ELSE ' (trigger) ' END
       || left(regexp_replace(query, '\s+', ' ', 'g'), 100)
       FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '$db')
-      AND query NOT LIKE '%pg_stat_statements%' ORDER BY toplevel DESC, calls DESC LIMIT 20" >&2
+      AND query NOT LIKE '%pg_stat_statements%' ORDER BY toplevel DESC, total_exec_time DESC LIMIT 20" >&2
   fi
 }
 
@@ -230,10 +239,39 @@ SQL
       pg_cpu_us_per_task: ($pg / $count), round_trips_per_task: 2, statements_per_task: 2}' >>"$out"
 }
 
+# expiry_run: the `pgexpiry` setup (see the header): prints the samples, and one JSON line
+# per sample to the results.
+expiry_run() {
+  local db=bench_pgexpiry ttl=${BENCH_EXPIRY_TTL_MS:-10000} count=${BENCH_EXPIRY_TASKS:-150000} sampler t=0 status=0 json
+  sql postgres "CREATE DATABASE $db" >/dev/null
+  start_replicas 1 "postgres://postgres@127.0.0.1:$port/$db" --ttl-ms "$ttl" || return 1
+  echo "== pgexpiry: TTL $ttl ms, $count lifecycles; every 10 s: seconds, tasks kept, MB of tasks (with indexes and TOAST), MB of the history" >&2
+  (
+    while sleep 10; do
+      t=$((t + 10))
+      sql "$db" "SELECT $t || ' ' || (SELECT count(*) FROM tasks) || ' ' ||
+        round(pg_total_relation_size('tasks') / 1048576.0, 1) || ' ' || round(pg_total_relation_size('task_history') / 1048576.0, 1)"
+    done
+  ) >"$work/expiry.txt" 2>/dev/null &
+  sampler=$!
+  json=$("$work/load" --url "$urls" --json --tasks "$count" --concurrency 24 --mode modern --tool noop) || status=$?
+  kill "$sampler" 2>/dev/null || true
+  wait "$sampler" 2>/dev/null || true
+  [[ $status -eq 0 ]] || failed=1
+  echo "$json" | jq -r '"pgexpiry modern c=24: \(.per_second|floor)/s, \(.failures) failed"' >&2
+  sed 's/^/pgexpiry sample: /' "$work/expiry.txt" >&2
+  awk -v setup=pgexpiry '{printf "{\"setup\":\"%s\",\"expiry_sample\":{\"seconds\":%s,\"tasks\":%s,\"tasks_mb\":%s,\"history_mb\":%s}}\n", setup, $1, $2, $3, $4}' \
+    "$work/expiry.txt" >>"$out"
+  stop_all
+}
+
 for setup in $setups; do
   case $setup in
     pgbench | pgbench-schema)
       pgbench_lifecycles "$setup"
+      ;;
+    pgexpiry)
+      expiry_run
       ;;
     sqlite*)
       n=${setup#sqlite}
@@ -272,7 +310,7 @@ for setup in $setups; do
       measure "$setup" "$n" "$db"
       ;;
     *)
-      echo "unknown setup $setup (pgbench, pgbench-schema, sqlite, sqliteN, pg1, pg3, pgN, pg1m)" >&2
+      echo "unknown setup $setup (pgbench, pgbench-schema, sqlite, sqliteN, pg1, pg3, pgN, pg1m, pgexpiry)" >&2
       exit 2
       ;;
   esac
@@ -286,12 +324,13 @@ jq -rs '
   "|---|---|---|---|---|---|---|---|---|---|---|---|",
   def store: if .setup == "pgbench" then "pgbench (INSERT, UPDATE)" elif .setup == "pgbench-schema" then "pgbench on the store'"'"'s schema" elif (.setup | startswith("sqlite")) then "SQLite (sync full)" else "PostgreSQL" end;
   def rounded: if . == null then "-" else round end;
-  (.[] | "| \(store) | \(.replicas) | \(.run.mode) | \(.run.concurrency) | \(.run.per_second | round) | \(.run.end_to_end.p50_us | ms) / \(.run.end_to_end.p99_us | ms) | \(.app_cpu_us_per_task | rounded) | \(.pg_cpu_us_per_task | n) | \(.round_trips_per_task | n) | \(.statements_per_task | n) | \(.run.failures) | \(.load_average) |")
+  (.[] | select(.expiry_sample == null) | "| \(store) | \(.replicas) | \(.run.mode) | \(.run.concurrency) | \(.run.per_second | round) | \(.run.end_to_end.p50_us | ms) / \(.run.end_to_end.p99_us | ms) | \(.app_cpu_us_per_task | rounded) | \(.pg_cpu_us_per_task | n) | \(.round_trips_per_task | n) | \(.statements_per_task | n) | \(.run.failures) | \(.load_average) |")
 ' "$out"
 # The ratios the issue holds the stores to: pg1's 2026-07-28 lifecycle against the database's
 # own (pgbench), pg3 against pg1 (same mode and concurrency), N SQLite processes against one.
 jq -rs '
-  (map(select(.setup == "pgbench")) | first | .run.per_second) as $db
+  map(select(.expiry_sample == null))
+  | (map(select(.setup == "pgbench")) | first | .run.per_second) as $db
   | (map(select(.setup == "pgbench-schema")) | first | .run.per_second) as $schema
   | (map(select(.setup | startswith("pgbench") | not)) | group_by([.run.mode, .run.concurrency])[]) as $runs
   | ($runs | map({key: .setup, value: .run.per_second}) | from_entries) as $rate

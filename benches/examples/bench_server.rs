@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! cargo run --release --example bench_server -- --listen 127.0.0.1:PORT --store PATH|postgres://…
-//!     [--sync full|normal] [--inline-wait-ms MS] [--early on|off]
+//!     [--sync full|normal] [--inline-wait-ms MS] [--early on|off] [--ttl-ms MS]
 //! ```
 //!
 //! `noop` is declared as work with no effect outside its result
@@ -13,6 +13,9 @@
 //! when it ends first (as it does under load) the lifecycle is one row and one commit.
 //! `--early off` takes that declaration away: the path of every tool of `mcp-tasks serve`
 //! (work started once the creation is answered, its outcome a second commit).
+//!
+//! `--ttl-ms` gives every task that TTL, whatever its call asks: for runs that expire as many
+//! tasks as they create (`benches/postgres.sh`'s `pgexpiry`).
 //!
 //! `--inline-wait-ms` sets how long a 2026-07-28 call of an optional tool waits to answer
 //! inline before it becomes a task (default: the server's, 1000); `0` makes every call of a
@@ -64,9 +67,10 @@ async fn serve() -> ExitCode {
                 settings.inline_wait = value.parse().ok().map(Duration::from_millis);
             }
             ("--early", Some(value)) if value == "on" || value == "off" => settings.early = value == "on",
+            ("--ttl-ms", Some(value)) if value.parse::<u64>().is_ok() => settings.ttl_ms = value.parse().ok(),
             _ => {
                 eprintln!(
-                    "usage: bench_server --listen ADDR --store PATH|postgres://… [--sync full|normal] [--inline-wait-ms MS] [--early on|off]"
+                    "usage: bench_server --listen ADDR --store PATH|postgres://… [--sync full|normal] [--inline-wait-ms MS] [--early on|off] [--ttl-ms MS]"
                 );
                 return ExitCode::from(2);
             }

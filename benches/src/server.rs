@@ -38,8 +38,8 @@ pub const NOOP_TEXT: &str = "ok";
 pub const DONE_AT: &str = "done_at_us=";
 /// The longest `sleep` accepted, in ms.
 pub const MAX_SLEEP_MS: u64 = 60_000;
-/// How often expired tasks are swept.
-const SWEEP_EVERY: Duration = Duration::from_secs(60);
+/// How often expired tasks are swept: as `mcp-tasks serve` does.
+const SWEEP_EVERY: Duration = Duration::from_secs(10);
 
 /// The engine policy of the bench server: the default TTLs and poll interval, admission
 /// limits high enough never to refuse a benchmark call (1,024 running, 10,000,000 retained).
@@ -61,6 +61,9 @@ pub struct Settings {
     /// Whether `noop`'s work starts before its task's creation commits
     /// ([`ToolDef::start_before_commit`]): one commit per lifecycle instead of two.
     pub early: bool,
+    /// Every task's TTL in ms, whatever the call asks (`None`: the policy's defaults, an
+    /// hour at most): short, for runs that expire as many tasks as they create.
+    pub ttl_ms: Option<u64>,
 }
 
 /// The server with tools `noop` and `sleep` over `engine`.
@@ -183,7 +186,11 @@ pub async fn serve_store(
     ready: impl FnOnce(),
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Box<dyn Error + Send + Sync>> {
-    let engine = Engine::new(store, Arc::new(SystemClock), policy());
+    let mut policy = policy();
+    if let Some(ttl) = settings.ttl_ms {
+        (policy.default_ttl_ms, policy.max_ttl_ms) = (ttl, Some(ttl));
+    }
+    let engine = Engine::new(store, Arc::new(SystemClock), policy);
     let server = server(engine.clone(), settings)?;
     engine.recover().await?;
     let stop = CancellationToken::new();
