@@ -157,6 +157,7 @@ async fn the_modern_lifecycle_makes_every_call_a_task_with_no_inline_wait() {
     let at_once = Settings {
         inline_wait: Some(Duration::ZERO),
         early: false,
+        ttl_ms: None,
     };
     let runs = [
         (Mode::Modern, Tool::Noop, false),
@@ -180,7 +181,7 @@ async fn the_modern_lifecycle_makes_every_call_a_task_with_no_inline_wait() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn noop_started_before_its_commit_passes_every_lifecycle_check_in_both_eras() {
     // The bench server as `benches/run.sh` runs it: `noop` declared `start_before_commit`.
-    let early = Settings { inline_wait: Some(Duration::ZERO), early: true };
+    let early = Settings { inline_wait: Some(Duration::ZERO), early: true, ttl_ms: None };
     let runs = [
         (Mode::Poll, Tool::Noop, false),
         (Mode::Block, Tool::Noop, false),
@@ -199,7 +200,7 @@ async fn noop_started_before_its_commit_passes_every_lifecycle_check_in_both_era
 async fn noop_started_before_its_commit_is_still_answered_inline_within_the_inline_wait() {
     // The default inline wait (1 s): the outcome written with the creation is published when
     // the call starts its task, and the call answers it inline, not as a task.
-    let early = Settings { inline_wait: None, early: true };
+    let early = Settings { inline_wait: None, early: true, ttl_ms: None };
     let reports = against(early, &[(Mode::Modern, Tool::Noop, false)]).await;
     assert_eq!((reports[0].ok, reports[0].failures), (0, 100));
     let first = reports[0].first_failure.as_deref().unwrap_or("");
