@@ -9,6 +9,7 @@
 //! (its message received) means its whole Tokio task has run: the handler and what the
 //! engine does with its outcome right after.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -16,7 +17,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use mcp_tasks_engine::{
     Change, Context, Engine, EngineError, Handler, IdempotencyKey, LimitExceeded, ListQuery, NewTask, Outcome, Policy,
-    Principal, Progress, RecordStore, Status, SystemClock, TaskId, ToolRuntime, Version, ViewStore,
+    Principal, Progress, RecordStore, Status, SystemClock, TaskId, TaskRecord, ToolRuntime, Version, ViewStore,
 };
 use mcp_tasks_sqlite::SqliteStore;
 use mcp_tasks_testkit::early::{Chatty, chatty_log, log_of};
@@ -106,6 +107,23 @@ fn changes_of(changes: &mut broadcast::Receiver<Change>, id: &TaskId) -> Vec<Opt
     seen
 }
 
+/// Creates a task of `tool` while another connection holds the file's write lock (the insert
+/// waits in `BEGIN IMMEDIATE`) until its work says it ran (`has_run`), then lets the insert
+/// go: the task as its creation answers it.
+async fn create_held_back(engine: &Engine, path: &Path, tool: &str, has_run: &mut mpsc::UnboundedReceiver<()>) -> TaskRecord {
+    let other = rusqlite::Connection::open(path).expect("another connection opens the file");
+    other.execute_batch("BEGIN IMMEDIATE").expect("it takes the write lock");
+    let creating = tokio::spawn({
+        let (engine, task) = (engine.clone(), new_task(tool));
+        async move { engine.create(task).await }
+    });
+    let ran = tokio::time::timeout(WAIT, has_run.recv()).await.expect("the work runs before the insert commits");
+    assert!(ran.is_some(), "the handler said it ran");
+    other.execute_batch("ROLLBACK").expect("the write lock is let go");
+    let created = tokio::time::timeout(WAIT, creating).await.expect("the creation answers in time");
+    created.expect("the creation does not panic").expect("the creation commits")
+}
+
 #[tokio::test]
 async fn invariant_1_early_work_that_ends_first_is_written_with_its_creation_and_shown_after_the_answer() {
     let dir = tempfile::tempdir().unwrap();
@@ -118,15 +136,7 @@ async fn invariant_1_early_work_that_ends_first_is_written_with_its_creation_and
     let before = store.write_stats();
 
     // The writer waits for the file's write lock: the insert is held back.
-    let other = rusqlite::Connection::open(&path).unwrap();
-    other.execute_batch("BEGIN IMMEDIATE").unwrap();
-    let creating = tokio::spawn({
-        let engine = engine.clone();
-        async move { engine.create(new_task("quick")).await }
-    });
-    tokio::time::timeout(WAIT, has_run.recv()).await.expect("the work runs before the insert commits").unwrap();
-    other.execute_batch("ROLLBACK").unwrap();
-    let task = tokio::time::timeout(WAIT, creating).await.unwrap().unwrap().expect("the creation commits");
+    let task = create_held_back(&engine, &path, "quick", &mut has_run).await;
 
     // The answer is the task as created; the store has it finished, written once.
     assert_eq!((task.status(), task.version), (Status::Working, Version(1)));
@@ -175,15 +185,7 @@ async fn early_work_that_ends_first_has_what_it_reported_logged_with_its_creatio
     let before = store.write_stats();
 
     // The insert is held back until the work has ended.
-    let other = rusqlite::Connection::open(&path).unwrap();
-    other.execute_batch("BEGIN IMMEDIATE").unwrap();
-    let creating = tokio::spawn({
-        let engine = engine.clone();
-        async move { engine.create(new_task("chatty")).await }
-    });
-    tokio::time::timeout(WAIT, has_run.recv()).await.expect("the work runs before the insert commits").unwrap();
-    other.execute_batch("ROLLBACK").unwrap();
-    let task = tokio::time::timeout(WAIT, creating).await.unwrap().unwrap().expect("the creation commits");
+    let task = create_held_back(&engine, &path, "chatty", &mut has_run).await;
     assert_eq!(store.write_stats().writes - before.writes, 1, "one write: the creation, its log and its outcome");
 
     // The log is whole at once, read through the engine as any reader reads it, and the
