@@ -50,9 +50,10 @@ pub(crate) enum Deferred {
 enum Slot {
     /// The insert has not run: an outcome may still go in with it.
     Waiting,
-    /// The work ended first with this event and message: the creation's record with this
-    /// update is what the insert writes, if the store writes endings with its inserts.
-    Ended(Update, Event, Option<String>),
+    /// The work ended first with this update (and this event, for a store that declines
+    /// it): the creation's record with it is what the insert writes, if the store writes
+    /// endings with its inserts.
+    Ended(Update, Event),
     /// The insert ran (with or without the outcome): an outcome now is written on its own.
     Taken,
     /// The store wrote no ending with its insert, and the work had ended: its ending is
@@ -121,8 +122,8 @@ impl Early {
         // are always allowed.
         match TaskState::Working.on(event.clone()) {
             Ok(state) => {
-                let update = Update { state, status_message: message.clone(), updated_at, attempt: self.attempt };
-                inner.slot = Slot::Ended(update, event, message);
+                let update = Update { state, status_message: message, updated_at, attempt: self.attempt };
+                inner.slot = Slot::Ended(update, event);
                 Ok(())
             }
             Err(refused) => {
@@ -248,7 +249,8 @@ impl EarlyEnding for Early {
     fn decline(&self) {
         let mut inner = self.lock();
         inner.slot = match std::mem::replace(&mut inner.slot, Slot::Taken) {
-            Slot::Ended(_, event, message) | Slot::Declined(event, message) => Slot::Declined(event, message),
+            Slot::Ended(update, event) => Slot::Declined(event, update.status_message),
+            declined @ Slot::Declined(..) => declined,
             Slot::Waiting | Slot::Taken => Slot::Taken,
         };
     }

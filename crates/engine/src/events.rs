@@ -144,6 +144,21 @@ impl Pending {
         self.ready.extend(stdout.into_iter().chain(stderr));
     }
 
+    /// Output `text` of the work, on its stdout or its stderr.
+    fn output(&mut self, text: &str, stderr: bool) {
+        if stderr {
+            self.stderr.push(text);
+        } else {
+            self.stdout.push(text);
+        }
+    }
+
+    /// An event of the work, after the lines it printed before it.
+    fn event(&mut self, kind: &str, payload: Value) {
+        self.settle_lines();
+        self.ready.push((kind.to_owned(), payload));
+    }
+
     /// What is pending, as the events to write, each at `at`: the ready ones, the complete
     /// lines (the unended ones too when `all`), then the last progress report.
     fn drain(&mut self, all: bool, at: Timestamp) -> Vec<NewEvent> {
@@ -172,12 +187,8 @@ pub(crate) fn early_events(deferred: &[Deferred], at: Timestamp) -> Vec<NewEvent
     for report in deferred {
         match report {
             Deferred::Progress(progress) => pending.progress = Some(progress.clone()),
-            Deferred::Output(text, false) => pending.stdout.push(text),
-            Deferred::Output(text, true) => pending.stderr.push(text),
-            Deferred::Event(kind, payload) => {
-                pending.settle_lines();
-                pending.ready.push((kind.clone(), payload.clone()));
-            }
+            Deferred::Output(text, stderr) => pending.output(text, *stderr),
+            Deferred::Event(kind, payload) => pending.event(kind, payload.clone()),
         }
     }
     pending.drain(true, at)
@@ -256,16 +267,13 @@ impl Engine {
     /// Output of attempt `attempt` of task `id` on its stdout (or, with `stderr`, its
     /// stderr), to be written into its log with the rest of the interval's.
     pub(crate) fn log_output(&self, id: &TaskId, attempt: u32, text: &str, stderr: bool) {
-        self.pending(id, attempt, |pending| if stderr { pending.stderr.push(text) } else { pending.stdout.push(text) });
+        self.pending(id, attempt, |pending| pending.output(text, stderr));
     }
 
     /// An event of attempt `attempt` of task `id` (`kind`, a JSON object `payload`), to be
     /// written into its log after what the work printed before it.
     pub fn log_event(&self, id: &TaskId, attempt: u32, kind: &str, payload: Value) {
-        self.pending(id, attempt, |pending| {
-            pending.settle_lines();
-            pending.ready.push((kind.to_owned(), payload));
-        });
+        self.pending(id, attempt, |pending| pending.event(kind, payload));
     }
 
     /// Logs what a write changed in a running task (its creation and its ending are read

@@ -17,7 +17,14 @@ macro_rules! columns {
 /// planner will not use them.
 macro_rules! unfinished {
     () => {
-        "status IN ('working', 'input_required')"
+        concat!("status IN ", unfinished_statuses!())
+    };
+}
+
+/// The list of [`unfinished!`]'s statuses, for a column not named `status`.
+macro_rules! unfinished_statuses {
+    () => {
+        "('working', 'input_required')"
     };
 }
 
@@ -273,7 +280,9 @@ macro_rules! written {
             " AND owner_slots.owner = written.owner AND owner_slots.task_id = written.id), \
              unran AS (UPDATE running_counts SET running = running - 1 FROM written, before WHERE shard = ",
             running_shard!(),
-            " AND was IN ('working', 'input_required') AND written.",
+            " AND was IN ",
+            unfinished_statuses!(),
+            " AND written.",
             terminal!(),
             ")"
         )

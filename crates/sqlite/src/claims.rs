@@ -303,13 +303,12 @@ impl SqliteStore {
                         (Arc::clone(&ended), Some(ended), Some((end.events, end.limits)))
                     }
                 };
-                let id = written.id.as_str().to_owned();
                 let inserted = insert_keyed(conn, &row, written)?;
                 if inserted == Inserted::New {
                     conn.counted(owner, u64::try_from(retained).unwrap_or(0).saturating_add(1));
                     if let Some((events, limits)) = events.filter(|(events, _)| !events.is_empty()) {
-                        let rows: Vec<_> = events.into_iter().map(|event| (event.kind, event.payload.to_string(), event.at.0)).collect();
-                        crate::events::append_rows(conn, &id, &rows, limits).map_err(StoreError::backend)?;
+                        crate::events::append_rows(conn, &row.id, &crate::events::rows_of(&events), limits)
+                            .map_err(StoreError::backend)?;
                     }
                 }
                 Ok((inserted, merged))

@@ -4,9 +4,14 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use mcp_tasks_engine::{EventLimits, EventPage, LoggedEvent, Timestamp};
+use mcp_tasks_engine::{EventLimits, EventPage, LoggedEvent, NewEvent, Timestamp};
 
 use crate::sql::UNFINISHED;
+
+/// `events` as the rows [`append`] takes: type, payload as JSON text, time.
+pub(crate) fn rows_of(events: &[NewEvent]) -> Vec<(String, String, i64)> {
+    events.iter().map(|event| (event.kind.clone(), event.payload.to_string(), event.at.0)).collect()
+}
 
 /// Appends `rows` (type, payload as JSON text, time) to the log of task `id` if it is
 /// unfinished at attempt `attempt`; prunes past `limits`. The number of the first, or `None`.

@@ -127,7 +127,7 @@ impl WorkStore for SqliteStore {
             return Ok(None);
         }
         let id = id.as_str().to_owned();
-        let rows: Vec<(String, String, i64)> = events.iter().map(|event| (event.kind.clone(), event.payload.to_string(), event.at.0)).collect();
+        let rows = crate::events::rows_of(events);
         self.write(move |conn| crate::events::append(conn, &id, attempt, &rows, limits).map_err(StoreError::backend)).await
     }
 
