@@ -1,12 +1,28 @@
 //! A handler for the tests of work started before its task's creation commits
 //! (`ToolRuntime::start_before_commit`) on each store: [`Chatty`] reports on every channel of
-//! the event log and ends at once, and [`chatty_log`] is what its task's log then holds.
+//! the event log and ends at once, and [`chatty_log`] is what its task's log then holds;
+//! [`new_task`] makes the call.
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use mcp_tasks_engine::{Context, Engine, Events, Handler, Outcome, Principal, Progress, TaskId};
+use mcp_tasks_engine::{Context, Engine, Events, Handler, NewTask, Outcome, Principal, Progress, TaskId};
+
+/// A new task of alice's calling `tool` with no arguments, as a client makes one.
+#[must_use]
+pub fn new_task(tool: &str) -> NewTask {
+    NewTask {
+        trace: None,
+        origin: None,
+        owner: Principal::new("alice"),
+        tool: tool.to_owned(),
+        arguments: json!({}),
+        requested_ttl_ms: None,
+        error_result_fails: false,
+        input_kinds: Vec::new(),
+    }
+}
 
 /// Prints two lines and an unended one on stdout, one on stderr, adds a log event of its own
 /// between them, reports its progress, says it ran (on its channel), and ends at once.

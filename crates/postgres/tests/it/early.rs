@@ -9,11 +9,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
 use tokio::sync::mpsc;
 
-use mcp_tasks_engine::{Engine, NewTask, Policy, Principal, RecordStore, Status, SystemClock, ToolRuntime, Version};
-use mcp_tasks_testkit::early::{Chatty, chatty_log, log_of};
+use mcp_tasks_engine::{Engine, Policy, RecordStore, Status, SystemClock, ToolRuntime, Version};
+use mcp_tasks_testkit::early::{Chatty, chatty_log, log_of, new_task};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -27,17 +26,7 @@ async fn early_work_that_ends_while_its_insert_waits_has_its_outcome_and_its_log
     let locker = schema.client().await;
     locker.batch_execute("BEGIN; LOCK TABLE tasks IN SHARE MODE").await.unwrap();
     let creating = tokio::spawn({
-        let engine = engine.clone();
-        let task = NewTask {
-            trace: None,
-            origin: None,
-            owner: Principal::new("alice"),
-            tool: "chatty".to_owned(),
-            arguments: json!({}),
-            requested_ttl_ms: None,
-            error_result_fails: false,
-            input_kinds: Vec::new(),
-        };
+        let (engine, task) = (engine.clone(), new_task("chatty"));
         async move { engine.create(task).await }
     });
     tokio::time::timeout(WAIT, has_run.recv()).await.expect("the work runs before the insert commits").unwrap();

@@ -20,25 +20,12 @@ use mcp_tasks_engine::{
     Principal, Progress, RecordStore, Status, SystemClock, TaskId, TaskRecord, ToolRuntime, Version, ViewStore,
 };
 use mcp_tasks_sqlite::SqliteStore;
-use mcp_tasks_testkit::early::{Chatty, chatty_log, log_of};
+use mcp_tasks_testkit::early::{Chatty, chatty_log, log_of, new_task};
 use mcp_tasks_testkit::store_suite::sample_task;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
 const WAIT: Duration = Duration::from_secs(10);
-
-fn new_task(tool: &str) -> NewTask {
-    NewTask {
-        trace: None,
-        origin: None,
-        owner: Principal::new("alice"),
-        tool: tool.to_owned(),
-        arguments: json!({}),
-        requested_ttl_ms: None,
-        error_result_fails: false,
-        input_kinds: Vec::new(),
-    }
-}
 
 fn done() -> Outcome {
     Outcome::Result(json!({"content": [{"type": "text", "text": "done"}]}))
