@@ -1,7 +1,8 @@
 //! [`ClaimStore`] for [`PostgresStore`]: claims with a lease across replicas, the claimed
 //! insert under a row lock of the owner's count (the retention limit), a tool's slots and
 //! the running places (`mcp_tasks_take_place`); a creation with its owner's slot in one
-//! statement that waits for no other creation (`insert_placed`, [`sql::CREATE`]).
+//! statement that waits for no other creation (`insert_placed`, [`sql::CREATE`]), sent with the
+//! creations made at once in one statement ([`sql::CREATE_GROUP`], [`crate::group`]).
 
 use std::sync::Arc;
 
@@ -16,7 +17,9 @@ use mcp_tasks_engine::{
 };
 
 use crate::outage::backend;
-use crate::rows::{self, InsertValues, insert_keyed, key_holder};
+use crate::conn::Conn;
+use crate::group::{self, Group, Kind};
+use crate::rows::{self, InsertColumns, InsertValues, insert_keyed, key_holder};
 use crate::sql;
 use crate::store::PostgresStore;
 
@@ -228,7 +231,8 @@ impl ClaimStore for PostgresStore {
 }
 
 /// The limits of a placed creation, as the statement binds them.
-struct Limits {
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Limits {
     retained: i64,
     running: i64,
     mine: i64,
@@ -245,7 +249,7 @@ impl Limits {
 }
 
 /// What [`sql::CREATE`] answered.
-struct Created {
+pub(crate) struct Created {
     inserted: bool,
     retained: i64,
     running: i64,
@@ -274,12 +278,15 @@ impl PostgresStore {
         origin: Option<&Origin>,
         placing: &Placing,
     ) -> Result<Inserted, StoreError> {
-        let values = InsertValues::new(task, Some(lease), origin, self.recording())?;
+        // Checked before it is queued: a row that cannot be encoded fails alone.
+        InsertValues::new(task, Some(lease), origin, false)?;
         let limits = Limits::new(max_retained, placing);
-        let mut created = self.create(task, &values, &limits, placing.now).await?;
+        let create = Create { task: task.clone(), lease: lease.clone(), origin: origin.cloned(), limits, now: placing.now };
+        let mut created = self.observed(group::write::<Creations>(self, create)).await?;
         if !created.inserted && !created.slot_free && created.room(&limits) {
             self.execute(sql::MAKE_SLOTS, &[&task.owner.as_str(), &limits.mine]).await?;
-            created = self.create(task, &values, &limits, placing.now).await?;
+            let create = Create { task: task.clone(), lease: lease.clone(), origin: origin.cloned(), limits, now: placing.now };
+            created = self.observed(group::write::<Creations>(self, create)).await?;
         }
         let count = |n: i64| u64::try_from(n).unwrap_or(0);
         if created.inserted {
@@ -302,29 +309,6 @@ impl PostgresStore {
         self.insert_claimed(task, lease, max_retained, origin).await
     }
 
-    /// One try of [`sql::CREATE`].
-    async fn create(&self, task: &TaskRecord, values: &InsertValues<'_>, limits: &Limits, now: Timestamp) -> Result<Created, StoreError> {
-        self.observed(async {
-            let client = self.client().await?;
-            let recording = self.recording();
-            let create = client.prepare_cached(if recording { sql::CREATE_RECORDING } else { sql::CREATE }).await.map_err(backend)?;
-            let mut params: Vec<&(dyn ToSql + Sync)> = values.params().to_vec();
-            params.extend([&now.0 as &(dyn ToSql + Sync), &limits.retained, &limits.running, &limits.mine]);
-            if recording {
-                params.push(values.event());
-            }
-            let answer = client.query_one(&create, &params).await.map_err(|err| {
-                if rows::is_duplicate_id(&err) { StoreError::Duplicate(task.id.clone()) } else { backend(err) }
-            })?;
-            Ok(Created {
-                inserted: answer.try_get(0).map_err(backend)?,
-                retained: answer.try_get(1).map_err(backend)?,
-                running: answer.try_get(2).map_err(backend)?,
-                slot_free: answer.try_get(3).map_err(backend)?,
-            })
-        })
-        .await
-    }
 }
 
 /// The answer to a creation of `task` whose owner keeps `retained` tasks, its limit: a retry
@@ -338,4 +322,85 @@ async fn at_the_limit(client: &impl Session, task: &TaskRecord, retained: u64) -
         return Ok(Inserted::Existing(existing));
     }
     Err(StoreError::Full { owner: task.owner.clone(), retained })
+}
+
+/// A creation of `insert_placed`, owning what it writes, queued for its group.
+pub(crate) struct Create {
+    task: TaskRecord,
+    lease: Lease,
+    origin: Option<Origin>,
+    limits: Limits,
+    now: Timestamp,
+}
+
+impl Create {
+    fn values(&self, recording: bool) -> Result<InsertValues<'_>, StoreError> {
+        InsertValues::new(&self.task, Some(&self.lease), self.origin.as_ref(), recording)
+    }
+}
+
+/// `insert_placed`'s statement in groups ([`crate::group`]): [`sql::CREATE`] alone,
+/// [`sql::CREATE_GROUP`] for creations with the same limits.
+pub(crate) struct Creations;
+
+#[async_trait]
+impl Kind for Creations {
+    type Item = Create;
+    type Answer = Created;
+
+    fn group(store: &PostgresStore) -> &Group<Creations> {
+        &store.groups.creations
+    }
+
+    fn apart(item: &Create, other: &Create) -> bool {
+        item.limits != other.limits || item.task.id == other.task.id
+    }
+
+    async fn one(store: &PostgresStore, client: &Conn, item: &Create) -> Result<Created, StoreError> {
+        let recording = store.recording();
+        let values = item.values(recording)?;
+        let create = client.prepare_cached(if recording { sql::CREATE_RECORDING } else { sql::CREATE }).await.map_err(backend)?;
+        let limits = &item.limits;
+        let mut params: Vec<&(dyn ToSql + Sync)> = values.params().to_vec();
+        params.extend([&item.now.0 as &(dyn ToSql + Sync), &limits.retained, &limits.running, &limits.mine]);
+        if recording {
+            params.push(values.event());
+        }
+        let answer = client.query_one(&create, &params).await.map_err(|err| {
+            if rows::is_duplicate_id(&err) { StoreError::Duplicate(item.task.id.clone()) } else { backend(err) }
+        })?;
+        Created::read(&answer)
+    }
+
+    async fn many(store: &PostgresStore, client: &Conn, items: &[&Create]) -> Result<Vec<Created>, StoreError> {
+        let recording = store.recording();
+        let values = items.iter().map(|item| item.values(recording)).collect::<Result<Vec<_>, _>>()?;
+        let columns = InsertColumns::new(&values);
+        // The group's writes share their limits (`apart`); the first's time stands for all.
+        let Some(first) = items.first() else { return Ok(Vec::new()) };
+        let limits = &first.limits;
+        let mut params: Vec<&(dyn ToSql + Sync)> = columns.params().to_vec();
+        params.extend([&first.now.0 as &(dyn ToSql + Sync), &limits.retained, &limits.running, &limits.mine]);
+        if recording {
+            params.push(columns.events());
+        }
+        let statement = client
+            .prepare_cached(if recording { sql::CREATE_GROUP_RECORDING } else { sql::CREATE_GROUP })
+            .await
+            .map_err(backend)?;
+        let rows = client.query(&statement, &params).await.map_err(backend)?;
+        rows.iter().map(Created::read).collect()
+    }
+}
+
+impl Created {
+    /// The answer of [`sql::CREATE`], or a row of [`sql::CREATE_GROUP`]'s.
+    fn read(row: &tokio_postgres::Row) -> Result<Created, StoreError> {
+        Ok(Created {
+            inserted: row.try_get(0).map_err(backend)?,
+            retained: row.try_get(1).map_err(backend)?,
+            running: row.try_get(2).map_err(backend)?,
+            slot_free: row.try_get(3).map_err(backend)?,
+        })
+    }
 }

@@ -25,6 +25,8 @@
 //!   connect under `pg_advisory_xact_lock`, tracked in `mcp_tasks_schema`.
 //! - `outage`: the database unreachable for a while: which failures say so
 //!   (`StoreError::Unavailable`, retryable), and the bounded wait for a connection.
+//! - `group`: group commit: concurrent creations and replaces of one replica in one
+//!   statement.
 //! - `feed`: the change feed across replicas (`LISTEN/NOTIFY` and a polling backstop).
 //! - `url`: [`redact`]: connection URLs as they may be shown, the password hidden.
 //! - `tls`: `sslmode` and `sslrootcert` read as libpq does, the rustls verifier of each mode.
@@ -33,6 +35,7 @@ mod claims;
 mod conn;
 mod deliveries;
 mod feed;
+mod group;
 mod migrate;
 mod outage;
 mod records;
@@ -47,5 +50,7 @@ mod view;
 mod work;
 
 pub use mcp_tasks_engine::store::implement::Commit;
+#[doc(hidden)]
+pub use group::Grouped;
 pub use store::PostgresStore;
 pub use url::redact;

@@ -15,7 +15,9 @@ use mcp_tasks_engine::{
 };
 
 use crate::outage::backend;
-use crate::rows::{ReplaceValues, insert_keyed};
+use crate::conn::Conn;
+use crate::group::{self, Group, Kind};
+use crate::rows::{ReplaceColumns, ReplaceValues, insert_keyed, read_record};
 use crate::sql;
 use crate::store::PostgresStore;
 
@@ -69,20 +71,13 @@ impl RecordStore for PostgresStore {
         expected: Version,
         update: &Update,
     ) -> Result<TaskRecord, StoreError> {
-        let written = self.observed(async {
-            // A version beyond i64 cannot be stored, so no row has it: the task moved on.
-            let values =
-                ReplaceValues::new(id, expected, update, self.recording()).ok_or_else(|| StoreError::Conflict(id.clone()))?;
-            let written = if self.recording() {
-                let [state, status, message, updated_at, attempt, task, version] = values.params();
-                let params: [&(dyn ToSql + Sync); 8] = [state, status, message, updated_at, attempt, task, version, values.event()];
-                self.query_opt(sql::REPLACE_RECORDING, &params).await?
-            } else {
-                self.query_opt(sql::REPLACE, &values.params()).await?
-            };
-            written.ok_or_else(|| StoreError::Conflict(id.clone()))
-        })
-        .await;
+        // A version beyond i64 cannot be stored, so no row has it: the task moved on.
+        if ReplaceValues::new(id, expected, update, false).is_none() {
+            return Err(StoreError::Conflict(id.clone()));
+        }
+        let write = Replace { id: id.clone(), expected, update: update.clone() };
+        let written = self.observed(group::write::<Replaces>(self, write)).await;
+        let written = written.and_then(|written| written.ok_or_else(|| StoreError::Conflict(id.clone())));
         if let Ok(written) = &written {
             self.announce(id, Some(written)).await;
         }
@@ -214,5 +209,70 @@ impl RecordStore for PostgresStore {
 
     fn changes(&self) -> broadcast::Receiver<Arc<TaskRecord>> {
         self.feed.sender.subscribe()
+    }
+}
+
+/// A compare-and-set write of `replace`, owning what it writes, queued for its group.
+pub(crate) struct Replace {
+    id: TaskId,
+    expected: Version,
+    update: Update,
+}
+
+impl Replace {
+    fn values(&self, recording: bool) -> Result<ReplaceValues<'_>, StoreError> {
+        ReplaceValues::new(&self.id, self.expected, &self.update, recording).ok_or_else(|| StoreError::Conflict(self.id.clone()))
+    }
+}
+
+/// `replace` in groups ([`crate::group`]): answers each task's new row, or none if its
+/// version moved on.
+pub(crate) struct Replaces;
+
+#[async_trait]
+impl Kind for Replaces {
+    type Item = Replace;
+    type Answer = Option<TaskRecord>;
+
+    fn group(store: &PostgresStore) -> &Group<Replaces> {
+        &store.groups.replaces
+    }
+
+    fn apart(item: &Replace, other: &Replace) -> bool {
+        item.id == other.id
+    }
+
+    async fn one(store: &PostgresStore, client: &Conn, item: &Replace) -> Result<Option<TaskRecord>, StoreError> {
+        let recording = store.recording();
+        let values = item.values(recording)?;
+        let mut params = values.params().to_vec();
+        if recording {
+            params.push(values.event());
+        }
+        let statement = client
+            .prepare_cached(if recording { sql::REPLACE_RECORDING } else { sql::REPLACE })
+            .await
+            .map_err(backend)?;
+        let row = client.query_opt(&statement, &params).await.map_err(backend)?;
+        row.as_ref().map(read_record).transpose()
+    }
+
+    async fn many(store: &PostgresStore, client: &Conn, items: &[&Replace]) -> Result<Vec<Option<TaskRecord>>, StoreError> {
+        let recording = store.recording();
+        let values = items.iter().map(|item| item.values(recording)).collect::<Result<Vec<_>, _>>()?;
+        let columns = ReplaceColumns::new(&values);
+        let params = columns.params();
+        let (statement, params) = if recording {
+            (sql::REPLACE_GROUP_RECORDING, &params[..])
+        } else {
+            (sql::REPLACE_GROUP, &params[..7])
+        };
+        let statement = client.prepare_cached(statement).await.map_err(backend)?;
+        let rows = client.query(&statement, params).await.map_err(backend)?;
+        let mut written = rows.iter().map(read_record).collect::<Result<Vec<_>, _>>()?;
+        Ok(items
+            .iter()
+            .map(|item| written.iter().position(|row| row.id == item.id).map(|at| written.swap_remove(at)))
+            .collect())
     }
 }

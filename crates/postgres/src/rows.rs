@@ -224,6 +224,139 @@ impl<'a> ReplaceValues<'a> {
     }
 }
 
+/// The values of a group of new rows, as [`sql::CREATE_GROUP`] binds them: one array per
+/// parameter of [`InsertValues`] (`$1`…`$24`), and the events.
+pub(crate) struct InsertColumns<'a> {
+    ids: Vec<&'a str>,
+    owners: Vec<&'a str>,
+    tools: Vec<&'a str>,
+    arguments: Vec<Json<&'a serde_json::Value>>,
+    statuses: Vec<&'static str>,
+    states: Vec<Json<&'a TaskState>>,
+    messages: Vec<Option<&'a str>>,
+    created_at: Vec<i64>,
+    updated_at: Vec<i64>,
+    ttl_ms: Vec<Option<i64>>,
+    expires_at: Vec<Option<i64>>,
+    poll_interval_ms: Vec<Option<i64>>,
+    attempts: Vec<i64>,
+    versions: Vec<i64>,
+    error_result_fails: Vec<bool>,
+    input_kinds: Vec<Json<&'a [InputKind]>>,
+    keys: Vec<Option<&'a str>>,
+    traceparents: Vec<Option<&'a str>>,
+    tracestates: Vec<Option<&'a str>>,
+    nodes: Vec<Option<&'a str>>,
+    until: Vec<Option<i64>>,
+    eras: Vec<Option<&'a str>>,
+    client_names: Vec<Option<&'a str>>,
+    client_versions: Vec<Option<&'a str>>,
+    events: Vec<Option<&'static str>>,
+}
+
+impl<'a> InsertColumns<'a> {
+    pub(crate) fn new(rows: &[InsertValues<'a>]) -> InsertColumns<'a> {
+        fn column<'v, 'a: 'v, T>(rows: &'v [InsertValues<'a>], value: impl Fn(&'v InsertValues<'a>) -> T) -> Vec<T> {
+            rows.iter().map(value).collect()
+        }
+        InsertColumns {
+            ids: column(rows, |row| row.row.id),
+            owners: column(rows, |row| row.row.owner),
+            tools: column(rows, |row| row.task.tool.as_str()),
+            arguments: column(rows, |row| Json(row.arguments.0)),
+            statuses: column(rows, |row| row.row.status),
+            states: column(rows, |row| Json(row.state.0)),
+            messages: column(rows, |row| row.task.status_message.as_deref()),
+            created_at: column(rows, |row| row.task.created_at.0),
+            updated_at: column(rows, |row| row.task.updated_at.0),
+            ttl_ms: column(rows, |row| row.row.ttl_ms),
+            expires_at: column(rows, |row| row.row.expires_at),
+            poll_interval_ms: column(rows, |row| row.row.poll_interval_ms),
+            attempts: column(rows, |row| row.attempt),
+            versions: column(rows, |row| row.row.version),
+            error_result_fails: column(rows, |row| row.task.error_result_fails),
+            input_kinds: column(rows, |row| Json(row.input_kinds.0)),
+            keys: column(rows, |row| row.row.idempotency_key),
+            traceparents: column(rows, |row| row.traceparent),
+            tracestates: column(rows, |row| row.tracestate),
+            nodes: column(rows, |row| row.node),
+            until: column(rows, |row| row.until),
+            eras: column(rows, |row| row.era),
+            client_names: column(rows, |row| row.client_name),
+            client_versions: column(rows, |row| row.client_version),
+            events: column(rows, |row| row.event),
+        }
+    }
+
+    /// The parameters `$1`…`$24`.
+    pub(crate) fn params(&self) -> [&(dyn ToSql + Sync); 24] {
+        [
+            &self.ids,
+            &self.owners,
+            &self.tools,
+            &self.arguments,
+            &self.statuses,
+            &self.states,
+            &self.messages,
+            &self.created_at,
+            &self.updated_at,
+            &self.ttl_ms,
+            &self.expires_at,
+            &self.poll_interval_ms,
+            &self.attempts,
+            &self.versions,
+            &self.error_result_fails,
+            &self.input_kinds,
+            &self.keys,
+            &self.traceparents,
+            &self.tracestates,
+            &self.nodes,
+            &self.until,
+            &self.eras,
+            &self.client_names,
+            &self.client_versions,
+        ]
+    }
+
+    /// The events' parameter (`$29` of the recording statement).
+    pub(crate) fn events(&self) -> &(dyn ToSql + Sync) {
+        &self.events
+    }
+}
+
+/// The values of a group of compare-and-set writes, as [`sql::REPLACE_GROUP`] binds them:
+/// one array per parameter of [`ReplaceValues`].
+pub(crate) struct ReplaceColumns<'a> {
+    states: Vec<Json<&'a TaskState>>,
+    statuses: Vec<&'static str>,
+    messages: Vec<Option<&'a str>>,
+    updated_at: Vec<i64>,
+    attempts: Vec<i64>,
+    ids: Vec<&'a str>,
+    expected: Vec<i64>,
+    events: Vec<Option<&'static str>>,
+}
+
+impl<'a> ReplaceColumns<'a> {
+    pub(crate) fn new(writes: &[ReplaceValues<'a>]) -> ReplaceColumns<'a> {
+        ReplaceColumns {
+            states: writes.iter().map(|write| Json(write.state.0)).collect(),
+            statuses: writes.iter().map(|write| write.status).collect(),
+            messages: writes.iter().map(|write| write.message.as_deref()).collect(),
+            updated_at: writes.iter().map(|write| write.updated_at).collect(),
+            attempts: writes.iter().map(|write| write.attempt).collect(),
+            ids: writes.iter().map(|write| write.id).collect(),
+            expected: writes.iter().map(|write| write.expected).collect(),
+            events: writes.iter().map(|write| write.event).collect(),
+        }
+    }
+
+    /// The parameters `$1` to `$7`, then the events (`$8` of the recording statement).
+    pub(crate) fn params(&self) -> [&(dyn ToSql + Sync); 8] {
+        [&self.states, &self.statuses, &self.messages, &self.updated_at, &self.attempts, &self.ids, &self.expected, &self.events]
+    }
+}
+
 /// The task holding `owner`'s idempotency key `key`, retained or not.
 pub(crate) async fn key_holder(
     client: &impl Session,

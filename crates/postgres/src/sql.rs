@@ -198,6 +198,86 @@ pub const CREATE: &str = create!();
 pub const CREATE_RECORDING: &str = create!(", ", delivery!("inserted", "$29", "true"),);
 
 
+/// The text of [`CREATE_GROUP`]: `$events` the events' array parameter and `$event` its
+/// column, `$delivery` the delivery CTE (all empty without).
+macro_rules! create_group {
+    ($events:literal, $event:literal, $delivery:expr) => {
+        concat!(
+    "WITH batch AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::json[], $5::text[], $6::json[], \
+     $7::text[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], \
+     $15::boolean[], $16::json[], $17::text[], $18::text[], $19::text[], $20::text[], $21::bigint[], $22::text[], \
+     $23::text[], $24::text[]",
+    $events,
+    ") WITH ORDINALITY AS b(n_id, n_owner, n_tool, n_arguments, n_status, n_state, n_message, n_created, n_updated, \
+     n_ttl, n_expires, n_poll, n_attempt, n_version, n_error_result_fails, n_input_kinds, n_key, n_traceparent, \
+     n_tracestate, n_node, n_until, n_era, n_client_name, n_client_version",
+    $event,
+    ", k)), \
+     ranked AS (SELECT k, row_number() OVER (PARTITION BY n_owner ORDER BY k) AS r, row_number() OVER (ORDER BY k) AS g \
+     FROM batch), \
+     owners AS (SELECT n_owner AS owner, count(*) AS n FROM batch GROUP BY n_owner), \
+     calls AS (SELECT owner, count(*) AS n FROM running_places WHERE lease_until > $25::bigint AND NOT is_task \
+     GROUP BY owner), \
+     slots AS (SELECT owners.owner, free.slot, row_number() OVER (PARTITION BY owners.owner ORDER BY free.slot) AS r \
+     FROM owners CROSS JOIN LATERAL (SELECT slot FROM owner_slots WHERE owner_slots.owner = owners.owner \
+     AND task_id IS NULL AND slot < $28::bigint - coalesce((SELECT n FROM calls WHERE calls.owner = owners.owner), 0) \
+     ORDER BY slot LIMIT owners.n FOR UPDATE SKIP LOCKED) AS free), \
+     running AS (SELECT (SELECT sum(running) FROM running_counts)::bigint + (SELECT coalesce(sum(n), 0) FROM calls)::bigint AS n), \
+     retained AS (SELECT owner, (SELECT coalesce(sum(tasks), 0) FROM task_counts WHERE task_counts.owner = owners.owner)::bigint AS n \
+     FROM owners), \
+     decided AS (SELECT batch.k, retained.n + LEAST(ranked.r - 1, GREATEST($26::bigint - retained.n, 0)) AS retained, \
+     running.n + LEAST(ranked.g - 1, GREATEST($27::bigint - running.n, 0)) AS running, slots.slot \
+     FROM batch JOIN ranked USING (k) JOIN retained ON retained.owner = batch.n_owner CROSS JOIN running \
+     LEFT JOIN slots ON slots.owner = batch.n_owner AND slots.r = ranked.r), \
+     inserted AS (INSERT INTO tasks (",
+    new_columns!(),
+    ") SELECT n_id, n_owner, n_tool, n_arguments, n_status, n_state, n_message, n_created, n_updated, n_ttl, \
+     n_expires, n_poll, n_attempt, n_version, n_error_result_fails, n_input_kinds, n_key, n_traceparent, n_tracestate, \
+     n_node, n_until, n_era, n_client_name, n_client_version, ",
+    now_ms!(),
+    " FROM batch JOIN decided USING (k) WHERE retained < $26::bigint AND running < $27::bigint AND slot IS NOT NULL \
+     ORDER BY k ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING \
+     RETURNING id, owner, version, updated_at, status, status_message), \
+     taken AS (UPDATE owner_slots SET task_id = inserted.id FROM inserted JOIN batch ON batch.n_id = inserted.id \
+     JOIN decided USING (k) WHERE owner_slots.owner = inserted.owner AND owner_slots.slot = decided.slot), \
+     counted AS (INSERT INTO task_counts AS counts (owner, shard, tasks) SELECT owner, ",
+    shard!(),
+    ", count(*) FROM inserted GROUP BY owner ORDER BY owner \
+     ON CONFLICT (owner, shard) DO UPDATE SET tasks = counts.tasks + EXCLUDED.tasks), \
+     ran AS (UPDATE running_counts SET running = running + started.n FROM (SELECT count(*) AS n FROM inserted WHERE ",
+    unfinished!(),
+    ") AS started WHERE shard = ",
+    running_shard!(),
+    " AND started.n > 0), ",
+    history!("inserted", "true"),
+    $delivery,
+    " SELECT EXISTS (SELECT 1 FROM inserted WHERE inserted.id = batch.n_id), decided.retained, decided.running, \
+     decided.slot IS NOT NULL FROM batch JOIN decided USING (k) ORDER BY k"
+)
+    };
+}
+
+/// `insert_placed`, for a group of creations sent together (group commit, [`crate::group`]),
+/// all with the same limits: `$1`…`$24` the columns of [`CREATE`]'s rows as arrays, one
+/// element per creation, then as [`CREATE`] `$25` now and the limits. Each is decided as if
+/// the group's creations ran alone one after another in their order: its owner's count and
+/// the number running are what [`CREATE`] reads plus the creations of the group before it
+/// (its owner's, and all), and its owner's slot is the owner's next free one that no other
+/// creation is taking (`SKIP LOCKED`), in order. Answers, in the group's order, whether each
+/// row was written, the owner's count and the number running it was decided on (as it would
+/// have read them: the creations before it that a limit refused add nothing to either, so a
+/// refused one reads the limit), and whether a slot was free for it. The counts and running counts of those written go in this
+/// backend's shards, once per owner.
+pub const CREATE_GROUP: &str = create_group!("", "", "");
+
+/// [`CREATE_GROUP`] by a replica that records webhook deliveries: `$29` the events (NULL:
+/// none).
+pub const CREATE_GROUP_RECORDING: &str = create_group!(
+    ", $29::text[]",
+    ", n_event",
+    concat!(", ", delivery!("inserted JOIN batch ON batch.n_id = inserted.id", "n_event", "true"))
+);
+
 /// `insert_placed`, when no slot was free: the owner's next slots (up to 16 more, never past
 /// `$2`, the limit), and its slots whose task is no longer unfinished freed (a slot is freed by
 /// the write that ends its task; this mends one that was not, such as a task written by an
@@ -297,6 +377,63 @@ pub const REPLACE: &str = concat!("WITH ", written!(), " SELECT ", columns!(), "
 /// [`REPLACE`] by a replica that records webhook deliveries: with the delivery of the event
 /// `$8` (NULL: none) in the same statement (migration 0013).
 pub const REPLACE_RECORDING: &str = concat!("WITH ", written!("$8"), " SELECT ", columns!(), " FROM written");
+
+/// The text of [`REPLACE_GROUP`]: `$events` the events' array parameter and `$event` its
+/// column, `$delivery` the delivery CTE (all empty without).
+macro_rules! replace_group {
+    ($events:literal, $event:literal, $delivery:expr) => {
+        concat!(
+            "WITH batch AS (SELECT * FROM unnest($1::json[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], \
+             $6::text[], $7::bigint[]",
+            $events,
+            ") AS b(new_state, new_status, new_message, new_updated_at, new_attempt, task_id, expected",
+            $event,
+            ")), before AS (SELECT id, status AS was, status_message AS was_message FROM tasks \
+             WHERE id IN (SELECT task_id FROM batch)), \
+             written AS (UPDATE tasks SET state = new_state, status = new_status, status_message = new_message, \
+             updated_at = new_updated_at, attempt = new_attempt, version = version + 1, changed_at = ",
+            now_ms!(),
+            " FROM batch WHERE tasks.id = batch.task_id AND tasks.version = batch.expected RETURNING ",
+            columns!(),
+            ", status",
+            $event,
+            "), ",
+            history!(
+                "written JOIN before USING (id)",
+                "status IS DISTINCT FROM was OR status_message IS DISTINCT FROM was_message"
+            ),
+            $delivery,
+            ", freed AS (UPDATE owner_slots SET task_id = NULL FROM written WHERE written.",
+            terminal!(),
+            " AND owner_slots.owner = written.owner AND owner_slots.task_id = written.id), \
+             unran AS (UPDATE running_counts SET running = running - ended.n FROM (SELECT count(*) AS n \
+             FROM written JOIN before USING (id) WHERE was IN ",
+            unfinished_statuses!(),
+            " AND written.",
+            terminal!(),
+            ") AS ended WHERE shard = ",
+            running_shard!(),
+            " AND ended.n > 0) SELECT ",
+            columns!(),
+            " FROM written"
+        )
+    };
+}
+
+/// `replace`, for a group of writes sent together (group commit, [`crate::group`]): the
+/// columns of [`REPLACE`]'s parameters as arrays, one element per write (`$1` states … `$7`
+/// expected versions), no two of the same task. Each row is written as [`REPLACE`] writes it
+/// alone, with its history row; the slots of the tasks that ended freed, and as many fewer in
+/// this backend's shard of `running_counts`. Answers the rows written.
+pub const REPLACE_GROUP: &str = replace_group!("", "", "");
+
+/// [`REPLACE_GROUP`] by a replica that records webhook deliveries: `$8` the events (NULL:
+/// none).
+pub const REPLACE_GROUP_RECORDING: &str = replace_group!(
+    ", $8::text[]",
+    ", event",
+    concat!(", ", delivery!("written JOIN before USING (id)", "event", "status IS DISTINCT FROM was"))
+);
 
 /// `list`, first page.
 pub const LIST_FIRST: &str = concat!(

@@ -6,7 +6,9 @@
 //! Every method is one statement on a pooled connection, in autocommit, except `insert` of a
 //! task with an idempotency key that is taken, which takes up to a few statements (see
 //! [`insert_keyed`](crate::rows::insert_keyed)'s comments); the database does the
-//! concurrency, so there is no writer thread as in SQLite. A returned write is committed:
+//! concurrency, so there is no writer thread as in SQLite. Creations (`insert_placed`) and
+//! compare-and-set writes (`replace`) made at once by this replica's callers go together, one
+//! statement for many (group commit, [`crate::group`]). A returned write is committed:
 //! with PostgreSQL's default `synchronous_commit = on`, flushed to its WAL (invariant 1).
 
 use std::fmt;
@@ -23,6 +25,9 @@ use mcp_tasks_engine::store::implement::{Commit, CommitObserver};
 use mcp_tasks_engine::{StoreError, TaskId, TaskRecord};
 
 use crate::feed::Feed;
+use crate::group::{Group, Grouped};
+use crate::claims::Creations;
+use crate::records::Replaces;
 use crate::tls;
 use crate::outage::backend;
 use crate::rows::read_record;
@@ -62,6 +67,15 @@ pub struct PostgresStore {
     /// clones.
     pub(crate) deliveries: Arc<std::sync::atomic::AtomicBool>,
     pooling: Pooling,
+    /// The writes sent in groups ([`crate::group`]), shared by the clones.
+    pub(crate) groups: Arc<Groups>,
+}
+
+/// The queues of the writes sent in groups.
+#[derive(Default)]
+pub(crate) struct Groups {
+    pub(crate) replaces: Group<Replaces>,
+    pub(crate) creations: Group<Creations>,
 }
 
 /// Whether the store is behind a transaction pooler, and whether its change feed listens.
@@ -159,6 +173,7 @@ impl PostgresStore {
             tls: mode,
             deliveries: Arc::default(),
             pooling: Pooling { pooled, listens },
+            groups: Arc::default(),
         })
     }
 
@@ -200,6 +215,13 @@ impl PostgresStore {
             observer(Commit { elapsed: started.elapsed(), writes: 1, committed });
         }
         result
+    }
+
+    /// How creations (`insert_placed`) and compare-and-set writes (`replace`) went in groups
+    /// since the store opened ([`crate::group`]): for tests and benchmarks.
+    #[doc(hidden)]
+    pub fn grouped(&self) -> (Grouped, Grouped) {
+        (self.groups.creations.grouped(), self.groups.replaces.grouped())
     }
 
     /// The URL this store was opened with, its password hidden.

@@ -109,6 +109,27 @@ async fn creation_plans(client: &Client, state: &Json<TaskState>) {
     let counted = create.lines().filter(|line| line.contains("Seq Scan on running_counts")).count();
     assert!(counted >= 1, "sums running_counts:\n{create}");
     assert_scans_only_small_tables(&create);
+    // A group of creations: the same tables, through the same keys.
+    let one = |value: i64| vec![value];
+    let group = plan(
+        client,
+        sql::CREATE_GROUP,
+        &[
+            &vec!["id"], &vec![OWNER], &vec!["echo"], &vec![Json(json!({}))], &vec!["working"], &vec![state],
+            &vec![None::<String>], &one(at), &one(at), &vec![None::<i64>], &vec![None::<i64>], &vec![None::<i64>],
+            &one(1), &one(1), &vec![false], &vec![Json(json!([]))], &vec![None::<String>], &vec![None::<String>],
+            &vec![None::<String>], &vec![Some("node")], &vec![Some(at)], &vec![Some("2026-07-28")],
+            &vec![None::<String>], &vec![None::<String>], &at, &limit, &limit, &limit,
+        ],
+    )
+    .await;
+    for index in ["owner_slots_pkey", "task_counts_pkey"] {
+        assert!(group.contains(index), "uses {index}:\n{group}");
+    }
+    for index in ["tasks_unfinished", "tasks_by_claim"] {
+        assert!(!group.contains(index), "reads no unfinished tasks through {index}:\n{group}");
+    }
+    assert_scans_only_small_tables(&group);
     assert_served_by(&plan(client, sql::MAKE_SLOTS, &[&OWNER, &limit]).await, "owner_slots_pkey", false);
     let running_of = plan(client, sql::RUNNING_OF, &[&OWNER, &at]).await;
     assert!(running_of.contains("tasks_by_owner_status"), "{running_of}");
@@ -158,6 +179,17 @@ async fn task_plans(client: &Client, state: &Json<TaskState>) {
     )
     .await;
     assert_served_by(&recording, "tasks_pkey", false);
+    // A group of writes: each row by its key.
+    let group = plan(
+        client,
+        sql::REPLACE_GROUP_RECORDING,
+        &[
+            &vec![state], &vec!["completed"], &vec![None::<String>], &vec![at], &vec![1_i64], &vec![id], &vec![1_i64],
+            &vec![Some("completed")],
+        ],
+    )
+    .await;
+    assert_served_by(&group, "tasks_pkey", false);
     assert_served_by(&plan(client, sql::LIST_FIRST, &[&owner, &limit]).await, "tasks_by_owner", true);
     assert_served_by(
         &plan(client, sql::LIST_AFTER, &[&owner, &at, &id, &limit]).await,

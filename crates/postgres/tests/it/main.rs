@@ -8,6 +8,7 @@
 mod db;
 mod early;
 mod explain;
+mod group;
 mod handles;
 mod outage;
 mod pooled;
