@@ -230,6 +230,10 @@ impl ClaimStore for PostgresStore {
     }
 }
 
+/// How many times a placed creation that found no slot free makes its owner's slots and tries
+/// again, while its owner runs fewer tasks than its limit.
+const SLOT_ROUNDS: usize = 8;
+
 /// The limits of a placed creation, as the statement binds them.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Limits {
@@ -267,8 +271,8 @@ impl PostgresStore {
     /// The creation of [`ClaimStore::insert_placed`], its place with it: in one statement
     /// ([`sql::CREATE`]): no lock waited for, no place row for the task (it holds its owner's
     /// slot while unfinished), one round trip and the announcement. With no slot free, the
-    /// owner's slots are made or mended ([`sql::MAKE_SLOTS`]) and the creation tried once
-    /// more. A keyed creation whose key is taken goes the way of
+    /// owner's slots are made or mended ([`sql::MAKE_SLOTS`]) and the creation tried again
+    /// (up to [`SLOT_ROUNDS`] times, while the owner runs fewer than its limit). A keyed creation whose key is taken goes the way of
     /// [`ClaimStore::insert_claimed`], which settles the key.
     async fn place_and_insert(
         &self,
@@ -281,12 +285,20 @@ impl PostgresStore {
         // Checked before it is queued: a row that cannot be encoded fails alone.
         InsertValues::new(task, Some(lease), origin, false)?;
         let limits = Limits::new(max_retained, placing);
-        let create = Create { task: task.clone(), lease: lease.clone(), origin: origin.cloned(), limits, now: placing.now };
-        let mut created = self.observed(group::write::<Creations>(self, create)).await?;
-        if !created.inserted && !created.slot_free && created.room(&limits) {
+        let create = || Create { task: task.clone(), lease: lease.clone(), origin: origin.cloned(), limits, now: placing.now };
+        let mut created = self.observed(group::write::<Creations>(self, create())).await?;
+        // No slot was free: the owner's slots are made (16 more at a time) and the creation
+        // tried again, while the owner runs fewer than its limit. A group of its creations may
+        // need more slots than one round makes.
+        for round in 0..SLOT_ROUNDS {
+            if created.inserted || created.slot_free || !created.room(&limits) {
+                break;
+            }
+            if round > 0 && self.query_scalar(sql::RUNNING_OF, &[&task.owner.as_str(), &placing.now.0]).await? >= limits.mine {
+                break;
+            }
             self.execute(sql::MAKE_SLOTS, &[&task.owner.as_str(), &limits.mine]).await?;
-            let create = Create { task: task.clone(), lease: lease.clone(), origin: origin.cloned(), limits, now: placing.now };
-            created = self.observed(group::write::<Creations>(self, create)).await?;
+            created = self.observed(group::write::<Creations>(self, create())).await?;
         }
         let count = |n: i64| u64::try_from(n).unwrap_or(0);
         if created.inserted {

@@ -203,3 +203,18 @@ async fn a_replica_that_records_deliveries_records_one_for_each_write_of_a_group
     assert!(creations.groups >= 1 && replaces.groups >= 1, "{creations:?} {replaces:?}");
     assert_eq!(books(&schema).await[2], 0, "none running");
 }
+
+#[tokio::test]
+async fn a_group_larger_than_its_owners_free_slots_makes_more_and_every_creation_runs() {
+    let Some((store, schema)) = crate::fresh().await else { return };
+    let lease = lease();
+    let placing = placing(&lease, 1024, 1024);
+    // One creation makes the owner's first 16 slots.
+    store.insert_placed(&sample_task("alice"), &lease, u64::MAX, None, &placing, None).await.unwrap();
+    assert_eq!(number(&schema, "SELECT count(*) FROM owner_slots").await, 16);
+    // Forty at once, far below the limit: each runs, however many rounds of slots it takes.
+    let tasks: Vec<TaskRecord> = (0..40).map(|_| sample_task("alice")).collect();
+    let created = create_all(&store, &tasks, &lease, u64::MAX, &placing).await;
+    assert!(created.iter().all(|created| matches!(created, Ok(Inserted::New))), "{created:?}");
+    assert_eq!(books(&schema).await, [41, 41, 41, 41, 41]);
+}
