@@ -145,7 +145,10 @@ measure() {
       app0=$(ticks "${pids[@]}")
       pg0=$(pg_ticks)
       status=0
-      json=$("$work/load" --url "$urls" --json --tasks "$tasks" --concurrency "$c" --mode "$mode" --tool noop) || status=$?
+      # The load harness's own CPU (user + system), beside the servers' and PostgreSQL's on
+      # the same cores.
+      json=$(/usr/bin/time -f "%U %S" -o "$work/load.time" \
+        "$work/load" --url "$urls" --json --tasks "$tasks" --concurrency "$c" --mode "$mode" --tool noop) || status=$?
       app1=$(ticks "${pids[@]}")
       pg1=$(pg_ticks)
       statements=null
@@ -169,7 +172,8 @@ measure() {
           app_cpu_us_per_task: ($app / $tasks), pg_cpu_us_per_task: (if $statements == null then null else $pg / $tasks end),
           round_trips_per_task: (if $statements == null then null else $statements.toplevel / $tasks end),
           statements_per_task: (if $statements == null then null else $statements.all / $tasks end)}' <<<"$json" >>"$out"
-      echo "$json" | jq -r --arg s "$setup" '"\($s) \(.mode) c=\(.concurrency): \(.per_second|floor)/s, e2e p50 \(.end_to_end.p50_us/1000) ms p99 \(.end_to_end.p99_us/1000) ms, \(.failures) failed"' >&2
+      echo "$json" | jq -r --arg s "$setup" --arg cpu "$(awk -v n="$tasks" '{printf "%d", ($1 + $2) * 1000000 / n}' "$work/load.time" 2>/dev/null)" \
+        '"\($s) \(.mode) c=\(.concurrency): \(.per_second|floor)/s, e2e p50 \(.end_to_end.p50_us/1000) ms p99 \(.end_to_end.p99_us/1000) ms, \(.failures) failed; the load harness \($cpu) µs of CPU per task"' >&2
     done
   done
   if [[ -n $db ]]; then

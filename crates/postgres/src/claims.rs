@@ -286,7 +286,7 @@ impl PostgresStore {
         InsertValues::new(task, Some(lease), origin, false)?;
         let limits = Limits::new(max_retained, placing);
         let create = || Create { task: task.clone(), lease: lease.clone(), origin: origin.cloned(), limits, now: placing.now };
-        let mut created = self.observed(group::write::<Creations>(self, create())).await?;
+        let mut created = group::write::<Creations>(self, create()).await?;
         // No slot was free: the owner's slots are made (16 more at a time) and the creation
         // tried again, while the owner runs fewer than its limit. A group of its creations may
         // need more slots than one round makes.
@@ -298,7 +298,7 @@ impl PostgresStore {
                 break;
             }
             self.execute(sql::MAKE_SLOTS, &[&task.owner.as_str(), &limits.mine]).await?;
-            created = self.observed(group::write::<Creations>(self, create())).await?;
+            created = group::write::<Creations>(self, create()).await?;
         }
         let count = |n: i64| u64::try_from(n).unwrap_or(0);
         if created.inserted {

@@ -17,9 +17,13 @@
 //! otherwise than by the database being out of reach (a taken id, a deadlock), each write is
 //! sent again alone, so each gets its own answer; out of reach, each gets that error, since
 //! the group may have committed.
+//!
+//! The store's `on_commit` observer is told of each statement with the number of writes it
+//! carried, as SQLite's writer tells of each batch.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
 use async_trait::async_trait;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
@@ -152,6 +156,7 @@ fn take<K: Kind>(queue: &mut Vec<Waiting<K>>) -> Vec<Waiting<K>> {
 /// Sends a group and answers its writers.
 async fn send<K: Kind>(store: &PostgresStore, group: Vec<Waiting<K>>) {
     let items: Vec<&K::Item> = group.iter().map(|waiting| &waiting.item).collect();
+    let started = Instant::now();
     let sent = async {
         let client = store.client().await?;
         match items.as_slice() {
@@ -164,6 +169,7 @@ async fn send<K: Kind>(store: &PostgresStore, group: Vec<Waiting<K>>) {
         }
     }
     .await;
+    store.tell(started, group.len(), &sent);
     match sent {
         Ok(answers) if answers.len() == group.len() => {
             for (waiting, answer) in group.into_iter().zip(answers) {
@@ -191,7 +197,9 @@ async fn send<K: Kind>(store: &PostgresStore, group: Vec<Waiting<K>>) {
             tracing::debug!(%error, count = group.len(), "a group of writes failed; each is sent alone");
             K::group(store).count(2, group.len());
             for waiting in group {
+                let started = Instant::now();
                 let alone = async { K::one(store, &store.client().await?, &waiting.item).await }.await;
+                store.tell(started, 1, &alone);
                 let _ = waiting.answer.send(alone);
             }
         }

@@ -76,7 +76,7 @@ impl RecordStore for PostgresStore {
             return Err(StoreError::Conflict(id.clone()));
         }
         let write = Replace { id: id.clone(), expected, update: update.clone() };
-        let written = self.observed(group::write::<Replaces>(self, write)).await;
+        let written = group::write::<Replaces>(self, write).await;
         let written = written.and_then(|written| written.ok_or_else(|| StoreError::Conflict(id.clone())));
         if let Ok(written) = &written {
             self.announce(id, Some(written)).await;

@@ -210,11 +210,17 @@ impl PostgresStore {
     pub(crate) async fn observed<T>(&self, write: impl Future<Output = Result<T, StoreError>>) -> Result<T, StoreError> {
         let started = Instant::now();
         let result = write.await;
+        self.tell(started, 1, &result);
+        result
+    }
+
+    /// Tells the observer, if one is set, of a statement of `writes` writes started at
+    /// `started` that ended with `result`.
+    pub(crate) fn tell<T>(&self, started: Instant, writes: usize, result: &Result<T, StoreError>) {
         if let Some(observer) = self.observer.get() {
             let committed = !matches!(result, Err(StoreError::Backend(_) | StoreError::Unavailable(_)));
-            observer(Commit { elapsed: started.elapsed(), writes: 1, committed });
+            observer(Commit { elapsed: started.elapsed(), writes, committed });
         }
-        result
     }
 
     /// How creations (`insert_placed`) and compare-and-set writes (`replace`) went in groups

@@ -122,7 +122,8 @@ fn store_commit_metrics_observe_every_write_on_postgres() {
     let body = five_tasks_then_metrics(&server);
     let (commits, timed) = (value(&body, "mcp_tasks_store_commit_writes_count"), value(&body, "mcp_tasks_store_commit_seconds_count"));
     assert_eq!(commits, timed, "each write is timed once and sized once");
-    // Five inserts and five completions at least; each PostgreSQL write is a group of one.
+    // Five inserts and five completions at least; made one after another, each PostgreSQL
+    // write goes alone (a group of one).
     let writes = value(&body, "mcp_tasks_store_commit_writes_sum");
     assert!(writes >= 10.0 && writes == commits, "writes {writes}, commits {commits}:\n{body}");
     assert!(value(&body, "mcp_tasks_store_commit_seconds_sum") > 0.0);

@@ -54,14 +54,15 @@ pub struct EarlyEnd {
 
 /// One write of a store as its `on_commit` observer is told of it (the metrics of
 /// `mcp-tasks serve`): SQLite's writer thread reports each batch of its group commit,
-/// PostgreSQL each statement or transaction.
+/// PostgreSQL each statement or transaction (a group of creations or of compare-and-sets sent
+/// as one statement is one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Commit {
     /// From the start of the write (SQLite: `BEGIN`; PostgreSQL: taking a pooled connection)
     /// to the end of its commit (the fsync or WAL flush included) or of its failure.
     pub elapsed: Duration,
-    /// How many writes it held: the group commit's size on SQLite; always 1 on PostgreSQL
-    /// (each write commits on its own).
+    /// How many writes it held: the group commit's size (on PostgreSQL, of the creations and
+    /// compare-and-sets sent together; 1 for any other write).
     pub writes: usize,
     /// Whether it committed: `false` for a rolled-back batch, a backend failure or an
     /// unreachable database (a compare-and-set that finds the task moved on, a duplicate id or

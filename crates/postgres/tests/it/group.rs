@@ -6,6 +6,8 @@
 //! flight at once are apart as two replicas' statements are: the retention and running limits
 //! then hold within the documented overshoot, the creations in flight.)
 
+use std::sync::{Arc, Mutex};
+
 use futures_util::future::join_all;
 use mcp_tasks_engine::{
     ClaimStore, DeliveryStore, Inserted, Lease, NodeId, Place, Placing, RecordStore, RunningLimits, StoreError,
@@ -68,6 +70,10 @@ async fn books(schema: &Schema) -> [i64; 5] {
 #[tokio::test]
 async fn creations_and_endings_made_at_once_go_in_groups_and_keep_every_count() {
     let Some((store, schema)) = crate::fresh().await else { return };
+    // The observer is told of each statement with the writes it carried.
+    let told = Arc::new(Mutex::new(Vec::new()));
+    let sizes = Arc::clone(&told);
+    store.on_commit(move |commit| sizes.lock().unwrap().push((commit.writes, commit.committed)));
     let lease = lease();
     let tasks: Vec<TaskRecord> = (0..60).map(|n| sample_task(["alice", "bob", "carol"][n % 3])).collect();
     let created = create_all(&store, &tasks, &lease, u64::MAX, &placing(&lease, 1000, 100)).await;
@@ -93,6 +99,11 @@ async fn creations_and_endings_made_at_once_go_in_groups_and_keep_every_count() 
     assert!(replaces.groups >= 1 && replaces.writes >= 2, "endings went in groups: {replaces:?}");
     // Every task finished: none running, every slot free, a history row for each ending.
     assert_eq!(books(&schema).await, [60, 60, 0, 120, 0]);
+    let told: Vec<(usize, bool)> = told.lock().unwrap().clone();
+    assert!(told.iter().any(|(writes, _)| *writes >= 2), "a group is told as one commit: {told:?}");
+    // 60 creations, 60 endings, and the owners' slots made when the first group found none.
+    assert!(told.iter().map(|(writes, _)| writes).sum::<usize>() >= 120, "each write told: {told:?}");
+    assert!(told.iter().all(|(_, committed)| *committed), "{told:?}");
 
     // The same writes again, at versions gone: each refused, nothing written.
     let stale = join_all(tasks.iter().map(|task| store.replace(&task.id, task.version, &done))).await;
