@@ -8,10 +8,19 @@
 //! notification of a version already known (this replica's own write, which its engine
 //! published as it returned) is not read at all.
 //!
+//! A replica announces its writes only while another replica listens: each listener says
+//! `hello <its id>` on the channel when it starts listening and every [`HELLO_EVERY`], and
+//! answers a hello from a replica it had not heard lately with its own; a replica that heard
+//! another's within [`HELLO_HEARD_FOR`] announces, a lone one sends nothing (its own
+//! subscribers have its writes already). A replica that starts listening is heard within a
+//! round trip; writes made before that reach it by the poll. A replica that cannot listen
+//! (behind a transaction pooler without `listen_url`) hears no hello, and announces always.
+//!
 //! Hand-written on tokio-postgres's `poll_message`: the pool's connections cannot listen (their
 //! connection futures are the pool's), and no crate of the tree wraps it.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -41,6 +50,12 @@ const POLL_OVERLAP_MS: i64 = 5_000;
 /// one overlap window the backstop falls behind, and only notifications keep up).
 const POLL_BATCH: i64 = 10_000;
 
+/// How often a listener says hello to the other replicas.
+const HELLO_EVERY: Duration = Duration::from_secs(1);
+
+/// How long after its last hello another replica counts as listening.
+const HELLO_HEARD_FOR: Duration = Duration::from_secs(3);
+
 /// How long the listener waits before reconnecting after its connection failed.
 const RECONNECT_AFTER: Duration = Duration::from_millis(500);
 
@@ -50,7 +65,30 @@ pub(crate) struct Feed {
     pub(crate) sender: broadcast::Sender<Arc<TaskRecord>>,
     /// What was sent, or written by this replica (whose engine published it itself).
     sent: Arc<Mutex<Sent>>,
+    /// Until when (ms, this machine's clock) another replica is known to listen.
+    others: Arc<AtomicI64>,
     _stop: tokio_util::sync::DropGuard,
+}
+
+/// What the listener knows of the other listening replicas: this one's id, and until when
+/// another one is known to listen.
+#[derive(Clone)]
+struct Peers {
+    me: Arc<str>,
+    others: Arc<AtomicI64>,
+}
+
+impl Peers {
+    /// A hello from replica `from`: counts as listening for [`HELLO_HEARD_FOR`]. Answers
+    /// whether it is one not heard lately (then this replica says hello back at once).
+    fn heard(&self, from: &str) -> bool {
+        if from == &*self.me {
+            return false;
+        }
+        let now = wall_clock().0;
+        let until = now.saturating_add(i64::try_from(HELLO_HEARD_FOR.as_millis()).unwrap_or(i64::MAX));
+        self.others.swap(until, Ordering::Relaxed) <= now
+    }
 }
 
 /// What the feed has sent: each task's last version sent, and the change time it was seen at
@@ -110,15 +148,29 @@ impl Feed {
         let (sender, _) = broadcast::channel(FEED_CAPACITY);
         let stop = CancellationToken::new();
         let sent = Arc::new(Mutex::new(Sent::default()));
+        let peers = Peers { me: TaskId::random().as_str().into(), others: Arc::default() };
+        let others = Arc::clone(&peers.others);
+        if listener.is_none() {
+            // A replica that cannot listen hears no hello: it announces always.
+            others.store(i64::MAX, Ordering::Relaxed);
+        }
         if let Some(listener) = listener {
-            tokio::spawn(listen(listener, channel, pool.clone(), sender.clone(), Arc::clone(&sent), stop.clone()));
+            tokio::spawn(listen(listener, channel, pool.clone(), sender.clone(), Arc::clone(&sent), peers, stop.clone()));
         }
         tokio::spawn(poll(pool, sender.clone(), Arc::clone(&sent), stop.clone()));
         Feed {
             sender,
             sent,
+            others,
             _stop: stop.drop_guard(),
         }
+    }
+
+    /// Whether another replica listens (said hello lately): only then are this replica's
+    /// writes announced. Always, for a replica that cannot listen itself (behind a
+    /// transaction pooler without `listen_url`): it cannot hear the others.
+    pub(crate) fn others_listen(&self) -> bool {
+        self.others.load(Ordering::Relaxed) > wall_clock().0
     }
 
     /// This replica wrote `record`: it is sent to this replica's subscribers now (the feed
@@ -153,12 +205,29 @@ impl Feed {
     }
 }
 
-/// A notification's payload: `ID VERSION` (the task and the version its write left), or `ID`
-/// alone (a write whose version was not known, or a replica of an earlier build).
-fn parse(payload: &str) -> (TaskId, Option<Version>) {
+/// What a notification says.
+enum Note {
+    /// Task `.0` changed, to version `.1` if known.
+    Changed(TaskId, Option<Version>),
+    /// A replica (by its id) listens.
+    Hello(String),
+}
+
+/// A notification's payload: `ID VERSION` (the task and the version its write left), `ID`
+/// alone (a write whose version was not known, or a replica of an earlier build), or
+/// `hello REPLICA` (a task id has no space and is never `hello`).
+fn parse(payload: &str) -> Note {
     match payload.split_once(' ') {
-        Some((id, version)) => (TaskId::from(id.to_owned()), version.parse().ok().map(Version)),
-        None => (TaskId::from(payload.to_owned()), None),
+        Some(("hello", from)) => Note::Hello(from.to_owned()),
+        Some((id, version)) => Note::Changed(TaskId::from(id.to_owned()), version.parse().ok().map(Version)),
+        None => Note::Changed(TaskId::from(payload.to_owned()), None),
+    }
+}
+
+/// Says hello on `channel` through the listener's own connection.
+async fn hello(client: &tokio_postgres::Client, channel: &str, me: &str) {
+    if let Err(err) = client.execute("SELECT pg_notify($1, $2)", &[&channel, &format!("hello {me}")]).await {
+        tracing::debug!(error = %err, "the change feed could not say hello to the other replicas");
     }
 }
 
@@ -186,6 +255,7 @@ async fn listen(
     pool: Connections,
     sender: broadcast::Sender<Arc<TaskRecord>>,
     sent: Arc<Mutex<Sent>>,
+    peers: Peers,
     stop: CancellationToken,
 ) {
     while !stop.is_cancelled() {
@@ -222,13 +292,19 @@ async fn listen(
         if let Err(err) = client.batch_execute(&listen).await {
             tracing::warn!(error = %mcp_tasks_tls::with_causes(&err), "the change feed cannot LISTEN; polling meanwhile");
         } else {
+            let mut hellos = tokio::time::interval(HELLO_EVERY);
+            hellos.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 let id = tokio::select! {
                     _ = stop.cancelled() => { driver.abort(); return; }
+                    _ = hellos.tick() => { hello(&client, &channel, &peers.me).await; continue; }
                     id = notified.recv() => id,
                 };
                 let Some(payload) = id else { break };
-                let unknown = unknown_changes(payload, &mut notified, &sent);
+                let (unknown, newcomer) = unknown_changes(payload, &mut notified, &sent, &peers);
+                if newcomer {
+                    hello(&client, &channel, &peers.me).await;
+                }
                 if !unknown.is_empty()
                     && let Ok(client) = pool.get().await
                 {
@@ -246,21 +322,33 @@ async fn listen(
 
 /// The tasks that notification `first` and those that came with it (the notifiers send theirs
 /// in batches) name at a version not known yet (neither this replica's own write nor sent):
-/// what is read, in one statement, at most [`READ_BATCH`].
-fn unknown_changes(first: String, notified: &mut tokio::sync::mpsc::UnboundedReceiver<String>, sent: &Mutex<Sent>) -> Vec<String> {
+/// what is read, in one statement, at most [`READ_BATCH`]. And whether a hello among them came
+/// from a replica not heard lately.
+fn unknown_changes(
+    first: String,
+    notified: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
+    sent: &Mutex<Sent>,
+    peers: &Peers,
+) -> (Vec<String>, bool) {
     let mut unknown: Vec<String> = Vec::new();
+    let mut newcomer = false;
     let mut next = Some(first);
     while let Some(payload) = next.take() {
-        let (id, version) = parse(&payload);
-        let known = version.is_some_and(|version| sent.lock().unwrap_or_else(PoisonError::into_inner).has(&id, version));
-        if !known && !unknown.iter().any(|seen| seen == id.as_str()) {
-            unknown.push(id.as_str().to_owned());
+        match parse(&payload) {
+            Note::Hello(from) => newcomer |= peers.heard(&from),
+            Note::Changed(id, version) => {
+                let known =
+                    version.is_some_and(|version| sent.lock().unwrap_or_else(PoisonError::into_inner).has(&id, version));
+                if !known && !unknown.iter().any(|seen| seen == id.as_str()) {
+                    unknown.push(id.as_str().to_owned());
+                }
+            }
         }
         if unknown.len() < READ_BATCH {
             next = notified.try_recv().ok();
         }
     }
-    unknown
+    (unknown, newcomer)
 }
 
 /// The most changed tasks read in one statement.

@@ -177,8 +177,8 @@ impl PostgresStore {
         })
     }
 
-    /// Tells the feeds of every replica that task `id` changed, once its write committed: a
-    /// statement of its own, outside the write's transaction (migration 0009 says why), sent
+    /// Tells the feeds of every other replica that task `id` changed, once its write committed
+    /// (if another listens: [`Feed::others_listen`]): a statement of its own, outside the write's transaction (migration 0009 says why), sent
     /// by the notifier task with every announcement gathered while the previous ones were
     /// sent (one round trip for many writes; the write does not wait for it). A hint: if it
     /// fails, the feeds' poll finds the change within a second.
@@ -195,7 +195,10 @@ impl PostgresStore {
             None => id.as_str().to_owned(),
         };
         // Sent by the notifier, with the others gathered meanwhile; the write does not wait.
-        let _ = self.notifier.send(payload);
+        // Only while another replica listens: a lone one's subscribers have it already.
+        if self.feed.others_listen() {
+            let _ = self.notifier.send(payload);
+        }
     }
 
     /// Calls `observer` after every write this store (and its clones) makes, with its

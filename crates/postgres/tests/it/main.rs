@@ -11,6 +11,7 @@ mod explain;
 mod group;
 mod handles;
 mod outage;
+mod peers;
 mod pooled;
 mod running;
 mod schema;
