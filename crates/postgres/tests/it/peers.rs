@@ -17,10 +17,10 @@ use crate::db::Schema;
 /// How long a test waits for what must come.
 const DEADLINE: Duration = Duration::from_secs(10);
 
-/// The payloads notified on `channel`, as they come, through a plain connection that
-/// `LISTEN`s (kept open by the client returned).
-async fn watch_channel(schema: &Schema, channel: &str) -> (tokio_postgres::Client, mpsc::UnboundedReceiver<String>) {
-    let (client, mut connection) = tokio_postgres::connect(&schema.url(), NoTls).await.expect("a plain connection");
+/// The payloads notified on `channel` of the database at `url`, as they come, through a plain
+/// connection that `LISTEN`s (kept open by the client returned).
+pub(crate) async fn watch_channel(url: &str, channel: &str) -> (tokio_postgres::Client, mpsc::UnboundedReceiver<String>) {
+    let (client, mut connection) = tokio_postgres::connect(url, NoTls).await.expect("a plain connection");
     let (payloads, watched) = mpsc::unbounded_channel();
     let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
     tokio::spawn(async move {
@@ -37,7 +37,7 @@ async fn watch_channel(schema: &Schema, channel: &str) -> (tokio_postgres::Clien
 }
 
 /// The next payload, within [`DEADLINE`].
-async fn next(watched: &mut mpsc::UnboundedReceiver<String>) -> String {
+pub(crate) async fn next(watched: &mut mpsc::UnboundedReceiver<String>) -> String {
     tokio::time::timeout(DEADLINE, watched.recv()).await.expect("a notification within the deadline").expect("open")
 }
 
@@ -51,7 +51,7 @@ async fn a_lone_replica_announces_nothing_and_two_announce_to_each_other() {
         let row = client.query_one("SELECT 'mcp_tasks.' || current_schema()", &[]).await.unwrap();
         row.get::<_, String>(0)
     };
-    let (_watcher, mut watched) = watch_channel(&schema, &channel).await;
+    let (_watcher, mut watched) = watch_channel(&schema.url(), &channel).await;
 
     // The first replica says hello every second, and announces none of its writes: none
     // listens but itself (the watcher says no hello).

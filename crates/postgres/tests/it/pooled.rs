@@ -137,6 +137,18 @@ async fn without_listen_url_the_feed_polls_and_says_so() {
     assert_eq!(seen.version, task.version);
 }
 
+/// A replica that cannot listen (no `listen_url`) hears no other replica's hello, so it
+/// announces every write: a replica that listens learns of them at once, not by its poll.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_that_cannot_listen_announces_every_write() {
+    let Some(database) = Database::create().await else { return };
+    let (_watcher, mut watched) = crate::peers::watch_channel(&database.direct(), "mcp_tasks.public").await;
+    let store = PostgresStore::connect(&database.url(false)).await.expect("connects");
+    let task = sample_task("alice");
+    store.insert(&task).await.expect("insert");
+    assert_eq!(crate::peers::next(&mut watched).await, format!("{} 1", task.id), "announced with its version");
+}
+
 /// A direct URL keeps prepared statements; `pooler=` with anything but `transaction` or
 /// `none` is refused with what to write.
 #[tokio::test]
