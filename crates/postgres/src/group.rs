@@ -47,13 +47,22 @@ const RUNNERS: usize = 1;
 pub(crate) struct Group<K: Kind> {
     queue: Mutex<Vec<Waiting<K>>>,
     runners: Arc<Semaphore>,
-    /// What was sent: groups of two or more, the writes in them, those sent again alone.
-    sent: [AtomicU64; 3],
+    /// Statements that carried two or more writes, the writes they carried, and the writes
+    /// sent again alone ([`Grouped`]).
+    groups: AtomicU64,
+    writes: AtomicU64,
+    sent_again: AtomicU64,
 }
 
 impl<K: Kind> Default for Group<K> {
     fn default() -> Group<K> {
-        Group { queue: Mutex::default(), runners: Arc::new(Semaphore::new(RUNNERS)), sent: Default::default() }
+        Group {
+            queue: Mutex::default(),
+            runners: Arc::new(Semaphore::new(RUNNERS)),
+            groups: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
+            sent_again: AtomicU64::new(0),
+        }
     }
 }
 
@@ -71,17 +80,17 @@ pub struct Grouped {
 impl<K: Kind> Group<K> {
     /// What was sent so far.
     pub(crate) fn grouped(&self) -> Grouped {
-        let [groups, writes, sent_again] = &self.sent;
         Grouped {
-            groups: groups.load(Ordering::Relaxed),
-            writes: writes.load(Ordering::Relaxed),
-            sent_again: sent_again.load(Ordering::Relaxed),
+            groups: self.groups.load(Ordering::Relaxed),
+            writes: self.writes.load(Ordering::Relaxed),
+            sent_again: self.sent_again.load(Ordering::Relaxed),
         }
     }
+}
 
-    fn count(&self, which: usize, n: usize) {
-        self.sent[which].fetch_add(u64::try_from(n).unwrap_or(u64::MAX), Ordering::Relaxed);
-    }
+/// Adds `n` to `counter`.
+fn count(counter: &AtomicU64, n: usize) {
+    counter.fetch_add(u64::try_from(n).unwrap_or(u64::MAX), Ordering::Relaxed);
 }
 
 /// A queued write and where its answer goes.
@@ -162,8 +171,8 @@ async fn send<K: Kind>(store: &PostgresStore, group: Vec<Waiting<K>>) {
         match items.as_slice() {
             [item] => K::one(store, &client, item).await.map(|answer| vec![answer]),
             _ => {
-                K::group(store).count(0, 1);
-                K::group(store).count(1, items.len());
+                count(&K::group(store).groups, 1);
+                count(&K::group(store).writes, items.len());
                 K::many(store, &client, &items).await
             }
         }
@@ -195,7 +204,7 @@ async fn send<K: Kind>(store: &PostgresStore, group: Vec<Waiting<K>>) {
         }
         Err(error) => {
             tracing::debug!(%error, count = group.len(), "a group of writes failed; each is sent alone");
-            K::group(store).count(2, group.len());
+            count(&K::group(store).sent_again, group.len());
             for waiting in group {
                 let started = Instant::now();
                 let alone = async { K::one(store, &store.client().await?, &waiting.item).await }.await;
