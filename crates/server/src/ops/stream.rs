@@ -15,17 +15,20 @@
 //! - Another principal's task, or an unknown one, is the usual `-32602` (stream_36, 38).
 //! - One stream per task per connection (stream_12): a second is `-32602`. Over HTTP each
 //!   2026-07-28 request is its own connection.
-//! - Cancelling the request stops the stream only (stream_14).
+//! - Cancelling the request stops the stream only (stream_14), and frees its place at once: a
+//!   new stream of the task opened right after the cancellation is served.
 //! - Live: woken by this process's appends and by the task's changes (from any process), and
 //!   every [`POLL_EVERY`] for another process's appends.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use mcp_tasks_engine::{Events, TaskEvent, TaskId};
 use mcp_tasks_protocol::jsonrpc::{self, RpcError};
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 use crate::connection::Route;
 use crate::context::RequestContext;
@@ -48,25 +51,41 @@ const POLL_EVERY: Duration = Duration::from_millis(250);
 /// clients read `data.reason`).
 const EVENTS_GONE: i64 = -32010;
 
-/// The streams open now, by connection and task (stream_12).
-static OPEN: Mutex<Option<HashSet<(usize, String)>>> = Mutex::new(None);
+/// The streams open now, by connection and task (stream_12): each with its request's
+/// cancellation and a number of its own.
+static OPEN: Mutex<Option<HashMap<Place, (u64, CancellationToken)>>> = Mutex::new(None);
+
+/// A stream's place: its connection (by address) and its task.
+type Place = (usize, String);
+
+/// The number of the next stream taken.
+static NEXT: AtomicU64 = AtomicU64::new(0);
 
 /// A stream's place in [`OPEN`], given up when dropped.
-struct Open((usize, String));
+struct Open(Place, u64);
 
 impl Open {
+    /// The place of `ctx`'s stream of task `id`: free, or held by a stream whose request was
+    /// cancelled (stream_14: a cancelled stream's place is free at once, though its request
+    /// may not have ended yet).
     fn take(ctx: &RequestContext, id: &TaskId) -> Option<Open> {
         let key = (std::sync::Arc::as_ptr(&ctx.conn) as usize, id.as_str().to_owned());
+        let number = NEXT.fetch_add(1, Ordering::Relaxed);
         let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
-        // Not `then_some(Open(key))`: its argument is built (and, refused, dropped, which
-        // locks `OPEN` again) while the lock is held: a deadlock.
-        if open.get_or_insert_with(HashSet::new).insert(key.clone()) { Some(Open(key)) } else { None }
+        let open = open.get_or_insert_with(HashMap::new);
+        if open.get(&key).is_some_and(|(_, held)| !held.is_cancelled()) {
+            return None;
+        }
+        open.insert(key.clone(), (number, ctx.cancel.clone()));
+        Some(Open(key, number))
     }
 }
 
 impl Drop for Open {
     fn drop(&mut self) {
-        if let Some(open) = OPEN.lock().unwrap_or_else(PoisonError::into_inner).as_mut() {
+        if let Some(open) = OPEN.lock().unwrap_or_else(PoisonError::into_inner).as_mut()
+            && open.get(&self.0).is_some_and(|(number, _)| *number == self.1)
+        {
             open.remove(&self.0);
         }
     }
