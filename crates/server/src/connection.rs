@@ -210,6 +210,8 @@ struct State {
     pending: HashMap<RequestId, oneshot::Sender<Result<Value, RpcError>>>,
     /// The client's requests being served; each token fires on `notifications/cancelled`.
     inflight: HashMap<RequestId, CancellationToken>,
+    /// The task each `tasks/stream` request in flight streams (stream_12).
+    streams: HashMap<RequestId, String>,
 }
 
 impl Connection {
@@ -406,7 +408,24 @@ impl Connection {
 
     /// The request is no longer in flight.
     pub(crate) fn end(&self, id: &RequestId) {
-        self.state().inflight.remove(id);
+        let mut state = self.state();
+        state.inflight.remove(id);
+        state.streams.remove(id);
+    }
+
+    /// Records request `id` as the `tasks/stream` of `task`, unless another request of this
+    /// connection streams it and was not cancelled (stream_12; a cancelled stream's place is
+    /// free at once, though its request may not have ended yet: stream_14).
+    pub(crate) fn open_stream(&self, id: &RequestId, task: &str) -> bool {
+        let state = &mut *self.state();
+        let inflight = &state.inflight;
+        let open = state.streams.iter().any(|(other, streamed)| {
+            streamed == task && inflight.get(other).is_some_and(|token| !token.is_cancelled())
+        });
+        if !open {
+            state.streams.insert(id.clone(), task.to_owned());
+        }
+        !open
     }
 
     /// `notifications/cancelled`: stops the named in-flight request, if any (unknown or

@@ -20,15 +20,11 @@
 //! - Live: woken by this process's appends and by the task's changes (from any process), and
 //!   every [`POLL_EVERY`] for another process's appends.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use mcp_tasks_engine::{Events, TaskEvent, TaskId};
 use mcp_tasks_protocol::jsonrpc::{self, RpcError};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 use crate::connection::Route;
 use crate::context::RequestContext;
@@ -50,46 +46,6 @@ const POLL_EVERY: Duration = Duration::from_millis(250);
 /// `-32010`, the draft's code for `events_gone` (in the range 2026-07-28 calls legacy;
 /// clients read `data.reason`).
 const EVENTS_GONE: i64 = -32010;
-
-/// The streams open now, by connection and task (stream_12): each with its request's
-/// cancellation and a number of its own.
-static OPEN: Mutex<Option<HashMap<Place, (u64, CancellationToken)>>> = Mutex::new(None);
-
-/// A stream's place: its connection (by address) and its task.
-type Place = (usize, String);
-
-/// The number of the next stream taken.
-static NEXT: AtomicU64 = AtomicU64::new(0);
-
-/// A stream's place in [`OPEN`], given up when dropped.
-struct Open(Place, u64);
-
-impl Open {
-    /// The place of `ctx`'s stream of task `id`: free, or held by a stream whose request was
-    /// cancelled (stream_14: a cancelled stream's place is free at once, though its request
-    /// may not have ended yet).
-    fn take(ctx: &RequestContext, id: &TaskId) -> Option<Open> {
-        let key = (std::sync::Arc::as_ptr(&ctx.conn) as usize, id.as_str().to_owned());
-        let number = NEXT.fetch_add(1, Ordering::Relaxed);
-        let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
-        let open = open.get_or_insert_with(HashMap::new);
-        if open.get(&key).is_some_and(|(_, held)| !held.is_cancelled()) {
-            return None;
-        }
-        open.insert(key.clone(), (number, ctx.cancel.clone()));
-        Some(Open(key, number))
-    }
-}
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        if let Some(open) = OPEN.lock().unwrap_or_else(PoisonError::into_inner).as_mut()
-            && open.get(&self.0).is_some_and(|(number, _)| *number == self.1)
-        {
-            open.remove(&self.0);
-        }
-    }
-}
 
 /// The request's parameters: the task, and the cursor if any.
 fn params(params: Option<Value>) -> Result<(TaskId, Option<u64>), RpcError> {
@@ -115,12 +71,12 @@ fn params(params: Option<Value>) -> Result<(TaskId, Option<u64>), RpcError> {
 pub(crate) async fn stream(ctx: &RequestContext, raw: Option<Value>, wire: &Wire) -> Result<Value, RpcError> {
     let (id, after) = params(raw)?;
     ops::tasks::get(ctx, &id).await.map_err(|err| rpc_error(&err))?;
-    let Some(_open) = Open::take(ctx, &id) else {
+    if !ctx.conn.open_stream(&ctx.id, id.as_str()) {
         return Err(RpcError::new(
             RpcError::INVALID_PARAMS,
             format!("a tasks/stream of task {id} is already open on this connection: cancel it before opening another"),
         ));
-    };
+    }
     let engine = ctx.server().engine();
     // Subscribed before the first read: nothing appended or changed after it is missed.
     let mut appended = engine.subscribe_appended();
