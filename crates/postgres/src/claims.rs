@@ -290,14 +290,23 @@ impl PostgresStore {
         // No slot was free: the owner's slots are made (16 more at a time) and the creation
         // tried again, while the owner runs fewer than its limit. A group of its creations may
         // need more slots than one round makes.
+        let owner = task.owner.as_str();
+        let running_params: [&(dyn ToSql + Sync); 2] = [&owner, &placing.now.0];
+        let running_of = || self.query_scalar(sql::RUNNING_OF, &running_params);
+        // The owner's running count, when a round read it at the limit.
+        let mut at_limit = None;
         for round in 0..SLOT_ROUNDS {
             if created.inserted || created.slot_free || !created.room(&limits) {
                 break;
             }
-            if round > 0 && self.query_scalar(sql::RUNNING_OF, &[&task.owner.as_str(), &placing.now.0]).await? >= limits.mine {
-                break;
+            if round > 0 {
+                let mine = running_of().await?;
+                if mine >= limits.mine {
+                    at_limit = Some(mine);
+                    break;
+                }
             }
-            self.execute(sql::MAKE_SLOTS, &[&task.owner.as_str(), &limits.mine]).await?;
+            self.execute(sql::MAKE_SLOTS, &[&owner, &limits.mine]).await?;
             created = group::write::<Creations>(self, create()).await?;
         }
         let count = |n: i64| u64::try_from(n).unwrap_or(0);
@@ -314,7 +323,10 @@ impl PostgresStore {
         if !created.slot_free {
             // Slots that creations in flight are taking count as taken: their tasks are about
             // to run, though not yet counted.
-            let mine: i64 = self.query_scalar(sql::RUNNING_OF, &[&task.owner.as_str(), &placing.now.0]).await?;
+            let mine = match at_limit {
+                Some(mine) => mine,
+                None => running_of().await?,
+            };
             return Err(StoreError::NoPlace(Place::OwnerFull { running: count(mine.max(limits.mine)) }));
         }
         // Room for it, and no row: its key is taken.

@@ -65,8 +65,8 @@ pub(crate) struct Feed {
     pub(crate) sender: broadcast::Sender<Arc<TaskRecord>>,
     /// What was sent, or written by this replica (whose engine published it itself).
     sent: Arc<Mutex<Sent>>,
-    /// Until when (ms, this machine's clock) another replica is known to listen.
-    others: Arc<AtomicI64>,
+    /// This replica's id, and until when another replica is known to listen.
+    peers: Peers,
     _stop: tokio_util::sync::DropGuard,
 }
 
@@ -149,19 +149,17 @@ impl Feed {
         let stop = CancellationToken::new();
         let sent = Arc::new(Mutex::new(Sent::default()));
         let peers = Peers { me: TaskId::random().as_str().into(), others: Arc::default() };
-        let others = Arc::clone(&peers.others);
-        if listener.is_none() {
-            // A replica that cannot listen hears no hello: it announces always.
-            others.store(i64::MAX, Ordering::Relaxed);
-        }
         if let Some(listener) = listener {
-            tokio::spawn(listen(listener, channel, pool.clone(), sender.clone(), Arc::clone(&sent), peers, stop.clone()));
+            tokio::spawn(listen(listener, channel, pool.clone(), sender.clone(), Arc::clone(&sent), peers.clone(), stop.clone()));
+        } else {
+            // A replica that cannot listen hears no hello: it announces always.
+            peers.others.store(i64::MAX, Ordering::Relaxed);
         }
         tokio::spawn(poll(pool, sender.clone(), Arc::clone(&sent), stop.clone()));
         Feed {
             sender,
             sent,
-            others,
+            peers,
             _stop: stop.drop_guard(),
         }
     }
@@ -170,7 +168,7 @@ impl Feed {
     /// writes announced. Always, for a replica that cannot listen itself (behind a
     /// transaction pooler without `listen_url`): it cannot hear the others.
     pub(crate) fn others_listen(&self) -> bool {
-        self.others.load(Ordering::Relaxed) > wall_clock().0
+        self.peers.others.load(Ordering::Relaxed) > wall_clock().0
     }
 
     /// This replica wrote `record`: it is sent to this replica's subscribers now (the feed
@@ -224,9 +222,10 @@ fn parse(payload: &str) -> Note {
     }
 }
 
-/// Says hello on `channel` through the listener's own connection.
+/// Says hello on `channel` through the listener's own connection ([`sql::NOTIFY`], as the
+/// announcements are sent).
 async fn hello(client: &tokio_postgres::Client, channel: &str, me: &str) {
-    if let Err(err) = client.execute("SELECT pg_notify($1, $2)", &[&channel, &format!("hello {me}")]).await {
+    if let Err(err) = client.execute(sql::NOTIFY, &[&channel, &[format!("hello {me}")].as_slice()]).await {
         tracing::debug!(error = %err, "the change feed could not say hello to the other replicas");
     }
 }

@@ -187,18 +187,19 @@ impl PostgresStore {
     /// feed sends it at once and does not read it back, and the notification carries its
     /// version, so that a feed that knows it already reads nothing.
     pub(crate) async fn announce(&self, id: &TaskId, written: Option<&TaskRecord>) {
+        if let Some(record) = written {
+            self.feed.wrote(Arc::new(record.clone()));
+        }
+        // Only while another replica listens: a lone one's subscribers have it already.
+        if !self.feed.others_listen() {
+            return;
+        }
         let payload = match written {
-            Some(record) => {
-                self.feed.wrote(Arc::new(record.clone()));
-                format!("{id} {}", record.version.0)
-            }
+            Some(record) => format!("{id} {}", record.version.0),
             None => id.as_str().to_owned(),
         };
         // Sent by the notifier, with the others gathered meanwhile; the write does not wait.
-        // Only while another replica listens: a lone one's subscribers have it already.
-        if self.feed.others_listen() {
-            let _ = self.notifier.send(payload);
-        }
+        let _ = self.notifier.send(payload);
     }
 
     /// Calls `observer` after every write this store (and its clones) makes, with its
